@@ -1,0 +1,22 @@
+// Package v1alpha1 holds the tagsync.io/v1alpha1 API: the custom resources
+// that configure tagsync's controllers.
+//
+// +kubebuilder:object:generate=true
+// +groupName=tagsync.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every type in this package.
+	GroupVersion = schema.GroupVersion{Group: "tagsync.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this package's types with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this package's types to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,258 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Direction says which way tags and labels flow.
+// +kubebuilder:validation:Enum=TwoWay;CloudToNode;NodeToCloud
+type Direction string
+
+const (
+	// DirectionTwoWay syncs cloud tags to node labels and node labels to cloud tags.
+	DirectionTwoWay Direction = "TwoWay"
+	// DirectionCloudToNode only writes node labels from cloud tags.
+	DirectionCloudToNode Direction = "CloudToNode"
+	// DirectionNodeToCloud only writes cloud tags from node labels.
+	DirectionNodeToCloud Direction = "NodeToCloud"
+)
+
+// ConflictPolicy says what happens when a tag and its label were both changed
+// to different values since they last agreed.
+// +kubebuilder:validation:Enum=Ignore;CloudWins;NodeWins
+type ConflictPolicy string
+
+const (
+	// ConflictIgnore leaves both sides as they are and reports the conflict.
+	ConflictIgnore ConflictPolicy = "Ignore"
+	// ConflictCloudWins overwrites the label with the tag's value.
+	ConflictCloudWins ConflictPolicy = "CloudWins"
+	// ConflictNodeWins overwrites the tag with the label's value.
+	ConflictNodeWins ConflictPolicy = "NodeWins"
+)
+
+// Target says which cloud resource carries a node's tags.
+// +kubebuilder:validation:Enum=ScaleSet;Instance
+type Target string
+
+const (
+	// TargetScaleSet syncs with the scale set a node belongs to (standalone
+	// and availability-set VMs use their own tags).
+	TargetScaleSet Target = "ScaleSet"
+	// TargetInstance syncs with the node's own VM where the cloud allows
+	// per-instance tags; Uniform scale-set instances fall back to the scale set.
+	TargetInstance Target = "Instance"
+)
+
+// Provider names a cloud.
+// +kubebuilder:validation:Enum=azure
+type Provider string
+
+// ProviderAzure is Azure Resource Manager.
+const ProviderAzure Provider = "azure"
+
+// NodeTagSyncSpec configures two-way sync between cloud tags and node labels.
+// +kubebuilder:validation:XValidation:rule="!(has(self.syncTaints) && self.syncTaints && self.direction == 'CloudToNode')",message="syncTaints exports taints as tags, so it needs direction TwoWay or NodeToCloud"
+type NodeTagSyncSpec struct {
+	// Provider is the cloud that owns the nodes' resources.
+	// +kubebuilder:default=azure
+	// +optional
+	Provider Provider `json:"provider,omitempty"`
+
+	// Direction is which way tags and labels flow.
+	// +kubebuilder:default=TwoWay
+	// +optional
+	Direction Direction `json:"direction,omitempty"`
+
+	// LabelPrefix is the label key prefix under which cloud tags appear on
+	// nodes: tag name=value becomes label <labelPrefix>/<name>=<value>. It must
+	// be a lower-case DNS subdomain outside kubernetes.io and k8s.io. An empty
+	// prefix is allowed: the label key is then the tag name itself.
+	// +kubebuilder:default="azure.tags"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="labelPrefix must be empty or a lower-case DNS subdomain such as azure.tags"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io', 'k8s.io'] || self.endsWith('.kubernetes.io') || self.endsWith('.k8s.io'))",message="labelPrefix may not be under kubernetes.io or k8s.io: those label prefixes are reserved by Kubernetes"
+	// +optional
+	LabelPrefix *string `json:"labelPrefix,omitempty"`
+
+	// ConflictPolicy decides what happens when a tag and its label both
+	// changed to different values since they last agreed.
+	// +kubebuilder:default=Ignore
+	// +optional
+	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
+
+	// Target is the resource whose tags are synced: the scale set, or the
+	// node's own VM instance.
+	// +kubebuilder:default=ScaleSet
+	// +optional
+	Target Target `json:"target,omitempty"`
+
+	// ResourceGroups limits the sync to nodes in these resource groups
+	// (compared case-insensitively). Empty means all.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=set
+	// +optional
+	ResourceGroups []ResourceGroupName `json:"resourceGroups,omitempty"`
+
+	// NodeSelector limits the sync to nodes whose labels match. Empty means all.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// IncludeTags are case-insensitive glob patterns (such as cost* or env);
+	// when set, only tags whose name matches one are synced.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	IncludeTags []TagPattern `json:"includeTags,omitempty"`
+
+	// ExcludeTags are case-insensitive glob patterns of tag names never synced.
+	// They win over IncludeTags.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	ExcludeTags []TagPattern `json:"excludeTags,omitempty"`
+
+	// ResyncInterval is how often every node is compared with the cloud even
+	// when nothing was observed to change. At least 30s.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="resyncInterval must be at least 30s to stay within cloud API quotas"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="resyncInterval must be at most 24h"
+	// +optional
+	ResyncInterval *metav1.Duration `json:"resyncInterval,omitempty"`
+
+	// SyncTaints exports node taints as cloud tags (key taint.<labelPrefix>/<key>).
+	// Off by default.
+	// +kubebuilder:default=false
+	// +optional
+	SyncTaints bool `json:"syncTaints,omitempty"`
+}
+
+// ResourceGroupName is an Azure resource group name.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=90
+// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]+$`
+type ResourceGroupName string
+
+// TagPattern is a case-insensitive glob pattern over tag names: * matches any
+// run of characters, ? one character, [a-z] a class.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+type TagPattern string
+
+// Condition types of a NodeTagSync.
+const (
+	// ConditionReady is true when the last full sync finished and every
+	// in-scope node agrees with its cloud resource, conflicts aside.
+	ConditionReady = "Ready"
+	// ConditionDegraded is true when some nodes could not be synced.
+	ConditionDegraded = "Degraded"
+)
+
+// NodeTagSyncStatus reports what the controller observed and did.
+type NodeTagSyncStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Ready and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// SyncedNodes counts in-scope nodes whose labels and tags agree.
+	// +optional
+	SyncedNodes int32 `json:"syncedNodes"`
+
+	// UnmanagedNodes counts nodes skipped because they are on-prem, have no
+	// ARM providerID, or are outside the resource-group filter.
+	// +optional
+	UnmanagedNodes int32 `json:"unmanagedNodes"`
+
+	// ConflictCount counts tag/label pairs currently in conflict.
+	// +optional
+	ConflictCount int32 `json:"conflictCount"`
+
+	// ErrorCount counts nodes whose last sync failed.
+	// +optional
+	ErrorCount int32 `json:"errorCount"`
+
+	// Conflicts lists current conflicts, at most 50.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	// +optional
+	Conflicts []TagConflict `json:"conflicts,omitempty"`
+
+	// Unrepresentable lists tags or labels that could not be carried to the
+	// other side (too long, reserved, limit reached), at most 50.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	// +optional
+	Unrepresentable []SkippedTag `json:"unrepresentable,omitempty"`
+
+	// LastFullSyncTime is when every in-scope node was last compared.
+	// +optional
+	LastFullSyncTime *metav1.Time `json:"lastFullSyncTime,omitempty"`
+}
+
+// TagConflict is a tag whose cloud value and label value disagree.
+type TagConflict struct {
+	// Resource is the ARM ID of the resource carrying the tag.
+	Resource string `json:"resource"`
+	// Nodes are the nodes involved (for scale sets, the disagreeing nodes).
+	// +listType=atomic
+	Nodes []string `json:"nodes"`
+	// Tag is the tag name.
+	Tag string `json:"tag"`
+	// CloudValue is the tag's value in the cloud; absent when deleted there.
+	// +optional
+	CloudValue *string `json:"cloudValue,omitempty"`
+	// NodeValues are the label values on the nodes, in the order of Nodes;
+	// absent when the label was deleted.
+	// +listType=atomic
+	// +optional
+	NodeValues []string `json:"nodeValues,omitempty"`
+}
+
+// SkippedTag is a tag or label that could not be synced.
+type SkippedTag struct {
+	// Object is the node name or resource ID where it was found.
+	Object string `json:"object"`
+	// Name is the tag name or label key.
+	Name string `json:"name"`
+	// Reason says why, and what to do about it.
+	Reason string `json:"reason"`
+}
+
+// NodeTagSync keeps cloud VM / scale-set tags and node labels in agreement.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nts
+// +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
+// +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.syncedNodes`
+// +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictCount`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeTagSync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired sync.
+	Spec NodeTagSyncSpec `json:"spec,omitempty"`
+	// Status is what the controller observed.
+	// +optional
+	Status NodeTagSyncStatus `json:"status,omitempty"`
+}
+
+// NodeTagSyncList is a list of NodeTagSync.
+//
+// +kubebuilder:object:root=true
+type NodeTagSyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the NodeTagSyncs.
+	Items []NodeTagSync `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeTagSync{}, &NodeTagSyncList{})
+}

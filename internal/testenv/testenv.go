@@ -1,0 +1,141 @@
+// Package testenv starts the real Kubernetes control plane (kube-apiserver and
+// etcd built from Go modules into bin/k8s by `make tools`) through
+// controller-runtime's envtest, installs tagsync's CRDs, and hands tests a
+// client and rest config. A missing control plane is an error, never a skip.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	tagsyncv1alpha1 "github.com/tagsync/tagsync/api/v1alpha1"
+)
+
+// Env is a running control plane with tagsync's CRDs installed.
+type Env struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is a controller-runtime client for Config with Scheme.
+	Client client.Client
+	// Scheme knows the built-in Kubernetes types and tagsync's API.
+	Scheme *runtime.Scheme
+	// KubeConfig is a kubeconfig file's content for Config.
+	KubeConfig []byte
+	// RootDir is the repository root (where go.mod is).
+	RootDir string
+
+	env *envtest.Environment
+}
+
+// Scheme returns a scheme with the built-in Kubernetes types and tagsync's API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := tagsyncv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Start starts a control plane for the test and stops it when the test ends.
+// It fails the test (never skips) when the control plane cannot start.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	return e
+}
+
+// New starts a control plane; the caller must Stop it. Use it from TestMain
+// to share one control plane across a package's tests.
+func New() (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := assetsDir(root)
+	if err != nil {
+		return nil, err
+	}
+	scheme := Scheme()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("building a client: %w", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, KubeConfig: env.KubeConfig, RootDir: root, env: env}, nil
+}
+
+// Stop stops the control plane and removes its temporary files.
+func (e *Env) Stop() error {
+	return e.env.Stop()
+}
+
+// assetsDir returns the directory holding kube-apiserver, etcd and kubectl:
+// $KUBEBUILDER_ASSETS when set, otherwise bin/k8s in the repository. It
+// errors when the binaries are missing, saying how to build them.
+func assetsDir(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "k8s")
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("the test control plane is missing %s in %s: run `make tools` "+
+				"(or `make test`, which builds it) first: %w", name, dir, err)
+		}
+	}
+	return dir, nil
+}
+
+// RepoRoot finds the repository root by walking up from the working
+// directory to the directory holding tagsync's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "cmd", "tagsync")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the tagsync repository root (a go.mod beside cmd/tagsync) above the working directory")
+		}
+		dir = parent
+	}
+}
