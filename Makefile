@@ -70,9 +70,10 @@ GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/r
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are stale (and regenerate them).
-	@before=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
+	@sums() { for p in $(GENERATED); do if [ -e "$$p" ]; then find "$$p" -type f; fi; done | sort | xargs -r sha256sum; }; \
+	before=$$(sums); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	after=$$(find $(GENERATED) -type f 2>/dev/null | sort | xargs -r sha256sum); \
+	after=$$(sums); \
 	if [ "$$before" != "$$after" ]; then \
 		echo "generated files were stale: 'make generate' has updated them; review and commit:"; \
 		diff <(echo "$$before") <(echo "$$after") || true; \

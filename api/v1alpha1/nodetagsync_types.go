@@ -252,7 +252,3 @@ type NodeTagSyncList struct {
 	// Items are the NodeTagSyncs.
 	Items []NodeTagSync `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&NodeTagSync{}, &NodeTagSyncList{})
-}
