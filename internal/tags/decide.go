@@ -1,0 +1,171 @@
+package tags
+
+import "fmt"
+
+// state is one side's view of one key.
+type state struct {
+	name, value string
+	ok          bool
+}
+
+func stateOf(s Set, idx map[string]string, key string) state {
+	n, ok := idx[key]
+	if !ok {
+		return state{}
+	}
+	return state{name: n, value: s[n], ok: true}
+}
+
+// same reports whether two states hold the same tag value (or are both absent).
+func (a state) same(b state) bool { return a.ok == b.ok && (!a.ok || a.value == b.value) }
+
+// put records st in s, replacing any other spelling.
+func (s Set) put(st state) {
+	if st.ok {
+		s.Put(st.name, st.value)
+	}
+}
+
+// triple is one key seen from the base and both sides.
+type triple struct {
+	base, cloud, node state
+	history           bool
+}
+
+func (t triple) on(s Side) state {
+	if s == SideCloud {
+		return t.cloud
+	}
+	return t.node
+}
+
+// decision is what to do with one key.
+type decision struct {
+	agreed   bool      // both sides hold the same state
+	from     Side      // the side whose state is written to the other one
+	conflict *Conflict // set when the key is in conflict
+}
+
+// decide applies the merge rules to one key.
+func decide(t triple, dir Direction, pol Policy) decision {
+	if t.cloud.same(t.node) {
+		return decision{agreed: true}
+	}
+	changed, reason := t.changed()
+	if changed != SideNone {
+		if dir.writes(changed.other()) {
+			return decision{from: changed}
+		}
+		if t.unsyncedAddition(changed) {
+			return decision{} // never synced, never deleted: left alone
+		}
+		reason = fmt.Sprintf("changed on the %s only, but direction %s does not write the %s", changed, dir, changed.other())
+	}
+	winner := pol.winner()
+	if !dir.writes(winner.other()) {
+		winner = SideNone
+	}
+	return decision{from: winner, conflict: t.conflict(winner, reason)}
+}
+
+// changed returns the one side that changed since the base, or SideNone with a
+// reason when both did. Without history, the side that has the tag "changed".
+func (t triple) changed() (Side, string) {
+	if !t.history {
+		switch {
+		case !t.cloud.ok:
+			return SideNode, ""
+		case !t.node.ok:
+			return SideCloud, ""
+		}
+		return SideNone, "no sync history and the values differ"
+	}
+	cloud, node := !t.cloud.same(t.base), !t.node.same(t.base)
+	switch {
+	case cloud && node:
+		return SideNone, "changed differently on both sides since the last sync"
+	case cloud:
+		return SideCloud, ""
+	}
+	return SideNode, ""
+}
+
+// unsyncedAddition reports whether side s holds a tag that neither the base nor
+// the other side has: something never synced, which is left alone.
+func (t triple) unsyncedAddition(s Side) bool {
+	return !t.base.ok && t.on(s).ok && !t.on(s.other()).ok
+}
+
+func (t triple) conflict(winner Side, reason string) *Conflict {
+	name := t.cloud.name
+	if !t.cloud.ok {
+		name = t.node.name
+	}
+	return &Conflict{
+		Name:       name,
+		CloudValue: t.cloud.value, CloudPresent: t.cloud.ok,
+		NodeValue: t.node.value, NodePresent: t.node.ok,
+		BaseValue: t.base.value, BasePresent: t.base.ok,
+		Winner: winner, Reason: reason,
+	}
+}
+
+// apply records decision d for key t in r.
+func (r *MergeResult) apply(t triple, d decision, dir Direction) {
+	if d.conflict != nil {
+		r.Conflicts = append(r.Conflicts, *d.conflict)
+	}
+	switch {
+	case d.agreed:
+		r.agree(t, dir)
+	case d.from == SideCloud:
+		r.toNode(t)
+	case d.from == SideNode:
+		r.toCloud(t)
+		r.rename(t, dir)
+	default:
+		r.NewBase.put(t.base)
+	}
+}
+
+// agree records an agreed key under the cloud's spelling.
+func (r *MergeResult) agree(t triple, dir Direction) {
+	if t.cloud.ok {
+		r.NewBase.put(t.cloud)
+		r.rename(t, dir)
+	}
+}
+
+// rename renames the Node's label to the cloud's spelling when both hold the
+// tag under different spellings and the Node may be written; the Node's value
+// is kept (it is, or is being written as, the cloud's value).
+func (r *MergeResult) rename(t triple, dir Direction) {
+	if t.cloud.ok && t.node.ok && t.node.name != t.cloud.name && dir.writes(SideNode) {
+		r.NodePatch.put(t.cloud.name, t.node.value)
+	}
+}
+
+// toNode writes the cloud's state of t to the Node.
+func (r *MergeResult) toNode(t triple) {
+	if !t.cloud.ok {
+		r.NodePatch.del(t.node.name)
+		return
+	}
+	r.NodePatch.put(t.cloud.name, t.cloud.value)
+	r.NewBase.put(t.cloud)
+}
+
+// toCloud writes the Node's state of t to the cloud, keeping the cloud's
+// spelling of an existing tag.
+func (r *MergeResult) toCloud(t triple) {
+	if !t.node.ok {
+		r.CloudPatch.del(t.cloud.name)
+		return
+	}
+	st := t.node
+	if t.cloud.ok {
+		st.name = t.cloud.name
+	}
+	r.CloudPatch.put(st.name, st.value)
+	r.NewBase.put(st)
+}

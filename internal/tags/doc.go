@@ -1,0 +1,102 @@
+// Package tags owns the pure logic of tag synchronisation: tag sets with
+// case-insensitive names (Set, Patch), per-cloud tag rules (Rules, AzureRules),
+// the reversible label <-> tag codec (Codec), the per-Node three-way merge
+// (Merge), the scale-set aggregation of Node proposals (Aggregate), the tag
+// limit policy (Fit) and tag name filters (Filter). It does no I/O and knows no
+// Kubernetes or cloud client.
+//
+// # A sync cycle for one Node
+//
+//	cloud := filter.Apply(cloudTags)
+//	node, fromSkipped := codec.FromLabels(nodeLabels) // then filter.Apply
+//	_, toSkipped := codec.ToLabels(cloud)
+//	res := tags.Merge(tags.MergeInput{Base: base, Cloud: cloud, Node: node,
+//		Direction: dir, Policy: pol,
+//		Hold: tags.SkippedNames(append(fromSkipped, toSkipped...))})
+//	fitted, limitSkipped := tags.Fit(cloudTags, res.CloudPatch, rules)
+//	res = res.RestrictCloud(fitted)           // and Aggregate for scale sets
+//	changes, _ := codec.LabelChanges(nodeLabels, res.NodePatch)
+//	// write fitted and changes (only when not empty), then store res.NewBase
+//
+// # Label encoding
+//
+// Label name parts and values allow at most 63 characters from
+// [A-Za-z0-9._-], beginning and ending with an alphanumeric; tag names and
+// values are arbitrary Unicode. The codec escapes, byte by byte over the UTF-8
+// text, every byte that
+//
+//   - is outside [A-Za-z0-9._-], or
+//   - is '-', '_' or '.' at the first or last position, or
+//   - is the '_' of text that already reads as an escape ("x_" followed by two
+//     lower-case hex digits),
+//
+// as "x_" followed by the byte's two lower-case hex digits. Everything else is
+// copied. So "env", "cost-center", "cc_1234" and "team.name" encode as
+// themselves, "Cost Center" as "Costx_20Center", "a/b:c" as "ax_2fbx_3ac", "é"
+// as "x_c3x_a9", "-x-" as "x_2dxx_2d", "x_20" (literally) as "xx_5f20", and the
+// empty value as the empty label value.
+//
+// An escape begins and ends with an alphanumeric, so it may stand anywhere,
+// including at either end. Decoding scans left to right and replaces each
+// "x_hh" (lower-case hex) by its byte. The hex digits of an escape never
+// include 'x', so an escape never overlaps the start of the next one, and a
+// literal "x_hh" in the input is always broken up by escaping its '_'; hence
+// decoding is unambiguous and Decode(Encode(s)) == s. Decoding is also strict:
+// it accepts only the exact text the encoder produces (it re-encodes and
+// compares), so "x_41" (an unnecessary escape of "A"), upper-case hex escapes
+// of forbidden bytes, invalid UTF-8 and invalid label syntax are reported
+// (ErrUndecodable), never guessed at. Each tag name thus has exactly one label
+// key, and each managed label at most one tag.
+//
+// Text longer than 63 characters once encoded is ErrUnrepresentable: reported
+// and skipped, never truncated. The "x_" marker was chosen because it is rare
+// in real tags (unlike "_x", as in "linux_x64") and because an escape must be
+// allowed at the first position, which rules out markers beginning with '_',
+// '-' or '.'.
+//
+// # Three-way merge
+//
+// Per tag name (case-insensitive), with b the base state, c the cloud's and n
+// the Node's (each a value or absent):
+//
+//   - c == n: agreed, nothing written; NewBase takes it.
+//   - spelling: the cloud's spelling of a name wins. A Node label spelled
+//     differently is renamed (when the Node may be written), also in the pass
+//     that writes its new value to the cloud (the only case where one name is
+//     in both patches); a cloud rename Env->env is therefore a label rename,
+//     never a delete plus add. The cloud is never renamed.
+//   - only one side changed since b: the change, including a deletion, is
+//     written to the other side.
+//   - both changed, to different states: a Conflict. Ignore writes nothing;
+//     CloudWins writes c to the Node; NodeWins writes n to the cloud. An
+//     unresolved conflict keeps its old base entry.
+//   - no history (Base nil): union. A tag on one side only is copied to the
+//     other; present on both with different values is a Conflict. Nothing is
+//     deleted.
+//
+// A Direction forbids writing one side. A change on a side whose changes cannot
+// flow (the Node under CloudToNode, the cloud under NodeToCloud):
+//
+//   - a tag added there that neither the base nor the other side has (never
+//     synced) is left alone, silently, and not recorded in NewBase;
+//   - any other change (a new value, a deletion) becomes a Conflict: the
+//     source-wins policy (CloudWins under CloudToNode, NodeWins under
+//     NodeToCloud) reverts it; otherwise both sides are left as they are.
+//
+// Conflicts whose policy winner may not be written are left as they are.
+//
+// Wholesale wipe: when Base holds at least two tags, the cloud none of them,
+// and the Node still at least two of them unchanged, some platform rewrote the
+// tags and the rules above would delete those labels. Merge sets Wiped and, in
+// TwoWay and CloudToNode, proceeds as with no history: a union that never
+// deletes. In TwoWay this repairs the cloud from the labels; in CloudToNode
+// nothing is deleted and the labels the cloud lost are left alone and dropped
+// from NewBase. NodeToCloud never writes the Node, so the usual rules apply
+// there (the losses are cloud-side changes: NodeWins repairs them, the other
+// policies report them). Deliberate deletions remove keys one at a time and
+// still propagate (a single removed key, or the last one, is never a wipe).
+//
+// MergeResult.NewBase is what both sides hold once both patches are written.
+// When a write is only partly done (Fit, Aggregate, an encoding failure), use
+// RestrictCloud / RestrictNode so the dropped keys keep their old base entries.
+package tags

@@ -1,0 +1,35 @@
+package tags_test
+
+import (
+	"fmt"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+func ExampleCodec() {
+	c := tags.Codec{Prefix: tags.DefaultPrefix}
+	labels, skipped := c.ToLabels(tags.Set{"env": "prod", "Cost Center": "CC 1234", "azure-x": "reserved"})
+	fmt.Println(labels)
+	fmt.Println(skipped[0].Name, "skipped")
+	back, _ := c.FromLabels(labels)
+	fmt.Println(back)
+	// Output:
+	// map[azure.tags/Costx_20Center:CCx_201234 azure.tags/env:prod]
+	// azure-x skipped
+	// map[Cost Center:CC 1234 env:prod]
+}
+
+func ExampleMerge() {
+	res := tags.Merge(tags.MergeInput{
+		Base:  tags.Set{"env": "prod", "team": "a", "old": "x"},
+		Cloud: tags.Set{"env": "staging", "team": "a", "old": "x"}, // env changed in the cloud
+		Node:  tags.Set{"env": "prod", "team": "b"},                // team changed, old deleted on the node
+	})
+	fmt.Println("cloud:", res.CloudPatch.Set, res.CloudPatch.Delete)
+	fmt.Println("node:", res.NodePatch.Set, res.NodePatch.Delete)
+	fmt.Println("base:", res.NewBase)
+	// Output:
+	// cloud: map[team:b] [old]
+	// node: map[env:staging] []
+	// base: map[env:staging team:b]
+}

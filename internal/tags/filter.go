@@ -1,0 +1,83 @@
+package tags
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Filter selects the tag names in scope with glob patterns (path.Match syntax:
+// *, ?, [class], \ escapes), matched case-insensitively against the whole name.
+// A name is in scope when it matches some Include pattern (or Include is empty)
+// and no Exclude pattern.
+type Filter struct {
+	// Include lists patterns of names in scope; empty means all names.
+	Include []string
+	// Exclude lists patterns of names out of scope; it overrides Include.
+	Exclude []string
+}
+
+// Validate returns an error naming every malformed or empty pattern.
+func (f Filter) Validate() error {
+	var errs []error
+	check := func(field string, patterns []string) {
+		for i, p := range patterns {
+			if err := validPattern(p); err != nil {
+				errs = append(errs, fmt.Errorf("tag filter %s[%d] %q: %w", field, i, p, err))
+			}
+		}
+	}
+	check("include", f.Include)
+	check("exclude", f.Exclude)
+	return errors.Join(errs...)
+}
+
+func validPattern(p string) error {
+	if p == "" {
+		return errors.New("empty pattern; use * to match every name")
+	}
+	if _, err := path.Match(strings.ToLower(p), ""); err != nil {
+		return fmt.Errorf("malformed pattern (see Go's path.Match): %w", err)
+	}
+	return nil
+}
+
+// Match reports whether name is in scope. A malformed Include pattern matches
+// nothing and a malformed Exclude pattern matches everything, so a bad filter
+// syncs less, never more; call Validate to report them.
+func (f Filter) Match(name string) bool {
+	lower := Key(name)
+	if len(f.Include) > 0 && !anyMatch(f.Include, lower, false) {
+		return false
+	}
+	return !anyMatch(f.Exclude, lower, true)
+}
+
+func anyMatch(patterns []string, lower string, onError bool) bool {
+	for _, p := range patterns {
+		ok, err := path.Match(strings.ToLower(p), lower)
+		if err != nil {
+			ok = onError
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply returns the tags of s that are in scope; nil stays nil (so a nil
+// MergeInput.Base keeps meaning "no history").
+func (f Filter) Apply(s Set) Set {
+	if s == nil {
+		return nil
+	}
+	out := Set{}
+	for n, v := range s {
+		if f.Match(n) {
+			out[n] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,53 @@
+package tags
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFilterMatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		filter Filter
+		tag    string
+		want   bool
+	}{
+		{"empty filter matches all", Filter{}, "anything", true},
+		{"include glob", Filter{Include: []string{"cost-*"}}, "Cost-Center", true},
+		{"include miss", Filter{Include: []string{"cost-*"}}, "env", false},
+		{"include upper pattern", Filter{Include: []string{"ENV"}}, "env", true},
+		{"exclude wins", Filter{Include: []string{"*"}, Exclude: []string{"aks-managed-*"}}, "aks-managed-pool", false},
+		{"exclude only", Filter{Exclude: []string{"secret?"}}, "secret1", false},
+		{"exclude miss", Filter{Exclude: []string{"secret?"}}, "secret12", true},
+		{"class", Filter{Include: []string{"[a-c]*"}}, "Beta", true},
+		{"space in name", Filter{Include: []string{"cost center"}}, "Cost Center", true},
+		{"malformed include matches nothing", Filter{Include: []string{"["}}, "x", false},
+		{"malformed exclude matches everything", Filter{Exclude: []string{"["}}, "x", false},
+	}
+	for _, tt := range tests {
+		if got := tt.filter.Match(tt.tag); got != tt.want {
+			t.Errorf("%s: Match(%q) = %v", tt.name, tt.tag, got)
+		}
+	}
+}
+
+func TestFilterValidate(t *testing.T) {
+	if err := (Filter{Include: []string{"*", "env"}, Exclude: []string{"a?c", `\*`}}).Validate(); err != nil {
+		t.Errorf("valid filter: %v", err)
+	}
+	err := Filter{Include: []string{"ok", "["}, Exclude: []string{""}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `include[1] "["`) || !strings.Contains(err.Error(), `exclude[0] ""`) {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+func TestFilterApply(t *testing.T) {
+	f := Filter{Exclude: []string{"aks-*"}}
+	if f.Apply(nil) != nil {
+		t.Error("Apply(nil) must stay nil")
+	}
+	got := f.Apply(Set{"env": "a", "aks-managed": "b"})
+	if !got.Equal(Set{"env": "a"}) {
+		t.Errorf("Apply = %v", got)
+	}
+}

@@ -1,0 +1,253 @@
+package tags
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Direction says which sides a merge may write.
+type Direction string
+
+const (
+	// TwoWay writes both sides (the default; the empty Direction means TwoWay).
+	TwoWay Direction = "TwoWay"
+	// CloudToNode writes only Node labels; the cloud is never written.
+	CloudToNode Direction = "CloudToNode"
+	// NodeToCloud writes only cloud tags; Nodes are never written.
+	NodeToCloud Direction = "NodeToCloud"
+)
+
+// Validate returns an error for an unknown Direction. Merge writes neither side
+// for an unknown Direction.
+func (d Direction) Validate() error {
+	switch d {
+	case "", TwoWay, CloudToNode, NodeToCloud:
+		return nil
+	}
+	return fmt.Errorf("unknown sync direction %q: use %s, %s or %s", string(d), TwoWay, CloudToNode, NodeToCloud)
+}
+
+// writes reports whether d may write side s.
+func (d Direction) writes(s Side) bool {
+	switch d {
+	case "", TwoWay:
+		return s != SideNone
+	case CloudToNode:
+		return s == SideNode
+	case NodeToCloud:
+		return s == SideCloud
+	}
+	return false
+}
+
+func (d Direction) String() string {
+	if d == "" {
+		return string(TwoWay)
+	}
+	return string(d)
+}
+
+// Policy says how a conflict is resolved.
+type Policy string
+
+const (
+	// Ignore leaves both sides of a conflict as they are and reports it (the
+	// default; the empty Policy means Ignore).
+	Ignore Policy = "Ignore"
+	// CloudWins writes the cloud's state to the Node.
+	CloudWins Policy = "CloudWins"
+	// NodeWins writes the Node's state to the cloud.
+	NodeWins Policy = "NodeWins"
+)
+
+// Validate returns an error for an unknown Policy. Merge treats an unknown
+// Policy as Ignore.
+func (p Policy) Validate() error {
+	switch p {
+	case "", Ignore, CloudWins, NodeWins:
+		return nil
+	}
+	return fmt.Errorf("unknown conflict policy %q: use %s, %s or %s", string(p), Ignore, CloudWins, NodeWins)
+}
+
+// winner returns the side whose state p propagates.
+func (p Policy) winner() Side {
+	switch p {
+	case CloudWins:
+		return SideCloud
+	case NodeWins:
+		return SideNode
+	}
+	return SideNone
+}
+
+// Side names one side of a sync.
+type Side int
+
+const (
+	// SideNone is neither side.
+	SideNone Side = iota
+	// SideCloud is the cloud resource's tags.
+	SideCloud
+	// SideNode is the Node's managed labels.
+	SideNode
+)
+
+// String returns "none", "cloud" or "node".
+func (s Side) String() string {
+	switch s {
+	case SideCloud:
+		return "cloud"
+	case SideNode:
+		return "node"
+	}
+	return "none"
+}
+
+func (s Side) other() Side {
+	switch s {
+	case SideCloud:
+		return SideNode
+	case SideNode:
+		return SideCloud
+	}
+	return SideNone
+}
+
+// MergeInput is one Node's view of a sync: its history and both current sides.
+type MergeInput struct {
+	// Base is the last set both sides agreed on (the previous NewBase); nil
+	// means there is no history (a new Node), which makes the merge a union
+	// that never deletes.
+	Base Set
+	// Cloud holds the cloud tags in scope (already filtered).
+	Cloud Set
+	// Node holds the Node's managed labels decoded to tags (see FromLabels).
+	Node Set
+	// Direction restricts which side may be written.
+	Direction Direction
+	// Policy resolves conflicts.
+	Policy Policy
+	// Hold names tags Merge must not touch on either side; their base entries
+	// carry over unchanged. Pass SkippedNames of the Skipped from ToLabels (of
+	// the cloud tags) and FromLabels: a tag that cannot be carried across must
+	// not look deleted on the side where it is missing.
+	Hold []string
+}
+
+// MergeResult is what Merge decided.
+type MergeResult struct {
+	// CloudPatch holds the changes to write to the cloud; only changed keys.
+	CloudPatch CloudPatch
+	// NodePatch holds the changes to write to the Node; only changed keys.
+	NodePatch NodePatch
+	// Conflicts lists keys changed differently on both sides (or, in a one-way
+	// Direction, changed on the side that is not written), sorted by name.
+	Conflicts []Conflict
+	// NewBase is what both sides agree on once both patches are applied;
+	// store it as the next Base. Keys left in conflict keep their old entry.
+	NewBase Set
+	// Wiped reports a wholesale rewrite of the cloud tags: Base holds at least
+	// two tags, the cloud none of them, and the Node still holds at least two
+	// of them unchanged (so the usual rules would delete those labels). When
+	// the Direction writes the Node, the merge then proceeds as if there were
+	// no history: nothing is deleted because of the wipe.
+	Wiped bool
+
+	base Set // the base the merge used (nil after a wipe), for Restrict*
+}
+
+// Conflict is a key on which the sides disagree and could not both be followed.
+type Conflict struct {
+	// Name is the tag name (the cloud's spelling when it has one).
+	Name string
+	// CloudValue is the cloud's value; CloudPresent says whether it has the tag.
+	CloudValue   string
+	CloudPresent bool
+	// NodeValue is the Node's value; NodePresent says whether it has the tag.
+	NodeValue   string
+	NodePresent bool
+	// BaseValue is the last agreed value; BasePresent says whether there was one.
+	BaseValue   string
+	BasePresent bool
+	// Winner is the side whose state was written to the other side, or
+	// SideNone when both were left as they are.
+	Winner Side
+	// Reason says why this is a conflict.
+	Reason string
+}
+
+// Merge performs the three-way merge of one Node's tags; see the package
+// documentation for the rules.
+func Merge(in MergeInput) MergeResult {
+	res := MergeResult{NewBase: Set{}, Wiped: isWipe(in.Base, in.Cloud, in.Node)}
+	res.base = in.Base.Clone()
+	if res.Wiped && in.Direction.writes(SideNode) {
+		res.base = nil
+	}
+	bi, ci, ni := res.base.index(), in.Cloud.index(), in.Node.index()
+	hold := keySet(in.Hold)
+	for _, k := range unionKeys(bi, ci, ni) {
+		t := triple{
+			base: stateOf(res.base, bi, k), cloud: stateOf(in.Cloud, ci, k), node: stateOf(in.Node, ni, k),
+			history: res.base != nil,
+		}
+		if hold[k] {
+			res.NewBase.put(t.base)
+			continue
+		}
+		res.apply(t, decide(t, in.Direction, in.Policy), in.Direction)
+	}
+	res.normalize()
+	return res
+}
+
+// isWipe reports whether base holds at least two tags, cloud none of them, and
+// node at least two of them with their base values.
+func isWipe(base, cloud, node Set) bool {
+	idx := base.index()
+	if len(idx) < 2 {
+		return false
+	}
+	for k := range cloud.index() {
+		if _, ok := idx[k]; ok {
+			return false
+		}
+	}
+	unchanged := 0
+	for _, n := range idx {
+		if v, ok := node.Get(n); ok && v == base[n] {
+			unchanged++
+		}
+	}
+	return unchanged >= 2
+}
+
+func (r *MergeResult) normalize() {
+	r.CloudPatch.normalize()
+	r.NodePatch.normalize()
+	sort.Slice(r.Conflicts, func(i, j int) bool { return Key(r.Conflicts[i].Name) < Key(r.Conflicts[j].Name) })
+}
+
+func keySet(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[Key(n)] = true
+	}
+	return m
+}
+
+func unionKeys(idx ...map[string]string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range idx {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,69 @@
+package tags
+
+import "sort"
+
+// Patch is a set of changes to one side's tags: names to set and names to
+// delete. It names only what changes; everything else stays as it is. A name in
+// Set whose spelling differs from the existing entry's is a rename: appliers
+// replace the old spelling (see Apply and Codec.LabelChanges).
+type Patch struct {
+	// Set holds the names to create or update, with their new values; nil when none.
+	Set Set
+	// Delete holds the names to remove, sorted; nil when none.
+	Delete []string
+}
+
+// CloudPatch is a Patch for the cloud resource's tags.
+type CloudPatch = Patch
+
+// NodePatch is a Patch for a Node's managed labels, expressed as tags (see
+// Codec.LabelChanges for turning it into label changes).
+type NodePatch = Patch
+
+// IsEmpty reports whether p changes nothing.
+func (p Patch) IsEmpty() bool { return len(p.Set) == 0 && len(p.Delete) == 0 }
+
+// Apply returns a copy of s with p applied: deletions first, then sets; both
+// match names case-insensitively, and a set replaces every spelling of its name.
+func (p Patch) Apply(s Set) Set {
+	out := s.Clone()
+	if out == nil {
+		out = Set{}
+	}
+	for _, n := range p.Delete {
+		out.Remove(n)
+	}
+	for n, v := range p.Set {
+		out.Put(n, v)
+	}
+	return out
+}
+
+// Op returns what p does to name (matched case-insensitively): set to value,
+// or delete. ok is false when p does not touch name.
+func (p Patch) Op(name string) (value string, del bool, ok bool) {
+	if _, v, found := p.Set.Lookup(name); found {
+		return v, false, true
+	}
+	k := Key(name)
+	for _, d := range p.Delete {
+		if Key(d) == k {
+			return "", true, true
+		}
+	}
+	return "", false, false
+}
+
+// put records a set operation.
+func (p *Patch) put(name, value string) {
+	if p.Set == nil {
+		p.Set = Set{}
+	}
+	p.Set[name] = value
+}
+
+// del records a delete operation.
+func (p *Patch) del(name string) { p.Delete = append(p.Delete, name) }
+
+// normalize sorts Delete so output is deterministic.
+func (p *Patch) normalize() { sort.Strings(p.Delete) }

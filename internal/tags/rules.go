@@ -1,0 +1,222 @@
+package tags
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Rules describes what a cloud accepts as tags on one resource.
+type Rules struct {
+	// MaxTags is the most tags one resource may carry; 0 or less means no limit.
+	MaxTags int
+	// MaxNameLen is the longest tag name, in UTF-16 code units (see Len).
+	MaxNameLen int
+	// MaxValueLen is the longest tag value, in UTF-16 code units (see Len).
+	MaxValueLen int
+	// ForbiddenNameChars lists characters a tag name may not contain. Control
+	// characters are always refused in names.
+	ForbiddenNameChars string
+	// ReservedPrefixes lists name prefixes that belong to the platform
+	// (compared case-insensitively); tagsync never writes such names.
+	ReservedPrefixes []string
+	// CaseInsensitive says the cloud treats names differing only in case as one
+	// tag; ValidateSet then refuses such pairs. (Set always matches names
+	// case-insensitively.)
+	CaseInsensitive bool
+}
+
+// AzureRules are Azure Resource Manager's tag rules for most resources: at most
+// 50 tags, names up to 512 and values up to 256 characters, no < > % & \ ? / in
+// names, the prefixes microsoft, azure and windows reserved for Azure, and names
+// case-insensitive. Treat it as read-only.
+var AzureRules = Rules{
+	MaxTags:            50,
+	MaxNameLen:         512,
+	MaxValueLen:        256,
+	ForbiddenNameChars: `<>%&\?/`,
+	ReservedPrefixes:   []string{"microsoft", "azure", "windows"},
+	CaseInsensitive:    true,
+}
+
+// AzureStorageRules are AzureRules for storage accounts, whose tag names are
+// limited to 128 characters. Treat it as read-only.
+var AzureStorageRules = Rules{
+	MaxTags:            50,
+	MaxNameLen:         128,
+	MaxValueLen:        256,
+	ForbiddenNameChars: `<>%&\?/`,
+	ReservedPrefixes:   []string{"microsoft", "azure", "windows"},
+	CaseInsensitive:    true,
+}
+
+// Errors wrapped by TagError, for errors.Is.
+var (
+	// ErrEmptyName: a tag name is empty.
+	ErrEmptyName = errors.New("empty tag name")
+	// ErrInvalidUTF8: a tag name or value is not valid UTF-8.
+	ErrInvalidUTF8 = errors.New("not valid UTF-8")
+	// ErrTooLong: a tag name or value exceeds its length limit.
+	ErrTooLong = errors.New("too long")
+	// ErrForbiddenChar: a tag name contains a forbidden or control character.
+	ErrForbiddenChar = errors.New("forbidden character")
+	// ErrReservedName: a tag name starts with a reserved prefix.
+	ErrReservedName = errors.New("reserved tag name")
+	// ErrDuplicateName: two tag names differ only in case.
+	ErrDuplicateName = errors.New("duplicate tag name")
+	// ErrTooManyTags: a set exceeds Rules.MaxTags.
+	ErrTooManyTags = errors.New("too many tags")
+)
+
+// TagError says what is wrong with which tag. Err is one of the Err* values of
+// this package.
+type TagError struct {
+	// Name is the tag name concerned; empty for set-wide problems.
+	Name string
+	// Err classifies the problem.
+	Err error
+	// Detail explains the problem in words.
+	Detail string
+}
+
+// Error implements error.
+func (e *TagError) Error() string {
+	if e.Name == "" {
+		return e.Detail
+	}
+	return fmt.Sprintf("tag %q: %s", e.Name, e.Detail)
+}
+
+// Unwrap returns Err.
+func (e *TagError) Unwrap() error { return e.Err }
+
+func tagErr(name string, err error, format string, args ...any) error {
+	return &TagError{Name: name, Err: err, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Len returns the length of s in UTF-16 code units, the unit .NET (and so
+// Azure) counts in. It is never less than the number of runes.
+func Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// ValidateName returns nil when the cloud accepts name as a tag name that
+// tagsync may write, or a *TagError saying why not.
+func (r Rules) ValidateName(name string) error {
+	switch {
+	case name == "":
+		return tagErr(name, ErrEmptyName, "tag names must not be empty")
+	case !utf8.ValidString(name):
+		return tagErr(name, ErrInvalidUTF8, "name is not valid UTF-8")
+	case r.MaxNameLen > 0 && Len(name) > r.MaxNameLen:
+		return tagErr(name, ErrTooLong, "name is %d characters long; the limit is %d", Len(name), r.MaxNameLen)
+	}
+	if i := strings.IndexFunc(name, r.forbidden); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(name[i:])
+		return tagErr(name, ErrForbiddenChar, "name contains the character %q; names may not contain control characters or any of %s",
+			c, strings.Join(strings.Split(r.ForbiddenNameChars, ""), " "))
+	}
+	if p, ok := r.reservedPrefix(name); ok {
+		return tagErr(name, ErrReservedName, "names starting with %q are reserved for the platform; rename the tag", p)
+	}
+	return nil
+}
+
+// ValidateValue returns nil when the cloud accepts value for the tag name, or a
+// *TagError saying why not. Empty values are allowed.
+func (r Rules) ValidateValue(name, value string) error {
+	switch {
+	case !utf8.ValidString(value):
+		return tagErr(name, ErrInvalidUTF8, "value is not valid UTF-8")
+	case r.MaxValueLen > 0 && Len(value) > r.MaxValueLen:
+		return tagErr(name, ErrTooLong, "value is %d characters long; the limit is %d", Len(value), r.MaxValueLen)
+	}
+	return nil
+}
+
+// ValidateSet checks every name and value in s, names differing only in case
+// (when CaseInsensitive) and the number of tags. It returns nil or all problems
+// joined (errors.Join), ordered by tag name.
+func (r Rules) ValidateSet(s Set) error {
+	var errs []error
+	for _, n := range s.Names() {
+		if err := r.ValidateName(n); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.ValidateValue(n, s[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.CaseInsensitive {
+		for _, g := range s.Collisions() {
+			errs = append(errs, tagErr(g[0], ErrDuplicateName,
+				"names %q differ only in case, and tag names are case-insensitive; keep one", g))
+		}
+	}
+	if r.MaxTags > 0 && len(s.index()) > r.MaxTags {
+		errs = append(errs, tagErr("", ErrTooManyTags, "%d tags; a resource may carry at most %d", len(s.index()), r.MaxTags))
+	}
+	return errors.Join(errs...)
+}
+
+// IsReservedName reports whether name starts with one of ReservedPrefixes.
+func (r Rules) IsReservedName(name string) bool {
+	_, ok := r.reservedPrefix(name)
+	return ok
+}
+
+func (r Rules) reservedPrefix(name string) (string, bool) {
+	lower := Key(name)
+	for _, p := range r.ReservedPrefixes {
+		if strings.HasPrefix(lower, Key(p)) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func (r Rules) forbidden(c rune) bool {
+	return unicode.IsControl(c) || strings.ContainsRune(r.ForbiddenNameChars, c)
+}
+
+// reservedLabelDomains are the label key prefixes Kubernetes reserves; their
+// subdomains are reserved too.
+var reservedLabelDomains = []string{"kubernetes.io", "k8s.io"}
+
+// IsReservedLabelKey reports whether a label key (or a bare prefix followed by
+// "/") lies under a prefix Kubernetes reserves: kubernetes.io/, k8s.io/ or any
+// subdomain of them (such as node.kubernetes.io/). tagsync never writes such
+// labels. Keys without a prefix are not reserved.
+func IsReservedLabelKey(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	prefix = strings.ToLower(prefix)
+	for _, d := range reservedLabelDomains {
+		if prefix == d || strings.HasSuffix(prefix, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortSkipped orders skipped items by tag name, then label key.
+func sortSkipped(s []Skipped) {
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].Name != s[j].Name {
+			return s[i].Name < s[j].Name
+		}
+		return s[i].Label < s[j].Label
+	})
+}
