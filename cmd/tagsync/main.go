@@ -12,6 +12,7 @@ func main() {
 	root := cli.NewRootCommand()
 	root.AddCommand(
 		cli.NewVersionCommand(),
+		cli.NewArmsimCommand(),
 	)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tagsync:", err)

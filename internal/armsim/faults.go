@@ -1,0 +1,167 @@
+package armsim
+
+import (
+	"context"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault makes requests of one operation fail.
+type Fault struct {
+	// Operation is the operation name (see Calls), e.g.
+	// "VirtualMachineScaleSets.Update"; "" or "*" matches every operation.
+	Operation string `json:"operation"`
+	// Count is how many matching requests fail; 0 means all of them until
+	// the fault is cleared.
+	Count int `json:"count"`
+	// Status is the HTTP status to answer (default 500).
+	Status int `json:"status"`
+	// Code is the ARM error code (default derived from Status).
+	Code string `json:"code,omitempty"`
+	// Message is the error message (default generic).
+	Message string `json:"message,omitempty"`
+	// RetryAfter, if set, is sent as Retry-After / retry-after-ms.
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
+}
+
+// faultInjector holds the fault configuration.
+type faultInjector struct {
+	mu     sync.Mutex
+	rate   float64
+	lat    time.Duration
+	rnd    *rand.Rand
+	faults []*Fault
+}
+
+func newFaultInjector(o FaultOptions, seed int64) *faultInjector {
+	return &faultInjector{rate: o.ErrorRate, lat: o.Latency, rnd: rand.New(rand.NewSource(seed))}
+}
+
+// delay waits the configured latency; false if the request was canceled.
+func (f *faultInjector) delay(ctx context.Context) bool {
+	f.mu.Lock()
+	d := f.lat
+	f.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// next returns the fault to apply to a request of op, if any.
+func (f *faultInjector) next(op string) *Fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, ft := range f.faults {
+		if ft.Operation != "" && ft.Operation != "*" && !strings.EqualFold(ft.Operation, op) {
+			continue
+		}
+		hit := *ft
+		if ft.Count > 0 {
+			ft.Count--
+			if ft.Count == 0 {
+				f.faults = append(f.faults[:i], f.faults[i+1:]...)
+			}
+		}
+		return &hit
+	}
+	if f.rate > 0 && f.rnd.Float64() < f.rate {
+		st := http.StatusInternalServerError
+		if f.rnd.Intn(2) == 0 {
+			st = http.StatusServiceUnavailable
+		}
+		return &Fault{Status: st}
+	}
+	return nil
+}
+
+// writeFault answers with a fault's error.
+func writeFault(w http.ResponseWriter, f *Fault) {
+	st := f.Status
+	if st == 0 {
+		st = http.StatusInternalServerError
+	}
+	code, msg := f.Code, f.Message
+	if code == "" {
+		code = defaultFaultCode(st)
+	}
+	if msg == "" {
+		msg = "armsim injected fault: " + http.StatusText(st) + "."
+	}
+	if f.RetryAfter > 0 {
+		setRetryAfter(w.Header(), f.RetryAfter)
+	}
+	writeError(w, newError(st, code, "%s", msg))
+}
+
+func defaultFaultCode(status int) string {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "SubscriptionRequestsThrottled"
+	case http.StatusServiceUnavailable:
+		return "ServiceUnavailable"
+	case http.StatusConflict:
+		return "Conflict"
+	case http.StatusInternalServerError:
+		return "InternalServerError"
+	}
+	return strings.ReplaceAll(http.StatusText(status), " ", "")
+}
+
+// AddFault installs a fault; faults are tried in the order added.
+func (s *Server) AddFault(f Fault) {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	c := f
+	s.faults.faults = append(s.faults.faults, &c)
+}
+
+// FailNext makes the next n requests of op fail with status.
+func (s *Server) FailNext(op string, n int, status int) {
+	if n <= 0 {
+		return
+	}
+	s.AddFault(Fault{Operation: op, Count: n, Status: status})
+}
+
+// Faults returns the installed faults with their remaining counts.
+func (s *Server) Faults() []Fault {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	out := make([]Fault, len(s.faults.faults))
+	for i, f := range s.faults.faults {
+		out[i] = *f
+	}
+	return out
+}
+
+// ClearFaults removes every installed fault (error rate and latency stay).
+func (s *Server) ClearFaults() {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.faults = nil
+}
+
+// SetErrorRate sets the probability (0..1) of a random 500/503.
+func (s *Server) SetErrorRate(rate float64) {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.rate = rate
+}
+
+// SetLatency sets the delay added to every request.
+func (s *Server) SetLatency(d time.Duration) {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.lat = d
+}

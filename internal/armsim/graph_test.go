@@ -1,0 +1,99 @@
+package armsim_test
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+)
+
+func graphQuery(t *testing.T, c *armresourcegraph.Client, sub, q string, top int32) ([]map[string]any, int) {
+	t.Helper()
+	var rows []map[string]any
+	pages := 0
+	req := armresourcegraph.QueryRequest{Query: &q, Subscriptions: []*string{&sub}, Options: &armresourcegraph.QueryRequestOptions{Top: &top}}
+	for {
+		resp, err := c.Resources(ctx(t), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range resp.Data.([]any) {
+			rows = append(rows, r.(map[string]any))
+		}
+		if resp.SkipToken == nil || *resp.SkipToken == "" {
+			return rows, pages
+		}
+		req.Options.SkipToken = resp.SkipToken
+	}
+}
+
+func TestResourceGraph(t *testing.T) {
+	transports(t, func(t *testing.T, env *armsimtest.Env) {
+		e := seedEstate(t, env.Server, env.SubscriptionID)
+		c, err := armresourcegraph.NewClient(env.Credential, env.ClientOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := `resources | where type =~ 'Microsoft.Compute/virtualMachines' and resourceGroup in~ ('` + strings.ToUpper(rg) + `', 'other') | project id, name, type, tags`
+		rows, pages := graphQuery(t, c, env.SubscriptionID, q, 3)
+		if len(rows) != 4 || pages != 2 {
+			t.Fatalf("rows %d pages %d: %v", len(rows), pages, rows)
+		}
+		var names []string
+		for _, r := range rows {
+			names = append(names, r["name"].(string))
+			if r["type"] != "microsoft.compute/virtualmachines" || len(r) != 4 {
+				t.Errorf("row %v", r)
+			}
+		}
+		sort.Strings(names)
+		if strings.Join(names, ",") != "as-vm,flex-0,flex-1,standalone-vm" {
+			t.Errorf("names %v", names)
+		}
+		rows, _ = graphQuery(t, c, env.SubscriptionID, `Resources | where tags['kubernetes.io_cluster.aks'] == 'owned' | project id`, 1000)
+		if len(rows) != 6 {
+			t.Errorf("owned rows = %d", len(rows))
+		}
+		rows, _ = graphQuery(t, c, env.SubscriptionID, `resources | where tags['KUBERNETES.IO_CLUSTER.AKS'] == 'owned'`, 1000)
+		if len(rows) != 0 {
+			t.Errorf("tag lookups are case-sensitive in ARG, got %d rows", len(rows))
+		}
+		rows, _ = graphQuery(t, c, env.SubscriptionID, `resources | where id =~ '`+strings.ToUpper(e.uniform)+`' | project id, tags`, 10)
+		if len(rows) != 1 || rows[0]["id"] != e.uniform {
+			t.Errorf("by id = %v", rows)
+		}
+		for _, bad := range []string{
+			`resources | summarize count()`,
+			`resourcecontainers | project id`,
+			`resources | where properties.vmId == 'x'`,
+			`resources | where name matches regex 'x'`,
+			`resources | where name == 'unterminated`,
+		} {
+			_, err := c.Resources(ctx(t), armresourcegraph.QueryRequest{Query: ptr(bad)}, nil)
+			wantARMError(t, err, http.StatusBadRequest, "BadRequest")
+		}
+	})
+}
+
+func TestResourceGraphLargePages(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithPlainHTTP(), armsimtest.WithThrottle(armsim.ThrottleOptions{Disabled: true}))
+	for i := 0; i < 2500; i++ {
+		if _, err := env.Server.CreateResource(env.SubscriptionID, "big", armsim.Resource{Type: armsim.TypeDisk, Name: "d" + itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := armresourcegraph.NewClient(env.Credential, env.ClientOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, pages := graphQuery(t, c, env.SubscriptionID, `resources | project id`, 5000)
+	if len(rows) != 2500 || pages != 3 {
+		t.Errorf("rows %d pages %d; want 2500 rows in pages of at most 1000", len(rows), pages)
+	}
+}

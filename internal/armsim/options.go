@@ -1,0 +1,146 @@
+package armsim
+
+import (
+	"time"
+)
+
+// Defaults used when an Options field is zero.
+const (
+	// DefaultTenantID is the tenant armsim issues tokens for.
+	DefaultTenantID = "72f988bf-0000-4000-8000-00000000a125"
+	// DefaultPageSize is the number of items per page of an ARM list.
+	DefaultPageSize = 100
+	// DefaultGraphPageSize is the Resource Graph page size (ARG's maximum).
+	DefaultGraphPageSize = 1000
+	// DefaultLRORetryAfter is the polling delay armsim asks LRO clients for.
+	DefaultLRORetryAfter = 10 * time.Millisecond
+	// DefaultTokenLifetime is the lifetime of the access tokens armsim issues.
+	DefaultTokenLifetime = 24 * time.Hour
+)
+
+// Options configures a Server. The zero value is usable: HTTP, page size
+// 100, LROs that finish at once, ARM's throttling limits, no faults.
+type Options struct {
+	// TLS serves HTTPS with a certificate signed by a CA armsim generates.
+	TLS bool
+	// CADir is where the CA certificate (armsim-ca.pem) is written when TLS
+	// is on. Empty means a new temporary directory, removed on Close.
+	CADir string
+	// TenantID is the Entra tenant of issued tokens (DefaultTenantID if empty).
+	TenantID string
+	// Clock drives throttling, token expiry and timestamps (RealClock if nil).
+	Clock Clock
+	// PageSize is the number of items per page in ARM lists (DefaultPageSize
+	// if zero). Small values exercise nextLink paging.
+	PageSize int
+	// GraphPageSize is the default Resource Graph page size when the request
+	// has no $top (DefaultGraphPageSize if zero; at most 1000).
+	GraphPageSize int
+	// LROPolls is how many status polls a long-running write needs before it
+	// reports Succeeded. Zero finishes writes at once (200, no polling).
+	LROPolls int
+	// LRORetryAfter is the delay announced to LRO pollers in Retry-After /
+	// retry-after-ms (DefaultLRORetryAfter if zero).
+	LRORetryAfter time.Duration
+	// Throttle sets the token buckets. Zero fields take ARM's values.
+	Throttle ThrottleOptions
+	// Faults are the initial fault settings; change them later with the
+	// Server's fault methods.
+	Faults FaultOptions
+	// ClientSecrets, when non-empty, restricts the token endpoint to these
+	// client IDs with these secrets (assertions are accepted for any listed
+	// client). Empty accepts any client ID and secret.
+	ClientSecrets map[string]string
+	// Audiences are the token audiences ARM requests accept in addition to
+	// the server's own URL, https://management.azure.com and
+	// https://management.core.windows.net.
+	Audiences []string
+	// TokenLifetime is the lifetime of issued tokens (DefaultTokenLifetime if
+	// zero), measured on Clock.
+	TokenLifetime time.Duration
+	// IdentityHeader is the secret managed-identity clients must send in
+	// X-IDENTITY-HEADER (random if empty). See Server.ManagedIdentityEnv.
+	IdentityHeader string
+	// Seed makes the random error rate reproducible (0 means seed 1).
+	Seed int64
+	// Logf, if set, receives one line per request (method, path, operation,
+	// status). Tokens and secrets are never logged.
+	Logf func(format string, args ...any)
+}
+
+// ThrottleOptions configures ARM's per-subscription token buckets and the
+// Resource Graph per-tenant quota.
+type ThrottleOptions struct {
+	// Disabled turns throttling off (headers are still sent).
+	Disabled bool `json:"disabled,omitempty"`
+	// Reads is the bucket for GET/HEAD (default capacity 250, refill 25/s).
+	Reads Bucket `json:"reads"`
+	// Writes is the bucket for PUT/PATCH/POST (default 200, 10/s).
+	Writes Bucket `json:"writes"`
+	// Deletes is the bucket for DELETE (default 200, 10/s).
+	Deletes Bucket `json:"deletes"`
+	// Graph is the Resource Graph quota per tenant (default 15 per 5 s).
+	Graph Bucket `json:"graph"`
+}
+
+// Bucket is a token bucket: Capacity tokens, refilled at RefillPerSecond.
+type Bucket struct {
+	// Capacity is the maximum and initial number of tokens.
+	Capacity float64 `json:"capacity"`
+	// RefillPerSecond is how many tokens come back each second.
+	RefillPerSecond float64 `json:"refillPerSecond"`
+}
+
+// FaultOptions are the random faults applied to every ARM request.
+type FaultOptions struct {
+	// ErrorRate is the probability (0..1) that a request fails with 500 or
+	// 503 before it is handled.
+	ErrorRate float64
+	// Latency is added to every request (real time, not Clock).
+	Latency time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	c := *o
+	if c.TenantID == "" {
+		c.TenantID = DefaultTenantID
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock{}
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.GraphPageSize <= 0 || c.GraphPageSize > 1000 {
+		c.GraphPageSize = DefaultGraphPageSize
+	}
+	if c.LRORetryAfter <= 0 {
+		c.LRORetryAfter = DefaultLRORetryAfter
+	}
+	if c.TokenLifetime <= 0 {
+		c.TokenLifetime = DefaultTokenLifetime
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	c.Throttle = c.Throttle.withDefaults()
+	return c
+}
+
+func (t ThrottleOptions) withDefaults() ThrottleOptions {
+	t.Reads = t.Reads.or(250, 25)
+	t.Writes = t.Writes.or(200, 10)
+	t.Deletes = t.Deletes.or(200, 10)
+	t.Graph = t.Graph.or(15, 3)
+	return t
+}
+
+func (b Bucket) or(capacity, refill float64) Bucket {
+	if b.Capacity <= 0 {
+		b.Capacity = capacity
+	}
+	if b.RefillPerSecond <= 0 {
+		b.RefillPerSecond = refill
+	}
+	return b
+}
