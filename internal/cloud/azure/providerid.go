@@ -92,9 +92,3 @@ func ScaleSetResourceID(sub, rg, name string) string {
 func VirtualMachineResourceID(sub, rg, name string) string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachines/%s", sub, rg, name)
 }
-
-// CanonicalID returns an ARM ID in the form used as a map key: ARM IDs are
-// case-insensitive, so it is lower-cased.
-func CanonicalID(id string) string {
-	return strings.ToLower(strings.TrimSuffix(id, "/"))
-}
