@@ -2,19 +2,26 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/tagsync/tagsync/internal/cli"
 )
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRootCommand()
 	root.AddCommand(
 		cli.NewVersionCommand(),
+		cli.NewRunCommand(),
 		cli.NewArmsimCommand(),
 	)
-	if err := root.Execute(); err != nil {
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tagsync:", err)
 		os.Exit(1)
 	}

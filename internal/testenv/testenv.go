@@ -13,12 +13,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	tagsyncv1alpha1 "github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/scheme"
 )
 
 // Env is a running control plane with tagsync's CRDs installed.
@@ -38,16 +37,7 @@ type Env struct {
 }
 
 // Scheme returns a scheme with the built-in Kubernetes types and tagsync's API.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := tagsyncv1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // Start starts a control plane for the test and stops it when the test ends.
 // It fails the test (never skips) when the control plane cannot start.
@@ -76,12 +66,12 @@ func New() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := Scheme()
+	sch := Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing:    true,
-		Scheme:                   scheme,
+		Scheme:                   sch,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
@@ -89,12 +79,12 @@ func New() (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: sch})
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("building a client: %w", err)
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, KubeConfig: env.KubeConfig, RootDir: root, env: env}, nil
+	return &Env{Config: cfg, Client: c, Scheme: sch, KubeConfig: env.KubeConfig, RootDir: root, env: env}, nil
 }
 
 // Stop stops the control plane and removes its temporary files.

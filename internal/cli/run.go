@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/operator"
+)
+
+// runFlags are the flags of `tagsync run`.
+type runFlags struct {
+	kubeconfig  string
+	kubeQPS     float32
+	kubeBurst   int
+	op          operator.Options
+	auth        azure.AuthConfig
+	authMode    string
+	caFile      string
+	writeMethod string
+	cacheTTL    time.Duration
+	readQPS     float64
+	writeQPS    float64
+	zapOptions  zap.Options
+}
+
+// NewRunCommand returns `tagsync run`, the controller manager.
+func NewRunCommand() *cobra.Command {
+	f := &runFlags{op: operator.DefaultOptions(), zapOptions: zap.Options{}}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controller manager (NodeTagSync controller, leader election, metrics, health probes)",
+		Long: `Run the tagsync controller manager against the cluster of --kubeconfig (or the
+in-cluster config). Azure credentials come from the --azure-* flags or the
+standard AZURE_* environment variables (workload identity, managed identity,
+service principal with a secret or certificate). Secrets are never logged.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+func (f *runFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	fs.Float32Var(&f.kubeQPS, "kube-api-qps", 100, "Kubernetes API requests per second")
+	fs.IntVar(&f.kubeBurst, "kube-api-burst", 200, "Kubernetes API burst")
+	fs.StringVar(&f.op.MetricsAddr, "metrics-bind-address", f.op.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&f.op.ProbeAddr, "health-probe-bind-address", f.op.ProbeAddr, "address of /healthz and /readyz (0 disables)")
+	fs.BoolVar(&f.op.LeaderElection, "leader-elect", true, "elect a leader with a Lease so only one replica acts")
+	fs.StringVar(&f.op.LeaderElectionNamespace, "leader-election-namespace", defaultNamespace(), "namespace of the leader-election Lease")
+	fs.StringVar(&f.op.LeaderElectionID, "leader-election-id", f.op.LeaderElectionID, "name of the leader-election Lease")
+	fs.DurationVar(&f.op.LeaseDuration, "lease-duration", f.op.LeaseDuration, "how long a leader's Lease lasts without renewal")
+	fs.DurationVar(&f.op.RenewDeadline, "renew-deadline", f.op.RenewDeadline, "how long the leader retries renewing before giving up")
+	fs.DurationVar(&f.op.RetryPeriod, "retry-period", f.op.RetryPeriod, "how often candidates try to acquire the Lease")
+
+	fs.StringVar(&f.authMode, "azure-auth-mode", "auto", "auto | workload-identity | managed-identity | client-secret | client-certificate | default")
+	fs.StringVar(&f.auth.TenantID, "azure-tenant-id", "", "Entra ID tenant (default $AZURE_TENANT_ID)")
+	fs.StringVar(&f.auth.ClientID, "azure-client-id", "", "application or user-assigned identity client ID (default $AZURE_CLIENT_ID)")
+	fs.StringVar(&f.auth.ClientSecretFile, "azure-client-secret-file", "", "file holding the client secret (default $AZURE_CLIENT_SECRET)")
+	fs.StringVar(&f.auth.CertificateFile, "azure-client-certificate-file", "", "PEM or PKCS#12 client certificate with key")
+	fs.StringVar(&f.auth.FederatedTokenFile, "azure-federated-token-file", "", "workload identity token file (default $AZURE_FEDERATED_TOKEN_FILE)")
+	fs.StringVar(&f.auth.AuthorityHost, "azure-authority-host", "", "Entra ID authority (sovereign clouds, or armsim)")
+	fs.StringVar(&f.op.Azure.ARMEndpoint, "azure-arm-endpoint", "", "Azure Resource Manager endpoint (default https://management.azure.com)")
+	fs.StringVar(&f.op.Azure.ARMAudience, "azure-arm-audience", "", "token audience for the ARM endpoint")
+	fs.StringVar(&f.op.Azure.DefaultSubscription, "azure-subscription", "", "subscription searched for nodes without providerID (cross-resource-group nodes)")
+	fs.StringVar(&f.caFile, "azure-ca-file", "", "extra CA bundle trusted for ARM and the authority (e.g. armsim's ca.crt)")
+	fs.BoolVar(&f.op.Azure.AllowInsecureHTTP, "azure-allow-insecure-http", false, "send tokens over plain HTTP (local simulators only)")
+	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (Tag Contributor is enough) or ResourcePatch (If-Match on the VM/VMSS)")
+	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
+	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
+	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
+
+	gfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zapOptions.BindFlags(gfs)
+	fs.AddGoFlagSet(gfs)
+}
+
+func (f *runFlags) run(cmd *cobra.Command) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOptions)))
+	cfg, err := f.restConfig()
+	if err != nil {
+		return err
+	}
+	if err := f.azure(); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection)
+	return operator.Run(cmd.Context(), cfg, f.op)
+}
+
+func (f *runFlags) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if f.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = f.kubeQPS, f.kubeBurst
+	cfg.UserAgent = "tagsync"
+	return cfg, nil
+}
+
+// azure completes the Azure configuration from the flags.
+func (f *runFlags) azure() error {
+	f.auth.Mode = azure.AuthMode(f.authMode)
+	f.op.Azure.Auth = f.auth
+	if f.caFile != "" {
+		client, err := httpClientTrusting(f.caFile)
+		if err != nil {
+			return err
+		}
+		f.op.Azure.HTTPClient = client
+		f.op.Azure.Auth.HTTPClient = client
+	}
+	if err := f.op.Azure.Auth.Validate(); err != nil {
+		return fmt.Errorf("azure authentication: %w", err)
+	}
+	opts := []azure.Option{azure.WithWriteMethod(azure.WriteMethod(f.writeMethod)), azure.WithCacheTTL(f.cacheTTL)}
+	if f.readQPS > 0 || f.writeQPS > 0 {
+		opts = append(opts, azure.WithRateLimit(rateLimit(f.readQPS, f.writeQPS)))
+	}
+	f.op.AzureOptions = opts
+	return nil
+}
+
+// httpClientTrusting returns an HTTP client that trusts the system roots and
+// the CAs in file.
+func httpClientTrusting(file string) (*http.Client, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading --azure-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--azure-ca-file %s holds no PEM certificate", file)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}, nil
+}
+
+// defaultNamespace is the Pod's namespace in a cluster, else tagsync-system.
+func defaultNamespace() string {
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "tagsync-system"
+}
+
+// rateLimit builds the client-side budget from the flags (zero keeps the
+// provider's default for that side).
+func rateLimit(reads, writes float64) azure.RateLimit {
+	return azure.RateLimit{ReadsPerSecond: reads, WritesPerSecond: writes}
+}

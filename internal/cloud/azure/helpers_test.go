@@ -1,0 +1,171 @@
+package azure
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// testProvider is a Provider pointed at a running armsim.
+type testProvider struct {
+	*Provider
+	env *armsimtest.Env
+	reg *prometheus.Registry
+}
+
+// armsimConfig points a Config at armsim: ARM endpoint and audience and the
+// authority host are the server's URL, the HTTP client trusts its CA, and
+// the credential is a client secret (any secret works there).
+func armsimConfig(env *armsimtest.Env) Config {
+	return Config{
+		ARMEndpoint:         env.Server.URL(),
+		ARMAudience:         env.Server.URL(),
+		DefaultSubscription: env.SubscriptionID,
+		HTTPClient:          env.HTTPClient,
+		Auth: AuthConfig{
+			Mode:          AuthClientSecret,
+			TenantID:      env.Server.TenantID(),
+			ClientID:      armsimtest.ClientID,
+			ClientSecret:  armsimtest.ClientSecret,
+			AuthorityHost: env.Server.URL(),
+		},
+	}
+}
+
+// newTestProvider builds a Provider against env with fast retries and polls
+// and a fresh metrics registry; opts override.
+func newTestProvider(t *testing.T, env *armsimtest.Env, cfg *Config, opts ...Option) *testProvider {
+	t.Helper()
+	c := armsimConfig(env)
+	if cfg != nil {
+		c = *cfg
+	}
+	// Idle connections the transport dialled but never used would hold the
+	// server's graceful shutdown for 5s: close them first (cleanups run LIFO).
+	t.Cleanup(env.HTTPClient.CloseIdleConnections)
+	reg := prometheus.NewRegistry()
+	all := append([]Option{
+		WithRegisterer(reg),
+		WithRetry(Retry{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
+		WithPollFrequency(5 * time.Millisecond),
+	}, opts...)
+	p, err := NewProvider(context.Background(), c, all...)
+	if err != nil {
+		t.Fatalf("NewProvider: %v", err)
+	}
+	return &testProvider{Provider: p, env: env, reg: reg}
+}
+
+// must fails the test on err.
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// armCalls counts armsim's calls of the given operations.
+func armCalls(s *armsim.Server, ops ...string) map[string]int {
+	c := s.Calls()
+	out := map[string]int{}
+	for _, op := range ops {
+		if n := c.Count(op); n > 0 {
+			out[op] = n
+		}
+	}
+	return out
+}
+
+// readOps are the ARM read operations tests count.
+var readOps = []string{
+	"VirtualMachines.List", "VirtualMachines.Get", "VirtualMachineScaleSets.List", "VirtualMachineScaleSets.Get",
+	"VirtualMachineScaleSetVMs.List", "VirtualMachineScaleSetVMs.Get", "VirtualMachines.ListAll",
+	"VirtualMachineScaleSets.ListAll", "Tags.GetAtScope",
+}
+
+// writeOps are the ARM write operations tests count.
+var writeOps = []string{
+	"Tags.UpdateAtScope", "Tags.CreateOrUpdateAtScope", "Tags.DeleteAtScope",
+	"VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update",
+}
+
+// counterValue sums a metric's samples whose labels include want.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue metric
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+// hookTransport calls hook before sending each request.
+type hookTransport struct {
+	base http.RoundTripper
+	hook func(*http.Request)
+}
+
+func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.hook(r)
+	return h.base.RoundTrip(r)
+}
+
+// vmProviderID is a VM's providerID.
+func vmProviderID(sub, rg, name string) string {
+	return "azure://" + VirtualMachineResourceID(sub, rg, name)
+}
+
+// instanceProviderID is a Uniform instance's providerID.
+func instanceProviderID(sub, rg, vmss, id string) string {
+	return "azure://" + ScaleSetResourceID(sub, rg, vmss) + "/virtualMachines/" + id
+}
+
+// containsAll reports whether s contains every part.
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// node builds a cloud.Node.
+func node(name, providerID string, labels map[string]string) cloud.Node {
+	return cloud.Node{Name: name, ProviderID: providerID, Labels: labels}
+}

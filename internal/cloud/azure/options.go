@@ -1,0 +1,156 @@
+package azure
+
+import (
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// WriteMethod chooses how PatchTags writes.
+type WriteMethod string
+
+// The write methods.
+const (
+	// WriteTagsAPI patches the Tags API at the resource's scope (Merge for
+	// set keys, Delete for deleted keys). It needs only
+	// Microsoft.Resources/tags/write (built-in role Tag Contributor). The
+	// default.
+	WriteTagsAPI WriteMethod = "TagsAPI"
+	// WriteResourcePatch PATCHes the VM or scale set with its full new tag
+	// map and If-Match: the ETag of a fresh read, re-reading on 412. It needs
+	// write access to the resource. Other resource types use the Tags API.
+	WriteResourcePatch WriteMethod = "ResourcePatch"
+)
+
+// Defaults of Options.
+const (
+	DefaultCacheTTL        = 20 * time.Second
+	DefaultReadsPerSecond  = 10
+	DefaultReadBurst       = 50
+	DefaultWritesPerSecond = 4
+	DefaultWriteBurst      = 20
+	DefaultMaxRetries      = 3
+	DefaultRetryDelay      = time.Second
+	DefaultMaxRetryDelay   = 60 * time.Second
+	DefaultPollFrequency   = 2 * time.Second
+	// MaxWriteAttempts bounds ResourcePatch's read-modify-write attempts.
+	MaxWriteAttempts = 5
+)
+
+// RateLimit is the client-side request budget: token buckets for reads
+// (GET, HEAD) and writes (everything else), shared by all subscriptions the
+// provider talks to. It applies to every HTTP attempt, retries and LRO polls
+// included. Zero fields take the defaults (reads 10/s burst 50, writes 4/s
+// burst 20: well under ARM's 25/s and 10/s per subscription).
+type RateLimit struct {
+	// ReadsPerSecond is the read refill rate.
+	ReadsPerSecond float64 `json:"readsPerSecond,omitempty"`
+	// ReadBurst is the read bucket's capacity.
+	ReadBurst int `json:"readBurst,omitempty"`
+	// WritesPerSecond is the write refill rate.
+	WritesPerSecond float64 `json:"writesPerSecond,omitempty"`
+	// WriteBurst is the write bucket's capacity.
+	WriteBurst int `json:"writeBurst,omitempty"`
+	// Disabled turns the budget off.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// Retry tunes azcore's retry policy, which retries 408, 429, 500, 502, 503
+// and 504 and honours Retry-After (giving up when it exceeds MaxRetryDelay).
+type Retry struct {
+	// MaxRetries is the number of retries; 0 means DefaultMaxRetries,
+	// negative means none.
+	MaxRetries int32 `json:"maxRetries,omitempty"`
+	// RetryDelay is the base of the exponential back-off.
+	RetryDelay time.Duration `json:"retryDelay,omitempty"`
+	// MaxRetryDelay caps a back-off and the Retry-After the client accepts.
+	MaxRetryDelay time.Duration `json:"maxRetryDelay,omitempty"`
+}
+
+// Options tune a Provider; NewProvider's Option functions set them.
+type Options struct {
+	// Credential overrides Config.Auth (e.g. a test's credential).
+	Credential azcore.TokenCredential
+	// Registerer receives the provider's metrics (controller-runtime's
+	// metrics.Registry in the manager, a fresh registry in tests); nil
+	// registers nothing (Calls still counts).
+	Registerer prometheus.Registerer
+	// CacheTTL is how long a resource group's listing serves Snapshots;
+	// 0 means DefaultCacheTTL, negative disables the cache.
+	CacheTTL time.Duration
+	// WriteMethod chooses how PatchTags writes; empty means WriteTagsAPI.
+	WriteMethod WriteMethod
+	// RateLimit is the client-side request budget.
+	RateLimit RateLimit
+	// Retry tunes retries.
+	Retry Retry
+	// PollFrequency is the LRO poll interval when ARM sends no Retry-After;
+	// 0 means DefaultPollFrequency (azcore refuses less than 1s outside
+	// tests).
+	PollFrequency time.Duration
+}
+
+// Option sets an Option of NewProvider.
+type Option func(*Options)
+
+// WithCredential uses cred instead of building one from Config.Auth.
+func WithCredential(cred azcore.TokenCredential) Option {
+	return func(o *Options) { o.Credential = cred }
+}
+
+// WithRegisterer registers the provider's metrics on r.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(o *Options) { o.Registerer = r }
+}
+
+// WithCacheTTL sets how long listings are reused (negative: never).
+func WithCacheTTL(d time.Duration) Option { return func(o *Options) { o.CacheTTL = d } }
+
+// WithWriteMethod chooses how PatchTags writes.
+func WithWriteMethod(m WriteMethod) Option { return func(o *Options) { o.WriteMethod = m } }
+
+// WithRateLimit sets the client-side request budget.
+func WithRateLimit(r RateLimit) Option { return func(o *Options) { o.RateLimit = r } }
+
+// WithRetry tunes retries.
+func WithRetry(r Retry) Option { return func(o *Options) { o.Retry = r } }
+
+// WithPollFrequency sets the LRO poll interval used without Retry-After.
+func WithPollFrequency(d time.Duration) Option { return func(o *Options) { o.PollFrequency = d } }
+
+// withDefaults fills zero options with their defaults.
+func (o Options) withDefaults() Options {
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.WriteMethod == "" {
+		o.WriteMethod = WriteTagsAPI
+	}
+	r := &o.RateLimit
+	if r.ReadsPerSecond <= 0 {
+		r.ReadsPerSecond = DefaultReadsPerSecond
+	}
+	if r.ReadBurst <= 0 {
+		r.ReadBurst = DefaultReadBurst
+	}
+	if r.WritesPerSecond <= 0 {
+		r.WritesPerSecond = DefaultWritesPerSecond
+	}
+	if r.WriteBurst <= 0 {
+		r.WriteBurst = DefaultWriteBurst
+	}
+	if o.Retry.MaxRetries == 0 {
+		o.Retry.MaxRetries = DefaultMaxRetries
+	}
+	if o.Retry.RetryDelay <= 0 {
+		o.Retry.RetryDelay = DefaultRetryDelay
+	}
+	if o.Retry.MaxRetryDelay <= 0 {
+		o.Retry.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if o.PollFrequency <= 0 {
+		o.PollFrequency = DefaultPollFrequency
+	}
+	return o
+}

@@ -1,0 +1,268 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// Node labels the provider reads.
+const (
+	// LabelManaged set to "false" marks an on-prem (unmanaged) node.
+	LabelManaged = "kubernetes.azure.com/managed"
+	// LabelResourceGroup names the resource group of a node without a
+	// providerID (cross-resource-group nodes).
+	LabelResourceGroup = "kubernetes.azure.com/resource-group"
+)
+
+// maxConcurrentLists bounds the listings one Snapshot runs at once.
+const maxConcurrentLists = 4
+
+// planKind says what a node needs read.
+type planKind int
+
+const (
+	planDone     planKind = iota // placement decided without a read
+	planScaleSet                 // Uniform instance: its scale set
+	planVM                       // VM named by the providerID
+	planByName                   // no providerID: VM named like the node
+)
+
+// plan is a node's resolution before any read.
+type plan struct {
+	kind      planKind
+	placement cloud.Placement // Subscription and ResourceGroup always set when kind != planDone
+	name      string          // scale set, VM or node name
+}
+
+// groupRef is a listing to load, with subscription and group in the
+// caller's casing.
+type groupRef struct{ sub, rg string }
+
+// Snapshot locates nodes and reads the tags of their resources: per
+// (subscription, resource group) at most one scale-set list and one VM list
+// (all pages), shared through a short-lived cache (opts.Fresh bypasses it).
+// Unmanaged nodes (on-prem, no or foreign providerID, filtered resource
+// group, VM not found) cost no call and are not errors; failed reads are.
+func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.ReadOptions) (cloud.Snapshot, error) {
+	target := opts.Target
+	if target == "" {
+		target = cloud.TargetScaleSet
+	}
+	plans := make([]plan, len(nodes))
+	need := map[listKey]groupRef{}
+	for i, n := range nodes {
+		plans[i] = p.plan(n, opts.ResourceGroups)
+		pl := plans[i].placement
+		switch plans[i].kind {
+		case planScaleSet:
+			need[newListKey(listScaleSets, pl.Subscription, pl.ResourceGroup)] = groupRef{pl.Subscription, pl.ResourceGroup}
+		case planVM, planByName:
+			need[newListKey(listVMs, pl.Subscription, pl.ResourceGroup)] = groupRef{pl.Subscription, pl.ResourceGroup}
+		}
+	}
+	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}}
+	if err := r.load(ctx, need); err != nil {
+		return cloud.Snapshot{}, err
+	}
+	if target == cloud.TargetScaleSet {
+		if err := r.load(ctx, r.flexScaleSets(plans)); err != nil {
+			return cloud.Snapshot{}, err
+		}
+	}
+	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
+	for i, n := range nodes {
+		pl, e := r.resolve(plans[i], target)
+		snap.Placements[n.Name] = pl
+		if e != nil {
+			snap.Resources[cloud.CanonicalID(e.ID)] = e.resource()
+		}
+	}
+	return snap, nil
+}
+
+// plan classifies a node without any read.
+func (p *Provider) plan(n cloud.Node, groups []string) plan {
+	unmanaged := func(format string, args ...any) plan {
+		return plan{placement: cloud.Placement{Reason: fmt.Sprintf(format, args...)}}
+	}
+	if strings.EqualFold(n.Labels[LabelManaged], "false") {
+		return unmanaged("on-prem node (label %s=false)", LabelManaged)
+	}
+	if n.ProviderID == "" {
+		rg := n.Labels[LabelResourceGroup]
+		switch {
+		case rg == "":
+			return unmanaged("no providerID and no %s label", LabelResourceGroup)
+		case p.cfg.DefaultSubscription == "":
+			return unmanaged("no providerID, and no default subscription configured to look the node up in resource group %q", rg)
+		case !inGroups(rg, groups):
+			return unmanaged("resource group %q is not one of the synced resource groups", rg)
+		}
+		return plan{kind: planByName, name: n.Name,
+			placement: cloud.Placement{Subscription: p.cfg.DefaultSubscription, ResourceGroup: rg}}
+	}
+	id, err := ParseProviderID(n.ProviderID)
+	switch {
+	case err != nil:
+		return unmanaged("providerID %q is not an Azure providerID", n.ProviderID)
+	case id.Kind == KindUnmanaged:
+		return unmanaged("providerID %q names no Azure VM (unmanaged node)", n.ProviderID)
+	case !inGroups(id.ResourceGroup, groups):
+		return unmanaged("resource group %q is not one of the synced resource groups", id.ResourceGroup)
+	}
+	pl := cloud.Placement{Subscription: id.Subscription, ResourceGroup: id.ResourceGroup}
+	if id.Kind == KindScaleSetInstance {
+		return plan{kind: planScaleSet, name: id.ScaleSet, placement: pl}
+	}
+	return plan{kind: planVM, name: id.VirtualMachine, placement: pl}
+}
+
+// inGroups reports whether rg passes the resource-group filter.
+func inGroups(rg string, groups []string) bool {
+	if len(groups) == 0 {
+		return true
+	}
+	for _, g := range groups {
+		if strings.EqualFold(g, rg) {
+			return true
+		}
+	}
+	return false
+}
+
+// reader holds the listings one Snapshot uses.
+type reader struct {
+	p     *Provider
+	fresh bool
+	mu    sync.Mutex
+	lists map[listKey]*listing
+}
+
+// load fetches the listings in need that the reader does not hold yet.
+func (r *reader) load(ctx context.Context, need map[listKey]groupRef) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxConcurrentLists)
+	for key, ref := range need {
+		if r.get(key) != nil {
+			continue
+		}
+		g.Go(func() error {
+			l, err := r.p.listing(ctx, key, ref.sub, ref.rg, r.fresh)
+			if err != nil {
+				return err
+			}
+			r.mu.Lock()
+			r.lists[key] = l
+			r.mu.Unlock()
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// get returns a loaded listing, or nil.
+func (r *reader) get(key listKey) *listing {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lists[key]
+}
+
+// flexScaleSets returns the scale-set listings that Flexible members'
+// scale sets need.
+func (r *reader) flexScaleSets(plans []plan) map[listKey]groupRef {
+	need := map[listKey]groupRef{}
+	for _, pl := range plans {
+		vm := r.findVM(pl)
+		if vm == nil || vm.ScaleSetID == "" {
+			continue
+		}
+		id, err := arm.ParseResourceID(vm.ScaleSetID)
+		if err != nil {
+			continue
+		}
+		need[newListKey(listScaleSets, id.SubscriptionID, id.ResourceGroupName)] = groupRef{id.SubscriptionID, id.ResourceGroupName}
+	}
+	return need
+}
+
+// findVM returns the VM of a VM plan, or nil.
+func (r *reader) findVM(pl plan) *entry {
+	if pl.kind != planVM && pl.kind != planByName {
+		return nil
+	}
+	l := r.get(newListKey(listVMs, pl.placement.Subscription, pl.placement.ResourceGroup))
+	if l == nil {
+		return nil
+	}
+	name := strings.ToLower(pl.name)
+	if e := l.byName[name]; e != nil {
+		return e
+	}
+	if pl.kind == planByName {
+		return l.byComputer[name]
+	}
+	return nil
+}
+
+// resolve turns a plan into a placement and the entry that carries the
+// node's tags (nil when unmanaged).
+func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry) {
+	out := pl.placement
+	notFound := func(format string, args ...any) (cloud.Placement, *entry) {
+		out.Reason = fmt.Sprintf(format, args...)
+		return out, nil
+	}
+	found := func(e *entry, shared bool) (cloud.Placement, *entry) {
+		out.Managed, out.Resource, out.Shared = true, e.ID, shared
+		return out, e
+	}
+	switch pl.kind {
+	case planDone:
+		return out, nil
+	case planScaleSet:
+		l := r.get(newListKey(listScaleSets, out.Subscription, out.ResourceGroup))
+		e := l.byName[strings.ToLower(pl.name)]
+		if e == nil {
+			return notFound("scale set %q not found in resource group %q (subscription %s)", pl.name, out.ResourceGroup, out.Subscription)
+		}
+		if target == cloud.TargetInstance {
+			out.Note = fmt.Sprintf("Uniform scale-set instances have no tags of their own: synced with scale set %s", e.Name)
+		}
+		return found(e, true)
+	}
+	vm := r.findVM(pl)
+	switch {
+	case vm == nil && pl.kind == planByName:
+		return notFound("VM %q not found in resource group %q (subscription %s; the node has no providerID, looked up by VM or computer name)",
+			pl.name, out.ResourceGroup, out.Subscription)
+	case vm == nil:
+		return notFound("VM %q not found in resource group %q (subscription %s)", pl.name, out.ResourceGroup, out.Subscription)
+	case vm.ScaleSetID == "" || target == cloud.TargetInstance:
+		return found(vm, false)
+	}
+	ss := r.scaleSet(vm.ScaleSetID)
+	if ss == nil {
+		return notFound("Flexible scale set %s of VM %q not found", vm.ScaleSetID, vm.Name)
+	}
+	return found(ss, true)
+}
+
+// scaleSet finds a loaded scale set by ID, or nil.
+func (r *reader) scaleSet(id string) *entry {
+	rid, err := arm.ParseResourceID(id)
+	if err != nil {
+		return nil
+	}
+	l := r.get(newListKey(listScaleSets, rid.SubscriptionID, rid.ResourceGroupName))
+	if l == nil {
+		return nil
+	}
+	return l.byID[cloud.CanonicalID(id)]
+}

@@ -1,0 +1,309 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// estate seeds the placement scenario and returns resource IDs by name.
+func estate(t *testing.T, s *armsim.Server, sub string) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	m := must[string](t)
+	ids["pool1"] = m(s.CreateScaleSet(sub, "rg-aks", armsim.ScaleSet{Name: "pool1", Tags: map[string]string{"env": "prod"}, Instances: []string{"0", "1"}}))
+	ids["flex"] = m(s.CreateScaleSet(sub, "rg-aks", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"pool": "flex"}}))
+	ids["flex-0"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "flex-0", ScaleSet: "flex", Tags: map[string]string{"own": "vm"}}))
+	ids["as-vm"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "as-vm", AvailabilitySet: "as1", Tags: map[string]string{"kind": "as"}}))
+	ids["solo"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "solo"}))
+	ids["cross"] = m(s.CreateVM(sub, "rg-other", armsim.VirtualMachine{Name: "cross", Tags: map[string]string{"rg": "other"}}))
+	ids["byname"] = m(s.CreateVM(sub, "rg-other", armsim.VirtualMachine{Name: "byname-vm", ComputerName: "byname-node"}))
+	return ids
+}
+
+// placementNodes are the nodes of the placement scenario.
+func placementNodes(sub string) []cloud.Node {
+	return []cloud.Node{
+		// Resource group spelled differently than the cloud's: IDs compare case-insensitively.
+		node("uniform-0", instanceProviderID(sub, "RG-AKS", "pool1", "0"), nil),
+		node("uniform-1", instanceProviderID(sub, "rg-aks", "POOL1", "1"), nil),
+		node("flex-0", vmProviderID(sub, "rg-aks", "flex-0"), nil),
+		node("as-vm", vmProviderID(sub, "rg-aks", "as-vm"), nil),
+		node("solo", vmProviderID(sub, "rg-aks", "solo"), nil),
+		node("cross", vmProviderID(sub, "rg-other", "cross"), map[string]string{LabelResourceGroup: "rg-other"}),
+		node("byname-node", "", map[string]string{LabelResourceGroup: "rg-other"}),
+		node("onprem", vmProviderID(sub, "rg-aks", "solo"), map[string]string{LabelManaged: "false"}),
+		node("azure-name", "azure://azure-name", nil),
+		node("foreign", "aws:///us-east-1a/i-0123456789", nil),
+		node("noid", "", nil),
+		node("missing-vm", vmProviderID(sub, "rg-aks", "ghost"), nil),
+		node("missing-vmss", instanceProviderID(sub, "rg-aks", "ghost-vmss", "0"), nil),
+		node("missing-rg", vmProviderID(sub, "rg-nowhere", "vm"), nil),
+	}
+}
+
+func TestSnapshotPlacements(t *testing.T) {
+	env := armsimtest.Start(t)
+	sub := env.SubscriptionID
+	ids := estate(t, env.Server, sub)
+	nodes := placementNodes(sub)
+
+	type want struct {
+		resource string // "" = unmanaged
+		shared   bool
+		reason   string // substring of Reason
+		note     bool
+	}
+	cases := map[cloud.Target]map[string]want{
+		cloud.TargetScaleSet: {
+			"uniform-0":    {resource: ids["pool1"], shared: true},
+			"uniform-1":    {resource: ids["pool1"], shared: true},
+			"flex-0":       {resource: ids["flex"], shared: true},
+			"as-vm":        {resource: ids["as-vm"]},
+			"solo":         {resource: ids["solo"]},
+			"cross":        {resource: ids["cross"]},
+			"byname-node":  {resource: ids["byname"]},
+			"onprem":       {reason: "on-prem node"},
+			"azure-name":   {reason: "names no Azure VM"},
+			"foreign":      {reason: "not an Azure providerID"},
+			"noid":         {reason: "no providerID"},
+			"missing-vm":   {reason: `VM "ghost" not found in resource group "rg-aks"`},
+			"missing-vmss": {reason: `scale set "ghost-vmss" not found in resource group "rg-aks"`},
+			"missing-rg":   {reason: `VM "vm" not found in resource group "rg-nowhere"`},
+		},
+		cloud.TargetInstance: {
+			"uniform-0": {resource: ids["pool1"], shared: true, note: true},
+			"flex-0":    {resource: ids["flex-0"]},
+			"as-vm":     {resource: ids["as-vm"]},
+			"solo":      {resource: ids["solo"]},
+		},
+	}
+	for target, wants := range cases {
+		t.Run(string(target), func(t *testing.T) {
+			p := newTestProvider(t, env, nil)
+			env.Server.ResetCalls()
+			snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{Target: target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range wants {
+				pl := snap.Placements[name]
+				switch {
+				case w.resource == "" && (pl.Managed || !strings.Contains(pl.Reason, w.reason)):
+					t.Errorf("%s: placement %+v, want unmanaged with reason containing %q", name, pl, w.reason)
+				case w.resource != "" && (!pl.Managed || pl.Resource != w.resource || pl.Shared != w.shared):
+					t.Errorf("%s: placement %+v, want resource %s shared=%t", name, pl, w.resource, w.shared)
+				case (pl.Note != "") != w.note:
+					t.Errorf("%s: note %q, want note=%t", name, pl.Note, w.note)
+				}
+				if w.resource != "" {
+					r, ok := snap.Resources[cloud.CanonicalID(w.resource)]
+					if !ok || r.ID != w.resource || r.ETag == "" {
+						t.Errorf("%s: resource %+v missing or incomplete in snapshot", name, r)
+					}
+				}
+			}
+			// Tags come with the listing.
+			if got := snap.Resources[cloud.CanonicalID(ids["pool1"])].Tags; !got.Equal(tags.Set{"env": "prod"}) {
+				t.Errorf("pool1 tags = %v", got)
+			}
+			// One list per (group, kind) needed: rg-aks VMSS + VM, rg-other VM, rg-nowhere VM.
+			got := armCalls(env.Server, readOps...)
+			wantCalls := map[string]int{"VirtualMachineScaleSets.List": 1, "VirtualMachines.List": 3}
+			if fmt.Sprint(got) != fmt.Sprint(wantCalls) {
+				t.Errorf("ARM reads = %v, want %v", got, wantCalls)
+			}
+		})
+	}
+}
+
+func TestSnapshotResourceGroupFilter(t *testing.T) {
+	env := armsimtest.Start(t)
+	ids := estate(t, env.Server, env.SubscriptionID)
+	p := newTestProvider(t, env, nil)
+	env.Server.ResetCalls()
+	snap, err := p.Snapshot(context.Background(), placementNodes(env.SubscriptionID), cloud.ReadOptions{ResourceGroups: []string{"RG-AKS"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl := snap.Placements["solo"]; !pl.Managed || pl.Resource != ids["solo"] {
+		t.Errorf("solo: %+v", pl)
+	}
+	for _, n := range []string{"cross", "byname-node", "missing-rg"} {
+		if pl := snap.Placements[n]; pl.Managed || !strings.Contains(pl.Reason, "not one of the synced resource groups") {
+			t.Errorf("%s: %+v, want filtered", n, pl)
+		}
+	}
+	// rg-other and rg-nowhere are never read.
+	if got := armCalls(env.Server, readOps...); got["VirtualMachines.List"] != 1 || got["VirtualMachineScaleSets.List"] != 1 {
+		t.Errorf("ARM reads = %v, want one VM and one VMSS list", got)
+	}
+}
+
+func TestSnapshotFlexibleScaleSetInOtherGroup(t *testing.T) {
+	env := armsimtest.Start(t)
+	sub := env.SubscriptionID
+	ss := must[string](t)(env.Server.CreateScaleSet(sub, "rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"a": "1"}}))
+	vm, err := env.Server.CreateVM(sub, "rg-vms", armsim.VirtualMachine{Name: "member", ScaleSet: ss})
+	if err != nil {
+		t.Skipf("armsim cannot seed a cross-group Flexible member: %v", err)
+	}
+	p := newTestProvider(t, env, nil)
+	snap, err := p.Snapshot(context.Background(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := snap.Placements["member"]
+	if !pl.Managed || pl.Resource != ss || !pl.Shared || pl.ResourceGroup != "rg-vms" {
+		t.Fatalf("placement %+v, want scale set %s (vm %s)", pl, ss, vm)
+	}
+	if got := snap.Resources[cloud.CanonicalID(ss)].Tags; got["a"] != "1" {
+		t.Errorf("tags %v", got)
+	}
+}
+
+// bulkEstate seeds 20 Uniform nodes in 2 scale sets and 5 VMs in one group.
+func bulkEstate(t *testing.T, env *armsimtest.Env) []cloud.Node {
+	t.Helper()
+	sub := env.SubscriptionID
+	var nodes []cloud.Node
+	for _, ss := range []string{"pool-a", "pool-b"} {
+		var inst []string
+		for i := range 10 {
+			inst = append(inst, fmt.Sprint(i))
+			nodes = append(nodes, node(fmt.Sprintf("%s-%d", ss, i), instanceProviderID(sub, "rg", ss, fmt.Sprint(i)), nil))
+		}
+		must[string](t)(env.Server.CreateScaleSet(sub, "rg", armsim.ScaleSet{Name: ss, Instances: inst, Tags: map[string]string{"pool": ss}}))
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("vm-%d", i)
+		must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: name}))
+		nodes = append(nodes, node(name, vmProviderID(sub, "rg", name), nil))
+	}
+	return nodes
+}
+
+func TestSnapshotBulkReadsAndCache(t *testing.T) {
+	env := armsimtest.Start(t)
+	nodes := bulkEstate(t, env)
+	p := newTestProvider(t, env, nil)
+	now := time.Unix(1_000_000, 0)
+	p.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	snapshot := func(opts cloud.ReadOptions) map[string]int {
+		t.Helper()
+		env.Server.ResetCalls()
+		snap, err := p.Snapshot(ctx, nodes, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			if !snap.Placements[n.Name].Managed {
+				t.Fatalf("%s unmanaged: %+v", n.Name, snap.Placements[n.Name])
+			}
+		}
+		if len(snap.Resources) != 7 {
+			t.Fatalf("%d resources, want 7", len(snap.Resources))
+		}
+		return armCalls(env.Server, append(readOps, writeOps...)...)
+	}
+	two := map[string]int{"VirtualMachineScaleSets.List": 1, "VirtualMachines.List": 1}
+	if got := snapshot(cloud.ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(two) {
+		t.Errorf("first snapshot: ARM calls %v, want %v", got, two)
+	}
+	if got := snapshot(cloud.ReadOptions{}); len(got) != 0 {
+		t.Errorf("second snapshot within the TTL: ARM calls %v, want none", got)
+	}
+	if got := snapshot(cloud.ReadOptions{Fresh: true}); fmt.Sprint(got) != fmt.Sprint(two) {
+		t.Errorf("fresh snapshot: ARM calls %v, want %v", got, two)
+	}
+	now = now.Add(DefaultCacheTTL)
+	if got := snapshot(cloud.ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(two) {
+		t.Errorf("snapshot after the TTL: ARM calls %v, want %v", got, two)
+	}
+	if got := p.Calls(); got["VirtualMachineScaleSets.List"] != 3 || got["VirtualMachines.List"] != 3 {
+		t.Errorf("Provider.Calls = %v", got)
+	}
+}
+
+func TestSnapshotPaging(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithPageSize(2))
+	sub := env.SubscriptionID
+	var nodes []cloud.Node
+	for i := range 5 {
+		ss := fmt.Sprintf("pool-%d", i)
+		must[string](t)(env.Server.CreateScaleSet(sub, "rg", armsim.ScaleSet{Name: ss, Instances: []string{"0"}, Tags: map[string]string{"i": fmt.Sprint(i)}}))
+		nodes = append(nodes, node(ss+"-0", instanceProviderID(sub, "rg", ss, "0"), nil))
+	}
+	for i := range 7 {
+		name := fmt.Sprintf("vm-%d", i)
+		must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: name, Tags: map[string]string{"i": fmt.Sprint(i)}}))
+		nodes = append(nodes, node(name, vmProviderID(sub, "rg", name), nil))
+	}
+	p := newTestProvider(t, env, nil)
+	env.Server.ResetCalls()
+	snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if pl := snap.Placements[n.Name]; !pl.Managed {
+			t.Errorf("%s: %+v", n.Name, pl)
+		}
+	}
+	if len(snap.Resources) != 12 {
+		t.Errorf("%d resources, want 12", len(snap.Resources))
+	}
+	want := map[string]int{"VirtualMachineScaleSets.List": 3, "VirtualMachines.List": 4} // pages of 2
+	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ARM reads = %v, want %v", got, want)
+	}
+}
+
+func TestSnapshotConcurrentCallersShareOneList(t *testing.T) {
+	env := armsimtest.Start(t)
+	nodes := bulkEstate(t, env)
+	p := newTestProvider(t, env, nil)
+	env.Server.SetLatency(20 * time.Millisecond) // keep the first list in flight
+	env.Server.ResetCalls()
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Latecomers may start after the first listing landed in the cache; all
+	// others join the one in flight.
+	if got := armCalls(env.Server, readOps...); got["VirtualMachines.List"] != 1 || got["VirtualMachineScaleSets.List"] != 1 {
+		t.Errorf("ARM reads = %v, want one list of each", got)
+	}
+}
+
+func TestSnapshotReadErrors(t *testing.T) {
+	env := armsimtest.Start(t)
+	nodes := bulkEstate(t, env)
+	p := newTestProvider(t, env, nil)
+	env.Server.FailNext("VirtualMachines.List", 10, http.StatusInternalServerError)
+	_, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	if err == nil || !containsAll(err.Error(), "list virtual machines in resource group rg", "500") {
+		t.Fatalf("err = %v, want a list error naming the group", err)
+	}
+	if got := p.Calls()["VirtualMachines.List"]; got != 4 {
+		t.Errorf("VirtualMachines.List attempts = %d, want 4 (1 + 3 retries)", got)
+	}
+}

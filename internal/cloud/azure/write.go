@@ -1,0 +1,295 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// refKind is the kind of resource PatchTags writes.
+type refKind int
+
+const (
+	refOther refKind = iota
+	refVM
+	refScaleSet
+)
+
+// resourceRef is a parsed resource ID.
+type resourceRef struct {
+	id, sub, rg, name string
+	kind              refKind
+}
+
+// parseRef parses an ARM resource ID.
+func parseRef(id string) (resourceRef, error) {
+	rid, err := arm.ParseResourceID(id)
+	if err != nil || rid.SubscriptionID == "" {
+		return resourceRef{}, fmt.Errorf("azure: %q is not an ARM resource ID", id)
+	}
+	ref := resourceRef{id: id, sub: rid.SubscriptionID, rg: rid.ResourceGroupName, name: rid.Name}
+	switch strings.ToLower(rid.ResourceType.String()) {
+	case "microsoft.compute/virtualmachines":
+		ref.kind = refVM
+	case "microsoft.compute/virtualmachinescalesets":
+		ref.kind = refScaleSet
+	}
+	return ref, nil
+}
+
+// listKind is the listing a VM or scale set lives in.
+func (r resourceRef) listKind() listKind {
+	if r.kind == refScaleSet {
+		return listScaleSets
+	}
+	return listVMs
+}
+
+// PatchTags sets and deletes the named tags of one resource, based on a
+// fresh read (one GET), and returns the resource afterwards. Nothing is
+// written when the patch changes nothing. Tag names match
+// case-insensitively; an existing name keeps its spelling. With
+// WriteTagsAPI (default) it sends a Tags API Merge for the set keys and a
+// Delete (with the values read, so ARM deletes only unchanged tags) for the
+// deleted keys; with WriteResourcePatch it PATCHes the VM or scale set with
+// If-Match, re-reading and re-applying on 412 up to MaxWriteAttempts times.
+// The read cache is updated with the result.
+func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
+	ref, err := parseRef(id)
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	var e *entry
+	if p.opts.WriteMethod == WriteResourcePatch && ref.kind != refOther {
+		e, err = p.patchResource(ctx, ref, patch)
+	} else {
+		e, err = p.patchTagsAPI(ctx, ref, patch)
+	}
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	if ref.kind != refOther {
+		p.updateCache(ref.listKind(), ref.sub, ref.rg, e)
+	}
+	return e.resource(), nil
+}
+
+// read GETs a resource's tags (and ETag, for VMs and scale sets).
+func (p *Provider) read(ctx context.Context, ref resourceRef) (*entry, error) {
+	c, err := p.clientsFor(ref.sub)
+	if err != nil {
+		return nil, err
+	}
+	var e *entry
+	switch ref.kind {
+	case refVM:
+		var r armcompute.VirtualMachinesClientGetResponse
+		if r, err = c.vms.Get(ctx, ref.rg, ref.name, nil); err == nil {
+			e = vmEntry(&r.VirtualMachine)
+		}
+	case refScaleSet:
+		var r armcompute.VirtualMachineScaleSetsClientGetResponse
+		if r, err = c.vmss.Get(ctx, ref.rg, ref.name, nil); err == nil {
+			e = scaleSetEntry(&r.VirtualMachineScaleSet)
+		}
+	default:
+		var r armresources.TagsClientGetAtScopeResponse
+		if r, err = c.tags.GetAtScope(ctx, scope(ref.id), nil); err == nil {
+			e = &entry{ID: ref.id, Tags: tagsOf(r.TagsResource)}
+		}
+	}
+	if err != nil {
+		return nil, wrapf(err, "azure: read tags of %s", ref.id)
+	}
+	return e, nil
+}
+
+// scope is a resource ID as the Tags client wants it (no leading slash).
+func scope(id string) string { return strings.TrimPrefix(id, "/") }
+
+// tagsOf returns a Tags API resource's tags.
+func tagsOf(r armresources.TagsResource) tags.Set {
+	if r.Properties == nil {
+		return tags.Set{}
+	}
+	return toSet(r.Properties.Tags)
+}
+
+// apply returns cur with patch applied, keeping the existing spelling of
+// names that exist (ARM's Merge does the same), so the cloud is never
+// renamed.
+func apply(cur tags.Set, patch tags.Patch) tags.Set {
+	next := cur.Clone()
+	if next == nil {
+		next = tags.Set{}
+	}
+	for _, name := range patch.Delete {
+		if _, ok := patch.Set.Get(name); !ok {
+			next.Remove(name)
+		}
+	}
+	for name, v := range patch.Set {
+		if spelling, _, ok := next.Lookup(name); ok {
+			name = spelling
+		}
+		next[name] = v
+	}
+	return next
+}
+
+// tagsAPIOps splits a patch into the Merge and Delete payloads that change
+// cur: only keys whose value differs are merged; deletions carry the value
+// read so that ARM deletes only a tag nobody changed meanwhile.
+func tagsAPIOps(cur tags.Set, patch tags.Patch) (merge, del tags.Set) {
+	merge, del = tags.Set{}, tags.Set{}
+	for name, v := range patch.Set {
+		if old, ok := cur.Get(name); !ok || old != v {
+			merge[name] = v
+		}
+	}
+	for _, name := range patch.Delete {
+		if _, ok := patch.Set.Get(name); ok {
+			continue
+		}
+		if spelling, v, ok := cur.Lookup(name); ok {
+			del[spelling] = v
+		}
+	}
+	return merge, del
+}
+
+// patchTagsAPI writes through the Tags API (Delete, then Merge).
+func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags.Patch) (*entry, error) {
+	cur, err := p.read(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	merge, del := tagsAPIOps(cur.Tags, patch)
+	if len(merge) == 0 && len(del) == 0 {
+		return cur, nil
+	}
+	c, err := p.clientsFor(ref.sub)
+	if err != nil {
+		return nil, err
+	}
+	result := apply(cur.Tags, patch)
+	for _, op := range []struct {
+		kind armresources.TagsPatchOperation
+		tags tags.Set
+		verb string
+	}{{armresources.TagsPatchOperationDelete, del, "delete"}, {armresources.TagsPatchOperationMerge, merge, "set"}} {
+		if len(op.tags) == 0 {
+			continue
+		}
+		r, err := p.tagsPatch(ctx, c, ref.id, op.kind, op.tags)
+		if err != nil {
+			return nil, wrapf(err, "azure: %s tags %s on %s", op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
+		}
+		if r.Properties != nil {
+			result = toSet(r.Properties.Tags)
+		}
+	}
+	// The Tags API does not return the resource's ETag: it is unknown now.
+	return &entry{ID: cur.ID, Name: cur.Name, Tags: result}, nil
+}
+
+// tagsPatch runs one Tags API PATCH to completion.
+func (p *Provider) tagsPatch(ctx context.Context, c *clients, id string, op armresources.TagsPatchOperation, t tags.Set) (armresources.TagsResource, error) {
+	poller, err := c.tags.BeginUpdateAtScope(ctx, scope(id), armresources.TagsPatchResource{
+		Operation: to.Ptr(op), Properties: &armresources.Tags{Tags: fromSet(t)},
+	}, nil)
+	if err != nil {
+		return armresources.TagsResource{}, err
+	}
+	r, err := poller.PollUntilDone(ctx, p.pollOptions())
+	return r.TagsResource, err
+}
+
+// pollOptions are the LRO poll settings.
+func (p *Provider) pollOptions() *runtime.PollUntilDoneOptions {
+	return &runtime.PollUntilDoneOptions{Frequency: p.opts.PollFrequency}
+}
+
+// patchResource writes the VM or scale set's full tag map with If-Match,
+// re-reading on 412 Precondition Failed.
+func (p *Provider) patchResource(ctx context.Context, ref resourceRef, patch tags.Patch) (*entry, error) {
+	for attempt := 1; ; attempt++ {
+		cur, err := p.read(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		next := apply(cur.Tags, patch)
+		if next.Equal(cur.Tags) {
+			return cur, nil
+		}
+		e, err := p.update(ctx, ref, next, cur.ETag)
+		if err == nil {
+			return e, nil
+		}
+		if statusOf(err) != http.StatusPreconditionFailed || attempt >= MaxWriteAttempts {
+			return nil, wrapf(err, "azure: write tags %s of %s (attempt %d)", strings.Join(changed(cur.Tags, next), ", "), ref.id, attempt)
+		}
+	}
+}
+
+// changed lists the names whose value differs between a and b, sorted.
+func changed(a, b tags.Set) []string {
+	var out []string
+	for n, v := range b {
+		if old, ok := a.Get(n); !ok || old != v {
+			out = append(out, n)
+		}
+	}
+	for n := range a {
+		if !b.Has(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// update PATCHes a VM or scale set's tags with If-Match.
+func (p *Provider) update(ctx context.Context, ref resourceRef, t tags.Set, etag string) (*entry, error) {
+	c, err := p.clientsFor(ref.sub)
+	if err != nil {
+		return nil, err
+	}
+	var ifMatch *string
+	if etag != "" {
+		ifMatch = &etag
+	}
+	if ref.kind == refVM {
+		poller, err := c.vms.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineUpdate{Tags: fromSet(t)},
+			&armcompute.VirtualMachinesClientBeginUpdateOptions{IfMatch: ifMatch})
+		if err != nil {
+			return nil, err
+		}
+		r, err := poller.PollUntilDone(ctx, p.pollOptions())
+		if err != nil {
+			return nil, err
+		}
+		return vmEntry(&r.VirtualMachine), nil
+	}
+	poller, err := c.vmss.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineScaleSetUpdate{Tags: fromSet(t)},
+		&armcompute.VirtualMachineScaleSetsClientBeginUpdateOptions{IfMatch: ifMatch})
+	if err != nil {
+		return nil, err
+	}
+	r, err := poller.PollUntilDone(ctx, p.pollOptions())
+	if err != nil {
+		return nil, err
+	}
+	return scaleSetEntry(&r.VirtualMachineScaleSet), nil
+}

@@ -1,0 +1,163 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+func TestPatchTagsTagsAPI(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithLROPolls(1))
+	sub := env.SubscriptionID
+	vm := must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm", Tags: map[string]string{"env": "prod", "owner": "alice", "keep": "me"}}))
+	p := newTestProvider(t, env, nil)
+	ctx := context.Background()
+	nodes := []cloud.Node{node("vm", vmProviderID(sub, "rg", "vm"), nil)}
+	if _, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{}); err != nil { // warm the cache
+		t.Fatal(err)
+	}
+	// Someone else writes a tag after our snapshot.
+	if err := env.Server.SetTags(vm, map[string]string{"other": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.ResetCalls()
+
+	patch := tags.Patch{Set: tags.Set{"Env": "staging", "team": "a"}, Delete: []string{"owner", "absent"}}
+	res, err := p.PatchTags(ctx, vm, patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"env": "staging", "team": "a", "keep": "me", "other": "x"}
+	got := must[map[string]string](t)(env.Server.Tags(vm))
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("cloud tags = %v, want %v (existing spelling kept, others' tag kept)", got, want)
+	}
+	if fmt.Sprint(map[string]string(res.Tags)) != fmt.Sprint(want) || res.ID != vm {
+		t.Errorf("returned %+v, want %v", res, want)
+	}
+	// Writes: Delete + Merge; reads: one fresh GET of the VM, plus the LROs'
+	// final GETs of the tags (Tags.GetAtScope), never a list.
+	calls := armCalls(env.Server, append(readOps, writeOps...)...)
+	wantCalls := map[string]int{"Tags.GetAtScope": 2, "Tags.UpdateAtScope": 2, "VirtualMachines.Get": 1}
+	if fmt.Sprint(calls) != fmt.Sprint(wantCalls) {
+		t.Errorf("ARM calls = %v, want %v", calls, wantCalls)
+	}
+	if p.Calls()["LRO.Poll"] == 0 {
+		t.Errorf("no LRO poll counted: %v", p.Calls())
+	}
+
+	// The cache saw the write: no read needed to see it.
+	env.Server.ResetCalls()
+	snap, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := snap.Resources[cloud.CanonicalID(vm)]; r.Tags["env"] != "staging" || r.Tags.Has("owner") {
+		t.Errorf("cached snapshot tags = %v", r.Tags)
+	}
+	if c := armCalls(env.Server, readOps...); len(c) != 0 {
+		t.Errorf("snapshot after write read %v", c)
+	}
+
+	// Nothing to change: one read, no write.
+	env.Server.ResetCalls()
+	if _, err := p.PatchTags(ctx, vm, tags.Patch{Set: tags.Set{"ENV": "staging"}, Delete: []string{"owner"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := armCalls(env.Server, writeOps...); len(c) != 0 {
+		t.Errorf("no-op patch wrote: %v", c)
+	}
+}
+
+func TestPatchTagsScaleSetAndGenericResource(t *testing.T) {
+	env := armsimtest.Start(t)
+	sub := env.SubscriptionID
+	ss := must[string](t)(env.Server.CreateScaleSet(sub, "rg", armsim.ScaleSet{Name: "pool", Instances: []string{"0"}, Tags: map[string]string{"a": "1", "b": "2"}}))
+	disk := must[string](t)(env.Server.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "d", Tags: map[string]string{"a": "1"}}))
+	p := newTestProvider(t, env, nil)
+	for _, id := range []string{ss, disk} {
+		res, err := p.PatchTags(context.Background(), id, tags.Patch{Set: tags.Set{"c": "3"}, Delete: []string{"a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := must[map[string]string](t)(env.Server.Tags(id))
+		if _, ok := got["a"]; ok || got["c"] != "3" || !res.Tags.Equal(tags.Set(got)) {
+			t.Errorf("%s: cloud %v, returned %v", id, got, res.Tags)
+		}
+	}
+}
+
+func TestPatchTagsRejected(t *testing.T) {
+	env := armsimtest.Start(t)
+	vm := must[string](t)(env.Server.CreateVM(env.SubscriptionID, "rg", armsim.VirtualMachine{Name: "vm"}))
+	for _, m := range []WriteMethod{WriteTagsAPI, WriteResourcePatch} {
+		p := newTestProvider(t, env, nil, WithWriteMethod(m))
+		_, err := p.PatchTags(context.Background(), vm, tags.Patch{Set: tags.Set{"azure-reserved": "x"}})
+		if err == nil || !containsAll(err.Error(), vm, "azure-reserved", "400", "InvalidTagName") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err = %v, want one line naming the resource, the tag and ARM's reason", m, err)
+		}
+	}
+	p := newTestProvider(t, env, nil)
+	if _, err := p.PatchTags(context.Background(), "/subscriptions/"+env.SubscriptionID+"/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/ghost",
+		tags.Patch{Set: tags.Set{"a": "b"}}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing VM: err = %v", err)
+	}
+	if _, err := p.PatchTags(context.Background(), "not-an-id", tags.Patch{}); err == nil {
+		t.Error("bad ID accepted")
+	}
+}
+
+func TestPatchTagsResourcePatchStaleETag(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithLROPolls(1))
+	sub := env.SubscriptionID
+	vm := must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm", Tags: map[string]string{"env": "prod", "old": "x"}}))
+	var patches, concurrent atomic.Int32
+	cfg := armsimConfig(env)
+	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: func(r *http.Request) {
+		// Another writer changes the VM between our GET and our first PATCH.
+		if r.Method == http.MethodPatch && patches.Add(1) <= concurrent.Load() {
+			if err := env.Server.SetTags(vm, map[string]string{fmt.Sprintf("other%d", patches.Load()): "y"}); err != nil {
+				t.Error(err)
+			}
+		}
+	}}}
+	p := newTestProvider(t, env, &cfg, WithWriteMethod(WriteResourcePatch))
+	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
+
+	concurrent.Store(1)
+	env.Server.ResetCalls()
+	res, err := p.PatchTags(context.Background(), vm, tags.Patch{Set: tags.Set{"env": "staging"}, Delete: []string{"old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"env": "staging", "other1": "y"}
+	if got := must[map[string]string](t)(env.Server.Tags(vm)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("cloud tags = %v, want %v", got, want)
+	}
+	if !res.Tags.Equal(tags.Set(want)) || res.ETag != must[string](t)(env.Server.ETag(vm)) {
+		t.Errorf("returned %+v", res)
+	}
+	c := env.Server.Calls()
+	if c.CountStatus("VirtualMachines.Update", http.StatusPreconditionFailed) != 1 || c.Count("VirtualMachines.Update") != 2 || c.Count("VirtualMachines.Get") < 2 {
+		t.Errorf("calls: Update %v, Get %v", c["VirtualMachines.Update"], c["VirtualMachines.Get"])
+	}
+
+	// A writer that never stops: give up after MaxWriteAttempts.
+	patches.Store(0)
+	concurrent.Store(100)
+	_, err = p.PatchTags(context.Background(), vm, tags.Patch{Set: tags.Set{"env": "dev"}})
+	if err == nil || !containsAll(err.Error(), "412", vm, fmt.Sprintf("attempt %d", MaxWriteAttempts)) {
+		t.Errorf("err = %v, want give-up after %d attempts", err, MaxWriteAttempts)
+	}
+	if n := patches.Load(); n != MaxWriteAttempts {
+		t.Errorf("%d PATCHes, want %d", n, MaxWriteAttempts)
+	}
+}

@@ -1,0 +1,107 @@
+// Package operator wires tagsync's controller manager: the controller-runtime
+// manager (leader election, metrics, health probes), the cloud provider and
+// the controllers. `tagsync run` and `tagsync demo` both start it.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/scheme"
+)
+
+// Options configure the controller manager.
+type Options struct {
+	// MetricsAddr serves Prometheus metrics ("0" disables).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables).
+	ProbeAddr string
+	// LeaderElection makes only one replica act at a time (a Lease).
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease.
+	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease.
+	LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Azure configures the Azure provider.
+	Azure azure.Config
+	// AzureOptions tune the Azure provider (cache, budget, write method).
+	AzureOptions []azure.Option
+	// Provider, when set, is used instead of building one from Azure.
+	Provider cloud.Provider
+}
+
+// DefaultOptions are the defaults of `tagsync run`.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		LeaderElection:          true,
+		LeaderElectionNamespace: "tagsync-system",
+		LeaderElectionID:        "tagsync-leader",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+	}
+}
+
+// Run starts the manager and blocks until ctx ends or it fails.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := New(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// New builds the manager with every controller registered, not yet started.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.LeaderElection && o.LeaderElectionNamespace == "" {
+		return nil, errors.New("leader election needs a namespace for its Lease (--leader-election-namespace)")
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	provider := o.Provider
+	if provider == nil {
+		opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry)}, o.AzureOptions...)
+		provider, err = azure.NewProvider(ctx, o.Azure, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("setting up the Azure provider: %w", err)
+		}
+	}
+	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the nodetags controller: %w", err)
+	}
+	return mgr, nil
+}
