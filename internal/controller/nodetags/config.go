@@ -1,0 +1,87 @@
+package nodetags
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// defaultResync is used when the spec leaves resyncInterval unset (the API
+// server defaults it; this covers objects created before the default existed).
+const defaultResync = 5 * time.Minute
+
+// syncConfig is a NodeTagSync's spec, validated and turned into the values
+// the sync pass uses.
+type syncConfig struct {
+	direction      tags.Direction
+	policy         tags.Policy
+	codec          tags.Codec
+	filter         tags.Filter
+	target         cloud.Target
+	resourceGroups []string
+	selector       labels.Selector
+	resync         time.Duration
+}
+
+// configFrom validates spec beyond what the API server checks and returns
+// the sync configuration, or an error that says what to fix.
+func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
+	cfg := syncConfig{
+		direction: tags.Direction(orDefault(string(spec.Direction), string(v1alpha1.DirectionTwoWay))),
+		policy:    tags.Policy(orDefault(string(spec.ConflictPolicy), string(v1alpha1.ConflictIgnore))),
+		target:    cloud.Target(orDefault(string(spec.Target), string(v1alpha1.TargetScaleSet))),
+		resync:    defaultResync,
+		selector:  labels.Everything(),
+	}
+	prefix := tags.DefaultPrefix
+	if spec.LabelPrefix != nil {
+		prefix = *spec.LabelPrefix
+	}
+	cfg.codec = tags.Codec{Prefix: prefix}
+	for _, p := range spec.IncludeTags {
+		cfg.filter.Include = append(cfg.filter.Include, string(p))
+	}
+	for _, p := range spec.ExcludeTags {
+		cfg.filter.Exclude = append(cfg.filter.Exclude, string(p))
+	}
+	for _, rg := range spec.ResourceGroups {
+		cfg.resourceGroups = append(cfg.resourceGroups, string(rg))
+	}
+	if spec.ResyncInterval != nil {
+		cfg.resync = spec.ResyncInterval.Duration
+	}
+	var errs []error
+	if spec.Provider != "" && spec.Provider != v1alpha1.ProviderAzure {
+		errs = append(errs, fmt.Errorf("provider %q is not supported (want azure)", spec.Provider))
+	}
+	errs = append(errs, cfg.direction.Validate(), cfg.policy.Validate(), cfg.codec.Validate(), cfg.filter.Validate())
+	if cfg.target != cloud.TargetScaleSet && cfg.target != cloud.TargetInstance {
+		errs = append(errs, fmt.Errorf("target %q is not ScaleSet or Instance", cfg.target))
+	}
+	if spec.NodeSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(spec.NodeSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nodeSelector: %w", err))
+		} else {
+			cfg.selector = sel
+		}
+	}
+	if cfg.resync <= 0 {
+		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

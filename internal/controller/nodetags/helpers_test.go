@@ -1,0 +1,31 @@
+package nodetags_test
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+type metav1LabelSelector = metav1.LabelSelector
+
+func nodeObject(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func setLabel(h *harness, node, key, value string) {
+	h.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+	if err := h.c.Patch(h.ctx, nodeObject(node), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func removeLabel(h *harness, node, key string) {
+	h.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
+	if err := h.c.Patch(h.ctx, nodeObject(node), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		h.t.Fatal(err)
+	}
+}

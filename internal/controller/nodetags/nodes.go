@@ -1,0 +1,84 @@
+package nodetags
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// BaseAnnotation holds, on each Node, the tags both sides last agreed on (a
+// JSON object of tag name to value): the base of the three-way merge. A Node
+// without it has no history, so its first sync is a union that deletes
+// nothing.
+const BaseAnnotation = "tagsync.io/last-synced-tags"
+
+// readBase returns the Node's stored base, nil when there is none. A
+// malformed annotation is reported and treated as no history, which can only
+// add, never delete.
+func readBase(node *corev1.Node) (tags.Set, error) {
+	raw, ok := node.Annotations[BaseAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	base := tags.Set{}
+	if err := json.Unmarshal([]byte(raw), &base); err != nil {
+		return nil, fmt.Errorf("annotation %s on node %s is not a JSON object of strings (%v); treating the node as new", BaseAnnotation, node.Name, err)
+	}
+	return base, nil
+}
+
+// encodeBase renders a base for the annotation; encoding/json sorts keys, so
+// equal sets give equal text and an unchanged base is never rewritten.
+func encodeBase(base tags.Set) string {
+	if base == nil {
+		base = tags.Set{}
+	}
+	b, err := json.Marshal(base)
+	if err != nil { // a map of strings always marshals
+		panic(err)
+	}
+	return string(b)
+}
+
+// nodeUpdate is the change one pass makes to a Node.
+type nodeUpdate struct {
+	labels tags.LabelChanges
+	base   string // new annotation value; "" when unchanged
+}
+
+func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" }
+
+// patchNode writes only the changed labels and the base annotation as a JSON
+// merge patch guarded by the Node's resourceVersion: if the Node changed since
+// it was read, the API server answers Conflict and the next pass re-reads it,
+// so a label someone else just wrote is never overwritten.
+func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUpdate) error {
+	labels := map[string]any{}
+	for k, v := range u.labels.Set {
+		labels[k] = v
+	}
+	for _, k := range u.labels.Delete {
+		labels[k] = nil
+	}
+	meta := map[string]any{"resourceVersion": node.ResourceVersion}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	if u.base != "" {
+		meta["annotations"] = map[string]any{BaseAnnotation: u.base}
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patching node %s: %w", node.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package nodetags
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+)
+
+// ctrlManager is the controller-runtime manager the controller runs in.
+type ctrlManager = manager.Manager
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "nodetags"
+
+func setup(mgr ctrlManager, r *Reconciler) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("tagsync-" + ControllerName)
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allSyncs), builder.WithPredicates(nodeChanged())).
+		Complete(r)
+}
+
+// allSyncs maps a Node event to every NodeTagSync: the workqueue collapses a
+// burst of Node events into one pass per NodeTagSync.
+func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.NodeTagSyncList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i, nts := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: nts.Name}}
+	}
+	return reqs
+}
+
+// nodeChanged lets through Node creations and deletions, and updates that
+// change what a sync reads: labels, taints, providerID, or the stored base.
+// Status heartbeats are ignored.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, ok1 := e.ObjectOld.(*corev1.Node)
+			newNode, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return !maps.Equal(oldNode.Labels, newNode.Labels) ||
+				oldNode.Spec.ProviderID != newNode.Spec.ProviderID ||
+				oldNode.Annotations[BaseAnnotation] != newNode.Annotations[BaseAnnotation] ||
+				!slices.EqualFunc(oldNode.Spec.Taints, newNode.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value })
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

@@ -1,0 +1,353 @@
+package nodetags_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// kube is the control plane shared by the package's tests; each test uses
+// its own nodes, NodeTagSyncs, armsim and controller manager.
+var kube *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
+	env, err := testenv.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kube = env
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
+// errors only.
+func logVerbosity() int {
+	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
+		return v
+	}
+	return -2
+}
+
+const (
+	sub      = armsimtest.SubscriptionID
+	waitFor  = 30 * time.Second
+	pollEach = 50 * time.Millisecond
+)
+
+// harness is one test's cloud, controller and objects.
+type harness struct {
+	t        *testing.T
+	ctx      context.Context
+	c        client.Client
+	cloud    *armsim.Server
+	env      *armsimtest.Env
+	stop     func()
+	requests atomic.Int64
+	opts     []azure.Option
+}
+
+// newHarness starts armsim and a controller manager for one test.
+func newHarness(t *testing.T, opts ...azure.Option) *harness {
+	t.Helper()
+	env := armsimtest.Start(t)
+	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts}
+	h.startController()
+	t.Cleanup(func() {
+		h.stop()
+		h.cleanupObjects()
+	})
+	return h
+}
+
+// startController starts a fresh manager and provider (as after a restart).
+func (h *harness) startController() {
+	h.t.Helper()
+	opts := append([]azure.Option{
+		azure.WithCredential(h.env.Credential),
+		azure.WithRegisterer(prometheus.NewRegistry()),
+		azure.WithPollFrequency(10 * time.Millisecond),
+		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
+	}, h.opts...)
+	provider, err := azure.NewProvider(h.ctx, azure.Config{
+		ARMEndpoint:         h.cloud.URL(),
+		ARMAudience:         h.cloud.URL(),
+		DefaultSubscription: sub,
+		HTTPClient:          h.env.HTTPClient,
+	}, opts...)
+	if err != nil {
+		h.t.Fatalf("building the Azure provider: %v", err)
+	}
+	mgr, err := ctrl.NewManager(kube.Config, ctrl.Options{
+		Scheme:                 kube.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("controller manager: %v", err)
+		}
+	}
+}
+
+// cleanupObjects deletes the test's Nodes and NodeTagSyncs.
+func (h *harness) cleanupObjects() {
+	_ = h.c.DeleteAllOf(h.ctx, &v1alpha1.NodeTagSync{})
+	_ = h.c.DeleteAllOf(h.ctx, &corev1.Node{})
+}
+
+// sync creates a NodeTagSync with the given spec tweaks.
+func (h *harness) sync(name string, mutate func(*v1alpha1.NodeTagSyncSpec)) *v1alpha1.NodeTagSync {
+	h.t.Helper()
+	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if mutate != nil {
+		mutate(&nts.Spec)
+	}
+	if err := h.c.Create(h.ctx, nts); err != nil {
+		h.t.Fatalf("creating NodeTagSync %s: %v", name, err)
+	}
+	return nts
+}
+
+// syncNow asks the controller for a pass with fresh cloud reads.
+func (h *harness) syncNow(name string) {
+	h.t.Helper()
+	n := h.requests.Add(1)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, nodetags.SyncRequestAnnotation, n)
+	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := h.c.Patch(h.ctx, nts, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// resourceGroup creates a resource group.
+func (h *harness) resourceGroup(name string) {
+	h.t.Helper()
+	if _, err := h.cloud.CreateResourceGroup(sub, armsim.ResourceGroup{Name: name, Location: "westeurope"}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// scaleSet creates a Uniform scale set with n instances and returns its ID
+// and the instances' providerIDs.
+func (h *harness) scaleSet(rg, name string, n int, tags map[string]string) (string, []string) {
+	h.t.Helper()
+	id, err := h.cloud.CreateScaleSet(sub, rg, armsim.ScaleSet{Name: name, Location: "westeurope", Mode: armsim.Uniform, Tags: tags})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ids, err := h.cloud.AddInstances(id, n)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var pids []string
+	for _, i := range ids {
+		pids = append(pids, "azure://"+i)
+	}
+	return id, pids
+}
+
+// vm creates a standalone VM and returns its ID and providerID.
+func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
+	h.t.Helper()
+	id, err := h.cloud.CreateVM(sub, rg, armsim.VirtualMachine{Name: name, Tags: tags})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id, "azure://" + id
+}
+
+// node creates a Node.
+func (h *harness) node(name, providerID string, labels map[string]string, base map[string]string) {
+	h.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	if base != nil {
+		n.Annotations = map[string]string{nodetags.BaseAnnotation: jsonObject(base)}
+	}
+	if err := h.c.Create(h.ctx, n); err != nil {
+		h.t.Fatalf("creating node %s: %v", name, err)
+	}
+}
+
+func jsonObject(m map[string]string) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%q:%q", k, v))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// labels returns a Node's labels (nil when it does not exist).
+func (h *harness) labels(name string) map[string]string {
+	var n corev1.Node
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		h.t.Fatal(err)
+	}
+	return n.Labels
+}
+
+// tags returns a resource's tags.
+func (h *harness) tags(id string) map[string]string {
+	t, err := h.cloud.Tags(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return t
+}
+
+// eventually polls cond until it returns "" or the deadline passes, then
+// fails with cond's last complaint.
+func (h *harness) eventually(what string, cond func() string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var last string
+	for time.Now().Before(deadline) {
+		if last = cond(); last == "" {
+			return
+		}
+		time.Sleep(pollEach)
+	}
+	h.t.Fatalf("%s: not reached within %s: %s", what, waitFor, last)
+}
+
+// waitLabel waits until the node's label has the value ("" with absent=true
+// waits for it to be gone).
+func (h *harness) waitLabel(node, key, value string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("label %s=%s on %s", key, value, node), func() string {
+		got, ok := h.labels(node)[key]
+		if value == absent {
+			if ok {
+				return fmt.Sprintf("label still %q", got)
+			}
+			return ""
+		}
+		if !ok || got != value {
+			return fmt.Sprintf("label is %q (present %v)", got, ok)
+		}
+		return ""
+	})
+}
+
+// waitTag waits until the resource's tag has the value (or is absent).
+func (h *harness) waitTag(id, name, value string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("tag %s=%s on %s", name, value, id), func() string {
+		got, ok := h.tags(id)[name]
+		if value == absent {
+			if ok {
+				return fmt.Sprintf("tag still %q", got)
+			}
+			return ""
+		}
+		if !ok || got != value {
+			return fmt.Sprintf("tag is %q (present %v); all tags %v", got, ok, h.tags(id))
+		}
+		return ""
+	})
+}
+
+// absent stands for "no such label or tag" in waits.
+const absent = "\x00absent"
+
+// passDone waits until the NodeTagSync's status describes its current
+// generation and sync request, after a pass that counted want nodes.
+func (h *harness) passDone(name string, want int32) *v1alpha1.NodeTagSync {
+	h.t.Helper()
+	var nts v1alpha1.NodeTagSync
+	h.eventually("a finished pass of "+name, func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || nts.Status.ObservedGeneration != nts.Generation {
+			return "no status for the current generation yet"
+		}
+		if got := nts.Status.SyncedNodes + nts.Status.UnmanagedNodes + nts.Status.ErrorCount; got != want {
+			return fmt.Sprintf("status counts %d nodes, want %d: %+v", got, want, nts.Status)
+		}
+		return ""
+	})
+	return &nts
+}
+
+// events lists the events with reason about an object.
+func (h *harness) events(reason, objectName string) []string {
+	var list eventsv1.EventList
+	if err := h.c.List(h.ctx, &list); err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Name == objectName {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+func (h *harness) waitEvent(reason, objectName string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("a %s event about %s", reason, objectName), func() string {
+		if len(h.events(reason, objectName)) == 0 {
+			return "none yet"
+		}
+		return ""
+	})
+}
+
+func (h *harness) writes() int {
+	c := h.cloud.Calls()
+	n := 0
+	for _, op := range c.Ops() {
+		if strings.HasSuffix(op, ".Update") || strings.HasSuffix(op, "UpdateAtScope") || strings.HasSuffix(op, "CreateOrUpdateAtScope") || strings.HasSuffix(op, "DeleteAtScope") {
+			n += c.Count(op)
+		}
+	}
+	return n
+}
