@@ -3,6 +3,7 @@ package nodetags_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -76,17 +77,36 @@ type harness struct {
 	stop     func()
 	requests atomic.Int64
 	opts     []azure.Option
+	hook     func(*http.Request)
+}
+
+// hookTransport calls hook before sending each request.
+type hookTransport struct {
+	next http.RoundTripper
+	hook func(*http.Request)
+}
+
+func (t hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.hook(req)
+	return t.next.RoundTrip(req)
 }
 
 // newHarness starts armsim and a controller manager for one test.
 func newHarness(t *testing.T, opts ...azure.Option) *harness {
+	return newHarnessWithTransport(t, nil, opts...)
+}
+
+// newHarnessWithTransport is newHarness with a hook that sees every ARM
+// request the controller sends before it leaves.
+func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
 	env := armsimtest.Start(t)
-	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts}
+	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
 		h.cleanupObjects()
+		env.HTTPClient.CloseIdleConnections()
 	})
 	return h
 }
@@ -100,11 +120,15 @@ func (h *harness) startController() {
 		azure.WithPollFrequency(10 * time.Millisecond),
 		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
 	}, h.opts...)
+	httpClient := h.env.HTTPClient
+	if h.hook != nil {
+		httpClient = &http.Client{Transport: hookTransport{next: h.env.HTTPClient.Transport, hook: h.hook}}
+	}
 	provider, err := azure.NewProvider(h.ctx, azure.Config{
 		ARMEndpoint:         h.cloud.URL(),
 		ARMAudience:         h.cloud.URL(),
 		DefaultSubscription: sub,
-		HTTPClient:          h.env.HTTPClient,
+		HTTPClient:          httpClient,
 	}, opts...)
 	if err != nil {
 		h.t.Fatalf("building the Azure provider: %v", err)
