@@ -28,17 +28,19 @@ type syncConfig struct {
 	resourceGroups []string
 	selector       labels.Selector
 	resync         time.Duration
+	syncTaints     bool
 }
 
 // configFrom validates spec beyond what the API server checks and returns
 // the sync configuration, or an error that says what to fix.
 func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
 	cfg := syncConfig{
-		direction: tags.Direction(orDefault(string(spec.Direction), string(v1alpha1.DirectionTwoWay))),
-		policy:    tags.Policy(orDefault(string(spec.ConflictPolicy), string(v1alpha1.ConflictIgnore))),
-		target:    cloud.Target(orDefault(string(spec.Target), string(v1alpha1.TargetScaleSet))),
-		resync:    defaultResync,
-		selector:  labels.Everything(),
+		direction:  tags.Direction(orDefault(string(spec.Direction), string(v1alpha1.DirectionTwoWay))),
+		policy:     tags.Policy(orDefault(string(spec.ConflictPolicy), string(v1alpha1.ConflictIgnore))),
+		target:     cloud.Target(orDefault(string(spec.Target), string(v1alpha1.TargetScaleSet))),
+		resync:     defaultResync,
+		selector:   labels.Everything(),
+		syncTaints: spec.SyncTaints,
 	}
 	prefix := tags.DefaultPrefix
 	if spec.LabelPrefix != nil {
@@ -72,6 +74,9 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
 		} else {
 			cfg.selector = sel
 		}
+	}
+	if cfg.syncTaints && cfg.direction == tags.CloudToNode {
+		errs = append(errs, errors.New("syncTaints exports taints as tags, so it needs direction TwoWay or NodeToCloud"))
 	}
 	if cfg.resync <= 0 {
 		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))

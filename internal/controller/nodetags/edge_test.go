@@ -344,3 +344,26 @@ func isWrite(op string) bool {
 	return strings.HasSuffix(op, ".Update") || strings.HasSuffix(op, "UpdateAtScope") ||
 		strings.HasSuffix(op, "CreateOrUpdateAtScope") || strings.HasSuffix(op, "DeleteAtScope")
 }
+
+// TestSyncTaints: with syncTaints, taints are exported as tags (one way),
+// follow the taints' changes, and never come back as labels.
+func TestSyncTaints(t *testing.T) {
+	h := newHarness(t)
+	h.resourceGroup("rg-taint")
+	vmID, pid := h.vm("rg-taint", "vm-taint", map[string]string{"env": "prod"})
+	h.node("taint", pid, nil, nil)
+	setTaints(h, "taint", `[{"key":"example.com/gpu","value":"true","effect":"NoSchedule"}]`)
+	h.sync("taint", func(s *v1alpha1.NodeTagSyncSpec) { s.SyncTaints = true })
+	h.waitTag(vmID, "taint:example.com:gpu", "true:NoSchedule")
+	h.waitLabel("taint", "azure.tags/env", "prod")
+	for k := range h.labels("taint") {
+		if strings.Contains(k, "taint") {
+			t.Fatalf("a taint tag came back as label %s", k)
+		}
+	}
+	setTaints(h, "taint", `[]`)
+	h.waitTag(vmID, "taint:example.com:gpu", absent)
+	if h.tags(vmID)["env"] != "prod" {
+		t.Fatalf("removing a taint touched other tags: %v", h.tags(vmID))
+	}
+}

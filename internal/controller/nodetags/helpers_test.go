@@ -29,3 +29,11 @@ func removeLabel(h *harness, node, key string) {
 		h.t.Fatal(err)
 	}
 }
+
+func setTaints(h *harness, node, taintsJSON string) {
+	h.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"taints":%s}}`, taintsJSON)
+	if err := h.c.Patch(h.ctx, nodeObject(node), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		h.t.Fatal(err)
+	}
+}

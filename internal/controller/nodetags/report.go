@@ -68,7 +68,7 @@ func (r *Reconciler) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 	}
 	for i, res := range plan.results {
 		node := plan.members[i].node
-		for _, c := range res.Conflicts {
+		for _, c := range res.conflicts() {
 			if c.Winner != tags.SideNone {
 				continue
 			}

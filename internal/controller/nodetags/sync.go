@@ -12,12 +12,14 @@ import (
 
 // member is one managed Node in a sync pass, with its side of the merge.
 type member struct {
-	node     *corev1.Node
-	base     tags.Set // nil: no history
-	baseText string   // the annotation as found
-	nodeTags tags.Set // managed labels decoded, filtered
-	skipped  []tags.Skipped
-	note     string // placement note (e.g. a fallback to the scale set)
+	node       *corev1.Node
+	base       tags.Set // nil: no history
+	baseTaints tags.Set // the taint tags of base (syncTaints)
+	baseText   string   // the annotation as found
+	nodeTags   tags.Set // managed labels decoded, filtered
+	taintTags  tags.Set // the node's taints as tags (syncTaints)
+	skipped    []tags.Skipped
+	note       string // placement note (e.g. a fallback to the scale set)
 }
 
 // newMember decodes a Node's managed labels and stored base.
@@ -25,7 +27,14 @@ func newMember(cfg syncConfig, node *corev1.Node, note string) (*member, error) 
 	m := &member{node: node, baseText: node.Annotations[BaseAnnotation], note: note}
 	base, err := readBase(node)
 	if base != nil {
-		m.base = cfg.filter.Apply(base)
+		rest, taints := tags.SplitTaintTags(base)
+		m.base = cfg.filter.Apply(orEmpty(rest))
+		if cfg.syncTaints {
+			m.baseTaints = orEmpty(taints)
+		}
+	}
+	if cfg.syncTaints {
+		m.taintTags = taintTags(node)
 	}
 	decoded, skipped := cfg.codec.FromLabels(node.Labels)
 	m.nodeTags = cfg.filter.Apply(decoded)
@@ -39,7 +48,7 @@ type resourcePlan struct {
 	resource cloud.Resource
 	members  []*member
 	// results are the members' final merges, in members' order.
-	results []tags.MergeResult
+	results []memberMerge
 	// cloudSkipped are cloud tags that cannot become labels.
 	cloudSkipped []tags.Skipped
 	// limitSkipped are writes the cloud's rules refused (limit, reserved).
@@ -75,23 +84,29 @@ func (r *Reconciler) syncResource(ctx context.Context, cfg syncConfig, res cloud
 			results = mergeAll(cfg, written, members, &plan)
 		}
 	}
-	plan.results = make([]tags.MergeResult, len(results))
+	plan.results = make([]memberMerge, len(results))
 	for i, res := range results {
 		// Whatever cloud change is still proposed was not written (a
 		// disagreement, a limit, a failure): keep its base so it is retried.
-		plan.results[i] = res.RestrictCloud(tags.Patch{})
+		plan.results[i] = res.unwritten()
 	}
 	return plan
 }
 
-// mergeAll runs the three-way merge for every member against res's tags.
-func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resourcePlan) []tags.MergeResult {
-	cloudTags := cfg.filter.Apply(res.Tags)
+// mergeAll runs the three-way merge for every member against res's tags:
+// labels both ways as configured, and (syncTaints) the node's taints one way
+// to the cloud.
+func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resourcePlan) []memberMerge {
+	cloudTags, cloudTaints := res.Tags, tags.Set(nil)
+	if cfg.syncTaints {
+		cloudTags, cloudTaints = tags.SplitTaintTags(res.Tags)
+	}
+	cloudTags = cfg.filter.Apply(orEmpty(cloudTags))
 	_, plan.cloudSkipped = cfg.codec.ToLabels(cloudTags)
 	cloudHold := tags.SkippedNames(plan.cloudSkipped)
-	results := make([]tags.MergeResult, len(members))
+	results := make([]memberMerge, len(members))
 	for i, m := range members {
-		results[i] = tags.Merge(tags.MergeInput{
+		results[i].labels = tags.Merge(tags.MergeInput{
 			Base:      m.base,
 			Cloud:     cloudTags,
 			Node:      m.nodeTags,
@@ -99,19 +114,76 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 			Policy:    cfg.policy,
 			Hold:      append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
 		})
-		plan.wiped = plan.wiped || results[i].Wiped
+		if cfg.syncTaints {
+			results[i].taints = tags.Merge(tags.MergeInput{
+				Base: m.baseTaints, Cloud: orEmpty(cloudTaints), Node: orEmpty(m.taintTags),
+				Direction: tags.NodeToCloud, Policy: tags.NodeWins,
+			})
+		}
+		plan.wiped = plan.wiped || results[i].labels.Wiped
 	}
 	return results
+}
+
+// memberMerge is one member's merge: its labels and, with syncTaints, its
+// taints (whose names never overlap: taint tags carry TaintTagPrefix).
+type memberMerge struct {
+	labels tags.MergeResult
+	taints tags.MergeResult
+}
+
+// cloudPatch is everything the member proposes for the cloud.
+func (mm memberMerge) cloudPatch() tags.Patch {
+	p := mm.labels.CloudPatch
+	t := mm.taints.CloudPatch
+	if t.IsEmpty() {
+		return p
+	}
+	out := tags.Patch{Set: p.Set.Clone(), Delete: append(slices.Clone(p.Delete), t.Delete...)}
+	for k, v := range t.Set {
+		if out.Set == nil {
+			out.Set = tags.Set{}
+		}
+		out.Set[k] = v
+	}
+	slices.Sort(out.Delete)
+	return out
+}
+
+// unwritten keeps the bases of cloud changes that were not written.
+func (mm memberMerge) unwritten() memberMerge {
+	return memberMerge{labels: mm.labels.RestrictCloud(tags.Patch{}), taints: mm.taints.RestrictCloud(tags.Patch{})}
+}
+
+// conflicts lists both merges' conflicts.
+func (mm memberMerge) conflicts() []tags.Conflict {
+	return append(slices.Clone(mm.labels.Conflicts), mm.taints.Conflicts...)
+}
+
+func orEmpty(s tags.Set) tags.Set {
+	if s == nil {
+		return tags.Set{}
+	}
+	return s
+}
+
+// taintTags renders a node's taints as tags.
+func taintTags(node *corev1.Node) tags.Set {
+	taints := make([]tags.Taint, len(node.Spec.Taints))
+	for i, t := range node.Spec.Taints {
+		taints[i] = tags.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
+	}
+	return tags.TaintTags(taints)
 }
 
 // aggregate combines the members' cloud proposals into one patch; for a
 // resource shared by several Nodes, disagreeing proposals are conflicts and
 // are not written.
-func aggregate(res cloud.Resource, members []*member, results []tags.MergeResult, plan *resourcePlan) tags.Patch {
+func aggregate(res cloud.Resource, members []*member, results []memberMerge, plan *resourcePlan) tags.Patch {
 	var proposals []tags.NodeProposal
 	for i, r := range results {
-		if !r.CloudPatch.IsEmpty() {
-			proposals = append(proposals, tags.NodeProposal{Node: members[i].node.Name, Patch: r.CloudPatch})
+		if p := r.cloudPatch(); !p.IsEmpty() {
+			proposals = append(proposals, tags.NodeProposal{Node: members[i].node.Name, Patch: p})
 		}
 	}
 	if len(proposals) == 0 {
@@ -124,13 +196,21 @@ func aggregate(res cloud.Resource, members []*member, results []tags.MergeResult
 
 // nodeUpdateFor turns a member's final merge into the Node change: the label
 // edits and, when it changed, the new base.
-func nodeUpdateFor(cfg syncConfig, m *member, result tags.MergeResult) (nodeUpdate, []tags.Skipped) {
+func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
+	result := mm.labels
 	changes, skipped := cfg.codec.LabelChanges(m.node.Labels, result.NodePatch)
 	if len(skipped) > 0 {
 		result = result.RestrictNode(withoutNames(result.NodePatch, tags.SkippedNames(skipped)))
 	}
+	base := result.NewBase.Clone()
+	for k, v := range mm.taints.NewBase {
+		if base == nil {
+			base = tags.Set{}
+		}
+		base[k] = v
+	}
 	u := nodeUpdate{labels: changes}
-	if text := encodeBase(result.NewBase); text != m.baseText {
+	if text := encodeBase(base); text != m.baseText {
 		u.base = text
 	}
 	return u, skipped
