@@ -162,8 +162,9 @@ type NodeTagSyncStatus struct {
 	// +optional
 	SyncedNodes int32 `json:"syncedNodes"`
 
-	// UnmanagedNodes counts nodes skipped because they are on-prem, have no
-	// ARM providerID, or are outside the resource-group filter.
+	// UnmanagedNodes counts selected nodes this NodeTagSync does not sync:
+	// on-prem, no ARM providerID, outside the resource-group filter, or synced
+	// by an older NodeTagSync that also selects them.
 	// +optional
 	UnmanagedNodes int32 `json:"unmanagedNodes"`
 

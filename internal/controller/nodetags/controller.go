@@ -87,8 +87,13 @@ func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg sy
 	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: cfg.selector}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
+	claimants, err := r.olderClaimants(ctx, nts)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	items, claimed := withoutClaimed(nodes.Items, claimants)
 	fresh := r.freshRead(nts, cfg.resync)
-	snap, err := r.Provider.Snapshot(ctx, cloudNodes(nodes.Items), cloud.ReadOptions{
+	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
 		Target: cfg.target, Fresh: fresh, ResourceGroups: cfg.resourceGroups,
 	})
 	if err != nil {
@@ -102,7 +107,8 @@ func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg sy
 	if fresh {
 		r.markRead(nts, start)
 	}
-	out := r.syncAll(ctx, nts, cfg, nodes.Items, snap)
+	out := r.syncAll(ctx, nts, cfg, items, snap)
+	out.claimed = claimed
 	r.notes.endPass()
 	out.record(nts.Name)
 	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()

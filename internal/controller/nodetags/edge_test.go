@@ -367,3 +367,22 @@ func TestSyncTaints(t *testing.T) {
 		t.Fatalf("removing a taint touched other tags: %v", h.tags(vmID))
 	}
 }
+
+// TestOverlappingSyncsOldestWins: two NodeTagSyncs selecting one node do not
+// fight: the older syncs it, the newer counts it as not its own.
+func TestOverlappingSyncsOldestWins(t *testing.T) {
+	h := newHarness(t)
+	h.resourceGroup("rg-overlap")
+	_, pid := h.vm("rg-overlap", "vm-overlap", map[string]string{"env": "prod"})
+	h.node("overlap", pid, nil, nil)
+	h.sync("overlap-a", func(s *v1alpha1.NodeTagSyncSpec) { s.LabelPrefix = ptrTo("a.tags") })
+	h.waitLabel("overlap", "a.tags/env", "prod")
+	h.sync("overlap-b", func(s *v1alpha1.NodeTagSyncSpec) { s.LabelPrefix = ptrTo("b.tags") })
+	nts := h.passDone("overlap-b", 1)
+	if nts.Status.UnmanagedNodes != 1 || nts.Status.SyncedNodes != 0 {
+		t.Fatalf("the newer NodeTagSync counts synced %d, unmanaged %d; want 0 and 1", nts.Status.SyncedNodes, nts.Status.UnmanagedNodes)
+	}
+	if _, ok := h.labels("overlap")["b.tags/env"]; ok {
+		t.Fatal("the newer NodeTagSync wrote labels on a node the older one syncs")
+	}
+}

@@ -21,6 +21,7 @@ const maxListed = 50
 // outcome is what a pass found and did, for status, metrics and logs.
 type outcome struct {
 	synced, unmanaged, errors int
+	claimed                   int // nodes an older NodeTagSync syncs
 	cloudWrites, nodeWrites   int
 	conflicts                 []v1alpha1.TagConflict
 	skipped                   []v1alpha1.SkippedTag
@@ -50,7 +51,7 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, fresh bool, at time.Time) v1
 	st := *nts.Status.DeepCopy()
 	st.ObservedGeneration = nts.Generation
 	st.SyncedNodes = int32(o.synced)
-	st.UnmanagedNodes = int32(o.unmanaged)
+	st.UnmanagedNodes = int32(o.unmanaged + o.claimed)
 	st.ConflictCount = int32(len(o.conflicts))
 	st.ErrorCount = int32(o.errors)
 	st.Conflicts = sortedConflicts(o.conflicts)
@@ -61,6 +62,9 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, fresh bool, at time.Time) v1
 	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced",
 		Message: fmt.Sprintf("%d nodes in sync, %d unmanaged, %d conflicts", o.synced, o.unmanaged, len(o.conflicts))}
+	if o.claimed > 0 {
+		ready.Message += fmt.Sprintf("; %d selected nodes are synced by an older NodeTagSync and skipped here", o.claimed)
+	}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "NoErrors",
 		Message: "every in-scope node was synced"}
 	if o.errors > 0 {
