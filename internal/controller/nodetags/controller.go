@@ -119,6 +119,10 @@ func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg sy
 	if err := r.writeStatus(ctx, nts, status); err != nil {
 		return reconcile.Result{}, err
 	}
+	if out.errors > 0 {
+		// Retry with the workqueue's backoff; what succeeded is not redone.
+		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", out.errors, out.firstError)
+	}
 	return reconcile.Result{RequeueAfter: r.nextPass(nts, cfg.resync)}, nil
 }
 
