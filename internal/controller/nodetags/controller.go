@@ -41,10 +41,13 @@ type Reconciler struct {
 	// NodeWriteConcurrency bounds parallel Node patches; 0 means 16.
 	NodeWriteConcurrency int
 
-	once     sync.Once
-	notes    *notifier
-	mu       sync.Mutex
-	lastRead map[types.UID]readMark
+	once sync.Once
+	// notes is the notifier of the NodeTagSync being reconciled; passes run
+	// one at a time (setup sets MaxConcurrentReconciles to 1).
+	notes     *notifier
+	notifiers map[types.UID]*notifier
+	mu        sync.Mutex
+	lastRead  map[types.UID]readMark
 }
 
 // readMark remembers when a NodeTagSync last read the cloud fresh and which
@@ -70,6 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	r.notes = r.notifierFor(nts.UID)
 	cfg, err := configFrom(nts.Spec)
 	if err != nil {
 		r.notes.once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
@@ -176,9 +180,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.notes = newNotifier(r.Recorder)
+		r.notifiers = map[types.UID]*notifier{}
 		r.lastRead = map[types.UID]readMark{}
 	})
+}
+
+// notifierFor returns the NodeTagSync's notifier, so one NodeTagSync's pass
+// never forgets the problems another reported.
+func (r *Reconciler) notifierFor(uid types.UID) *notifier {
+	n, ok := r.notifiers[uid]
+	if !ok {
+		n = newNotifier(r.Recorder)
+		r.notifiers[uid] = n
+	}
+	return n
 }
 
 func (r *Reconciler) now() time.Time {
