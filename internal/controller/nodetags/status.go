@@ -78,23 +78,22 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, fresh bool, at time.Time) v1
 
 // invalidStatus reports a spec the controller cannot use.
 func invalidStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSyncStatus {
-	st := *nts.Status.DeepCopy()
-	st.ObservedGeneration = nts.Generation
-	msg := "the spec is invalid: " + err.Error()
-	setConditions(&st, nts.Generation,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: msg},
-		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "InvalidSpec", Message: msg})
-	return st
+	return failedStatus(nts, "InvalidSpec", "the spec is invalid: "+err.Error())
 }
 
 // readFailedStatus reports a cloud read that failed; nothing was written.
 func readFailedStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSyncStatus {
+	return failedStatus(nts, "CloudReadFailed", "reading the cloud failed, nothing was written: "+err.Error())
+}
+
+// failedStatus marks a pass that could not run: not Ready, Degraded, with the
+// counts of the last pass that did run left as they were.
+func failedStatus(nts *v1alpha1.NodeTagSync, reason, msg string) v1alpha1.NodeTagSyncStatus {
 	st := *nts.Status.DeepCopy()
 	st.ObservedGeneration = nts.Generation
-	msg := "reading the cloud failed, nothing was written: " + err.Error()
 	setConditions(&st, nts.Generation,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "CloudReadFailed", Message: msg},
-		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "CloudReadFailed", Message: msg})
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
+		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	return st
 }
 
