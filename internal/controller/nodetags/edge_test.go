@@ -386,3 +386,32 @@ func TestOverlappingSyncsOldestWins(t *testing.T) {
 		t.Fatal("the newer NodeTagSync wrote labels on a node the older one syncs")
 	}
 }
+
+// TestCloudReadFailureReported: when ARM cannot be read, nothing is written,
+// the status says why, and the pass is retried once ARM answers again.
+func TestCloudReadFailureReported(t *testing.T) {
+	h := newHarness(t)
+	h.resourceGroup("rg-down")
+	_, pid := h.vm("rg-down", "vm-down", map[string]string{"env": "prod"})
+	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Status: http.StatusInternalServerError})
+	h.node("down", pid, map[string]string{"azure.tags/team": "blue"}, nil)
+	h.sync("down", nil)
+	h.eventually("a CloudReadFailed status", func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := h.c.Get(h.ctx, clientKey("down"), &nts); err != nil {
+			return err.Error()
+		}
+		for _, c := range nts.Status.Conditions {
+			if c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason == "CloudReadFailed" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("conditions %+v", nts.Status.Conditions)
+	})
+	h.waitEvent("CloudReadFailed", "down")
+	if h.writes() != 0 {
+		t.Fatal("something was written while the cloud could not be read")
+	}
+	h.cloud.ClearFaults()
+	h.waitLabel("down", "azure.tags/env", "prod")
+}

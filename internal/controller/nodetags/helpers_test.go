@@ -37,3 +37,5 @@ func setTaints(h *harness, node, taintsJSON string) {
 		h.t.Fatal(err)
 	}
 }
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
