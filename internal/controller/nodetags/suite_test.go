@@ -135,6 +135,7 @@ func (h *harness) startController() {
 	}
 	mgr, err := ctrl.NewManager(kube.Config, ctrl.Options{
 		Scheme:                 kube.Scheme,
+		Cache:                  nodetags.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
