@@ -57,10 +57,13 @@ type readMark struct {
 	request string
 }
 
-// +kubebuilder:rbac:groups=tagsync.io,resources=nodetagsyncs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=tagsync.io,resources=nodetagsyncs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The controller reads through its cache and writes with patches only; events
+// about cluster-scoped objects land in the default namespace. test/e2e proves
+// every verb here is needed.
+// +kubebuilder:rbac:groups=tagsync.io,resources=nodetagsyncs,verbs=list;watch
+// +kubebuilder:rbac:groups=tagsync.io,resources=nodetagsyncs/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=default
 
 // Reconcile runs one sync pass for a NodeTagSync.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
