@@ -1,0 +1,150 @@
+{{/* Names and labels shared by the templates. */}}
+
+{{- define "tagsync.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tagsync.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tagsync.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tagsync.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tagsync.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "tagsync.labels" -}}
+helm.sh/chart: {{ include "tagsync.chart" . }}
+{{ include "tagsync.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tagsync
+{{- end }}
+
+{{- define "tagsync.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tagsync.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "tagsync.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+tagsync.labelPrefix is the NodeTagSync's labelPrefix; "" is a valid prefix
+(label key = tag name), so it is read with hasKey, not default.
+*/}}
+{{- define "tagsync.labelPrefix" -}}
+{{- if hasKey .Values.nodeTagSync.spec "labelPrefix" }}
+{{- .Values.nodeTagSync.spec.labelPrefix }}
+{{- else }}
+{{- "azure.tags" }}
+{{- end }}
+{{- end }}
+
+{{/* tagsync.guardedPrefixes is the JSON list of label prefixes the admission policy guards. */}}
+{{- define "tagsync.guardedPrefixes" -}}
+{{- $prefixes := list (include "tagsync.labelPrefix" .) }}
+{{- range .Values.admissionPolicy.extraLabelPrefixes }}
+{{- $prefixes = append $prefixes . }}
+{{- end }}
+{{- $prefixes | uniq | toJson }}
+{{- end }}
+
+{{/*
+tagsync.validate fails the render on settings that cannot work, saying what
+to set. Called from the Deployment.
+*/}}
+{{- define "tagsync.validate" -}}
+{{- $mode := .Values.azure.authMode }}
+{{- if not (has $mode (list "workloadIdentity" "managedIdentity" "servicePrincipal")) }}
+{{- fail (printf "azure.authMode %q is not supported: use workloadIdentity, managedIdentity or servicePrincipal" $mode) }}
+{{- end }}
+{{- if eq $mode "managedIdentity" }}
+{{- if not .Values.azure.clientID }}
+{{- fail "azure.authMode managedIdentity needs azure.clientID: the client ID of the user-assigned identity attached to the node pool" }}
+{{- end }}
+{{- end }}
+{{- if eq $mode "servicePrincipal" }}
+{{- if or (not .Values.azure.clientID) (not .Values.azure.tenantID) (not .Values.azure.existingSecret) }}
+{{- fail "azure.authMode servicePrincipal needs azure.clientID, azure.tenantID and azure.existingSecret (a Secret in the release namespace holding the client secret under azure.existingSecretKey)" }}
+{{- end }}
+{{- end }}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "replicas > 1 needs leaderElection.enabled: true, or several replicas would sync at once" }}
+{{- end }}
+{{- end }}
+
+{{/* tagsync.args are the `tagsync run` flags. */}}
+{{- define "tagsync.args" -}}
+- run
+- --metrics-bind-address=:{{ .Values.metrics.port }}
+- --health-probe-bind-address=:{{ .Values.health.port }}
+- --leader-elect={{ .Values.leaderElection.enabled }}
+{{- if .Values.leaderElection.enabled }}
+- --leader-election-namespace={{ .Release.Namespace }}
+- --leader-election-id={{ .Values.leaderElection.leaseName }}
+- --lease-duration={{ .Values.leaderElection.leaseDuration }}
+- --renew-deadline={{ .Values.leaderElection.renewDeadline }}
+- --retry-period={{ .Values.leaderElection.retryPeriod }}
+{{- end }}
+{{- $mode := .Values.azure.authMode }}
+{{- if eq $mode "workloadIdentity" }}
+- --azure-auth-mode=workload-identity
+{{- else if eq $mode "managedIdentity" }}
+- --azure-auth-mode=managed-identity
+{{- else }}
+- --azure-auth-mode=client-secret
+- --azure-client-secret-file=/etc/tagsync/azure/{{ .Values.azure.existingSecretKey }}
+{{- end }}
+{{- with .Values.azure.clientID }}
+- --azure-client-id={{ . }}
+{{- end }}
+{{- with .Values.azure.tenantID }}
+- --azure-tenant-id={{ . }}
+{{- end }}
+{{- with .Values.azure.subscriptionID }}
+- --azure-subscription={{ . }}
+{{- end }}
+{{- with .Values.azure.authorityHost }}
+- --azure-authority-host={{ . }}
+{{- end }}
+{{- with .Values.azure.armEndpoint }}
+- --azure-arm-endpoint={{ . }}
+{{- end }}
+{{- with .Values.azure.armAudience }}
+- --azure-arm-audience={{ . }}
+{{- end }}
+- --azure-write-method={{ .Values.azure.writeMethod }}
+{{- if .Values.azure.readQPS }}
+- --azure-read-qps={{ .Values.azure.readQPS }}
+{{- end }}
+{{- if .Values.azure.writeQPS }}
+- --azure-write-qps={{ .Values.azure.writeQPS }}
+{{- end }}
+- --zap-encoder=json
+- --zap-log-level={{ .Values.logLevel }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,80 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+)
+
+// federatedToken is a JWT-shaped service account token, as the workload
+// identity webhook projects into the pod (armsim does not check its
+// signature).
+const federatedToken = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYy1zeXN0ZW06dGFnc3luYyJ9.c2ln"
+
+// TestEachAuthModeOfTheChartGetsTokensAndSyncs runs `tagsync run` with the
+// arguments the chart's Deployment renders for each auth mode's values file,
+// plus what the platform would provide in a cluster -- the workload identity
+// webhook's federated token file, the managed identity endpoint, the Secret
+// mounted where the chart points --azure-client-secret-file -- with the
+// endpoints aimed at armsim (HTTPS). Each mode must get a token and sync a
+// tag to a label.
+func TestEachAuthModeOfTheChartGetsTokensAndSyncs(t *testing.T) {
+	ctx := context.Background()
+	cloud := armsimtest.Start(t)
+	s := cloud.Server
+	_, err := s.CreateResourceGroup(cloud.SubscriptionID, armsim.ResourceGroup{Name: "MC_auth", Location: "westeurope"})
+	must(t, err)
+	kubeconfig := writeKubeconfig(t, "")
+	for mode, file := range authModes {
+		t.Run(mode, func(t *testing.T) {
+			cleanupSyncObjects(t)
+			objs := renderChart(t, "tagsync-system", "--values", filepath.Join(kube.RootDir, file))
+			args := deploymentArgs(t, objs)
+			var env []string
+			switch mode {
+			case "workloadIdentity":
+				env = []string{"AZURE_FEDERATED_TOKEN_FILE=" + tempFile(t, "azure-identity-token", federatedToken)}
+			case "managedIdentity":
+				for k, v := range s.ManagedIdentityEnv() {
+					env = append(env, k+"="+v)
+				}
+			case "servicePrincipal":
+				i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--azure-client-secret-file=") })
+				if i < 0 {
+					t.Fatalf("the chart's args %v do not read a client secret file", args)
+				}
+				// The Secret's key, mounted as a file of the same name.
+				name := filepath.Base(strings.TrimPrefix(args[i], "--azure-client-secret-file="))
+				args[i] = "--azure-client-secret-file=" + tempFile(t, name, armsimtest.ClientSecret)
+			}
+			args = append(args, "--kubeconfig="+kubeconfig, "--leader-elect=false",
+				"--azure-authority-host="+s.URL(), "--azure-arm-endpoint="+s.URL(), "--azure-arm-audience="+s.URL(),
+				"--azure-ca-file="+s.CAFile(), "--azure-tenant-id="+s.TenantID(), "--azure-subscription="+cloud.SubscriptionID)
+
+			vm, err := s.CreateVM(cloud.SubscriptionID, "MC_auth", armsim.VirtualMachine{Name: "vm-" + strings.ToLower(mode), Tags: map[string]string{"mode": mode}})
+			must(t, err)
+			node := "auth-" + strings.ToLower(mode)
+			must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: corev1.NodeSpec{ProviderID: "azure://" + vm}}))
+			must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "auth"}}))
+
+			p := startTagsyncEnv(t, "tagsync ("+mode+")", env, args...)
+			eventually(t, "the tag mode="+mode+" as a label on "+node, func() string {
+				if got := nodeLabels(ctx, t, node)["azure.tags/mode"]; got != mode {
+					return fmt.Sprintf("label is %q", got)
+				}
+				return ""
+			})
+			p.stop(t)
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+)
+
+// serviceAccountUser is the user name Kubernetes gives a ServiceAccount's
+// tokens, and serviceAccountGroups its groups.
+func serviceAccountUser(namespace, name string) string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s", namespace, name)
+}
+
+func serviceAccountGroups(namespace string) []string {
+	return []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+}
+
+// nodeUser and nodeGroups are a kubelet's identity.
+func nodeUser(node string) string { return "system:node:" + node }
+
+var nodeGroups = []string{"system:nodes", "system:authenticated"}
+
+// impersonatingConfig is the admin config acting as user in groups (the
+// envtest admin is in system:masters, so it may impersonate anyone).
+func impersonatingConfig(user string, groups ...string) *rest.Config {
+	cfg := rest.CopyConfig(kube.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return cfg
+}
+
+// impersonatingClient is a client acting as user in groups.
+func impersonatingClient(t testing.TB, user string, groups ...string) client.Client {
+	t.Helper()
+	c, err := client.New(impersonatingConfig(user, groups...), client.Options{Scheme: kube.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// writeKubeconfig writes a kubeconfig that reaches the test API server as
+// the admin impersonating user in groups (no impersonation when user is "").
+func writeKubeconfig(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	cfg := kube.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+		Impersonate: user, ImpersonateGroups: groups,
+	}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ensureNamespace creates a namespace unless it exists. Namespaces are left
+// behind: envtest runs no namespace controller to finish deleting them.
+func ensureNamespace(ctx context.Context, t testing.TB, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := kube.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// deleteOnCleanup deletes cluster-scoped objects when the test ends.
+func deleteOnCleanup(t testing.TB, objs ...*unstructured.Unstructured) {
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if err := kube.Client.Delete(context.Background(), o.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	})
+}
+
+// cleanupSyncObjects deletes every Node and NodeTagSync when the test ends,
+// so the next test starts from an empty cluster.
+func cleanupSyncObjects(t testing.TB) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = kube.Client.DeleteAllOf(ctx, &v1alpha1.NodeTagSync{})
+		_ = kube.Client.DeleteAllOf(ctx, &corev1.Node{})
+	})
+}
+
+// mergePatch sends a JSON merge patch with c.
+func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch string, opts ...client.PatchOption) error {
+	return c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch)), opts...)
+}
+
+// must fails the test on err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tempFile writes content to a new file in the test's temp dir.
+func tempFile(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,267 @@
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+)
+
+// tagsyncProc is a `tagsync run` child process.
+type tagsyncProc struct {
+	name    string
+	cmd     *exec.Cmd
+	out     *lockedBuffer
+	metrics string // host:port of /metrics
+	probe   string // host:port of /healthz, /readyz
+	exited  chan struct{}
+	waitErr error
+}
+
+// startTagsync starts `tagsync run args...` with metrics and probes on free
+// loopback ports. The process is killed when the test ends, and its output
+// is printed if the test failed.
+func startTagsync(t testing.TB, name string, args ...string) *tagsyncProc {
+	t.Helper()
+	return startTagsyncEnv(t, name, nil, args...)
+}
+
+// startTagsyncEnv is startTagsync with extra environment variables. It
+// returns once the process serves /metrics and /readyz. A port taken by
+// someone else between choosing and binding it is retried with new ports.
+func startTagsyncEnv(t testing.TB, name string, env []string, args ...string) *tagsyncProc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p := launch(t, name, env, args)
+		err := p.waitServing()
+		if err == nil {
+			return p
+		}
+		p.kill()
+		if attempt < 3 && strings.Contains(p.logs(), "address already in use") {
+			t.Logf("%s: a chosen port was taken meanwhile; retrying with new ports", name)
+			continue
+		}
+		t.Fatalf("%s did not start: %v\n%s", name, err, tail(p.logs(), 60))
+	}
+}
+
+// launch starts the process with metrics and probes on two free ports.
+func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
+	t.Helper()
+	addrs := freeAddrs(t, 2)
+	p := &tagsyncProc{name: name, out: &lockedBuffer{}, metrics: addrs[0], probe: addrs[1], exited: make(chan struct{})}
+	all := append([]string{"run"}, args...)
+	all = append(all, "--metrics-bind-address="+p.metrics, "--health-probe-bind-address="+p.probe)
+	p.cmd = exec.Command(tagsyncBinary(t), all...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), env...)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("output of %s (pid %d):\n%s", p.name, p.cmd.Process.Pid, tail(p.logs(), 120))
+		}
+	})
+	return p
+}
+
+// waitServing waits until /metrics and /readyz answer 200, or the process
+// exits.
+func (p *tagsyncProc) waitServing() error {
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		if !p.running() {
+			return fmt.Errorf("exited: %v", p.waitErr)
+		}
+		if ok(p.metrics, "/metrics") && ok(p.probe, "/readyz") {
+			return nil
+		}
+		time.Sleep(pollEach)
+	}
+	return fmt.Errorf("/metrics and /readyz not served within %s", waitFor)
+}
+
+func ok(addr, path string) bool {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kill sends SIGKILL (kill -9) and waits for the process to be gone.
+func (p *tagsyncProc) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// stop sends SIGTERM, as Kubernetes does, and waits for a clean exit (the
+// leader releases its Lease); it kills the process after a grace period.
+func (p *tagsyncProc) stop(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Logf("%s exited: %v", p.name, p.waitErr)
+		}
+	case <-time.After(20 * time.Second):
+		p.kill()
+		t.Fatalf("%s did not stop within 20s of SIGTERM", p.name)
+	}
+}
+
+// running reports whether the process is still alive.
+func (p *tagsyncProc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// logs is everything the process printed, with JSON string escapes of
+// quotes undone so messages can be searched as the API server wrote them.
+func (p *tagsyncProc) logs() string {
+	return strings.ReplaceAll(p.out.String(), `\"`, `"`)
+}
+
+// metric reads a metric's value from the process's /metrics; labels, when
+// given, must appear in the series' label set (e.g. `name="tagsync-leader"`).
+// It returns an error when the endpoint or the series is missing.
+func (p *tagsyncProc) metric(name string, labels ...string) (float64, error) {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	total, found := 0.0, false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !hasAll(series, labels) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		total += v
+		found = true
+	}
+	if !found {
+		return 0, fmt.Errorf("%s has no series %s%v", p.name, name, labels)
+	}
+	return total, nil
+}
+
+func hasAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLeader asks the process's metrics whether it holds the Lease.
+func (p *tagsyncProc) isLeader() bool {
+	v, err := p.metric("leader_election_master_status", `name="tagsync-leader"`)
+	return err == nil && v == 1
+}
+
+// armsimFlags point `tagsync run` at armsim over HTTPS with client-secret
+// auth (the service-principal mode of the chart).
+func armsimFlags(t testing.TB, env *armsimtest.Env) []string {
+	t.Helper()
+	s := env.Server
+	return []string{
+		"--azure-auth-mode=client-secret",
+		"--azure-client-id=" + armsimtest.ClientID,
+		"--azure-tenant-id=" + s.TenantID(),
+		"--azure-client-secret-file=" + tempFile(t, "client-secret", armsimtest.ClientSecret),
+		"--azure-authority-host=" + s.URL(),
+		"--azure-arm-endpoint=" + s.URL(),
+		"--azure-arm-audience=" + s.URL(),
+		"--azure-ca-file=" + s.CAFile(),
+		"--azure-subscription=" + env.SubscriptionID,
+	}
+}
+
+// freeAddrs returns n distinct loopback addresses whose ports were free at
+// the time of the call (all held open together, so they differ).
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
