@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
@@ -39,15 +40,23 @@ func (r *Reconciler) applyNodes(ctx context.Context, nts *v1alpha1.NodeTagSync, 
 			example = describePatch(u.labels.Set, u.labels.Delete)
 		}
 		g.Go(func() error {
+			readAt := m.node.ResourceVersion
 			err := patchNode(ctx, r.Client, m.node, u)
 			mu.Lock()
 			defer mu.Unlock()
+			if apierrors.IsConflict(err) {
+				// The Node changed since the cache read it: its watch event
+				// brings a pass that sees the change; nothing failed.
+				out.inFlight++
+				return nil
+			}
 			if err != nil {
 				out.fail(err)
 				writesTotal.WithLabelValues(nts.Name, "node", "error").Inc()
 				r.notes.warn(m.node, ReasonNodeWriteFailed, err.Error())
 				return nil
 			}
+			r.notePending(m.node.Name, readAt)
 			out.nodeWrites++
 			writesTotal.WithLabelValues(nts.Name, "node", "ok").Inc()
 			if plan.writeErr == nil {

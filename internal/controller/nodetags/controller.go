@@ -48,6 +48,7 @@ type Reconciler struct {
 	notifiers map[types.UID]*notifier
 	mu        sync.Mutex
 	lastRead  map[types.UID]readMark
+	pending   map[string]string // node name → version our last write replaced
 }
 
 // readMark remembers when a NodeTagSync last read the cloud fresh and which
@@ -130,6 +131,11 @@ func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg sy
 		// Retry with the workqueue's backoff; what succeeded is not redone.
 		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", out.errors, out.firstError)
 	}
+	if out.inFlight > 0 {
+		// Our own writes have not reached the cache yet; their watch events
+		// normally trigger the next pass, this is the safety net.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	return reconcile.Result{RequeueAfter: r.nextPass(nts, cfg.resync)}, nil
 }
 
@@ -143,7 +149,12 @@ func (r *Reconciler) syncAll(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg
 		p, ok := snap.Placements[node.Name]
 		if !ok || !p.Managed {
 			out.unmanaged++
-			log.FromContext(ctx).V(1).Info("node not synced", "node", node.Name, "reason", p.Reason)
+			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", p.Reason)
+			continue
+		}
+		if r.stale(node) {
+			out.synced++
+			out.inFlight++
 			continue
 		}
 		m, err := newMember(cfg, node, p.Note)
@@ -185,6 +196,7 @@ func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.notifiers = map[types.UID]*notifier{}
 		r.lastRead = map[types.UID]readMark{}
+		r.pending = map[string]string{}
 	})
 }
 

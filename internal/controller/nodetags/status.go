@@ -22,6 +22,7 @@ const maxListed = 50
 type outcome struct {
 	synced, unmanaged, errors int
 	claimed                   int // nodes an older NodeTagSync syncs
+	inFlight                  int // nodes whose last write the cache has not shown yet
 	cloudWrites, nodeWrites   int
 	conflicts                 []v1alpha1.TagConflict
 	skipped                   []v1alpha1.SkippedTag
