@@ -42,15 +42,23 @@ help: ## Show the targets.
 
 ##@ Main
 
+DEMO_FLAGS ?=
+
 .PHONY: demo
-demo: ## Run the embedded playground (not built yet: says so).
-	@echo "make demo: the playground (tagsync demo) is not built yet."
-	@echo "It will start a real kube-apiserver, the ARM simulator and the controller, and play a scripted scenario."
-	@echo "Until then, 'make test' runs everything that exists."
-	@exit 1
+demo: demo-tools ## Run the playground: real kube-apiserver + simulated Azure + the controller, scripted (DEMO_FLAGS=--keep to poke around).
+	@echo ">> building bin/tagsync (a couple of minutes on a first run, seconds after)"
+	@$(call with-progress,building bin/tagsync,go build -o $(BIN)/tagsync ./cmd/tagsync)
+	@$(BIN)/tagsync demo $(DEMO_FLAGS)
+
+.PHONY: demo-tools
+demo-tools: ## Build only what the demo needs (kube-apiserver, etcd, kubectl into bin/k8s), with progress.
+	@if ! $(MAKE) --no-print-directory -q $(KUBE_APISERVER) $(ETCD); then \
+		echo ">> first run: building the Kubernetes control plane from Go modules into bin/k8s (about 6 minutes on 2 cores; later runs reuse it)"; \
+	fi
+	@$(call with-progress,building the control plane,$(MAKE) -s --no-print-directory $(KUBE_APISERVER) $(ETCD) $(KUBECTL))
 
 .PHONY: test
-test: tools verify-generated vet lint ## Build tools if missing, check generated code, vet, lint, run all tests.
+test: tools verify-generated vet lint helm-check ## Build tools if missing, check generated code, vet, lint, check the chart, run all tests.
 	@echo ">> go test ./..."
 	go test $(GO_TEST_FLAGS) ./...
 
@@ -65,8 +73,11 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, CRDs and RBAC with controller-
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=tagsync-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+	@# The chart ships the same CRDs (Helm installs crds/ before the templates).
+	rm -f $(CHART)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/crds/
 
-GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
+GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml $(CHART)/crds
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are stale (and regenerate them).
@@ -79,6 +90,20 @@ verify-generated: ## Fail when generated files are stale (and regenerate them).
 		diff <(echo "$$before") <(echo "$$after") || true; \
 		exit 1; \
 	fi; echo ">> generated files are current"
+
+CHART := charts/tagsync
+# One values file per auth mode (workload identity, managed identity, service principal).
+CHART_VALUES := $(sort $(wildcard $(CHART)/ci/*-values.yaml))
+
+.PHONY: helm-check
+helm-check: $(HELM) ## Lint the Helm chart and render it with each auth mode's values.
+	$(HELM) lint --strict $(CHART)
+	@for v in $(CHART_VALUES); do \
+		echo ">> helm lint + template with $$v"; \
+		$(HELM) lint --strict $(CHART) --values $$v >/dev/null || { $(HELM) lint --strict $(CHART) --values $$v; exit 1; }; \
+		$(HELM) template tagsync $(CHART) --namespace tagsync-system --values $$v >/dev/null; \
+	done
+	@echo ">> the chart lints and renders for: $(notdir $(CHART_VALUES))"
 
 .PHONY: vet
 vet: ## go vet every package.
@@ -115,6 +140,15 @@ $(KUBECTL): hack/tools/kubectl/go.mod hack/tools/kubectl/go.sum hack/tools/kubec
 		echo ">> building kubectl from Go modules (first run only: about 2 minutes)"; \
 		go build -C hack/tools/kubectl -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@.tmp . && mv $@.tmp $@; \
 	fi
+
+# with-progress runs $(2) and, while it runs, prints a line every minute
+# saying $(1) is still working, so a long first build does not look stuck.
+define with-progress
+( trap 'kill $$! 2>/dev/null; exit 0' TERM; m=0; while :; do sleep 60 & wait $$!; m=$$((m+1)); \
+	echo "   ... $(1): still working ($${m} min)"; done ) & hb=$$!; \
+trap 'kill $$hb 2>/dev/null' EXIT; \
+$(2)
+endef
 
 # go-install-tool installs $(2)@$(3) as $(1) (a versioned file name), so a
 # version bump rebuilds it and an unchanged version is never rebuilt.

@@ -17,6 +17,7 @@ func main() {
 	root.AddCommand(
 		cli.NewVersionCommand(),
 		cli.NewRunCommand(),
+		cli.NewDemoCommand(),
 		cli.NewArmsimCommand(),
 	)
 	err := root.ExecuteContext(ctx)
