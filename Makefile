@@ -135,7 +135,7 @@ $(KUBECTL): hack/tools/kubectl/go.mod hack/tools/kubectl/go.sum hack/tools/kubec
 	@mkdir -p $(K8S_BIN)
 	@if command -v kubectl >/dev/null 2>&1; then \
 		echo ">> using the machine's kubectl ($$(command -v kubectl))"; \
-		ln -sf "$$(command -v kubectl)" $@; \
+		printf '#!/bin/sh\nexec %s "$$@"\n' "$$(command -v kubectl)" > $@ && chmod +x $@; \
 	else \
 		echo ">> building kubectl from Go modules (first run only: about 2 minutes)"; \
 		go build -C hack/tools/kubectl -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@.tmp . && mv $@.tmp $@; \
