@@ -59,6 +59,8 @@ demo-tools: ## Build only what the demo needs (kube-apiserver, etcd, kubectl int
 
 .PHONY: test
 test: tools verify-generated vet lint helm-check ## Build tools if missing, check generated code, vet, lint, check the chart, run all tests.
+	@echo ">> make demo (the newcomer's command must keep working)"
+	@$(MAKE) --no-print-directory demo
 	@echo ">> go test ./..."
 	go test $(GO_TEST_FLAGS) ./...
 
