@@ -92,7 +92,9 @@ func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg sy
 	start := r.now()
 	logger := log.FromContext(ctx)
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: cfg.selector}); err != nil {
+	// The pass only reads the Nodes, so it reads the cache's own objects
+	// rather than a deep copy of every Node.
+	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: cfg.selector}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	claimants, err := r.olderClaimants(ctx, nts)

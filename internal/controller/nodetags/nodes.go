@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +78,12 @@ func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUp
 	if err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, body)); err != nil {
+	// Patch through a metadata-only object: the API server answers with the
+	// Node's metadata alone, and the (shared, cached) node is never mutated.
+	target := &metav1.PartialObjectMetadata{}
+	target.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	target.SetName(node.Name)
+	if err := c.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("patching node %s: %w", node.Name, err)
 	}
 	return nil
