@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +37,7 @@ type runFlags struct {
 	readQPS     float64
 	writeQPS    float64
 	zapOptions  zap.Options
+	memoryLimit string
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -84,6 +88,8 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
 
+	fs.StringVar(&f.memoryLimit, "memory-limit", "auto", "soft memory limit for the Go runtime (e.g. 120Mi); auto: 90% of the container's cgroup limit, none when there is none; $GOMEMLIMIT wins")
+
 	gfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zapOptions.BindFlags(gfs)
 	fs.AddGoFlagSet(gfs)
@@ -91,6 +97,9 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOptions)))
+	if err := applyMemoryLimit(f.memoryLimit); err != nil {
+		return err
+	}
 	cfg, err := f.restConfig()
 	if err != nil {
 		return err
@@ -174,4 +183,34 @@ func defaultNamespace() string {
 // provider's default for that side).
 func rateLimit(reads, writes float64) azure.RateLimit {
 	return azure.RateLimit{ReadsPerSecond: reads, WritesPerSecond: writes}
+}
+
+// cgroupMemoryMax is where cgroup v2 exposes the container's memory limit.
+const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+
+// applyMemoryLimit sets the Go runtime's soft memory limit so the garbage
+// collector keeps the heap (and RSS) under it instead of growing to twice the
+// live set. $GOMEMLIMIT, read by the runtime itself, wins.
+func applyMemoryLimit(flagValue string) error {
+	if os.Getenv("GOMEMLIMIT") != "" || flagValue == "" || flagValue == "none" {
+		return nil
+	}
+	if flagValue != "auto" {
+		q, err := resource.ParseQuantity(flagValue)
+		if err != nil || q.Value() <= 0 {
+			return fmt.Errorf("--memory-limit %q is not a positive quantity such as 120Mi", flagValue)
+		}
+		debug.SetMemoryLimit(q.Value())
+		return nil
+	}
+	b, err := os.ReadFile(cgroupMemoryMax)
+	if err != nil {
+		return nil // not in a memory-limited cgroup
+	}
+	limit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || limit <= 0 {
+		return nil // "max": no limit
+	}
+	debug.SetMemoryLimit(limit / 10 * 9)
+	return nil
 }

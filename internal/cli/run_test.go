@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,20 @@ func TestRunCaFileMustHoldPEM(t *testing.T) {
 	}
 	if _, err := httpClientTrusting(file); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v, want one saying the file holds no PEM certificate", err)
+	}
+}
+
+func TestMemoryLimitFlag(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	if err := applyMemoryLimit("lots"); err == nil || !strings.Contains(err.Error(), "positive quantity") {
+		t.Fatalf("error = %v, want one asking for a quantity", err)
+	}
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	if err := applyMemoryLimit("120Mi"); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 120<<20 {
+		t.Fatalf("memory limit = %d, want %d", got, 120<<20)
 	}
 }
