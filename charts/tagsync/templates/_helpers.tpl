@@ -101,6 +101,7 @@ to set. Called from the Deployment.
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --health-probe-bind-address=:{{ .Values.health.port }}
 - --leader-elect={{ .Values.leaderElection.enabled }}
+- --memory-limit={{ .Values.goMemoryLimit }}
 {{- if .Values.leaderElection.enabled }}
 - --leader-election-namespace={{ .Release.Namespace }}
 - --leader-election-id={{ .Values.leaderElection.leaseName }}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+)
+
+// sub is the subscription every layout lives in.
+const sub = armsimtest.SubscriptionID
+
+// simCloud is armsim over HTTPS with ARM's real throttling limits (reads:
+// bucket 250, refill 25/s; writes: 200, 10/s per subscription), writes that
+// complete synchronously, and a service principal the controller logs in as.
+type simCloud struct {
+	srv *armsim.Server
+	dir string
+}
+
+func startCloud(dir string) (*simCloud, error) {
+	s, err := armsim.New(armsim.Options{
+		TLS:           true,
+		CADir:         dir,
+		ClientSecrets: map[string]string{armsimtest.ClientID: armsimtest.ClientSecret},
+		// Throttle: zero value = ARM's limits, enforced.
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	if err := s.CreateSubscription(sub, nil); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return &simCloud{srv: s, dir: dir}, nil
+}
+
+func (c *simCloud) close() { _ = c.srv.Close() }
+
+// httpClient trusts armsim's CA the way `tagsync run --azure-ca-file` does:
+// a clone of the default transport, no client timeout.
+func (c *simCloud) httpClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: c.srv.CertPool(), MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}
+}
+
+// provider builds the Azure provider as `tagsync run` does with no tuning
+// flags: client-secret credential against armsim's authority, default read
+// cache TTL, default client-side budget, default retries and polling,
+// metrics on controller-runtime's registry.
+func (c *simCloud) provider(ctx context.Context) (*azure.Provider, error) {
+	hc := c.httpClient()
+	return azure.NewProvider(ctx, azure.Config{
+		ARMEndpoint: c.srv.URL(),
+		HTTPClient:  hc,
+		Auth: azure.AuthConfig{
+			Mode:          azure.AuthClientSecret,
+			TenantID:      c.srv.TenantID(),
+			ClientID:      armsimtest.ClientID,
+			ClientSecret:  azure.Secret(armsimtest.ClientSecret),
+			AuthorityHost: c.srv.URL(),
+			HTTPClient:    hc,
+		},
+	}, azure.WithRegisterer(crmetrics.Registry), azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL))
+}
+
+// secretFile writes the client secret for `tagsync run --azure-client-secret-file`.
+func (c *simCloud) secretFile() (string, error) {
+	p := filepath.Join(c.dir, "client-secret")
+	return p, os.WriteFile(p, []byte(armsimtest.ClientSecret), 0o600)
+}
+
+// pool is a Uniform scale set of a layout.
+type pool struct {
+	rg, name string
+	size     int
+	tags     map[string]string
+}
+
+// vm is a standalone VM of a layout.
+type vm struct {
+	rg, name string
+	tags     map[string]string
+}
+
+// layout is what a scenario builds in the cloud; each instance and VM gets a
+// Node.
+type layout struct {
+	pools []pool
+	vms   []vm
+}
+
+// nodeSpec is one Node to create.
+type nodeSpec struct {
+	name, providerID, pool string
+	expect                 map[string]string // labels the controller must add
+}
+
+// built is a layout as created.
+type built struct {
+	nodes     []nodeSpec
+	scaleSets map[string]string // pool name → ARM ID
+	groups    []string
+}
+
+// expected returns node → expected labels.
+func (b built) expected() map[string]map[string]string {
+	out := make(map[string]map[string]string, len(b.nodes))
+	for _, n := range b.nodes {
+		out[n.name] = n.expect
+	}
+	return out
+}
+
+// build creates the layout's resource groups, scale sets, instances and VMs.
+func (c *simCloud) build(l layout) (built, error) {
+	out := built{scaleSets: map[string]string{}}
+	groups := map[string]bool{}
+	group := func(rg string) error {
+		if groups[rg] {
+			return nil
+		}
+		groups[rg] = true
+		out.groups = append(out.groups, rg)
+		_, err := c.srv.CreateResourceGroup(sub, armsim.ResourceGroup{Name: rg, Location: "westeurope"})
+		return err
+	}
+	for _, p := range l.pools {
+		if err := group(p.rg); err != nil {
+			return out, err
+		}
+		id, err := c.srv.CreateScaleSet(sub, p.rg, armsim.ScaleSet{Name: p.name, Location: "westeurope", Mode: armsim.Uniform, SKU: "Standard_D4s_v5", Tags: p.tags})
+		if err != nil {
+			return out, err
+		}
+		out.scaleSets[p.name] = id
+		ids, err := c.srv.AddInstances(id, p.size)
+		if err != nil {
+			return out, err
+		}
+		for i, iid := range ids {
+			out.nodes = append(out.nodes, nodeSpec{
+				name: fmt.Sprintf("aks-%s-vmss%06d", p.name, i), providerID: "azure://" + iid, pool: p.name, expect: labelsFor(p.tags),
+			})
+		}
+	}
+	for _, v := range l.vms {
+		if err := group(v.rg); err != nil {
+			return out, err
+		}
+		id, err := c.srv.CreateVM(sub, v.rg, armsim.VirtualMachine{Name: v.name, Location: "westeurope", Size: "Standard_D4s_v5", Tags: v.tags})
+		if err != nil {
+			return out, err
+		}
+		out.nodes = append(out.nodes, nodeSpec{name: v.name, providerID: "azure://" + id, pool: "standalone", expect: labelsFor(v.tags)})
+	}
+	return out, nil
+}
+
+// labelsFor maps tags to the labels the default NodeTagSync writes (the
+// layouts use tag names and values that need no escaping).
+func labelsFor(tags map[string]string) map[string]string {
+	out := make(map[string]string, len(tags))
+	for k, v := range tags {
+		out[labelPrefix+k] = v
+	}
+	return out
+}
+
+// poolTags are ~5 tags of a scale set.
+func poolTags(i int, name string) map[string]string {
+	teams := []string{"payments", "search", "platform", "data", "frontend"}
+	return map[string]string{
+		"env": "prod", "costcenter": fmt.Sprintf("cc-%04d", 1000+i), "team": teams[i%len(teams)],
+		"owner": teams[i%len(teams)] + "-oncall", "nodepool": name,
+	}
+}
+
+// vmTags are ~5 tags of a standalone VM.
+func vmTags(i int) map[string]string {
+	return map[string]string{
+		"env": "prod", "costcenter": fmt.Sprintf("cc-%04d", 2000+i%7), "team": "legacy",
+		"owner": "legacy-oncall", "role": []string{"gateway", "build", "db", "cache", "batch"}[i%5],
+	}
+}
+
+// callStats is the ARM traffic of a phase as armsim saw it.
+type callStats struct {
+	Reads     int            `json:"armReads"`
+	Writes    int            `json:"armWrites"`
+	Throttled int            `json:"throttled429"`
+	Identity  int            `json:"identityRequests"`
+	ByOp      map[string]int `json:"byOperation"`
+	// Provider is what the provider counted (Provider.Calls()), retries
+	// and polls included.
+	Provider map[string]int `json:"providerByOperation,omitempty"`
+}
+
+// armStats classifies armsim's call counts.
+func armStats(calls armsim.Calls, provider map[string]int) callStats {
+	st := callStats{ByOp: map[string]int{}, Provider: provider}
+	for _, op := range calls.Ops() {
+		n := calls.Count(op)
+		st.ByOp[op] = n
+		st.Throttled += calls.CountStatus(op, http.StatusTooManyRequests)
+		switch {
+		case strings.HasPrefix(op, "Identity."):
+			st.Identity += n
+		case isRead(op):
+			st.Reads += n
+		default:
+			st.Writes += n
+		}
+	}
+	return st
+}
+
+// isRead reports whether an armsim operation is a read (ARM's GET bucket;
+// Resource Graph queries count as reads too).
+func isRead(op string) bool {
+	for _, s := range []string{".Get", ".List", ".ListAll", ".GetAtScope", ".GetByID", ".ListByResourceGroup"} {
+		if strings.HasSuffix(op, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(op, "Operations.") || op == "ResourceGraph.Resources"
+}
+
+// diffCalls is after - before for the provider's counters.
+func diffCalls(before, after map[string]int) map[string]int {
+	out := maps.Clone(after)
+	for k, v := range before {
+		out[k] -= v
+		if out[k] == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// opsLine renders calls by operation, sorted: "VirtualMachineScaleSets.List=2 ...".
+func opsLine(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}

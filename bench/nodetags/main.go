@@ -1,0 +1,171 @@
+// Command nodetags benchmarks the NodeTagSync controller against the cost and
+// latency goals of DESIGN.md section 3 ("Cost discipline") and
+// docs/performance.md:
+//
+//  1. cold sync of 1000 scale-set nodes + 50 standalone VMs   ≤ 30 s
+//  2. resync of an unchanged cluster: ≤ 1 ARM read per scale set or resource
+//     group, 0 ARM writes, 0 Node writes
+//  3. a portal edit on a 500-node scale set reaches every label  ≤ 10 s
+//  4. controller RSS at 5000 nodes                               ≤ 150 MiB
+//
+// Everything is real except Azure: a kube-apiserver and etcd (internal/testenv),
+// armsim over HTTPS with ARM's throttling limits, the Azure provider with its
+// production defaults, and the nodetags controller in a controller-runtime
+// manager. Scenarios 1-3 run the controller in this process; scenario 4 runs
+// `tagsync run` as a separate process so that its RSS is the controller's
+// alone.
+//
+// Run it from the repository root (it takes a few minutes):
+//
+//	go run ./bench/nodetags
+//
+// It prints a table and writes the results as JSON (-out).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	scenarios      string
+	out            string
+	cpuProfile     string
+	nodeImages     int
+	nodeStatus     bool
+	timeout        time.Duration
+	verbosity      int
+	tagsyncBin     string
+	resyncs        int
+	memoryMode     string
+	memProfile     string
+	memExperiments string
+
+	coldScaleSets, coldPerSet, coldVMs int
+	fanOutNodes                        int
+	memGroups, memSets, memPerSet      int
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.scenarios, "scenarios", "cold,resync,fanout,memory", "comma-separated scenarios to run: cold, resync (needs cold), fanout, memory")
+	flag.StringVar(&o.out, "out", "bench/results/nodetags.json", "where to write the JSON results (empty: do not write)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process scenarios (cold, resync, fanout) to this file")
+	flag.IntVar(&o.nodeImages, "node-images", 40, "container images listed in each Node's status (realistic Node size; 0 makes minimal Nodes)")
+	flag.BoolVar(&o.nodeStatus, "node-status", true, "give Nodes a kubelet-like status (conditions, capacity, node info, -node-images images); false: labels, annotations and spec only")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on any single wait after this long")
+	flag.IntVar(&o.verbosity, "v", 0, "controller log verbosity (0: errors only; 1: info; 2: the controller's pass logs)")
+	flag.StringVar(&o.tagsyncBin, "tagsync", "", "tagsync binary for the memory scenario (default: go build ./cmd/tagsync into a temporary directory)")
+	flag.StringVar(&o.memoryMode, "memory-mode", "separate", "memory scenario: separate (tagsync run as its own process) or in-process (for -memprofile)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "with -memory-mode in-process: write a heap profile after convergence to this file")
+	flag.StringVar(&o.memExperiments, "memory-experiments", "", "extra memory runs after the goal measurement, comma-separated: memory-limit (tagsync run --memory-limit "+experimentLimit+")")
+	flag.IntVar(&o.resyncs, "resyncs", 3, "number of unchanged-cluster resync passes to measure")
+	flag.IntVar(&o.coldScaleSets, "cold-scale-sets", 10, "cold sync: Uniform scale sets")
+	flag.IntVar(&o.coldPerSet, "cold-nodes-per-set", 100, "cold sync: instances (Nodes) per scale set")
+	flag.IntVar(&o.coldVMs, "cold-vms", 50, "cold sync: standalone VMs (Nodes)")
+	flag.IntVar(&o.fanOutNodes, "fanout-nodes", 500, "fan-out: instances of the one scale set whose tags are edited")
+	flag.IntVar(&o.memGroups, "memory-groups", 5, "memory: resource groups")
+	flag.IntVar(&o.memSets, "memory-scale-sets", 50, "memory: Uniform scale sets (spread over the groups)")
+	flag.IntVar(&o.memPerSet, "memory-nodes-per-set", 100, "memory: instances (Nodes) per scale set")
+	flag.Parse()
+	return o
+}
+
+func (o options) has(s string) bool {
+	for _, x := range strings.Split(o.scenarios, ",") {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := parseFlags()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.has("resync") && !o.has("cold") {
+		return errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
+	}
+	res := &Results{Machine: machine(), Started: time.Now().UTC(), Settings: o.settings()}
+	logf("machine: %d CPUs (GOMAXPROCS %d), %s, load average %.1f", res.Machine.CPUs, runtime.GOMAXPROCS(0), res.Machine.CPUModel, res.Machine.LoadStart)
+
+	b, err := newBench(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	res.Commit = commit(b.env.RootDir)
+	logf("measuring commit %s", res.Commit)
+
+	var runErr error
+	inProcess := func() error {
+		if o.cpuProfile != "" {
+			f, err := os.Create(o.cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		if o.has("cold") {
+			cold, resync, err := b.coldAndResync(ctx, o.has("resync"))
+			res.Cold, res.Resync = cold, resync
+			if err != nil {
+				return fmt.Errorf("cold/resync: %w", err)
+			}
+		}
+		if o.has("fanout") {
+			f, err := b.fanOut(ctx)
+			res.FanOut = f
+			if err != nil {
+				return fmt.Errorf("fan-out: %w", err)
+			}
+		}
+		return nil
+	}
+	runErr = inProcess()
+	if runErr == nil && o.has("memory") {
+		m, err := b.memory(ctx)
+		res.Memory = m
+		if err != nil {
+			runErr = fmt.Errorf("memory: %w", err)
+		}
+	}
+	res.Finished = time.Now().UTC()
+	res.Machine.LoadEnd = loadAverage()
+	res.Goals = res.goals()
+	printTable(os.Stdout, res)
+	if o.out != "" {
+		if err := res.write(o.out); err != nil {
+			return errors.Join(runErr, err)
+		}
+		logf("results written to %s", o.out)
+	}
+	return runErr
+}
+
+// logf prints a progress line on stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
