@@ -6,8 +6,8 @@ package main
 import (
 	"os"
 
-	_ "k8s.io/component-base/logs/json/register" // JSON log format, as upstream registers it
 	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register" // JSON log format, as upstream registers it
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 )
 
