@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // syncBuffer is a goroutine-safe output buffer.
@@ -69,15 +71,15 @@ var urlRE = regexp.MustCompile(`armsim listening on (\S+)`)
 // waitForURL polls the command output until it names the endpoint.
 func waitForURL(t *testing.T, out *syncBuffer) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var url string
+	testenv.Eventually(t, 20*time.Second, "armsim printing its endpoint", func() string {
 		if m := urlRE.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			url = m[1]
+			return ""
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("armsim did not start:\n%s", out)
-	return ""
+		return "output so far:\n" + out.String()
+	})
+	return url
 }
 
 func TestArmsimCommandRejectsBadFlags(t *testing.T) {

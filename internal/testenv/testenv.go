@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -128,4 +130,40 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// pollInterval is how often Eventually re-checks its condition.
+const pollInterval = 50 * time.Millisecond
+
+// Eventually checks cond until it returns "" or timeout passes, then fails t
+// with what was awaited and cond's last complaint. It never waits longer
+// than the condition needs.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true,
+		func(context.Context) (bool, error) {
+			last = cond()
+			return last == "", nil
+		})
+	if err != nil {
+		t.Fatalf("%s: not reached within %s: %s", what, timeout, last)
+	}
+}
+
+// RunMain starts one control plane for a package's tests (from TestMain),
+// hands it to use, runs the tests, stops it and returns the exit code. A
+// control plane that cannot start fails the package, never skips it.
+func RunMain(m *testing.M, use func(*Env)) int {
+	env, err := New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	use(env)
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	return code
 }

@@ -29,16 +29,7 @@ import (
 var kube *testenv.Env
 
 func TestMain(m *testing.M) {
-	env, err := testenv.New()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = env
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
+	code := testenv.RunMain(m, func(env *testenv.Env) { kube = env })
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
@@ -48,8 +39,6 @@ func TestMain(m *testing.M) {
 const (
 	// waitFor bounds every wait for a condition in these tests.
 	waitFor = 30 * time.Second
-	// pollEach is the pause between two looks at a condition.
-	pollEach = 50 * time.Millisecond
 )
 
 // eventually polls cond until it returns "" or waitFor passes, then fails
@@ -61,17 +50,7 @@ func eventually(t testing.TB, what string, cond func() string) {
 
 func eventuallyWithin(t testing.TB, limit time.Duration, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	var last string
-	for {
-		if last = cond(); last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s: %s", what, limit, last)
-		}
-		time.Sleep(pollEach)
-	}
+	testenv.Eventually(t, limit, what, cond)
 }
 
 var (

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 )
@@ -87,17 +90,17 @@ func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
 // waitServing waits until /metrics and /readyz answer 200, or the process
 // exits.
 func (p *tagsyncProc) waitServing() error {
-	deadline := time.Now().Add(waitFor)
-	for time.Now().Before(deadline) {
-		if !p.running() {
-			return fmt.Errorf("exited: %v", p.waitErr)
-		}
-		if ok(p.metrics, "/metrics") && ok(p.probe, "/readyz") {
-			return nil
-		}
-		time.Sleep(pollEach)
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitFor, true,
+		func(context.Context) (bool, error) {
+			if !p.running() {
+				return false, fmt.Errorf("exited: %v", p.waitErr)
+			}
+			return ok(p.metrics, "/metrics") && ok(p.probe, "/readyz"), nil
+		})
+	if err != nil && p.running() {
+		return fmt.Errorf("/metrics and /readyz not served within %s", waitFor)
 	}
-	return fmt.Errorf("/metrics and /readyz not served within %s", waitFor)
+	return err
 }
 
 func ok(addr, path string) bool {

@@ -39,17 +39,7 @@ var kube *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
-	env, err := testenv.New()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = env
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, func(env *testenv.Env) { kube = env }))
 }
 
 // logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
@@ -62,9 +52,8 @@ func logVerbosity() int {
 }
 
 const (
-	sub      = armsimtest.SubscriptionID
-	waitFor  = 30 * time.Second
-	pollEach = 50 * time.Millisecond
+	sub     = armsimtest.SubscriptionID
+	waitFor = 30 * time.Second
 )
 
 // harness is one test's cloud, controller and objects.
@@ -265,19 +254,10 @@ func (h *harness) tags(id string) map[string]string {
 	return t
 }
 
-// eventually polls cond until it returns "" or the deadline passes, then
-// fails with cond's last complaint.
+// eventually waits until cond returns "" (see testenv.Eventually).
 func (h *harness) eventually(what string, cond func() string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var last string
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(pollEach)
-	}
-	h.t.Fatalf("%s: not reached within %s: %s", what, waitFor, last)
+	testenv.Eventually(h.t, waitFor, what, cond)
 }
 
 // waitLabel waits until the node's label has the value ("" with absent=true
