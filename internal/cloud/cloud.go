@@ -5,7 +5,10 @@ package cloud
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -50,6 +53,10 @@ type Placement struct {
 	// Note explains a fallback, e.g. a Uniform instance synced with its scale
 	// set under TargetInstance.
 	Note string
+	// Err is set when the node's resource could not be read in this
+	// snapshot (its scope is in Snapshot.Failed): the node is not synced in
+	// this pass and counts as an error, not as unmanaged.
+	Err error
 }
 
 // Resource is a cloud resource's current tags.
@@ -69,6 +76,19 @@ type Snapshot struct {
 	Placements map[string]Placement
 	// Resources are keyed by CanonicalID of the resource ID.
 	Resources map[string]Resource
+	// Failed lists the scopes (e.g. resource groups) that could not be read
+	// and why. Nodes placed in them carry Placement.Err; everything else in
+	// the snapshot is complete and usable.
+	Failed []ScopeError
+}
+
+// ScopeError is a scope of a bulk read that failed.
+type ScopeError struct {
+	// Scope names what could not be read, in the cloud's words (e.g.
+	// "resource group rg-a in subscription 0000...").
+	Scope string
+	// Err is why.
+	Err error
 }
 
 // ReadOptions tune a Snapshot read.
@@ -89,6 +109,74 @@ func CanonicalID(id string) string {
 	return strings.ToLower(strings.TrimSuffix(id, "/"))
 }
 
+// Kinds of cloud errors. Providers return errors for which errors.Is
+// reports one of these, so controllers decide without reading messages.
+var (
+	// ErrThrottled: the cloud asked the caller to slow down; see RetryAfter.
+	ErrThrottled = errors.New("throttled by the cloud")
+	// ErrForbidden: the credential may not do this.
+	ErrForbidden = errors.New("forbidden by the cloud")
+	// ErrNotFound: the resource does not exist (any more).
+	ErrNotFound = errors.New("not found in the cloud")
+	// ErrTooManyTags: the write would exceed the resource's tag limit.
+	ErrTooManyTags = errors.New("too many tags on the resource")
+)
+
+// ThrottledError is a call the cloud throttled, or one that was not sent
+// because the cloud's last answer for its scope asked for silence until
+// later. errors.Is(err, ErrThrottled) holds for it.
+type ThrottledError struct {
+	// Scope is what is throttled (e.g. "reads of subscription 0000...").
+	Scope string
+	// RetryAfter is how long from the error's creation the caller must wait
+	// before calling this scope again.
+	RetryAfter time.Duration
+	// Err is the cloud's answer, if a request was sent.
+	Err error
+}
+
+// Error says what is throttled and for how long.
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("%s throttled for %s", e.Scope, e.RetryAfter.Round(time.Second))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cloud's answer.
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// Is reports ErrThrottled.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// RetryAfter returns the longest wait any ThrottledError in err's tree asks
+// for, and whether there is one.
+func RetryAfter(err error) (time.Duration, bool) {
+	var longest time.Duration
+	found := false
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if t, ok := e.(*ThrottledError); ok {
+			found = true
+			longest = max(longest, t.RetryAfter)
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return longest, found
+}
+
 // Provider is one cloud.
 type Provider interface {
 	// Name is the provider's name ("azure").
@@ -97,10 +185,14 @@ type Provider interface {
 	Rules() tags.Rules
 	// Snapshot locates the nodes and reads the tags of their resources,
 	// in bulk (per resource group or scale set, never one call per node).
+	// A scope that cannot be read is reported in Snapshot.Failed and does
+	// not stop the others; the error is for a read that could not run at
+	// all (e.g. the context ended).
 	Snapshot(ctx context.Context, nodes []Node, opts ReadOptions) (Snapshot, error)
 	// PatchTags sets and deletes only the named tags on one resource, based on
 	// a fresh read: concurrent changes by others to other keys are kept, and a
 	// stale read is retried rather than overwritten. It returns the resource's
-	// tags after the write.
+	// tags after the write. After a failed write, the provider's cached
+	// reads of that resource are dropped so the retry reads afresh.
 	PatchTags(ctx context.Context, id string, patch tags.Patch) (Resource, error)
 }
