@@ -1,8 +1,10 @@
 package azure
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
@@ -43,6 +45,23 @@ const (
 	EnvCertificatePath     = "AZURE_CLIENT_CERTIFICATE_PATH"
 	EnvCertificatePassword = "AZURE_CLIENT_CERTIFICATE_PASSWORD"
 	EnvAuthorityHost       = "AZURE_AUTHORITY_HOST"
+)
+
+// The `tagsync run` flags that set the Config and AuthConfig fields. Errors
+// about the configuration name these (and the Env* variables), never Go
+// fields, so that an operator reading one knows what to set.
+const (
+	FlagAuthMode           = "--azure-auth-mode"
+	FlagTenantID           = "--azure-tenant-id"
+	FlagClientID           = "--azure-client-id"
+	FlagClientSecretFile   = "--azure-client-secret-file"
+	FlagCertificateFile    = "--azure-client-certificate-file"
+	FlagFederatedTokenFile = "--azure-federated-token-file"
+	FlagAuthorityHost      = "--azure-authority-host"
+	FlagARMEndpoint        = "--azure-arm-endpoint"
+	FlagARMAudience        = "--azure-arm-audience"
+	FlagSubscription       = "--azure-subscription"
+	FlagAllowInsecureHTTP  = "--azure-allow-insecure-http"
 )
 
 // redacted replaces secrets wherever a configuration is printed.
@@ -172,6 +191,38 @@ func (c Config) CloudConfiguration() cloud.Configuration {
 		},
 	}
 	return cfg
+}
+
+// Validate checks the endpoints and then Auth. The ARM endpoint, when set,
+// must be an absolute https URL (http only with AllowInsecureHTTP, which a
+// local simulator needs); the authority host (or $AZURE_AUTHORITY_HOST), when
+// set, an absolute https URL, as Entra ID clients refuse any other.
+func (c Config) Validate() error {
+	arm := checkURL(c.ARMEndpoint, FlagARMEndpoint, "https://management.usgovcloudapi.net")
+	if arm == nil && strings.HasPrefix(strings.ToLower(c.ARMEndpoint), "http:") && !c.AllowInsecureHTTP {
+		arm = fmt.Errorf("%s %q is plain http, which would send tokens unencrypted: use https, or add %s for a local simulator",
+			FlagARMEndpoint, c.ARMEndpoint, FlagAllowInsecureHTTP)
+	}
+	authority := orEnv(c.Auth.AuthorityHost, EnvAuthorityHost)
+	setting := FlagAuthorityHost + " or $" + EnvAuthorityHost
+	auth := checkURL(authority, setting, "https://login.microsoftonline.us")
+	if auth == nil && authority != "" && !strings.HasPrefix(strings.ToLower(authority), "https:") {
+		auth = fmt.Errorf("%s %q must use https: Entra ID clients refuse a plain http authority", setting, authority)
+	}
+	return errors.Join(arm, auth, c.Auth.Validate())
+}
+
+// checkURL returns an error naming setting when v is neither empty (the
+// public cloud's default) nor an absolute http(s) URL with a host.
+func checkURL(v, setting, example string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("%s %q is not an absolute http(s) URL: give one such as %s, or leave it unset for the Azure public cloud", setting, v, example)
+	}
+	return nil
 }
 
 // authorityHost is the configured or environment authority host with a

@@ -16,7 +16,7 @@ import (
 var getenv = os.Getenv
 
 // NewCredential builds the token credential cfg.Mode asks for. It checks
-// that the mode has what it needs (naming the missing field and its
+// that the mode has what it needs (naming the missing flag and its
 // environment variable) and reads secret and certificate files, but fetches
 // no token: the first ARM request does. Secrets never appear in its errors.
 func NewCredential(cfg AuthConfig) (azcore.TokenCredential, error) {
@@ -56,51 +56,40 @@ func NewCredential(cfg AuthConfig) (azcore.TokenCredential, error) {
 	}
 }
 
-// Validate checks that the mode is known and that the fields (or
-// environment variables) it needs are set. It reads no file.
+// Validate checks that the mode is known and that the settings it needs are
+// given, by flag or environment variable. Its errors name both, e.g.
+// "--azure-tenant-id or $AZURE_TENANT_ID". It reads no file.
 func (a AuthConfig) Validate() error {
 	mode := a.mode()
 	var errs []error
-	need := func(v, field, env string) {
+	need := func(v, what, flag, env string) {
 		if v == "" {
-			errs = append(errs, fmt.Errorf("auth mode %s needs %s: set AuthConfig.%s or %s", mode, strings.ToLower(splitCamel(field)), field, env))
+			errs = append(errs, fmt.Errorf("%s %s needs the %s: set %s or $%s", FlagAuthMode, mode, what, flag, env))
 		}
 	}
 	switch mode {
 	case AuthDefault, AuthManagedIdentity:
 	case AuthWorkloadIdentity:
-		need(a.tenantID(), "TenantID", EnvTenantID)
-		need(a.clientID(), "ClientID", EnvClientID)
-		need(a.federatedTokenFile(), "FederatedTokenFile", EnvFederatedTokenFile)
+		need(a.tenantID(), "tenant ID", FlagTenantID, EnvTenantID)
+		need(a.clientID(), "client ID", FlagClientID, EnvClientID)
+		need(a.federatedTokenFile(), "federated token file", FlagFederatedTokenFile, EnvFederatedTokenFile)
 	case AuthClientSecret:
-		need(a.tenantID(), "TenantID", EnvTenantID)
-		need(a.clientID(), "ClientID", EnvClientID)
-		if a.ClientSecret == "" && a.ClientSecretFile == "" && getenv(EnvClientSecret) == "" {
-			errs = append(errs, fmt.Errorf("auth mode %s needs a client secret: set AuthConfig.ClientSecretFile (or ClientSecret) or %s", mode, EnvClientSecret))
+		need(a.tenantID(), "tenant ID", FlagTenantID, EnvTenantID)
+		need(a.clientID(), "client ID", FlagClientID, EnvClientID)
+		if a.ClientSecret == "" {
+			need(orEnv(a.ClientSecretFile, EnvClientSecret), "client secret", FlagClientSecretFile, EnvClientSecret)
 		}
 	case AuthClientCertificate:
-		need(a.tenantID(), "TenantID", EnvTenantID)
-		need(a.clientID(), "ClientID", EnvClientID)
-		need(a.certificateFile(), "CertificateFile", EnvCertificatePath)
+		need(a.tenantID(), "tenant ID", FlagTenantID, EnvTenantID)
+		need(a.clientID(), "client ID", FlagClientID, EnvClientID)
+		need(a.certificateFile(), "client certificate file", FlagCertificateFile, EnvCertificatePath)
 	default:
-		return fmt.Errorf("unknown auth mode %q: want one of auto, default, workload-identity, managed-identity, client-secret, client-certificate", a.Mode)
+		return fmt.Errorf("%s %q is not a mode: use auto, default, workload-identity, managed-identity, client-secret or client-certificate", FlagAuthMode, a.Mode)
 	}
 	if a.ManagedIdentityResourceID != "" && a.ClientID != "" && mode == AuthManagedIdentity {
-		errs = append(errs, errors.New("auth mode managed-identity: set either ClientID or ManagedIdentityResourceID, not both"))
+		errs = append(errs, fmt.Errorf("%s managed-identity: choose the identity by %s or by its resource ID, not both", FlagAuthMode, FlagClientID))
 	}
 	return errors.Join(errs...)
-}
-
-// splitCamel turns "TenantID" into "Tenant ID".
-func splitCamel(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' && !(s[i-1] >= 'A' && s[i-1] <= 'Z') {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // mode normalises the mode: empty and auto mean default; pod-identity is
@@ -150,11 +139,11 @@ func (a AuthConfig) clientSecret() (string, error) {
 	if a.ClientSecretFile != "" {
 		b, err := os.ReadFile(a.ClientSecretFile)
 		if err != nil {
-			return "", fmt.Errorf("auth mode client-secret: read client secret file: %w", err)
+			return "", fmt.Errorf("reading the client secret (%s): %w", FlagClientSecretFile, err)
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "" {
-			return "", fmt.Errorf("auth mode client-secret: client secret file %s is empty", a.ClientSecretFile)
+			return "", fmt.Errorf("%s %s is empty: put the application's client secret in it", FlagClientSecretFile, a.ClientSecretFile)
 		}
 		return s, nil
 	}
@@ -167,7 +156,7 @@ func (a AuthConfig) certificateCredential(co azcore.ClientOptions, noDiscovery b
 	path := a.certificateFile()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("auth mode client-certificate: read certificate file: %w", err)
+		return nil, fmt.Errorf("reading the client certificate (%s or $%s): %w", FlagCertificateFile, EnvCertificatePath, err)
 	}
 	password := a.CertificatePassword.Reveal()
 	if password == "" {
@@ -179,7 +168,8 @@ func (a AuthConfig) certificateCredential(co azcore.ClientOptions, noDiscovery b
 	}
 	certs, key, err := azidentity.ParseCertificates(data, pw)
 	if err != nil {
-		return nil, fmt.Errorf("auth mode client-certificate: certificate file %s: %w", path, err)
+		return nil, fmt.Errorf("the client certificate %s (%s or $%s) holds no certificate with its private key "+
+			"(PEM, or PKCS#12 with the password in $%s): %w", path, FlagCertificateFile, EnvCertificatePath, EnvCertificatePassword, err)
 	}
 	return azidentity.NewClientCertificateCredential(a.tenantID(), a.clientID(), certs, key,
 		&azidentity.ClientCertificateCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: noDiscovery})

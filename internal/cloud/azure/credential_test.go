@@ -143,13 +143,14 @@ func TestAuthConfigValidation(t *testing.T) {
 		{AuthConfig{}, nil},
 		{AuthConfig{Mode: AuthAuto}, nil},
 		{AuthConfig{Mode: AuthManagedIdentity, ClientID: "c"}, nil},
-		{AuthConfig{Mode: AuthManagedIdentity, ClientID: "c", ManagedIdentityResourceID: "/x"}, []string{"either ClientID or ManagedIdentityResourceID"}},
-		{AuthConfig{Mode: AuthClientSecret}, []string{"client-secret needs tenant id: set AuthConfig.TenantID or AZURE_TENANT_ID",
-			"needs client id: set AuthConfig.ClientID or AZURE_CLIENT_ID", "needs a client secret", "ClientSecretFile", "AZURE_CLIENT_SECRET"}},
+		{AuthConfig{Mode: AuthManagedIdentity, ClientID: "c", ManagedIdentityResourceID: "/x"}, []string{"by --azure-client-id or by its resource ID, not both"}},
+		{AuthConfig{Mode: AuthClientSecret}, []string{"--azure-auth-mode client-secret needs the tenant ID: set --azure-tenant-id or $AZURE_TENANT_ID",
+			"needs the client ID: set --azure-client-id or $AZURE_CLIENT_ID", "needs the client secret: set --azure-client-secret-file or $AZURE_CLIENT_SECRET"}},
 		{AuthConfig{Mode: AuthClientSecret, TenantID: "t", ClientID: "c", ClientSecretFile: "/f"}, nil},
-		{AuthConfig{Mode: AuthWorkloadIdentity, TenantID: "t", ClientID: "c"}, []string{"workload-identity needs federated token file", "AZURE_FEDERATED_TOKEN_FILE"}},
-		{AuthConfig{Mode: AuthClientCertificate, TenantID: "t"}, []string{"client id", "certificate file", "AZURE_CLIENT_CERTIFICATE_PATH"}},
-		{AuthConfig{Mode: "kerberos"}, []string{`unknown auth mode "kerberos"`, "workload-identity"}},
+		{AuthConfig{Mode: AuthClientSecret, TenantID: "t", ClientID: "c", ClientSecret: "s"}, nil},
+		{AuthConfig{Mode: AuthWorkloadIdentity, TenantID: "t", ClientID: "c"}, []string{"workload-identity needs the federated token file: set --azure-federated-token-file or $AZURE_FEDERATED_TOKEN_FILE"}},
+		{AuthConfig{Mode: AuthClientCertificate, TenantID: "t"}, []string{"--azure-client-id", "client certificate file: set --azure-client-certificate-file or $AZURE_CLIENT_CERTIFICATE_PATH"}},
+		{AuthConfig{Mode: "kerberos"}, []string{`--azure-auth-mode "kerberos" is not a mode`, "workload-identity"}},
 	}
 	for _, c := range cases {
 		err := c.auth.Validate()
@@ -162,11 +163,11 @@ func TestAuthConfigValidation(t *testing.T) {
 	}
 	// Files are read when the credential is built, with the path in the error.
 	_, err := NewCredential(AuthConfig{Mode: AuthClientSecret, TenantID: "t", ClientID: "c", ClientSecretFile: "/nonexistent/secret"})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/secret") {
+	if err == nil || !containsAll(err.Error(), "/nonexistent/secret", "--azure-client-secret-file") {
 		t.Errorf("missing secret file: %v", err)
 	}
 	_, err = NewCredential(AuthConfig{Mode: AuthClientCertificate, TenantID: "t", ClientID: "c", CertificateFile: writeFile(t, "bad.pem", []byte("nope"))})
-	if err == nil || !strings.Contains(err.Error(), "bad.pem") {
+	if err == nil || !containsAll(err.Error(), "bad.pem", "--azure-client-certificate-file or $AZURE_CLIENT_CERTIFICATE_PATH") {
 		t.Errorf("bad certificate: %v", err)
 	}
 	if _, err := NewProvider(context.Background(), Config{Auth: AuthConfig{Mode: AuthClientSecret}}); err == nil || !strings.Contains(err.Error(), "credential") {
@@ -174,6 +175,73 @@ func TestAuthConfigValidation(t *testing.T) {
 	}
 	if _, err := NewProvider(context.Background(), Config{}, WithWriteMethod("PUT")); err == nil || !strings.Contains(err.Error(), "write method") {
 		t.Errorf("NewProvider with a bad write method: %v", err)
+	}
+}
+
+// TestConfigErrorsNameFlagsNotFields: every configuration error names the
+// `tagsync run` flags (and environment variables) to set, never a Go field.
+func TestConfigErrorsNameFlagsNotFields(t *testing.T) {
+	clearAzureEnv(t)
+	empty := writeFile(t, "empty-secret", []byte("\n"))
+	errs := map[string]error{}
+	for _, mode := range []AuthMode{AuthWorkloadIdentity, AuthClientSecret, AuthClientCertificate, "kerberos"} {
+		errs[string(mode)] = AuthConfig{Mode: mode}.Validate()
+	}
+	errs["both identities"] = AuthConfig{Mode: AuthManagedIdentity, ClientID: "c", ManagedIdentityResourceID: "/x"}.Validate()
+	_, errs["empty secret file"] = NewCredential(AuthConfig{Mode: AuthClientSecret, TenantID: "t", ClientID: "c", ClientSecretFile: empty})
+	_, errs["missing certificate"] = NewCredential(AuthConfig{Mode: AuthClientCertificate, TenantID: "t", ClientID: "c", CertificateFile: "/nonexistent.pem"})
+	errs["ARM endpoint"] = Config{ARMEndpoint: "management.azure.com"}.Validate()
+	errs["authority host"] = Config{Auth: AuthConfig{AuthorityHost: "login"}}.Validate()
+	fields := []string{"AuthConfig", "Config.", "TenantID", "ClientID", "ClientSecret", "CertificateFile", "FederatedTokenFile",
+		"ManagedIdentityResourceID", "AuthorityHost", "ARMEndpoint"}
+	for name, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "--azure-") {
+			t.Errorf("%s: error %v, want one naming a --azure- flag", name, err)
+			continue
+		}
+		for _, f := range fields {
+			if strings.Contains(err.Error(), f) {
+				t.Errorf("%s: error %q names the Go field %s", name, err, f)
+			}
+		}
+	}
+}
+
+// TestConfigValidateEndpoints: the ARM endpoint and the authority host must
+// be absolute URLs; plain http is refused unless allowed (ARM) or at all
+// (the authority, which Entra ID clients refuse).
+func TestConfigValidateEndpoints(t *testing.T) {
+	clearAzureEnv(t)
+	cases := []struct {
+		name string
+		cfg  Config
+		env  string // $AZURE_AUTHORITY_HOST
+		want string // substring of the error; "" = valid
+	}{
+		{"defaults", Config{}, "", ""},
+		{"sovereign cloud", Config{ARMEndpoint: "https://management.usgovcloudapi.net/", Auth: AuthConfig{AuthorityHost: "https://login.microsoftonline.us"}}, "", ""},
+		{"simulator over http", Config{ARMEndpoint: "http://127.0.0.1:8080", AllowInsecureHTTP: true}, "", ""},
+		{"no scheme", Config{ARMEndpoint: "management.azure.com"}, "", `--azure-arm-endpoint "management.azure.com" is not an absolute http(s) URL`},
+		{"no host", Config{ARMEndpoint: "https://"}, "", "--azure-arm-endpoint"},
+		{"other scheme", Config{ARMEndpoint: "ftp://management.azure.com"}, "", "not an absolute http(s) URL"},
+		{"unparsable", Config{ARMEndpoint: "https://[::1"}, "", "not an absolute http(s) URL"},
+		{"http without the flag", Config{ARMEndpoint: "http://127.0.0.1:8080"}, "", "add --azure-allow-insecure-http"},
+		{"authority without scheme", Config{Auth: AuthConfig{AuthorityHost: "login.microsoftonline.us"}}, "", "--azure-authority-host or $AZURE_AUTHORITY_HOST"},
+		{"authority over http", Config{AllowInsecureHTTP: true, Auth: AuthConfig{AuthorityHost: "http://127.0.0.1"}}, "", "must use https"},
+		{"authority from the environment", Config{}, "login", `$AZURE_AUTHORITY_HOST "login" is not an absolute`},
+		{"auth checked too", Config{Auth: AuthConfig{Mode: AuthClientSecret}}, "", "--azure-tenant-id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(EnvAuthorityHost, c.env)
+			err := c.cfg.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want one saying %q", err, c.want)
+			}
+		})
 	}
 }
 
