@@ -14,6 +14,11 @@ type Fault struct {
 	// Operation is the operation name (see Calls), e.g.
 	// "VirtualMachineScaleSets.Update"; "" or "*" matches every operation.
 	Operation string `json:"operation"`
+	// Scope, if set, limits the fault to requests whose path is this scope
+	// or lies under it, case-insensitively: e.g. "/subscriptions/{id}" (one
+	// subscription) or "/subscriptions/{id}/resourceGroups/{rg}" (one
+	// group's lists and resources).
+	Scope string `json:"scope,omitempty"`
 	// Count is how many matching requests fail; 0 means all of them until
 	// the fault is cleared.
 	Count int `json:"count"`
@@ -58,12 +63,12 @@ func (f *faultInjector) delay(ctx context.Context) bool {
 	}
 }
 
-// next returns the fault to apply to a request of op, if any.
-func (f *faultInjector) next(op string) *Fault {
+// next returns the fault to apply to a request of op at path, if any.
+func (f *faultInjector) next(op, path string) *Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, ft := range f.faults {
-		if ft.Operation != "" && ft.Operation != "*" && !strings.EqualFold(ft.Operation, op) {
+		if !ft.matches(op, path) {
 			continue
 		}
 		hit := *ft
@@ -83,6 +88,25 @@ func (f *faultInjector) next(op string) *Fault {
 		return &Fault{Status: st}
 	}
 	return nil
+}
+
+// matches reports whether the fault applies to a request of op at path.
+func (f *Fault) matches(op, path string) bool {
+	if f.Operation != "" && f.Operation != "*" && !strings.EqualFold(f.Operation, op) {
+		return false
+	}
+	return inScope(path, f.Scope)
+}
+
+// inScope reports whether path is scope or lies under it (any casing); an
+// empty scope holds every path.
+func inScope(path, scope string) bool {
+	scope = strings.ToLower(strings.TrimSuffix(scope, "/"))
+	if scope == "" {
+		return true
+	}
+	path = strings.ToLower(path)
+	return path == scope || strings.HasPrefix(path, scope+"/")
 }
 
 // writeFault answers with a fault's error.

@@ -49,6 +49,33 @@ func TestFaultInjection(t *testing.T) {
 	}
 }
 
+func TestFaultScope(t *testing.T) {
+	env := armsimtest.Start(t)
+	seedEstate(t, env.Server, env.SubscriptionID)
+	s := env.Server
+	const other = "MC_other"
+	if _, err := s.CreateVM(env.SubscriptionID, other, armsim.VirtualMachine{Name: "vm"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := armcompute.NewVirtualMachinesClient(env.SubscriptionID, env.Credential, noRetry(env))
+	// Scope in another casing, with a trailing slash: still the group.
+	s.AddFault(armsim.Fault{Operation: "VirtualMachines.Get", Status: http.StatusForbidden, Code: "AuthorizationFailed",
+		Scope: "/SUBSCRIPTIONS/" + env.SubscriptionID + "/resourcegroups/" + strings.ToUpper(rg) + "/"})
+	for range 2 {
+		_, err := c.Get(ctx(t), rg, "flex-0", nil)
+		wantARMError(t, err, http.StatusForbidden, "AuthorizationFailed")
+	}
+	if _, err := c.Get(ctx(t), other, "vm", nil); err != nil {
+		t.Errorf("a fault scoped to %s failed a request in %s: %v", rg, other, err)
+	}
+	// A group whose name extends the scope's is not under it.
+	s.ClearFaults()
+	s.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + env.SubscriptionID + "/resourceGroups/MC_oth"})
+	if _, err := c.Get(ctx(t), other, "vm", nil); err != nil {
+		t.Errorf("scope /resourceGroups/MC_oth matched MC_other: %v", err)
+	}
+}
+
 func adminDo(t *testing.T, env *armsimtest.Env, method, path, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx(t), method, env.Server.URL()+path, strings.NewReader(body))

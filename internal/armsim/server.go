@@ -229,7 +229,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 	}
-	if f := s.faults.next(rt.op); f != nil {
+	if f := s.faults.next(rt.op, r.URL.Path); f != nil {
 		writeFault(w, f)
 		return
 	}
