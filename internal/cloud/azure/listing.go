@@ -24,6 +24,14 @@ const (
 	listScaleSets
 )
 
+// String names what a listing holds, in words.
+func (k listKind) String() string {
+	if k == listScaleSets {
+		return "scale sets"
+	}
+	return "virtual machines"
+}
+
 // listKey names one resource group's listing of one kind; sub and rg are
 // lower-cased.
 type listKey struct {
@@ -144,8 +152,7 @@ func (p *Provider) fetch(ctx context.Context, key listKey, sub, rg string) (*lis
 		entries, err = listScaleSetEntries(ctx, c, rg)
 	}
 	if err != nil && !isNotFound(err) {
-		what := map[listKind]string{listVMs: "virtual machines", listScaleSets: "scale sets"}[key.kind]
-		return nil, &armError{msg: fmt.Sprintf("azure: list %s in resource group %s (subscription %s): %s", what, rg, sub, describe(err)), err: err}
+		return nil, p.armErr(fmt.Sprintf("azure: list %s in resource group %s (subscription %s)", key.kind, rg, sub), err)
 	}
 	l := newListing(at, entries)
 	p.store(key, l)

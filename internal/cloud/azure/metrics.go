@@ -21,14 +21,17 @@ const (
 	MetricRequests        = "tagsync_cloud_requests_total"
 	MetricRequestDuration = "tagsync_cloud_request_duration_seconds"
 	MetricThrottled       = "tagsync_cloud_throttled_total"
+	MetricHeld            = "tagsync_cloud_requests_held_total"
 )
 
 // metrics counts every HTTP request the provider sends, retries and LRO
-// polls included, in Prometheus and in a local map (Provider.Calls).
+// polls included, in Prometheus and in a local map (Provider.Calls), and
+// the attempts a closed throttle gate held back (never sent).
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	throttled *prometheus.CounterVec
+	holds     *prometheus.CounterVec
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -52,6 +55,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricThrottled,
 			Help: "Cloud API requests answered 429 Too Many Requests, by operation.",
 		}, []string{"provider", "operation"}),
+		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricHeld,
+			Help: "Cloud API requests not sent because the cloud's last answer for their subscription and bucket (reads or writes) asked to wait (Retry-After), by operation and bucket.",
+		}, []string{"provider", "operation", "bucket"}),
 		calls: map[string]int{},
 	}
 	if reg == nil {
@@ -65,6 +72,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.throttled, err = register(reg, m.throttled); err != nil {
+		return nil, err
+	}
+	if m.holds, err = register(reg, m.holds); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -99,6 +109,11 @@ func (m *metrics) observe(op string, status int, err error, d time.Duration) {
 	m.mu.Lock()
 	m.calls[op]++
 	m.mu.Unlock()
+}
+
+// held records one attempt a closed gate did not send.
+func (m *metrics) held(op string, bk bucket) {
+	m.holds.WithLabelValues(providerName, op, string(bk)).Inc()
 }
 
 // snapshot copies the per-operation counts.

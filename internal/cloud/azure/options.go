@@ -39,10 +39,11 @@ const (
 )
 
 // RateLimit is the client-side request budget: token buckets for reads
-// (GET, HEAD) and writes (everything else), shared by all subscriptions the
-// provider talks to. It applies to every HTTP attempt, retries and LRO polls
-// included. Zero fields take the defaults (reads 10/s burst 50, writes 4/s
-// burst 20: well under ARM's 25/s and 10/s per subscription).
+// (GET, HEAD) and writes (everything else) of each subscription the
+// provider talks to, as ARM keeps its buckets per subscription. It applies
+// to every HTTP attempt, retries and LRO polls included. Zero fields take
+// the defaults (reads 10/s burst 50, writes 4/s burst 20 per subscription:
+// well under ARM's 25/s and 10/s).
 type RateLimit struct {
 	// ReadsPerSecond is the read refill rate.
 	ReadsPerSecond float64 `json:"readsPerSecond,omitempty"`
@@ -89,6 +90,9 @@ type Options struct {
 	// 0 means DefaultPollFrequency (azcore refuses less than 1s outside
 	// tests).
 	PollFrequency time.Duration
+	// Gates hold calls ARM asked to wait (see ThrottleGates); nil means
+	// DefaultThrottleGates, shared by the whole process.
+	Gates *ThrottleGates
 }
 
 // Option sets an Option of NewProvider.
@@ -118,6 +122,10 @@ func WithRetry(r Retry) Option { return func(o *Options) { o.Retry = r } }
 
 // WithPollFrequency sets the LRO poll interval used without Retry-After.
 func WithPollFrequency(d time.Duration) Option { return func(o *Options) { o.PollFrequency = d } }
+
+// WithThrottleGates gives the provider its own throttle gates instead of
+// the process-wide ones (e.g. another principal on the same subscriptions).
+func WithThrottleGates(g *ThrottleGates) Option { return func(o *Options) { o.Gates = g } }
 
 // withDefaults fills zero options with their defaults.
 func (o Options) withDefaults() Options {
@@ -151,6 +159,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollFrequency <= 0 {
 		o.PollFrequency = DefaultPollFrequency
+	}
+	if o.Gates == nil {
+		o.Gates = DefaultThrottleGates()
 	}
 	return o
 }

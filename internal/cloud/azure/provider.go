@@ -47,7 +47,8 @@ type clients struct {
 
 // NewProvider builds a Provider: the credential (Options.Credential, else
 // NewCredential(cfg.Auth)), an ARM pipeline with the retry options, the
-// client-side budget and request metrics, and an empty read cache. It sends
+// throttle gates, the client-side budget and request metrics, and an empty
+// read cache. It sends
 // no request; ctx is reserved for future start-up checks.
 func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
 	_ = ctx
@@ -83,11 +84,10 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 
 // clientOptions builds the ARM pipeline options.
 func (p *Provider) clientOptions() *arm.ClientOptions {
-	perRetry := []policy.Policy{}
-	if b := newBudget(p.opts.RateLimit); b != nil {
-		perRetry = append(perRetry, b)
+	perRetry := []policy.Policy{
+		throttlePolicy{gates: p.opts.Gates, budget: newBudget(p.opts.RateLimit), m: p.metrics},
+		metricsPolicy{p.metrics},
 	}
-	perRetry = append(perRetry, metricsPolicy{p.metrics})
 	co := &arm.ClientOptions{
 		ClientOptions: policy.ClientOptions{
 			Cloud: p.cfg.CloudConfiguration(),

@@ -2,7 +2,10 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -49,7 +52,17 @@ type groupRef struct{ sub, rg string }
 // (subscription, resource group) at most one scale-set list and one VM list
 // (all pages), shared through a short-lived cache (opts.Fresh bypasses it).
 // Unmanaged nodes (on-prem, no or foreign providerID, filtered resource
-// group, VM not found) cost no call and are not errors; failed reads are.
+// group, VM not found) cost no call and are not errors.
+//
+// A listing that fails (403, a 429 or 503 that outlasts the retries, a
+// call its throttle gate held, a 500 after the retries) fails only its
+// resource group: the group is reported in Snapshot.Failed (one
+// cloud.ScopeError per group, Scope "resource group <rg> in subscription
+// <id>", Err the typed listing error), each node that needed it gets a
+// placement with Managed false, Err set to that error and Reason saying in
+// words what could not be read, and every other node and resource is
+// complete. The error return is only for a read that could not run at all:
+// the context ended while listings failed.
 func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.ReadOptions) (cloud.Snapshot, error) {
 	target := opts.Target
 	if target == "" {
@@ -67,16 +80,15 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			need[newListKey(listVMs, pl.Subscription, pl.ResourceGroup)] = groupRef{pl.Subscription, pl.ResourceGroup}
 		}
 	}
-	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}}
-	if err := r.load(ctx, need); err != nil {
-		return cloud.Snapshot{}, err
-	}
+	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}, failed: map[listKey]failure{}}
+	r.load(ctx, need)
 	if target == cloud.TargetScaleSet {
-		if err := r.load(ctx, r.flexScaleSets(plans)); err != nil {
-			return cloud.Snapshot{}, err
-		}
+		r.load(ctx, r.flexScaleSets(plans))
 	}
-	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
+	if err := ctx.Err(); err != nil && len(r.failed) > 0 {
+		return cloud.Snapshot{}, fmt.Errorf("azure: snapshot of %d nodes: %w", len(nodes), err)
+	}
+	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}, Failed: r.failures()}
 	for i, n := range nodes {
 		pl, e := r.resolve(plans[i], target)
 		snap.Placements[n.Name] = pl
@@ -137,34 +149,94 @@ func inGroups(rg string, groups []string) bool {
 	return false
 }
 
-// reader holds the listings one Snapshot uses.
+// reader holds the listings one Snapshot uses and the ones that failed.
 type reader struct {
-	p     *Provider
-	fresh bool
-	mu    sync.Mutex
-	lists map[listKey]*listing
+	p      *Provider
+	fresh  bool
+	mu     sync.Mutex
+	lists  map[listKey]*listing
+	failed map[listKey]failure
 }
 
-// load fetches the listings in need that the reader does not hold yet.
-func (r *reader) load(ctx context.Context, need map[listKey]groupRef) error {
-	g, ctx := errgroup.WithContext(ctx)
+// failure is a listing that could not be read.
+type failure struct {
+	ref groupRef
+	err error
+}
+
+// load fetches the listings in need that the reader does not hold yet, at
+// most maxConcurrentLists at a time; a failed listing is recorded and does
+// not stop the others.
+func (r *reader) load(ctx context.Context, need map[listKey]groupRef) {
+	var g errgroup.Group
 	g.SetLimit(maxConcurrentLists)
 	for key, ref := range need {
-		if r.get(key) != nil {
+		if r.get(key) != nil || r.failure(key) != nil {
 			continue
 		}
 		g.Go(func() error {
 			l, err := r.p.listing(ctx, key, ref.sub, ref.rg, r.fresh)
-			if err != nil {
-				return err
-			}
 			r.mu.Lock()
-			r.lists[key] = l
-			r.mu.Unlock()
+			defer r.mu.Unlock()
+			if err != nil {
+				r.failed[key] = failure{ref: ref, err: err}
+			} else {
+				r.lists[key] = l
+			}
 			return nil
 		})
 	}
-	return g.Wait()
+	_ = g.Wait() // the goroutines record their errors
+}
+
+// failure returns why a listing failed, or nil.
+func (r *reader) failure(key listKey) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed[key].err
+}
+
+// failures returns the failed resource groups, one ScopeError per group
+// (joining its VM and scale-set listings' errors), sorted by scope.
+func (r *reader) failures() []cloud.ScopeError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := map[string][]error{}
+	for key, f := range r.failed {
+		scope := fmt.Sprintf("resource group %s in subscription %s", f.ref.rg, f.ref.sub)
+		if key.kind == listVMs { // VMs first, whatever the map's order
+			errs[scope] = append([]error{f.err}, errs[scope]...)
+		} else {
+			errs[scope] = append(errs[scope], f.err)
+		}
+	}
+	out := make([]cloud.ScopeError, 0, len(errs))
+	for _, scope := range slices.Sorted(maps.Keys(errs)) {
+		err := errs[scope][0]
+		if len(errs[scope]) > 1 {
+			err = errors.Join(errs[scope]...)
+		}
+		out = append(out, cloud.ScopeError{Scope: scope, Err: err})
+	}
+	return out
+}
+
+// unreadable is the placement of a node whose listing key failed: not
+// managed in this pass, with the error and a sentence saying what could
+// not be read.
+func (r *reader) unreadable(out cloud.Placement, key listKey) cloud.Placement {
+	r.mu.Lock()
+	f := r.failed[key]
+	r.mu.Unlock()
+	answer := f.err.Error()
+	var ae *armError
+	if errors.As(f.err, &ae) {
+		answer = ae.answer
+	}
+	out.Err = f.err
+	out.Reason = fmt.Sprintf("the %s of resource group %q (subscription %s) could not be read, so the node is not synced in this pass: %s",
+		key.kind, f.ref.rg, f.ref.sub, answer)
+	return out
 }
 
 // get returns a loaded listing, or nil.
@@ -227,8 +299,11 @@ func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry)
 	case planDone:
 		return out, nil
 	case planScaleSet:
-		l := r.get(newListKey(listScaleSets, out.Subscription, out.ResourceGroup))
-		e := l.byName[strings.ToLower(pl.name)]
+		key := newListKey(listScaleSets, out.Subscription, out.ResourceGroup)
+		if r.failure(key) != nil {
+			return r.unreadable(out, key), nil
+		}
+		e := r.get(key).byName[strings.ToLower(pl.name)]
 		if e == nil {
 			return notFound("scale set %q not found in resource group %q (subscription %s)", pl.name, out.ResourceGroup, out.Subscription)
 		}
@@ -236,6 +311,9 @@ func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry)
 			out.Note = fmt.Sprintf("Uniform scale-set instances have no tags of their own: synced with scale set %s", e.Name)
 		}
 		return found(e, true)
+	}
+	if key := newListKey(listVMs, out.Subscription, out.ResourceGroup); r.failure(key) != nil {
+		return r.unreadable(out, key), nil
 	}
 	vm := r.findVM(pl)
 	switch {
@@ -247,6 +325,9 @@ func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry)
 	case vm.ScaleSetID == "" || target == cloud.TargetInstance:
 		return found(vm, false)
 	}
+	if key, ok := scaleSetKey(vm.ScaleSetID); ok && r.failure(key) != nil {
+		return r.unreadable(out, key), nil
+	}
 	ss := r.scaleSet(vm.ScaleSetID)
 	if ss == nil {
 		return notFound("Flexible scale set %s of VM %q not found", vm.ScaleSetID, vm.Name)
@@ -254,13 +335,22 @@ func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry)
 	return found(ss, true)
 }
 
-// scaleSet finds a loaded scale set by ID, or nil.
-func (r *reader) scaleSet(id string) *entry {
+// scaleSetKey is the listing key of a scale set's resource group.
+func scaleSetKey(id string) (listKey, bool) {
 	rid, err := arm.ParseResourceID(id)
 	if err != nil {
+		return listKey{}, false
+	}
+	return newListKey(listScaleSets, rid.SubscriptionID, rid.ResourceGroupName), true
+}
+
+// scaleSet finds a loaded scale set by ID, or nil.
+func (r *reader) scaleSet(id string) *entry {
+	key, ok := scaleSetKey(id)
+	if !ok {
 		return nil
 	}
-	l := r.get(newListKey(listScaleSets, rid.SubscriptionID, rid.ResourceGroupName))
+	l := r.get(key)
 	if l == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -170,6 +171,28 @@ func TestSnapshotFlexibleScaleSetInOtherGroup(t *testing.T) {
 	}
 }
 
+// TestSnapshotFlexibleScaleSetUnreadable: a Flexible member whose VM was
+// read but whose scale set's group could not be carries that group's error.
+func TestSnapshotFlexibleScaleSetUnreadable(t *testing.T) {
+	env := armsimtest.Start(t)
+	sub := env.SubscriptionID
+	ss := must[string](t)(env.Server.CreateScaleSet(sub, "rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible}))
+	must[string](t)(env.Server.CreateVM(sub, "rg-vms", armsim.VirtualMachine{Name: "member", ScaleSet: ss}))
+	env.Server.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + sub + "/resourceGroups/rg-sets"})
+	p := newTestProvider(t, env, nil)
+	snap, err := p.Snapshot(context.Background(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := snap.Placements["member"]
+	if pl.Managed || !errors.Is(pl.Err, cloud.ErrForbidden) || !containsAll(pl.Reason, `scale sets of resource group "rg-sets"`, "403") {
+		t.Errorf("placement %+v, want rg-sets' read error", pl)
+	}
+	if len(snap.Failed) != 1 || !strings.Contains(snap.Failed[0].Scope, "rg-sets") {
+		t.Errorf("failed scopes %+v", snap.Failed)
+	}
+}
+
 // bulkEstate seeds 20 Uniform nodes in 2 scale sets and 5 VMs in one group.
 func bulkEstate(t *testing.T, env *armsimtest.Env) []cloud.Node {
 	t.Helper()
@@ -294,16 +317,136 @@ func TestSnapshotConcurrentCallersShareOneList(t *testing.T) {
 	}
 }
 
+// TestSnapshotReadErrors: a listing that fails after the retries fails
+// only its nodes, and the failure is not cached.
 func TestSnapshotReadErrors(t *testing.T) {
 	env := armsimtest.Start(t)
 	nodes := bulkEstate(t, env)
 	p := newTestProvider(t, env, nil)
 	env.Server.FailNext("VirtualMachines.List", 10, http.StatusInternalServerError)
-	_, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
-	if err == nil || !containsAll(err.Error(), "list virtual machines in resource group rg", "500") {
-		t.Fatalf("err = %v, want a list error naming the group", err)
+	snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatalf("Snapshot failed as a whole: %v", err)
 	}
 	if got := p.Calls()["VirtualMachines.List"]; got != 4 {
 		t.Errorf("VirtualMachines.List attempts = %d, want 4 (1 + 3 retries)", got)
+	}
+	if len(snap.Failed) != 1 || snap.Failed[0].Scope != "resource group rg in subscription "+env.SubscriptionID ||
+		!containsAll(snap.Failed[0].Err.Error(), "list virtual machines in resource group rg", "500") {
+		t.Fatalf("failed scopes %+v, want the VM list of rg", snap.Failed)
+	}
+	for _, n := range nodes {
+		pl := snap.Placements[n.Name]
+		if strings.HasPrefix(n.Name, "vm-") {
+			if pl.Managed || pl.Err != snap.Failed[0].Err || !containsAll(pl.Reason, `virtual machines of resource group "rg"`, "not synced in this pass", "500") {
+				t.Errorf("%s: %+v, want the list error", n.Name, pl)
+			}
+			continue
+		}
+		if !pl.Managed || pl.Err != nil {
+			t.Errorf("%s: %+v, want managed (its scale set's list succeeded)", n.Name, pl)
+		}
+	}
+	if len(snap.Resources) != 2 {
+		t.Errorf("%d resources, want the 2 scale sets", len(snap.Resources))
+	}
+	// Not cached: the next Snapshot lists again, and is complete.
+	env.Server.ClearFaults()
+	snap, err = p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	if err != nil || len(snap.Failed) != 0 || len(snap.Resources) != 7 {
+		t.Errorf("second snapshot: err %v, failed %+v, %d resources", err, snap.Failed, len(snap.Resources))
+	}
+}
+
+// TestSnapshotOneUnreadableGroup: of the resource groups a Snapshot reads,
+// one cannot be read (forbidden, throttled beyond the retries, failing);
+// it is reported with its nodes, and the others are complete.
+func TestSnapshotOneUnreadableGroup(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault armsim.Fault
+		kind  error // nil: none of the cloud kinds
+	}{
+		{"forbidden", armsim.Fault{Status: http.StatusForbidden, Code: "AuthorizationFailed",
+			Message: "The client does not have authorization to perform action 'Microsoft.Compute/virtualMachines/read'."}, cloud.ErrForbidden},
+		{"throttled", armsim.Fault{Status: http.StatusTooManyRequests, RetryAfter: 100 * time.Second}, cloud.ErrThrottled},
+		{"server error", armsim.Fault{Status: http.StatusInternalServerError}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := armsimtest.Start(t)
+			subA, subB := env.SubscriptionID, otherSubscription
+			if err := env.Server.CreateSubscription(subB, nil); err != nil {
+				t.Fatal(err)
+			}
+			// rg-bad and rg-good in subscription A, rg-other in B; each
+			// with a Uniform scale set and a VM.
+			ids := map[string]string{}
+			var nodes []cloud.Node
+			for _, g := range []struct{ sub, rg string }{{subA, "rg-bad"}, {subA, "rg-good"}, {subB, "rg-other"}} {
+				ss, vm := g.rg+"-pool", g.rg+"-vm"
+				ids[ss] = must[string](t)(env.Server.CreateScaleSet(g.sub, g.rg, armsim.ScaleSet{Name: ss, Instances: []string{"0"}, Tags: map[string]string{"rg": g.rg}}))
+				ids[vm] = must[string](t)(env.Server.CreateVM(g.sub, g.rg, armsim.VirtualMachine{Name: vm, Tags: map[string]string{"rg": g.rg}}))
+				nodes = append(nodes, node(ss+"-0", instanceProviderID(g.sub, g.rg, ss, "0"), nil), node(vm, vmProviderID(g.sub, g.rg, vm), nil))
+			}
+			f := c.fault
+			f.Scope = "/subscriptions/" + subA + "/resourceGroups/rg-bad"
+			env.Server.AddFault(f)
+			p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
+			snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+			if err != nil {
+				t.Fatalf("Snapshot failed as a whole: %v", err)
+			}
+			if len(snap.Failed) == 0 || snap.Failed[0].Scope != "resource group rg-bad in subscription "+subA {
+				t.Fatalf("failed scopes %+v, want rg-bad first", snap.Failed)
+			}
+			bad := snap.Failed[0].Err
+			for _, k := range []error{cloud.ErrThrottled, cloud.ErrForbidden, cloud.ErrNotFound, cloud.ErrTooManyTags} {
+				if errors.Is(bad, k) != (k == c.kind) {
+					t.Errorf("errors.Is(%v, %q) = %t", bad, k, !(k == c.kind))
+				}
+			}
+			if !containsAll(bad.Error(), "list virtual machines in resource group rg-bad", "list scale sets in resource group rg-bad") {
+				t.Errorf("rg-bad's error %q does not name both lists", bad)
+			}
+			for _, n := range []string{"rg-bad-pool-0", "rg-bad-vm"} {
+				pl := snap.Placements[n]
+				if pl.Managed || !errors.Is(bad, pl.Err) ||
+					!containsAll(pl.Reason, `of resource group "rg-bad"`, subA, "could not be read") {
+					t.Errorf("%s: %+v, want rg-bad's read error", n, pl)
+				}
+			}
+			complete := []string{"rg-good", "rg-other"}
+			if c.kind == cloud.ErrThrottled {
+				// ARM throttles a subscription, not a group: rg-good shares
+				// rg-bad's read gate, and is complete only if read first.
+				complete = []string{"rg-other"}
+				if len(snap.Failed) > 1 && !errors.Is(snap.Failed[1].Err, cloud.ErrThrottled) {
+					t.Errorf("rg-good failed otherwise: %+v", snap.Failed[1])
+				}
+			} else if len(snap.Failed) != 1 {
+				t.Errorf("failed scopes %+v, want only rg-bad", snap.Failed)
+			}
+			for _, g := range complete {
+				for _, n := range []string{g + "-pool-0", g + "-vm"} {
+					pl := snap.Placements[n]
+					id := ids[strings.TrimSuffix(n, "-0")]
+					if !pl.Managed || pl.Err != nil || pl.Resource != id || snap.Resources[cloud.CanonicalID(id)].Tags["rg"] != g {
+						t.Errorf("%s: %+v, resource %+v, want complete", n, pl, snap.Resources[cloud.CanonicalID(id)])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSnapshotContextEnded: a Snapshot whose context ends fails as a whole.
+func TestSnapshotContextEnded(t *testing.T) {
+	env := armsimtest.Start(t)
+	nodes := bulkEstate(t, env)
+	p := newTestProvider(t, env, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }

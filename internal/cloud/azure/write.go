@@ -64,7 +64,8 @@ func (r resourceRef) listKind() listKind {
 // Delete (with the values read, so ARM deletes only unchanged tags) for the
 // deleted keys; with WriteResourcePatch it PATCHes the VM or scale set with
 // If-Match, re-reading and re-applying on 412 up to MaxWriteAttempts times.
-// The read cache is updated with the result.
+// The read cache is updated with the result. Errors report their cloud
+// kind to errors.Is (see the package doc).
 func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
 	ref, err := parseRef(id)
 	if err != nil {
@@ -110,7 +111,7 @@ func (p *Provider) read(ctx context.Context, ref resourceRef) (*entry, error) {
 		}
 	}
 	if err != nil {
-		return nil, wrapf(err, "azure: read tags of %s", ref.id)
+		return nil, p.wrapf(err, "azure: read tags of %s", ref.id)
 	}
 	return e, nil
 }
@@ -194,7 +195,7 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 		}
 		r, err := p.tagsPatch(ctx, c, ref.id, op.kind, op.tags)
 		if err != nil {
-			return nil, wrapf(err, "azure: %s tags %s on %s", op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
+			return nil, p.wrapf(err, "azure: %s tags %s on %s", op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
 		}
 		if r.Properties != nil {
 			result = toSet(r.Properties.Tags)
@@ -238,7 +239,7 @@ func (p *Provider) patchResource(ctx context.Context, ref resourceRef, patch tag
 			return e, nil
 		}
 		if statusOf(err) != http.StatusPreconditionFailed || attempt >= MaxWriteAttempts {
-			return nil, wrapf(err, "azure: write tags %s of %s (attempt %d)", strings.Join(changed(cur.Tags, next), ", "), ref.id, attempt)
+			return nil, p.wrapf(err, "azure: write tags %s of %s (attempt %d)", strings.Join(changed(cur.Tags, next), ", "), ref.id, attempt)
 		}
 	}
 }

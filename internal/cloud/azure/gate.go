@@ -1,0 +1,227 @@
+package azure
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// bucket is one of ARM's throttling buckets of a subscription: reads (GET,
+// HEAD) or writes (every other method).
+type bucket string
+
+// The buckets.
+const (
+	bucketReads  bucket = "reads"
+	bucketWrites bucket = "writes"
+)
+
+// bucketOf returns the bucket ARM charges a request of method to.
+func bucketOf(method string) bucket {
+	if method == http.MethodGet || method == http.MethodHead {
+		return bucketReads
+	}
+	return bucketWrites
+}
+
+// gateKey names one gate: ARM endpoint (host), subscription and bucket,
+// host and subscription lower-cased.
+type gateKey struct {
+	host, sub string
+	bucket    bucket
+}
+
+// gateKeyOf returns the gate of a request.
+func gateKeyOf(u *url.URL, method string) gateKey {
+	return gateKey{host: strings.ToLower(u.Host), sub: strings.ToLower(subscriptionOf(u.Path)), bucket: bucketOf(method)}
+}
+
+// scope names the gate in words, e.g. "ARM reads of subscription 0000…".
+func (k gateKey) scope() string {
+	if k.sub == "" {
+		return fmt.Sprintf("ARM %s outside any subscription", k.bucket)
+	}
+	return fmt.Sprintf("ARM %s of subscription %s", k.bucket, k.sub)
+}
+
+// subscriptionOf returns the subscription of an ARM path
+// (/subscriptions/{id}/...), or "".
+func subscriptionOf(path string) string {
+	segs := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 3)
+	if len(segs) >= 2 && strings.EqualFold(segs[0], "subscriptions") {
+		return segs[1]
+	}
+	return ""
+}
+
+// ThrottleGates remember ARM's requests for silence: when ARM answers 429
+// Too Many Requests (or 503 Service Unavailable) with a Retry-After, the
+// gate of that request's (ARM endpoint, subscription, bucket) closes until
+// then, and every later HTTP attempt through that gate (first tries,
+// retries and long-running-operation polls alike) fails at once with a
+// *cloud.ThrottledError instead of being sent. ARM counts its quota per
+// subscription and principal, so the gates are shared by every Provider
+// of the process (DefaultThrottleGates) unless WithThrottleGates gives a
+// Provider its own: do that for Providers that authenticate as different
+// principals against the same subscription, and in tests that close a gate
+// for long and may meet another server on the same loopback port.
+// ThrottleGates are safe for concurrent use.
+type ThrottleGates struct {
+	mu    sync.Mutex
+	until map[gateKey]time.Time
+	now   func() time.Time
+}
+
+// NewThrottleGates returns gates that are all open.
+func NewThrottleGates() *ThrottleGates {
+	return &ThrottleGates{until: map[gateKey]time.Time{}, now: time.Now}
+}
+
+// defaultGates are the process-wide gates.
+var defaultGates = NewThrottleGates()
+
+// DefaultThrottleGates returns the process-wide gates that every Provider
+// uses unless WithThrottleGates gives it others.
+func DefaultThrottleGates() *ThrottleGates { return defaultGates }
+
+// remaining returns how long k's gate stays closed; 0 when open.
+func (g *ThrottleGates) remaining(k gateKey) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.until[k]
+	if !ok {
+		return 0
+	}
+	left := until.Sub(g.now())
+	if left <= 0 {
+		delete(g.until, k)
+		return 0
+	}
+	return left
+}
+
+// close closes k's gate for d, unless it is closed for longer already.
+func (g *ThrottleGates) close(k gateKey, d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until := g.now().Add(d)
+	if old, ok := g.until[k]; !ok || until.After(old) {
+		g.until[k] = until
+	}
+}
+
+// forgetHost opens every gate of an ARM endpoint (tests).
+func (g *ThrottleGates) forgetHost(host string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.until {
+		if k.host == strings.ToLower(host) {
+			delete(g.until, k)
+		}
+	}
+}
+
+// heldError is an HTTP attempt the gate did not send. It unwraps to the
+// *cloud.ThrottledError, and is NonRetriable so that azcore's retry policy
+// (which retries transport errors) returns it at once.
+type heldError struct{ t *cloud.ThrottledError }
+
+// Error says what is throttled, for how long, and that nothing was sent.
+func (e *heldError) Error() string {
+	return e.t.Error() + " (request not sent: ARM's last answer asked to wait)"
+}
+
+// Unwrap returns the *cloud.ThrottledError.
+func (e *heldError) Unwrap() error { return e.t }
+
+// NonRetriable marks the error for azcore's retry policy.
+func (*heldError) NonRetriable() {}
+
+// nonRetriable marks an error azcore's retry policy must not retry.
+type nonRetriable struct{ error }
+
+// Unwrap returns the error.
+func (e nonRetriable) Unwrap() error { return e.error }
+
+// NonRetriable marks the error for azcore's retry policy.
+func (nonRetriable) NonRetriable() {}
+
+// throttlePolicy is the per-retry pipeline policy in front of every HTTP
+// attempt: it holds attempts whose gate is closed, waits for the
+// subscription's client-side budget, and closes the gate when ARM answers
+// 429 or 503 with a Retry-After.
+type throttlePolicy struct {
+	gates  *ThrottleGates
+	budget *budget // nil when disabled
+	m      *metrics
+}
+
+// Do implements policy.Policy.
+func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	key := gateKeyOf(raw.URL, raw.Method)
+	if err := p.hold(key, raw); err != nil {
+		return nil, err
+	}
+	if p.budget != nil {
+		if err := p.budget.wait(raw.Context(), key.sub, key.bucket); err != nil {
+			// The context ended or would end first: a retry cannot do better.
+			return nil, nonRetriable{fmt.Errorf("azure: waiting for the client-side request budget: %w", err)}
+		}
+		// The budget may have waited while another call was throttled.
+		if err := p.hold(key, raw); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := req.Next()
+	if d := throttleWait(resp); d > 0 {
+		p.gates.close(key, d)
+	}
+	return resp, err
+}
+
+// hold returns a heldError when the request's gate is closed.
+func (p throttlePolicy) hold(key gateKey, raw *http.Request) error {
+	left := p.gates.remaining(key)
+	if left <= 0 {
+		return nil
+	}
+	p.m.held(operationName(raw.Method, raw.URL.Path), key.bucket)
+	return &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
+}
+
+// throttleWait is the wait a 429 or 503 answer asks for; 0 for other
+// answers and for those without Retry-After.
+func throttleWait(resp *http.Response) time.Duration {
+	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+		return 0
+	}
+	return retryAfter(resp.Header)
+}
+
+// retryAfter reads a wait from response headers in azcore's order of
+// preference: retry-after-ms, x-ms-retry-after-ms, then Retry-After in
+// seconds or as an HTTP date. 0 when there is none.
+func retryAfter(h http.Header) time.Duration {
+	for _, name := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		if ms, err := strconv.Atoi(h.Get(name)); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}

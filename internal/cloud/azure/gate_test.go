@@ -1,0 +1,200 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// otherSubscription is a second subscription tests create in armsim.
+const otherSubscription = "00000000-0000-4000-8000-000000000002"
+
+// sentCounter counts the ARM requests that reach the wire, by subscription
+// and ARM bucket ("reads": GET and HEAD; "writes": the rest).
+type sentCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// hook records one request (requests outside a subscription, e.g. token
+// requests, are not counted).
+func (c *sentCounter) hook(r *http.Request) {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(segs) < 2 || !strings.EqualFold(segs[0], "subscriptions") {
+		return
+	}
+	b := "writes"
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		b = "reads"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[strings.ToLower(segs[1])+"/"+b]++
+}
+
+// get returns the count of a subscription's bucket.
+func (c *sentCounter) get(sub, b string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[strings.ToLower(sub)+"/"+b]
+}
+
+// countingConfig is armsimConfig with every request counted by c.
+func countingConfig(t *testing.T, env *armsimtest.Env, c *sentCounter) *Config {
+	cfg := armsimConfig(env)
+	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: c.hook}}
+	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
+	return &cfg
+}
+
+// wantThrottledFor fails unless err is throttled with a RetryAfter in
+// (want-10s, want].
+func wantThrottledFor(t *testing.T, what string, err error, want time.Duration) {
+	t.Helper()
+	d, ok := cloud.RetryAfter(err)
+	if !errors.Is(err, cloud.ErrThrottled) || !ok || d <= want-10*time.Second || d > want {
+		t.Errorf("%s: err = %v (RetryAfter %v, found %t), want throttled for about %v", what, err, d, ok, want)
+	}
+}
+
+// TestThrottleGateHoldsCallsUntilRetryAfter: ARM answers one bucket of one
+// subscription 429 with Retry-After 100s (and would keep doing so). Two
+// Providers of the process keep calling; the gate they share sends nothing
+// more to that bucket, while the other bucket and the other subscription
+// carry on.
+func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
+	const wait = 100 * time.Second
+	env := armsimtest.Start(t)
+	subA, subB := env.SubscriptionID, otherSubscription
+	if err := env.Server.CreateSubscription(subB, nil); err != nil {
+		t.Fatal(err)
+	}
+	vmA := must[string](t)(env.Server.CreateVM(subA, "rg", armsim.VirtualMachine{Name: "vm-a"}))
+	vmB := must[string](t)(env.Server.CreateVM(subB, "rg", armsim.VirtualMachine{Name: "vm-b"}))
+	nodes := []cloud.Node{node("vm-a", vmProviderID(subA, "rg", "vm-a"), nil), node("vm-b", vmProviderID(subB, "rg", "vm-b"), nil)}
+	sent := &sentCounter{n: map[string]int{}}
+	cfg := countingConfig(t, env, sent)
+	// Both Providers use the process-wide gates; open this server's when
+	// the test ends, so that no later test on the same port meets them.
+	u, _ := url.Parse(env.Server.URL())
+	t.Cleanup(func() { DefaultThrottleGates().forgetHost(u.Host) })
+	providers := []*testProvider{newTestProvider(t, env, cfg), newTestProvider(t, env, cfg)}
+	ctx := context.Background()
+	const rounds = 3
+
+	// Writes of subscription A.
+	env.Server.AddFault(armsim.Fault{Operation: "Tags.UpdateAtScope", Scope: "/subscriptions/" + subA, Status: http.StatusTooManyRequests, RetryAfter: wait})
+	_, err := providers[0].PatchTags(ctx, vmA, tags.Patch{Set: tags.Set{"n": "first"}})
+	wantThrottledFor(t, "the write ARM throttled", err, wait)
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the throttled write does not unwrap to ARM's 429: %v", err)
+	}
+	for i := range rounds {
+		for j, p := range providers {
+			_, err := p.PatchTags(ctx, vmA, tags.Patch{Set: tags.Set{"n": string(rune('a' + i))}})
+			wantThrottledFor(t, "a held write", err, wait)
+			if errors.As(err, &re) {
+				t.Errorf("provider %d: a held write carries an ARM answer (it was sent): %v", j, err)
+			}
+			if _, err := p.PatchTags(ctx, vmB, tags.Patch{Set: tags.Set{"n": string(rune('a' + i))}}); err != nil {
+				t.Errorf("provider %d: subscription B's write: %v", j, err)
+			}
+			if snap, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{Fresh: true}); err != nil || len(snap.Failed) > 0 {
+				t.Errorf("provider %d: reads of subscription A are another bucket, yet: %v %+v", j, err, snap.Failed)
+			}
+		}
+	}
+	if n := sent.get(subA, "writes"); n != 1 {
+		t.Errorf("%d writes sent to subscription A, want only the one ARM throttled", n)
+	}
+	if n := sent.get(subB, "writes"); n == 0 {
+		t.Error("no write sent to subscription B")
+	}
+	for j, p := range providers {
+		// One count per call: azcore did not retry a held attempt.
+		if got := counterValue(t, p.reg, MetricHeld, map[string]string{"operation": "Tags.UpdateAtScope", "bucket": "writes"}); got != rounds {
+			t.Errorf("provider %d: %s{Tags.UpdateAtScope, writes} = %v, want %d", j, MetricHeld, got, rounds)
+		}
+	}
+
+	// Reads of subscription A.
+	env.Server.ClearFaults()
+	env.Server.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Scope: "/subscriptions/" + subA, Status: http.StatusTooManyRequests, RetryAfter: wait})
+	readsA, readsB := sent.get(subA, "reads"), sent.get(subB, "reads")
+	for i := range rounds {
+		for j, p := range providers {
+			snap, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{Fresh: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Failed) != 1 || !strings.Contains(snap.Failed[0].Scope, subA) {
+				t.Fatalf("round %d, provider %d: failed scopes %+v, want subscription A's group", i, j, snap.Failed)
+			}
+			wantThrottledFor(t, "the failed scope", snap.Failed[0].Err, wait)
+			if pl := snap.Placements["vm-a"]; pl.Managed || pl.Err == nil {
+				t.Errorf("vm-a: %+v, want a read error", pl)
+			}
+			if pl := snap.Placements["vm-b"]; !pl.Managed || pl.Err != nil {
+				t.Errorf("vm-b: %+v, want managed", pl)
+			}
+			_, err = p.PatchTags(ctx, vmA, tags.Patch{Set: tags.Set{"n": "again"}})
+			wantThrottledFor(t, "a write whose read is held", err, wait)
+		}
+	}
+	if n := sent.get(subA, "reads") - readsA; n != 1 {
+		t.Errorf("%d reads sent to subscription A, want only the one ARM throttled", n)
+	}
+	if n := sent.get(subB, "reads") - readsB; n != 2*rounds {
+		t.Errorf("%d reads sent to subscription B, want %d (one list per fresh Snapshot)", n, 2*rounds)
+	}
+}
+
+// TestClientBudgetIsPerSubscription: a budget of one read (refilled once in
+// 1000s) spent on subscription A leaves subscription B's untouched.
+func TestClientBudgetIsPerSubscription(t *testing.T) {
+	env := armsimtest.Start(t)
+	subA, subB := env.SubscriptionID, otherSubscription
+	if err := env.Server.CreateSubscription(subB, nil); err != nil {
+		t.Fatal(err)
+	}
+	must[string](t)(env.Server.CreateVM(subA, "rg", armsim.VirtualMachine{Name: "vm-a"}))
+	must[string](t)(env.Server.CreateVM(subB, "rg", armsim.VirtualMachine{Name: "vm-b"}))
+	p := newTestProvider(t, env, nil, WithRateLimit(RateLimit{ReadsPerSecond: 0.001, ReadBurst: 1}))
+	// With a deadline, a token that comes later fails the wait at once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	snapshot := func(sub, name string) cloud.Snapshot {
+		t.Helper()
+		snap, err := p.Snapshot(ctx, []cloud.Node{node(name, vmProviderID(sub, "rg", name), nil)}, cloud.ReadOptions{Fresh: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	if snap := snapshot(subA, "vm-a"); len(snap.Failed) > 0 {
+		t.Fatalf("first read of subscription A: %+v", snap.Failed)
+	}
+	if snap := snapshot(subB, "vm-b"); len(snap.Failed) > 0 {
+		t.Errorf("subscription B waited for subscription A's budget: %+v", snap.Failed)
+	}
+	snap := snapshot(subA, "vm-a")
+	if len(snap.Failed) != 1 || !strings.Contains(snap.Failed[0].Err.Error(), "client-side request budget") {
+		t.Errorf("second read of subscription A: failed %+v, want the budget spent", snap.Failed)
+	}
+	if got := p.Calls()["VirtualMachines.List"]; got != 2 {
+		t.Errorf("VirtualMachines.List sent %d times, want 2 (a spent budget is not retried)", got)
+	}
+}
