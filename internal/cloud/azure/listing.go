@@ -187,6 +187,14 @@ func (p *Provider) updateCache(kind listKind, sub, rg string, e *entry) {
 	}
 }
 
+// dropCache forgets a resource group's cached listing, so the next
+// Snapshot lists it afresh.
+func (p *Provider) dropCache(kind listKind, sub, rg string) {
+	p.cacheMu.Lock()
+	defer p.cacheMu.Unlock()
+	delete(p.cache, newListKey(kind, sub, rg))
+}
+
 // listVMEntries lists a resource group's VMs, all pages.
 func listVMEntries(ctx context.Context, c *clients, rg string) ([]*entry, error) {
 	var out []*entry

@@ -64,8 +64,9 @@ func (r resourceRef) listKind() listKind {
 // Delete (with the values read, so ARM deletes only unchanged tags) for the
 // deleted keys; with WriteResourcePatch it PATCHes the VM or scale set with
 // If-Match, re-reading and re-applying on 412 up to MaxWriteAttempts times.
-// The read cache is updated with the result. Errors report their cloud
-// kind to errors.Is (see the package doc).
+// The read cache is updated with the result; after a failure the cached
+// listing of the resource's group is dropped instead. Errors report their
+// cloud kind to errors.Is (see the package doc).
 func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
 	ref, err := parseRef(id)
 	if err != nil {
@@ -78,12 +79,28 @@ func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (
 		e, err = p.patchTagsAPI(ctx, ref, patch)
 	}
 	if err != nil {
+		p.forget(ref)
 		return cloud.Resource{}, err
 	}
+	p.remember(ref, e)
+	return e.resource(), nil
+}
+
+// remember puts a written VM or scale set into its group's cached listing.
+func (p *Provider) remember(ref resourceRef, e *entry) {
 	if ref.kind != refOther {
 		p.updateCache(ref.listKind(), ref.sub, ref.rg, e)
 	}
-	return e.resource(), nil
+}
+
+// forget drops the cached listing of a VM or scale set whose write failed:
+// the listing may be the stale view the caller computed the patch from,
+// and a half-done Tags API write (Delete done, Merge refused) changed the
+// resource, so the retry must read afresh.
+func (p *Provider) forget(ref resourceRef) {
+	if ref.kind != refOther {
+		p.dropCache(ref.listKind(), ref.sub, ref.rg)
+	}
 }
 
 // read GETs a resource's tags (and ETag, for VMs and scale sets).

@@ -2,11 +2,13 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
@@ -159,5 +161,40 @@ func TestPatchTagsResourcePatchStaleETag(t *testing.T) {
 	}
 	if n := patches.Load(); n != MaxWriteAttempts {
 		t.Errorf("%d PATCHes, want %d", n, MaxWriteAttempts)
+	}
+}
+
+// TestPatchTagsFailureDropsCachedListing: a refused write (a 51st tag)
+// drops the cached listing of the resource's group, so a Snapshot within
+// the cache's TTL lists afresh instead of serving the view the failed
+// patch was computed from.
+func TestPatchTagsFailureDropsCachedListing(t *testing.T) {
+	env := armsimtest.Start(t)
+	sub := env.SubscriptionID
+	vm := must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm", Tags: fullTags()}))
+	p := newTestProvider(t, env, nil)
+	now := time.Unix(1_000_000, 0) // the cache never expires in this test
+	p.now = func() time.Time { return now }
+	ctx := context.Background()
+	nodes := []cloud.Node{node("vm", vmProviderID(sub, "rg", "vm"), nil)}
+	snapshotLists := func() int {
+		t.Helper()
+		env.Server.ResetCalls()
+		if _, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return env.Server.Calls().Count("VirtualMachines.List")
+	}
+	if n := snapshotLists(); n != 1 {
+		t.Fatalf("first snapshot listed %d times", n)
+	}
+	if n := snapshotLists(); n != 0 {
+		t.Fatalf("cached snapshot listed %d times", n)
+	}
+	if _, err := p.PatchTags(ctx, vm, tags.Patch{Set: tags.Set{"one-too-many": "x"}}); !errors.Is(err, cloud.ErrTooManyTags) {
+		t.Fatalf("err = %v, want too many tags", err)
+	}
+	if n := snapshotLists(); n != 1 {
+		t.Errorf("snapshot after a failed write listed %d times, want 1 (afresh)", n)
 	}
 }
