@@ -187,7 +187,22 @@ func tagsAPIOps(cur tags.Set, patch tags.Patch) (merge, del tags.Set) {
 	return merge, del
 }
 
-// patchTagsAPI writes through the Tags API (Delete, then Merge).
+// patchTagsAPI writes through the Tags API: Delete, then Merge.
+//
+// Delete goes first because of ARM's tag limit (50 on VMs and scale sets,
+// fewer on some types), which ARM checks on every request against the tags
+// that request leaves: a patch that swaps tags on a resource at the limit
+// (delete one, set a new one) ends within it, but Merge first would leave
+// limit+1 tags for a moment and be refused with TooManyTags, every retry
+// alike. Delete first never raises the count.
+//
+// The order is safe for tag names, which ARM matches case-insensitively,
+// because tagsAPIOps never deletes a name the patch sets in any spelling:
+// a patch deleting "env" and setting "Env" is a Merge of "Env" alone,
+// which ARM applies to the existing "env". Sending that Delete would be
+// wrong in either order: after the Merge it would remove the tag just set
+// whenever the new value equals the old one (ARM deletes a name whose value
+// matches), and before the Merge it would rename "env" to "Env".
 func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags.Patch) (*entry, error) {
 	cur, err := p.read(ctx, ref)
 	if err != nil {

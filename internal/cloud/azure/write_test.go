@@ -198,3 +198,50 @@ func TestPatchTagsFailureDropsCachedListing(t *testing.T) {
 		t.Errorf("snapshot after a failed write listed %d times, want 1 (afresh)", n)
 	}
 }
+
+// TestPatchTagsTagsAPISwapAtTagLimit: on a resource at the tag limit, a
+// patch that deletes one tag and sets a new one ends within the limit.
+// The Tags API write sends Delete first: Merge first would leave 51 tags
+// for a moment, which ARM refuses.
+func TestPatchTagsTagsAPISwapAtTagLimit(t *testing.T) {
+	env := armsimtest.Start(t)
+	vm := must[string](t)(env.Server.CreateVM(env.SubscriptionID, "rg", armsim.VirtualMachine{Name: "vm", Tags: fullTags()}))
+	p := newTestProvider(t, env, nil)
+	res, err := p.PatchTags(context.Background(), vm, tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"t00"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullTags()
+	delete(want, "t00")
+	want["new"] = "1"
+	got := must[map[string]string](t)(env.Server.Tags(vm))
+	if fmt.Sprint(got) != fmt.Sprint(want) || !res.Tags.Equal(tags.Set(want)) {
+		t.Errorf("cloud tags %v, returned %v, want %v", got, res.Tags, want)
+	}
+}
+
+// TestPatchTagsTagsAPIDeleteAndSetOneNameInTwoSpellings: a patch that
+// deletes "env" and sets "Env" sets the tag (names are case-insensitive)
+// and sends no Delete: after the Merge, a Delete of env=prod would remove
+// an Env=prod just set; before it, it would rename env to Env.
+func TestPatchTagsTagsAPIDeleteAndSetOneNameInTwoSpellings(t *testing.T) {
+	env := armsimtest.Start(t)
+	vm := must[string](t)(env.Server.CreateVM(env.SubscriptionID, "rg", armsim.VirtualMachine{Name: "vm", Tags: map[string]string{"env": "prod"}}))
+	p := newTestProvider(t, env, nil)
+	for _, c := range []struct {
+		value  string
+		writes int
+	}{{"prod", 0}, {"staging", 1}} {
+		env.Server.ResetCalls()
+		if _, err := p.PatchTags(context.Background(), vm, tags.Patch{Set: tags.Set{"Env": c.value}, Delete: []string{"env"}}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"env": c.value}
+		if got := must[map[string]string](t)(env.Server.Tags(vm)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Env=%s: cloud tags %v, want %v (set, existing spelling kept)", c.value, got, want)
+		}
+		if n := env.Server.Calls().Count("Tags.UpdateAtScope"); n != c.writes {
+			t.Errorf("Env=%s: %d Tags API writes, want %d", c.value, n, c.writes)
+		}
+	}
+}
