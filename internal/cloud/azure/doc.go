@@ -8,14 +8,57 @@
 //     unmanaged and cost no call;
 //   - bulk reads: per (subscription, resource group) at most one scale-set
 //     list and one VM list per Snapshot, all pages, shared for a short TTL;
-//   - writes by key: the Tags API (Merge / Delete, role Tag Contributor) or a
-//     VM / scale-set PATCH guarded by If-Match, never a wholesale replace;
-//   - cost discipline: a client-side token-bucket budget and request metrics
-//     (tagsync_cloud_requests_total and friends) as azcore per-retry
-//     policies, and azcore retries honouring Retry-After;
+//     a write that fails drops its group's listing so the retry reads afresh;
+//   - writes by key: the Tags API (Delete, then Merge; role Tag Contributor)
+//     or a VM / scale-set PATCH guarded by If-Match, never a wholesale
+//     replace;
+//   - cost discipline: azcore per-retry policies that count every HTTP
+//     attempt (tagsync_cloud_requests_total and friends), hold attempts
+//     ARM asked to wait (throttle gates, below), and spend a client-side
+//     token-bucket budget per subscription; azcore retries honour
+//     Retry-After;
 //   - credentials (NewCredential): workload identity, managed identity,
 //     client secret, client certificate or azidentity's default chain, with
 //     configurable authority host and ARM endpoint (sovereign clouds, armsim).
 //
 // Construct it with NewProvider(ctx, Config, ...Option).
+//
+// # Throttling
+//
+// ARM throttles per subscription and principal, with separate buckets for
+// reads (GET, HEAD) and writes, and says how long to wait in Retry-After.
+// When an answer is 429 Too Many Requests, or 503 Service Unavailable with
+// a Retry-After, the gate of its (ARM endpoint, subscription, bucket)
+// closes until then. While it is closed, every HTTP attempt through it
+// (first try, azcore retry, long-running-operation poll) is not sent: the
+// call fails at once with an error for which errors.Is(err,
+// cloud.ErrThrottled) holds and cloud.RetryAfter(err) returns the wait
+// left, and tagsync_cloud_requests_held_total{operation,bucket} counts it.
+// azcore does not retry such an error. A 429 whose Retry-After exceeds
+// Retry.MaxRetryDelay (azcore gives up on it at once) or that outlasts the
+// retries is returned as a *cloud.ThrottledError too, its RetryAfter the
+// wait left at its gate. The gates (ThrottleGates) are process-wide: every
+// Provider shares DefaultThrottleGates, so controllers with their own
+// Providers still stop together; WithThrottleGates gives a Provider its
+// own, for another principal or a test that must not share.
+//
+// # Errors
+//
+// Errors read as one line (the operation and resource, then "ARM answered
+// <status> <code>: <message>"), unwrap to *azcore.ResponseError when ARM
+// answered, and report their kind to errors.Is: cloud.ErrThrottled (see
+// above; the error is or wraps a *cloud.ThrottledError), cloud.ErrForbidden
+// (403), cloud.ErrNotFound (404) and cloud.ErrTooManyTags (ARM's
+// TooManyTags refusal of a write past the tag limit).
+//
+// A Snapshot fails only for a read that could not run at all (its context
+// ended). A resource group whose listing fails is reported in
+// Snapshot.Failed as a cloud.ScopeError ("resource group <rg> in
+// subscription <id>" and the typed error), and each node that needed it
+// gets a Placement with Managed false, Err set and a Reason such as `the
+// virtual machines of resource group "rg-a" (subscription 0000…) could not
+// be read, so the node is not synced in this pass: ARM answered 403
+// AuthorizationFailed: …`. Every other node and resource is complete. As
+// ARM throttles whole subscriptions, a throttled group's gate also holds
+// the other groups of its subscription that a Snapshot had not listed yet.
 package azure
