@@ -168,6 +168,10 @@ type failure struct {
 // most maxConcurrentLists at a time; a failed listing is recorded and does
 // not stop the others.
 func (r *reader) load(ctx context.Context, need map[listKey]groupRef) {
+	// Ending ctx when done stops the connections the transport was still
+	// dialling for requests that another connection served.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var g errgroup.Group
 	g.SetLimit(maxConcurrentLists)
 	for key, ref := range need {
