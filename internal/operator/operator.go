@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
@@ -21,10 +20,25 @@ import (
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
-// Options configure the controller manager.
+// Options configure the controller manager. The zero value serves plain
+// metrics on controller-runtime's default address; DefaultOptions are the
+// secure defaults of `tagsync run`.
 type Options struct {
 	// MetricsAddr serves Prometheus metrics ("0" disables).
 	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS, only to callers whose bearer
+	// token the API server accepts (TokenReview) and who may get /metrics
+	// (SubjectAccessReview). False serves plain HTTP to anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics serving certificate and key, named
+	// MetricsCertName and MetricsKeyName (default tls.crt and tls.key),
+	// reloaded when they change. Empty: controller-runtime's default
+	// directory if it holds both, else a self-signed certificate made at
+	// start.
+	MetricsCertDir, MetricsCertName, MetricsKeyName string
+	// EnableHTTP2 lets the metrics server speak HTTP/2; off, it speaks only
+	// HTTP/1.1, out of reach of HTTP/2 stream attacks (rapid reset).
+	EnableHTTP2 bool
 	// ProbeAddr serves /healthz and /readyz ("0" disables).
 	ProbeAddr string
 	// LeaderElection makes only one replica act at a time (a Lease).
@@ -46,7 +60,8 @@ type Options struct {
 // DefaultOptions are the defaults of `tagsync run`.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:             ":8080",
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
 		LeaderElection:          true,
 		LeaderElectionNamespace: "tagsync-system",
@@ -66,15 +81,26 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	return mgr.Start(ctx)
 }
 
+// Validate checks the options that can be checked before starting, naming
+// the `tagsync run` flag to fix.
+func (o Options) Validate() error {
+	var errs []error
+	if o.LeaderElection && o.LeaderElectionNamespace == "" {
+		errs = append(errs, errors.New("leader election needs a namespace for its Lease (--leader-election-namespace)"))
+	}
+	return errors.Join(append(errs, o.validateMetricsCert())...)
+}
+
 // New builds the manager with every controller registered, not yet started.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
-	if o.LeaderElection && o.LeaderElectionNamespace == "" {
-		return nil, errors.New("leader election needs a namespace for its Lease (--leader-election-namespace)")
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Scheme:                        scheme.New(),
 		Cache:                         nodetags.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
