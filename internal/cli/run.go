@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,6 +44,12 @@ type runFlags struct {
 
 // NewRunCommand returns `tagsync run`, the controller manager.
 func NewRunCommand() *cobra.Command {
+	cmd, _ := newRunCommand()
+	return cmd
+}
+
+// newRunCommand returns `tagsync run` and the flags it binds.
+func newRunCommand() (*cobra.Command, *runFlags) {
 	f := &runFlags{op: operator.DefaultOptions(), zapOptions: zap.Options{}}
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -54,7 +62,7 @@ service principal with a secret or certificate). Secrets are never logged.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	f.bind(cmd)
-	return cmd
+	return cmd, f
 }
 
 func (f *runFlags) bind(cmd *cobra.Command) {
@@ -62,7 +70,7 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
 	fs.Float32Var(&f.kubeQPS, "kube-api-qps", 100, "Kubernetes API requests per second")
 	fs.IntVar(&f.kubeBurst, "kube-api-burst", 200, "Kubernetes API burst")
-	fs.StringVar(&f.op.MetricsAddr, "metrics-bind-address", f.op.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables)")
+	f.bindMetrics(fs)
 	fs.StringVar(&f.op.ProbeAddr, "health-probe-bind-address", f.op.ProbeAddr, "address of /healthz and /readyz (0 disables)")
 	fs.BoolVar(&f.op.LeaderElection, "leader-elect", true, "elect a leader with a Lease so only one replica acts")
 	fs.StringVar(&f.op.LeaderElectionNamespace, "leader-election-namespace", defaultNamespace(), "namespace of the leader-election Lease")
@@ -71,18 +79,18 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.op.RenewDeadline, "renew-deadline", f.op.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&f.op.RetryPeriod, "retry-period", f.op.RetryPeriod, "how often candidates try to acquire the Lease")
 
-	fs.StringVar(&f.authMode, "azure-auth-mode", "auto", "auto | workload-identity | managed-identity | client-secret | client-certificate | default")
-	fs.StringVar(&f.auth.TenantID, "azure-tenant-id", "", "Entra ID tenant (default $AZURE_TENANT_ID)")
-	fs.StringVar(&f.auth.ClientID, "azure-client-id", "", "application or user-assigned identity client ID (default $AZURE_CLIENT_ID)")
-	fs.StringVar(&f.auth.ClientSecretFile, "azure-client-secret-file", "", "file holding the client secret (default $AZURE_CLIENT_SECRET)")
-	fs.StringVar(&f.auth.CertificateFile, "azure-client-certificate-file", "", "PEM or PKCS#12 client certificate with key")
-	fs.StringVar(&f.auth.FederatedTokenFile, "azure-federated-token-file", "", "workload identity token file (default $AZURE_FEDERATED_TOKEN_FILE)")
-	fs.StringVar(&f.auth.AuthorityHost, "azure-authority-host", "", "Entra ID authority (sovereign clouds, or armsim)")
-	fs.StringVar(&f.op.Azure.ARMEndpoint, "azure-arm-endpoint", "", "Azure Resource Manager endpoint (default https://management.azure.com)")
-	fs.StringVar(&f.op.Azure.ARMAudience, "azure-arm-audience", "", "token audience for the ARM endpoint")
-	fs.StringVar(&f.op.Azure.DefaultSubscription, "azure-subscription", "", "subscription searched for nodes without providerID (cross-resource-group nodes)")
+	fs.StringVar(&f.authMode, flagName(azure.FlagAuthMode), "auto", "auto | workload-identity | managed-identity | client-secret | client-certificate | default")
+	fs.StringVar(&f.auth.TenantID, flagName(azure.FlagTenantID), "", "Entra ID tenant (default $AZURE_TENANT_ID)")
+	fs.StringVar(&f.auth.ClientID, flagName(azure.FlagClientID), "", "application or user-assigned identity client ID (default $AZURE_CLIENT_ID)")
+	fs.StringVar(&f.auth.ClientSecretFile, flagName(azure.FlagClientSecretFile), "", "file holding the client secret (default $AZURE_CLIENT_SECRET)")
+	fs.StringVar(&f.auth.CertificateFile, flagName(azure.FlagCertificateFile), "", "PEM or PKCS#12 client certificate with key (default $AZURE_CLIENT_CERTIFICATE_PATH)")
+	fs.StringVar(&f.auth.FederatedTokenFile, flagName(azure.FlagFederatedTokenFile), "", "workload identity token file (default $AZURE_FEDERATED_TOKEN_FILE)")
+	fs.StringVar(&f.auth.AuthorityHost, flagName(azure.FlagAuthorityHost), "", "Entra ID authority, an https URL (sovereign clouds, or armsim; default $AZURE_AUTHORITY_HOST, else the public cloud's)")
+	fs.StringVar(&f.op.Azure.ARMEndpoint, flagName(azure.FlagARMEndpoint), "", "Azure Resource Manager endpoint, an https URL (default https://management.azure.com)")
+	fs.StringVar(&f.op.Azure.ARMAudience, flagName(azure.FlagARMAudience), "", "token audience for the ARM endpoint")
+	fs.StringVar(&f.op.Azure.DefaultSubscription, flagName(azure.FlagSubscription), "", "subscription searched for nodes without providerID (cross-resource-group nodes)")
 	fs.StringVar(&f.caFile, "azure-ca-file", "", "extra CA bundle trusted for ARM and the authority (e.g. armsim's ca.crt)")
-	fs.BoolVar(&f.op.Azure.AllowInsecureHTTP, "azure-allow-insecure-http", false, "send tokens over plain HTTP (local simulators only)")
+	fs.BoolVar(&f.op.Azure.AllowInsecureHTTP, flagName(azure.FlagAllowInsecureHTTP), false, "send tokens over plain HTTP (local simulators only)")
 	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (Tag Contributor is enough) or ResourcePatch (If-Match on the VM/VMSS)")
 	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
@@ -95,8 +103,30 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.AddGoFlagSet(gfs)
 }
 
+// bindMetrics binds the flags of the metrics endpoint.
+func (f *runFlags) bindMetrics(fs *pflag.FlagSet) {
+	fs.StringVar(&f.op.MetricsAddr, "metrics-bind-address", f.op.MetricsAddr,
+		"address of the Prometheus metrics endpoint (0 disables; with --metrics-secure=false the default is "+plainMetricsAddr+")")
+	fs.BoolVar(&f.op.MetricsSecure, "metrics-secure", f.op.MetricsSecure,
+		"serve metrics over HTTPS, only to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); false: plain HTTP for anyone, for local runs")
+	fs.StringVar(&f.op.MetricsCertDir, "metrics-cert-dir", "", "directory with the metrics serving certificate and key (reloaded on change); unset: a self-signed certificate")
+	fs.StringVar(&f.op.MetricsCertName, "metrics-cert-name", operator.DefaultMetricsCertName, "certificate file in --metrics-cert-dir")
+	fs.StringVar(&f.op.MetricsKeyName, "metrics-cert-key", operator.DefaultMetricsKeyName, "private key file in --metrics-cert-dir")
+	fs.BoolVar(&f.op.EnableHTTP2, "enable-http2", false, "let the metrics server speak HTTP/2 (off: HTTP/1.1 only, out of reach of HTTP/2 rapid-reset attacks)")
+}
+
+// plainMetricsAddr is the metrics address with --metrics-secure=false when
+// --metrics-bind-address is not given.
+const plainMetricsAddr = ":8080"
+
+// flagName is a flag's name without its leading dashes.
+func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
+
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOptions)))
+	if err := f.complete(cmd); err != nil {
+		return err
+	}
 	if err := applyMemoryLimit(f.memoryLimit); err != nil {
 		return err
 	}
@@ -104,10 +134,8 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := f.azure(); err != nil {
-		return err
-	}
-	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection)
+	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection,
+		"metrics", f.op.MetricsAddr, "metricsSecure", f.op.MetricsSecure)
 	return operator.Run(cmd.Context(), cfg, f.op)
 }
 
@@ -139,14 +167,48 @@ func (f *runFlags) azure() error {
 		f.op.Azure.HTTPClient = client
 		f.op.Azure.Auth.HTTPClient = client
 	}
-	if err := f.op.Azure.Auth.Validate(); err != nil {
-		return fmt.Errorf("azure authentication: %w", err)
+	if err := f.op.Azure.Validate(); err != nil {
+		return err
 	}
 	opts := []azure.Option{azure.WithWriteMethod(azure.WriteMethod(f.writeMethod)), azure.WithCacheTTL(f.cacheTTL)}
 	if f.readQPS > 0 || f.writeQPS > 0 {
 		opts = append(opts, azure.WithRateLimit(rateLimit(f.readQPS, f.writeQPS)))
 	}
 	f.op.AzureOptions = opts
+	return nil
+}
+
+// complete fills in the defaults that depend on other flags, checks the
+// flags and builds the Azure configuration; it connects to nothing.
+func (f *runFlags) complete(cmd *cobra.Command) error {
+	if !f.op.MetricsSecure && !cmd.Flags().Changed("metrics-bind-address") {
+		f.op.MetricsAddr = plainMetricsAddr
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	return f.azure()
+}
+
+// validate refuses flag values that cannot work, all at once, each error
+// naming its flag and what to give instead.
+func (f *runFlags) validate() error {
+	errs := []error{
+		notNegative("--kube-api-qps", float64(f.kubeQPS), "client-go's default"),
+		notNegative("--kube-api-burst", float64(f.kubeBurst), "client-go's default"),
+		notNegative("--azure-read-qps", f.readQPS, "the provider's default"),
+		notNegative("--azure-write-qps", f.writeQPS, "the provider's default"),
+		f.op.Validate(),
+	}
+	return errors.Join(errs...)
+}
+
+// notNegative returns an error when a rate flag is negative; zero means
+// the default zeroMeans names.
+func notNegative(flag string, v float64, zeroMeans string) error {
+	if v < 0 {
+		return fmt.Errorf("%s %v is negative: give a positive number, or 0 for %s", flag, v, zeroMeans)
+	}
 	return nil
 }
 

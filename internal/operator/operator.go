@@ -92,10 +92,41 @@ func (o Options) Validate() error {
 }
 
 // New builds the manager with every controller registered, not yet started.
+// It checks the options and builds the cloud provider before it contacts
+// the API server, so configuration errors come first.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	provider, err := o.provider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := newManager(ctx, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the nodetags controller: %w", err)
+	}
+	return mgr, nil
+}
+
+// provider is o.Provider, else the Azure provider o configures.
+func (o Options) provider(ctx context.Context) (cloud.Provider, error) {
+	if o.Provider != nil {
+		return o.Provider, nil
+	}
+	opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry)}, o.AzureOptions...)
+	p, err := azure.NewProvider(ctx, o.Azure, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the Azure provider: %w", err)
+	}
+	return p, nil
+}
+
+// newManager builds the controller-runtime manager with its health checks.
+func newManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Scheme:                        scheme.New(),
@@ -118,17 +149,6 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
-	}
-	provider := o.Provider
-	if provider == nil {
-		opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry)}, o.AzureOptions...)
-		provider, err = azure.NewProvider(ctx, o.Azure, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("setting up the Azure provider: %w", err)
-		}
-	}
-	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the nodetags controller: %w", err)
 	}
 	return mgr, nil
 }
