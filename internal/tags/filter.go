@@ -81,3 +81,46 @@ func (f Filter) Apply(s Set) Set {
 	}
 	return out
 }
+
+// ExcludesEverything reports whether the filter provably lets no name
+// through: an Exclude pattern made only of '*', or every Include pattern
+// covered by an Exclude pattern (the same pattern, or a "prefix*" pattern
+// whose prefix starts it). It errs towards false: a filter it passes may
+// still match little.
+//
+//	Filter{Exclude: []string{"*"}}                                  → true
+//	Filter{Include: []string{"cost*"}, Exclude: []string{"cost*"}}  → true
+//	Filter{Include: []string{"costcenter"}, Exclude: []string{"c*"}} → true
+//	Filter{Include: []string{"cost*"}, Exclude: []string{"costc*"}} → false
+func (f Filter) ExcludesEverything() bool {
+	for _, q := range f.Exclude {
+		if q != "" && strings.Trim(q, "*") == "" {
+			return true
+		}
+	}
+	if len(f.Include) == 0 {
+		return false
+	}
+	for _, p := range f.Include {
+		if !anyCovers(f.Exclude, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyCovers reports whether some pattern in qs matches every name p matches.
+func anyCovers(qs []string, p string) bool {
+	lp := strings.ToLower(p)
+	for _, q := range qs {
+		lq := strings.ToLower(q)
+		if lq == lp {
+			return true
+		}
+		prefix, star := strings.CutSuffix(lq, "*")
+		if star && !strings.ContainsAny(prefix, `*?[\`) && strings.HasPrefix(lp, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -51,3 +51,34 @@ func TestFilterApply(t *testing.T) {
 		t.Errorf("Apply = %v", got)
 	}
 }
+
+func TestFilterExcludesEverything(t *testing.T) {
+	cases := []struct {
+		include, exclude []string
+		want             bool
+	}{
+		{nil, nil, false},
+		{nil, []string{"*"}, true},
+		{nil, []string{"**"}, true},
+		{[]string{"env"}, []string{"ENV"}, true},
+		{[]string{"cost*"}, []string{"cost*"}, true},
+		{[]string{"costcenter", "cost-*"}, []string{"cost*"}, true},
+		{[]string{"costcenter", "env"}, []string{"cost*"}, false},
+		{[]string{"cost*"}, []string{"costc*"}, false},
+		{[]string{"c?st"}, []string{"c[o]*"}, false}, // not provable: said false
+		{nil, []string{"cost*"}, false},
+	}
+	for _, c := range cases {
+		f := Filter{Include: c.include, Exclude: c.exclude}
+		if got := f.ExcludesEverything(); got != c.want {
+			t.Errorf("include %v exclude %v: ExcludesEverything = %v, want %v", c.include, c.exclude, got, c.want)
+		}
+		if c.want {
+			for _, name := range []string{"env", "cost", "costcenter", "cost-x", "a"} {
+				if f.Match(name) {
+					t.Errorf("include %v exclude %v: said to exclude everything but matches %q", c.include, c.exclude, name)
+				}
+			}
+		}
+	}
+}
