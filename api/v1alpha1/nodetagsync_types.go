@@ -113,13 +113,17 @@ type NodeTagSyncSpec struct {
 	// ResyncInterval is how often every node is compared with the cloud even
 	// when nothing was observed to change. At least 30s.
 	// +kubebuilder:default="5m"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="resyncInterval must be at least 30s to stay within cloud API quotas"
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="resyncInterval must be at most 24h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="resyncInterval must be a duration such as 90s, 5m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) >= duration('30s')",message="resyncInterval must be at least 30s to stay within cloud API quotas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) <= duration('24h')",message="resyncInterval must be at most 24h"
 	// +optional
 	ResyncInterval *metav1.Duration `json:"resyncInterval,omitempty"`
 
-	// SyncTaints exports node taints as cloud tags (key taint.<labelPrefix>/<key>).
-	// Off by default.
+	// SyncTaints exports node taints as cloud tags, one way (node to cloud):
+	// taint key example.com/gpu becomes tag "taint:example.com:gpu" ("taint:"
+	// then the key with "/" as ":"), with value "<value>:<effect>" (several
+	// effects on one key joined by ","). The pending taint
+	// nodetags.tagsync.io/pending is never exported. Off by default.
 	// +kubebuilder:default=false
 	// +optional
 	SyncTaints bool `json:"syncTaints,omitempty"`
@@ -192,6 +196,12 @@ type NodeTagSyncStatus struct {
 	// LastFullSyncTime is when every in-scope node was last compared.
 	// +optional
 	LastFullSyncTime *metav1.Time `json:"lastFullSyncTime,omitempty"`
+
+	// LastSyncRequest is the value of the tagsync.io/sync-requested
+	// annotation when the pass this status describes ran: once it equals the
+	// value you set, a pass with fresh cloud reads has served your request.
+	// +optional
+	LastSyncRequest string `json:"lastSyncRequest,omitempty"`
 }
 
 // TagConflict is a tag whose cloud value and label value disagree.
