@@ -3,70 +3,69 @@ package nodetags
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/tagsync/tagsync/api/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // applyNodes writes each member's label changes and new base, in parallel,
-// and counts the outcome. Nodes that need no change are not written.
-func (r *Reconciler) applyNodes(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg syncConfig, plan resourcePlan, out *outcome) {
-	limit := r.NodeWriteConcurrency
+// and counts the outcome. Nodes that need no change are not written. A Node
+// still carrying the pending taint has it removed by the same write that
+// gives it its labels (or, when it needs none, by a write of its own).
+func (p *pass) applyNodes(ctx context.Context, plan resourcePlan) {
+	limit := p.r.NodeWriteConcurrency
 	if limit <= 0 {
 		limit = 16
 	}
-	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(limit)
-	changed := 0
-	var example string
+	var changed []string
 	for i, m := range plan.members {
-		u, skipped := nodeUpdateFor(cfg, m, plan.results[i])
+		u, skipped := nodeUpdateFor(p.cfg, m, plan.results[i])
 		for _, s := range skipped {
-			out.skipped = append(out.skipped, skippedEntry(m.node.Name, s))
-			r.notes.once(m.node, "skip/"+m.node.Name+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q: %s", s.Name, s.Reason))
+			p.out.addSkipped(skippedEntry(m.node.Name, s))
+			p.notes.Once(m.node, "skip/"+m.node.Name+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q: %s", s.Name, s.Reason))
 		}
+		u.taints, u.releaseTaint = withoutPendingTaint(m.node.Spec.Taints)
 		if u.isEmpty() {
-			if plan.writeErr == nil {
-				out.synced++
-			}
+			p.out.nodeSynced(plan.writeErr == nil)
 			continue
 		}
 		if !u.labels.IsEmpty() {
-			changed++
-			example = describePatch(u.labels.Set, u.labels.Delete)
+			changed = append(changed, describePatch(u.labels.Set, u.labels.Delete))
 		}
 		g.Go(func() error {
-			readAt := m.node.ResourceVersion
-			err := patchNode(ctx, r.Client, m.node, u)
-			mu.Lock()
-			defer mu.Unlock()
-			if apierrors.IsConflict(err) {
-				// The Node changed since the cache read it: its watch event
-				// brings a pass that sees the change; nothing failed.
-				out.inFlight++
-				return nil
-			}
-			if err != nil {
-				out.fail(err)
-				writesTotal.WithLabelValues(nts.Name, "node", "error").Inc()
-				r.notes.warn(m.node, ReasonNodeWriteFailed, err.Error())
-				return nil
-			}
-			r.notePending(m.node.Name, readAt)
-			out.nodeWrites++
-			writesTotal.WithLabelValues(nts.Name, "node", "ok").Inc()
-			if plan.writeErr == nil {
-				out.synced++
-			}
+			p.writeNode(ctx, m, u, plan.writeErr == nil)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	if changed > 0 {
-		r.notes.normal(nts, ReasonLabelsSynced, fmt.Sprintf("labels of %d node(s) of %s updated (%s)", changed, plan.resource.ID, example))
+	if len(changed) > 0 {
+		p.notes.Normal(p.nts, ReasonLabelsSynced, fmt.Sprintf("labels of %d node(s) of %s updated (%s)",
+			len(changed), plan.resource.ID, changed[0]))
+	}
+}
+
+// writeNode patches one Node and counts the result; a 409 means the Node
+// changed since the cache read it, and its watch event brings a pass that
+// sees the change, so nothing failed.
+func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK bool) {
+	readAt := m.node.ResourceVersion
+	err := patchNode(ctx, p.r.Client, m.node, u)
+	switch {
+	case apierrors.IsConflict(err):
+		p.out.nodeInFlight()
+	case err != nil:
+		p.out.fail(err)
+		writesTotal.WithLabelValues(p.nts.Name, "node", "error").Inc()
+		p.notes.Warn(m.node, ReasonNodeWriteFailed, err.Error())
+	default:
+		p.r.notePending(m.node.Name, readAt)
+		p.out.nodeWritten(cloudOK)
+		writesTotal.WithLabelValues(p.nts.Name, "node", "ok").Inc()
+		if u.releaseTaint {
+			log.FromContext(ctx).V(1).Info("pending taint removed: the node has its labels", "node", m.node.Name)
+		}
 	}
 }

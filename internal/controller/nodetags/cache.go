@@ -1,6 +1,8 @@
 package nodetags
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,7 +23,10 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// trimNode drops what the controller never reads from a cached Node.
+// trimNode drops what the controller never reads from a cached Node, and
+// interns label and annotation strings: the Nodes of a cluster share nearly
+// all label keys and most values (pool, zone, OS, synced tags), so thousands
+// of Nodes hold one copy of each instead of one per Node.
 var trimNode toolscache.TransformFunc = func(in any) (any, error) {
 	node, ok := in.(*corev1.Node)
 	if !ok {
@@ -29,5 +34,23 @@ var trimNode toolscache.TransformFunc = func(in any) (any, error) {
 	}
 	node.ManagedFields = nil
 	node.Status = corev1.NodeStatus{}
+	node.Spec.PodCIDR, node.Spec.PodCIDRs = "", nil
+	node.Labels = internMap(node.Labels)
+	node.Annotations = internMap(node.Annotations)
 	return node, nil
 }
+
+// internMap returns m with canonical copies of its keys and values.
+func internMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// intern returns the canonical copy of s (kept while anything uses it).
+func intern(s string) string { return unique.Make(s).Value() }

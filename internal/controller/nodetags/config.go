@@ -29,6 +29,8 @@ type syncConfig struct {
 	selector       labels.Selector
 	resync         time.Duration
 	syncTaints     bool
+	// warnings describe a valid spec that cannot do what it seems to ask.
+	warnings []string
 }
 
 // configFrom validates spec beyond what the API server checks and returns
@@ -80,6 +82,10 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
 	}
 	if cfg.resync <= 0 {
 		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))
+	}
+	if cfg.filter.ExcludesEverything() && !cfg.syncTaints {
+		cfg.warnings = append(cfg.warnings, "includeTags and excludeTags together exclude every tag, so no tag or label is synced: "+
+			"narrow excludeTags or widen includeTags")
 	}
 	return cfg, errors.Join(errs...)
 }

@@ -1,31 +1,29 @@
 // Package nodetags is the NodeTagSync controller: it keeps Azure VM and
 // scale-set tags and node labels in agreement with a per-node three-way merge
-// (DESIGN.md section 3). One reconcile is a pass over every node a
+// (docs/architecture.md). One reconcile is a pass over every node a
 // NodeTagSync selects: one bulk cloud read, one write per resource that
 // changed, one patch per Node that changed, nothing when nothing changed.
 package nodetags
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/notify"
 )
 
 // SyncRequestAnnotation on a NodeTagSync asks for a pass with fresh cloud
-// reads now: set it to any new value (for example a timestamp).
+// reads now: set it to any new value (for example a timestamp). The status
+// field lastSyncRequest says when a pass has served it.
 const SyncRequestAnnotation = "tagsync.io/sync-requested"
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
@@ -34,28 +32,30 @@ type Reconciler struct {
 	Client ctrl.Client
 	// Provider is the cloud.
 	Provider cloud.Provider
-	// Recorder emits Kubernetes events; nil disables events.
+	// Recorder emits Kubernetes events; nil disables events. A recorder
+	// that reports refused events (notify.Recorder) makes refused problem
+	// events be told again.
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// NodeWriteConcurrency bounds parallel Node patches; 0 means 16.
 	NodeWriteConcurrency int
 
-	once sync.Once
-	// notes is the notifier of the NodeTagSync being reconciled; passes run
-	// one at a time (setup sets MaxConcurrentReconciles to 1).
-	notes     *notifier
-	notifiers map[types.UID]*notifier
-	mu        sync.Mutex
-	lastRead  map[types.UID]readMark
-	pending   map[string]string // node name → version our last write replaced
+	once    sync.Once
+	mu      sync.Mutex
+	syncs   map[string]*syncState // by NodeTagSync name
+	pending map[string]string     // node name → version our last write replaced
 }
 
-// readMark remembers when a NodeTagSync last read the cloud fresh and which
-// sync request it has served.
-type readMark struct {
-	at      time.Time
-	request string
+// syncState is what the controller remembers about one NodeTagSync between
+// passes. It is dropped when the NodeTagSync is deleted.
+type syncState struct {
+	uid   types.UID
+	notes *notify.Notifier
+	// lastRead is when the cloud was last read fresh for it, and request
+	// the sync request that read served.
+	lastRead time.Time
+	request  string
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -77,114 +77,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	r.notes = r.notifierFor(nts.UID)
+	st := r.stateFor(&nts)
 	cfg, err := configFrom(nts.Spec)
 	if err != nil {
-		r.notes.once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
+		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
+		st.notes.EndPass(false)
 		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err))
 	}
-	return r.pass(ctx, &nts, cfg)
-}
-
-// pass reads the nodes and the cloud, syncs every resource, writes Nodes and
-// the status, and schedules the next resync.
-func (r *Reconciler) pass(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg syncConfig) (reconcile.Result, error) {
-	start := r.now()
-	logger := log.FromContext(ctx)
-	var nodes corev1.NodeList
-	// The pass only reads the Nodes, so it reads the cache's own objects
-	// rather than a deep copy of every Node.
-	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: cfg.selector}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	claimants, err := r.olderClaimants(ctx, nts)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	items, claimed := withoutClaimed(nodes.Items, claimants)
-	fresh := r.freshRead(nts, cfg.resync)
-	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
-		Target: cfg.target, Fresh: fresh, ResourceGroups: cfg.resourceGroups,
-	})
-	if err != nil {
-		passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "error").Inc()
-		r.notes.warn(nts, ReasonCloudReadFailed, err.Error())
-		if serr := r.writeStatus(ctx, nts, readFailedStatus(nts, err)); serr != nil {
-			logger.Error(serr, "writing status")
-		}
-		return reconcile.Result{}, fmt.Errorf("reading the cloud: %w", err)
-	}
-	if fresh {
-		r.markRead(nts, start)
-	}
-	out := r.syncAll(ctx, nts, cfg, items, snap)
-	out.claimed = claimed
-	r.notes.endPass()
-	out.record(nts.Name)
-	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
-	passDuration.WithLabelValues(nts.Name).Observe(r.now().Sub(start).Seconds())
-	logger.V(1).Info("sync pass done", "fresh", fresh, "synced", out.synced, "unmanaged", out.unmanaged,
-		"conflicts", len(out.conflicts), "errors", out.errors, "cloudWrites", out.cloudWrites, "nodeWrites", out.nodeWrites)
-	status := out.status(nts, fresh, start)
-	if err := r.writeStatus(ctx, nts, status); err != nil {
-		return reconcile.Result{}, err
-	}
-	if out.errors > 0 {
-		// Retry with the workqueue's backoff; what succeeded is not redone.
-		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", out.errors, out.firstError)
-	}
-	if out.inFlight > 0 {
-		// Our own writes have not reached the cache yet; their watch events
-		// normally trigger the next pass, this is the safety net.
-		return reconcile.Result{RequeueAfter: time.Second}, nil
-	}
-	return reconcile.Result{RequeueAfter: r.nextPass(nts, cfg.resync)}, nil
-}
-
-// syncAll groups managed nodes by the resource carrying their tags and syncs
-// each resource, in a stable order.
-func (r *Reconciler) syncAll(ctx context.Context, nts *v1alpha1.NodeTagSync, cfg syncConfig, nodes []corev1.Node, snap cloud.Snapshot) *outcome {
-	out := &outcome{}
-	groups := map[string][]*member{}
-	for i := range nodes {
-		node := &nodes[i]
-		p, ok := snap.Placements[node.Name]
-		if !ok || !p.Managed {
-			out.unmanaged++
-			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", p.Reason)
-			continue
-		}
-		if r.stale(node) {
-			out.synced++
-			out.inFlight++
-			continue
-		}
-		m, err := newMember(cfg, node, p.Note)
-		if err != nil {
-			r.notes.once(node, "base/"+node.Name, ReasonTagUnrepresentable, err.Error())
-		}
-		if p.Note != "" {
-			r.notes.once(node, "note/"+node.Name+"/"+p.Note, ReasonFallback, p.Note)
-		}
-		id := cloud.CanonicalID(p.Resource)
-		groups[id] = append(groups[id], m)
-	}
-	ids := make([]string, 0, len(groups))
-	for id := range groups {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		res, ok := snap.Resources[id]
-		if !ok {
-			out.errors += len(groups[id])
-			continue
-		}
-		plan := r.syncResource(ctx, cfg, res, groups[id])
-		r.report(nts, plan, out)
-		r.applyNodes(ctx, nts, cfg, plan, out)
-	}
-	return out
+	return r.newPass(&nts, cfg, st).run(ctx)
 }
 
 // SetupWithManager registers the controller: NodeTagSyncs (spec changes and
@@ -196,21 +96,41 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.notifiers = map[types.UID]*notifier{}
-		r.lastRead = map[types.UID]readMark{}
+		r.syncs = map[string]*syncState{}
 		r.pending = map[string]string{}
+		if rec, ok := r.Recorder.(interface {
+			OnRefused(func(uid, reason, note string))
+		}); ok {
+			rec.OnRefused(r.refused)
+		}
 	})
 }
 
-// notifierFor returns the NodeTagSync's notifier, so one NodeTagSync's pass
-// never forgets the problems another reported.
-func (r *Reconciler) notifierFor(uid types.UID) *notifier {
-	n, ok := r.notifiers[uid]
-	if !ok {
-		n = newNotifier(r.Recorder)
-		r.notifiers[uid] = n
+// stateFor returns the NodeTagSync's state, new when the name is new or was
+// reused by a recreated object.
+func (r *Reconciler) stateFor(nts *v1alpha1.NodeTagSync) *syncState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.syncs[nts.Name]
+	if !ok || st.uid != nts.UID {
+		st = &syncState{uid: nts.UID, notes: notify.NewNotifier(r.Recorder, "Sync")}
+		r.syncs[nts.Name] = st
 	}
-	return n
+	return st
+}
+
+// refused tells every NodeTagSync's notifier of an event the API server
+// refused, so the problem is reported again.
+func (r *Reconciler) refused(uid, reason, note string) {
+	r.mu.Lock()
+	states := make([]*syncState, 0, len(r.syncs))
+	for _, st := range r.syncs {
+		states = append(states, st)
+	}
+	r.mu.Unlock()
+	for _, st := range states {
+		st.notes.Refused(uid, reason, note)
+	}
 }
 
 func (r *Reconciler) now() time.Time {
@@ -223,43 +143,33 @@ func (r *Reconciler) now() time.Time {
 // freshRead reports whether this pass must bypass the provider's read cache:
 // the resync interval has passed since the last fresh read, or a new sync
 // request was made.
-func (r *Reconciler) freshRead(nts *v1alpha1.NodeTagSync, resync time.Duration) bool {
+func (r *Reconciler) freshRead(nts *v1alpha1.NodeTagSync, st *syncState, resync time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	mark, ok := r.lastRead[nts.UID]
-	return !ok || r.now().Sub(mark.at) >= resync || mark.request != nts.Annotations[SyncRequestAnnotation]
+	return st.lastRead.IsZero() || r.now().Sub(st.lastRead) >= resync || st.request != nts.Annotations[SyncRequestAnnotation]
 }
 
-func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, at time.Time) {
+func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, st *syncState, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lastRead[nts.UID] = readMark{at: at, request: nts.Annotations[SyncRequestAnnotation]}
+	st.lastRead, st.request = at, nts.Annotations[SyncRequestAnnotation]
 }
 
 // nextPass is when the next fresh read is due.
-func (r *Reconciler) nextPass(nts *v1alpha1.NodeTagSync, resync time.Duration) time.Duration {
+func (r *Reconciler) nextPass(st *syncState, resync time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	due := r.lastRead[nts.UID].at.Add(resync).Sub(r.now())
-	if due < time.Second {
-		due = time.Second
-	}
-	return due
+	return max(st.lastRead.Add(resync).Sub(r.now()), time.Second)
 }
 
+// forget drops a deleted NodeTagSync's state and metrics.
 func (r *Reconciler) forget(name string) {
-	for _, state := range []string{"synced", "unmanaged", "error"} {
+	r.mu.Lock()
+	delete(r.syncs, name)
+	r.mu.Unlock()
+	for _, state := range nodeStates {
 		nodesGauge.DeleteLabelValues(name, state)
 	}
 	conflictsGauge.DeleteLabelValues(name)
 	unrepresentableGauge.DeleteLabelValues(name)
-}
-
-// cloudNodes converts Nodes to what the provider needs.
-func cloudNodes(nodes []corev1.Node) []cloud.Node {
-	out := make([]cloud.Node, len(nodes))
-	for i, n := range nodes {
-		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}
-	}
-	return out
 }

@@ -1,18 +1,24 @@
 package nodetags_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -178,26 +184,68 @@ func TestResourceGroupFilter(t *testing.T) {
 	}
 }
 
-// TestThrottleStormConverges: ARM answers 429 with Retry-After to reads and
-// writes for a while; the controller backs off, converges, and its requests
-// stay within the client-side budget.
+// TestThrottleStormConverges: ARM answers 429 with a Retry-After longer
+// than the SDK waits for itself, to reads and then to writes. The SDK gives
+// up, so the controller's own requeue must honour the wait: no request of a
+// throttled bucket leaves before the time ARM named, the status says the
+// controller is throttled, the sync converges, and the requests stay within
+// the client-side budget.
 func TestThrottleStormConverges(t *testing.T) {
+	const wait = 3 * time.Second // the harness's SDK waits at most 2 s
 	budget := azure.RateLimit{ReadsPerSecond: 5, ReadBurst: 5, WritesPerSecond: 2, WriteBurst: 2}
-	h := newHarness(t, azure.WithRateLimit(budget))
+	var mu sync.Mutex
+	sent := map[string][]time.Time{} // "GET /virtualmachines", "PATCH /tags"
+	h := newHarnessWithTransport(t, func(req *http.Request) {
+		path := strings.ToLower(req.URL.Path)
+		var key string
+		switch {
+		case req.Method == http.MethodGet && strings.HasSuffix(path, "/virtualmachines"):
+			key = "list"
+		case req.Method == http.MethodPatch && strings.HasSuffix(path, "/tags/default"):
+			key = "write"
+		default:
+			return
+		}
+		mu.Lock()
+		sent[key] = append(sent[key], time.Now())
+		mu.Unlock()
+	}, azure.WithRateLimit(budget))
 	h.resourceGroup("rg-429")
 	vmID, pid := h.vm("rg-429", "vm-429", map[string]string{"env": "prod"})
-	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Count: 4, Status: http.StatusTooManyRequests, RetryAfter: 200 * time.Millisecond})
-	h.cloud.AddFault(armsim.Fault{Operation: "Tags.UpdateAtScope", Count: 4, Status: http.StatusTooManyRequests, RetryAfter: 200 * time.Millisecond})
+	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Count: 2, Status: http.StatusTooManyRequests, RetryAfter: wait})
+	h.cloud.AddFault(armsim.Fault{Operation: "Tags.UpdateAtScope", Count: 2, Status: http.StatusTooManyRequests, RetryAfter: wait})
 	start := time.Now()
 	h.node("storm", pid, map[string]string{"azure.tags/team": "blue"}, nil)
 	h.sync("storm", nil)
+	h.eventually("a throttled status", func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := h.c.Get(h.ctx, clientKey("storm"), &nts); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != "Throttled" {
+			return fmt.Sprintf("Ready = %+v", c)
+		}
+		return ""
+	})
 	h.waitLabel("storm", "azure.tags/env", "prod")
 	h.waitTag(vmID, "team", "blue")
 	elapsed := time.Since(start)
 	calls := h.cloud.Calls()
-	if calls.CountStatus("VirtualMachines.List", http.StatusTooManyRequests) == 0 || calls.CountStatus("Tags.UpdateAtScope", http.StatusTooManyRequests) == 0 {
-		t.Fatal("the storm did not happen: no 429 was served")
+	if calls.CountStatus("VirtualMachines.List", http.StatusTooManyRequests) != 2 || calls.CountStatus("Tags.UpdateAtScope", http.StatusTooManyRequests) != 2 {
+		t.Fatalf("the storm did not happen as set up: %+v", calls)
 	}
+	mu.Lock()
+	for key, times := range sent {
+		if len(times) < 3 {
+			t.Fatalf("%d %s requests, want the 2 throttled ones and a successful one", len(times), key)
+		}
+		for i := 1; i < 3; i++ { // the requests after each of the two 429s
+			if gap := times[i].Sub(times[i-1]); gap < wait-100*time.Millisecond {
+				t.Fatalf("%s request %d left %s after a 429 that asked for %s", key, i+1, gap, wait)
+			}
+		}
+	}
+	mu.Unlock()
 	var reads, writes int
 	for _, op := range calls.Ops() {
 		if isWrite(op) {
@@ -238,14 +286,31 @@ func TestRestartMidSyncLosesNothing(t *testing.T) {
 			t.Fatalf("restart-%d lost its label: %q", i, got)
 		}
 	}
-	h.syncNow("restart")
-	h.eventually("a clean pass after the restart", func() string {
-		nts := h.passDone("restart", 3)
-		if nts.Status.ErrorCount != 0 || nts.Status.SyncedNodes != 3 {
-			return fmt.Sprintf("errors %d, synced %d", nts.Status.ErrorCount, nts.Status.SyncedNodes)
+	nts := h.syncAndWait("restart")
+	if nts.Status.ErrorCount != 0 || nts.Status.SyncedNodes != 3 {
+		t.Fatalf("after the restart: errors %d, synced %d, want 0 and 3", nts.Status.ErrorCount, nts.Status.SyncedNodes)
+	}
+	for i := range ids {
+		name := fmt.Sprintf("restart-%d", i)
+		want := map[string]string{"env": "prod", "team": fmt.Sprintf("t%d", i)}
+		if got := storedBase(h, name); !maps.Equal(got, want) {
+			t.Fatalf("%s's stored base is %v, want %v (what both sides now hold)", name, got, want)
 		}
-		return ""
-	})
+	}
+}
+
+// storedBase reads a node's base annotation.
+func storedBase(h *harness, name string) map[string]string {
+	h.t.Helper()
+	var n corev1.Node
+	if err := h.c.Get(h.ctx, clientKey(name), &n); err != nil {
+		h.t.Fatal(err)
+	}
+	base := map[string]string{}
+	if err := json.Unmarshal([]byte(n.Annotations[nodetags.BaseAnnotation]), &base); err != nil {
+		h.t.Fatalf("%s's base annotation %q: %v", name, n.Annotations[nodetags.BaseAnnotation], err)
+	}
+	return base
 }
 
 // TestStaleETagRetriedWithoutClobbering: with If-Match writes, someone edits
@@ -298,6 +363,7 @@ func TestInvalidSpecsRefused(t *testing.T) {
 		{"reserved-prefix", func(s *v1alpha1.NodeTagSyncSpec) { s.LabelPrefix = ptrTo("node.kubernetes.io") }, "reserved by Kubernetes"},
 		{"bad-prefix", func(s *v1alpha1.NodeTagSyncSpec) { s.LabelPrefix = ptrTo("Azure_Tags") }, "lower-case DNS subdomain"},
 		{"short-resync", func(s *v1alpha1.NodeTagSyncSpec) { s.ResyncInterval = &metav1.Duration{Duration: 5 * time.Second} }, "at least 30s"},
+		{"long-resync", func(s *v1alpha1.NodeTagSyncSpec) { s.ResyncInterval = &metav1.Duration{Duration: 48 * time.Hour} }, "at most 24h"},
 		{"direction", func(s *v1alpha1.NodeTagSyncSpec) { s.Direction = "Sideways" }, "supported values"},
 		{"policy", func(s *v1alpha1.NodeTagSyncSpec) { s.ConflictPolicy = "Newest" }, "supported values"},
 		{"taints-one-way", func(s *v1alpha1.NodeTagSyncSpec) {
@@ -381,6 +447,10 @@ func TestOverlappingSyncsOldestWins(t *testing.T) {
 	nts := h.passDone("overlap-b", 1)
 	if nts.Status.UnmanagedNodes != 1 || nts.Status.SyncedNodes != 0 {
 		t.Fatalf("the newer NodeTagSync counts synced %d, unmanaged %d; want 0 and 1", nts.Status.SyncedNodes, nts.Status.UnmanagedNodes)
+	}
+	ready := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil || !strings.Contains(ready.Message, "0 nodes in sync, 1 unmanaged") || !strings.Contains(ready.Message, "1 of the unmanaged are synced by an older NodeTagSync") {
+		t.Fatalf("Ready message %+v disagrees with the counts in status", ready)
 	}
 	if _, ok := h.labels("overlap")["b.tags/env"]; ok {
 		t.Fatal("the newer NodeTagSync wrote labels on a node the older one syncs")

@@ -3,12 +3,8 @@ package nodetags
 import (
 	"fmt"
 	"strings"
-	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-
+	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -35,55 +31,20 @@ const (
 	ReasonCloudReadFailed = "CloudReadFailed"
 	// ReasonFallback: the target resource fell back (Instance → scale set).
 	ReasonFallback = "TargetFallback"
+	// ReasonSpecWarning: the spec is valid but cannot do what it seems to
+	// ask (e.g. its tag filters exclude every tag).
+	ReasonSpecWarning = "SpecWarning"
+	// ReasonNodePending: a node keeps the pending taint because tagsync
+	// cannot sync it.
+	ReasonNodePending = "NodePending"
 )
 
-// notifier emits Kubernetes events, once per distinct problem: a conflict or
-// unrepresentable tag seen on every pass is reported when it first appears,
-// not every resync. Forget clears what is resolved so a recurrence is told.
-type notifier struct {
-	rec events.EventRecorder
+// shownInNotes is how many items an event note lists before "and N more".
+const shownInNotes = 8
 
-	mu   sync.Mutex
-	seen map[string]bool // problems reported in the previous pass
-	next map[string]bool // problems seen in this pass
-}
-
-func newNotifier(rec events.EventRecorder) *notifier {
-	return &notifier{rec: rec, seen: map[string]bool{}, next: map[string]bool{}}
-}
-
-// once emits a Warning event about obj unless the same problem (key) was
-// already reported and has persisted since.
-func (n *notifier) once(obj runtime.Object, key, reason, note string) {
-	n.mu.Lock()
-	n.next[key] = true
-	known := n.seen[key]
-	n.mu.Unlock()
-	if !known {
-		n.warn(obj, reason, note)
-	}
-}
-
-// endPass forgets problems that did not recur in the pass just finished.
-func (n *notifier) endPass() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.seen, n.next = n.next, map[string]bool{}
-}
-
-func (n *notifier) warn(obj runtime.Object, reason, note string) {
-	if n.rec != nil {
-		n.rec.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Sync", "%s", note)
-	}
-}
-
-func (n *notifier) normal(obj runtime.Object, reason, note string) {
-	if n.rec != nil {
-		n.rec.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Sync", "%s", note)
-	}
-}
-
-// describePatch renders a patch for an event: "set a=1, b=2; removed c".
+// describePatch renders a patch for an event, short enough for any patch:
+// "set 2: a=1, b=2; removed 1: c", listing the first few of each and
+// "and N more".
 func describePatch(set map[string]string, del []string) string {
 	var parts []string
 	if len(set) > 0 {
@@ -91,10 +52,10 @@ func describePatch(set map[string]string, del []string) string {
 		for _, k := range tags.Set(set).Names() {
 			kv = append(kv, fmt.Sprintf("%s=%s", k, set[k]))
 		}
-		parts = append(parts, "set "+strings.Join(kv, ", "))
+		parts = append(parts, fmt.Sprintf("set %d: %s", len(kv), notify.Summary(kv, shownInNotes)))
 	}
 	if len(del) > 0 {
-		parts = append(parts, "removed "+strings.Join(del, ", "))
+		parts = append(parts, fmt.Sprintf("removed %d: %s", len(del), notify.Summary(del, shownInNotes)))
 	}
 	return strings.Join(parts, "; ")
 }

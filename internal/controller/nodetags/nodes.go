@@ -51,14 +51,19 @@ func encodeBase(base tags.Set) string {
 type nodeUpdate struct {
 	labels tags.LabelChanges
 	base   string // new annotation value; "" when unchanged
+	// releaseTaint removes the pending taint: taints are the Node's taints
+	// without it.
+	releaseTaint bool
+	taints       []corev1.Taint
 }
 
-func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" }
+func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && !u.releaseTaint }
 
-// patchNode writes only the changed labels and the base annotation as a JSON
-// merge patch guarded by the Node's resourceVersion: if the Node changed since
-// it was read, the API server answers Conflict and the next pass re-reads it,
-// so a label someone else just wrote is never overwritten.
+// patchNode writes only the changed labels and the base annotation (and,
+// when the pending taint goes, the Node's taints without it) as a JSON merge
+// patch guarded by the Node's resourceVersion: if the Node changed since it
+// was read, the API server answers Conflict and the next pass re-reads it, so
+// a label or taint someone else just wrote is never overwritten.
 func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUpdate) error {
 	labels := map[string]any{}
 	for k, v := range u.labels.Set {
@@ -74,7 +79,13 @@ func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUp
 	if u.base != "" {
 		meta["annotations"] = map[string]any{BaseAnnotation: u.base}
 	}
-	body, err := json.Marshal(map[string]any{"metadata": meta})
+	patch := map[string]any{"metadata": meta}
+	if u.releaseTaint {
+		// A merge patch replaces the list whole; the resourceVersion guard
+		// makes that safe.
+		patch["spec"] = map[string]any{"taints": u.taints}
+	}
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}

@@ -11,34 +11,45 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
-// claimant is an older NodeTagSync that may select the same nodes.
-type claimant struct {
-	name     string
+// validSync is a NodeTagSync whose spec is usable, with its node selector.
+type validSync struct {
+	nts      *v1alpha1.NodeTagSync
 	selector labels.Selector
 }
 
-// olderClaimants lists the valid NodeTagSyncs created before nts (ties broken
-// by name). A node selected by several NodeTagSyncs is synced only by the
-// oldest, so two configurations never fight over one node's labels.
-func (r *Reconciler) olderClaimants(ctx context.Context, nts *v1alpha1.NodeTagSync) ([]claimant, error) {
+// validSyncs lists the valid NodeTagSyncs not being deleted, oldest first
+// (ties broken by name). An invalid NodeTagSync syncs nothing, so it claims
+// no node.
+func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 	var list v1alpha1.NodeTagSyncList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing NodeTagSyncs: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return olderThan(&list.Items[i], &list.Items[j]) })
-	var out []claimant
+	var out []validSync
 	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == nts.UID || !olderThan(other, nts) || other.DeletionTimestamp != nil {
+		nts := &list.Items[i]
+		if nts.DeletionTimestamp != nil {
 			continue
 		}
-		cfg, err := configFrom(other.Spec)
-		if err != nil {
-			continue // an invalid NodeTagSync syncs nothing, so it claims nothing
+		if cfg, err := configFrom(nts.Spec); err == nil {
+			out = append(out, validSync{nts: nts, selector: cfg.selector})
 		}
-		out = append(out, claimant{name: other.Name, selector: cfg.selector})
 	}
 	return out, nil
+}
+
+// olderClaimants are the valid NodeTagSyncs created before nts. A node
+// selected by several NodeTagSyncs is synced only by the oldest, so two
+// configurations never fight over one node's labels.
+func olderClaimants(syncs []validSync, nts *v1alpha1.NodeTagSync) []validSync {
+	var out []validSync
+	for _, s := range syncs {
+		if s.nts.UID != nts.UID && olderThan(s.nts, nts) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func olderThan(a, b *v1alpha1.NodeTagSync) bool {
@@ -48,24 +59,24 @@ func olderThan(a, b *v1alpha1.NodeTagSync) bool {
 	return a.Name < b.Name
 }
 
-// claimedBy returns the older NodeTagSync that syncs node, if any.
-func claimedBy(claimants []claimant, node *corev1.Node) (string, bool) {
-	for _, c := range claimants {
-		if c.selector.Matches(labels.Set(node.Labels)) {
-			return c.name, true
+// selectedByAny reports whether some NodeTagSync in syncs selects node.
+func selectedByAny(syncs []validSync, node *corev1.Node) bool {
+	for _, s := range syncs {
+		if s.selector.Matches(labels.Set(node.Labels)) {
+			return true
 		}
 	}
-	return "", false
+	return false
 }
 
 // withoutClaimed drops nodes an older NodeTagSync syncs and returns how many.
-func withoutClaimed(nodes []corev1.Node, claimants []claimant) ([]corev1.Node, int) {
+func withoutClaimed(nodes []corev1.Node, claimants []validSync) ([]corev1.Node, int) {
 	if len(claimants) == 0 {
 		return nodes, 0
 	}
 	kept := nodes[:0:0]
 	for i := range nodes {
-		if _, ok := claimedBy(claimants, &nodes[i]); !ok {
+		if !selectedByAny(claimants, &nodes[i]) {
 			kept = append(kept, nodes[i])
 		}
 	}

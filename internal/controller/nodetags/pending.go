@@ -34,3 +34,10 @@ func (r *Reconciler) stale(node *corev1.Node) bool {
 	delete(r.pending, node.Name)
 	return false
 }
+
+// forgetNode drops what the controller remembers about a deleted Node.
+func (r *Reconciler) forgetNode(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, name)
+}

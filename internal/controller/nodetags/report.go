@@ -9,34 +9,35 @@ import (
 )
 
 // report turns a resource's plan into status entries, counters and events.
-func (r *Reconciler) report(nts *v1alpha1.NodeTagSync, plan resourcePlan, out *outcome) {
+func (p *pass) report(plan resourcePlan) {
+	nts, out := p.nts, p.out
 	id := plan.resource.ID
 	if plan.writeErr != nil {
 		for range plan.members {
 			out.fail(plan.writeErr)
 		}
 		writesTotal.WithLabelValues(nts.Name, "cloud", "error").Inc()
-		r.notes.warn(nts, ReasonCloudWriteFailed, fmt.Sprintf("writing tags to %s failed: %v", id, plan.writeErr))
-		r.notes.warn(plan.members[0].node, ReasonCloudWriteFailed, fmt.Sprintf("writing tags to %s failed: %v", id, plan.writeErr))
+		p.notes.Warn(nts, ReasonCloudWriteFailed, fmt.Sprintf("writing tags to %s failed: %v", id, plan.writeErr))
+		p.notes.Warn(plan.members[0].node, ReasonCloudWriteFailed, fmt.Sprintf("writing tags to %s failed: %v", id, plan.writeErr))
 	}
 	if plan.wrote {
 		out.cloudWrites++
 		writesTotal.WithLabelValues(nts.Name, "cloud", "ok").Inc()
-		r.notes.normal(nts, ReasonTagsSynced, fmt.Sprintf("tags of %s updated from node labels (%s)", id, describePatch(plan.written.Set, plan.written.Delete)))
+		p.notes.Normal(nts, ReasonTagsSynced, fmt.Sprintf("tags of %s updated from node labels (%s)", id, describePatch(plan.written.Set, plan.written.Delete)))
 	}
 	if plan.wiped {
 		out.wipes++
-		r.notes.once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(plan))
+		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(plan))
 	}
-	out.conflicts = append(out.conflicts, r.conflicts(plan)...)
+	out.conflicts = append(out.conflicts, p.conflicts(plan)...)
 	for _, s := range append(plan.cloudSkipped, plan.limitSkipped...) {
-		out.skipped = append(out.skipped, skippedEntry(id, s))
-		r.notes.once(nts, "skip/"+id+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q on %s: %s", s.Name, id, s.Reason))
+		out.addSkipped(skippedEntry(id, s))
+		p.notes.Once(nts, "skip/"+id+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q on %s: %s", s.Name, id, s.Reason))
 	}
 	for _, m := range plan.members {
 		for _, s := range m.skipped {
-			out.skipped = append(out.skipped, skippedEntry(m.node.Name, s))
-			r.notes.once(m.node, "skip/"+m.node.Name+"/"+s.Label, ReasonTagUnrepresentable, fmt.Sprintf("label %q: %s", s.Label, s.Reason))
+			out.addSkipped(skippedEntry(m.node.Name, s))
+			p.notes.Once(m.node, "skip/"+m.node.Name+"/"+s.Label, ReasonTagUnrepresentable, fmt.Sprintf("label %q: %s", s.Label, s.Reason))
 		}
 	}
 }
@@ -52,7 +53,7 @@ func wipeMessage(plan resourcePlan) string {
 
 // conflicts collects the plan's unresolved conflicts, one entry per tag with
 // every node involved, and emits an event on each node when it first appears.
-func (r *Reconciler) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
+func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 	byTag := map[string]*v1alpha1.TagConflict{}
 	var order []string
 	add := func(tag string, cloudValue *string, node, nodeValue string) {
@@ -73,7 +74,7 @@ func (r *Reconciler) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 				continue
 			}
 			add(c.Name, optional(c.CloudValue, c.CloudPresent), node.Name, describeValue(c.NodeValue, c.NodePresent))
-			r.notes.once(node, "conflict/"+node.Name+"/"+tags.Key(c.Name), ReasonTagConflict,
+			p.notes.Once(node, "conflict/"+node.Name+"/"+tags.Key(c.Name), ReasonTagConflict,
 				fmt.Sprintf("tag %q differs: %s has %s, the label has %s (%s); conflictPolicy decides, nothing was written",
 					c.Name, plan.resource.ID, describeValue(c.CloudValue, c.CloudPresent), describeValue(c.NodeValue, c.NodePresent), c.Reason))
 		}
@@ -93,7 +94,7 @@ func (r *Reconciler) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 		for _, op := range c.Ops {
 			for _, m := range plan.members {
 				if m.node.Name == op.Node {
-					r.notes.once(m.node, "agg/"+op.Node+"/"+tags.Key(c.Name), ReasonTagConflict,
+					p.notes.Once(m.node, "agg/"+op.Node+"/"+tags.Key(c.Name), ReasonTagConflict,
 						fmt.Sprintf("nodes of %s disagree on tag %q (%s); nothing was written", plan.resource.ID, c.Name, strings.Join(nodes, ", ")))
 				}
 			}

@@ -2,11 +2,13 @@ package nodetags
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/notify"
 )
 
 // ctrlManager is the controller-runtime manager the controller runs in.
@@ -30,15 +33,41 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("tagsync-" + ControllerName)
+		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
+		if err != nil {
+			return fmt.Errorf("event recorder: %w", err)
+		}
+		if err := mgr.Add(rec); err != nil {
+			return err
+		}
+		r.Recorder = rec
+	}
+	r.init()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, pendingIndex, pendingIndexValue); err != nil {
+		return fmt.Errorf("indexing nodes by the pending taint: %w", err)
 	}
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allSyncs), builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanged())).
 		Complete(r)
+}
+
+// nodeEvents enqueues every NodeTagSync on a Node event, and forgets a
+// deleted Node's bookkeeping.
+func (r *Reconciler) nodeEvents() handler.EventHandler {
+	all := handler.EnqueueRequestsFromMapFunc(r.allSyncs)
+	return handler.Funcs{
+		CreateFunc: all.Create,
+		UpdateFunc: all.Update,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.forgetNode(e.Object.GetName())
+			all.Delete(ctx, e, q)
+		},
+		GenericFunc: all.Generic,
+	}
 }
 
 // allSyncs maps a Node event to every NodeTagSync: the workqueue collapses a

@@ -2,9 +2,11 @@ package nodetags
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,28 +15,82 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/notify"
 )
 
 // maxListed bounds the conflict and unrepresentable lists in the status.
 const maxListed = 50
 
-// outcome is what a pass found and did, for status, metrics and logs.
+// outcome is what a pass found and did, for status, metrics and logs. The
+// counters Node writes touch are guarded by mu (they run in parallel); the
+// rest is written by the pass's own goroutine.
 type outcome struct {
+	mu                        sync.Mutex
 	synced, unmanaged, errors int
 	claimed                   int // nodes an older NodeTagSync syncs
 	inFlight                  int // nodes whose last write the cache has not shown yet
+	pending                   int // nodes kept tainted as pending because they cannot be synced
 	cloudWrites, nodeWrites   int
 	conflicts                 []v1alpha1.TagConflict
 	skipped                   []v1alpha1.SkippedTag
 	wipes                     int
 	firstError                string
+	errs                      []error
 }
 
+// fail counts a node that could not be synced.
 func (o *outcome) fail(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.errors++
 	if o.firstError == "" {
 		o.firstError = err.Error()
 	}
+	if len(o.errs) < maxListed {
+		o.errs = append(o.errs, err)
+	}
+}
+
+// err joins the (first maxListed) errors of the pass.
+func (o *outcome) err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return errors.Join(o.errs...)
+}
+
+// nodeSynced counts a node that needed no write; it is synced unless its
+// resource's cloud write failed (then that failure already counted it).
+func (o *outcome) nodeSynced(cloudOK bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cloudOK {
+		o.synced++
+	}
+}
+
+// nodeWritten counts a successful Node write.
+func (o *outcome) nodeWritten(cloudOK bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nodeWrites++
+	if cloudOK {
+		o.synced++
+	}
+}
+
+// nodeInFlight counts a Node whose write met a newer version.
+func (o *outcome) nodeInFlight() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inFlight++
+}
+
+// addSkipped lists a tag or label that could not be carried across.
+func (o *outcome) addSkipped(s v1alpha1.SkippedTag) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.skipped = append(o.skipped, s)
 }
 
 // record publishes the pass's gauges.
@@ -42,15 +98,20 @@ func (o *outcome) record(name string) {
 	nodesGauge.WithLabelValues(name, "synced").Set(float64(o.synced))
 	nodesGauge.WithLabelValues(name, "unmanaged").Set(float64(o.unmanaged))
 	nodesGauge.WithLabelValues(name, "error").Set(float64(o.errors))
+	nodesGauge.WithLabelValues(name, "pending").Set(float64(o.pending))
 	conflictsGauge.WithLabelValues(name).Set(float64(len(o.conflicts)))
 	unrepresentableGauge.WithLabelValues(name).Set(float64(len(o.skipped)))
 	wipesTotal.WithLabelValues(name).Add(float64(o.wipes))
 }
 
+// nodeStates are the values of the nodes gauge's state label.
+var nodeStates = []string{"synced", "unmanaged", "error", "pending"}
+
 // status renders the pass as the NodeTagSync's status.
-func (o *outcome) status(nts *v1alpha1.NodeTagSync, fresh bool, at time.Time) v1alpha1.NodeTagSyncStatus {
+func (o *outcome) status(nts *v1alpha1.NodeTagSync, cfg syncConfig, failed []cloud.ScopeError, fresh bool, at time.Time) v1alpha1.NodeTagSyncStatus {
 	st := *nts.Status.DeepCopy()
 	st.ObservedGeneration = nts.Generation
+	st.LastSyncRequest = nts.Annotations[SyncRequestAnnotation]
 	st.SyncedNodes = int32(o.synced)
 	st.UnmanagedNodes = int32(o.unmanaged + o.claimed)
 	st.ConflictCount = int32(len(o.conflicts))
@@ -62,19 +123,54 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, fresh bool, at time.Time) v1
 		st.LastFullSyncTime = &t
 	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced",
-		Message: fmt.Sprintf("%d nodes in sync, %d unmanaged, %d conflicts", o.synced, o.unmanaged, len(o.conflicts))}
-	if o.claimed > 0 {
-		ready.Message += fmt.Sprintf("; %d selected nodes are synced by an older NodeTagSync and skipped here", o.claimed)
-	}
+		Message: o.summary(cfg)}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "NoErrors",
 		Message: "every in-scope node was synced"}
 	if o.errors > 0 {
-		ready.Status, ready.Reason = metav1.ConditionFalse, "SyncErrors"
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, "SyncErrors"
+		reason := "SyncErrors"
+		if len(failed) > 0 {
+			reason = "CloudReadFailed"
+		}
+		ready.Status, ready.Reason = metav1.ConditionFalse, reason
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, reason
 		degraded.Message = fmt.Sprintf("%d nodes could not be synced; first error: %s", o.errors, o.firstError)
+		if len(failed) > 0 {
+			degraded.Message = fmt.Sprintf("could not read %s; %s", scopes(failed), degraded.Message)
+		}
+		if wait, ok := cloud.RetryAfter(o.err()); ok {
+			reason = "Throttled"
+			ready.Reason, degraded.Reason = reason, reason
+			degraded.Message = fmt.Sprintf("throttled by the cloud: the next pass waits %s as the cloud asked; %s",
+				wait.Round(time.Second), degraded.Message)
+		}
+		ready.Message = degraded.Message + "; " + ready.Message
 	}
 	setConditions(&st, nts.Generation, ready, degraded)
 	return st
+}
+
+// summary is the Ready message: the counts of the status, in words.
+func (o *outcome) summary(cfg syncConfig) string {
+	msg := fmt.Sprintf("%d nodes in sync, %d unmanaged, %d conflicts", o.synced, o.unmanaged+o.claimed, len(o.conflicts))
+	if o.claimed > 0 {
+		msg += fmt.Sprintf("; %d of the unmanaged are synced by an older NodeTagSync that also selects them", o.claimed)
+	}
+	if o.pending > 0 {
+		msg += fmt.Sprintf("; %d nodes keep the %s taint because they cannot be synced", o.pending, PendingTaintKey)
+	}
+	for _, w := range cfg.warnings {
+		msg += "; " + w
+	}
+	return msg
+}
+
+// scopes names the failed scopes: "resource group a (...), resource group b".
+func scopes(failed []cloud.ScopeError) string {
+	names := make([]string, len(failed))
+	for i, f := range failed {
+		names[i] = f.Scope
+	}
+	return notify.Summary(names, 5)
 }
 
 // invalidStatus reports a spec the controller cannot use.
@@ -84,6 +180,10 @@ func invalidStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSyncSta
 
 // readFailedStatus reports a cloud read that failed; nothing was written.
 func readFailedStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSyncStatus {
+	if wait, ok := cloud.RetryAfter(err); ok {
+		return failedStatus(nts, "Throttled", fmt.Sprintf("throttled by the cloud: the next pass waits %s as the cloud asked; nothing was written: %v",
+			wait.Round(time.Second), err))
+	}
 	return failedStatus(nts, "CloudReadFailed", "reading the cloud failed, nothing was written: "+err.Error())
 }
 
@@ -92,6 +192,7 @@ func readFailedStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSync
 func failedStatus(nts *v1alpha1.NodeTagSync, reason, msg string) v1alpha1.NodeTagSyncStatus {
 	st := *nts.Status.DeepCopy()
 	st.ObservedGeneration = nts.Generation
+	st.LastSyncRequest = nts.Annotations[SyncRequestAnnotation]
 	setConditions(&st, nts.Generation,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
 		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg})

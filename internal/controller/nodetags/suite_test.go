@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +32,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -67,6 +70,37 @@ type harness struct {
 	requests atomic.Int64
 	opts     []azure.Option
 	hook     func(*http.Request)
+	// gates are this test's throttle gates, kept across controller restarts
+	// (as one process keeps them) and never shared with another test.
+	gates *azure.ThrottleGates
+	// rec is the running reconciler; emitted counts the events it emitted.
+	rec     *nodetags.Reconciler
+	emitted *countingRecorder
+}
+
+// countingRecorder passes events to the real recorder (and so to the API
+// server) and counts them by reason and object, including repeats the
+// broadcaster would fold into one event's series.
+type countingRecorder struct {
+	*notify.Recorder
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *countingRecorder) Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	c.mu.Lock()
+	if m, err := meta.Accessor(regarding); err == nil {
+		c.counts[reason+"/"+m.GetName()]++
+	}
+	c.mu.Unlock()
+	c.Recorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// count is how many events with reason were emitted about the object.
+func (c *countingRecorder) count(reason, objectName string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[reason+"/"+objectName]
 }
 
 // hookTransport calls hook before sending each request.
@@ -90,7 +124,8 @@ func newHarness(t *testing.T, opts ...azure.Option) *harness {
 func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
 	env := armsimtest.Start(t)
-	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook}
+	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
+		gates: azure.NewThrottleGates()}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
@@ -107,6 +142,7 @@ func (h *harness) startController() {
 		azure.WithCredential(h.env.Credential),
 		azure.WithRegisterer(prometheus.NewRegistry()),
 		azure.WithPollFrequency(10 * time.Millisecond),
+		azure.WithThrottleGates(h.gates),
 		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
 	}, h.opts...)
 	httpClient := h.env.HTTPClient
@@ -132,7 +168,16 @@ func (h *harness) startController() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
+	rec, err := notify.NewRecorder(kube.Config, kube.Scheme, "tagsync-nodetags")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := mgr.Add(rec); err != nil {
+		h.t.Fatal(err)
+	}
+	h.emitted = &countingRecorder{Recorder: rec, counts: map[string]int{}}
+	h.rec = &nodetags.Reconciler{Provider: provider, Recorder: h.emitted}
+	if err := h.rec.SetupWithManager(mgr); err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -165,15 +210,35 @@ func (h *harness) sync(name string, mutate func(*v1alpha1.NodeTagSyncSpec)) *v1a
 	return nts
 }
 
-// syncNow asks the controller for a pass with fresh cloud reads.
-func (h *harness) syncNow(name string) {
+// syncNow asks the controller for a pass with fresh cloud reads and returns
+// the request's value.
+func (h *harness) syncNow(name string) string {
 	h.t.Helper()
-	n := h.requests.Add(1)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, nodetags.SyncRequestAnnotation, n)
+	req := fmt.Sprint(h.requests.Add(1))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, nodetags.SyncRequestAnnotation, req)
 	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := h.c.Patch(h.ctx, nts, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		h.t.Fatal(err)
 	}
+	return req
+}
+
+// syncAndWait asks for a pass and waits for exactly that pass: the status
+// says it served this request, so it cannot be an earlier pass's status.
+func (h *harness) syncAndWait(name string) *v1alpha1.NodeTagSync {
+	h.t.Helper()
+	req := h.syncNow(name)
+	var nts v1alpha1.NodeTagSync
+	h.eventually(fmt.Sprintf("the pass of %s serving sync request %s", name, req), func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
+			return err.Error()
+		}
+		if nts.Status.LastSyncRequest != req {
+			return fmt.Sprintf("status serves request %q", nts.Status.LastSyncRequest)
+		}
+		return ""
+	})
+	return &nts
 }
 
 // resourceGroup creates a resource group.

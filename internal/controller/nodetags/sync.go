@@ -68,14 +68,15 @@ type resourcePlan struct {
 // combined cloud change once (aggregated over a scale set's Nodes, fitted to
 // the cloud's rules), and merges again against the written state so the
 // Nodes' label changes and bases reflect what the cloud now holds.
-func (r *Reconciler) syncResource(ctx context.Context, cfg syncConfig, res cloud.Resource, members []*member) resourcePlan {
+func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*member) resourcePlan {
+	cfg := p.cfg
 	plan := resourcePlan{resource: res, members: members}
 	results := mergeAll(cfg, res, members, &plan)
 	patch := aggregate(res, members, results, &plan)
-	fitted, limitSkipped := tags.Fit(res.Tags, patch, r.Provider.Rules())
+	fitted, limitSkipped := tags.Fit(res.Tags, patch, p.r.Provider.Rules())
 	plan.limitSkipped = limitSkipped
 	if !fitted.IsEmpty() {
-		written, err := r.Provider.PatchTags(ctx, res.ID, fitted)
+		written, err := p.r.Provider.PatchTags(ctx, res.ID, fitted)
 		if err != nil {
 			plan.writeErr = err
 		} else {
@@ -169,9 +170,11 @@ func orEmpty(s tags.Set) tags.Set {
 
 // taintTags renders a node's taints as tags.
 func taintTags(node *corev1.Node) tags.Set {
-	taints := make([]tags.Taint, len(node.Spec.Taints))
-	for i, t := range node.Spec.Taints {
-		taints[i] = tags.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
+	taints := make([]tags.Taint, 0, len(node.Spec.Taints))
+	for _, t := range node.Spec.Taints {
+		if !isPendingTaint(t) { // tagsync's own, gone once synced
+			taints = append(taints, tags.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		}
 	}
 	return tags.TaintTags(taints)
 }

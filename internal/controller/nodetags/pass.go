@@ -1,0 +1,192 @@
+package nodetags
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// pass is one sync pass over a NodeTagSync's nodes. Everything that belongs
+// to one pass (its notifier, counters, outcome) lives here, never on the
+// Reconciler, so passes of different NodeTagSyncs cannot mix.
+type pass struct {
+	r     *Reconciler
+	nts   *v1alpha1.NodeTagSync
+	cfg   syncConfig
+	st    *syncState
+	notes *notify.Notifier
+	out   *outcome
+	start time.Time
+}
+
+func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
+	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.now()}
+}
+
+// run reads the nodes and the cloud, syncs every resource, writes Nodes and
+// the status, and schedules the next pass.
+func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
+	r, nts := p.r, p.nts
+	logger := log.FromContext(ctx)
+	var nodes corev1.NodeList
+	// The pass only reads the Nodes, so it reads the cache's own objects
+	// rather than a deep copy of every Node.
+	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: p.cfg.selector}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	syncs, err := r.validSyncs(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	claimants := olderClaimants(syncs, nts)
+	items, claimed := withoutClaimed(nodes.Items, claimants)
+	p.warnAboutSpec()
+	fresh := r.freshRead(nts, p.st, p.cfg.resync)
+	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
+		Target: p.cfg.target, Fresh: fresh, ResourceGroups: p.cfg.resourceGroups,
+	})
+	if err != nil {
+		return p.readFailed(ctx, fresh, err)
+	}
+	if fresh && len(snap.Failed) == 0 {
+		r.markRead(nts, p.st, p.start)
+	}
+	p.reportReadFailures(snap.Failed)
+	p.syncAll(ctx, items, snap)
+	if len(claimants) == 0 {
+		p.reportUnselectedPending(ctx, syncs)
+	}
+	p.out.claimed = claimed
+	p.notes.EndPass(len(snap.Failed) == 0)
+	p.out.record(nts.Name)
+	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
+	passDuration.WithLabelValues(nts.Name).Observe(r.now().Sub(p.start).Seconds())
+	o := p.out
+	logger.V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
+		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
+	if err := r.writeStatus(ctx, nts, o.status(nts, p.cfg, snap.Failed, fresh, p.start)); err != nil {
+		return reconcile.Result{}, err
+	}
+	return p.next()
+}
+
+// next schedules the next pass: after the cloud's Retry-After when it
+// throttled us, with the workqueue's backoff after other errors (what
+// succeeded is not redone), soon while our own writes are in flight, else at
+// the next resync.
+func (p *pass) next() (reconcile.Result, error) {
+	o := p.out
+	if wait, ok := cloud.RetryAfter(o.err()); ok {
+		return reconcile.Result{RequeueAfter: max(wait, time.Second)}, nil
+	}
+	if o.errors > 0 {
+		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", o.errors, o.firstError)
+	}
+	if o.inFlight > 0 {
+		// Our own writes have not reached the cache yet; their watch events
+		// normally trigger the next pass, this is the safety net.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{RequeueAfter: p.r.nextPass(p.st, p.cfg.resync)}, nil
+}
+
+// readFailed ends a pass whose cloud read could not run at all: nothing was
+// written, the status says why, and the pass is retried (after the cloud's
+// Retry-After when it throttled us).
+func (p *pass) readFailed(ctx context.Context, fresh bool, err error) (reconcile.Result, error) {
+	passesTotal.WithLabelValues(p.nts.Name, fmt.Sprint(fresh), "error").Inc()
+	p.notes.Once(p.nts, "read", ReasonCloudReadFailed, "reading the cloud failed, nothing was written: "+err.Error())
+	p.notes.EndPass(false)
+	if serr := p.r.writeStatus(ctx, p.nts, readFailedStatus(p.nts, err)); serr != nil {
+		log.FromContext(ctx).Error(serr, "writing status")
+	}
+	if wait, ok := cloud.RetryAfter(err); ok {
+		return reconcile.Result{RequeueAfter: max(wait, time.Second)}, nil
+	}
+	return reconcile.Result{}, fmt.Errorf("reading the cloud: %w", err)
+}
+
+// reportReadFailures tells, once per failing scope, which parts of the cloud
+// could not be read; the nodes there count as errors.
+func (p *pass) reportReadFailures(failed []cloud.ScopeError) {
+	for _, f := range failed {
+		p.notes.Once(p.nts, "read/"+f.Scope, ReasonCloudReadFailed,
+			fmt.Sprintf("reading %s failed; its nodes were not synced, the others were: %v", f.Scope, f.Err))
+	}
+}
+
+// warnAboutSpec reports a valid spec that cannot do anything useful.
+func (p *pass) warnAboutSpec() {
+	for _, w := range p.cfg.warnings {
+		p.notes.Once(p.nts, "spec-warning/"+w, ReasonSpecWarning, w)
+	}
+}
+
+// syncAll groups managed nodes by the resource carrying their tags and syncs
+// each resource, in a stable order.
+func (p *pass) syncAll(ctx context.Context, nodes []corev1.Node, snap cloud.Snapshot) {
+	groups := map[string][]*member{}
+	for i := range nodes {
+		node := &nodes[i]
+		pl, ok := snap.Placements[node.Name]
+		switch {
+		case ok && pl.Err != nil:
+			p.out.fail(fmt.Errorf("node %s: %w", node.Name, pl.Err))
+			continue
+		case !ok || !pl.Managed:
+			p.out.unmanaged++
+			p.reportUnmanagedPending(node, pl.Reason)
+			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", pl.Reason)
+			continue
+		case p.r.stale(node):
+			p.out.synced++
+			p.out.inFlight++
+			continue
+		}
+		m, err := newMember(p.cfg, node, pl.Note)
+		if err != nil {
+			p.notes.Once(node, "base/"+node.Name, ReasonTagUnrepresentable, err.Error())
+		}
+		if pl.Note != "" {
+			p.notes.Once(node, "note/"+node.Name+"/"+pl.Note, ReasonFallback, pl.Note)
+		}
+		id := cloud.CanonicalID(pl.Resource)
+		groups[id] = append(groups[id], m)
+	}
+	ids := make([]string, 0, len(groups))
+	for id := range groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		res, ok := snap.Resources[id]
+		if !ok {
+			for _, m := range groups[id] {
+				p.out.fail(fmt.Errorf("node %s: its resource %s is missing from the cloud read", m.node.Name, id))
+			}
+			continue
+		}
+		plan := p.syncResource(ctx, res, groups[id])
+		p.report(plan)
+		p.applyNodes(ctx, plan)
+	}
+}
+
+// cloudNodes converts Nodes to what the provider needs.
+func cloudNodes(nodes []corev1.Node) []cloud.Node {
+	out := make([]cloud.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package nodetags
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// PendingTaintKey is the taint (effect NoSchedule, any value) a node can be
+// registered with (kubelet --register-with-taints, or an AKS node pool's
+// --node-taints) so nothing is scheduled on it before its labels are synced:
+// the pass that first gives the node its labels removes it, in the same
+// write. A node tagsync cannot sync keeps the taint and is reported.
+const PendingTaintKey = "nodetags.tagsync.io/pending"
+
+// pendingIndex indexes cached Nodes that carry the pending taint.
+const pendingIndex = "nodetags.pendingTaint"
+
+// isPendingTaint reports whether t is the pending taint.
+func isPendingTaint(t corev1.Taint) bool {
+	return t.Key == PendingTaintKey && t.Effect == corev1.TaintEffectNoSchedule
+}
+
+// hasPendingTaint reports whether the node carries the pending taint.
+func hasPendingTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if isPendingTaint(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutPendingTaint returns the taints without the pending taint and
+// whether it was there.
+func withoutPendingTaint(taints []corev1.Taint) ([]corev1.Taint, bool) {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if !isPendingTaint(t) {
+			out = append(out, t)
+		}
+	}
+	return out, len(out) != len(taints)
+}
+
+// pendingIndexValue is the index function: "true" for tainted Nodes.
+func pendingIndexValue(obj ctrl.Object) []string {
+	if node, ok := obj.(*corev1.Node); ok && hasPendingTaint(node) {
+		return []string{"true"}
+	}
+	return nil
+}
+
+// reportUnmanagedPending warns, once, about a selected node that keeps the
+// pending taint because tagsync cannot sync it.
+func (p *pass) reportUnmanagedPending(node *corev1.Node, reason string) {
+	if !hasPendingTaint(node) {
+		return
+	}
+	p.out.pending++
+	p.notes.Once(node, "pending/"+node.Name, ReasonNodePending, fmt.Sprintf(
+		"node keeps the taint %s:NoSchedule because tagsync cannot sync it (%s); remove the taint by hand if the node needs no synced labels",
+		PendingTaintKey, reason))
+}
+
+// reportUnselectedPending warns, once, about tainted nodes that no valid
+// NodeTagSync selects: nothing will ever remove their taint. The oldest
+// NodeTagSync's pass does this, so each node is reported once.
+func (p *pass) reportUnselectedPending(ctx context.Context, syncs []validSync) {
+	var nodes corev1.NodeList
+	if err := p.r.Client.List(ctx, &nodes, ctrl.MatchingFields{pendingIndex: "true"}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes with the pending taint")
+		return
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if selectedByAny(syncs, node) {
+			continue
+		}
+		p.out.pending++
+		p.notes.Once(node, "pending/"+node.Name, ReasonNodePending, fmt.Sprintf(
+			"node keeps the taint %s:NoSchedule because no NodeTagSync selects it; select it with a NodeTagSync or remove the taint",
+			PendingTaintKey))
+	}
+}
