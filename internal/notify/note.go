@@ -15,16 +15,7 @@ const ellipsis = "…"
 
 // Fit returns note unchanged when it fits in MaxNoteBytes, else clipped on a
 // character boundary with a trailing "…", so the result always fits.
-func Fit(note string) string {
-	if len(note) <= MaxNoteBytes {
-		return note
-	}
-	cut := MaxNoteBytes - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
-		cut--
-	}
-	return note[:cut] + ellipsis
-}
+func Fit(note string) string { return clip(note, MaxNoteBytes) }
 
 // Summary lists items for a note: all of them when there are at most shown,
 // else the first shown and "and N more". Long items are clipped to
