@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -123,7 +124,11 @@ const plainMetricsAddr = ":8080"
 func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
 
 func (f *runFlags) run(cmd *cobra.Command) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zapOptions)))
+	logger := zap.New(zap.UseFlagOptions(&f.zapOptions))
+	ctrl.SetLogger(logger)
+	// client-go logs through klog: the same format, and no errors for
+	// requests the shutdown cancels.
+	klog.SetLogger(operator.ShutdownLogger(cmd.Context(), logger))
 	if err := f.complete(cmd); err != nil {
 		return err
 	}

@@ -13,18 +13,18 @@ import (
 // arrives after the stop began.
 const errLeaderElectionLost = "leader election lost"
 
-// shutdownLogger returns log for the manager (and the leader elector and
-// controllers it hands it to), except that once ctx is done, errors that
-// only say the manager is stopping are logged at info level with
-// "shutdown": true: the leader elector's "leader election lost" and
-// requests cut short by the cancelled context. Before ctx ends every error
-// stays an error; losing the Lease while running also still ends Run with
-// an error.
-func shutdownLogger(ctx context.Context, log logr.Logger) logr.Logger {
+// ShutdownLogger returns log, except that once ctx is done, errors that only
+// say the process is stopping are logged at info level with "shutdown":
+// true: the leader elector's "leader election lost" and requests cut short
+// by the cancelled context. Before ctx ends every error stays an error;
+// losing the Lease while running also still ends Run with an error. New
+// gives the manager (and so the leader elector and the controllers) such a
+// logger; `tagsync run` gives one to client-go's klog.
+func ShutdownLogger(ctx context.Context, log logr.Logger) logr.Logger {
 	return logr.New(&shutdownSink{LogSink: log.GetSink(), ctx: ctx})
 }
 
-// shutdownSink is the logr.LogSink of shutdownLogger.
+// shutdownSink is the logr.LogSink of ShutdownLogger.
 type shutdownSink struct {
 	logr.LogSink
 	ctx context.Context

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -55,6 +56,9 @@ type Options struct {
 	AzureOptions []azure.Option
 	// Provider, when set, is used instead of building one from Azure.
 	Provider cloud.Provider
+	// Logger is the manager's logger (also its controllers' and the leader
+	// elector's); the zero Logger means controller-runtime's (ctrl.Log).
+	Logger logr.Logger
 }
 
 // DefaultOptions are the defaults of `tagsync run`.
@@ -125,10 +129,18 @@ func (o Options) provider(ctx context.Context) (cloud.Provider, error) {
 	return p, nil
 }
 
+// logger is o.Logger, or controller-runtime's when it is the zero Logger.
+func (o Options) logger() logr.Logger {
+	if o.Logger.GetSink() == nil {
+		return ctrl.Log
+	}
+	return o.Logger
+}
+
 // newManager builds the controller-runtime manager with its health checks.
 func newManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger:                        shutdownLogger(ctx, ctrl.Log),
+		Logger:                        ShutdownLogger(ctx, o.logger()),
 		Scheme:                        scheme.New(),
 		Cache:                         nodetags.CacheOptions(),
 		Metrics:                       o.metricsServer(),

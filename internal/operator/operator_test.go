@@ -19,7 +19,7 @@ func TestShutdownLoggerDemotesOnlyShutdownErrors(t *testing.T) {
 	var lines []string
 	sink := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	log := shutdownLogger(ctx, sink).WithName("leaderelection").WithValues("k", "v")
+	log := ShutdownLogger(ctx, sink).WithName("leaderelection").WithValues("k", "v")
 
 	lost := errors.New(errLeaderElectionLost)
 	canceled := fmt.Errorf("renewing the Lease: %w", context.Canceled)
