@@ -44,11 +44,12 @@ type AggregateResult struct {
 // value, or delete); Nodes that propose nothing for a tag do not vote on it.
 // Tags the proposers disagree on (different values, or set versus delete) are
 // reported and not written, so there is never a last-writer-wins flip-flop.
-// Operations that would not change cloud are dropped. Afterwards each Node
-// should call RestrictCloud(result.Patch) on its MergeResult.
-func Aggregate(cloud Set, proposals []NodeProposal) AggregateResult {
-	ops, spelling := collectOps(proposals)
-	idx := cloud.index()
+// Operations that would not change cloud are dropped. Tag names are matched as
+// nc says (pass the cloud's, Rules.NameCase). Afterwards each Node should call
+// RestrictCloud(result.Patch) on its MergeResult.
+func Aggregate(nc NameCase, cloud Set, proposals []NodeProposal) AggregateResult {
+	ops, spelling := collectOps(nc, proposals)
+	idx := cloud.index(nc)
 	var res AggregateResult
 	for _, k := range sortedMapKeys(ops) {
 		list := ops[k]
@@ -56,7 +57,7 @@ func Aggregate(cloud Set, proposals []NodeProposal) AggregateResult {
 			res.Conflicts = append(res.Conflicts, AggregateConflict{Name: spelling[k], Ops: list})
 			continue
 		}
-		res.Patch.addOp(cloud, idx, spelling[k], list[0])
+		res.Patch.addOp(nc, cloud, idx, spelling[k], list[0])
 	}
 	res.Patch.normalize()
 	return res
@@ -64,11 +65,11 @@ func Aggregate(cloud Set, proposals []NodeProposal) AggregateResult {
 
 // collectOps groups the proposals by tag Key, each group sorted by Node, and
 // returns the spelling to use for each Key (the first in byte order).
-func collectOps(proposals []NodeProposal) (map[string][]NodeOp, map[string]string) {
+func collectOps(nc NameCase, proposals []NodeProposal) (map[string][]NodeOp, map[string]string) {
 	ops := map[string][]NodeOp{}
 	spelling := map[string]string{}
 	add := func(name string, op NodeOp) {
-		k := Key(name)
+		k := nc.Key(name)
 		ops[k] = append(ops[k], op)
 		if cur, ok := spelling[k]; !ok || name < cur {
 			spelling[k] = name
@@ -109,8 +110,8 @@ func unanimous(list []NodeOp) bool {
 
 // addOp adds op for name to p unless it would not change cloud; an existing
 // tag keeps the cloud's spelling.
-func (p *Patch) addOp(cloud Set, idx map[string]string, name string, op NodeOp) {
-	cur, exists := idx[Key(name)]
+func (p *Patch) addOp(nc NameCase, cloud Set, idx map[string]string, name string, op NodeOp) {
+	cur, exists := idx[nc.Key(name)]
 	switch {
 	case op.Delete && exists:
 		p.del(cur)

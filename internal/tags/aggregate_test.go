@@ -64,7 +64,7 @@ func TestAggregate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Aggregate(cloud, tt.proposals)
+			got := Aggregate(CaseInsensitive, cloud, tt.proposals)
 			mustEqualPatch(t, "Patch", got.Patch, tt.want)
 			if !(len(got.Conflicts) == 0 && len(tt.conflicts) == 0) && !reflect.DeepEqual(got.Conflicts, tt.conflicts) {
 				t.Errorf("conflicts = %+v\nwant %+v", got.Conflicts, tt.conflicts)
@@ -78,9 +78,9 @@ func TestAggregate(t *testing.T) {
 func TestScaleSetFlow(t *testing.T) {
 	cloud := set("env", "prod", "team", "a")
 	base := cloud.Clone()
-	n1 := Merge(MergeInput{Base: base, Cloud: cloud, Node: set("env", "prod", "team", "b", "cost", "1")})
-	n2 := Merge(MergeInput{Base: base, Cloud: cloud, Node: set("env", "prod", "team", "c", "cost", "1")})
-	agg := Aggregate(cloud, []NodeProposal{{Node: "n1", Patch: n1.CloudPatch}, {Node: "n2", Patch: n2.CloudPatch}})
+	n1 := Merge(CaseInsensitive, MergeInput{Base: base, Cloud: cloud, Node: set("env", "prod", "team", "b", "cost", "1")})
+	n2 := Merge(CaseInsensitive, MergeInput{Base: base, Cloud: cloud, Node: set("env", "prod", "team", "c", "cost", "1")})
+	agg := Aggregate(CaseInsensitive, cloud, []NodeProposal{{Node: "n1", Patch: n1.CloudPatch}, {Node: "n2", Patch: n2.CloudPatch}})
 	mustEqualPatch(t, "aggregate", agg.Patch, sets("cost", "1"))
 	if len(agg.Conflicts) != 1 || agg.Conflicts[0].Name != "team" {
 		t.Fatalf("conflicts = %+v", agg.Conflicts)
@@ -91,7 +91,7 @@ func TestScaleSetFlow(t *testing.T) {
 	}
 	mustEqualPatch(t, "n1 CloudPatch", n1.CloudPatch, sets("cost", "1"))
 	// Next cycle: nothing changed, so the same proposal comes again; no flip-flop.
-	cloud = agg.Patch.Apply(cloud)
-	again := Merge(MergeInput{Base: n1.NewBase, Cloud: cloud, Node: set("env", "prod", "team", "b", "cost", "1")})
+	cloud = agg.Patch.Apply(CaseInsensitive, cloud)
+	again := Merge(CaseInsensitive, MergeInput{Base: n1.NewBase, Cloud: cloud, Node: set("env", "prod", "team", "b", "cost", "1")})
 	mustEqualPatch(t, "n1 again", again.CloudPatch, sets("team", "b"))
 }

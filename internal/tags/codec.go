@@ -14,13 +14,14 @@ const DefaultPrefix = "azure.tags"
 // Codec maps tags to node labels and back: tag name=value is label
 // <Prefix>/<EncodeName(name)>=<EncodeValue(value)>, or, with an empty Prefix,
 // <EncodeName(name)>=<EncodeValue(value)>. The zero Codec (empty prefix, Azure
-// rules) is usable; call Validate on configured values.
+// rules) is usable; call Validate on configured values. Tag names are matched
+// as its Rules' NameCase says.
 type Codec struct {
 	// Prefix is the label prefix that marks managed labels: a DNS-1123
 	// subdomain, or empty for labels without a prefix.
 	Prefix string
-	// Rules decides which tag names and values can be synced; nil means
-	// AzureRules.
+	// Rules decides which tag names and values can be synced, and whether
+	// names differing only in case are one tag; nil means AzureRules.
 	Rules *Rules
 }
 
@@ -138,15 +139,16 @@ func (c Codec) Check(name, value string) error {
 }
 
 // ToLabels encodes the tags in s as labels. Tags that fail Check, and names
-// differing only in case, are skipped and reported (sorted); nothing is
-// truncated. The map is never nil.
+// differing only in case when the Rules' names are case-insensitive, are
+// skipped and reported (sorted); nothing is truncated. The map is never nil.
 func (c Codec) ToLabels(s Set) (map[string]string, []Skipped) {
 	labels := map[string]string{}
 	var skipped []Skipped
-	dup := duplicateKeys(s)
+	nc := c.rules().NameCase()
+	dup := duplicateKeys(nc, s)
 	for _, name := range s.Names() {
 		value := s[name]
-		if dup[Key(name)] {
+		if dup[nc.Key(name)] {
 			skipped = append(skipped, skip(name, "", value, caseCollision(name)))
 			continue
 		}
@@ -162,10 +164,12 @@ func (c Codec) ToLabels(s Set) (map[string]string, []Skipped) {
 }
 
 // FromLabels decodes the managed labels (see IsManaged) into tags. Labels that
-// do not decode, decode to tags that fail Check, or collide case-insensitively
-// with another label on one tag name (all of them are skipped) are reported,
-// sorted. Other labels are ignored. The Set is never nil.
+// do not decode, decode to tags that fail Check, or collide with another label
+// on one tag name (names differing only in case, when the Rules' names are
+// case-insensitive; all of them are skipped) are reported, sorted. Other
+// labels are ignored. The Set is never nil.
 func (c Codec) FromLabels(labels map[string]string) (Set, []Skipped) {
+	nc := c.rules().NameCase()
 	byKey := map[string][]string{} // tag Key -> label keys
 	names := map[string]string{}   // label key -> tag name
 	values := map[string]string{}  // label key -> tag value
@@ -180,7 +184,7 @@ func (c Codec) FromLabels(labels map[string]string) (Set, []Skipped) {
 			continue // not managed
 		}
 		names[lk], values[lk] = name, value
-		byKey[Key(name)] = append(byKey[Key(name)], lk)
+		byKey[nc.Key(name)] = append(byKey[nc.Key(name)], lk)
 	}
 	set := Set{}
 	for _, lks := range byKey {
@@ -224,10 +228,10 @@ func (c Codec) namePart(key string) (string, bool) {
 	return n, found && p == c.Prefix
 }
 
-func duplicateKeys(s Set) map[string]bool {
+func duplicateKeys(nc NameCase, s Set) map[string]bool {
 	dup := map[string]bool{}
-	for _, g := range s.Collisions() {
-		dup[Key(g[0])] = true
+	for _, g := range s.Collisions(nc) {
+		dup[nc.Key(g[0])] = true
 	}
 	return dup
 }

@@ -105,7 +105,7 @@ func TestToLabels(t *testing.T) {
 		}
 	}
 	back, sk := c.FromLabels(labels)
-	if len(sk) != 0 || !back.Equal(in.Without(wantSkipped...)) {
+	if len(sk) != 0 || !back.Equal(CaseInsensitive, in.Without(CaseInsensitive, wantSkipped...)) {
 		t.Errorf("FromLabels(ToLabels) = %v, %v", back, sk)
 	}
 }
@@ -125,7 +125,7 @@ func TestFromLabels(t *testing.T) {
 		"node.kubernetes.io/instance-type": "x",
 	}
 	set, skipped := c.FromLabels(labels)
-	if !set.Equal(Set{"env": "prod"}) {
+	if !set.Equal(CaseInsensitive, Set{"env": "prod"}) {
 		t.Errorf("set = %v", set)
 	}
 	var got []string
@@ -151,7 +151,7 @@ func TestFromLabels(t *testing.T) {
 
 func TestFromLabelsEmptyPrefix(t *testing.T) {
 	set, skipped := Codec{}.FromLabels(map[string]string{"env": "prod", "azure.tags/x": "y", "Costx_20Center": ""})
-	if len(skipped) != 0 || !set.Equal(Set{"env": "prod", "Cost Center": ""}) {
+	if len(skipped) != 0 || !set.Equal(CaseInsensitive, Set{"env": "prod", "Cost Center": ""}) {
 		t.Errorf("got %v, %v", set, skipped)
 	}
 }

@@ -19,10 +19,10 @@ func stateOf(s Set, idx map[string]string, key string) state {
 // same reports whether two states hold the same tag value (or are both absent).
 func (a state) same(b state) bool { return a.ok == b.ok && (!a.ok || a.value == b.value) }
 
-// put records st in s, replacing any other spelling.
-func (s Set) put(st state) {
+// put records st in s, replacing any other entry nc takes for its name.
+func (s Set) put(nc NameCase, st state) {
 	if st.ok {
-		s.Put(st.name, st.value)
+		s.Put(nc, st.name, st.value)
 	}
 }
 
@@ -124,14 +124,14 @@ func (r *MergeResult) apply(t triple, d decision, dir Direction) {
 		r.toCloud(t)
 		r.rename(t, dir)
 	default:
-		r.NewBase.put(t.base)
+		r.NewBase.put(r.nc, t.base)
 	}
 }
 
 // agree records an agreed key under the cloud's spelling.
 func (r *MergeResult) agree(t triple, dir Direction) {
 	if t.cloud.ok {
-		r.NewBase.put(t.cloud)
+		r.NewBase.put(r.nc, t.cloud)
 		r.rename(t, dir)
 	}
 }
@@ -152,7 +152,7 @@ func (r *MergeResult) toNode(t triple) {
 		return
 	}
 	r.NodePatch.put(t.cloud.name, t.cloud.value)
-	r.NewBase.put(t.cloud)
+	r.NewBase.put(r.nc, t.cloud)
 }
 
 // toCloud writes the Node's state of t to the cloud, keeping the cloud's
@@ -167,5 +167,5 @@ func (r *MergeResult) toCloud(t triple) {
 		st.name = t.cloud.name
 	}
 	r.CloudPatch.put(st.name, st.value)
-	r.NewBase.put(st)
+	r.NewBase.put(r.nc, st)
 }

@@ -20,7 +20,7 @@ func ExampleCodec() {
 }
 
 func ExampleMerge() {
-	res := tags.Merge(tags.MergeInput{
+	res := tags.Merge(tags.CaseInsensitive, tags.MergeInput{
 		Base:  tags.Set{"env": "prod", "team": "a", "old": "x"},
 		Cloud: tags.Set{"env": "staging", "team": "a", "old": "x"}, // env changed in the cloud
 		Node:  tags.Set{"env": "prod", "team": "b"},                // team changed, old deleted on the node

@@ -8,9 +8,10 @@ import (
 )
 
 // Filter selects the tag names in scope with glob patterns (path.Match syntax:
-// *, ?, [class], \ escapes), matched case-insensitively against the whole name.
-// A name is in scope when it matches some Include pattern (or Include is empty)
-// and no Exclude pattern.
+// *, ?, [class], \ escapes), matched against the whole name, ignoring case
+// exactly when the cloud's names are case-insensitive (the NameCase its
+// methods take). A name is in scope when it matches some Include pattern (or
+// Include is empty) and no Exclude pattern.
 type Filter struct {
 	// Include lists patterns of names in scope; empty means all names.
 	Include []string
@@ -43,20 +44,21 @@ func validPattern(p string) error {
 	return nil
 }
 
-// Match reports whether name is in scope. A malformed Include pattern matches
-// nothing and a malformed Exclude pattern matches everything, so a bad filter
-// syncs less, never more; call Validate to report them.
-func (f Filter) Match(name string) bool {
-	lower := Key(name)
-	if len(f.Include) > 0 && !anyMatch(f.Include, lower, false) {
+// Match reports whether name is in scope, ignoring case when nc is
+// CaseInsensitive. A malformed Include pattern matches nothing and a malformed
+// Exclude pattern matches everything, so a bad filter syncs less, never more;
+// call Validate to report them.
+func (f Filter) Match(nc NameCase, name string) bool {
+	key := nc.Key(name)
+	if len(f.Include) > 0 && !anyMatch(nc, f.Include, key, false) {
 		return false
 	}
-	return !anyMatch(f.Exclude, lower, true)
+	return !anyMatch(nc, f.Exclude, key, true)
 }
 
-func anyMatch(patterns []string, lower string, onError bool) bool {
+func anyMatch(nc NameCase, patterns []string, key string, onError bool) bool {
 	for _, p := range patterns {
-		ok, err := path.Match(strings.ToLower(p), lower)
+		ok, err := path.Match(nc.Key(p), key)
 		if err != nil {
 			ok = onError
 		}
@@ -67,15 +69,15 @@ func anyMatch(patterns []string, lower string, onError bool) bool {
 	return false
 }
 
-// Apply returns the tags of s that are in scope; nil stays nil (so a nil
-// MergeInput.Base keeps meaning "no history").
-func (f Filter) Apply(s Set) Set {
+// Apply returns the tags of s that are in scope (see Match); nil stays nil (so
+// a nil MergeInput.Base keeps meaning "no history").
+func (f Filter) Apply(nc NameCase, s Set) Set {
 	if s == nil {
 		return nil
 	}
 	out := Set{}
 	for n, v := range s {
-		if f.Match(n) {
+		if f.Match(nc, n) {
 			out[n] = v
 		}
 	}
@@ -83,16 +85,18 @@ func (f Filter) Apply(s Set) Set {
 }
 
 // ExcludesEverything reports whether the filter provably lets no name
-// through: an Exclude pattern made only of '*', or every Include pattern
-// covered by an Exclude pattern (the same pattern, or a "prefix*" pattern
-// whose prefix starts it). It errs towards false: a filter it passes may
-// still match little.
+// through when names are compared as nc says: an Exclude pattern made only of
+// '*', or every Include pattern covered by an Exclude pattern (the same
+// pattern, or a "prefix*" pattern whose prefix starts it, case aside under
+// CaseInsensitive). It errs towards false: a filter it passes may still match
+// little.
 //
 //	Filter{Exclude: []string{"*"}}                                  → true
 //	Filter{Include: []string{"cost*"}, Exclude: []string{"cost*"}}  → true
 //	Filter{Include: []string{"costcenter"}, Exclude: []string{"c*"}} → true
 //	Filter{Include: []string{"cost*"}, Exclude: []string{"costc*"}} → false
-func (f Filter) ExcludesEverything() bool {
+//	Filter{Include: []string{"Env"}, Exclude: []string{"env"}}      → true under CaseInsensitive only
+func (f Filter) ExcludesEverything(nc NameCase) bool {
 	for _, q := range f.Exclude {
 		if q != "" && strings.Trim(q, "*") == "" {
 			return true
@@ -102,7 +106,7 @@ func (f Filter) ExcludesEverything() bool {
 		return false
 	}
 	for _, p := range f.Include {
-		if !anyCovers(f.Exclude, p) {
+		if !anyCovers(nc, f.Exclude, p) {
 			return false
 		}
 	}
@@ -110,10 +114,10 @@ func (f Filter) ExcludesEverything() bool {
 }
 
 // anyCovers reports whether some pattern in qs matches every name p matches.
-func anyCovers(qs []string, p string) bool {
-	lp := strings.ToLower(p)
+func anyCovers(nc NameCase, qs []string, p string) bool {
+	lp := nc.Key(p)
 	for _, q := range qs {
-		lq := strings.ToLower(q)
+		lq := nc.Key(q)
 		if lq == lp {
 			return true
 		}

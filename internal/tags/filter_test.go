@@ -25,7 +25,7 @@ func TestFilterMatch(t *testing.T) {
 		{"malformed exclude matches everything", Filter{Exclude: []string{"["}}, "x", false},
 	}
 	for _, tt := range tests {
-		if got := tt.filter.Match(tt.tag); got != tt.want {
+		if got := tt.filter.Match(CaseInsensitive, tt.tag); got != tt.want {
 			t.Errorf("%s: Match(%q) = %v", tt.name, tt.tag, got)
 		}
 	}
@@ -43,11 +43,11 @@ func TestFilterValidate(t *testing.T) {
 
 func TestFilterApply(t *testing.T) {
 	f := Filter{Exclude: []string{"aks-*"}}
-	if f.Apply(nil) != nil {
+	if f.Apply(CaseInsensitive, nil) != nil {
 		t.Error("Apply(nil) must stay nil")
 	}
-	got := f.Apply(Set{"env": "a", "aks-managed": "b"})
-	if !got.Equal(Set{"env": "a"}) {
+	got := f.Apply(CaseInsensitive, Set{"env": "a", "aks-managed": "b"})
+	if !got.Equal(CaseInsensitive, Set{"env": "a"}) {
 		t.Errorf("Apply = %v", got)
 	}
 }
@@ -70,12 +70,12 @@ func TestFilterExcludesEverything(t *testing.T) {
 	}
 	for _, c := range cases {
 		f := Filter{Include: c.include, Exclude: c.exclude}
-		if got := f.ExcludesEverything(); got != c.want {
+		if got := f.ExcludesEverything(CaseInsensitive); got != c.want {
 			t.Errorf("include %v exclude %v: ExcludesEverything = %v, want %v", c.include, c.exclude, got, c.want)
 		}
 		if c.want {
 			for _, name := range []string{"env", "cost", "costcenter", "cost-x", "a"} {
-				if f.Match(name) {
+				if f.Match(CaseInsensitive, name) {
 					t.Errorf("include %v exclude %v: said to exclude everything but matches %q", c.include, c.exclude, name)
 				}
 			}

@@ -8,13 +8,15 @@ import "sort"
 // change nothing are dropped, and new tags are added in lexicographic (byte)
 // order of their names only while the resource stays within rules.MaxTags;
 // the rest are skipped. Updates and deletions never count against the limit.
-// Skipped items are reported sorted by name. Use MergeResult.RestrictCloud with
-// the fitted patch so the skipped keys are retried, not forgotten.
+// Skipped items are reported sorted by name. Names are matched as
+// rules.NameCase() says. Use MergeResult.RestrictCloud with the fitted patch
+// so the skipped keys are retried, not forgotten.
 func Fit(current Set, patch CloudPatch, rules Rules) (CloudPatch, []Skipped) {
-	idx := current.index()
+	nc := rules.NameCase()
+	idx := current.index(nc)
 	var out CloudPatch
 	var skipped []Skipped
-	deleted := fitDeletes(idx, patch, rules, &out, &skipped)
+	deleted := fitDeletes(nc, idx, patch, rules, &out, &skipped)
 	var adds []string
 	for _, name := range patch.Set.Names() {
 		value := patch.Set[name]
@@ -22,11 +24,11 @@ func Fit(current Set, patch CloudPatch, rules Rules) (CloudPatch, []Skipped) {
 			skipped = append(skipped, skip(name, "", value, err))
 			continue
 		}
-		if deletes(patch, name) {
+		if deletes(nc, patch, name) {
 			skipped = append(skipped, skip(name, "", value, tagErr(name, ErrDuplicateName, "the patch both sets and deletes this tag")))
 			continue
 		}
-		if cur, ok := idx[Key(name)]; ok {
+		if cur, ok := idx[nc.Key(name)]; ok {
 			if current[cur] != value {
 				out.put(name, value)
 			}
@@ -53,15 +55,15 @@ func Fit(current Set, patch CloudPatch, rules Rules) (CloudPatch, []Skipped) {
 
 // fitDeletes copies the effective deletions of patch to out (under current's
 // spelling) and returns how many tags they remove.
-func fitDeletes(idx map[string]string, patch CloudPatch, rules Rules, out *CloudPatch, skipped *[]Skipped) int {
+func fitDeletes(nc NameCase, idx map[string]string, patch CloudPatch, rules Rules, out *CloudPatch, skipped *[]Skipped) int {
 	seen := map[string]bool{}
 	for _, name := range patch.Delete {
-		k := Key(name)
+		k := nc.Key(name)
 		cur, ok := idx[k]
 		switch {
 		case rules.IsReservedName(name):
 			*skipped = append(*skipped, skip(name, "", "", rules.ValidateName(name)))
-		case patch.Set.Has(name):
+		case patch.Set.Has(nc, name):
 			*skipped = append(*skipped, skip(name, "", "", tagErr(name, ErrDuplicateName, "the patch both sets and deletes this tag")))
 		case !ok || seen[k]:
 		default:
@@ -84,10 +86,10 @@ func limitErr(name string, limit int) error {
 		"not added: the resource would exceed its limit of %d tags (new tags are added in name order); remove unused tags", limit)
 }
 
-// deletes reports whether p deletes name (matched case-insensitively).
-func deletes(p Patch, name string) bool {
+// deletes reports whether p deletes name (matched as nc says).
+func deletes(nc NameCase, p Patch, name string) bool {
 	for _, d := range p.Delete {
-		if Key(d) == Key(name) {
+		if nc.Key(d) == nc.Key(name) {
 			return true
 		}
 	}

@@ -16,7 +16,7 @@ func fullSet(n int) Set {
 }
 
 func TestFit(t *testing.T) {
-	small := Rules{MaxTags: 3, MaxNameLen: 512, MaxValueLen: 256, ForbiddenNameChars: "/", ReservedPrefixes: []string{"azure"}}
+	small := Rules{MaxTags: 3, MaxNameLen: 512, MaxValueLen: 256, ForbiddenNameChars: "/", ReservedPrefixes: []string{"azure"}, CaseInsensitive: true}
 	tests := []struct {
 		name        string
 		current     Set
@@ -79,7 +79,7 @@ func TestFit(t *testing.T) {
 			if !sameStrings(names, tt.wantSkipped) {
 				t.Errorf("skipped = %v, want %v", names, tt.wantSkipped)
 			}
-			if after := got.Apply(tt.current); tt.rules.MaxTags > 0 && len(after) > tt.rules.MaxTags && len(after) > len(tt.current) {
+			if after := got.Apply(CaseInsensitive, tt.current); tt.rules.MaxTags > 0 && len(after) > tt.rules.MaxTags && len(after) > len(tt.current) {
 				t.Errorf("result has %d tags", len(after))
 			}
 		})
@@ -99,7 +99,7 @@ func TestFitIsDeterministic(t *testing.T) {
 		patch.Set[fmt.Sprintf("n%02d", 19-i)] = "v"
 	}
 	first, _ := Fit(fullSet(45), patch, AzureRules)
-	if len(first.Set) != 5 || !first.Set.Has("n00") || !first.Set.Has("n04") {
+	if len(first.Set) != 5 || !first.Set.Has(CaseInsensitive, "n00") || !first.Set.Has(CaseInsensitive, "n04") {
 		t.Fatalf("fitted = %v, want n00..n04", first.Set)
 	}
 	for i := 0; i < 10; i++ {

@@ -15,17 +15,18 @@ type LabelChanges struct {
 func (l LabelChanges) IsEmpty() bool { return len(l.Set) == 0 && len(l.Delete) == 0 }
 
 // LabelChanges turns a NodePatch into changes to the given current labels.
-// Names match managed labels case-insensitively: a set replaces every managed
-// label for the same tag under another spelling (a rename), and a delete removes
-// them all. Labels that are not managed or do not decode are never touched.
+// Names match managed labels as the codec's Rules compare names; when they are
+// case-insensitive, a set replaces every managed label for the same tag under
+// another spelling (a rename), and a delete removes them all. Labels that are not managed or do not decode are never touched.
 // Entries that cannot be encoded are skipped and reported, and their old labels
 // are left as they are.
 func (c Codec) LabelChanges(labels map[string]string, p NodePatch) (LabelChanges, []Skipped) {
-	current := c.managedByKey(labels)
+	nc := c.rules().NameCase()
+	current := c.managedByKey(nc, labels)
 	var out LabelChanges
 	var skipped []Skipped
 	for _, name := range p.Delete {
-		out.Delete = append(out.Delete, current[Key(name)]...)
+		out.Delete = append(out.Delete, current[nc.Key(name)]...)
 	}
 	for _, name := range p.Set.Names() {
 		key, value, err := c.encodeLabel(name, p.Set[name])
@@ -33,7 +34,7 @@ func (c Codec) LabelChanges(labels map[string]string, p NodePatch) (LabelChanges
 			skipped = append(skipped, skip(name, key, p.Set[name], err))
 			continue
 		}
-		out.setLabel(labels, current[Key(name)], key, value)
+		out.setLabel(labels, current[nc.Key(name)], key, value)
 	}
 	out.Delete = dedupSorted(out.Delete)
 	sortSkipped(skipped)
@@ -66,11 +67,11 @@ func (c Codec) encodeLabel(name, value string) (key, labelValue string, err erro
 }
 
 // managedByKey maps each tag Key to the managed label keys that decode to it.
-func (c Codec) managedByKey(labels map[string]string) map[string][]string {
+func (c Codec) managedByKey(nc NameCase, labels map[string]string) map[string][]string {
 	out := map[string][]string{}
 	for lk := range labels {
 		if name, managed, err := c.TagName(lk); managed && err == nil {
-			out[Key(name)] = append(out[Key(name)], lk)
+			out[nc.Key(name)] = append(out[nc.Key(name)], lk)
 		}
 	}
 	return out

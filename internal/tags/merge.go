@@ -154,7 +154,8 @@ type MergeResult struct {
 	// no history: nothing is deleted because of the wipe.
 	Wiped bool
 
-	base Set // the base the merge used (nil after a wipe), for Restrict*
+	base Set      // the base the merge used (nil after a wipe), for Restrict*
+	nc   NameCase // how the merge matched names, for Restrict*
 }
 
 // Conflict is a key on which the sides disagree and could not both be followed.
@@ -177,23 +178,24 @@ type Conflict struct {
 	Reason string
 }
 
-// Merge performs the three-way merge of one Node's tags; see the package
-// documentation for the rules.
-func Merge(in MergeInput) MergeResult {
-	res := MergeResult{NewBase: Set{}, Wiped: isWipe(in.Base, in.Cloud, in.Node)}
+// Merge performs the three-way merge of one Node's tags, matching tag names as
+// nc says (pass the cloud's, Rules.NameCase); see the package documentation
+// for the rules.
+func Merge(nc NameCase, in MergeInput) MergeResult {
+	res := MergeResult{NewBase: Set{}, Wiped: isWipe(nc, in.Base, in.Cloud, in.Node), nc: nc}
 	res.base = in.Base.Clone()
 	if res.Wiped && in.Direction.writes(SideNode) {
 		res.base = nil
 	}
-	bi, ci, ni := res.base.index(), in.Cloud.index(), in.Node.index()
-	hold := keySet(in.Hold)
+	bi, ci, ni := res.base.index(nc), in.Cloud.index(nc), in.Node.index(nc)
+	hold := keySet(nc, in.Hold)
 	for _, k := range unionKeys(bi, ci, ni) {
 		t := triple{
 			base: stateOf(res.base, bi, k), cloud: stateOf(in.Cloud, ci, k), node: stateOf(in.Node, ni, k),
 			history: res.base != nil,
 		}
 		if hold[k] {
-			res.NewBase.put(t.base)
+			res.NewBase.put(nc, t.base)
 			continue
 		}
 		res.apply(t, decide(t, in.Direction, in.Policy), in.Direction)
@@ -204,19 +206,19 @@ func Merge(in MergeInput) MergeResult {
 
 // isWipe reports whether base holds at least two tags, cloud none of them, and
 // node at least two of them with their base values.
-func isWipe(base, cloud, node Set) bool {
-	idx := base.index()
+func isWipe(nc NameCase, base, cloud, node Set) bool {
+	idx := base.index(nc)
 	if len(idx) < 2 {
 		return false
 	}
-	for k := range cloud.index() {
+	for k := range cloud.index(nc) {
 		if _, ok := idx[k]; ok {
 			return false
 		}
 	}
 	unchanged := 0
 	for _, n := range idx {
-		if v, ok := node.Get(n); ok && v == base[n] {
+		if v, ok := node.Get(nc, n); ok && v == base[n] {
 			unchanged++
 		}
 	}
@@ -226,13 +228,13 @@ func isWipe(base, cloud, node Set) bool {
 func (r *MergeResult) normalize() {
 	r.CloudPatch.normalize()
 	r.NodePatch.normalize()
-	sort.Slice(r.Conflicts, func(i, j int) bool { return Key(r.Conflicts[i].Name) < Key(r.Conflicts[j].Name) })
+	sort.Slice(r.Conflicts, func(i, j int) bool { return r.nc.Key(r.Conflicts[i].Name) < r.nc.Key(r.Conflicts[j].Name) })
 }
 
-func keySet(names []string) map[string]bool {
+func keySet(nc NameCase, names []string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
-		m[Key(n)] = true
+		m[nc.Key(n)] = true
 	}
 	return m
 }

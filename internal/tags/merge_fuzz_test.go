@@ -44,9 +44,9 @@ func FuzzMerge(f *testing.F) {
 		if hold%3 == 1 {
 			in.Hold = []string{"TEAM"}
 		}
-		res := Merge(in)
-		checkMergeInvariants(t, in, res)
-		same := Merge(MergeInput{Base: in.Cloud, Cloud: in.Cloud, Node: in.Cloud, Direction: in.Direction, Policy: in.Policy})
+		res := Merge(CaseInsensitive, in)
+		checkMergeInvariants(t, CaseInsensitive, in, res)
+		same := Merge(CaseInsensitive, MergeInput{Base: in.Cloud, Cloud: in.Cloud, Node: in.Cloud, Direction: in.Direction, Policy: in.Policy})
 		if !same.CloudPatch.IsEmpty() || !same.NodePatch.IsEmpty() || len(same.Conflicts) > 0 {
 			t.Errorf("Cloud == Node == Base produced %+v", same)
 		}

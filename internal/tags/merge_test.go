@@ -233,7 +233,7 @@ func TestMergeMatrix(t *testing.T) {
 			for _, p := range policies {
 				t.Run(sc.name+"/"+string(d)+"/"+string(p), func(t *testing.T) {
 					in := MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: d, Policy: p}
-					res := Merge(in)
+					res := Merge(CaseInsensitive, in)
 					want := sc.expect(d, p)
 					mustEqualPatch(t, "CloudPatch", res.CloudPatch, want.cloud)
 					mustEqualPatch(t, "NodePatch", res.NodePatch, want.node)
@@ -246,7 +246,7 @@ func TestMergeMatrix(t *testing.T) {
 					if res.Wiped != want.wiped {
 						t.Errorf("Wiped = %v, want %v", res.Wiped, want.wiped)
 					}
-					checkMergeInvariants(t, in, res)
+					checkMergeInvariants(t, CaseInsensitive, in, res)
 				})
 			}
 		}
@@ -255,8 +255,8 @@ func TestMergeMatrix(t *testing.T) {
 
 func TestMergeDefaultsAreTwoWayIgnore(t *testing.T) {
 	for _, sc := range scenarios {
-		got := Merge(MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node})
-		want := Merge(MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: TwoWay, Policy: Ignore})
+		got := Merge(CaseInsensitive, MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node})
+		want := Merge(CaseInsensitive, MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: TwoWay, Policy: Ignore})
 		if !samePatch(got.CloudPatch, want.CloudPatch) || !samePatch(got.NodePatch, want.NodePatch) || !sameMap(got.NewBase, want.NewBase) {
 			t.Errorf("%s: zero Direction/Policy differ from TwoWay/Ignore", sc.name)
 		}
@@ -266,7 +266,7 @@ func TestMergeDefaultsAreTwoWayIgnore(t *testing.T) {
 func TestMergeUnknownDirectionWritesNothing(t *testing.T) {
 	for _, sc := range scenarios {
 		in := MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: "Sideways", Policy: CloudWins}
-		res := Merge(in)
+		res := Merge(CaseInsensitive, in)
 		if !res.CloudPatch.IsEmpty() || !res.NodePatch.IsEmpty() {
 			t.Errorf("%s: unknown direction wrote %s / %s", sc.name, fmtPatch(res.CloudPatch), fmtPatch(res.NodePatch))
 		}
@@ -274,7 +274,7 @@ func TestMergeUnknownDirectionWritesNothing(t *testing.T) {
 }
 
 func TestMergeConflictDetails(t *testing.T) {
-	res := Merge(MergeInput{Base: set("env", "a"), Cloud: Set{}, Node: set("env", "c")})
+	res := Merge(CaseInsensitive, MergeInput{Base: set("env", "a"), Cloud: Set{}, Node: set("env", "c")})
 	if len(res.Conflicts) != 1 {
 		t.Fatalf("conflicts = %+v", res.Conflicts)
 	}
@@ -283,11 +283,11 @@ func TestMergeConflictDetails(t *testing.T) {
 	if res.Conflicts[0] != want {
 		t.Errorf("conflict = %+v\nwant %+v", res.Conflicts[0], want)
 	}
-	one := Merge(MergeInput{Base: set("env", "a"), Cloud: set("env", "a"), Node: set("env", "b"), Direction: CloudToNode})
+	one := Merge(CaseInsensitive, MergeInput{Base: set("env", "a"), Cloud: set("env", "a"), Node: set("env", "b"), Direction: CloudToNode})
 	if r := one.Conflicts[0].Reason; !strings.Contains(r, "direction CloudToNode does not write the cloud") {
 		t.Errorf("one-way reason = %q", r)
 	}
-	nh := Merge(MergeInput{Cloud: set("env", "a"), Node: set("env", "b")})
+	nh := Merge(CaseInsensitive, MergeInput{Cloud: set("env", "a"), Node: set("env", "b")})
 	if r := nh.Conflicts[0].Reason; r != "no sync history and the values differ" {
 		t.Errorf("no-history reason = %q", r)
 	}
@@ -300,21 +300,21 @@ func TestMergeHold(t *testing.T) {
 		Node:  set("env", "a"), // the label for "long" could not be written
 		Hold:  []string{"LONG"},
 	}
-	res := Merge(in)
+	res := Merge(CaseInsensitive, in)
 	if !res.CloudPatch.IsEmpty() || !res.NodePatch.IsEmpty() || len(res.Conflicts) > 0 {
 		t.Errorf("held key was touched: %+v", res)
 	}
 	if !sameMap(res.NewBase, set("long", "old", "env", "a")) {
 		t.Errorf("NewBase = %v, held key must keep its base entry", res.NewBase)
 	}
-	checkMergeInvariants(t, in, res)
+	checkMergeInvariants(t, CaseInsensitive, in, res)
 }
 
 func TestMergeCaseCollisionsAreDeterministic(t *testing.T) {
 	in := MergeInput{Cloud: set("ENV", "1", "env", "2"), Node: Set{}}
-	first := Merge(in)
+	first := Merge(CaseInsensitive, in)
 	for i := 0; i < 20; i++ {
-		if again := Merge(in); !samePatch(again.NodePatch, first.NodePatch) {
+		if again := Merge(CaseInsensitive, in); !samePatch(again.NodePatch, first.NodePatch) {
 			t.Fatalf("merge not deterministic: %s vs %s", fmtPatch(again.NodePatch), fmtPatch(first.NodePatch))
 		}
 	}

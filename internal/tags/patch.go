@@ -3,9 +3,10 @@ package tags
 import "sort"
 
 // Patch is a set of changes to one side's tags: names to set and names to
-// delete. It names only what changes; everything else stays as it is. A name in
-// Set whose spelling differs from the existing entry's is a rename: appliers
-// replace the old spelling (see Apply and Codec.LabelChanges).
+// delete. It names only what changes; everything else stays as it is. Under
+// CaseInsensitive, a name in Set whose spelling differs from the existing
+// entry's is a rename: appliers replace the old spelling (see Apply and
+// Codec.LabelChanges).
 type Patch struct {
 	// Set holds the names to create or update, with their new values; nil when none.
 	Set Set
@@ -24,30 +25,30 @@ type NodePatch = Patch
 func (p Patch) IsEmpty() bool { return len(p.Set) == 0 && len(p.Delete) == 0 }
 
 // Apply returns a copy of s with p applied: deletions first, then sets; both
-// match names case-insensitively, and a set replaces every spelling of its name.
-func (p Patch) Apply(s Set) Set {
+// match names as c says, and a set replaces every entry c takes for its name.
+func (p Patch) Apply(c NameCase, s Set) Set {
 	out := s.Clone()
 	if out == nil {
 		out = Set{}
 	}
 	for _, n := range p.Delete {
-		out.Remove(n)
+		out.Remove(c, n)
 	}
 	for n, v := range p.Set {
-		out.Put(n, v)
+		out.Put(c, n, v)
 	}
 	return out
 }
 
-// Op returns what p does to name (matched case-insensitively): set to value,
-// or delete. ok is false when p does not touch name.
-func (p Patch) Op(name string) (value string, del bool, ok bool) {
-	if _, v, found := p.Set.Lookup(name); found {
+// Op returns what p does to name (matched as c says): set to value, or delete.
+// ok is false when p does not touch name.
+func (p Patch) Op(c NameCase, name string) (value string, del bool, ok bool) {
+	if _, v, found := p.Set.Lookup(c, name); found {
 		return v, false, true
 	}
-	k := Key(name)
+	k := c.Key(name)
 	for _, d := range p.Delete {
-		if Key(d) == k {
+		if c.Key(d) == k {
 			return "", true, true
 		}
 	}

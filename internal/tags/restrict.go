@@ -24,14 +24,14 @@ func (r MergeResult) RestrictNode(applied NodePatch) MergeResult {
 func (r *MergeResult) restrict(p, applied Patch, winner Side) Patch {
 	var kept Patch
 	for _, n := range p.Set.Names() {
-		if v, del, ok := applied.Op(n); ok && !del && v == p.Set[n] {
+		if v, del, ok := applied.Op(r.nc, n); ok && !del && v == p.Set[n] {
 			kept.put(n, p.Set[n])
 		} else {
 			r.revert(n, winner)
 		}
 	}
 	for _, n := range p.Delete {
-		if _, del, ok := applied.Op(n); ok && del {
+		if _, del, ok := applied.Op(r.nc, n); ok && del {
 			kept.del(n)
 		} else {
 			r.revert(n, winner)
@@ -44,12 +44,12 @@ func (r *MergeResult) restrict(p, applied Patch, winner Side) Patch {
 // revert restores the old base entry of name and marks a conflict on it, won
 // by winner, as unresolved.
 func (r *MergeResult) revert(name string, winner Side) {
-	r.NewBase.Remove(name)
-	if n, v, ok := r.base.Lookup(name); ok {
+	r.NewBase.Remove(r.nc, name)
+	if n, v, ok := r.base.Lookup(r.nc, name); ok {
 		r.NewBase[n] = v
 	}
 	for i := range r.Conflicts {
-		if Key(r.Conflicts[i].Name) == Key(name) && r.Conflicts[i].Winner == winner {
+		if r.nc.Key(r.Conflicts[i].Name) == r.nc.Key(name) && r.Conflicts[i].Winner == winner {
 			r.Conflicts[i].Winner = SideNone
 		}
 	}

@@ -9,7 +9,7 @@ func TestRestrictCloud(t *testing.T) {
 		Node:   set("env", "b", "team", "z", "new", "n"),
 		Policy: NodeWins,
 	}
-	res := Merge(in)
+	res := Merge(CaseInsensitive, in)
 	mustEqualPatch(t, "CloudPatch", res.CloudPatch, sets("env", "b", "team", "z", "new", "n").and(dels("gone")))
 	// Only env and the deletion were written; team (a NodeWins conflict) and new were dropped.
 	got := res.RestrictCloud(sets("env", "b").and(dels("GONE")))
@@ -24,16 +24,16 @@ func TestRestrictCloud(t *testing.T) {
 		t.Error("RestrictCloud must not modify its receiver")
 	}
 	// A different value in applied is not the same operation.
-	if other := res.RestrictCloud(sets("env", "other")); other.CloudPatch.Set.Has("env") {
+	if other := res.RestrictCloud(sets("env", "other")); other.CloudPatch.Set.Has(CaseInsensitive, "env") {
 		t.Errorf("different value kept: %s", fmtPatch(other.CloudPatch))
 	}
 	// The next merge proposes the dropped keys again.
-	next := Merge(MergeInput{Base: got.NewBase, Cloud: got.CloudPatch.Apply(in.Cloud), Node: in.Node, Policy: NodeWins})
+	next := Merge(CaseInsensitive, MergeInput{Base: got.NewBase, Cloud: got.CloudPatch.Apply(CaseInsensitive, in.Cloud), Node: in.Node, Policy: NodeWins})
 	mustEqualPatch(t, "retry", next.CloudPatch, sets("team", "z", "new", "n"))
 }
 
 func TestRestrictNode(t *testing.T) {
-	res := Merge(MergeInput{Base: set("env", "a", "x", "1"), Cloud: set("env", "b"), Node: set("env", "a", "x", "1")})
+	res := Merge(CaseInsensitive, MergeInput{Base: set("env", "a", "x", "1"), Cloud: set("env", "b"), Node: set("env", "a", "x", "1")})
 	mustEqualPatch(t, "NodePatch", res.NodePatch, sets("env", "b").and(dels("x")))
 	got := res.RestrictNode(dels("x"))
 	mustEqualPatch(t, "restricted", got.NodePatch, dels("x"))

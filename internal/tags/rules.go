@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Rules describes what a cloud accepts as tags on one resource.
+// Rules describes what a cloud accepts as tags on one resource, and how it
+// compares tag names (CaseInsensitive).
 type Rules struct {
 	// MaxTags is the most tags one resource may carry; 0 or less means no limit.
 	MaxTags int
@@ -21,13 +22,19 @@ type Rules struct {
 	// characters are always refused in names.
 	ForbiddenNameChars string
 	// ReservedPrefixes lists name prefixes that belong to the platform
-	// (compared case-insensitively); tagsync never writes such names.
+	// (compared case-insensitively, whatever CaseInsensitive says); tagsync
+	// never writes such names.
 	ReservedPrefixes []string
 	// CaseInsensitive says the cloud treats names differing only in case as one
-	// tag; ValidateSet then refuses such pairs. (Set always matches names
-	// case-insensitively.)
+	// tag; NameCase turns it into the NameCase that Set, Merge, Aggregate and
+	// Filter take, and Fit, Codec and ValidateSet (which then refuses such
+	// pairs) follow it.
 	CaseInsensitive bool
 }
+
+// NameCase returns how the cloud compares tag names: CaseInsensitive when
+// r.CaseInsensitive is set, CaseSensitive otherwise.
+func (r Rules) NameCase() NameCase { return NameCase(r.CaseInsensitive) }
 
 // AzureRules are Azure Resource Manager's tag rules for most resources: at most
 // 50 tags, names up to 512 and values up to 256 characters, no < > % & \ ? / in
@@ -145,8 +152,9 @@ func (r Rules) ValidateValue(name, value string) error {
 }
 
 // ValidateSet checks every name and value in s, names differing only in case
-// (when CaseInsensitive) and the number of tags. It returns nil or all problems
-// joined (errors.Join), ordered by tag name.
+// (when CaseInsensitive; otherwise they are different tags) and the number of
+// tags. It returns nil or all problems joined (errors.Join), ordered by tag
+// name.
 func (r Rules) ValidateSet(s Set) error {
 	var errs []error
 	for _, n := range s.Names() {
@@ -157,28 +165,28 @@ func (r Rules) ValidateSet(s Set) error {
 			errs = append(errs, err)
 		}
 	}
-	if r.CaseInsensitive {
-		for _, g := range s.Collisions() {
-			errs = append(errs, tagErr(g[0], ErrDuplicateName,
-				"names %q differ only in case, and tag names are case-insensitive; keep one", g))
-		}
+	nc := r.NameCase()
+	for _, g := range s.Collisions(nc) {
+		errs = append(errs, tagErr(g[0], ErrDuplicateName,
+			"names %q differ only in case, and tag names are case-insensitive; keep one", g))
 	}
-	if r.MaxTags > 0 && len(s.index()) > r.MaxTags {
-		errs = append(errs, tagErr("", ErrTooManyTags, "%d tags; a resource may carry at most %d", len(s.index()), r.MaxTags))
+	if n := len(s.index(nc)); r.MaxTags > 0 && n > r.MaxTags {
+		errs = append(errs, tagErr("", ErrTooManyTags, "%d tags; a resource may carry at most %d", n, r.MaxTags))
 	}
 	return errors.Join(errs...)
 }
 
-// IsReservedName reports whether name starts with one of ReservedPrefixes.
+// IsReservedName reports whether name starts with one of ReservedPrefixes,
+// compared case-insensitively.
 func (r Rules) IsReservedName(name string) bool {
 	_, ok := r.reservedPrefix(name)
 	return ok
 }
 
 func (r Rules) reservedPrefix(name string) (string, bool) {
-	lower := Key(name)
+	lower := strings.ToLower(name)
 	for _, p := range r.ReservedPrefixes {
-		if strings.HasPrefix(lower, Key(p)) {
+		if strings.HasPrefix(lower, strings.ToLower(p)) {
 			return p, true
 		}
 	}

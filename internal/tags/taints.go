@@ -41,15 +41,17 @@ func TaintTagName(key string) string {
 	return TaintTagPrefix + strings.ReplaceAll(key, "/", ":")
 }
 
-// IsTaintTag reports whether a tag name was exported from a taint.
-func IsTaintTag(name string) bool {
-	return len(name) >= len(TaintTagPrefix) && strings.EqualFold(name[:len(TaintTagPrefix)], TaintTagPrefix)
+// IsTaintTag reports whether a tag name was exported from a taint: whether it
+// starts with TaintTagPrefix, in any case when nc is CaseInsensitive.
+func IsTaintTag(nc NameCase, name string) bool {
+	return len(name) >= len(TaintTagPrefix) && nc.Key(name[:len(TaintTagPrefix)]) == TaintTagPrefix
 }
 
-// SplitTaintTags splits a set into its taint tags and the rest.
-func SplitTaintTags(s Set) (rest, taints Set) {
+// SplitTaintTags splits a set into its taint tags (see IsTaintTag) and the
+// rest.
+func SplitTaintTags(nc NameCase, s Set) (rest, taints Set) {
 	for name, v := range s {
-		if IsTaintTag(name) {
+		if IsTaintTag(nc, name) {
 			if taints == nil {
 				taints = Set{}
 			}

@@ -9,7 +9,7 @@ func TestTaintTags(t *testing.T) {
 		{Key: "gpu", Value: "", Effect: "NoSchedule"},
 	})
 	want := Set{"taint:kubernetes.azure.com:scalesetpriority": "spot:NoSchedule", "taint:gpu": ":NoExecute,:NoSchedule"}
-	if !got.Equal(want) {
+	if !got.Equal(CaseInsensitive, want) {
 		t.Fatalf("TaintTags = %v, want %v", got, want)
 	}
 	for name := range got {
@@ -23,11 +23,11 @@ func TestTaintTags(t *testing.T) {
 }
 
 func TestSplitTaintTags(t *testing.T) {
-	rest, taints := SplitTaintTags(Set{"env": "prod", "Taint:gpu": ":NoSchedule"})
-	if !rest.Equal(Set{"env": "prod"}) || !taints.Equal(Set{"Taint:gpu": ":NoSchedule"}) {
+	rest, taints := SplitTaintTags(CaseInsensitive, Set{"env": "prod", "Taint:gpu": ":NoSchedule"})
+	if !rest.Equal(CaseInsensitive, Set{"env": "prod"}) || !taints.Equal(CaseInsensitive, Set{"Taint:gpu": ":NoSchedule"}) {
 		t.Fatalf("split = %v / %v", rest, taints)
 	}
-	if IsTaintTag("tain") || !IsTaintTag("TAINT:x") {
+	if IsTaintTag(CaseInsensitive, "tain") || !IsTaintTag(CaseInsensitive, "TAINT:x") {
 		t.Fatal("IsTaintTag is wrong about the prefix")
 	}
 }

@@ -113,7 +113,7 @@ func TestSnapshotPlacements(t *testing.T) {
 				}
 			}
 			// Tags come with the listing.
-			if got := snap.Resources[cloud.CanonicalID(ids["pool1"])].Tags; !got.Equal(tags.Set{"env": "prod"}) {
+			if got := snap.Resources[cloud.CanonicalID(ids["pool1"])].Tags; !got.Equal(tags.CaseInsensitive, tags.Set{"env": "prod"}) {
 				t.Errorf("pool1 tags = %v", got)
 			}
 			// One list per (group, kind) needed: rg-aks VMSS + VM, rg-other VM, rg-nowhere VM.

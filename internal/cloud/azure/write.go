@@ -144,21 +144,21 @@ func tagsOf(r armresources.TagsResource) tags.Set {
 	return toSet(r.Properties.Tags)
 }
 
-// apply returns cur with patch applied, keeping the existing spelling of
-// names that exist (ARM's Merge does the same), so the cloud is never
-// renamed.
-func apply(cur tags.Set, patch tags.Patch) tags.Set {
+// apply returns cur with patch applied, matching names as nc says and
+// keeping the existing spelling of names that exist (ARM's Merge does the
+// same), so the cloud is never renamed.
+func apply(nc tags.NameCase, cur tags.Set, patch tags.Patch) tags.Set {
 	next := cur.Clone()
 	if next == nil {
 		next = tags.Set{}
 	}
 	for _, name := range patch.Delete {
-		if _, ok := patch.Set.Get(name); !ok {
-			next.Remove(name)
+		if _, ok := patch.Set.Get(nc, name); !ok {
+			next.Remove(nc, name)
 		}
 	}
 	for name, v := range patch.Set {
-		if spelling, _, ok := next.Lookup(name); ok {
+		if spelling, _, ok := next.Lookup(nc, name); ok {
 			name = spelling
 		}
 		next[name] = v
@@ -168,19 +168,20 @@ func apply(cur tags.Set, patch tags.Patch) tags.Set {
 
 // tagsAPIOps splits a patch into the Merge and Delete payloads that change
 // cur: only keys whose value differs are merged; deletions carry the value
-// read so that ARM deletes only a tag nobody changed meanwhile.
-func tagsAPIOps(cur tags.Set, patch tags.Patch) (merge, del tags.Set) {
+// read so that ARM deletes only a tag nobody changed meanwhile. Names are
+// matched as nc says.
+func tagsAPIOps(nc tags.NameCase, cur tags.Set, patch tags.Patch) (merge, del tags.Set) {
 	merge, del = tags.Set{}, tags.Set{}
 	for name, v := range patch.Set {
-		if old, ok := cur.Get(name); !ok || old != v {
+		if old, ok := cur.Get(nc, name); !ok || old != v {
 			merge[name] = v
 		}
 	}
 	for _, name := range patch.Delete {
-		if _, ok := patch.Set.Get(name); ok {
+		if _, ok := patch.Set.Get(nc, name); ok {
 			continue
 		}
-		if spelling, v, ok := cur.Lookup(name); ok {
+		if spelling, v, ok := cur.Lookup(nc, name); ok {
 			del[spelling] = v
 		}
 	}
@@ -208,7 +209,8 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 	if err != nil {
 		return nil, err
 	}
-	merge, del := tagsAPIOps(cur.Tags, patch)
+	nc := p.Rules().NameCase()
+	merge, del := tagsAPIOps(nc, cur.Tags, patch)
 	if len(merge) == 0 && len(del) == 0 {
 		return cur, nil
 	}
@@ -216,7 +218,7 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 	if err != nil {
 		return nil, err
 	}
-	result := apply(cur.Tags, patch)
+	result := apply(nc, cur.Tags, patch)
 	for _, op := range []struct {
 		kind armresources.TagsPatchOperation
 		tags tags.Set
@@ -262,8 +264,9 @@ func (p *Provider) patchResource(ctx context.Context, ref resourceRef, patch tag
 		if err != nil {
 			return nil, err
 		}
-		next := apply(cur.Tags, patch)
-		if next.Equal(cur.Tags) {
+		nc := p.Rules().NameCase()
+		next := apply(nc, cur.Tags, patch)
+		if next.Equal(nc, cur.Tags) {
 			return cur, nil
 		}
 		e, err := p.update(ctx, ref, next, cur.ETag)
@@ -271,21 +274,22 @@ func (p *Provider) patchResource(ctx context.Context, ref resourceRef, patch tag
 			return e, nil
 		}
 		if statusOf(err) != http.StatusPreconditionFailed || attempt >= MaxWriteAttempts {
-			return nil, p.wrapf(err, "azure: write tags %s of %s (attempt %d)", strings.Join(changed(cur.Tags, next), ", "), ref.id, attempt)
+			return nil, p.wrapf(err, "azure: write tags %s of %s (attempt %d)", strings.Join(changed(nc, cur.Tags, next), ", "), ref.id, attempt)
 		}
 	}
 }
 
-// changed lists the names whose value differs between a and b, sorted.
-func changed(a, b tags.Set) []string {
+// changed lists the names whose value differs between a and b (matched as nc
+// says), sorted.
+func changed(nc tags.NameCase, a, b tags.Set) []string {
 	var out []string
 	for n, v := range b {
-		if old, ok := a.Get(n); !ok || old != v {
+		if old, ok := a.Get(nc, n); !ok || old != v {
 			out = append(out, n)
 		}
 	}
 	for n := range a {
-		if !b.Has(n) {
+		if !b.Has(nc, n) {
 			out = append(out, n)
 		}
 	}

@@ -62,7 +62,7 @@ func TestPatchTagsTagsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := snap.Resources[cloud.CanonicalID(vm)]; r.Tags["env"] != "staging" || r.Tags.Has("owner") {
+	if r := snap.Resources[cloud.CanonicalID(vm)]; r.Tags["env"] != "staging" || r.Tags.Has(tags.CaseInsensitive, "owner") {
 		t.Errorf("cached snapshot tags = %v", r.Tags)
 	}
 	if c := armCalls(env.Server, readOps...); len(c) != 0 {
@@ -91,7 +91,7 @@ func TestPatchTagsScaleSetAndGenericResource(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := must[map[string]string](t)(env.Server.Tags(id))
-		if _, ok := got["a"]; ok || got["c"] != "3" || !res.Tags.Equal(tags.Set(got)) {
+		if _, ok := got["a"]; ok || got["c"] != "3" || !res.Tags.Equal(tags.CaseInsensitive, tags.Set(got)) {
 			t.Errorf("%s: cloud %v, returned %v", id, got, res.Tags)
 		}
 	}
@@ -144,7 +144,7 @@ func TestPatchTagsResourcePatchStaleETag(t *testing.T) {
 	if got := must[map[string]string](t)(env.Server.Tags(vm)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("cloud tags = %v, want %v", got, want)
 	}
-	if !res.Tags.Equal(tags.Set(want)) || res.ETag != must[string](t)(env.Server.ETag(vm)) {
+	if !res.Tags.Equal(tags.CaseInsensitive, tags.Set(want)) || res.ETag != must[string](t)(env.Server.ETag(vm)) {
 		t.Errorf("returned %+v", res)
 	}
 	c := env.Server.Calls()
@@ -215,7 +215,7 @@ func TestPatchTagsTagsAPISwapAtTagLimit(t *testing.T) {
 	delete(want, "t00")
 	want["new"] = "1"
 	got := must[map[string]string](t)(env.Server.Tags(vm))
-	if fmt.Sprint(got) != fmt.Sprint(want) || !res.Tags.Equal(tags.Set(want)) {
+	if fmt.Sprint(got) != fmt.Sprint(want) || !res.Tags.Equal(tags.CaseInsensitive, tags.Set(want)) {
 		t.Errorf("cloud tags %v, returned %v, want %v", got, res.Tags, want)
 	}
 }

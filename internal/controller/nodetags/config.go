@@ -20,6 +20,7 @@ const defaultResync = 5 * time.Minute
 // syncConfig is a NodeTagSync's spec, validated and turned into the values
 // the sync pass uses.
 type syncConfig struct {
+	rules          tags.Rules // the provider's tag rules
 	direction      tags.Direction
 	policy         tags.Policy
 	codec          tags.Codec
@@ -34,9 +35,11 @@ type syncConfig struct {
 }
 
 // configFrom validates spec beyond what the API server checks and returns
-// the sync configuration, or an error that says what to fix.
-func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
+// the sync configuration for a provider with the given tag rules, or an error
+// that says what to fix.
+func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, error) {
 	cfg := syncConfig{
+		rules:      rules,
 		direction:  tags.Direction(orDefault(string(spec.Direction), string(v1alpha1.DirectionTwoWay))),
 		policy:     tags.Policy(orDefault(string(spec.ConflictPolicy), string(v1alpha1.ConflictIgnore))),
 		target:     cloud.Target(orDefault(string(spec.Target), string(v1alpha1.TargetScaleSet))),
@@ -48,7 +51,7 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
 	if spec.LabelPrefix != nil {
 		prefix = *spec.LabelPrefix
 	}
-	cfg.codec = tags.Codec{Prefix: prefix}
+	cfg.codec = tags.Codec{Prefix: prefix, Rules: &rules}
 	for _, p := range spec.IncludeTags {
 		cfg.filter.Include = append(cfg.filter.Include, string(p))
 	}
@@ -83,12 +86,15 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec) (syncConfig, error) {
 	if cfg.resync <= 0 {
 		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))
 	}
-	if cfg.filter.ExcludesEverything() && !cfg.syncTaints {
+	if cfg.filter.ExcludesEverything(cfg.nameCase()) && !cfg.syncTaints {
 		cfg.warnings = append(cfg.warnings, "includeTags and excludeTags together exclude every tag, so no tag or label is synced: "+
 			"narrow excludeTags or widen includeTags")
 	}
 	return cfg, errors.Join(errs...)
 }
+
+// nameCase is how the provider compares tag names.
+func (cfg syncConfig) nameCase() tags.NameCase { return cfg.rules.NameCase() }
 
 func orDefault(v, def string) string {
 	if v == "" {

@@ -56,6 +56,9 @@ type syncState struct {
 	// the sync request that read served.
 	lastRead time.Time
 	request  string
+	// steady are the nodes the last pass found fully in sync, with the
+	// state they were in (steady.go).
+	steady map[string]string
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -78,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.stateFor(&nts)
-	cfg, err := configFrom(nts.Spec)
+	cfg, err := configFrom(nts.Spec, r.Provider.Rules())
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
 		st.notes.EndPass(false)

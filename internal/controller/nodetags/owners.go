@@ -32,7 +32,7 @@ func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 		if nts.DeletionTimestamp != nil {
 			continue
 		}
-		if cfg, err := configFrom(nts.Spec); err == nil {
+		if cfg, err := configFrom(nts.Spec, r.Provider.Rules()); err == nil {
 			out = append(out, validSync{nts: nts, selector: cfg.selector})
 		}
 	}

@@ -57,7 +57,7 @@ func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 	byTag := map[string]*v1alpha1.TagConflict{}
 	var order []string
 	add := func(tag string, cloudValue *string, node, nodeValue string) {
-		key := tags.Key(tag)
+		key := p.cfg.nameCase().Key(tag)
 		c, ok := byTag[key]
 		if !ok {
 			c = &v1alpha1.TagConflict{Resource: plan.resource.ID, Tag: tag, CloudValue: cloudValue}
@@ -74,14 +74,14 @@ func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 				continue
 			}
 			add(c.Name, optional(c.CloudValue, c.CloudPresent), node.Name, describeValue(c.NodeValue, c.NodePresent))
-			p.notes.Once(node, "conflict/"+node.Name+"/"+tags.Key(c.Name), ReasonTagConflict,
+			p.notes.Once(node, "conflict/"+node.Name+"/"+p.cfg.nameCase().Key(c.Name), ReasonTagConflict,
 				fmt.Sprintf("tag %q differs: %s has %s, the label has %s (%s); conflictPolicy decides, nothing was written",
 					c.Name, plan.resource.ID, describeValue(c.CloudValue, c.CloudPresent), describeValue(c.NodeValue, c.NodePresent), c.Reason))
 		}
 	}
 	cloudTags := plan.resource.Tags
 	for _, c := range plan.aggConflicts {
-		_, v, ok := cloudTags.Lookup(c.Name)
+		_, v, ok := cloudTags.Lookup(p.cfg.nameCase(), c.Name)
 		var nodes []string
 		for _, op := range c.Ops {
 			value := op.Value
@@ -94,7 +94,7 @@ func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
 		for _, op := range c.Ops {
 			for _, m := range plan.members {
 				if m.node.Name == op.Node {
-					p.notes.Once(m.node, "agg/"+op.Node+"/"+tags.Key(c.Name), ReasonTagConflict,
+					p.notes.Once(m.node, "agg/"+op.Node+"/"+p.cfg.nameCase().Key(c.Name), ReasonTagConflict,
 						fmt.Sprintf("nodes of %s disagree on tag %q (%s); nothing was written", plan.resource.ID, c.Name, strings.Join(nodes, ", ")))
 				}
 			}

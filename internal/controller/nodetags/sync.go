@@ -27,8 +27,8 @@ func newMember(cfg syncConfig, node *corev1.Node, note string) (*member, error) 
 	m := &member{node: node, baseText: node.Annotations[BaseAnnotation], note: note}
 	base, err := readBase(node)
 	if base != nil {
-		rest, taints := tags.SplitTaintTags(base)
-		m.base = cfg.filter.Apply(orEmpty(rest))
+		rest, taints := tags.SplitTaintTags(cfg.nameCase(), base)
+		m.base = cfg.filter.Apply(cfg.nameCase(), orEmpty(rest))
 		if cfg.syncTaints {
 			m.baseTaints = orEmpty(taints)
 		}
@@ -37,7 +37,7 @@ func newMember(cfg syncConfig, node *corev1.Node, note string) (*member, error) 
 		m.taintTags = taintTags(node)
 	}
 	decoded, skipped := cfg.codec.FromLabels(node.Labels)
-	m.nodeTags = cfg.filter.Apply(decoded)
+	m.nodeTags = cfg.filter.Apply(cfg.nameCase(), decoded)
 	m.skipped = skipped
 	return m, err
 }
@@ -72,8 +72,8 @@ func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*
 	cfg := p.cfg
 	plan := resourcePlan{resource: res, members: members}
 	results := mergeAll(cfg, res, members, &plan)
-	patch := aggregate(res, members, results, &plan)
-	fitted, limitSkipped := tags.Fit(res.Tags, patch, p.r.Provider.Rules())
+	patch := aggregate(cfg, res, members, results, &plan)
+	fitted, limitSkipped := tags.Fit(res.Tags, patch, cfg.rules)
 	plan.limitSkipped = limitSkipped
 	if !fitted.IsEmpty() {
 		written, err := p.r.Provider.PatchTags(ctx, res.ID, fitted)
@@ -94,20 +94,27 @@ func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*
 	return plan
 }
 
+// untroubled reports whether the plan wrote nothing to the cloud and found
+// nothing to report about the resource: its nodes may then be steady.
+func (plan resourcePlan) untroubled() bool {
+	return !plan.wrote && plan.writeErr == nil && !plan.wiped && len(plan.cloudSkipped) == 0 &&
+		len(plan.limitSkipped) == 0 && len(plan.aggConflicts) == 0
+}
+
 // mergeAll runs the three-way merge for every member against res's tags:
 // labels both ways as configured, and (syncTaints) the node's taints one way
 // to the cloud.
 func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resourcePlan) []memberMerge {
 	cloudTags, cloudTaints := res.Tags, tags.Set(nil)
 	if cfg.syncTaints {
-		cloudTags, cloudTaints = tags.SplitTaintTags(res.Tags)
+		cloudTags, cloudTaints = tags.SplitTaintTags(cfg.nameCase(), res.Tags)
 	}
-	cloudTags = cfg.filter.Apply(orEmpty(cloudTags))
+	cloudTags = cfg.filter.Apply(cfg.nameCase(), orEmpty(cloudTags))
 	_, plan.cloudSkipped = cfg.codec.ToLabels(cloudTags)
 	cloudHold := tags.SkippedNames(plan.cloudSkipped)
 	results := make([]memberMerge, len(members))
 	for i, m := range members {
-		results[i].labels = tags.Merge(tags.MergeInput{
+		results[i].labels = tags.Merge(cfg.nameCase(), tags.MergeInput{
 			Base:      m.base,
 			Cloud:     cloudTags,
 			Node:      m.nodeTags,
@@ -116,7 +123,7 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 			Hold:      append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
 		})
 		if cfg.syncTaints {
-			results[i].taints = tags.Merge(tags.MergeInput{
+			results[i].taints = tags.Merge(cfg.nameCase(), tags.MergeInput{
 				Base: m.baseTaints, Cloud: orEmpty(cloudTaints), Node: orEmpty(m.taintTags),
 				Direction: tags.NodeToCloud, Policy: tags.NodeWins,
 			})
@@ -182,7 +189,7 @@ func taintTags(node *corev1.Node) tags.Set {
 // aggregate combines the members' cloud proposals into one patch; for a
 // resource shared by several Nodes, disagreeing proposals are conflicts and
 // are not written.
-func aggregate(res cloud.Resource, members []*member, results []memberMerge, plan *resourcePlan) tags.Patch {
+func aggregate(cfg syncConfig, res cloud.Resource, members []*member, results []memberMerge, plan *resourcePlan) tags.Patch {
 	var proposals []tags.NodeProposal
 	for i, r := range results {
 		if p := r.cloudPatch(); !p.IsEmpty() {
@@ -192,7 +199,7 @@ func aggregate(res cloud.Resource, members []*member, results []memberMerge, pla
 	if len(proposals) == 0 {
 		return tags.Patch{}
 	}
-	agg := tags.Aggregate(res.Tags, proposals)
+	agg := tags.Aggregate(cfg.nameCase(), res.Tags, proposals)
 	plan.aggConflicts = agg.Conflicts
 	return agg.Patch
 }
@@ -203,7 +210,7 @@ func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tag
 	result := mm.labels
 	changes, skipped := cfg.codec.LabelChanges(m.node.Labels, result.NodePatch)
 	if len(skipped) > 0 {
-		result = result.RestrictNode(withoutNames(result.NodePatch, tags.SkippedNames(skipped)))
+		result = result.RestrictNode(withoutNames(cfg.nameCase(), result.NodePatch, tags.SkippedNames(skipped)))
 	}
 	base := result.NewBase.Clone()
 	for k, v := range mm.taints.NewBase {
@@ -219,15 +226,16 @@ func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tag
 	return u, skipped
 }
 
-// withoutNames returns p without operations on the given names.
-func withoutNames(p tags.Patch, names []string) tags.Patch {
+// withoutNames returns p without operations on the given names (matched as nc
+// says).
+func withoutNames(nc tags.NameCase, p tags.Patch, names []string) tags.Patch {
 	drop := map[string]bool{}
 	for _, n := range names {
-		drop[tags.Key(n)] = true
+		drop[nc.Key(n)] = true
 	}
 	out := tags.Patch{}
 	for k, v := range p.Set {
-		if !drop[tags.Key(k)] {
+		if !drop[nc.Key(k)] {
 			if out.Set == nil {
 				out.Set = tags.Set{}
 			}
@@ -235,7 +243,7 @@ func withoutNames(p tags.Patch, names []string) tags.Patch {
 		}
 	}
 	for _, k := range p.Delete {
-		if !drop[tags.Key(k)] {
+		if !drop[nc.Key(k)] {
 			out.Delete = append(out.Delete, k)
 		}
 	}
