@@ -13,7 +13,7 @@ import (
 // and counts the outcome. Nodes that need no change are not written. A Node
 // still carrying the pending taint has it removed by the same write that
 // gives it its labels (or, when it needs none, by a write of its own).
-func (p *pass) applyNodes(ctx context.Context, plan resourcePlan) {
+func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint64) {
 	limit := p.r.NodeWriteConcurrency
 	if limit <= 0 {
 		limit = 16
@@ -30,6 +30,9 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan) {
 		u.taints, u.releaseTaint = withoutPendingTaint(m.node.Spec.Taints)
 		if u.isEmpty() {
 			p.out.nodeSynced(plan.writeErr == nil)
+			if plan.untroubled() && len(skipped) == 0 && len(m.skipped) == 0 && m.note == "" && len(plan.results[i].conflicts()) == 0 {
+				p.markSteady(m.node, steadyMark(m.node, tagsHash, p.nts.Generation))
+			}
 			continue
 		}
 		if !u.labels.IsEmpty() {

@@ -10,9 +10,10 @@ import (
 )
 
 // CacheOptions keeps the informer cache small: the controller reads a Node's
-// name, labels, annotations, resourceVersion, providerID and taints, never
-// its status (images, conditions, addresses make up most of a Node), so the
-// cache stores Nodes without status and no object keeps its managedFields.
+// name, labels, base annotation, resourceVersion, providerID and taints,
+// never its status (images, conditions, addresses make up most of a Node) or
+// other annotations, so the cache stores Nodes without them and no object
+// keeps its managedFields.
 // Pass it as ctrl.Options.Cache.
 func CacheOptions() cache.Options {
 	return cache.Options{
@@ -24,7 +25,7 @@ func CacheOptions() cache.Options {
 }
 
 // trimNode drops what the controller never reads from a cached Node, and
-// interns label and annotation strings: the Nodes of a cluster share nearly
+// interns label strings and the base: the Nodes of a cluster share nearly
 // all label keys and most values (pool, zone, OS, synced tags), so thousands
 // of Nodes hold one copy of each instead of one per Node.
 var trimNode toolscache.TransformFunc = func(in any) (any, error) {
@@ -36,8 +37,18 @@ var trimNode toolscache.TransformFunc = func(in any) (any, error) {
 	node.Status = corev1.NodeStatus{}
 	node.Spec.PodCIDR, node.Spec.PodCIDRs = "", nil
 	node.Labels = internMap(node.Labels)
-	node.Annotations = internMap(node.Annotations)
+	node.Annotations = onlyBase(node.Annotations)
 	return node, nil
+}
+
+// onlyBase keeps, of a Node's annotations, only the one the controller
+// reads (the stored base).
+func onlyBase(annotations map[string]string) map[string]string {
+	base, ok := annotations[BaseAnnotation]
+	if !ok {
+		return nil
+	}
+	return map[string]string{BaseAnnotation: intern(base)}
 }
 
 // internMap returns m with canonical copies of its keys and values.

@@ -13,7 +13,7 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 		return &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7",
 				Labels:        map[string]string{string([]byte("agentpool")): string([]byte("pool1"))},
-				Annotations:   map[string]string{BaseAnnotation: `{"env":"prod"}`},
+				Annotations:   map[string]string{BaseAnnotation: `{"env":"prod"}`, "node.alpha.kubernetes.io/ttl": "0"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 			Spec: corev1.NodeSpec{ProviderID: "azure:///x", PodCIDR: "10.0.0.0/24",
 				Taints: []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
@@ -27,7 +27,7 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 		na.Annotations[BaseAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {
 		t.Fatalf("trimNode dropped something the controller reads: %+v", na)
 	}
-	if na.ManagedFields != nil || len(na.Status.Images) != 0 || na.Spec.PodCIDR != "" {
+	if na.ManagedFields != nil || len(na.Status.Images) != 0 || na.Spec.PodCIDR != "" || len(na.Annotations) != 1 {
 		t.Fatalf("trimNode kept what the controller never reads: %+v", na)
 	}
 	if unsafe.StringData(na.Labels["agentpool"]) != unsafe.StringData(nb.Labels["agentpool"]) {

@@ -14,7 +14,7 @@ import (
 func TestScaleSetFanOut(t *testing.T) {
 	h := newHarness(t)
 	h.resourceGroup("rg-fan")
-	_, pids := h.scaleSet("rg-fan", "pool1", 40, map[string]string{"env": "prod", "costcenter": "42"})
+	ssID, pids := h.scaleSet("rg-fan", "pool1", 40, map[string]string{"env": "prod", "costcenter": "42"})
 	for i, pid := range pids {
 		h.node(fmt.Sprintf("fan-%02d", i), pid, nil, nil)
 	}
@@ -37,6 +37,18 @@ func TestScaleSetFanOut(t *testing.T) {
 	}
 	if w := h.writes(); w != 0 {
 		t.Fatalf("%d ARM writes, want 0: nothing changed in the cloud", w)
+	}
+	// An unchanged resync finds every node steady and merges none of them;
+	// a tag edit makes the scale set's nodes merge again.
+	if nts := h.syncAndWait("fan"); nts.Status.SyncedNodes != 40 || h.rec.Steady("fan") != 40 {
+		t.Fatalf("after an unchanged resync: synced %d, steady %d; want 40 and 40", nts.Status.SyncedNodes, h.rec.Steady("fan"))
+	}
+	if err := h.cloud.SetTags(ssID, map[string]string{"env": "canary"}); err != nil {
+		t.Fatal(err)
+	}
+	h.syncNow("fan")
+	for i := range pids {
+		h.waitLabel(fmt.Sprintf("fan-%02d", i), "azure.tags/env", "canary")
 	}
 }
 

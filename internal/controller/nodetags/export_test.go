@@ -11,3 +11,15 @@ func (r *Reconciler) Tracked() (syncs, nodes int) {
 
 // NotePending records a write in flight for a node, as a Node write does.
 func (r *Reconciler) NotePending(name, rv string) { r.notePending(name, rv) }
+
+// Steady is how many of a NodeTagSync's nodes its last pass found steady
+// (in sync and unchanged, so the next pass skips their merge).
+func (r *Reconciler) Steady(name string) int {
+	r.mu.Lock()
+	st := r.syncs[name]
+	r.mu.Unlock()
+	if st == nil {
+		return 0
+	}
+	return len(st.steady)
+}

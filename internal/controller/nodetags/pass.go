@@ -27,10 +27,13 @@ type pass struct {
 	notes *notify.Notifier
 	out   *outcome
 	start time.Time
+	// nextSteady are the steady marks this pass found (see steady.go).
+	nextSteady map[string]string
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
-	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.now()}
+	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.now(),
+		nextSteady: map[string]string{}}
 }
 
 // run reads the nodes and the cloud, syncs every resource, writes Nodes and
@@ -63,6 +66,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	}
 	p.reportReadFailures(snap.Failed)
 	p.syncAll(ctx, items, snap)
+	p.st.steady = p.nextSteady
 	if len(claimants) == 0 {
 		p.reportUnselectedPending(ctx, syncs)
 	}
@@ -133,35 +137,27 @@ func (p *pass) warnAboutSpec() {
 }
 
 // syncAll groups managed nodes by the resource carrying their tags and syncs
-// each resource, in a stable order.
+// each resource, in a stable order. A resource's merge state is built only
+// when it is synced, so a pass holds one resource's worth at a time.
 func (p *pass) syncAll(ctx context.Context, nodes []corev1.Node, snap cloud.Snapshot) {
-	groups := map[string][]*member{}
+	groups := map[string][]placed{}
 	for i := range nodes {
 		node := &nodes[i]
 		pl, ok := snap.Placements[node.Name]
 		switch {
 		case ok && pl.Err != nil:
 			p.out.fail(fmt.Errorf("node %s: %w", node.Name, pl.Err))
-			continue
 		case !ok || !pl.Managed:
 			p.out.unmanaged++
 			p.reportUnmanagedPending(node, pl.Reason)
 			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", pl.Reason)
-			continue
 		case p.r.stale(node):
 			p.out.synced++
 			p.out.inFlight++
-			continue
+		default:
+			id := cloud.CanonicalID(pl.Resource)
+			groups[id] = append(groups[id], placed{node: node, note: pl.Note})
 		}
-		m, err := newMember(p.cfg, node, pl.Note)
-		if err != nil {
-			p.notes.Once(node, "base/"+node.Name, ReasonTagUnrepresentable, err.Error())
-		}
-		if pl.Note != "" {
-			p.notes.Once(node, "note/"+node.Name+"/"+pl.Note, ReasonFallback, pl.Note)
-		}
-		id := cloud.CanonicalID(pl.Resource)
-		groups[id] = append(groups[id], m)
 	}
 	ids := make([]string, 0, len(groups))
 	for id := range groups {
@@ -171,15 +167,54 @@ func (p *pass) syncAll(ctx context.Context, nodes []corev1.Node, snap cloud.Snap
 	for _, id := range ids {
 		res, ok := snap.Resources[id]
 		if !ok {
-			for _, m := range groups[id] {
-				p.out.fail(fmt.Errorf("node %s: its resource %s is missing from the cloud read", m.node.Name, id))
+			for _, n := range groups[id] {
+				p.out.fail(fmt.Errorf("node %s: its resource %s is missing from the cloud read", n.node.Name, id))
 			}
 			continue
 		}
-		plan := p.syncResource(ctx, res, groups[id])
+		tagsHash := hashTags(res)
+		members := p.members(groups[id], tagsHash)
+		if len(members) == 0 {
+			continue // every node steady
+		}
+		plan := p.syncResource(ctx, res, members)
 		p.report(plan)
-		p.applyNodes(ctx, plan)
+		p.applyNodes(ctx, plan, tagsHash)
 	}
+}
+
+// placed is a managed node and its placement note.
+type placed struct {
+	node *corev1.Node
+	note string
+}
+
+// members decodes the nodes of one resource for the merge, except steady
+// ones, which are counted as synced. When some nodes of a resource are not
+// steady, all are merged: a scale set's nodes aggregate together.
+func (p *pass) members(nodes []placed, tagsHash uint64) []*member {
+	steady := 0
+	for _, n := range nodes {
+		if n.note == "" && p.isSteady(n.node, steadyMark(n.node, tagsHash, p.nts.Generation)) {
+			steady++
+		}
+	}
+	if steady == len(nodes) {
+		p.out.synced += steady
+		return nil
+	}
+	out := make([]*member, len(nodes))
+	for i, n := range nodes {
+		m, err := newMember(p.cfg, n.node, n.note)
+		if err != nil {
+			p.notes.Once(n.node, "base/"+n.node.Name, ReasonTagUnrepresentable, err.Error())
+		}
+		if n.note != "" {
+			p.notes.Once(n.node, "note/"+n.node.Name+"/"+n.note, ReasonFallback, n.note)
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // cloudNodes converts Nodes to what the provider needs.
