@@ -193,6 +193,7 @@ func (b *bench) startSeparate(ctx context.Context, bin, dir string, cloud *simCl
 	args := []string{"run",
 		"--kubeconfig", kubeconfig,
 		"--leader-elect=false",
+		"--metrics-secure=false", // the harness scrapes plain HTTP on loopback
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
 		"--azure-arm-endpoint", cloud.srv.URL(),

@@ -75,7 +75,7 @@ func parseFlags() options {
 	flag.IntVar(&o.coldVMs, "cold-vms", 50, "cold sync: standalone VMs (Nodes)")
 	flag.IntVar(&o.fanOutNodes, "fanout-nodes", 500, "fan-out: instances of the one scale set whose tags are edited")
 	flag.IntVar(&o.memGroups, "memory-groups", 5, "memory: resource groups")
-	flag.IntVar(&o.memSets, "memory-scale-sets", 50, "memory: Uniform scale sets (spread over the groups)")
+	flag.IntVar(&o.memSets, "memory-scale-sets", 100, "memory: Uniform scale sets (spread over the groups)")
 	flag.IntVar(&o.memPerSet, "memory-nodes-per-set", 100, "memory: instances (Nodes) per scale set")
 	flag.Parse()
 	return o
