@@ -227,13 +227,17 @@ var scenarios = []scenario{
 	},
 }
 
-func TestMergeMatrix(t *testing.T) {
+func TestMergeMatrix(t *testing.T) { runMergeMatrix(t, CaseInsensitive, scenarios) }
+
+// runMergeMatrix merges every scenario in every Direction and Policy, matching
+// names as nc says, and checks the expected outcome and the invariants.
+func runMergeMatrix(t *testing.T, nc NameCase, scenarios []scenario) {
 	for _, sc := range scenarios {
 		for _, d := range directions {
 			for _, p := range policies {
 				t.Run(sc.name+"/"+string(d)+"/"+string(p), func(t *testing.T) {
 					in := MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: d, Policy: p}
-					res := Merge(CaseInsensitive, in)
+					res := Merge(nc, in)
 					want := sc.expect(d, p)
 					mustEqualPatch(t, "CloudPatch", res.CloudPatch, want.cloud)
 					mustEqualPatch(t, "NodePatch", res.NodePatch, want.node)
@@ -246,7 +250,7 @@ func TestMergeMatrix(t *testing.T) {
 					if res.Wiped != want.wiped {
 						t.Errorf("Wiped = %v, want %v", res.Wiped, want.wiped)
 					}
-					checkMergeInvariants(t, CaseInsensitive, in, res)
+					checkMergeInvariants(t, nc, in, res)
 				})
 			}
 		}

@@ -14,13 +14,22 @@ import (
 type Rules struct {
 	// MaxTags is the most tags one resource may carry; 0 or less means no limit.
 	MaxTags int
-	// MaxNameLen is the longest tag name, in UTF-16 code units (see Len).
+	// MaxNameLen is the longest tag name, in UTF-16 code units (see Len), or in
+	// Unicode characters when CountRunes is set; 0 or less means no limit.
 	MaxNameLen int
-	// MaxValueLen is the longest tag value, in UTF-16 code units (see Len).
+	// MaxValueLen is the longest tag value, counted like MaxNameLen.
 	MaxValueLen int
+	// CountRunes says MaxNameLen and MaxValueLen count Unicode characters
+	// (code points, as AWS does) rather than UTF-16 code units (as Azure
+	// does).
+	CountRunes bool
 	// ForbiddenNameChars lists characters a tag name may not contain. Control
 	// characters are always refused in names.
 	ForbiddenNameChars string
+	// AllowedPunctuation, when not empty, restricts tag names and values to
+	// letters, digits and spaces (Unicode categories L, N and Z) and these
+	// characters. Empty allows every character not refused otherwise.
+	AllowedPunctuation string
 	// ReservedPrefixes lists name prefixes that belong to the platform
 	// (compared case-insensitively, whatever CaseInsensitive says); tagsync
 	// never writes such names.
@@ -60,6 +69,21 @@ var AzureStorageRules = Rules{
 	CaseInsensitive:    true,
 }
 
+// AWSRules are AWS's tag rules: at most 50 tags, keys up to 128 and values up
+// to 256 Unicode characters, keys and values made of letters, digits, spaces
+// and + - = . _ : / @ (what every AWS service accepts), the prefix aws:
+// reserved for AWS in any case (AWS:, Aws:, ...), and keys case-sensitive:
+// "Env" and "env" are two tags. Treat it as read-only.
+var AWSRules = Rules{
+	MaxTags:            50,
+	MaxNameLen:         128,
+	MaxValueLen:        256,
+	CountRunes:         true,
+	AllowedPunctuation: "+-=._:/@",
+	ReservedPrefixes:   []string{"aws:"},
+	CaseInsensitive:    false,
+}
+
 // Errors wrapped by TagError, for errors.Is.
 var (
 	// ErrEmptyName: a tag name is empty.
@@ -68,7 +92,8 @@ var (
 	ErrInvalidUTF8 = errors.New("not valid UTF-8")
 	// ErrTooLong: a tag name or value exceeds its length limit.
 	ErrTooLong = errors.New("too long")
-	// ErrForbiddenChar: a tag name contains a forbidden or control character.
+	// ErrForbiddenChar: a tag name contains a forbidden or control character,
+	// or a name or value a character outside Rules.AllowedPunctuation's set.
 	ErrForbiddenChar = errors.New("forbidden character")
 	// ErrReservedName: a tag name starts with a reserved prefix.
 	ErrReservedName = errors.New("reserved tag name")
@@ -125,13 +150,17 @@ func (r Rules) ValidateName(name string) error {
 		return tagErr(name, ErrEmptyName, "tag names must not be empty")
 	case !utf8.ValidString(name):
 		return tagErr(name, ErrInvalidUTF8, "name is not valid UTF-8")
-	case r.MaxNameLen > 0 && Len(name) > r.MaxNameLen:
-		return tagErr(name, ErrTooLong, "name is %d characters long; the limit is %d", Len(name), r.MaxNameLen)
+	case r.MaxNameLen > 0 && r.length(name) > r.MaxNameLen:
+		return tagErr(name, ErrTooLong, "name is %d characters long; the limit is %d", r.length(name), r.MaxNameLen)
 	}
 	if i := strings.IndexFunc(name, r.forbidden); i >= 0 {
 		c, _ := utf8.DecodeRuneInString(name[i:])
 		return tagErr(name, ErrForbiddenChar, "name contains the character %q; names may not contain control characters or any of %s",
-			c, strings.Join(strings.Split(r.ForbiddenNameChars, ""), " "))
+			c, spaced(r.ForbiddenNameChars))
+	}
+	if c, ok := r.disallowed(name); ok {
+		return tagErr(name, ErrForbiddenChar, "name contains the character %q; names may contain only letters, digits, spaces and %s",
+			c, spaced(r.AllowedPunctuation))
 	}
 	if p, ok := r.reservedPrefix(name); ok {
 		return tagErr(name, ErrReservedName, "names starting with %q are reserved for the platform; rename the tag", p)
@@ -145,8 +174,12 @@ func (r Rules) ValidateValue(name, value string) error {
 	switch {
 	case !utf8.ValidString(value):
 		return tagErr(name, ErrInvalidUTF8, "value is not valid UTF-8")
-	case r.MaxValueLen > 0 && Len(value) > r.MaxValueLen:
-		return tagErr(name, ErrTooLong, "value is %d characters long; the limit is %d", Len(value), r.MaxValueLen)
+	case r.MaxValueLen > 0 && r.length(value) > r.MaxValueLen:
+		return tagErr(name, ErrTooLong, "value is %d characters long; the limit is %d", r.length(value), r.MaxValueLen)
+	}
+	if c, ok := r.disallowed(value); ok {
+		return tagErr(name, ErrForbiddenChar, "value contains the character %q; values may contain only letters, digits, spaces and %s",
+			c, spaced(r.AllowedPunctuation))
 	}
 	return nil
 }
@@ -196,6 +229,31 @@ func (r Rules) reservedPrefix(name string) (string, bool) {
 func (r Rules) forbidden(c rune) bool {
 	return unicode.IsControl(c) || strings.ContainsRune(r.ForbiddenNameChars, c)
 }
+
+// disallowed returns the first character of s that AllowedPunctuation does not
+// allow; ok is false when there is none (always when it is empty).
+func (r Rules) disallowed(s string) (c rune, ok bool) {
+	if r.AllowedPunctuation == "" {
+		return 0, false
+	}
+	for _, c := range s {
+		if !unicode.In(c, unicode.L, unicode.N, unicode.Z) && !strings.ContainsRune(r.AllowedPunctuation, c) {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// length returns the length of s as r counts it (see CountRunes).
+func (r Rules) length(s string) int {
+	if r.CountRunes {
+		return utf8.RuneCountInString(s)
+	}
+	return Len(s)
+}
+
+// spaced lists the characters of s separated by spaces.
+func spaced(s string) string { return strings.Join(strings.Split(s, ""), " ") }
 
 // reservedLabelDomains are the label key prefixes Kubernetes reserves; their
 // subdomains are reserved too.

@@ -6,11 +6,41 @@ import (
 	"testing"
 )
 
+// errCase is a name or value and the error (nil: none) validating it gives.
+type errCase struct {
+	in   string
+	want error
+}
+
+// checkNames validates each case's name under rules; a failure must be a
+// *TagError naming the tag.
+func checkNames(t *testing.T, rules Rules, cases []errCase) {
+	t.Helper()
+	for _, tt := range cases {
+		err := rules.ValidateName(tt.in)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("ValidateName(%.20q) = %v, want %v", tt.in, err, tt.want)
+		}
+		var te *TagError
+		if err != nil && (!errors.As(err, &te) || te.Name != tt.in || !strings.Contains(err.Error(), "tag ")) {
+			t.Errorf("ValidateName(%.20q) error %q does not name the tag", tt.in, err)
+		}
+	}
+}
+
+// checkValues validates each case's value (of tag "env") under rules.
+func checkValues(t *testing.T, rules Rules, cases []errCase) {
+	t.Helper()
+	for _, tt := range cases {
+		err := rules.ValidateValue("env", tt.in)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("ValidateValue(%.20q) = %v, want %v", tt.in, err, tt.want)
+		}
+	}
+}
+
 func TestValidateName(t *testing.T) {
-	tests := []struct {
-		name string
-		want error
-	}{
+	checkNames(t, AzureRules, []errCase{
 		{"env", nil},
 		{"Cost Center", nil},
 		{"a:b", nil},
@@ -33,17 +63,7 @@ func TestValidateName(t *testing.T) {
 		{"Azure-DevOps", ErrReservedName},
 		{"WINDOWS", ErrReservedName},
 		{"my-azure", nil},
-	}
-	for _, tt := range tests {
-		err := AzureRules.ValidateName(tt.name)
-		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-			t.Errorf("ValidateName(%.20q) = %v, want %v", tt.name, err, tt.want)
-		}
-		var te *TagError
-		if err != nil && (!errors.As(err, &te) || te.Name != tt.name || !strings.Contains(err.Error(), "tag ")) {
-			t.Errorf("ValidateName(%.20q) error %q does not name the tag", tt.name, err)
-		}
-	}
+	})
 	if err := AzureStorageRules.ValidateName(strings.Repeat("n", 129)); !errors.Is(err, ErrTooLong) {
 		t.Errorf("storage rules: %v", err)
 	}
@@ -53,22 +73,13 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestValidateValue(t *testing.T) {
-	tests := []struct {
-		value string
-		want  error
-	}{
+	checkValues(t, AzureRules, []errCase{
 		{"", nil},
 		{"a b/c:d?e", nil},
 		{strings.Repeat("v", 256), nil},
 		{strings.Repeat("v", 257), ErrTooLong},
 		{"\xff", ErrInvalidUTF8},
-	}
-	for _, tt := range tests {
-		err := AzureRules.ValidateValue("env", tt.value)
-		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-			t.Errorf("ValidateValue(%.20q) = %v, want %v", tt.value, err, tt.want)
-		}
-	}
+	})
 }
 
 func TestValidateSet(t *testing.T) {

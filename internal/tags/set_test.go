@@ -8,21 +8,25 @@ import (
 func TestSetLookup(t *testing.T) {
 	s := Set{"Env": "prod", "team": "a"}
 	tests := []struct {
+		c                     NameCase
 		name, spelling, value string
 		ok                    bool
 	}{
-		{"Env", "Env", "prod", true},
-		{"env", "Env", "prod", true},
-		{"ENV", "Env", "prod", true},
-		{"missing", "", "", false},
+		{CaseInsensitive, "Env", "Env", "prod", true},
+		{CaseInsensitive, "env", "Env", "prod", true},
+		{CaseInsensitive, "ENV", "Env", "prod", true},
+		{CaseInsensitive, "missing", "", "", false},
+		{CaseSensitive, "Env", "Env", "prod", true},
+		{CaseSensitive, "env", "", "", false}, // AWS: another tag
+		{CaseSensitive, "ENV", "", "", false},
 	}
 	for _, tt := range tests {
-		sp, v, ok := s.Lookup(CaseInsensitive, tt.name)
+		sp, v, ok := s.Lookup(tt.c, tt.name)
 		if sp != tt.spelling || v != tt.value || ok != tt.ok {
-			t.Errorf("Lookup(%q) = %q, %q, %v", tt.name, sp, v, ok)
+			t.Errorf("Lookup(%s, %q) = %q, %q, %v", tt.c, tt.name, sp, v, ok)
 		}
-		if got, ok := s.Get(CaseInsensitive, tt.name); got != tt.value || ok != tt.ok || s.Has(CaseInsensitive, tt.name) != tt.ok {
-			t.Errorf("Get/Has(%q) = %q, %v", tt.name, got, ok)
+		if got, ok := s.Get(tt.c, tt.name); got != tt.value || ok != tt.ok || s.Has(tt.c, tt.name) != tt.ok {
+			t.Errorf("Get/Has(%s, %q) = %q, %v", tt.c, tt.name, got, ok)
 		}
 	}
 	if sp, _, _ := (Set{"ENV": "1", "Env": "2"}).Lookup(CaseInsensitive, "env"); sp != "ENV" {
