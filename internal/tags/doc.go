@@ -1,22 +1,56 @@
-// Package tags owns the pure logic of tag synchronisation: tag sets with
-// case-insensitive names (Set, Patch), per-cloud tag rules (Rules, AzureRules),
-// the reversible label <-> tag codec (Codec), the per-Node three-way merge
-// (Merge), the scale-set aggregation of Node proposals (Aggregate), the tag
-// limit policy (Fit) and tag name filters (Filter). It does no I/O and knows no
-// Kubernetes or cloud client.
+// Package tags owns the pure logic of tag synchronisation: tag sets (Set,
+// Patch), per-cloud tag rules (Rules, AzureRules, AWSRules) and how a cloud
+// compares tag names (NameCase), the reversible label <-> tag codec (Codec),
+// the per-Node three-way merge (Merge), the scale-set aggregation of Node
+// proposals (Aggregate), the tag limit policy (Fit) and tag name filters
+// (Filter). It does no I/O and knows no Kubernetes or cloud client.
 //
 // # A sync cycle for one Node
 //
-//	cloud := filter.Apply(cloudTags)
-//	node, fromSkipped := codec.FromLabels(nodeLabels) // then filter.Apply
+// rules are the cloud's Rules; nc := rules.NameCase() is how it compares tag
+// names, and every call that matches names takes it or the rules.
+//
+//	codec := tags.Codec{Prefix: prefix, Rules: &rules}
+//	cloud := filter.Apply(nc, cloudTags)
+//	node, fromSkipped := codec.FromLabels(nodeLabels) // then filter.Apply(nc, ...)
 //	_, toSkipped := codec.ToLabels(cloud)
-//	res := tags.Merge(tags.MergeInput{Base: base, Cloud: cloud, Node: node,
+//	res := tags.Merge(nc, tags.MergeInput{Base: base, Cloud: cloud, Node: node,
 //		Direction: dir, Policy: pol,
 //		Hold: tags.SkippedNames(append(fromSkipped, toSkipped...))})
 //	fitted, limitSkipped := tags.Fit(cloudTags, res.CloudPatch, rules)
-//	res = res.RestrictCloud(fitted)           // and Aggregate for scale sets
+//	res = res.RestrictCloud(fitted)           // and Aggregate(nc, ...) for scale sets
 //	changes, _ := codec.LabelChanges(nodeLabels, res.NodePatch)
 //	// write fitted and changes (only when not empty), then store res.NewBase
+//
+// # Tag name case
+//
+// Whether names differing only in case are one tag belongs to the cloud:
+// Rules.CaseInsensitive, as a NameCase from Rules.NameCase. Values always
+// compare exactly, and reserved prefixes (Rules.ReservedPrefixes) always
+// ignore case, because that is how both clouds check them.
+//
+// Azure (CaseInsensitive): "Env" and "env" are one tag. Set{"Env": "prod"}
+// answers Get(CaseInsensitive, "env") with "prod"; a Set holding both
+// spellings is invalid (ValidateSet reports ErrDuplicateName, the codec skips
+// both); Filter pattern "env" matches "Env".
+//
+// AWS (CaseSensitive): "Env" and "env" are two tags. Set{"Env": "prod", "env":
+// "dev"} is valid: Get(CaseSensitive, "env") is "dev", Get(CaseSensitive,
+// "ENV") finds nothing, and the codec writes two labels, <prefix>/Env and
+// <prefix>/env (label keys are case-sensitive too). Nodes proposing Env=a and
+// env=b do not conflict in Aggregate; Fit sets env as a new tag, counted
+// against the limit of 50, not as an update of Env; Filter pattern "env" does
+// not match "Env". "aws:x" and "AWS:x" are both reserved.
+//
+// One merge, both ways: Base and Node hold {Env: prod} and the cloud now holds
+// {env: prod} (someone re-created the tag in lower case).
+//
+//	tags.Merge(tags.CaseInsensitive, in) // Azure: one tag, same value, respelled:
+//	                                     // NodePatch sets env=prod (a label rename),
+//	                                     // NewBase {env: prod}
+//	tags.Merge(tags.CaseSensitive, in)   // AWS: Env deleted and env added in the cloud:
+//	                                     // NodePatch deletes Env and sets env=prod,
+//	                                     // NewBase {env: prod}
 //
 // # Label encoding
 //
@@ -56,15 +90,16 @@
 //
 // # Three-way merge
 //
-// Per tag name (case-insensitive), with b the base state, c the cloud's and n
-// the Node's (each a value or absent):
+// Per tag (names matched as the NameCase says), with b the base state, c the
+// cloud's and n the Node's (each a value or absent):
 //
 //   - c == n: agreed, nothing written; NewBase takes it.
-//   - spelling: the cloud's spelling of a name wins. A Node label spelled
-//     differently is renamed (when the Node may be written), also in the pass
-//     that writes its new value to the cloud (the only case where one name is
-//     in both patches); a cloud rename Env->env is therefore a label rename,
-//     never a delete plus add. The cloud is never renamed.
+//   - spelling (CaseInsensitive only): the cloud's spelling of a name wins. A
+//     Node label spelled differently is renamed (when the Node may be
+//     written), also in the pass that writes its new value to the cloud (the
+//     only case where one name is in both patches); a cloud rename Env->env is
+//     therefore a label rename, never a delete plus add. The cloud is never
+//     renamed. Under CaseSensitive, spellings are different tags.
 //   - only one side changed since b: the change, including a deletion, is
 //     written to the other side.
 //   - both changed, to different states: a Conflict. Ignore writes nothing;

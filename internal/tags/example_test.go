@@ -33,3 +33,19 @@ func ExampleMerge() {
 	// node: map[env:staging] []
 	// base: map[env:staging team:b]
 }
+
+// Under Azure's rules Env and env are one tag; under AWS's they are two.
+func ExampleMerge_nameCase() {
+	in := tags.MergeInput{
+		Base:  tags.Set{"Env": "prod"},
+		Cloud: tags.Set{"env": "prod"}, // re-created in lower case
+		Node:  tags.Set{"Env": "prod"},
+	}
+	for _, rules := range []tags.Rules{tags.AzureRules, tags.AWSRules} {
+		res := tags.Merge(rules.NameCase(), in)
+		fmt.Println(rules.NameCase(), "node:", res.NodePatch.Set, res.NodePatch.Delete, "base:", res.NewBase)
+	}
+	// Output:
+	// CaseInsensitive node: map[env:prod] [] base: map[env:prod]
+	// CaseSensitive node: map[env:prod] [Env] base: map[env:prod]
+}
