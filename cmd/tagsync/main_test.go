@@ -17,6 +17,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -186,6 +188,47 @@ func TestSIGTERMStopsWithoutErrors(t *testing.T) {
 			t.Errorf("the %s logged at error level while stopping:\n%s", name, strings.Join(lines, "\n"))
 		}
 	}
+}
+
+// TestSIGTERMWhileStartingExits: a replica whose caches cannot sync (here:
+// a user RBAC allows nothing, so listing Nodes is forbidden) still exits 0
+// promptly on SIGTERM; controller-runtime's manager alone would wait
+// forever for the caches.
+func TestSIGTERMWhileStartingExits(t *testing.T) {
+	kube := testenv.Start(t)
+	kubeconfig := impersonatingKubeconfig(t, kube, "nobody")
+	p := start(t, nil, "run", "--kubeconfig="+kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")
+	testenv.Eventually(t, 30*time.Second, "the forbidden list of Nodes in the log", func() string {
+		if !strings.Contains(p.out.String(), `cannot list resource \"nodes\"`) {
+			return "not logged yet"
+		}
+		return ""
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+}
+
+// impersonatingKubeconfig writes a kubeconfig reaching kube's API server as
+// its admin impersonating user (in no group).
+func impersonatingKubeconfig(t *testing.T, kube *testenv.Env, user string) string {
+	t.Helper()
+	cfg := kube.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		Token: cfg.BearerToken, Impersonate: user}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // seed creates a tagged VM in armsim, its Node and a NodeTagSync, and

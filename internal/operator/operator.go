@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	return runUntilStopped(ctx, mgr)
 }
 
 // Validate checks the options that can be checked before starting, naming
