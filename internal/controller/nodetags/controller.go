@@ -42,6 +42,7 @@ type Reconciler struct {
 	NodeWriteConcurrency int
 
 	once    sync.Once
+	nodes   nodeSource
 	mu      sync.Mutex
 	syncs   map[string]*syncState // by NodeTagSync name
 	pending map[string]string     // node name → version our last write replaced
@@ -59,6 +60,8 @@ type syncState struct {
 	// steady are the nodes the last pass found fully in sync, with the
 	// state they were in (steady.go).
 	steady map[string]string
+	// lastStatus is the status this controller last wrote (nil: unknown).
+	lastStatus *v1alpha1.NodeTagSyncStatus
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -85,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
 		st.notes.EndPass(false)
-		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err))
+		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err), st)
 	}
 	return r.newPass(&nts, cfg, st).run(ctx)
 }

@@ -25,6 +25,9 @@ func TestScaleSetFanOut(t *testing.T) {
 		h.waitLabel(fmt.Sprintf("fan-%02d", i), "azure.tags/costcenter", "42")
 	}
 	nts := h.passDone("fan", 40)
+	if !h.rec.ReadsInformerStore() {
+		t.Fatal("passes copy every Node through the client instead of reading the informer's store")
+	}
 	if nts.Status.SyncedNodes != 40 || nts.Status.ConflictCount != 0 {
 		t.Fatalf("status = %+v, want 40 synced and no conflicts", nts.Status)
 	}

@@ -23,3 +23,7 @@ func (r *Reconciler) Steady(name string) int {
 	}
 	return len(st.steady)
 }
+
+// ReadsInformerStore reports whether passes read Nodes from the informer's
+// store (shared pointers) rather than copies through the client.
+func (r *Reconciler) ReadsInformerStore() bool { return r.nodes.store != nil }

@@ -70,14 +70,14 @@ func selectedByAny(syncs []validSync, node *corev1.Node) bool {
 }
 
 // withoutClaimed drops nodes an older NodeTagSync syncs and returns how many.
-func withoutClaimed(nodes []corev1.Node, claimants []validSync) ([]corev1.Node, int) {
+func withoutClaimed(nodes []*corev1.Node, claimants []validSync) ([]*corev1.Node, int) {
 	if len(claimants) == 0 {
 		return nodes, 0
 	}
 	kept := nodes[:0:0]
-	for i := range nodes {
-		if !selectedByAny(claimants, &nodes[i]) {
-			kept = append(kept, nodes[i])
+	for _, n := range nodes {
+		if !selectedByAny(claimants, n) {
+			kept = append(kept, n)
 		}
 	}
 	return kept, len(nodes) - len(kept)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -41,10 +40,8 @@ func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *sync
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	r, nts := p.r, p.nts
 	logger := log.FromContext(ctx)
-	var nodes corev1.NodeList
-	// The pass only reads the Nodes, so it reads the cache's own objects
-	// rather than a deep copy of every Node.
-	if err := r.Client.List(ctx, &nodes, ctrl.MatchingLabelsSelector{Selector: p.cfg.selector}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	nodes, err := r.nodes.list(ctx, p.cfg.selector)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	syncs, err := r.validSyncs(ctx)
@@ -52,7 +49,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	claimants := olderClaimants(syncs, nts)
-	items, claimed := withoutClaimed(nodes.Items, claimants)
+	items, claimed := withoutClaimed(nodes, claimants)
 	p.warnAboutSpec()
 	fresh := r.freshRead(nts, p.st, p.cfg.resync)
 	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
@@ -78,7 +75,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	o := p.out
 	logger.V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
-	if err := r.writeStatus(ctx, nts, o.status(nts, p.cfg, snap.Failed, fresh, p.start)); err != nil {
+	if err := r.writeStatus(ctx, nts, o.status(nts, p.cfg, snap.Failed, fresh, p.start), p.st); err != nil {
 		return reconcile.Result{}, err
 	}
 	return p.next()
@@ -111,7 +108,7 @@ func (p *pass) readFailed(ctx context.Context, fresh bool, err error) (reconcile
 	passesTotal.WithLabelValues(p.nts.Name, fmt.Sprint(fresh), "error").Inc()
 	p.notes.Once(p.nts, "read", ReasonCloudReadFailed, "reading the cloud failed, nothing was written: "+err.Error())
 	p.notes.EndPass(false)
-	if serr := p.r.writeStatus(ctx, p.nts, readFailedStatus(p.nts, err)); serr != nil {
+	if serr := p.r.writeStatus(ctx, p.nts, readFailedStatus(p.nts, err), p.st); serr != nil {
 		log.FromContext(ctx).Error(serr, "writing status")
 	}
 	if wait, ok := cloud.RetryAfter(err); ok {
@@ -139,10 +136,9 @@ func (p *pass) warnAboutSpec() {
 // syncAll groups managed nodes by the resource carrying their tags and syncs
 // each resource, in a stable order. A resource's merge state is built only
 // when it is synced, so a pass holds one resource's worth at a time.
-func (p *pass) syncAll(ctx context.Context, nodes []corev1.Node, snap cloud.Snapshot) {
+func (p *pass) syncAll(ctx context.Context, nodes []*corev1.Node, snap cloud.Snapshot) {
 	groups := map[string][]placed{}
-	for i := range nodes {
-		node := &nodes[i]
+	for _, node := range nodes {
 		pl, ok := snap.Placements[node.Name]
 		switch {
 		case ok && pl.Err != nil:
@@ -218,7 +214,7 @@ func (p *pass) members(nodes []placed, tagsHash uint64) []*member {
 }
 
 // cloudNodes converts Nodes to what the provider needs.
-func cloudNodes(nodes []corev1.Node) []cloud.Node {
+func cloudNodes(nodes []*corev1.Node) []cloud.Node {
 	out := make([]cloud.Node, len(nodes))
 	for i, n := range nodes {
 		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}

@@ -43,9 +43,11 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		r.Recorder = rec
 	}
 	r.init()
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, pendingIndex, pendingIndexValue); err != nil {
-		return fmt.Errorf("indexing nodes by the pending taint: %w", err)
+	nodes, err := nodeSourceFor(context.Background(), mgr, r.Client)
+	if err != nil {
+		return err
 	}
+	r.nodes = nodes
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).

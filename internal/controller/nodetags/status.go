@@ -210,16 +210,22 @@ func setConditions(st *v1alpha1.NodeTagSyncStatus, gen int64, conds ...metav1.Co
 }
 
 // writeStatus updates the status subresource only when it changed, so an
-// unchanged cluster costs no API writes.
-func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync, st v1alpha1.NodeTagSyncStatus) error {
-	if equality.Semantic.DeepEqual(nts.Status, st) {
+// unchanged cluster costs no API writes. "Changed" is judged against both
+// the cached object and the status this controller last wrote: the cache may
+// not show our last write yet, and a status equal to an older cached one
+// must still replace what we wrote since.
+func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync, st v1alpha1.NodeTagSyncStatus, state *syncState) error {
+	last := state.lastStatus
+	if equality.Semantic.DeepEqual(nts.Status, st) && (last == nil || equality.Semantic.DeepEqual(*last, st)) {
 		return nil
 	}
 	orig := nts.DeepCopy()
 	nts.Status = st
 	if err := r.Client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
+		state.lastStatus = nil
 		return fmt.Errorf("updating status of NodeTagSync %s: %w", nts.Name, err)
 	}
+	state.lastStatus = st.DeepCopy()
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -46,12 +45,12 @@ func withoutPendingTaint(taints []corev1.Taint) ([]corev1.Taint, bool) {
 	return out, len(out) != len(taints)
 }
 
-// pendingIndexValue is the index function: "true" for tainted Nodes.
-func pendingIndexValue(obj ctrl.Object) []string {
+// pendingIndexFunc indexes tainted Nodes under "true".
+func pendingIndexFunc(obj any) ([]string, error) {
 	if node, ok := obj.(*corev1.Node); ok && hasPendingTaint(node) {
-		return []string{"true"}
+		return []string{"true"}, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // reportUnmanagedPending warns, once, about a selected node that keeps the
@@ -70,13 +69,12 @@ func (p *pass) reportUnmanagedPending(node *corev1.Node, reason string) {
 // NodeTagSync selects: nothing will ever remove their taint. The oldest
 // NodeTagSync's pass does this, so each node is reported once.
 func (p *pass) reportUnselectedPending(ctx context.Context, syncs []validSync) {
-	var nodes corev1.NodeList
-	if err := p.r.Client.List(ctx, &nodes, ctrl.MatchingFields{pendingIndex: "true"}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	nodes, err := p.r.nodes.pending(ctx)
+	if err != nil {
 		log.FromContext(ctx).Error(err, "listing nodes with the pending taint")
 		return
 	}
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
+	for _, node := range nodes {
 		if selectedByAny(syncs, node) {
 			continue
 		}
