@@ -76,9 +76,13 @@ func TestChartRendersForEachAuthMode(t *testing.T) {
 					t.Errorf("the chart passes %s, which `tagsync run` does not know", flag)
 				}
 			}
-			for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "PodDisruptionBudget", "NodeTagSync", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			for _, kind := range []string{"ServiceAccount", "ClusterRoleBinding", "Service", "PodDisruptionBudget", "NodeTagSync", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 				oneOfKind(t, objs, kind)
 			}
+			if n := len(ofKind(objs, "ClusterRole")); n != 2 {
+				t.Errorf("%d ClusterRoles, want 2 (the manager's, metrics-reader)", n)
+			}
+			checkSecureMetrics(t, objs)
 			if n := len(ofKind(objs, "Role")); n != 2 {
 				t.Errorf("%d Roles, want 2 (leader election, events)", n)
 			}
@@ -93,6 +97,83 @@ func TestChartRendersForEachAuthMode(t *testing.T) {
 			}
 			apply(ctx, t, serverSide, client.DryRunAll)
 		})
+	}
+}
+
+// checkSecureMetrics checks what secure metrics need of the chart: the
+// flag, the Service's https port, the manager's right to create
+// TokenReviews and SubjectAccessReviews, the metrics-reader ClusterRole and,
+// when rendered, a ServiceMonitor scraping over HTTPS with its token.
+func checkSecureMetrics(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--metrics-secure=true") {
+		t.Errorf("args %v lack --metrics-secure=true", args)
+	}
+	var svc corev1.Service
+	must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(oneOfKind(t, objs, "Service").Object, &svc))
+	if ps := svc.Spec.Ports; len(ps) != 1 || ps[0].Name != "https" || ps[0].Port != 8443 || ps[0].TargetPort.String() != "https" {
+		t.Errorf("Service ports %+v, want https 8443 -> https", ps)
+	}
+	var manager []*unstructured.Unstructured
+	for _, r := range ofKind(objs, "ClusterRole") {
+		if strings.HasSuffix(r.GetName(), "-manager") {
+			manager = append(manager, r)
+		}
+	}
+	g := grants(t, manager)
+	for _, want := range []string{"create authentication.k8s.io/tokenreviews", "create authorization.k8s.io/subjectaccessreviews"} {
+		if !slices.Contains(g, want) {
+			t.Errorf("the manager's ClusterRole lacks %s (secure metrics need it): %v", want, g)
+		}
+	}
+	reader := metricsReaderRole(t, objs)
+	if rules, _, _ := unstructured.NestedSlice(reader.Object, "rules"); fmt.Sprint(rules) != "[map[nonResourceURLs:[/metrics] verbs:[get]]]" {
+		t.Errorf("%s grants %v, want get on /metrics only", reader.GetName(), rules)
+	}
+	for _, sm := range ofKind(objs, "ServiceMonitor") {
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(endpoints) != 1 {
+			t.Fatalf("ServiceMonitor endpoints %v, want 1", endpoints)
+		}
+		ep := endpoints[0].(map[string]any)
+		skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
+		if ep["port"] != "https" || ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !skip {
+			t.Errorf("ServiceMonitor endpoint %v: want port https, scheme https, the pod's ServiceAccount token and the self-signed certificate accepted", ep)
+		}
+	}
+}
+
+// TestChartMetricsSettings: metrics.certSecret mounts a TLS Secret and
+// points --metrics-cert-dir at it; metrics.secure=false serves plain HTTP,
+// with neither the review rights nor the metrics-reader ClusterRole.
+func TestChartMetricsSettings(t *testing.T) {
+	withCert := deployment(t, renderChart(t, "tagsync-system", "--set", "metrics.certSecret=tagsync-metrics-tls"))
+	pod := withCert.Spec.Template.Spec
+	var certDir string
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "metrics-cert" {
+			certDir = m.MountPath
+		}
+	}
+	if certDir == "" || !slices.Contains(pod.Containers[0].Args, "--metrics-cert-dir="+certDir) ||
+		!slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "tagsync-metrics-tls" }) {
+		t.Errorf("metrics.certSecret: mounts %+v, volumes %+v, args %v: want the Secret mounted and --metrics-cert-dir pointing at it",
+			pod.Containers[0].VolumeMounts, pod.Volumes, pod.Containers[0].Args)
+	}
+
+	plain := renderChart(t, "tagsync-system", "--set", "metrics.secure=false,metrics.serviceMonitor.enabled=true")
+	if args := deployment(t, plain).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--metrics-secure=false") {
+		t.Errorf("metrics.secure=false: args %v lack --metrics-secure=false", args)
+	}
+	if n := len(ofKind(plain, "ClusterRole")); n != 1 {
+		t.Errorf("metrics.secure=false: %d ClusterRoles, want only the manager's", n)
+	}
+	if g := grants(t, ofKind(plain, "ClusterRole")); slices.Contains(g, "create authentication.k8s.io/tokenreviews") {
+		t.Errorf("metrics.secure=false: the manager may still create tokenreviews: %v", g)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(oneOfKind(t, plain, "ServiceMonitor").Object, "spec", "endpoints")
+	if ep := endpoints[0].(map[string]any); ep["port"] != "http" || ep["scheme"] != "http" || ep["bearerTokenFile"] != nil {
+		t.Errorf("metrics.secure=false: ServiceMonitor endpoint %v, want plain http without a token", ep)
 	}
 }
 
@@ -262,7 +343,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
 		t.Errorf("replicas = %d, want 2", got)
 	}
-	for _, want := range []string{"--leader-elect=true", "--leader-election-namespace=tagsync-system", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+	for _, want := range []string{"--leader-elect=true", "--leader-election-namespace=tagsync-system", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
 		}
@@ -271,8 +352,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	if ports["metrics"] != 8080 || ports["health"] != 8081 {
-		t.Errorf("container ports %v, want metrics 8080 and health 8081", ports)
+	if ports["https"] != 8443 || ports["health"] != 8081 {
+		t.Errorf("container ports %v, want https 8443 and health 8081", ports)
 	}
 	for name, probe := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port.String() != "health" {

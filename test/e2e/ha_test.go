@@ -70,7 +70,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 
 	var leader, follower *tagsyncProc
 	eventually(t, "one of the two replicas to lead", func() string {
-		a, b := procs[0].isLeader(), procs[1].isLeader()
+		a, b := procs[0].isLeader(t), procs[1].isLeader(t)
 		switch {
 		case a && b:
 			t.Fatal("both replicas report leader_election_master_status 1")
@@ -88,7 +88,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	if n := writes.total(); n != 0 {
 		t.Fatalf("the initial sync (tags only in the cloud) wrote %d times to ARM, want 0", n)
 	}
-	if n, err := follower.metric("tagsync_nodetags_passes_total"); err == nil && n > 0 {
+	if n := follower.metric(t, "tagsync_nodetags_passes_total"); n > 0 {
 		t.Fatalf("the follower %s ran %v sync passes while %s led", follower.name, n, leader.name)
 	}
 	holder := leaseHolder(ctx, t, ns)
@@ -114,7 +114,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	t.Logf("killed %s (kill -9) after %d of %d ARM writes", leader.name, atKill, len(e.exports))
 
 	eventuallyWithin(t, haTakeoverBound+time.Second, follower.name+" to take over", func() string {
-		if !follower.isLeader() {
+		if !follower.isLeader(t) {
 			return "still a follower"
 		}
 		return ""
@@ -151,12 +151,11 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	versions := e.nodeVersions(t)
 	before := writes.total()
 	for i := range 3 {
-		passes, _ := follower.metric("tagsync_nodetags_passes_total", `nodetagsync="ha"`, `fresh="true"`, `result="ok"`)
+		passes := follower.metric(t, "tagsync_nodetags_passes_total", `nodetagsync="ha"`, `fresh="true"`, `result="ok"`)
 		requestSync(ctx, t, "ha", fmt.Sprintf("steady-%d", i))
 		eventually(t, "a forced pass by the new leader", func() string {
-			n, err := follower.metric("tagsync_nodetags_passes_total", `nodetagsync="ha"`, `fresh="true"`, `result="ok"`)
-			if err != nil || n <= passes {
-				return fmt.Sprintf("fresh passes %v (%v)", n, err)
+			if n := follower.metric(t, "tagsync_nodetags_passes_total", `nodetagsync="ha"`, `fresh="true"`, `result="ok"`); n <= passes {
+				return fmt.Sprintf("fresh passes %v, want more than %v", n, passes)
 			}
 			return ""
 		})

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -87,24 +86,36 @@ func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
 	return p
 }
 
-// waitServing waits until /metrics and /readyz answer 200, or the process
-// exits.
+// waitServing waits until /readyz answers 200 and the metrics endpoint
+// answers HTTPS (without a token: 401, which needs no TokenReview), or the
+// process exits.
 func (p *tagsyncProc) waitServing() error {
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitFor, true,
 		func(context.Context) (bool, error) {
 			if !p.running() {
 				return false, fmt.Errorf("exited: %v", p.waitErr)
 			}
-			return ok(p.metrics, "/metrics") && ok(p.probe, "/readyz"), nil
+			return answers("https://"+p.metrics+"/metrics") && readyz(p.probe), nil
 		})
 	if err != nil && p.running() {
-		return fmt.Errorf("/metrics and /readyz not served within %s", waitFor)
+		return fmt.Errorf("the metrics endpoint and /readyz not served within %s", waitFor)
 	}
 	return err
 }
 
-func ok(addr, path string) bool {
-	resp, err := http.Get("http://" + addr + path)
+// answers reports whether url answers at all (any status).
+func answers(url string) bool {
+	resp, err := insecureClient.Get(url)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return true
+}
+
+// readyz reports whether /readyz on addr answers 200.
+func readyz(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		return false
 	}
@@ -155,22 +166,16 @@ func (p *tagsyncProc) logs() string {
 	return strings.ReplaceAll(p.out.String(), `\"`, `"`)
 }
 
-// metric reads a metric's value from the process's /metrics; labels, when
-// given, must appear in the series' label set (e.g. `name="tagsync-leader"`).
-// It returns an error when the endpoint or the series is missing.
-func (p *tagsyncProc) metric(name string, labels ...string) (float64, error) {
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
+// metric sums the series of name in the process's /metrics whose label set
+// includes labels (e.g. `name="tagsync-leader"`); 0 when there is none yet
+// (a counter never incremented, a gauge never set). The scrape goes through
+// the secure endpoint as Prometheus does (scrape); any scrape error fails
+// the test, so it is never mistaken for a missing series.
+func (p *tagsyncProc) metric(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(scrape(t, p)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	total, found := 0.0, false
+	total := 0.0
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
@@ -182,15 +187,11 @@ func (p *tagsyncProc) metric(name string, labels ...string) (float64, error) {
 		}
 		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("metric line %q: %w", line, err)
+			t.Fatalf("%s: metric line %q: %v", p.name, line, err)
 		}
 		total += v
-		found = true
 	}
-	if !found {
-		return 0, fmt.Errorf("%s has no series %s%v", p.name, name, labels)
-	}
-	return total, nil
+	return total
 }
 
 func hasAll(s string, parts []string) bool {
@@ -203,9 +204,9 @@ func hasAll(s string, parts []string) bool {
 }
 
 // isLeader asks the process's metrics whether it holds the Lease.
-func (p *tagsyncProc) isLeader() bool {
-	v, err := p.metric("leader_election_master_status", `name="tagsync-leader"`)
-	return err == nil && v == 1
+func (p *tagsyncProc) isLeader(t testing.TB) bool {
+	t.Helper()
+	return p.metric(t, "leader_election_master_status", `name="tagsync-leader"`) == 1
 }
 
 // armsimFlags point `tagsync run` at armsim over HTTPS with client-secret

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -179,6 +180,11 @@ func (f *rbacFixture) fullSync(t *testing.T) {
 		}
 		return fmt.Sprintf("none among %d events", len(list.Items))
 	})
+	// Prometheus can read the metrics: the chart lets the controller
+	// review its token and its access.
+	if body := scrape(t, p); !strings.Contains(body, "tagsync_nodetags_passes_total{") {
+		t.Errorf("the metrics lack tagsync_nodetags_passes_total:\n%s", tail(body, 40))
+	}
 	p.stop(t)
 	if strings.Contains(p.logs(), "forbidden") {
 		t.Fatalf("with the chart's RBAC some request was forbidden:\n%s", grep(p.logs(), "forbidden"))
@@ -200,6 +206,9 @@ type ablation struct {
 	also func(t *testing.T)
 	// env is extra environment for the process.
 	env []string
+	// poke, if set, runs while waiting for the refusal: what makes the
+	// running process make the request (a metrics scrape).
+	poke func(t *testing.T, p *tagsyncProc)
 }
 
 func (a ablation) String() string {
@@ -215,12 +224,18 @@ func (a ablation) forbidden(user string) string {
 	return fmt.Sprintf(`User "%s" cannot %s resource "%s" in API group "%s"`, user, a.verb, a.resource, a.group)
 }
 
-// ablations lists every verb of every rule the chart grants, each with what
-// makes a run need it.
+// ablations lists every verb of every rule the chart grants the controller,
+// each with what makes a run need it. (The metrics-reader ClusterRole is for
+// scrapers, not the controller: TestMetricsEndpointServesOnlyAuthorizedScrapers
+// shows a scraper without it refused.)
 func (f *rbacFixture) ablations() []ablation {
 	var out []ablation
+	bound := controllerRoles(f.objs)
 	for _, kind := range []string{"ClusterRole", "Role"} {
 		for _, role := range ofKind(f.objs, kind) {
+			if !bound[kind+"/"+role.GetName()] {
+				continue
+			}
 			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 			for i, r := range rules {
 				rule := r.(map[string]any)
@@ -246,9 +261,35 @@ func (f *rbacFixture) ablations() []ablation {
 	return out
 }
 
+// controllerRoles are the roles ("Kind/name") the chart binds to its
+// ServiceAccount.
+func controllerRoles(objs []*unstructured.Unstructured) map[string]bool {
+	sa := ""
+	for _, o := range ofKind(objs, "ServiceAccount") {
+		sa = o.GetName()
+	}
+	out := map[string]bool{}
+	for _, b := range append(ofKind(objs, "ClusterRoleBinding"), ofKind(objs, "RoleBinding")...) {
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		for _, s := range subjects {
+			if s.(map[string]any)["kind"] == "ServiceAccount" && s.(map[string]any)["name"] == sa {
+				kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
+				name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+				out[kind+"/"+name] = true
+			}
+		}
+	}
+	return out
+}
+
 // setTrigger says what a run without the verb must do to need it.
 func (f *rbacFixture) setTrigger(a *ablation) {
 	switch {
+	case a.resource == "tokenreviews" || a.resource == "subjectaccessreviews":
+		// A scrape with a token: the secure metrics endpoint asks the API
+		// server who sent it (tokenreviews) and whether it may get
+		// /metrics (subjectaccessreviews); refused, the scrape fails.
+		a.poke = scrapeRefused
 	case a.verb == "list":
 		// Against this 1.37 API server client-go streams the informers'
 		// initial state over WATCH (sendInitialEvents, the WatchListClient
@@ -305,6 +346,9 @@ func (f *rbacFixture) ablate(t *testing.T, a ablation) {
 		if strings.Contains(p.logs(), want) {
 			return ""
 		}
+		if a.poke != nil {
+			a.poke(t, p)
+		}
 		if !p.running() {
 			return "the process exited without it"
 		}
@@ -315,6 +359,20 @@ func (f *rbacFixture) ablate(t *testing.T, a ablation) {
 	}
 	p.stop(t)
 	t.Logf("refused as expected: %s (%s)", firstLine(grep(p.logs(), want)), time.Since(start).Round(time.Millisecond))
+}
+
+// scrapeRefused scrapes p's metrics as Prometheus and requires the scrape
+// to fail with 500: the controller could not ask the API server about the
+// token or the access (the refusal it logs is what the ablation waits for).
+func scrapeRefused(t *testing.T, p *tagsyncProc) {
+	t.Helper()
+	status, body, err := get(insecureClient, "https://"+p.metrics+"/metrics", prometheus(t))
+	if err != nil {
+		t.Fatalf("scraping %s: %v", p.name, err)
+	}
+	if status != http.StatusInternalServerError {
+		t.Fatalf("scraping %s without the review right: HTTP %d %q, want 500", p.name, status, strings.TrimSpace(body))
+	}
 }
 
 // withoutVerb returns a copy of role whose rule i lacks verb (and that lacks

@@ -95,10 +95,24 @@ to set. Called from the Deployment.
 {{- end }}
 {{- end }}
 
+{{/* tagsync.metricsPortName names the metrics port by its scheme. */}}
+{{- define "tagsync.metricsPortName" -}}
+{{- if .Values.metrics.secure }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/* tagsync.metricsCertDir is where metrics.certSecret is mounted. */}}
+{{- define "tagsync.metricsCertDir" -}}
+/etc/tagsync/metrics-certs
+{{- end }}
+
 {{/* tagsync.args are the `tagsync run` flags. */}}
 {{- define "tagsync.args" -}}
 - run
 - --metrics-bind-address=:{{ .Values.metrics.port }}
+- --metrics-secure={{ .Values.metrics.secure }}
+{{- if and .Values.metrics.secure .Values.metrics.certSecret }}
+- --metrics-cert-dir={{ include "tagsync.metricsCertDir" . }}
+{{- end }}
 - --health-probe-bind-address=:{{ .Values.health.port }}
 - --leader-elect={{ .Values.leaderElection.enabled }}
 - --memory-limit={{ .Values.goMemoryLimit }}
