@@ -41,9 +41,10 @@ type Placement struct {
 	Managed bool
 	// Reason explains an unmanaged placement, in words.
 	Reason string
-	// Subscription and ResourceGroup locate the node's VM.
-	Subscription  string
-	ResourceGroup string
+	// Scope says where the node's resource lives, in the provider's words
+	// (Azure: "resource group rg-a in subscription 0000..."), for messages;
+	// empty when the node was not located.
+	Scope string
 	// Resource is the ID of the resource whose tags the node syncs with, in
 	// the casing the cloud returned.
 	Resource string
@@ -65,8 +66,6 @@ type Resource struct {
 	ID string
 	// Tags are the resource's tags, all of them.
 	Tags tags.Set
-	// ETag is the cloud's entity tag for the resource, when it has one.
-	ETag string
 }
 
 // Snapshot is the bulk read of a sync pass: every node's placement and the
@@ -97,10 +96,10 @@ type ReadOptions struct {
 	Target Target
 	// Fresh bypasses the provider's short-lived read cache.
 	Fresh bool
-	// ResourceGroups, when not empty, limits the sync to nodes in these
-	// resource groups (case-insensitive); other nodes are unmanaged and cost
-	// no cloud call.
-	ResourceGroups []string
+	// Scopes, when not empty, limits the read to nodes in these
+	// provider-defined scopes (Azure: resource group names,
+	// case-insensitive); other nodes are unmanaged and cost no cloud call.
+	Scopes []string
 }
 
 // CanonicalID returns a resource ID in the form used as a map key: cloud

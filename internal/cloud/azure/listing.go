@@ -64,7 +64,7 @@ func (e *entry) resource() cloud.Resource {
 	if t == nil {
 		t = tags.Set{}
 	}
-	return cloud.Resource{ID: e.ID, Tags: t, ETag: e.ETag}
+	return cloud.Resource{ID: e.ID, Tags: t}
 }
 
 // listing is one resource group's VMs or scale sets at one moment. It is

@@ -40,8 +40,9 @@ const (
 // plan is a node's resolution before any read.
 type plan struct {
 	kind      planKind
-	placement cloud.Placement // Subscription and ResourceGroup always set when kind != planDone
-	name      string          // scale set, VM or node name
+	placement cloud.Placement
+	sub, rg   string // the node's subscription and resource group, set when kind != planDone
+	name      string // scale set, VM or node name
 }
 
 // groupRef is a listing to load, with subscription and group in the
@@ -71,13 +72,13 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 	plans := make([]plan, len(nodes))
 	need := map[listKey]groupRef{}
 	for i, n := range nodes {
-		plans[i] = p.plan(n, opts.ResourceGroups)
-		pl := plans[i].placement
-		switch plans[i].kind {
+		plans[i] = p.plan(n, opts.Scopes)
+		pl := plans[i]
+		switch pl.kind {
 		case planScaleSet:
-			need[newListKey(listScaleSets, pl.Subscription, pl.ResourceGroup)] = groupRef{pl.Subscription, pl.ResourceGroup}
+			need[newListKey(listScaleSets, pl.sub, pl.rg)] = groupRef{pl.sub, pl.rg}
 		case planVM, planByName:
-			need[newListKey(listVMs, pl.Subscription, pl.ResourceGroup)] = groupRef{pl.Subscription, pl.ResourceGroup}
+			need[newListKey(listVMs, pl.sub, pl.rg)] = groupRef{pl.sub, pl.rg}
 		}
 	}
 	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}, failed: map[listKey]failure{}}
@@ -117,8 +118,7 @@ func (p *Provider) plan(n cloud.Node, groups []string) plan {
 		case !inGroups(rg, groups):
 			return unmanaged("resource group %q is not one of the synced resource groups", rg)
 		}
-		return plan{kind: planByName, name: n.Name,
-			placement: cloud.Placement{Subscription: p.cfg.DefaultSubscription, ResourceGroup: rg}}
+		return plan{kind: planByName, name: n.Name, sub: p.cfg.DefaultSubscription, rg: rg}
 	}
 	id, err := ParseProviderID(n.ProviderID)
 	switch {
@@ -129,11 +129,10 @@ func (p *Provider) plan(n cloud.Node, groups []string) plan {
 	case !inGroups(id.ResourceGroup, groups):
 		return unmanaged("resource group %q is not one of the synced resource groups", id.ResourceGroup)
 	}
-	pl := cloud.Placement{Subscription: id.Subscription, ResourceGroup: id.ResourceGroup}
 	if id.Kind == KindScaleSetInstance {
-		return plan{kind: planScaleSet, name: id.ScaleSet, placement: pl}
+		return plan{kind: planScaleSet, name: id.ScaleSet, sub: id.Subscription, rg: id.ResourceGroup}
 	}
-	return plan{kind: planVM, name: id.VirtualMachine, placement: pl}
+	return plan{kind: planVM, name: id.VirtualMachine, sub: id.Subscription, rg: id.ResourceGroup}
 }
 
 // inGroups reports whether rg passes the resource-group filter.
@@ -207,7 +206,7 @@ func (r *reader) failures() []cloud.ScopeError {
 	defer r.mu.Unlock()
 	errs := map[string][]error{}
 	for key, f := range r.failed {
-		scope := fmt.Sprintf("resource group %s in subscription %s", f.ref.rg, f.ref.sub)
+		scope := groupScope(f.ref.sub, f.ref.rg)
 		if key.kind == listVMs { // VMs first, whatever the map's order
 			errs[scope] = append([]error{f.err}, errs[scope]...)
 		} else {
@@ -273,7 +272,7 @@ func (r *reader) findVM(pl plan) *entry {
 	if pl.kind != planVM && pl.kind != planByName {
 		return nil
 	}
-	l := r.get(newListKey(listVMs, pl.placement.Subscription, pl.placement.ResourceGroup))
+	l := r.get(newListKey(listVMs, pl.sub, pl.rg))
 	if l == nil {
 		return nil
 	}
@@ -291,6 +290,9 @@ func (r *reader) findVM(pl plan) *entry {
 // node's tags (nil when unmanaged).
 func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry) {
 	out := pl.placement
+	if pl.kind != planDone {
+		out.Scope = groupScope(pl.sub, pl.rg)
+	}
 	notFound := func(format string, args ...any) (cloud.Placement, *entry) {
 		out.Reason = fmt.Sprintf(format, args...)
 		return out, nil
@@ -303,29 +305,29 @@ func (r *reader) resolve(pl plan, target cloud.Target) (cloud.Placement, *entry)
 	case planDone:
 		return out, nil
 	case planScaleSet:
-		key := newListKey(listScaleSets, out.Subscription, out.ResourceGroup)
+		key := newListKey(listScaleSets, pl.sub, pl.rg)
 		if r.failure(key) != nil {
 			return r.unreadable(out, key), nil
 		}
 		e := r.get(key).byName[strings.ToLower(pl.name)]
 		if e == nil {
-			return notFound("scale set %q not found in resource group %q (subscription %s)", pl.name, out.ResourceGroup, out.Subscription)
+			return notFound("scale set %q not found in resource group %q (subscription %s)", pl.name, pl.rg, pl.sub)
 		}
 		if target == cloud.TargetInstance {
 			out.Note = fmt.Sprintf("Uniform scale-set instances have no tags of their own: synced with scale set %s", e.Name)
 		}
 		return found(e, true)
 	}
-	if key := newListKey(listVMs, out.Subscription, out.ResourceGroup); r.failure(key) != nil {
+	if key := newListKey(listVMs, pl.sub, pl.rg); r.failure(key) != nil {
 		return r.unreadable(out, key), nil
 	}
 	vm := r.findVM(pl)
 	switch {
 	case vm == nil && pl.kind == planByName:
 		return notFound("VM %q not found in resource group %q (subscription %s; the node has no providerID, looked up by VM or computer name)",
-			pl.name, out.ResourceGroup, out.Subscription)
+			pl.name, pl.rg, pl.sub)
 	case vm == nil:
-		return notFound("VM %q not found in resource group %q (subscription %s)", pl.name, out.ResourceGroup, out.Subscription)
+		return notFound("VM %q not found in resource group %q (subscription %s)", pl.name, pl.rg, pl.sub)
 	case vm.ScaleSetID == "" || target == cloud.TargetInstance:
 		return found(vm, false)
 	}
@@ -359,4 +361,10 @@ func (r *reader) scaleSet(id string) *entry {
 		return nil
 	}
 	return l.byID[cloud.CanonicalID(id)]
+}
+
+// groupScope names a resource group as a scope, in the words of
+// Placement.Scope and ScopeError.Scope.
+func groupScope(sub, rg string) string {
+	return fmt.Sprintf("resource group %s in subscription %s", rg, sub)
 }

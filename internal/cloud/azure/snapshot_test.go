@@ -107,7 +107,7 @@ func TestSnapshotPlacements(t *testing.T) {
 				}
 				if w.resource != "" {
 					r, ok := snap.Resources[cloud.CanonicalID(w.resource)]
-					if !ok || r.ID != w.resource || r.ETag == "" {
+					if !ok || r.ID != w.resource || !strings.Contains(pl.Scope, "resource group ") {
 						t.Errorf("%s: resource %+v missing or incomplete in snapshot", name, r)
 					}
 				}
@@ -131,7 +131,7 @@ func TestSnapshotResourceGroupFilter(t *testing.T) {
 	ids := estate(t, env.Server, env.SubscriptionID)
 	p := newTestProvider(t, env, nil)
 	env.Server.ResetCalls()
-	snap, err := p.Snapshot(context.Background(), placementNodes(env.SubscriptionID), cloud.ReadOptions{ResourceGroups: []string{"RG-AKS"}})
+	snap, err := p.Snapshot(context.Background(), placementNodes(env.SubscriptionID), cloud.ReadOptions{Scopes: []string{"RG-AKS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSnapshotFlexibleScaleSetInOtherGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl := snap.Placements["member"]
-	if !pl.Managed || pl.Resource != ss || !pl.Shared || pl.ResourceGroup != "rg-vms" {
+	if !pl.Managed || pl.Resource != ss || !pl.Shared || !strings.Contains(pl.Scope, "resource group rg-vms ") {
 		t.Fatalf("placement %+v, want scale set %s (vm %s)", pl, ss, vm)
 	}
 	if got := snap.Resources[cloud.CanonicalID(ss)].Tags; got["a"] != "1" {

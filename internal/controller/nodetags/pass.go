@@ -53,7 +53,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.warnAboutSpec()
 	fresh := r.freshRead(nts, p.st, p.cfg.resync)
 	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
-		Target: p.cfg.target, Fresh: fresh, ResourceGroups: p.cfg.resourceGroups,
+		Target: p.cfg.target, Fresh: fresh, Scopes: p.cfg.resourceGroups,
 	})
 	if err != nil {
 		return p.readFailed(ctx, fresh, err)
