@@ -87,7 +87,7 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.auth.CertificateFile, flagName(azure.FlagCertificateFile), "", "PEM or PKCS#12 client certificate with key (default $AZURE_CLIENT_CERTIFICATE_PATH)")
 	fs.StringVar(&f.auth.FederatedTokenFile, flagName(azure.FlagFederatedTokenFile), "", "workload identity token file (default $AZURE_FEDERATED_TOKEN_FILE)")
 	fs.StringVar(&f.auth.AuthorityHost, flagName(azure.FlagAuthorityHost), "", "Entra ID authority, an https URL (sovereign clouds, or armsim; default $AZURE_AUTHORITY_HOST, else the public cloud's)")
-	fs.StringVar(&f.op.Azure.ARMEndpoint, flagName(azure.FlagARMEndpoint), "", "Azure Resource Manager endpoint, an https URL (default https://management.azure.com)")
+	fs.StringVar(&f.op.Azure.ARMEndpoint, flagName(azure.FlagARMEndpoint), "", "Azure Resource Manager endpoint, an https URL (http only with --azure-allow-insecure-http; default https://management.azure.com)")
 	fs.StringVar(&f.op.Azure.ARMAudience, flagName(azure.FlagARMAudience), "", "token audience for the ARM endpoint")
 	fs.StringVar(&f.op.Azure.DefaultSubscription, flagName(azure.FlagSubscription), "", "subscription searched for nodes without providerID (cross-resource-group nodes)")
 	fs.StringVar(&f.caFile, "azure-ca-file", "", "extra CA bundle trusted for ARM and the authority (e.g. armsim's ca.crt)")
