@@ -104,6 +104,9 @@ func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.syncs = map[string]*syncState{}
 		r.pending = map[string]string{}
+		if r.nodes.client == nil {
+			r.nodes.client = r.Client
+		}
 		if rec, ok := r.Recorder.(interface {
 			OnRefused(func(uid, reason, note string))
 		}); ok {

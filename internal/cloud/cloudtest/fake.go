@@ -1,0 +1,174 @@
+// Package cloudtest is an in-memory cloud.Provider for pure unit tests of
+// controller logic: resources and node placements are set up directly, every
+// call is recorded, and errors can be injected per operation. Integration
+// tests use the real providers against armsim and moto_server instead.
+package cloudtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Operations the fake records, as Call.Op.
+const (
+	OpSnapshot  = "Snapshot"
+	OpPatchTags = "PatchTags"
+)
+
+// Call is one recorded call.
+type Call struct {
+	// Op is OpSnapshot or OpPatchTags.
+	Op string
+	// ID is the resource of a PatchTags.
+	ID string
+	// Patch is the patch of a PatchTags.
+	Patch tags.Patch
+	// Nodes are the node names of a Snapshot.
+	Nodes []string
+}
+
+// Provider is the fake. The zero value is not usable; call New.
+type Provider struct {
+	rules tags.Rules
+
+	mu         sync.Mutex
+	resources  map[string]cloud.Resource  // by CanonicalID
+	placements map[string]cloud.Placement // by node name
+	failed     []cloud.ScopeError
+	errs       map[string][]error // by operation, consumed in order
+	calls      []Call
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+// New returns an empty fake with the given tag rules (e.g. tags.AzureRules).
+func New(rules tags.Rules) *Provider {
+	return &Provider{rules: rules, resources: map[string]cloud.Resource{},
+		placements: map[string]cloud.Placement{}, errs: map[string][]error{}}
+}
+
+// Name returns "fake".
+func (p *Provider) Name() string { return "fake" }
+
+// Rules returns the rules given to New.
+func (p *Provider) Rules() tags.Rules { return p.rules }
+
+// SetResource creates or replaces a resource with the given tags.
+func (p *Provider) SetResource(id string, t tags.Set) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resources[cloud.CanonicalID(id)] = cloud.Resource{ID: id, Tags: t.Clone()}
+}
+
+// Resource returns a resource's current tags.
+func (p *Provider) Resource(id string) (cloud.Resource, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.resources[cloud.CanonicalID(id)]
+	r.Tags = r.Tags.Clone()
+	return r, ok
+}
+
+// Place says which resource carries a node's tags (shared: several nodes
+// share it, as a scale set's do).
+func (p *Provider) Place(node, resourceID string, shared bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.placements[node] = cloud.Placement{Managed: true, Resource: resourceID, Shared: shared, Scope: "fake"}
+}
+
+// FailScope makes every Snapshot report scope as unreadable, with err on
+// the given nodes' placements.
+func (p *Provider) FailScope(scope string, err error, nodes ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed = append(p.failed, cloud.ScopeError{Scope: scope, Err: err})
+	for _, n := range nodes {
+		p.placements[n] = cloud.Placement{Reason: err.Error(), Err: err, Scope: scope}
+	}
+}
+
+// FailNext makes the next calls of op fail with errs, one per call.
+func (p *Provider) FailNext(op string, errs ...error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.errs[op] = append(p.errs[op], errs...)
+}
+
+// Calls returns the calls so far.
+func (p *Provider) Calls() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Call(nil), p.calls...)
+}
+
+// Count is how many calls of op were made.
+func (p *Provider) Count(op string) int {
+	n := 0
+	for _, c := range p.Calls() {
+		if c.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+// Snapshot returns the placements of the given nodes (unmanaged when not
+// placed) and the resources they name.
+func (p *Provider) Snapshot(_ context.Context, nodes []cloud.Node, _ cloud.ReadOptions) (cloud.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	call := Call{Op: OpSnapshot}
+	for _, n := range nodes {
+		call.Nodes = append(call.Nodes, n.Name)
+	}
+	p.calls = append(p.calls, call)
+	if err := p.nextErr(OpSnapshot); err != nil {
+		return cloud.Snapshot{}, err
+	}
+	snap := cloud.Snapshot{Placements: map[string]cloud.Placement{}, Resources: map[string]cloud.Resource{},
+		Failed: append([]cloud.ScopeError(nil), p.failed...)}
+	for _, n := range nodes {
+		pl, ok := p.placements[n.Name]
+		if !ok {
+			pl = cloud.Placement{Reason: "not placed in the fake cloud"}
+		}
+		snap.Placements[n.Name] = pl
+		if res, ok := p.resources[cloud.CanonicalID(pl.Resource)]; ok && pl.Managed {
+			res.Tags = res.Tags.Clone()
+			snap.Resources[cloud.CanonicalID(res.ID)] = res
+		}
+	}
+	return snap, nil
+}
+
+// PatchTags applies the patch with the rules' name comparison.
+func (p *Provider) PatchTags(_ context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, Call{Op: OpPatchTags, ID: id, Patch: patch})
+	if err := p.nextErr(OpPatchTags); err != nil {
+		return cloud.Resource{}, err
+	}
+	res, ok := p.resources[cloud.CanonicalID(id)]
+	if !ok {
+		return cloud.Resource{}, fmt.Errorf("fake: resource %s: %w", id, cloud.ErrNotFound)
+	}
+	res.Tags = patch.Apply(p.rules.NameCase(), res.Tags)
+	p.resources[cloud.CanonicalID(id)] = res
+	res.Tags = res.Tags.Clone()
+	return res, nil
+}
+
+func (p *Provider) nextErr(op string) error {
+	q := p.errs[op]
+	if len(q) == 0 {
+		return nil
+	}
+	p.errs[op] = q[1:]
+	return q[0]
+}

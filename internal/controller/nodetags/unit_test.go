@@ -1,0 +1,118 @@
+package nodetags
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
+	"github.com/tagsync/tagsync/internal/scheme"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// unit is a Reconciler on a fake client and the in-memory provider: pure
+// controller logic, no API server, no cloud.
+type unit struct {
+	t     *testing.T
+	c     client.Client
+	cloud *cloudtest.Provider
+	r     *Reconciler
+}
+
+func newUnit(t *testing.T, objs ...client.Object) *unit {
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()
+	p := cloudtest.New(tags.AzureRules)
+	return &unit{t: t, c: c, cloud: p, r: &Reconciler{Client: c, Provider: p}}
+}
+
+func (u *unit) reconcile() reconcile.Result {
+	u.t.Helper()
+	res, err := u.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "nts"}})
+	if err != nil && res.RequeueAfter == 0 {
+		u.t.Logf("reconcile error (workqueue backoff): %v", err)
+	}
+	return res
+}
+
+func (u *unit) ready() *metav1.Condition {
+	u.t.Helper()
+	var nts v1alpha1.NodeTagSync
+	if err := u.c.Get(context.Background(), client.ObjectKey{Name: "nts"}, &nts); err != nil {
+		u.t.Fatal(err)
+	}
+	return meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady)
+}
+
+func unitObjects() []client.Object {
+	return []client.Object{
+		&v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "nts", UID: "u1", Generation: 1}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"azure.tags/team": "blue"}}},
+	}
+}
+
+func TestUnitThrottledReadRequeuesAfterRetryAfter(t *testing.T) {
+	u := newUnit(t, unitObjects()...)
+	u.cloud.FailNext(cloudtest.OpSnapshot, &cloud.ThrottledError{Scope: "reads", RetryAfter: 90 * time.Second})
+	if res := u.reconcile(); res.RequeueAfter != 90*time.Second {
+		t.Fatalf("requeued after %s, want the 90s the cloud asked for", res.RequeueAfter)
+	}
+	if c := u.ready(); c == nil || c.Reason != "Throttled" {
+		t.Fatalf("Ready = %+v, want Throttled", c)
+	}
+}
+
+func TestUnitThrottledWriteRequeuesAfterRetryAfter(t *testing.T) {
+	u := newUnit(t, unitObjects()...)
+	u.cloud.SetResource("/r/vm1", tags.Set{"env": "prod"})
+	u.cloud.Place("n1", "/r/vm1", false)
+	u.cloud.FailNext(cloudtest.OpPatchTags, &cloud.ThrottledError{Scope: "writes", RetryAfter: 2 * time.Minute})
+	if res := u.reconcile(); res.RequeueAfter != 2*time.Minute {
+		t.Fatalf("requeued after %s, want 2m", res.RequeueAfter)
+	}
+	u.reconcile()
+	if r, _ := u.cloud.Resource("/r/vm1"); r.Tags["team"] != "blue" {
+		t.Fatalf("the retry after the wait did not write team=blue: %v", r.Tags)
+	}
+}
+
+func TestUnitMissingResourceIsAnErrorWithAReason(t *testing.T) {
+	u := newUnit(t, unitObjects()...)
+	u.cloud.Place("n1", "/r/gone", false) // placed on a resource the read did not return
+	u.reconcile()
+	var nts v1alpha1.NodeTagSync
+	if err := u.c.Get(context.Background(), client.ObjectKey{Name: "nts"}, &nts); err != nil {
+		t.Fatal(err)
+	}
+	d := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionDegraded)
+	if nts.Status.ErrorCount != 1 || d == nil || !strings.Contains(d.Message, "missing from the cloud read") {
+		t.Fatalf("errors %d, Degraded %+v; want 1 error whose first error says the resource is missing", nts.Status.ErrorCount, d)
+	}
+}
+
+func TestUnitSteadyNodesCostNoMerge(t *testing.T) {
+	u := newUnit(t, unitObjects()...)
+	u.cloud.SetResource("/r/vm1", tags.Set{"env": "prod"})
+	u.cloud.Place("n1", "/r/vm1", false)
+	u.reconcile() // writes team to the cloud and env to the node
+	u.reconcile() // sees both sides agree: steady
+	if n := len(u.r.syncs["nts"].steady); n != 1 {
+		t.Fatalf("%d steady nodes after agreement, want 1", n)
+	}
+	writes := u.cloud.Count(cloudtest.OpPatchTags)
+	u.reconcile()
+	if u.cloud.Count(cloudtest.OpPatchTags) != writes || len(u.r.syncs["nts"].steady) != 1 {
+		t.Fatal("a steady node was merged or written again")
+	}
+}
