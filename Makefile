@@ -30,7 +30,7 @@ KUBECTL := $(K8S_BIN)/kubectl
 # Tests find the control plane here; a missing binary fails the test run.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-GO_TEST_FLAGS ?= -timeout 30m
+GO_TEST_FLAGS ?= -race -timeout 30m
 K8S_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBERNETES_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
@@ -58,7 +58,7 @@ demo-tools: ## Build only what the demo needs (kube-apiserver, etcd, kubectl int
 	@$(call with-progress,building the control plane,$(MAKE) -s --no-print-directory $(KUBE_APISERVER) $(ETCD) $(KUBECTL))
 
 .PHONY: test
-test: tools verify-generated vet lint helm-check ## Build tools if missing, check generated code, vet, lint, check the chart, run all tests.
+test: tools verify-generated vet lint helm-check ## Build tools if missing, check generated code, vet, lint, check the chart, run all tests with the race detector.
 	@echo ">> make demo (the newcomer's command must keep working)"
 	@$(MAKE) --no-print-directory demo
 	@echo ">> go test ./..."

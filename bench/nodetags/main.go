@@ -1,6 +1,6 @@
 // Command nodetags benchmarks the NodeTagSync controller against the cost and
-// latency goals of DESIGN.md section 3 ("Cost discipline") and
-// docs/performance.md:
+// latency goals in docs/performance.md (see docs/architecture.md for the
+// cost rules they check):
 //
 //  1. cold sync of 1000 scale-set nodes + 50 standalone VMs   ≤ 30 s
 //  2. resync of an unchanged cluster: ≤ 1 ARM read per scale set or resource
