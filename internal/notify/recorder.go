@@ -42,9 +42,13 @@ func NewRecorder(cfg *rest.Config, scheme *runtime.Scheme, component string) (*R
 }
 
 // Start records events to the API server until ctx ends, then shuts the
-// broadcaster down. It implements manager.Runnable.
+// broadcaster down. Events emitted before ctx ended are still handed to the
+// API server: the sink's own context ends only after the shutdown. It
+// implements manager.Runnable.
 func (r *Recorder) Start(ctx context.Context) error {
-	if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+	sinkCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	if err := r.broadcaster.StartRecordingToSinkWithContext(sinkCtx); err != nil {
 		return err
 	}
 	<-ctx.Done()
