@@ -19,18 +19,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
-	"github.com/tagsync/tagsync/internal/scheme"
+	"github.com/tagsync/tagsync/internal/operator"
 )
 
 // controller is a running nodetags controller, in this process or not.
@@ -57,21 +52,13 @@ func (b *bench) startInProcess(ctx context.Context, cloud *simCloud) (*inProcess
 	cfg := rest.CopyConfig(b.env.Config)
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "tagsync"
-	// As operator.New wires it for `tagsync run` (same scheme, same cache
-	// options), minus leader election, metrics and probes.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Cache:                  nodetags.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		// Scenarios start one manager after the other in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	// Built as `tagsync run` builds it (operator.New: the registry's
+	// controllers and cache options), minus leader election, metrics and
+	// probes. Scenarios start one manager after the other in this process.
+	mgr, err := operator.New(ctx, cfg, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", Provider: p, SkipNameValidation: true,
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := (&nodetags.Reconciler{Provider: p}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -97,6 +97,8 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
 
+	fs.StringSliceVar(&f.op.Controllers, "controllers", []string{"all"},
+		"controllers to start, comma-separated: all, or some of "+strings.Join(operator.ControllerNames(), ", "))
 	fs.StringVar(&f.memoryLimit, "memory-limit", "auto", "soft memory limit for the Go runtime (e.g. 120Mi); auto: 90% of the container's cgroup limit, none when there is none; $GOMEMLIMIT wins")
 
 	gfs := flag.NewFlagSet("zap", flag.ContinueOnError)

@@ -13,11 +13,13 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -56,6 +58,12 @@ type Options struct {
 	AzureOptions []azure.Option
 	// Provider, when set, is used instead of building one from Azure.
 	Provider cloud.Provider
+	// Controllers names the controllers to start (see Controllers); empty
+	// or "all" starts every one.
+	Controllers []string
+	// SkipNameValidation lets several managers with the same controllers run
+	// in one process (tests, benchmarks).
+	SkipNameValidation bool
 	// Logger is the manager's logger (also its controllers' and the leader
 	// elector's); the zero Logger means controller-runtime's (ctrl.Log).
 	Logger logr.Logger
@@ -95,23 +103,35 @@ func (o Options) Validate() error {
 	return errors.Join(append(errs, o.validateMetricsCert())...)
 }
 
-// New builds the manager with every controller registered, not yet started.
+// New builds the manager with the selected controllers (Options.Controllers)
+// registered, not yet started.
 // It checks the options and builds the cloud provider before it contacts
 // the API server, so configuration errors come first.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	selected, err := Select(o.Controllers)
+	if err != nil {
+		return nil, err
+	}
 	provider, err := o.provider(ctx)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(ctx, cfg, o)
+	mgr, err := newManager(ctx, cfg, o, CacheOptions(selected))
 	if err != nil {
 		return nil, err
 	}
-	if err := (&nodetags.Reconciler{Provider: provider}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the nodetags controller: %w", err)
+	deps := Deps{Providers: cloud.Providers{provider.Name(): provider}}
+	if o.Provider != nil {
+		// A provider given by the caller (demo, tests) stands in for Azure.
+		deps.Providers[string(v1alpha1.ProviderAzure)] = provider
+	}
+	for _, c := range selected {
+		if err := c.Setup(mgr, deps); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
+		}
 	}
 	return mgr, nil
 }
@@ -138,11 +158,12 @@ func (o Options) logger() logr.Logger {
 }
 
 // newManager builds the controller-runtime manager with its health checks.
-func newManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cache.Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Logger:                        ShutdownLogger(ctx, o.logger()),
 		Scheme:                        scheme.New(),
-		Cache:                         nodetags.CacheOptions(),
+		Cache:                         cacheOpts,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation},
 		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,

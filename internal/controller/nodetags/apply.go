@@ -14,7 +14,7 @@ import (
 // still carrying the pending taint has it removed by the same write that
 // gives it its labels (or, when it needs none, by a write of its own).
 func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint64) {
-	limit := p.r.NodeWriteConcurrency
+	limit := p.r.nodeWriteConcurrency
 	if limit <= 0 {
 		limit = 16
 	}
@@ -55,7 +55,7 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint6
 // sees the change, so nothing failed.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK bool) {
 	readAt := m.node.ResourceVersion
-	err := patchNode(ctx, p.r.Client, m.node, u)
+	err := patchNode(ctx, p.r.client, m.node, u)
 	switch {
 	case apierrors.IsConflict(err):
 		p.out.nodeInFlight()

@@ -5,30 +5,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CacheOptions keeps the informer cache small: the controller reads a Node's
-// name, labels, base annotation, resourceVersion, providerID and taints,
-// never its status (images, conditions, addresses make up most of a Node) or
-// other annotations, so the cache stores Nodes without them and no object
-// keeps its managedFields.
-// Pass it as ctrl.Options.Cache.
-func CacheOptions() cache.Options {
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Transform: trimNode},
-		},
-	}
-}
-
-// trimNode drops what the controller never reads from a cached Node, and
-// interns label strings and the base: the Nodes of a cluster share nearly
+// TrimNode is the cache transform the controller works with: it reads a
+// Node's name, labels, base annotation, resourceVersion, providerID and
+// taints, never its status (images, conditions, addresses make up most of a
+// Node) or other annotations, so the cache can store Nodes without them. It
+// also interns label strings and the base: the Nodes of a cluster share nearly
 // all label keys and most values (pool, zone, OS, synced tags), so thousands
 // of Nodes hold one copy of each instead of one per Node.
-var trimNode toolscache.TransformFunc = func(in any) (any, error) {
+var TrimNode toolscache.TransformFunc = func(in any) (any, error) {
 	node, ok := in.(*corev1.Node)
 	if !ok {
 		return in, nil

@@ -20,8 +20,8 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 			Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"img"}}}},
 		}
 	}
-	a, _ := trimNode(mk("a"))
-	b, _ := trimNode(mk("b"))
+	a, _ := TrimNode(mk("a"))
+	b, _ := TrimNode(mk("b"))
 	na, nb := a.(*corev1.Node), b.(*corev1.Node)
 	if na.Spec.ProviderID != "azure:///x" || !hasPendingTaint(na) || na.Labels["agentpool"] != "pool1" ||
 		na.Annotations[BaseAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {

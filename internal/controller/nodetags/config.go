@@ -20,7 +20,8 @@ const defaultResync = 5 * time.Minute
 // syncConfig is a NodeTagSync's spec, validated and turned into the values
 // the sync pass uses.
 type syncConfig struct {
-	rules          tags.Rules // the provider's tag rules
+	provider       cloud.Provider // the cloud spec.provider names
+	rules          tags.Rules     // the provider's tag rules
 	direction      tags.Direction
 	policy         tags.Policy
 	codec          tags.Codec
@@ -32,6 +33,18 @@ type syncConfig struct {
 	syncTaints     bool
 	// warnings describe a valid spec that cannot do what it seems to ask.
 	warnings []string
+}
+
+// configFor chooses the provider spec.provider names (azure when empty) and
+// validates the spec against its rules.
+func configFor(spec v1alpha1.NodeTagSyncSpec, providers cloud.Providers) (syncConfig, error) {
+	p, err := providers.Get(orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure)))
+	if err != nil {
+		return syncConfig{}, err
+	}
+	cfg, err := configFrom(spec, p.Rules())
+	cfg.provider = p
+	return cfg, err
 }
 
 // configFrom validates spec beyond what the API server checks and returns
@@ -65,9 +78,6 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 		cfg.resync = spec.ResyncInterval.Duration
 	}
 	var errs []error
-	if spec.Provider != "" && spec.Provider != v1alpha1.ProviderAzure {
-		errs = append(errs, fmt.Errorf("provider %q is not supported (want azure)", spec.Provider))
-	}
 	errs = append(errs, cfg.direction.Validate(), cfg.policy.Validate(), cfg.codec.Validate(), cfg.filter.Validate())
 	if cfg.target != cloud.TargetScaleSet && cfg.target != cloud.TargetInstance {
 		errs = append(errs, fmt.Errorf("target %q is not ScaleSet or Instance", cfg.target))

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -27,19 +28,14 @@ import (
 const SyncRequestAnnotation = "tagsync.io/sync-requested"
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
+// Build it with NewReconciler.
 type Reconciler struct {
-	// Client reads Nodes and NodeTagSyncs (from the cache) and writes them.
-	Client ctrl.Client
-	// Provider is the cloud.
-	Provider cloud.Provider
-	// Recorder emits Kubernetes events; nil disables events. A recorder
-	// that reports refused events (notify.Recorder) makes refused problem
-	// events be told again.
-	Recorder events.EventRecorder
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// NodeWriteConcurrency bounds parallel Node patches; 0 means 16.
-	NodeWriteConcurrency int
+	client    ctrl.Client
+	providers cloud.Providers
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	// nodeWriteConcurrency bounds parallel Node patches.
+	nodeWriteConcurrency int
 
 	once    sync.Once
 	nodes   nodeSource
@@ -76,7 +72,7 @@ type syncState struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
 	var nts v1alpha1.NodeTagSync
-	if err := r.Client.Get(ctx, req.NamespacedName, &nts); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &nts); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
 			return reconcile.Result{}, nil
@@ -84,13 +80,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.stateFor(&nts)
-	cfg, err := configFrom(nts.Spec, r.Provider.Rules())
+	cfg, err := configFor(nts.Spec, r.providers)
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
 		st.notes.EndPass(false)
 		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err), st)
 	}
 	return r.newPass(&nts, cfg, st).run(ctx)
+}
+
+// NewReconciler builds a Reconciler. c reads Nodes and NodeTagSyncs (from
+// the manager's cache) and writes them; providers are the configured clouds,
+// chosen per NodeTagSync by spec.provider; recorder emits events (nil: the
+// controller's own notify.Recorder, made at SetupWithManager; a recorder that
+// reports refused events makes refused problem events be told again); clk
+// is the clock (nil: the real one). A nil c means the manager's client.
+func NewReconciler(c ctrl.Client, providers cloud.Providers, recorder events.EventRecorder, clk clock.PassiveClock) *Reconciler {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Reconciler{client: c, providers: providers, recorder: recorder, clock: clk, nodeWriteConcurrency: 16}
 }
 
 // SetupWithManager registers the controller: NodeTagSyncs (spec changes and
@@ -105,9 +114,9 @@ func (r *Reconciler) init() {
 		r.syncs = map[string]*syncState{}
 		r.pending = map[string]string{}
 		if r.nodes.client == nil {
-			r.nodes.client = r.Client
+			r.nodes.client = r.client
 		}
-		if rec, ok := r.Recorder.(interface {
+		if rec, ok := r.recorder.(interface {
 			OnRefused(func(uid, reason, note string))
 		}); ok {
 			rec.OnRefused(r.refused)
@@ -122,7 +131,7 @@ func (r *Reconciler) stateFor(nts *v1alpha1.NodeTagSync) *syncState {
 	defer r.mu.Unlock()
 	st, ok := r.syncs[nts.Name]
 	if !ok || st.uid != nts.UID {
-		st = &syncState{uid: nts.UID, notes: notify.NewNotifier(r.Recorder, "Sync")}
+		st = &syncState{uid: nts.UID, notes: notify.NewNotifier(r.recorder, "Sync")}
 		r.syncs[nts.Name] = st
 	}
 	return st
@@ -142,12 +151,7 @@ func (r *Reconciler) refused(uid, reason, note string) {
 	}
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Reconciler) now() time.Time { return r.clock.Now() }
 
 // freshRead reports whether this pass must bypass the provider's read cache:
 // the resync interval has passed since the last fresh read, or a new sync

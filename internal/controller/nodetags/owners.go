@@ -22,7 +22,7 @@ type validSync struct {
 // no node.
 func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 	var list v1alpha1.NodeTagSyncList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing NodeTagSyncs: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return olderThan(&list.Items[i], &list.Items[j]) })
@@ -32,7 +32,7 @@ func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 		if nts.DeletionTimestamp != nil {
 			continue
 		}
-		if cfg, err := configFrom(nts.Spec, r.Provider.Rules()); err == nil {
+		if cfg, err := configFor(nts.Spec, r.providers); err == nil {
 			out = append(out, validSync{nts: nts, selector: cfg.selector})
 		}
 	}

@@ -52,7 +52,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	items, claimed := withoutClaimed(nodes, claimants)
 	p.warnAboutSpec()
 	fresh := r.freshRead(nts, p.st, p.cfg.resync)
-	snap, err := r.Provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
+	snap, err := p.cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
 		Target: p.cfg.target, Fresh: fresh, Scopes: p.cfg.resourceGroups,
 	})
 	if err != nil {

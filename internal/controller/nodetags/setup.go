@@ -29,10 +29,10 @@ type ctrlManager = manager.Manager
 const ControllerName = "nodetags"
 
 func setup(mgr ctrlManager, r *Reconciler) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
+	if r.client == nil {
+		r.client = mgr.GetClient()
 	}
-	if r.Recorder == nil {
+	if r.recorder == nil {
 		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
 		if err != nil {
 			return fmt.Errorf("event recorder: %w", err)
@@ -40,10 +40,10 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		if err := mgr.Add(rec); err != nil {
 			return err
 		}
-		r.Recorder = rec
+		r.recorder = rec
 	}
 	r.init()
-	nodes, err := nodeSourceFor(context.Background(), mgr, r.Client)
+	nodes, err := nodeSourceFor(context.Background(), mgr, r.client)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 // burst of Node events into one pass per NodeTagSync.
 func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list v1alpha1.NodeTagSyncList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, len(list.Items))

@@ -30,9 +30,11 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -160,7 +162,7 @@ func (h *harness) startController() {
 	}
 	mgr, err := ctrl.NewManager(kube.Config, ctrl.Options{
 		Scheme:                 kube.Scheme,
-		Cache:                  nodetags.CacheOptions(),
+		Cache:                  operator.CacheOptions(operator.Controllers()),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
@@ -176,7 +178,7 @@ func (h *harness) startController() {
 		h.t.Fatal(err)
 	}
 	h.emitted = &countingRecorder{Recorder: rec, counts: map[string]int{}}
-	h.rec = &nodetags.Reconciler{Provider: provider, Recorder: h.emitted}
+	h.rec = nodetags.NewReconciler(nil, cloud.NewProviders(provider), h.emitted, nil)
 	if err := h.rec.SetupWithManager(mgr); err != nil {
 		h.t.Fatal(err)
 	}

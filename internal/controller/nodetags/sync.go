@@ -76,7 +76,7 @@ func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*
 	fitted, limitSkipped := tags.Fit(res.Tags, patch, cfg.rules)
 	plan.limitSkipped = limitSkipped
 	if !fitted.IsEmpty() {
-		written, err := p.r.Provider.PatchTags(ctx, res.ID, fitted)
+		written, err := p.cfg.provider.PatchTags(ctx, res.ID, fitted)
 		if err != nil {
 			plan.writeErr = err
 		} else {

@@ -34,7 +34,8 @@ func newUnit(t *testing.T, objs ...client.Object) *unit {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()
 	p := cloudtest.New(tags.AzureRules)
-	return &unit{t: t, c: c, cloud: p, r: &Reconciler{Client: c, Provider: p}}
+	// The fake stands in for the cloud a default spec names.
+	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, nil)}
 }
 
 func (u *unit) reconcile() reconcile.Result {

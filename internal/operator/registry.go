@@ -1,0 +1,138 @@
+package operator
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
+)
+
+// Controller is one controller `tagsync run` can start: what it is called
+// (the --controllers value), what it needs, and how to build it. Every entry
+// is in Controllers; `tagsync run`, the playground and the benchmark all
+// start controllers from there.
+type Controller struct {
+	// Name is the controller's name in --controllers, logs and metrics.
+	Name string
+	// RBAC are the cluster-wide rules it needs (config/rbac and the chart
+	// grant them; a test checks the generated role covers them).
+	RBAC []rbacv1.PolicyRule
+	// Cache lists the objects it reads through the manager's cache and what
+	// it can do without.
+	Cache []CacheNeed
+	// Setup builds the controller and registers it with the manager.
+	Setup func(mgr ctrl.Manager, deps Deps) error
+}
+
+// CacheNeed is an object type a controller reads through the manager's
+// cache, and the transform it still works with. The manager's cache is one
+// per type: a type is trimmed only when every enabled controller that reads
+// it names the same Trim, so one controller's trimming never hides fields
+// from another.
+type CacheNeed struct {
+	// Object is the type, e.g. &corev1.Node{}.
+	Object client.Object
+	// Trim names Transform; empty means the controller needs whole objects.
+	Trim string
+	// Transform drops what the controller never reads.
+	Transform toolscache.TransformFunc
+}
+
+// Deps is what the controllers of one process share.
+type Deps struct {
+	// Providers are the configured clouds, one client set and throttle
+	// budget each.
+	Providers cloud.Providers
+}
+
+// Controllers is the registry, in start order.
+func Controllers() []Controller {
+	return []Controller{{
+		Name: nodetags.ControllerName,
+		RBAC: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch", "patch"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"nodetagsyncs"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"nodetagsyncs/status"}, Verbs: []string{"patch"}},
+		},
+		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
+		Setup: func(mgr ctrl.Manager, d Deps) error {
+			return nodetags.NewReconciler(nil, d.Providers, nil, nil).SetupWithManager(mgr)
+		},
+	}}
+}
+
+// ControllerNames lists the registry's names.
+func ControllerNames() []string {
+	var names []string
+	for _, c := range Controllers() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// Select returns the registry entries named (in registry order); "all" or
+// no name selects every entry. An unknown name is an error that lists the
+// known ones.
+func Select(names []string) ([]Controller, error) {
+	all := Controllers()
+	if len(names) == 0 || slices.Equal(names, []string{"all"}) {
+		return all, nil
+	}
+	var out []Controller
+	for _, c := range all {
+		if slices.Contains(names, c.Name) {
+			out = append(out, c)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(all, func(c Controller) bool { return c.Name == n }) {
+			return nil, fmt.Errorf("--controllers: unknown controller %q (known: all, %s)", n, strings.Join(ControllerNames(), ", "))
+		}
+	}
+	return out, nil
+}
+
+// CacheOptions merges the cache needs of the selected controllers: every
+// object loses its managedFields; a type is trimmed only when all its
+// readers agree on the trim.
+func CacheOptions(cs []Controller) cache.Options {
+	type merged struct {
+		obj   client.Object
+		trim  string
+		fn    toolscache.TransformFunc
+		whole bool
+	}
+	byType := map[reflect.Type]*merged{}
+	var order []reflect.Type
+	for _, c := range cs {
+		for _, n := range c.Cache {
+			t := reflect.TypeOf(n.Object)
+			m, ok := byType[t]
+			if !ok {
+				m = &merged{obj: n.Object, trim: n.Trim, fn: n.Transform}
+				byType[t] = m
+				order = append(order, t)
+			}
+			if n.Trim == "" || n.Trim != m.trim {
+				m.whole = true
+			}
+		}
+	}
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{}}
+	for _, t := range order {
+		if m := byType[t]; !m.whole {
+			opts.ByObject[m.obj] = cache.ByObject{Transform: m.fn}
+		}
+	}
+	return opts
+}
