@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +41,7 @@ func TestMain(m *testing.M) {
 // process is a tagsync child process.
 type process struct {
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *testenv.SyncBuffer
 	exited chan struct{}
 	err    error // of Wait, set before exited closes
 }
@@ -52,7 +50,7 @@ type process struct {
 // process is killed when the test ends.
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(os.Args[0], args...), out: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: exec.Command(os.Args[0], args...), out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -261,22 +259,4 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

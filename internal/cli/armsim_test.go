@@ -8,30 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tagsync/tagsync/internal/testenv"
 )
-
-// syncBuffer is a goroutine-safe output buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestArmsimCommand(t *testing.T) {
 	seed := filepath.Join(t.TempDir(), "seed.yaml")
@@ -39,7 +20,7 @@ func TestArmsimCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := NewArmsimCommand()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd.SetOut(out)
 	cmd.SetErr(out)
 	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--tls=false", "--seed", seed, "--page-size", "5"})
@@ -69,7 +50,7 @@ func TestArmsimCommand(t *testing.T) {
 var urlRE = regexp.MustCompile(`armsim listening on (\S+)`)
 
 // waitForURL polls the command output until it names the endpoint.
-func waitForURL(t *testing.T, out *syncBuffer) string {
+func waitForURL(t *testing.T, out *testenv.SyncBuffer) string {
 	t.Helper()
 	var url string
 	testenv.Eventually(t, 20*time.Second, "armsim printing its endpoint", func() string {

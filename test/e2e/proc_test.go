@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // tagsyncProc is a `tagsync run` child process.
 type tagsyncProc struct {
 	name    string
 	cmd     *exec.Cmd
-	out     *lockedBuffer
+	out     *testenv.SyncBuffer
 	metrics string // host:port of /metrics
 	probe   string // host:port of /healthz, /readyz
 	exited  chan struct{}
@@ -64,7 +63,7 @@ func startTagsyncEnv(t testing.TB, name string, env []string, args ...string) *t
 func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
 	t.Helper()
 	addrs := freeAddrs(t, 2)
-	p := &tagsyncProc{name: name, out: &lockedBuffer{}, metrics: addrs[0], probe: addrs[1], exited: make(chan struct{})}
+	p := &tagsyncProc{name: name, out: &testenv.SyncBuffer{}, metrics: addrs[0], probe: addrs[1], exited: make(chan struct{})}
 	all := append([]string{"run"}, args...)
 	all = append(all, "--metrics-bind-address="+p.metrics, "--health-probe-bind-address="+p.probe)
 	p.cmd = exec.Command(tagsyncBinary(t), all...)
@@ -241,24 +240,6 @@ func freeAddrs(t testing.TB, n int) []string {
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // tail returns the last n lines of s.
