@@ -111,18 +111,13 @@ func baseJSON(o *object) map[string]any {
 
 // computeGet serves a GET of a VM or scale set.
 func (s *Server) computeGet(w http.ResponseWriter, rt *route, typ string, render func(*object) any) {
-	s.st.mu.RLock()
-	o, e := s.st.lookupObject(rt.sub, rt.segs[3], typ, rt.segs[7])
-	var body any
-	if e == nil {
-		body = render(o)
-	}
-	s.st.mu.RUnlock()
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.serveRead(w, func() (any, *Error) {
+		o, e := s.st.lookupObject(rt.sub, rt.segs[3], typ, rt.segs[7])
+		if e != nil {
+			return nil, e
+		}
+		return render(o), nil
+	})
 }
 
 func (s *Server) handleVMGet(w http.ResponseWriter, _ *http.Request, rt *route) {
@@ -353,18 +348,13 @@ func (s *Server) lookupInstance(rt *route) (*instance, *Error) {
 }
 
 func (s *Server) handleInstanceGet(w http.ResponseWriter, _ *http.Request, rt *route) {
-	s.st.mu.RLock()
-	in, e := s.lookupInstance(rt)
-	var body any
-	if e == nil {
-		body = renderInstance(in)
-	}
-	s.st.mu.RUnlock()
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.serveRead(w, func() (any, *Error) {
+		in, e := s.lookupInstance(rt)
+		if e != nil {
+			return nil, e
+		}
+		return renderInstance(in), nil
+	})
 }
 
 // handleInstanceUpdate accepts an instance update (PUT). As in Azure, tags

@@ -50,18 +50,13 @@ func renderListItem(withTags bool) func(*object) any {
 }
 
 func (s *Server) handleGroupGet(w http.ResponseWriter, _ *http.Request, rt *route) {
-	s.st.mu.RLock()
-	g, e := s.st.lookupGroup(rt.sub, rt.segs[3])
-	var body any
-	if e == nil {
-		body = renderGroup(g)
-	}
-	s.st.mu.RUnlock()
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.serveRead(w, func() (any, *Error) {
+		g, e := s.st.lookupGroup(rt.sub, rt.segs[3])
+		if e != nil {
+			return nil, e
+		}
+		return renderGroup(g), nil
+	})
 }
 
 // handleGroupList lists a subscription's groups (one page: groups are few).
@@ -113,17 +108,24 @@ func (s *Server) handleResourcesList(w http.ResponseWriter, r *http.Request, rt 
 
 // handleGenericGet is Resources - Get By ID for any top-level resource.
 func (s *Server) handleGenericGet(w http.ResponseWriter, _ *http.Request, rt *route) {
-	s.st.mu.RLock()
-	_, e := s.st.lookupGroup(rt.sub, rt.segs[3])
-	var body any
-	if e == nil {
-		if o, ok := s.st.objectByID("/" + strings.Join(rt.segs, "/")); ok {
-			body = renderGeneric(o)
-		} else {
-			typ, name := typeAndName(rt.segs)
-			e = errResourceNotFound(typ, name, rt.segs[3])
+	s.serveRead(w, func() (any, *Error) {
+		if _, e := s.st.lookupGroup(rt.sub, rt.segs[3]); e != nil {
+			return nil, e
 		}
-	}
+		o, ok := s.st.objectByID("/" + strings.Join(rt.segs, "/"))
+		if !ok {
+			typ, name := typeAndName(rt.segs)
+			return nil, errResourceNotFound(typ, name, rt.segs[3])
+		}
+		return renderGeneric(o), nil
+	})
+}
+
+// serveRead answers a GET: read runs under the state's read lock and
+// returns the body to render (200) or the ARM error to answer.
+func (s *Server) serveRead(w http.ResponseWriter, read func() (any, *Error)) {
+	s.st.mu.RLock()
+	body, e := read()
 	s.st.mu.RUnlock()
 	if e != nil {
 		writeError(w, e)
