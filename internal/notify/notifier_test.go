@@ -33,45 +33,37 @@ func node(uid string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-" + uid, UID: types.UID("uid-" + uid)}}
 }
 
-func TestOnceReportsAProblemOnceWhileItLasts(t *testing.T) {
-	rec := &recording{}
-	n := NewNotifier(rec, "Sync")
-	for range 3 {
-		n.Once(node("1"), "conflict/a", "TagConflict", "tag a differs")
-		n.EndPass(true)
+// TestOnce plays sequences of passes and counts the events emitted: a
+// problem is told once while it lasts, again after it was resolved, and an
+// incomplete pass forgets nothing.
+func TestOnce(t *testing.T) {
+	conflict := func(n *Notifier) { n.Once(node("1"), "conflict/a", "TagConflict", "tag a differs") }
+	cases := []struct {
+		name  string
+		steps []func(*Notifier)
+		want  int
+	}{
+		{"a lasting problem, three passes", []func(*Notifier){
+			conflict, endPass(true), conflict, endPass(true), conflict, endPass(true)}, 1},
+		{"resolved, then back", []func(*Notifier){
+			conflict, endPass(true), endPass(true), conflict}, 2},
+		{"no pass boundary at all", []func(*Notifier){conflict, conflict, conflict, conflict}, 1},
+		{"an incomplete pass in between", []func(*Notifier){
+			conflict, endPass(true), endPass(false), conflict}, 1},
 	}
-	if rec.count() != 1 {
-		t.Fatalf("%d events for one lasting problem, want 1: %v", rec.count(), rec.notes)
-	}
-	n.EndPass(true) // a pass without the problem: it is resolved
-	n.Once(node("1"), "conflict/a", "TagConflict", "tag a differs")
-	if rec.count() != 2 {
-		t.Fatalf("a recurrence after resolution was not reported: %v", rec.notes)
+	for _, c := range cases {
+		rec := &recording{}
+		n := NewNotifier(rec, "Sync")
+		for _, step := range c.steps {
+			step(n)
+		}
+		if rec.count() != c.want {
+			t.Errorf("%s: %d events, want %d: %v", c.name, rec.count(), c.want, rec.notes)
+		}
 	}
 }
 
-func TestOnceWithoutEndPassDoesNotRepeat(t *testing.T) {
-	rec := &recording{}
-	n := NewNotifier(rec, "Sync")
-	for range 5 {
-		n.Once(node("1"), "spec", "InvalidSpec", "bad spec")
-	}
-	if rec.count() != 1 {
-		t.Fatalf("%d events, want 1", rec.count())
-	}
-}
-
-func TestIncompletePassForgetsNothing(t *testing.T) {
-	rec := &recording{}
-	n := NewNotifier(rec, "Sync")
-	n.Once(node("1"), "conflict/a", "TagConflict", "tag a differs")
-	n.EndPass(true)
-	n.EndPass(false) // e.g. the cloud could not be read
-	n.Once(node("1"), "conflict/a", "TagConflict", "tag a differs")
-	if rec.count() != 1 {
-		t.Fatalf("an incomplete pass made a lasting problem be reported again: %v", rec.notes)
-	}
-}
+func endPass(complete bool) func(*Notifier) { return func(n *Notifier) { n.EndPass(complete) } }
 
 func TestRefusedEventIsReportedAgain(t *testing.T) {
 	rec := &recording{}
