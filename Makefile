@@ -118,8 +118,55 @@ lint: $(STATICCHECK) ## Run staticcheck.
 ##@ Tools
 
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) ## Build the control plane and developer tools into bin/ (once).
-	@echo ">> tools are in bin/ (kube-apiserver, etcd and kubectl in bin/k8s)"
+tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) moto ## Build the control plane and developer tools into bin/ (once).
+	@echo ">> tools are in bin/ (kube-apiserver, etcd and kubectl in bin/k8s, moto_server in bin/moto)"
+
+# moto_server, a local fake of the AWS APIs, for the AWS tests
+# (internal/testenv.StartMoto runs bin/moto/bin/moto_server). `make moto`
+# installs the pinned moto[server] into a virtualenv at bin/moto:
+#   python3 -m venv --system-site-packages bin/moto
+#   bin/moto/bin/pip install 'moto[server]==$(MOTO_VERSION)'
+# It needs Python 3 with its venv module (Debian and Ubuntu ship that apart:
+# apt-get install python3-venv) and pip access to PyPI, or a Python 3 whose
+# site-packages already hold moto[server]==$(MOTO_VERSION): the venv sees them,
+# so pip downloads nothing and a small bin/moto/bin/moto_server script runs
+# that moto with the venv's python. It does nothing when bin/moto holds this
+# version; a version bump here reinstalls.
+MOTO_VERSION := 5.2.1
+MOTO_DIR := $(BIN)/moto
+MOTO_SERVER := $(MOTO_DIR)/bin/moto_server
+MOTO_STAMP := $(MOTO_DIR)/.installed-moto-$(MOTO_VERSION)
+
+.PHONY: moto
+moto: ## Install moto_server (pinned moto[server]) for the AWS tests into a virtualenv at bin/moto (once).
+	@if [ -x $(MOTO_SERVER) ] && [ -e $(MOTO_STAMP) ]; then exit 0; fi; \
+	if ! command -v python3 >/dev/null 2>&1; then \
+		echo "make moto: python3 is missing: install Python 3 with venv and pip (Debian: apt-get install python3 python3-venv)" >&2; exit 1; \
+	fi; \
+	if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then \
+		echo "make moto: $$(command -v python3) cannot make a virtualenv (no venv/ensurepip module): apt-get install python3-venv" >&2; exit 1; \
+	fi; \
+	echo ">> installing moto[server]==$(MOTO_VERSION) into a virtualenv at bin/moto (first run only)"; \
+	rm -rf $(MOTO_DIR); \
+	echo "   python3 -m venv --system-site-packages bin/moto   ($$(python3 --version))"; \
+	python3 -m venv --system-site-packages $(MOTO_DIR); \
+	echo "   bin/moto/bin/pip install 'moto[server]==$(MOTO_VERSION)'"; \
+	if ! $(MOTO_DIR)/bin/pip install --quiet 'moto[server]==$(MOTO_VERSION)'; then \
+		rm -rf $(MOTO_DIR); \
+		echo "make moto: pip could not install moto[server]==$(MOTO_VERSION): it needs PyPI (or an index or --find-links that pip is configured with), or a python3 that already has it" >&2; exit 1; \
+	fi; \
+	if [ ! -e $(MOTO_SERVER) ]; then \
+		echo "   moto came from python3's own site-packages: writing bin/moto/bin/moto_server to run it with the venv's python"; \
+		printf '%s\n' '#!/bin/sh' '# moto[server]==$(MOTO_VERSION) from the base Python (the venv sees its site-packages); see make moto.' \
+			'exec "$$(dirname "$$0")/python" -m moto.server "$$@"' > $(MOTO_SERVER); \
+		chmod +x $(MOTO_SERVER); \
+	fi; \
+	got=$$($(MOTO_DIR)/bin/python -c 'import importlib.metadata as m; print(m.version("moto"))'); \
+	if [ "$$got" != "$(MOTO_VERSION)" ]; then \
+		rm -rf $(MOTO_DIR); echo "make moto: bin/moto has moto $$got, want $(MOTO_VERSION)" >&2; exit 1; \
+	fi; \
+	touch $(MOTO_STAMP); \
+	echo ">> moto_server $(MOTO_VERSION) is bin/moto/bin/moto_server"
 
 $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod hack/tools/kube-apiserver/go.sum hack/tools/kube-apiserver/main.go
 	@echo ">> building kube-apiserver $(KUBERNETES_VERSION) from Go modules (first run only: about 6 minutes on 2 cores)"
