@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,21 @@ func Scheme() *runtime.Scheme { return scheme.New() }
 // It fails the test (never skips) when the control plane cannot start.
 func Start(t testing.TB) *Env {
 	t.Helper()
-	e, err := New()
+	return StartWith(t, Options{})
+}
+
+// Options says what a control plane holds besides tagsync's CRDs.
+type Options struct {
+	// ExtraCRDDirs are more CRD files or directories of them to install, such
+	// as test/crds for other projects' CRDs; a relative path is relative to
+	// the repository root. A path that does not exist is an error.
+	ExtraCRDDirs []string
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := NewWith(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +72,48 @@ func Start(t testing.TB) *Env {
 	return e
 }
 
+// StartPair starts two independent control planes with the same options at
+// once (two clusters for multi-cluster tests: separate etcds, ports,
+// certificates and admin users) and stops both when the test ends; starting
+// and stopping them together costs little more wall time than one. For
+// planes with different options, call StartWith twice.
+func StartPair(t testing.TB, opts Options) (*Env, *Env) {
+	t.Helper()
+	var envs [2]*Env
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range envs {
+		wg.Go(func() { envs[i], errs[i] = NewWith(opts) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, e := range envs {
+			if e != nil {
+				wg.Go(func() {
+					if err := e.Stop(); err != nil {
+						t.Errorf("stopping the control plane at %s: %v", e.Config.Host, err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+	})
+	if err := errors.Join(errs[:]...); err != nil {
+		t.Fatal(err)
+	}
+	return envs[0], envs[1]
+}
+
 // New starts a control plane; the caller must Stop it. Use it from TestMain
-// to share one control plane across a package's tests.
+// to share one control plane across a package's tests. Each call starts
+// another independent control plane, so a process may run several.
 func New() (*Env, error) {
+	return NewWith(Options{})
+}
+
+// NewWith is New with options.
+func NewWith(opts Options) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -68,10 +122,20 @@ func New() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crdPaths := []string{filepath.Join(root, "config", "crd", "bases")}
+	for _, dir := range opts.ExtraCRDDirs {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(root, dir)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("extra CRDs for the test control plane: %w (Options.ExtraCRDDirs takes paths relative to the repository root %s, or absolute ones)", err, root)
+		}
+		crdPaths = append(crdPaths, dir)
+	}
 	sch := Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:        crdPaths,
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   sch,
 		ControlPlaneStartTimeout: time.Minute,
@@ -79,6 +143,9 @@ func New() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start leaves what it started running when a later step (a CRD
+		// that does not install) fails.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: sch})
