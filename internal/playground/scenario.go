@@ -17,6 +17,7 @@ func scenario(pg *playground) []Step {
 		pg.initialSync(),
 		pg.portalEdit(),
 		pg.labelToScaleSet(),
+		pg.scaleOut(),
 		pg.nodesDisagree(),
 		pg.conflictResolved(),
 		pg.wipeRepaired(),
