@@ -1,7 +1,21 @@
-// Package testenv starts the real Kubernetes control plane (kube-apiserver and
-// etcd built from Go modules into bin/k8s by `make tools`) through
-// controller-runtime's envtest, installs tagsync's CRDs, and hands tests a
-// client and rest config. A missing control plane is an error, never a skip.
+// Package testenv is the harness every test suite uses for the real parts
+// tagsync talks to:
+//
+//   - Kubernetes: Start, StartWith and New start a real kube-apiserver and
+//     etcd (built from Go modules into bin/k8s by `make tools`) through
+//     controller-runtime's envtest, install tagsync's CRDs (and
+//     Options.ExtraCRDDirs) and hand tests a client and rest config. Each
+//     call starts an independent control plane; StartPair starts two at once
+//     for multi-cluster tests.
+//   - AWS: StartMoto and NewMoto run moto_server (installed into bin/moto by
+//     `make tools`) on a loopback port, with an aws.Config for the AWS SDK
+//     for Go v2 that reaches it.
+//   - Waiting: Eventually polls a condition until a deadline, and
+//     RequestPass asks a controller for one pass and waits for exactly that
+//     pass.
+//
+// A missing control plane or moto_server fails the test, saying to run
+// `make tools`; it is never a skip.
 package testenv
 
 import (

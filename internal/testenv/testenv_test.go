@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -69,6 +70,10 @@ func TestCRDsInstalled(t *testing.T) {
 	var list tagsyncv1alpha1.NodeTagSyncList
 	if err := env.Client.List(ctx, &list); err != nil {
 		t.Fatalf("listing NodeTagSyncs: the CRD is not served: %v", err)
+	}
+	// Other projects' CRDs come only with Options.ExtraCRDDirs.
+	if err := env.Client.List(ctx, widgetList()); !meta.IsNoMatchError(err) {
+		t.Fatalf("listing Widgets on a plane without extra CRDs: err = %v, want no match for the kind", err)
 	}
 }
 
