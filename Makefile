@@ -3,7 +3,8 @@
 # Two commands matter to a newcomer:
 #   make demo   the main job on an embedded playground
 #   make test   every check and test
-# Both build what they need on a fresh machine with only Go installed.
+# Both build what they need on a fresh machine with Go installed; make test
+# also needs Python 3 with venv for moto_server (the AWS tests; see make moto).
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
