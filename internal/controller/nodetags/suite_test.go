@@ -229,18 +229,10 @@ func (h *harness) syncNow(name string) string {
 // says it served this request, so it cannot be an earlier pass's status.
 func (h *harness) syncAndWait(name string) *v1alpha1.NodeTagSync {
 	h.t.Helper()
-	req := h.syncNow(name)
-	var nts v1alpha1.NodeTagSync
-	h.eventually(fmt.Sprintf("the pass of %s serving sync request %s", name, req), func() string {
-		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
-			return err.Error()
-		}
-		if nts.Status.LastSyncRequest != req {
-			return fmt.Sprintf("status serves request %q", nts.Status.LastSyncRequest)
-		}
-		return ""
-	})
-	return &nts
+	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	testenv.RequestPass(h.t, h.c, nts, nodetags.SyncRequestAnnotation,
+		func(o client.Object) string { return o.(*v1alpha1.NodeTagSync).Status.LastSyncRequest }, waitFor)
+	return nts
 }
 
 // resourceGroup creates a resource group.
