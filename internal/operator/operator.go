@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -64,6 +65,9 @@ type Options struct {
 	// SkipNameValidation lets several managers with the same controllers run
 	// in one process (tests, benchmarks).
 	SkipNameValidation bool
+	// Recorder, when set, gives each controller its event recorder (see
+	// Deps.Recorder); tests use it.
+	Recorder func(controller string) events.EventRecorder
 	// Logger is the manager's logger (also its controllers' and the leader
 	// elector's); the zero Logger means controller-runtime's (ctrl.Log).
 	Logger logr.Logger
@@ -86,11 +90,18 @@ func DefaultOptions() Options {
 
 // Run starts the manager and blocks until ctx ends or it fails.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	mgr, err := New(ctx, cfg, o)
+	m, err := Build(ctx, cfg, o)
 	if err != nil {
 		return err
 	}
-	return runUntilStopped(ctx, mgr)
+	return runUntilStopped(ctx, m.Manager)
+}
+
+// Manager is a built controller manager and the controllers in it.
+type Manager struct {
+	ctrl.Manager
+	// Controllers are what each registry entry's Setup returned, by name.
+	Controllers map[string]any
 }
 
 // Validate checks the options that can be checked before starting, naming
@@ -104,10 +115,20 @@ func (o Options) Validate() error {
 }
 
 // New builds the manager with the selected controllers (Options.Controllers)
-// registered, not yet started.
-// It checks the options and builds the cloud provider before it contacts
-// the API server, so configuration errors come first.
+// registered, not yet started; see Build.
 func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	m, err := Build(ctx, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	return m.Manager, nil
+}
+
+// Build builds the manager with the selected controllers registered, not
+// yet started, and returns the controllers too. It checks the options and
+// builds the cloud provider before it contacts the API server, so
+// configuration errors come first.
+func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -123,17 +144,20 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, err
 	}
-	deps := Deps{Providers: cloud.Providers{provider.Name(): provider}}
+	deps := Deps{Providers: cloud.Providers{provider.Name(): provider}, Recorder: o.Recorder}
 	if o.Provider != nil {
 		// A provider given by the caller (demo, tests) stands in for Azure.
 		deps.Providers[string(v1alpha1.ProviderAzure)] = provider
 	}
+	built := &Manager{Manager: mgr, Controllers: map[string]any{}}
 	for _, c := range selected {
-		if err := c.Setup(mgr, deps); err != nil {
+		ctl, err := c.Setup(mgr, deps)
+		if err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}
+		built.Controllers[c.Name] = ctl
 	}
-	return mgr, nil
+	return built, nil
 }
 
 // provider is o.Provider, else the Azure provider o configures.

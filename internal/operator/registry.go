@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,8 +31,9 @@ type Controller struct {
 	// Cache lists the objects it reads through the manager's cache and what
 	// it can do without.
 	Cache []CacheNeed
-	// Setup builds the controller and registers it with the manager.
-	Setup func(mgr ctrl.Manager, deps Deps) error
+	// Setup builds the controller, registers it with the manager and
+	// returns it (tests inspect it through Manager.Controllers).
+	Setup func(mgr ctrl.Manager, deps Deps) (any, error)
 }
 
 // CacheNeed is an object type a controller reads through the manager's
@@ -53,6 +55,18 @@ type Deps struct {
 	// Providers are the configured clouds, one client set and throttle
 	// budget each.
 	Providers cloud.Providers
+	// Recorder, when set, gives the event recorder of the named controller
+	// (tests wrap the real one to count what is emitted); nil lets each
+	// controller make its own.
+	Recorder func(controller string) events.EventRecorder
+}
+
+// recorderFor is d.Recorder's answer for the controller, or nil.
+func (d Deps) recorderFor(controller string) events.EventRecorder {
+	if d.Recorder == nil {
+		return nil
+	}
+	return d.Recorder(controller)
 }
 
 // Controllers is the registry, in start order.
@@ -65,8 +79,9 @@ func Controllers() []Controller {
 			{APIGroups: []string{"tagsync.io"}, Resources: []string{"nodetagsyncs/status"}, Verbs: []string{"patch"}},
 		},
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
-		Setup: func(mgr ctrl.Manager, d Deps) error {
-			return nodetags.NewReconciler(nil, d.Providers, nil, nil).SetupWithManager(mgr)
+		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
+			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), nil)
+			return r, r.SetupWithManager(mgr)
 		},
 	}}
 }

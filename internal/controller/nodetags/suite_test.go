@@ -20,17 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
@@ -160,28 +157,26 @@ func (h *harness) startController() {
 	if err != nil {
 		h.t.Fatalf("building the Azure provider: %v", err)
 	}
-	mgr, err := ctrl.NewManager(kube.Config, ctrl.Options{
-		Scheme:                 kube.Scheme,
-		Cache:                  operator.CacheOptions(operator.Controllers()),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	// The controller starts as `tagsync run` starts it (the registry,
+	// through operator.Build), with the real event recorder wrapped to
+	// count what it emits.
+	rec, err := notify.NewRecorder(kube.Config, kube.Scheme, "tagsync-nodetags")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	rec, err := notify.NewRecorder(kube.Config, kube.Scheme, "tagsync-nodetags")
+	h.emitted = &countingRecorder{Recorder: rec, counts: map[string]int{}}
+	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", Provider: provider, SkipNameValidation: true,
+		Controllers: []string{nodetags.ControllerName},
+		Recorder:    func(string) events.EventRecorder { return h.emitted },
+	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	if err := mgr.Add(rec); err != nil {
 		h.t.Fatal(err)
 	}
-	h.emitted = &countingRecorder{Recorder: rec, counts: map[string]int{}}
-	h.rec = nodetags.NewReconciler(nil, cloud.NewProviders(provider), h.emitted, nil)
-	if err := h.rec.SetupWithManager(mgr); err != nil {
-		h.t.Fatal(err)
-	}
+	h.rec = mgr.Controllers[nodetags.ControllerName].(*nodetags.Reconciler)
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
