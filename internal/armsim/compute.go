@@ -235,21 +235,30 @@ func (s *Server) handleVMSSList(w http.ResponseWriter, r *http.Request, rt *rout
 // listCompute lists objects of typ in the group of the path, or in the
 // subscription when the path has no group.
 func (s *Server) listCompute(w http.ResponseWriter, r *http.Request, rt *route, typ string, match func(*object) bool, render func(*object) any) {
-	s.st.mu.RLock()
-	var e *Error
-	prefix := strings.ToLower("/subscriptions/" + rt.sub + "/")
-	if rt.low[2] == "resourcegroups" {
-		_, e = s.st.lookupGroup(rt.sub, rt.segs[3])
-		prefix = strings.ToLower(groupID(rt.sub, rt.segs[3]) + "/providers/" + typ + "/")
-	} else if _, ok := s.st.subs[strings.ToLower(rt.sub)]; !ok {
-		e = errSubscriptionNotFound(rt.sub)
-	}
-	s.st.mu.RUnlock()
+	prefix, e := s.listScope(rt, rt.low[2] == "resourcegroups", "/providers/"+typ+"/")
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	s.listObjects(w, r, prefix, match, render)
+}
+
+// listScope checks that a list's scope exists and returns the ID prefix of
+// what it lists: the resource group's IDs (followed by within) when inGroup,
+// else the subscription's.
+func (s *Server) listScope(rt *route, inGroup bool, within string) (string, *Error) {
+	s.st.mu.RLock()
+	defer s.st.mu.RUnlock()
+	if inGroup {
+		if _, e := s.st.lookupGroup(rt.sub, rt.segs[3]); e != nil {
+			return "", e
+		}
+		return strings.ToLower(groupID(rt.sub, rt.segs[3]) + within), nil
+	}
+	if _, ok := s.st.subs[strings.ToLower(rt.sub)]; !ok {
+		return "", errSubscriptionNotFound(rt.sub)
+	}
+	return strings.ToLower("/subscriptions/" + rt.sub + "/"), nil
 }
 
 // parseVMFilter understands "'virtualMachineScaleSet/id' eq '<id>'".

@@ -90,15 +90,7 @@ func (s *Server) handleResourcesList(w http.ResponseWriter, r *http.Request, rt 
 		writeError(w, e)
 		return
 	}
-	prefix := strings.ToLower("/subscriptions/" + rt.sub + "/")
-	s.st.mu.RLock()
-	if len(rt.low) == 5 {
-		_, e = s.st.lookupGroup(rt.sub, rt.segs[3])
-		prefix = strings.ToLower(groupID(rt.sub, rt.segs[3]) + "/")
-	} else if _, ok := s.st.subs[strings.ToLower(rt.sub)]; !ok {
-		e = errSubscriptionNotFound(rt.sub)
-	}
-	s.st.mu.RUnlock()
+	prefix, e := s.listScope(rt, len(rt.low) == 5, "/")
 	if e != nil {
 		writeError(w, e)
 		return
