@@ -2,12 +2,8 @@ package armsim_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // staticToken is a credential that returns a fixed token.
@@ -102,8 +99,8 @@ func TestAzidentityCredentials(t *testing.T) {
 		}
 	})
 	t.Run("client certificate", func(t *testing.T) {
-		certs, key := selfSignedCert(t)
-		cred, err := azidentity.NewClientCertificateCredential(tenant, "cert-app", certs, key,
+		cert, key := testenv.SelfSignedCert(t, "cert-app")
+		cred, err := azidentity.NewClientCertificateCredential(tenant, "cert-app", []*x509.Certificate{cert}, key,
 			&azidentity.ClientCertificateCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: true})
 		if err != nil {
 			t.Fatal(err)
@@ -139,23 +136,4 @@ func TestAzidentityCredentials(t *testing.T) {
 			t.Error("managed identity endpoint not used")
 		}
 	})
-}
-
-func selfSignedCert(t *testing.T) ([]*x509.Certificate, *rsa.PrivateKey) {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "cert-app"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []*x509.Certificate{cert}, key
 }
