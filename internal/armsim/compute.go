@@ -290,12 +290,11 @@ func errFlexibleInstances(o *object) *Error {
 
 // handleInstanceList lists the instances of a Uniform scale set.
 func (s *Server) handleInstanceList(w http.ResponseWriter, r *http.Request, rt *route) {
-	after, e := decodeSkipToken(r)
+	after, size, e := s.pageRequest(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	size := s.pageSize(r)
 	page := listPage{Value: []any{}}
 	s.st.mu.RLock()
 	o, e := s.lookupScaleSet(rt)

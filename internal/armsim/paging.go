@@ -47,12 +47,11 @@ func nextLink(r *http.Request, last string) string {
 // listObjects writes one page of the objects under prefix that match,
 // rendered by render.
 func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, prefix string, match func(*object) bool, render func(*object) any) {
-	after, e := decodeSkipToken(r)
+	after, size, e := s.pageRequest(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	size := s.pageSize(r)
 	page := listPage{Value: []any{}}
 	var last string
 	more := false
@@ -74,4 +73,11 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, prefix stri
 		page.NextLink = nextLink(r, last)
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// pageRequest reads a list request's paging: where to continue (the skip
+// token) and how many items a page holds.
+func (s *Server) pageRequest(r *http.Request) (after string, size int, e *Error) {
+	after, e = decodeSkipToken(r)
+	return after, s.pageSize(r), e
 }

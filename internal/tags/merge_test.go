@@ -38,6 +38,16 @@ func (s scenario) expect(d Direction, p Policy) outcome {
 // k is the stable key present everywhere in most scenarios: it must never be written.
 const k = "keep"
 
+// envAOrB is the expectation of the scenarios where cloud and node set env to
+// different values (a and b) and the policy decides.
+var envAOrB = map[string]outcome{
+	"*":                     {conflicts: []string{"env:none"}, base: set(k, "1")},
+	"TwoWay/CloudWins":      {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
+	"CloudToNode/CloudWins": {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
+	"TwoWay/NodeWins":       {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
+	"NodeToCloud/NodeWins":  {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
+}
+
 var scenarios = []scenario{
 	{
 		name: "unchanged", base: set(k, "1", "env", "a"), cloud: set(k, "1", "env", "a"), node: set(k, "1", "env", "a"),
@@ -119,13 +129,7 @@ var scenarios = []scenario{
 	},
 	{
 		name: "added on both differently", base: set(k, "1"), cloud: set(k, "1", "env", "a"), node: set(k, "1", "env", "b"),
-		want: map[string]outcome{
-			"*":                     {conflicts: []string{"env:none"}, base: set(k, "1")},
-			"TwoWay/CloudWins":      {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
-			"CloudToNode/CloudWins": {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
-			"TwoWay/NodeWins":       {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
-			"NodeToCloud/NodeWins":  {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
-		},
+		want: envAOrB,
 	},
 	{
 		name: "no history: union", base: nil, cloud: set(k, "1", "c", "1"), node: set(k, "1", "n", "2"),
@@ -137,13 +141,7 @@ var scenarios = []scenario{
 	},
 	{
 		name: "no history: values differ", base: nil, cloud: set(k, "1", "env", "a"), node: set(k, "1", "env", "b"),
-		want: map[string]outcome{
-			"*":                     {conflicts: []string{"env:none"}, base: set(k, "1")},
-			"TwoWay/CloudWins":      {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
-			"CloudToNode/CloudWins": {node: sets("env", "a"), conflicts: []string{"env:cloud"}, base: set(k, "1", "env", "a")},
-			"TwoWay/NodeWins":       {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
-			"NodeToCloud/NodeWins":  {cloud: sets("env", "b"), conflicts: []string{"env:node"}, base: set(k, "1", "env", "b")},
-		},
+		want: envAOrB,
 	},
 	{
 		name: "no history: empty node gets everything, nothing deleted", base: nil, cloud: set("a", "1", "b", "2"), node: Set{},
