@@ -82,12 +82,20 @@ func opNotFound(id string) *Error {
 	return newError(http.StatusNotFound, "OperationNotFound", "The operation '%s' could not be found.", id)
 }
 
+// pollRoute polls the operation the route names, answering 404 when there
+// is none.
+func (s *Server) pollRoute(w http.ResponseWriter, rt *route) (op lroOp, ok bool) {
+	id := rt.segs[len(rt.segs)-1]
+	if op, ok = s.poll(id); !ok {
+		writeError(w, opNotFound(id))
+	}
+	return op, ok
+}
+
 // handleOperationStatus answers an Azure-AsyncOperation poll.
 func (s *Server) handleOperationStatus(w http.ResponseWriter, r *http.Request, rt *route) {
-	id := rt.segs[len(rt.segs)-1]
-	op, ok := s.poll(id)
+	op, ok := s.pollRoute(w, rt)
 	if !ok {
-		writeError(w, opNotFound(id))
 		return
 	}
 	body := map[string]any{"name": op.id, "status": op.status, "startTime": op.started.UTC().Format(time.RFC3339Nano)}
@@ -102,10 +110,8 @@ func (s *Server) handleOperationStatus(w http.ResponseWriter, r *http.Request, r
 // handleOperationResult answers a Location poll: 202 while running, then
 // the operation's result.
 func (s *Server) handleOperationResult(w http.ResponseWriter, r *http.Request, rt *route) {
-	id := rt.segs[len(rt.segs)-1]
-	op, ok := s.poll(id)
+	op, ok := s.pollRoute(w, rt)
 	if !ok {
-		writeError(w, opNotFound(id))
 		return
 	}
 	if op.status == statusInProgress {

@@ -11,36 +11,32 @@ const (
 )
 
 var (
-	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "passes_total",
-		Help: "Sync passes by NodeTagSync, whether the cloud was read fresh, and result (ok, error).",
-	}, []string{"nodetagsync", "fresh", "result"})
+	passesTotal = counter("passes_total",
+		"Sync passes by NodeTagSync, whether the cloud was read fresh, and result (ok, error).", "nodetagsync", "fresh", "result")
 	passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "pass_duration_seconds",
 		Help:    "Duration of a sync pass over every in-scope node.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	}, []string{"nodetagsync"})
-	nodesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "nodes",
-		Help: "Nodes by state after the last pass (synced, unmanaged, error).",
-	}, []string{"nodetagsync", "state"})
-	conflictsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "conflicts",
-		Help: "Tags currently in conflict between cloud and nodes.",
-	}, []string{"nodetagsync"})
-	unrepresentableGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "unrepresentable",
-		Help: "Tags or labels that cannot be carried to the other side.",
-	}, []string{"nodetagsync"})
-	writesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "writes_total",
-		Help: "Writes by side (cloud, node) and result (ok, error).",
-	}, []string{"nodetagsync", "side", "result"})
-	wipesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "wipes_total",
-		Help: "Wholesale rewrites of a resource's tags detected.",
-	}, []string{"nodetagsync"})
+	nodesGauge = gauge("nodes",
+		"Nodes by state after the last pass (synced, unmanaged, error, pending).", "nodetagsync", "state")
+	conflictsGauge       = gauge("conflicts", "Tags currently in conflict between cloud and nodes.", "nodetagsync")
+	unrepresentableGauge = gauge("unrepresentable", "Tags or labels that cannot be carried to the other side.", "nodetagsync")
+	writesTotal          = counter("writes_total", "Writes by side (cloud, node) and result (ok, error).", "nodetagsync", "side", "result")
+	wipesTotal           = counter("wipes_total", "Wholesale rewrites of a resource's tags detected.", "nodetagsync")
 )
+
+// counter defines a tagsync_nodetags_<name> counter.
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help}, labels)
+}
+
+// gauge defines a tagsync_nodetags_<name> gauge.
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help}, labels)
+}
 
 func init() {
 	crmetrics.Registry.MustRegister(passesTotal, passDuration, nodesGauge, conflictsGauge,
