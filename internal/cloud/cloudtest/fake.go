@@ -29,6 +29,8 @@ type Call struct {
 	Patch tags.Patch
 	// Nodes are the node names of a Snapshot.
 	Nodes []string
+	// Fresh is a Snapshot's ReadOptions.Fresh.
+	Fresh bool
 }
 
 // Provider is the fake. The zero value is not usable; call New.
@@ -119,10 +121,10 @@ func (p *Provider) Count(op string) int {
 
 // Snapshot returns the placements of the given nodes (unmanaged when not
 // placed) and the resources they name.
-func (p *Provider) Snapshot(_ context.Context, nodes []cloud.Node, _ cloud.ReadOptions) (cloud.Snapshot, error) {
+func (p *Provider) Snapshot(_ context.Context, nodes []cloud.Node, opts cloud.ReadOptions) (cloud.Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	call := Call{Op: OpSnapshot}
+	call := Call{Op: OpSnapshot, Fresh: opts.Fresh}
 	for _, n := range nodes {
 		call.Nodes = append(call.Nodes, n.Name)
 	}

@@ -14,6 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
@@ -31,11 +34,15 @@ type unit struct {
 }
 
 func newUnit(t *testing.T, objs ...client.Object) *unit {
+	return newUnitWithClock(t, nil, objs...)
+}
+
+func newUnitWithClock(t *testing.T, clk clock.PassiveClock, objs ...client.Object) *unit {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()
 	p := cloudtest.New(tags.AzureRules)
 	// The fake stands in for the cloud a default spec names.
-	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, nil)}
+	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, clk)}
 }
 
 func (u *unit) reconcile() reconcile.Result {
@@ -115,5 +122,38 @@ func TestUnitSteadyNodesCostNoMerge(t *testing.T) {
 	u.reconcile()
 	if u.cloud.Count(cloudtest.OpPatchTags) != writes || len(u.r.syncs["nts"].steady) != 1 {
 		t.Fatal("a steady node was merged or written again")
+	}
+}
+
+// TestUnitResyncIntervalOnTheClock: on a fake clock, passes within the
+// resync interval reuse cached reads and are requeued for the time left; once
+// the interval has passed, the next pass reads fresh.
+func TestUnitResyncIntervalOnTheClock(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	objs := unitObjects()
+	objs[0].(*v1alpha1.NodeTagSync).Spec.ResyncInterval = &metav1.Duration{Duration: 5 * time.Minute}
+	u := newUnitWithClock(t, clk, objs...)
+	u.cloud.SetResource("/r/vm1", tags.Set{"team": "blue"})
+	u.cloud.Place("n1", "/r/vm1", false)
+	fresh := func() []bool {
+		var out []bool
+		for _, c := range u.cloud.Calls() {
+			if c.Op == cloudtest.OpSnapshot {
+				out = append(out, c.Fresh)
+			}
+		}
+		return out
+	}
+	if res := u.reconcile(); res.RequeueAfter != 5*time.Minute {
+		t.Fatalf("first pass requeued after %s, want the full 5m", res.RequeueAfter)
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	if res := u.reconcile(); res.RequeueAfter != 3*time.Minute {
+		t.Fatalf("a pass 2m later requeued after %s, want the 3m left", res.RequeueAfter)
+	}
+	clk.SetTime(clk.Now().Add(3 * time.Minute))
+	u.reconcile()
+	if got := fresh(); len(got) != 3 || !got[0] || got[1] || !got[2] {
+		t.Fatalf("fresh reads per pass = %v, want [true false true]", got)
 	}
 }
