@@ -9,16 +9,14 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/tagsync/tagsync/internal/scheme"
+	"github.com/tagsync/tagsync/internal/controlplane"
 )
 
-// controlPlane is a real kube-apiserver and etcd started by envtest (each in
-// its own process group, so a Ctrl-C reaches only tagsync, which stops them
-// in order) with tagsync's CRDs installed.
+// controlPlane is a real kube-apiserver and etcd (internal/controlplane)
+// with tagsync's CRDs installed, plus the files the demo hands out.
 type controlPlane struct {
-	env        *envtest.Environment
+	*controlplane.ControlPlane
 	config     *rest.Config
 	client     client.Client
 	kubeconfig string // file path
@@ -33,71 +31,32 @@ func startControlPlane(o Options, dir string) (*controlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := assetsDir(o.AssetsDir, root)
+	started, err := controlplane.Start(controlplane.Options{
+		RepoDir: root, AssetsDir: o.AssetsDir, StartTimeout: 2 * time.Minute,
+		MissingHint: "run `make tools` (or `make demo`, which builds it; the first build takes about 6 minutes) in the tagsync repository",
+	})
 	if err != nil {
 		return nil, err
 	}
-	sch := scheme.New()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:    true,
-		Scheme:                   sch,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
-	}
-	cp := &controlPlane{env: env, config: cfg}
+	cp := &controlPlane{ControlPlane: started, config: started.Config, client: started.Client}
 	cp.config.UserAgent = "tagsync-demo"
-	if cp.client, err = client.New(cfg, client.Options{Scheme: sch}); err != nil {
-		_ = cp.stop()
-		return nil, fmt.Errorf("building a Kubernetes client: %w", err)
-	}
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(cp.kubeconfig, env.KubeConfig, 0o600); err != nil {
+	if err := os.WriteFile(cp.kubeconfig, started.KubeConfig, 0o600); err != nil {
 		_ = cp.stop()
 		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
 	}
-	if k := filepath.Join(assets, "kubectl"); isFile(k) {
+	if k := filepath.Join(started.AssetsDir, "kubectl"); isFile(k) {
 		cp.kubectl = k
 	}
 	return cp, nil
 }
 
-// stop stops kube-apiserver and etcd and removes envtest's files.
+// stop stops kube-apiserver and etcd and removes their files.
 func (cp *controlPlane) stop() error {
-	if cp == nil || cp.env == nil {
+	if cp == nil {
 		return nil
 	}
-	env := cp.env
-	cp.env = nil
-	if err := env.Stop(); err != nil {
-		return fmt.Errorf("stopping kube-apiserver and etcd: %w", err)
-	}
-	return nil
-}
-
-// assetsDir returns the directory holding kube-apiserver and etcd: dir when
-// given, else $KUBEBUILDER_ASSETS, else bin/k8s in the repository. It errors
-// when a binary is missing, saying how to build them.
-func assetsDir(dir, root string) (string, error) {
-	if dir == "" {
-		dir = os.Getenv("KUBEBUILDER_ASSETS")
-	}
-	if dir == "" {
-		dir = filepath.Join(root, "bin", "k8s")
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if !isFile(filepath.Join(dir, name)) {
-			return "", fmt.Errorf("the demo needs %s in %s: run `make tools` (or `make demo`, which builds it; "+
-				"the first build takes about 6 minutes) in the tagsync repository", name, dir)
-		}
-	}
-	return dir, nil
+	return cp.Stop()
 }
 
 // repoDir returns dir when given, else the tagsync repository above the

@@ -32,8 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tagsync/tagsync/internal/controlplane"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -50,7 +50,7 @@ type Env struct {
 	// RootDir is the repository root (where go.mod is).
 	RootDir string
 
-	env *envtest.Environment
+	cp *controlplane.ControlPlane
 }
 
 // Scheme returns a scheme with the built-in Kubernetes types and tagsync's API.
@@ -132,64 +132,19 @@ func NewWith(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := assetsDir(root)
+	cp, err := controlplane.Start(controlplane.Options{
+		RepoDir: root, ExtraCRDDirs: opts.ExtraCRDDirs,
+		MissingHint: "run `make tools` (or `make test`, which builds it) first",
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the test control plane: %w", err)
 	}
-	crdPaths := []string{filepath.Join(root, "config", "crd", "bases")}
-	for _, dir := range opts.ExtraCRDDirs {
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(root, dir)
-		}
-		if _, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("extra CRDs for the test control plane: %w (Options.ExtraCRDDirs takes paths relative to the repository root %s, or absolute ones)", err, root)
-		}
-		crdPaths = append(crdPaths, dir)
-	}
-	sch := Scheme()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        crdPaths,
-		ErrorIfCRDPathMissing:    true,
-		Scheme:                   sch,
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		// Start leaves what it started running when a later step (a CRD
-		// that does not install) fails.
-		_ = env.Stop()
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: sch})
-	if err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("building a client: %w", err)
-	}
-	return &Env{Config: cfg, Client: c, Scheme: sch, KubeConfig: env.KubeConfig, RootDir: root, env: env}, nil
+	return &Env{Config: cp.Config, Client: cp.Client, Scheme: cp.Scheme, KubeConfig: cp.KubeConfig, RootDir: root, cp: cp}, nil
 }
 
 // Stop stops the control plane and removes its temporary files.
 func (e *Env) Stop() error {
-	return e.env.Stop()
-}
-
-// assetsDir returns the directory holding kube-apiserver, etcd and kubectl:
-// $KUBEBUILDER_ASSETS when set, otherwise bin/k8s in the repository. It
-// errors when the binaries are missing, saying how to build them.
-func assetsDir(root string) (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(root, "bin", "k8s")
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("the test control plane is missing %s in %s: run `make tools` "+
-				"(or `make test`, which builds it) first: %w", name, dir, err)
-		}
-	}
-	return dir, nil
+	return e.cp.Stop()
 }
 
 // RepoRoot finds the repository root by walking up from the working
