@@ -58,7 +58,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return p.readFailed(ctx, fresh, err)
 	}
-	if fresh && len(snap.Failed) == 0 {
+	if fresh {
+		// Failed scopes are not cached by the provider, so the next pass
+		// reads them again anyway; the healthy ones may come from its cache.
 		r.markRead(nts, p.st, p.start)
 	}
 	p.reportReadFailures(snap.Failed)

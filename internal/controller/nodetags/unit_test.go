@@ -157,3 +157,24 @@ func TestUnitResyncIntervalOnTheClock(t *testing.T) {
 		t.Fatalf("fresh reads per pass = %v, want [true false true]", got)
 	}
 }
+
+// TestUnitFailedScopeDoesNotForceFreshReads: while one scope cannot be read,
+// passes within the resync interval still use cached reads for the others
+// (the provider never caches a failed scope, so it is read again anyway).
+func TestUnitFailedScopeDoesNotForceFreshReads(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	u := newUnitWithClock(t, clk, unitObjects()...)
+	u.cloud.FailScope("resource group locked", cloud.ErrForbidden, "n1")
+	u.reconcile()
+	u.reconcile()
+	var fresh []bool
+	for _, c := range u.cloud.Calls() {
+		fresh = append(fresh, c.Fresh)
+	}
+	if len(fresh) != 2 || !fresh[0] || fresh[1] {
+		t.Fatalf("fresh reads per pass = %v, want [true false]", fresh)
+	}
+	if c := u.ready(); c == nil || c.Reason != "CloudReadFailed" {
+		t.Fatalf("Ready = %+v, want CloudReadFailed", c)
+	}
+}
