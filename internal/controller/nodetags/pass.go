@@ -39,7 +39,6 @@ func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *sync
 // the status, and schedules the next pass.
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	r, nts := p.r, p.nts
-	logger := log.FromContext(ctx)
 	nodes, err := r.nodes.list(ctx, p.cfg.selector)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
@@ -70,17 +69,23 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		p.reportUnselectedPending(ctx, syncs)
 	}
 	p.out.claimed = claimed
-	p.notes.EndPass(len(snap.Failed) == 0)
-	p.out.record(nts.Name)
-	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
-	passDuration.WithLabelValues(nts.Name).Observe(r.now().Sub(p.start).Seconds())
-	o := p.out
-	logger.V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
-		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
-	if err := r.writeStatus(ctx, nts, o.status(nts, p.cfg, snap.Failed, fresh, p.start), p.st); err != nil {
+	if err := p.finish(ctx, fresh, snap.Failed); err != nil {
 		return reconcile.Result{}, err
 	}
 	return p.next()
+}
+
+// finish closes the pass: forgets resolved problems (after a complete pass),
+// publishes metrics, logs a summary and writes the status.
+func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError) error {
+	nts, o := p.nts, p.out
+	p.notes.EndPass(len(failed) == 0)
+	o.record(nts.Name)
+	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
+	passDuration.WithLabelValues(nts.Name).Observe(p.r.now().Sub(p.start).Seconds())
+	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
+		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
+	return p.r.writeStatus(ctx, nts, o.status(nts, p.cfg, failed, fresh, p.start), p.st)
 }
 
 // next schedules the next pass: after the cloud's Retry-After when it
