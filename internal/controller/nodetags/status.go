@@ -219,7 +219,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync,
 	if equality.Semantic.DeepEqual(nts.Status, st) && (last == nil || equality.Semantic.DeepEqual(*last, st)) {
 		return nil
 	}
+	// The patch is the difference from what the server holds: our last
+	// write when we know it, else the cached status.
 	orig := nts.DeepCopy()
+	if last != nil {
+		orig.Status = *last.DeepCopy()
+	}
 	nts.Status = st
 	if err := r.client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
 		state.lastStatus = nil

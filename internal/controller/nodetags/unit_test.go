@@ -178,3 +178,33 @@ func TestUnitFailedScopeDoesNotForceFreshReads(t *testing.T) {
 		t.Fatalf("Ready = %+v, want CloudReadFailed", c)
 	}
 }
+
+// TestUnitStatusWrittenWhenTheCacheLags: the cached NodeTagSync can still
+// show an older status than the one this controller last wrote; a new status
+// equal to that older one must still be written, or the stored status would
+// keep describing a pass that is no longer the latest.
+func TestUnitStatusWrittenWhenTheCacheLags(t *testing.T) {
+	u := newUnit(t, unitObjects()...)
+	ctx := context.Background()
+	older := v1alpha1.NodeTagSyncStatus{SyncedNodes: 3}
+	latest := v1alpha1.NodeTagSyncStatus{SyncedNodes: 2}
+	var stored v1alpha1.NodeTagSync
+	if err := u.c.Get(ctx, client.ObjectKey{Name: "nts"}, &stored); err != nil {
+		t.Fatal(err)
+	}
+	st := &syncState{}
+	if err := u.r.writeStatus(ctx, stored.DeepCopy(), latest, st); err != nil { // our last write
+		t.Fatal(err)
+	}
+	lagging := stored.DeepCopy() // what a lagging cache shows: the older status
+	lagging.Status = older
+	if err := u.r.writeStatus(ctx, lagging, older, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.c.Get(ctx, client.ObjectKey{Name: "nts"}, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.SyncedNodes != 3 {
+		t.Fatalf("stored status counts %d synced nodes, want 3: the write was skipped because the lagging cache already showed it", stored.Status.SyncedNodes)
+	}
+}
