@@ -61,8 +61,9 @@ func TestLongEventNotesArrive(t *testing.T) {
 			}
 		}
 	}
-	if note := h.events("LabelsSynced", "long")[0]; !strings.Contains(note, "set 40") && !strings.Contains(note, "and ") {
-		t.Fatalf("the LabelsSynced note does not summarise the 40 labels: %q", note)
+	// 40 labels: the first eight named, the rest counted.
+	if note := h.events("LabelsSynced", "long")[0]; !strings.Contains(note, "set 40: ") || !strings.HasSuffix(note, " and 32 more)") {
+		t.Fatalf("the LabelsSynced note does not summarise the 40 labels as counts and the first names: %q", note)
 	}
 }
 

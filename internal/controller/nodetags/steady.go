@@ -2,7 +2,6 @@ package nodetags
 
 import (
 	"hash/fnv"
-	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,10 +26,8 @@ func steadyMark(node *corev1.Node, tagsHash uint64, generation int64) string {
 
 // hashTags hashes a resource's tags (names and values exactly as stored).
 func hashTags(res cloud.Resource) uint64 {
-	names := res.Tags.Names()
-	sort.Strings(names)
 	h := fnv.New64a()
-	for _, n := range names {
+	for _, n := range res.Tags.Names() { // sorted
 		h.Write([]byte(n))
 		h.Write([]byte{0})
 		h.Write([]byte(res.Tags[n]))
