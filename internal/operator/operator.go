@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/scheme"
@@ -144,11 +143,7 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := Deps{Providers: cloud.Providers{provider.Name(): provider}, Recorder: o.Recorder}
-	if o.Provider != nil {
-		// A provider given by the caller (demo, tests) stands in for Azure.
-		deps.Providers[string(v1alpha1.ProviderAzure)] = provider
-	}
+	deps := Deps{Providers: cloud.NewProviders(provider), Recorder: o.Recorder}
 	built := &Manager{Manager: mgr, Controllers: map[string]any{}}
 	for _, c := range selected {
 		ctl, err := c.Setup(mgr, deps)
