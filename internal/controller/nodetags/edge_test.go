@@ -389,7 +389,7 @@ func TestInvalidSpecsRefused(t *testing.T) {
 	if err := h.c.Create(h.ctx, ok); err != nil {
 		t.Fatalf("an empty labelPrefix must be allowed: %v", err)
 	}
-	t.Cleanup(func() { _ = h.c.Delete(h.ctx, ok) })
+	t.Cleanup(func() { cleanupObjects(t, h.c) })
 	if ok.Spec.Direction != v1alpha1.DirectionTwoWay || ok.Spec.ResyncInterval == nil || ok.Spec.ResyncInterval.Duration != 5*time.Minute {
 		t.Fatalf("defaults not applied: %+v", ok.Spec)
 	}
@@ -420,6 +420,16 @@ func TestSyncTaints(t *testing.T) {
 	h.node("taint", pid, nil, nil)
 	setTaints(h, "taint", `[{"key":"example.com/gpu","value":"true","effect":"NoSchedule"}]`)
 	h.sync("taint", func(s *v1alpha1.NodeTagSyncSpec) { s.SyncTaints = true })
+	h.eventually("the node synced by this NodeTagSync", func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := h.c.Get(h.ctx, clientKey("taint"), &nts); err != nil {
+			return err.Error()
+		}
+		if nts.Status.SyncedNodes != 1 {
+			return fmt.Sprintf("status %+v", nts.Status)
+		}
+		return ""
+	})
 	h.waitTag(vmID, "taint:example.com:gpu", "true:NoSchedule")
 	h.waitLabel("taint", "azure.tags/env", "prod")
 	for k := range h.labels("taint") {

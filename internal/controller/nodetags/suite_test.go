@@ -188,10 +188,38 @@ func (h *harness) startController() {
 	}
 }
 
-// cleanupObjects deletes the test's Nodes and NodeTagSyncs.
+// cleanupObjects deletes the test's Nodes and NodeTagSyncs and waits until
+// they are gone: tests share the API server, and a NodeTagSync left behind
+// would be older than the next test's and claim its nodes.
 func (h *harness) cleanupObjects() {
-	_ = h.c.DeleteAllOf(h.ctx, &v1alpha1.NodeTagSync{})
-	_ = h.c.DeleteAllOf(h.ctx, &corev1.Node{})
+	h.t.Helper()
+	cleanupObjects(h.t, h.c)
+}
+
+// cleanupObjects deletes every Node and NodeTagSync and waits until none is
+// left.
+func cleanupObjects(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{&v1alpha1.NodeTagSync{}, &corev1.Node{}} {
+		if err := c.DeleteAllOf(ctx, obj); err != nil {
+			t.Errorf("cleaning up: deleting every %T: %v", obj, err)
+		}
+	}
+	testenv.Eventually(t, waitFor, "the test's Nodes and NodeTagSyncs gone", func() string {
+		var syncs v1alpha1.NodeTagSyncList
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &syncs); err != nil {
+			return err.Error()
+		}
+		if err := c.List(ctx, &nodes); err != nil {
+			return err.Error()
+		}
+		if n := len(syncs.Items) + len(nodes.Items); n > 0 {
+			return fmt.Sprintf("%d NodeTagSyncs and %d Nodes left", len(syncs.Items), len(nodes.Items))
+		}
+		return ""
+	})
 }
 
 // sync creates a NodeTagSync with the given spec tweaks.
