@@ -1,6 +1,7 @@
 // Package cloud is the small interface through which tagsync's controllers
 // speak to clouds: locate the resource that carries a node's tags, read tags
-// in bulk, and patch tags key by key. Providers live in sub-packages (azure).
+// in bulk, find resources by classifier tags, and patch tags key by key.
+// Providers live in sub-packages (azure, aws).
 package cloud
 
 import (
@@ -194,4 +195,20 @@ type Provider interface {
 	// tags after the write. After a failed write, the provider's cached
 	// reads of that resource are dropped so the retry reads afresh.
 	PatchTags(ctx context.Context, id string, patch tags.Patch) (Resource, error)
+	// Discover lists, in bulk, every resource in opts.Scopes that carries
+	// any of the classifiers (OR-ed), with all its tags (Azure: Resource
+	// Graph pages of up to 1000 rows across subscriptions; AWS: Resource
+	// Groups Tagging API GetResources pages per classifier and region). A
+	// scope that cannot be searched is reported in Discovery.Failed and does
+	// not stop the others; the error is for a search that could not run at
+	// all.
+	Discover(ctx context.Context, classifiers []Classifier, opts DiscoverOptions) (Discovery, error)
+	// WriteTags applies each write's patch to each of its resources without
+	// reading them first: set names are merged key by key, deleted names
+	// removed (see TagWrite.Expect), every other tag is kept. Resources that
+	// share a patch are written in as few calls as the cloud allows (AWS:
+	// CreateTags / DeleteTags with up to 1000 IDs; Azure: one Tags API
+	// request per resource and operation). It returns one result per ID, in
+	// the order given.
+	WriteTags(ctx context.Context, writes []TagWrite) []WriteResult
 }

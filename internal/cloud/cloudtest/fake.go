@@ -7,6 +7,7 @@ package cloudtest
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -17,15 +18,19 @@ import (
 const (
 	OpSnapshot  = "Snapshot"
 	OpPatchTags = "PatchTags"
+	OpDiscover  = "Discover"
+	OpWriteTags = "WriteTags"
 )
 
 // Call is one recorded call.
 type Call struct {
-	// Op is OpSnapshot or OpPatchTags.
+	// Op is OpSnapshot, OpPatchTags, OpDiscover or OpWriteTags.
 	Op string
 	// ID is the resource of a PatchTags.
 	ID string
-	// Patch is the patch of a PatchTags.
+	// IDs are the resources of a WriteTags write.
+	IDs []string
+	// Patch is the patch of a PatchTags or a WriteTags write.
 	Patch tags.Patch
 	// Nodes are the node names of a Snapshot.
 	Nodes []string
@@ -41,6 +46,7 @@ type Provider struct {
 	resources  map[string]cloud.Resource  // by CanonicalID
 	placements map[string]cloud.Placement // by node name
 	failed     []cloud.ScopeError
+	limits     map[string]int     // tag limits by CanonicalID, where not the rules'
 	errs       map[string][]error // by operation, consumed in order
 	calls      []Call
 }
@@ -50,7 +56,7 @@ var _ cloud.Provider = (*Provider)(nil)
 // New returns an empty fake with the given tag rules (e.g. tags.AzureRules).
 func New(rules tags.Rules) *Provider {
 	return &Provider{rules: rules, resources: map[string]cloud.Resource{},
-		placements: map[string]cloud.Placement{}, errs: map[string][]error{}}
+		placements: map[string]cloud.Placement{}, limits: map[string]int{}, errs: map[string][]error{}}
 }
 
 // Name returns "fake".
@@ -173,4 +179,94 @@ func (p *Provider) nextErr(op string) error {
 	}
 	p.errs[op] = q[1:]
 	return q[0]
+}
+
+// SetLimit gives one resource a tag limit of its own (e.g. 15 for a DNS
+// zone); Discover reports it in Classified.Rules and WriteTags enforces it.
+func (p *Provider) SetLimit(id string, maxTags int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limits[cloud.CanonicalID(id)] = maxTags
+}
+
+// rulesOf returns a resource's rules. Callers hold p.mu.
+func (p *Provider) rulesOf(id string) tags.Rules {
+	r := p.rules
+	if n, ok := p.limits[cloud.CanonicalID(id)]; ok {
+		r.MaxTags = n
+	}
+	return r
+}
+
+// Discover returns every resource carrying one of the classifiers, sorted
+// by CanonicalID; the fake has one scope and Calls is 1.
+func (p *Provider) Discover(_ context.Context, classifiers []cloud.Classifier, _ cloud.DiscoverOptions) (cloud.Discovery, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, Call{Op: OpDiscover})
+	if err := p.nextErr(OpDiscover); err != nil {
+		return cloud.Discovery{}, err
+	}
+	d := cloud.Discovery{Calls: 1, Failed: append([]cloud.ScopeError(nil), p.failed...)}
+	keys := make([]string, 0, len(p.resources))
+	for k := range p.resources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	c := p.rules.NameCase()
+	for _, k := range keys {
+		res := p.resources[k]
+		for _, cl := range classifiers {
+			if v, ok := res.Tags.Get(c, cl.Name); ok && v == cl.Value {
+				d.Resources = append(d.Resources, cloud.Classified{ID: res.ID, Type: "fake", Scope: "fake",
+					Tags: res.Tags.Clone(), Rules: p.rulesOf(res.ID)})
+				break
+			}
+		}
+	}
+	return d, nil
+}
+
+// WriteTags applies each write to each of its resources, recording one
+// call per write; an error queued with FailNext(OpWriteTags, ...) fails
+// every resource of one write. A write that would exceed a resource's tag
+// limit fails with cloud.ErrTooManyTags and changes nothing.
+func (p *Provider) WriteTags(_ context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []cloud.WriteResult
+	c := p.rules.NameCase()
+	for _, w := range writes {
+		p.calls = append(p.calls, Call{Op: OpWriteTags, IDs: append([]string(nil), w.IDs...), Patch: w.Patch})
+		callErr := p.nextErr(OpWriteTags)
+		for _, id := range w.IDs {
+			out = append(out, cloud.WriteResult{ID: id, Err: p.writeOne(c, id, w, callErr)})
+		}
+	}
+	return out
+}
+
+// writeOne applies one write to one resource. Callers hold p.mu.
+func (p *Provider) writeOne(c tags.NameCase, id string, w cloud.TagWrite, callErr error) error {
+	if callErr != nil {
+		return callErr
+	}
+	res, ok := p.resources[cloud.CanonicalID(id)]
+	if !ok {
+		return fmt.Errorf("fake: resource %s: %w", id, cloud.ErrNotFound)
+	}
+	patch := tags.Patch{Set: w.Patch.Set}
+	for _, n := range w.Patch.Delete {
+		want, conditional := w.Expect.Get(c, n)
+		if have, ok := res.Tags.Get(c, n); ok && (!conditional || have == want) {
+			patch.Delete = append(patch.Delete, n)
+		}
+	}
+	after := patch.Apply(c, res.Tags)
+	if limit := p.rulesOf(id).MaxTags; limit > 0 && len(after) > limit {
+		return fmt.Errorf("fake: resource %s would carry %d tags, the limit is %d: %w", id, len(after), limit, cloud.ErrTooManyTags)
+	}
+	res.Tags = after
+	p.resources[cloud.CanonicalID(id)] = res
+	return nil
 }
