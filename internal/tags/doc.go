@@ -3,7 +3,8 @@
 // compares tag names (NameCase), the reversible label <-> tag codec (Codec),
 // the per-Node three-way merge (Merge), the scale-set aggregation of Node
 // proposals (Aggregate), the tag limit policy (Fit) and tag name filters
-// (Filter). It does no I/O and knows no Kubernetes or cloud client.
+// (Filter), and the tag lifecycle of classified resources (Lifecycle). It does
+// no I/O and knows no Kubernetes or cloud client.
 //
 // # A sync cycle for one Node
 //
@@ -134,4 +135,34 @@
 // MergeResult.NewBase is what both sides hold once both patches are written.
 // When a write is only partly done (Fit, Aggregate, an encoding failure), use
 // RestrictCloud / RestrictNode so the dropped keys keep their old base entries.
+//
+// # Tag lifecycle on classified resources
+//
+// A metadata object applies one tag set to every resource that carries a
+// classifier tag. Lifecycle.Plan decides, per resource and per name, from the
+// resource's current tags only (there is no base: the cloud is the only side):
+//
+//	l := tags.Lifecycle{Opcode: tags.OpAdd, Tags: tags.Set{"env": "prod", "team": "a"},
+//		Owned: activeList, Limit: tags.LimitPartial}
+//	plan := l.Plan(resourceTags, resourceRules, heldOnThisResource)
+//	// write plan.Patch (with plan.Expect for deletions), report plan.Skipped,
+//	// remember plan.Held for this resource
+//
+// Worked examples, Azure rules (names case-insensitive), Tags {env: prod, team: a}:
+//
+//	current {}                     add     → set env, team
+//	current {env: dev}             add     → set team; env skipped (ErrTaken: not ours)
+//	current {env: dev}, env owned
+//	  and held on this resource    add     → set env (an outside edit, reverted), team
+//	current {Env: prod}            update  → set team (Env already holds prod)
+//	current {env: dev, team: b}    update  → set env, team
+//	current {env: prod, team: x}   delete  Tags {env: "", team: a} → delete env only
+//
+// Limits: new names need room under Rules.MaxTags. With 13 tags on a DNS
+// zone (limit 15) and Tags {c, a, b}, LimitPartial sets a and b (name order)
+// and skips c with ErrTooManyTags; LimitStrict writes nothing to that zone and
+// reports all three. Names in Lifecycle.Ignore are never read nor written but,
+// being on the resource, still count against its limit. A name removed from
+// Tags is simply no longer planned: it stays on the resources (released);
+// only OpDelete removes tags.
 package tags
