@@ -17,14 +17,19 @@ type Fault struct {
 	// Scope, if set, limits the fault to requests whose path is this scope
 	// or lies under it, case-insensitively: e.g. "/subscriptions/{id}" (one
 	// subscription) or "/subscriptions/{id}/resourceGroups/{rg}" (one
-	// group's lists and resources).
+	// group's lists and resources). A Resource Graph query is under
+	// "/subscriptions/{id}" when its request names that subscription: as
+	// in ARG, a query over several subscriptions then fails as a whole
+	// (e.g. 403 AccessDenied for one the caller may not read).
 	Scope string `json:"scope,omitempty"`
 	// Count is how many matching requests fail; 0 means all of them until
 	// the fault is cleared.
 	Count int `json:"count"`
 	// Status is the HTTP status to answer (default 500).
 	Status int `json:"status"`
-	// Code is the ARM error code (default derived from Status).
+	// Code is the ARM error code (default derived from Status and, for
+	// 403, the operation: Resource Graph's AccessDenied, else ARM's
+	// AuthorizationFailed).
 	Code string `json:"code,omitempty"`
 	// Message is the error message (default generic).
 	Message string `json:"message,omitempty"`
@@ -63,12 +68,14 @@ func (f *faultInjector) delay(ctx context.Context) bool {
 	}
 }
 
-// next returns the fault to apply to a request of op at path, if any.
-func (f *faultInjector) next(op, path string) *Fault {
+// next returns the fault to apply to a request of op, if any; scopes are
+// the paths the request is under (its URL path, and for a Resource Graph
+// query the subscriptions it names).
+func (f *faultInjector) next(op string, scopes []string) *Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, ft := range f.faults {
-		if !ft.matches(op, path) {
+		if !ft.matches(op, scopes) {
 			continue
 		}
 		hit := *ft
@@ -90,12 +97,18 @@ func (f *faultInjector) next(op, path string) *Fault {
 	return nil
 }
 
-// matches reports whether the fault applies to a request of op at path.
-func (f *Fault) matches(op, path string) bool {
+// matches reports whether the fault applies to a request of op under
+// any of scopes.
+func (f *Fault) matches(op string, scopes []string) bool {
 	if f.Operation != "" && f.Operation != "*" && !strings.EqualFold(f.Operation, op) {
 		return false
 	}
-	return inScope(path, f.Scope)
+	for _, p := range scopes {
+		if inScope(p, f.Scope) {
+			return true
+		}
+	}
+	return false
 }
 
 // inScope reports whether path is scope or lies under it (any casing); an
@@ -109,15 +122,15 @@ func inScope(path, scope string) bool {
 	return path == scope || strings.HasPrefix(path, scope+"/")
 }
 
-// writeFault answers with a fault's error.
-func writeFault(w http.ResponseWriter, f *Fault) {
+// writeFault answers a request of op with a fault's error.
+func writeFault(w http.ResponseWriter, op string, f *Fault) {
 	st := f.Status
 	if st == 0 {
 		st = http.StatusInternalServerError
 	}
 	code, msg := f.Code, f.Message
 	if code == "" {
-		code = defaultFaultCode(st)
+		code = defaultFaultCode(op, st)
 	}
 	if msg == "" {
 		msg = "armsim injected fault: " + http.StatusText(st) + "."
@@ -128,8 +141,13 @@ func writeFault(w http.ResponseWriter, f *Fault) {
 	writeError(w, newError(st, code, "%s", msg))
 }
 
-func defaultFaultCode(status int) string {
+func defaultFaultCode(op string, status int) string {
 	switch status {
+	case http.StatusForbidden:
+		if op == opGraph {
+			return "AccessDenied"
+		}
+		return "AuthorizationFailed"
 	case http.StatusTooManyRequests:
 		return "SubscriptionRequestsThrottled"
 	case http.StatusServiceUnavailable:

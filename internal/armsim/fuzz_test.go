@@ -51,6 +51,7 @@ func FuzzServeHTTP(f *testing.F) {
 		{"GET", "/subscriptions/" + fuzzSub + "/resources?api-version=2025-04-01&$filter=tagName eq 'a''b' and tagValue eq ''", ""},
 		{"POST", "/providers/Microsoft.ResourceGraph/resources?api-version=2024-04-01", `{"query":"resources | where tags['a'] in~ ('b', 'c') | project id","options":{"$skipToken":"zz"}}`},
 		{"POST", "/providers/Microsoft.ResourceGraph/resources?api-version=2024-04-01", `{"query":"resources | where name == '\\'"}`},
+		{"POST", "/providers/Microsoft.ResourceGraph/resources?api-version=2024-04-01", `{"subscriptions":["` + fuzzSub + `"],"query":"resources | union resourcecontainers | where type != 'x' and (tags['a'] == @'b''c' or tags[\"d\"] == 'e\\'f') | project id"}`},
 		{"GET", "/subscriptions/" + fuzzSub + "/providers/Microsoft.Compute/locations/eastus/operations/nope?api-version=1", ""},
 		{"POST", "/t/oauth2/v2.0/token", "grant_type=client_credentials&client_id=a&client_secret=b&scope=x%2F.default"},
 		{"GET", "/subscriptions/../../_admin/state", ""},
@@ -127,7 +128,7 @@ func (s *Server) checkInvariants() error {
 }
 
 func checkTagSet(typ string, t tagSet) error {
-	if len(t) > tagLimit(typ) {
+	if len(t) > TagLimit(typ) {
 		return fmt.Errorf("%d tags", len(t))
 	}
 	seen := map[string]bool{}

@@ -1,10 +1,14 @@
 package armsim
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -57,8 +61,11 @@ func (s *Server) handleGraph(w http.ResponseWriter, r *http.Request, _ *route) {
 		writeError(w, e)
 		return
 	}
-	rows := s.graphRows(req.Subscriptions, q)
-	writeJSON(w, http.StatusOK, graphPage(req.Query, rows, skip, top))
+	s.st.mu.RLock()
+	rows, cols := s.graphRows(req.Subscriptions, q)
+	resp := s.graphPage(req.Query, rows, cols, skip, top)
+	s.st.mu.RUnlock()
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // graphWindow returns the offset and page size of the request.
@@ -82,34 +89,97 @@ func (s *Server) graphWindow(req graphRequest) (int, int, *Error) {
 	return skip, top, nil
 }
 
-// graphRows evaluates q over the resources of the subscriptions.
-func (s *Server) graphRows(subs []string, q *kqlQuery) []map[string]any {
+// graphRow is one row of a Resource Graph table: a resource (resources),
+// or a subscription or resource group (resourcecontainers). Exactly one
+// field is set.
+type graphRow struct {
+	o   *object
+	g   *group
+	sub *subscription
+}
+
+// tagSet returns the row's tags.
+func (r graphRow) tagSet() tagSet {
+	switch {
+	case r.o != nil:
+		return r.o.tags
+	case r.g != nil:
+		return r.g.tags
+	}
+	return r.sub.tags
+}
+
+// Resource Graph's types of the resourcecontainers rows armsim has.
+const (
+	// GraphTypeSubscription is a subscription's type in Resource Graph.
+	GraphTypeSubscription = "microsoft.resources/subscriptions"
+	// GraphTypeResourceGroup is a resource group's type in Resource Graph
+	// (a GET of the group says TypeResourceGroup).
+	GraphTypeResourceGroup = "microsoft.resources/subscriptions/resourcegroups"
+)
+
+// graphRows evaluates q over the tables' rows in the subscriptions (all
+// when none is given) and returns the matching rows and the columns to
+// render. The caller holds the read lock; rows are rendered later, one
+// page at a time.
+func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
 	want := map[string]bool{}
 	for _, sub := range subs {
 		want[strings.ToLower(sub)] = true
 	}
-	cols := q.project
-	if len(cols) == 0 {
-		cols = allGraphColumns
+	inScope := func(sub string) bool { return len(want) == 0 || want[strings.ToLower(sub)] }
+	rows := s.tableRows(q.table, inScope)
+	cols := allGraphColumns
+	for _, st := range q.stages {
+		switch st.op {
+		case "where":
+			kept := rows[:0] // rows is this query's own slice
+			for _, r := range rows {
+				if st.expr.eval(s, r) {
+					kept = append(kept, r)
+				}
+			}
+			rows = kept
+		case "union":
+			rows = append(rows, s.tableRows(st.table, inScope)...)
+		case "project":
+			cols = st.project
+		case "limit":
+			if len(rows) > st.limit {
+				rows = rows[:st.limit]
+			}
+		}
 	}
-	var rows []map[string]any
-	s.st.mu.RLock()
-	defer s.st.mu.RUnlock()
-	for _, o := range s.st.sorted {
-		if len(want) > 0 && !want[strings.ToLower(o.sub)] {
+	return rows, cols
+}
+
+// tableRows returns a table's rows in the subscriptions inScope accepts:
+// resources in ID order; subscriptions, each followed by its groups, in
+// ID order.
+func (s *Server) tableRows(table string, inScope func(string) bool) []graphRow {
+	var rows []graphRow
+	if table == tableResources {
+		for _, o := range s.st.sorted {
+			if inScope(o.sub) {
+				rows = append(rows, graphRow{o: o})
+			}
+		}
+		return rows
+	}
+	groups := map[string][]*group{}
+	for _, g := range s.st.groups {
+		groups[strings.ToLower(g.sub)] = append(groups[strings.ToLower(g.sub)], g)
+	}
+	for _, k := range sortedKeys(s.st.subs) {
+		sub := s.st.subs[k]
+		if !inScope(sub.id) {
 			continue
 		}
-		col := func(c string) any { return s.graphCol(o, c) }
-		if !matchAll(q.conds, o, col) {
-			continue
-		}
-		row := make(map[string]any, len(cols))
-		for _, c := range cols {
-			row[c] = col(c)
-		}
-		rows = append(rows, row)
-		if q.limit >= 0 && len(rows) >= q.limit {
-			break
+		rows = append(rows, graphRow{sub: sub})
+		gs := groups[k]
+		sort.Slice(gs, func(i, j int) bool { return gs[i].key < gs[j].key })
+		for _, g := range gs {
+			rows = append(rows, graphRow{g: g})
 		}
 	}
 	return rows
@@ -117,18 +187,16 @@ func (s *Server) graphRows(subs []string, q *kqlQuery) []map[string]any {
 
 var allGraphColumns = []string{"id", "name", "type", "location", "resourceGroup", "subscriptionId", "tenantId", "kind", "tags", "properties", "zones", "sku"}
 
-func matchAll(conds []kqlCond, o *object, col func(string) any) bool {
-	for _, c := range conds {
-		if !c.eval(o, col) {
-			return false
-		}
+// graphCol is one column of a Resource Graph row. As in ARG, type and
+// resourceGroup are lower-case.
+func (s *Server) graphCol(r graphRow, c string) any {
+	switch {
+	case r.g != nil:
+		return s.groupCol(r.g, c)
+	case r.sub != nil:
+		return s.subscriptionCol(r.sub, c)
 	}
-	return true
-}
-
-// graphCol is one column of an object's Resource Graph row. As in ARG,
-// type and resourceGroup are lower-case.
-func (s *Server) graphCol(o *object, c string) any {
+	o := r.o
 	switch c {
 	case "id":
 		return o.id
@@ -155,12 +223,67 @@ func (s *Server) graphCol(o *object, c string) any {
 	return full[c]
 }
 
-// graphPage cuts one page out of rows.
-func graphPage(query string, rows []map[string]any, skip, top int) graphResponse {
+// groupCol is a column of a resource group's resourcecontainers row.
+func (s *Server) groupCol(g *group, c string) any {
+	switch c {
+	case "id":
+		return g.id
+	case "name":
+		return g.name
+	case "type":
+		return GraphTypeResourceGroup
+	case "location":
+		return g.location
+	case "resourceGroup":
+		return strings.ToLower(g.name)
+	case "subscriptionId":
+		return g.sub
+	case "tenantId":
+		return s.opts.TenantID
+	case "kind":
+		return ""
+	case "tags":
+		return g.tags.public()
+	case "properties":
+		return map[string]any{"provisioningState": statusSucceeded}
+	}
+	return nil
+}
+
+// subscriptionCol is a column of a subscription's resourcecontainers row
+// (armsim has no display names: name is the ID).
+func (s *Server) subscriptionCol(sub *subscription, c string) any {
+	switch c {
+	case "id":
+		return "/subscriptions/" + sub.id
+	case "name", "subscriptionId":
+		return sub.id
+	case "type":
+		return GraphTypeSubscription
+	case "location", "resourceGroup", "kind":
+		return ""
+	case "tenantId":
+		return s.opts.TenantID
+	case "tags":
+		return sub.tags.public()
+	case "properties":
+		return map[string]any{"state": "Enabled"}
+	}
+	return nil
+}
+
+// graphPage renders one page of rows; the caller holds the read lock.
+func (s *Server) graphPage(query string, rows []graphRow, cols []string, skip, top int) graphResponse {
 	resp := graphResponse{TotalRecords: len(rows), ResultTruncated: "false", Data: []map[string]any{}, Facets: []any{}}
 	if skip < len(rows) {
 		end := min(skip+top, len(rows))
-		resp.Data = rows[skip:end]
+		for _, r := range rows[skip:end] {
+			row := make(map[string]any, len(cols))
+			for _, c := range cols {
+				row[c] = s.graphCol(r, c)
+			}
+			resp.Data = append(resp.Data, row)
+		}
 		if end < len(rows) {
 			resp.SkipToken = graphToken(end, query)
 		}
@@ -190,4 +313,29 @@ func parseGraphToken(tok, query string) (int, bool) {
 func queryHash(q string) string {
 	sum := sha256.Sum256([]byte(q))
 	return hex.EncodeToString(sum[:8])
+}
+
+// opGraph is the operation name of a Resource Graph query.
+const opGraph = "ResourceGraph.Resources"
+
+// graphScopes returns "/subscriptions/{id}" for each subscription a
+// Resource Graph request names, for fault scopes, and puts the body back
+// for the handler.
+func graphScopes(r *http.Request) []string {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	var req struct {
+		Subscriptions []string `json:"subscriptions"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(req.Subscriptions))
+	for _, sub := range req.Subscriptions {
+		out = append(out, "/subscriptions/"+sub)
+	}
+	return out
 }

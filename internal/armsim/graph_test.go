@@ -70,7 +70,11 @@ func TestResourceGraph(t *testing.T) {
 		}
 		for _, bad := range []string{
 			`resources | summarize count()`,
-			`resourcecontainers | project id`,
+			`securityresources | project id`,
+			`resources | project id | union resourcecontainers`,
+			`resources | union (resourcecontainers | where name == 'x')`,
+			`resources | where name == 'a\q'`,
+			`resources | where (name == 'a'`,
 			`resources | where properties.vmId == 'x'`,
 			`resources | where name matches regex 'x'`,
 			`resources | where name == 'unterminated`,

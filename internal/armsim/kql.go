@@ -8,27 +8,77 @@ import (
 
 // The Resource Graph subset armsim understands:
 //
-//	resources
-//	| where <cond> [and <cond>]...        (any number of where stages)
+//	resources | resourcecontainers          (the table the query starts from)
+//	| where <expr>                          (any number of stages, in any order)
+//	| union resources | resourcecontainers  (appends the other table's rows)
 //	| project <column>[, <column>]...
 //	| limit <n>  (or take <n>)
 //
-// cond is one of
+// expr combines conditions with "and" and "or" ("and" binds tighter, as
+// in KQL) and parentheses. A condition is one of
 //
 //	<column> == | =~ | != | !~ '<string>'
 //	<column> in | in~ | !in | !in~ ('<string>', ...)
 //	tags['<name>'] <same operators>          (tag name case-sensitive, as ARG)
 //	isnotempty(<column or tags['name']>) / isempty(...)
 //
+// Strings are single- or double-quoted with the backslash escapes \\ \'
+// \" \n \r \t, or verbatim (@'...', @"...", the quote doubled inside).
 // Columns: id, name, type (lower-case, as ARG stores it), location,
 // resourceGroup (lower-case), subscriptionId, tenantId, kind, tags,
 // properties, zones, sku. Anything else is a 400.
 
-// kqlQuery is a parsed query.
+// Resource Graph's tables.
+const (
+	tableResources  = "resources"
+	tableContainers = "resourcecontainers"
+)
+
+// maxKQLDepth bounds the nesting of parentheses in a where expression.
+const maxKQLDepth = 32
+
+// kqlQuery is a parsed query: a table, then stages applied in order.
 type kqlQuery struct {
-	conds   []kqlCond
-	project []string
-	limit   int
+	table  string
+	stages []kqlStage
+}
+
+// kqlStage is one "| ..." stage.
+type kqlStage struct {
+	op      string   // where, union, project, limit
+	expr    kqlExpr  // where
+	table   string   // union
+	project []string // project
+	limit   int      // limit
+}
+
+// kqlExpr is a where predicate over a Resource Graph row.
+type kqlExpr interface {
+	eval(s *Server, r graphRow) bool
+}
+
+// kqlAnd holds when all its terms hold.
+type kqlAnd []kqlExpr
+
+func (a kqlAnd) eval(s *Server, r graphRow) bool {
+	for _, e := range a {
+		if !e.eval(s, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// kqlOr holds when any of its terms holds.
+type kqlOr []kqlExpr
+
+func (o kqlOr) eval(s *Server, r graphRow) bool {
+	for _, e := range o {
+		if e.eval(s, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // kqlCond is one predicate.
@@ -43,6 +93,9 @@ var kqlColumns = map[string]string{
 	"subscriptionid": "subscriptionId", "tenantid": "tenantId", "kind": "kind", "tags": "tags",
 	"properties": "properties", "zones": "zones", "sku": "sku",
 }
+
+// kqlTables maps the table names armsim knows (any casing) to their name.
+var kqlTables = map[string]string{tableResources: tableResources, tableContainers: tableContainers}
 
 // kqlLexer splits a query into tokens.
 type kqlLexer struct {
@@ -66,6 +119,13 @@ func lexKQL(q string) ([]string, error) {
 			}
 			toks = append(toks, "'"+s)
 			i += n
+		case c == '@' && i+1 < len(q) && (q[i+1] == '\'' || q[i+1] == '"'):
+			s, n, err := lexVerbatim(q[i+1:])
+			if err != nil {
+				return nil, err
+			}
+			toks = append(toks, "'"+s)
+			i += n + 1
 		case isIdentByte(c):
 			j := i
 			for j < len(q) && (isIdentByte(q[j]) || q[j] == '.' || q[j] == '-') {
@@ -101,20 +161,54 @@ func lexOp(s string) string {
 	return ""
 }
 
-// lexString reads a quoted string with backslash escapes.
+// kqlEscapes are the characters a backslash escape stands for.
+var kqlEscapes = map[byte]byte{'\\': '\\', '\'': '\'', '"': '"', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// lexString reads a quoted string with KQL's backslash escapes. Raw line
+// breaks are not allowed inside, as in KQL.
 func lexString(s string) (string, int, error) {
 	quote := s[0]
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
 		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s):
+		case c == '\\':
+			if i+1 >= len(s) {
+				return "", 0, fmt.Errorf("unterminated string")
+			}
+			e, ok := kqlEscapes[s[i+1]]
+			if !ok {
+				return "", 0, fmt.Errorf("unknown escape sequence \\%c", s[i+1])
+			}
+			b.WriteByte(e)
 			i++
-			b.WriteByte(s[i])
+		case c == '\n' || c == '\r':
+			return "", 0, fmt.Errorf("line break in a string literal")
 		case c == quote:
 			return b.String(), i + 1, nil
 		default:
 			b.WriteByte(c)
 		}
+	}
+	return "", 0, fmt.Errorf("unterminated string")
+}
+
+// lexVerbatim reads a verbatim string (after the @): no escapes, the quote
+// doubled stands for itself.
+func lexVerbatim(s string) (string, int, error) {
+	quote := s[0]
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if c != quote {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == quote {
+			b.WriteByte(quote)
+			i++
+			continue
+		}
+		return b.String(), i + 1, nil
 	}
 	return "", 0, fmt.Errorf("unterminated string")
 }
@@ -148,62 +242,128 @@ func parseKQL(q string) (*kqlQuery, error) {
 		return nil, err
 	}
 	l := &kqlLexer{toks: toks}
-	if t := l.next(); !strings.EqualFold(t, "resources") {
-		return nil, fmt.Errorf("only the 'resources' table is supported, found %q", t)
+	first := l.next()
+	table, ok := kqlTables[strings.ToLower(first)]
+	if !ok {
+		return nil, fmt.Errorf("only the 'resources' and 'resourcecontainers' tables are supported, found %q", first)
 	}
-	out := &kqlQuery{limit: -1}
+	out := &kqlQuery{table: table}
+	projected := false
 	for l.peek() != "" {
 		if err := l.expect("|"); err != nil {
 			return nil, err
 		}
-		if err := parseStage(l, out); err != nil {
+		st, err := parseStage(l)
+		if err != nil {
 			return nil, err
 		}
+		switch st.op {
+		case "project":
+			projected = true
+		case "union":
+			if projected {
+				return nil, fmt.Errorf("union after project is not supported")
+			}
+		}
+		out.stages = append(out.stages, st)
 	}
 	return out, nil
 }
 
-func parseStage(l *kqlLexer, out *kqlQuery) error {
-	switch op := strings.ToLower(l.next()); op {
+func parseStage(l *kqlLexer) (kqlStage, error) {
+	st := kqlStage{op: strings.ToLower(l.next())}
+	var err error
+	switch st.op {
 	case "where":
-		return parseWhere(l, out)
-	case "project":
-		return parseProject(l, out)
-	case "limit", "take":
-		n, err := strconv.Atoi(l.next())
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s needs a non-negative number", op)
+		if st.expr, err = parseOr(l, 0); err == nil && l.peek() != "" && l.peek() != "|" {
+			err = fmt.Errorf("unexpected %q after the where condition", l.peek())
 		}
-		out.limit = n
-		return nil
+	case "union":
+		t := l.next()
+		var ok bool
+		if st.table, ok = kqlTables[strings.ToLower(t)]; !ok {
+			err = fmt.Errorf("union: only the tables 'resources' and 'resourcecontainers' are supported, found %q", t)
+		}
+	case "project":
+		st.project, err = parseProject(l)
+	case "limit", "take":
+		n, aerr := strconv.Atoi(l.next())
+		if aerr != nil || n < 0 {
+			err = fmt.Errorf("%s needs a non-negative number", st.op)
+		}
+		st.op, st.limit = "limit", n
 	default:
-		return fmt.Errorf("operator %q is not supported", op)
+		err = fmt.Errorf("operator %q is not supported", st.op)
 	}
+	return st, err
 }
 
-func parseWhere(l *kqlLexer, out *kqlQuery) error {
+// parseOr reads and-terms joined by "or".
+func parseOr(l *kqlLexer, depth int) (kqlExpr, error) {
+	var terms kqlOr
 	for {
-		c, err := parseCond(l)
+		t, err := parseAnd(l, depth)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.conds = append(out.conds, c)
-		if !strings.EqualFold(l.peek(), "and") {
-			return nil
+		terms = append(terms, t)
+		if !strings.EqualFold(l.peek(), "or") {
+			break
 		}
 		l.next()
 	}
+	if len(terms) == 1 {
+		return terms[0], nil
+	}
+	return terms, nil
 }
 
-func parseProject(l *kqlLexer, out *kqlQuery) error {
+// parseAnd reads primaries joined by "and".
+func parseAnd(l *kqlLexer, depth int) (kqlExpr, error) {
+	var terms kqlAnd
+	for {
+		t, err := parsePrimary(l, depth)
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, t)
+		if !strings.EqualFold(l.peek(), "and") {
+			break
+		}
+		l.next()
+	}
+	if len(terms) == 1 {
+		return terms[0], nil
+	}
+	return terms, nil
+}
+
+// parsePrimary reads a parenthesised expression or a condition.
+func parsePrimary(l *kqlLexer, depth int) (kqlExpr, error) {
+	if l.peek() != "(" {
+		return parseCond(l)
+	}
+	if depth >= maxKQLDepth {
+		return nil, fmt.Errorf("parentheses nested deeper than %d", maxKQLDepth)
+	}
+	l.next()
+	e, err := parseOr(l, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	return e, l.expect(")")
+}
+
+func parseProject(l *kqlLexer) ([]string, error) {
+	var cols []string
 	for {
 		col, ok := kqlColumns[strings.ToLower(l.next())]
 		if !ok {
-			return fmt.Errorf("project: unknown column")
+			return nil, fmt.Errorf("project: unknown column")
 		}
-		out.project = append(out.project, col)
+		cols = append(cols, col)
 		if l.peek() != "," {
-			return nil
+			return cols, nil
 		}
 		l.next()
 	}
@@ -229,28 +389,28 @@ func parseTerm(l *kqlLexer) (string, string, error) {
 	return col, name[1:], nil
 }
 
-func parseCond(l *kqlLexer) (kqlCond, error) {
+func parseCond(l *kqlLexer) (kqlExpr, error) {
 	if fn := strings.ToLower(l.peek()); fn == "isempty" || fn == "isnotempty" {
 		l.next()
 		if err := l.expect("("); err != nil {
-			return kqlCond{}, err
+			return nil, err
 		}
 		col, tag, err := parseTerm(l)
 		if err != nil {
-			return kqlCond{}, err
+			return nil, err
 		}
 		return kqlCond{col: col, tag: tag, op: fn}, l.expect(")")
 	}
 	col, tag, err := parseTerm(l)
 	if err != nil {
-		return kqlCond{}, err
+		return nil, err
 	}
 	c := kqlCond{col: col, tag: tag, op: strings.ToLower(l.next())}
 	switch c.op {
 	case "==", "=~", "!=", "!~":
 		v := l.next()
 		if !strings.HasPrefix(v, "'") {
-			return c, fmt.Errorf("%s needs a quoted string", c.op)
+			return nil, fmt.Errorf("%s needs a quoted string", c.op)
 		}
 		c.values = []string{v[1:]}
 		return c, nil
@@ -258,7 +418,7 @@ func parseCond(l *kqlLexer) (kqlCond, error) {
 		c.values, err = parseList(l)
 		return c, err
 	}
-	return c, fmt.Errorf("operator %q is not supported", c.op)
+	return nil, fmt.Errorf("operator %q is not supported", c.op)
 }
 
 func parseList(l *kqlLexer) ([]string, error) {
@@ -282,10 +442,9 @@ func parseList(l *kqlLexer) ([]string, error) {
 	}
 }
 
-// eval reports whether a resource satisfies the condition; col reads a
-// column of it.
-func (c kqlCond) eval(o *object, col func(string) any) bool {
-	v, present := c.value(o, col)
+// eval reports whether a row satisfies the condition.
+func (c kqlCond) eval(s *Server, r graphRow) bool {
+	v, present := c.value(s, r)
 	switch c.op {
 	case "isempty":
 		return !present || v == ""
@@ -305,12 +464,12 @@ func (c kqlCond) eval(o *object, col func(string) any) bool {
 
 // value extracts the string the condition compares. Tag lookups are
 // case-sensitive, as in Resource Graph.
-func (c kqlCond) value(o *object, col func(string) any) (string, bool) {
+func (c kqlCond) value(s *Server, r graphRow) (string, bool) {
 	if c.col == "tags" && c.tag != "" {
-		v, ok := o.tags[c.tag]
+		v, ok := r.tagSet()[c.tag]
 		return v, ok
 	}
-	switch v := col(c.col).(type) {
+	switch v := s.graphCol(r, c.col).(type) {
 	case string:
 		return v, true
 	case nil:

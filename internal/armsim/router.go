@@ -64,7 +64,7 @@ func (s *Server) match(r *http.Request) *route {
 		rt.kind = kindIdentity
 		m = identityRoute(rt)
 	case rt.is("providers", "microsoft.resourcegraph", "resources"):
-		m = methods{http.MethodPost: {"ResourceGraph.Resources", (*Server).handleGraph}}
+		m = methods{http.MethodPost: {opGraph, (*Server).handleGraph}}
 	case len(rt.low) >= 2 && rt.low[0] == "subscriptions":
 		rt.sub = segs[1]
 		m = subscriptionRoutes(rt)

@@ -21,7 +21,7 @@ const (
 const (
 	// MaxTags is the number of tags a resource may carry.
 	MaxTags = 50
-	// MaxTagsSmall is the limit for DNS zones, CDN profiles and Automation.
+	// MaxTagsSmall is the limit of the types listed in SmallTagLimitTypes.
 	MaxTagsSmall = 15
 	// MaxTagNameLength is the longest tag name, in characters.
 	MaxTagNameLength = 512
@@ -37,17 +37,34 @@ const forbiddenTagNameChars = `<>%&\?/`
 // reservedTagPrefixes may not start a tag name written by a client.
 var reservedTagPrefixes = []string{"microsoft", "azure", "windows"}
 
-// tagLimit returns the maximum number of tags for a resource type.
-func tagLimit(typ string) int {
-	switch strings.ToLower(typ) {
-	case "microsoft.network/dnszones", "microsoft.cdn/profiles", "microsoft.automation/automationaccounts":
-		return MaxTagsSmall
+// SmallTagLimitTypes are the resource types (lower-case) that carry at most
+// MaxTagsSmall tags: Azure Automation, Azure CDN, public DNS zones and
+// private DNS zones with their virtual network links. Treat it as
+// read-only.
+var SmallTagLimitTypes = []string{
+	"microsoft.automation/automationaccounts",
+	"microsoft.cdn/profiles",
+	"microsoft.cdn/profiles/endpoints",
+	"microsoft.network/dnszones",
+	"microsoft.network/privatednszones",
+	"microsoft.network/privatednszones/virtualnetworklinks",
+}
+
+// TagLimit returns the maximum number of tags on a resource of type typ
+// (any casing): MaxTagsSmall for SmallTagLimitTypes, else MaxTags.
+func TagLimit(typ string) int {
+	for _, t := range SmallTagLimitTypes {
+		if strings.EqualFold(typ, t) {
+			return MaxTagsSmall
+		}
 	}
 	return MaxTags
 }
 
-// tagNameLimit returns the maximum tag name length for a resource type.
-func tagNameLimit(typ string) int {
+// TagNameLimit returns the longest tag name on a resource of type typ (any
+// casing): MaxStorageTagNameLength for storage accounts, else
+// MaxTagNameLength.
+func TagNameLimit(typ string) int {
 	if strings.EqualFold(typ, TypeStorageAccount) {
 		return MaxStorageTagNameLength
 	}
@@ -83,7 +100,7 @@ func checkWrite(typ string, existing, result tagSet, written map[string]string) 
 			return err
 		}
 	}
-	if limit := tagLimit(typ); len(result) > limit {
+	if limit := TagLimit(typ); len(result) > limit {
 		return errBadRequest(CodeTooManyTags,
 			"The request would leave %d tags on the resource; at most %d tags are allowed on a resource of type '%s'.",
 			len(result), limit, typ)
@@ -100,7 +117,7 @@ func checkTag(typ, name, value string) *Error {
 		return errBadRequest(CodeInvalidTagNameCharacters,
 			"The tag names '%s' have reserved characters '<,>,%%,&,\\,?,/' or control characters.", name)
 	}
-	if limit := tagNameLimit(typ); utf8.RuneCountInString(name) > limit {
+	if limit := TagNameLimit(typ); utf8.RuneCountInString(name) > limit {
 		return errBadRequest(CodeInvalidTagNameLength,
 			"Tag name too large. Following tag name '%s' exceeded the maximum length. Maximum allowed length for tag name - '%d' characters.",
 			name, limit)

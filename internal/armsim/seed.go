@@ -153,7 +153,7 @@ func (s *Server) CreateResource(sub, rg string, r Resource) (string, error) {
 
 func (s *Server) createResourceLocked(g *group, r Resource) (*object, *Error) {
 	loc := r.Location
-	if loc == "" && strings.EqualFold(r.Type, TypeDNSZone) {
+	if loc == "" && globalType(r.Type) {
 		loc = "global"
 	}
 	o, e := s.newObject(g, r.Type, r.Name, loc, r.Tags)
@@ -165,6 +165,17 @@ func (s *Server) createResourceLocked(g *group, r Resource) (*object, *Error) {
 		o.etag = r.ETag
 	}
 	return o, s.st.insert(o)
+}
+
+// globalType reports whether resources of type typ live in location
+// "global" rather than a region (DNS zones, private DNS zones and their
+// links).
+func globalType(typ string) bool {
+	switch strings.ToLower(typ) {
+	case "microsoft.network/dnszones", "microsoft.network/privatednszones", "microsoft.network/privatednszones/virtualnetworklinks":
+		return true
+	}
+	return false
 }
 
 // CreateScaleSet creates a scale set (Uniform unless ss.Mode is Flexible)

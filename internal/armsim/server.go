@@ -229,8 +229,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 	}
-	if f := s.faults.next(rt.op, r.URL.Path); f != nil {
-		writeFault(w, f)
+	scopes := []string{r.URL.Path}
+	if rt.op == opGraph {
+		scopes = append(scopes, graphScopes(r)...)
+	}
+	if f := s.faults.next(rt.op, scopes); f != nil {
+		writeFault(w, rt.op, f)
 		return
 	}
 	rt.h(s, w, r, rt)

@@ -8,19 +8,30 @@ const (
 	Flexible = "Flexible"
 )
 
-// Well-known resource types.
+// Well-known resource types, spelled as ARM returns them in resource IDs
+// and GETs (Resource Graph lower-cases them).
 const (
-	TypeVirtualMachine   = "Microsoft.Compute/virtualMachines"
-	TypeScaleSet         = "Microsoft.Compute/virtualMachineScaleSets"
-	TypeScaleSetVM       = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
-	TypeAvailabilitySet  = "Microsoft.Compute/availabilitySets"
-	TypeResourceGroup    = "Microsoft.Resources/resourceGroups"
-	TypeStorageAccount   = "Microsoft.Storage/storageAccounts"
-	TypeDNSZone          = "Microsoft.Network/dnszones"
-	TypeNetworkInterface = "Microsoft.Network/networkInterfaces"
-	TypeDisk             = "Microsoft.Compute/disks"
-	TypeLoadBalancer     = "Microsoft.Network/loadBalancers"
-	TypePublicIP         = "Microsoft.Network/publicIPAddresses"
+	TypeVirtualMachine       = "Microsoft.Compute/virtualMachines"
+	TypeScaleSet             = "Microsoft.Compute/virtualMachineScaleSets"
+	TypeScaleSetVM           = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
+	TypeAvailabilitySet      = "Microsoft.Compute/availabilitySets"
+	TypeDisk                 = "Microsoft.Compute/disks"
+	TypeSubscription         = "Microsoft.Resources/subscriptions"
+	TypeResourceGroup        = "Microsoft.Resources/resourceGroups"
+	TypeStorageAccount       = "Microsoft.Storage/storageAccounts"
+	TypeNetworkInterface     = "Microsoft.Network/networkInterfaces"
+	TypeLoadBalancer         = "Microsoft.Network/loadBalancers"
+	TypePublicIP             = "Microsoft.Network/publicIPAddresses"
+	TypeNetworkSecurityGroup = "Microsoft.Network/networkSecurityGroups"
+	TypeRouteTable           = "Microsoft.Network/routeTables"
+	TypeVirtualNetwork       = "Microsoft.Network/virtualNetworks"
+	// TypeDNSZone is a public DNS zone (at most 15 tags).
+	TypeDNSZone = "Microsoft.Network/dnszones"
+	// TypePrivateDNSZone is a private DNS zone (at most 15 tags).
+	TypePrivateDNSZone = "Microsoft.Network/privateDnsZones"
+	// TypePrivateDNSZoneLink is a private DNS zone's virtual network link
+	// (at most 15 tags; name "zone/link").
+	TypePrivateDNSZoneLink = "Microsoft.Network/privateDnsZones/virtualNetworkLinks"
 )
 
 // State is the whole simulated estate; it is what LoadYAML reads and
@@ -110,7 +121,8 @@ type Resource struct {
 	Type string `json:"type"`
 	// Name of the resource.
 	Name string `json:"name"`
-	// Location (default: the group's; DNS zones default to "global").
+	// Location (default: the group's; public and private DNS zones and
+	// their links default to "global").
 	Location string `json:"location,omitempty"`
 	// Kind, optional (e.g. "StorageV2").
 	Kind string `json:"kind,omitempty"`

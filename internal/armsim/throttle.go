@@ -22,7 +22,7 @@ const (
 
 func classOf(r *http.Request, rt *route) requestClass {
 	switch {
-	case rt.op == "ResourceGraph.Resources":
+	case rt.op == opGraph:
 		return classGraph
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return classReads
