@@ -30,21 +30,21 @@ const (
 // ConditionReady).
 const (
 	// ConditionApproved is true when the request passes the cloud's tag
-	// rules and a CloudMetadata of the same namespace applies it; false when
-	// the tags break the cloud's rules, and then nothing is applied.
+	// rules (names, values, names the cloud takes as one); false, nothing of
+	// it is applied and the message lists every problem.
 	ConditionApproved = "Approved"
 	// ConditionApplied is true when every matched resource carries what the
-	// request asks (or no resource matched); false when some do not, or when
-	// nothing was applied.
+	// request asks.
 	ConditionApplied = "Applied"
-	// ConditionPolicy is true when every matched resource has room for the
-	// requested tags within its cloud's tag limit; false when some do not,
-	// and the CloudMetadata's limit policy decided what was written.
+	// ConditionPolicy reports what the CloudMetadata's limit policy did:
+	// false when tags were left out (POLICY_APPLY_PARTIAL) or resources left
+	// alone (POLICY_APPLY_STRICT) because they did not fit.
 	ConditionPolicy = "Policy"
-	// ConditionRequest is true when the last pass carried the request out
-	// over the matched resources; false, with the reason, when it could not
-	// (such as no CloudMetadata ready to apply it, or the cloud refusing to
-	// list resources).
+	// ConditionRequest is false when the last pass could not carry the
+	// request out, wholly or in part, for a reason outside the spec: the
+	// cloud is not configured in tagsync, discovery failed or was throttled,
+	// a subscription or region could not be searched, or the CloudMetadata
+	// that applies it has a broken reference.
 	ConditionRequest = "Request"
 )
 

@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/operator"
 )
@@ -41,6 +42,8 @@ type runFlags struct {
 	writeQPS    float64
 	zapOptions  zap.Options
 	memoryLimit string
+	auditLog    string
+	auditSizeMB int
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -54,11 +57,14 @@ func newRunCommand() (*cobra.Command, *runFlags) {
 	f := &runFlags{op: operator.DefaultOptions(), zapOptions: zap.Options{}}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the controller manager (NodeTagSync controller, leader election, metrics, health probes)",
+		Short: "Run the controller manager (NodeTagSync and metadata controllers, leader election, metrics, health probes)",
 		Long: `Run the tagsync controller manager against the cluster of --kubeconfig (or the
 in-cluster config). Azure credentials come from the --azure-* flags or the
 standard AZURE_* environment variables (workload identity, managed identity,
-service principal with a secret or certificate). Secrets are never logged.`,
+service principal with a secret or certificate). AWS credentials come from the
+AWS SDK's default chain (IRSA or EKS Pod Identity in a cluster, AWS_* variables,
+shared config files); the AWS provider starts when --aws-region or AWS_REGION
+is set. Secrets are never logged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -96,6 +102,13 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
+
+	fs.StringVar(&f.op.AWS.Region, "aws-region", "", "AWS region of AWSMetadata objects without regions; the AWS provider starts only when this or $AWS_REGION is set")
+	fs.StringVar(&f.op.AWS.Endpoint, "aws-endpoint", "", "base URL of the EC2 and Resource Groups Tagging API endpoints (e.g. a moto_server for trials); default AWS's")
+	fs.StringVar(&f.op.AWS.Profile, "aws-profile", "", "profile of the shared AWS config files (default $AWS_PROFILE); credentials otherwise come from the default chain: IRSA, EKS Pod Identity, environment, instance metadata")
+	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata controller writes one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
+	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
+	fs.StringSliceVar(&f.op.Namespaces, "namespaces", nil, "namespaces whose CloudMetadata, AzureMetadata and AWSMetadata objects are served, comma-separated (default: all)")
 
 	fs.StringSliceVar(&f.op.Controllers, "controllers", []string{"all"},
 		"controllers to start, comma-separated: all, or some of "+strings.Join(operator.ControllerNames(), ", "))
@@ -137,6 +150,12 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err := applyMemoryLimit(f.memoryLimit); err != nil {
 		return err
 	}
+	log, err := audit.Open(f.auditLog, audit.FileOptions{MaxSizeMB: f.auditSizeMB})
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	f.op.Audit = log
 	cfg, err := f.restConfig()
 	if err != nil {
 		return err

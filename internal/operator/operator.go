@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
@@ -56,8 +60,24 @@ type Options struct {
 	Azure azure.Config
 	// AzureOptions tune the Azure provider (cache, budget, write method).
 	AzureOptions []azure.Option
+	// AWS configures the AWS provider; it is built only when AWS.Region is
+	// set (or AWS_REGION is), so a process without AWS settings runs without
+	// it and its AWSMetadata objects report that.
+	AWS aws.Config
+	// AWSOptions tune the AWS provider.
+	AWSOptions []aws.Option
 	// Provider, when set, is used instead of building one from Azure.
 	Provider cloud.Provider
+	// Providers, when set, are used instead of building them from Azure and
+	// AWS (together with Provider, if that is set too).
+	Providers []cloud.Provider
+	// Namespaces, when set, limits the namespaced objects the controllers
+	// see (CloudMetadata, AzureMetadata, AWSMetadata) to these namespaces;
+	// cluster-scoped objects (Nodes, NodeTagSyncs) are unaffected.
+	Namespaces []string
+	// Audit receives one record per cloud mutation of the metadata
+	// controller; nil writes none.
+	Audit *audit.Log
 	// Controllers names the controllers to start (see Controllers); empty
 	// or "all" starts every one.
 	Controllers []string
@@ -135,15 +155,22 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	provider, err := o.provider(ctx)
+	providers, err := o.providers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(ctx, cfg, o, CacheOptions(selected))
+	cacheOpts := CacheOptions(selected)
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := newManager(ctx, cfg, o, cacheOpts)
 	if err != nil {
 		return nil, err
 	}
-	deps := Deps{Providers: cloud.NewProviders(provider), Recorder: o.Recorder}
+	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit}
 	built := &Manager{Manager: mgr, Controllers: map[string]any{}}
 	for _, c := range selected {
 		ctl, err := c.Setup(mgr, deps)
@@ -155,17 +182,31 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	return built, nil
 }
 
-// provider is o.Provider, else the Azure provider o configures.
-func (o Options) provider(ctx context.Context) (cloud.Provider, error) {
-	if o.Provider != nil {
-		return o.Provider, nil
+// providers are o.Provider and o.Providers when either is set, else the
+// Azure provider o configures and, when o.AWS names a region, the AWS one.
+func (o Options) providers(ctx context.Context) ([]cloud.Provider, error) {
+	if o.Provider != nil || len(o.Providers) > 0 {
+		ps := slices.Clone(o.Providers)
+		if o.Provider != nil {
+			ps = append(ps, o.Provider)
+		}
+		return ps, nil
 	}
 	opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry)}, o.AzureOptions...)
 	p, err := azure.NewProvider(ctx, o.Azure, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Azure provider: %w", err)
 	}
-	return p, nil
+	ps := []cloud.Provider{p}
+	if o.AWS.Region != "" || os.Getenv("AWS_REGION") != "" {
+		awsOpts := append([]aws.Option{aws.WithRegisterer(crmetrics.Registry)}, o.AWSOptions...)
+		a, err := aws.NewProvider(ctx, o.AWS, awsOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("setting up the AWS provider: %w", err)
+		}
+		ps = append(ps, a)
+	}
+	return ps, nil
 }
 
 // logger is o.Logger, or controller-runtime's when it is the zero Logger.

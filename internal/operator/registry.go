@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 )
 
@@ -55,6 +57,8 @@ type Deps struct {
 	// Providers are the configured clouds, one client set and throttle
 	// budget each.
 	Providers cloud.Providers
+	// Audit receives the metadata controller's audit records (nil: none).
+	Audit *audit.Log
 	// Recorder, when set, gives the event recorder of the named controller
 	// (tests wrap the real one to count what is emitted); nil lets each
 	// controller make its own.
@@ -81,6 +85,17 @@ func Controllers() []Controller {
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), nil)
+			return r, r.SetupWithManager(mgr)
+		},
+	}, {
+		Name: metadata.ControllerName,
+		RBAC: []rbacv1.PolicyRule{
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"cloudmetadata", "azuremetadata", "awsmetadata"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"cloudmetadata/status", "azuremetadata/status", "awsmetadata/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
+			r := metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil)
 			return r, r.SetupWithManager(mgr)
 		},
 	}}

@@ -1,0 +1,337 @@
+package metadata_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
+)
+
+// TestAzureLifecycle walks one request through its life on a cluster's
+// estate: add (every classified resource of every type, the group too, and
+// nothing else), an outside edit reverted, an outside tag left alone, a
+// steady pass that writes nothing, a key released, then delete; the audit
+// log holds exactly the mutations.
+func TestAzureLifecycle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	e := h.estate("life", 1)
+	ids := allIDs(e)
+	stray, err := h.az.Server.CreateResource(sub, e.ResourceGroup, armsim.Resource{Type: armsim.TypeDisk, Name: "unclassified"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.azureMetadata("cluster-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod", "team": "a"})
+	h.cloudMetadata("cluster", "cluster-tags", "", map[string]string{classifierOf("life"): "owned"})
+
+	cm := h.waitReady("cluster", metav1.ConditionTrue)
+	if int(cm.Status.Matched) != len(ids) || int(cm.Status.InSync) != len(ids) {
+		t.Fatalf("matched %d, in sync %d; want %d", cm.Status.Matched, cm.Status.InSync, len(ids))
+	}
+	for _, id := range ids {
+		if tg := h.tags(id); tg["env"] != "prod" || tg["team"] != "a" {
+			t.Errorf("%s has %v", id, tg)
+		}
+	}
+	if tg := h.tags(stray); len(tg) != 0 {
+		t.Errorf("the unclassified disk got %v", tg)
+	}
+	if recs := h.auditRecords(); len(recs) != len(ids) {
+		t.Errorf("%d audit records, want one per resource (%d)", len(recs), len(ids))
+	}
+	st := h.azureStatus("cluster-tags")
+	if st.Status.ResourceTags["env"] != "prod" || st.Status.CloudMetadata != "cluster" {
+		t.Errorf("status %+v", st.Status)
+	}
+
+	// An outside edit of an owned tag is reverted; another writer's tag stays.
+	disk := e.ID(sub, armsim.TypeDisk, 0)
+	nic := e.ID(sub, armsim.TypeNetworkInterface, 0)
+	if err := h.az.Server.SetTags(disk, map[string]string{"env": "hacked"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.az.Server.SetTags(nic, map[string]string{"owner": "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	h.pass("cluster")
+	if got := h.tags(disk)["env"]; got != "prod" {
+		t.Errorf("outside edit not reverted: env=%q", got)
+	}
+	if got := h.tags(nic)["owner"]; got != "someone" {
+		t.Errorf("another writer's tag was touched: owner=%q", got)
+	}
+
+	// A pass over an estate in sync writes nothing.
+	before := h.writes()
+	h.pass("cluster")
+	if n := h.writes() - before; n != 0 {
+		t.Errorf("a steady pass wrote %d times", n)
+	}
+
+	// A key removed from the request is released: left on the resources.
+	az := h.azureStatus("cluster-tags")
+	h.update(az, func() { az.Spec.ResourceTags = map[string]string{"env": "prod"} })
+	h.waitReady("cluster", metav1.ConditionTrue)
+	testenvEventuallyActive(t, h, "cluster-tags", map[string]string{"env": "prod"})
+	if got := h.tags(disk)["team"]; got != "a" {
+		t.Errorf("released key team was removed: %v", h.tags(disk))
+	}
+
+	// Delete removes the tag everywhere, and says so in the audit log.
+	h.update(az, func() {
+		az.Spec.Opcode, az.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]string{"env": ""}
+	})
+	cm = h.waitReady("cluster", metav1.ConditionTrue)
+	for _, id := range ids {
+		if v, ok := h.tags(id)["env"]; ok {
+			t.Errorf("%s still has env=%s", id, v)
+		}
+	}
+	deletes := 0
+	for _, r := range h.auditRecords() {
+		if r.Deleted["env"] != "" {
+			deletes++
+			if r.Object.Kind != "AzureMetadata" || r.Object.Name != "cluster-tags" || r.Result != audit.ResultOK {
+				t.Errorf("delete record %+v", r)
+			}
+		}
+	}
+	if deletes != len(ids) {
+		t.Errorf("%d delete records, want %d", deletes, len(ids))
+	}
+}
+
+// testenvEventuallyActive waits until the AzureMetadata's active tag list
+// is want.
+func testenvEventuallyActive(t *testing.T, h *harness, name string, want map[string]string) {
+	t.Helper()
+	eventually(t, "active tag list "+fmt.Sprint(want), func() string {
+		got := h.azureStatus(name).Status.ResourceTags
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Sprintf("active list %v", got)
+		}
+		return ""
+	})
+}
+
+// TestAddOntoAnotherValue: add does not overwrite a value it did not
+// write; that key fails on that resource only, and is reported.
+func TestAddOntoAnotherValue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	e := h.estate("taken", 1)
+	disk := e.ID(sub, armsim.TypeDisk, 0)
+	if err := h.az.Server.SetTags(disk, map[string]string{"env": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod", "team": "a"})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("taken"): "owned"})
+	cm := h.waitReady("cm", metav1.ConditionFalse)
+	if cm.Status.Failed != 1 {
+		t.Errorf("failed = %d, want 1", cm.Status.Failed)
+	}
+	if tg := h.tags(disk); tg["env"] != "dev" || tg["team"] != "a" {
+		t.Errorf("disk tags %v: want env=dev kept and team=a added", tg)
+	}
+	st := h.azureStatus("tags").Status
+	if len(st.Failures) != 1 || st.Failures[0].Reason != metadata.ReasonTagTaken || !strings.EqualFold(st.Failures[0].Resource, disk) {
+		t.Errorf("failures %+v", st.Failures)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionApplied); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Applied = %+v", c)
+	}
+}
+
+// TestIgnoreTags: an ignored tag is neither written nor overwritten.
+func TestIgnoreTags(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	e := h.estate("ign", 1)
+	disk := e.ID(sub, armsim.TypeDisk, 0)
+	if err := h.az.Server.SetTags(disk, map[string]string{"cost-center": "policy-set"}); err != nil {
+		t.Fatal(err)
+	}
+	h.azureMetadata("tags", v1alpha1.OpcodeUpdate, map[string]string{"env": "prod"}, "cost-center")
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("ign"): "owned"})
+	h.waitReady("cm", metav1.ConditionTrue)
+	if tg := h.tags(disk); tg["cost-center"] != "policy-set" || tg["env"] != "prod" {
+		t.Errorf("disk tags %v", tg)
+	}
+}
+
+// TestLimitPolicy: at the 15-tag limit of DNS zones and the 50 of disks,
+// PARTIAL adds new tags in name order while there is room and STRICT adds
+// none to a resource that cannot take them all.
+func TestLimitPolicy(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []v1alpha1.LimitPolicy{v1alpha1.LimitPartial, v1alpha1.LimitStrict} {
+		t.Run(string(limit), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			infra := strings.ToLower(strings.TrimPrefix(string(limit), "POLICY_APPLY_"))
+			e := h.estate(infra, 1)
+			zone, disk := e.ID(sub, armsim.TypeDNSZone, 0), e.ID(sub, armsim.TypeDisk, 0)
+			fill(t, h, zone, 12) // classifier + 12 = 13 of 15
+			fill(t, h, disk, 47) // classifier + 47 = 48 of 50
+			h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"c": "3", "a": "1", "b": "2"})
+			h.cloudMetadata("cm", "tags", limit, map[string]string{classifierOf(infra): "owned"})
+			cm := h.waitReady("cm", metav1.ConditionFalse)
+			if cm.Status.Failed != 2 {
+				t.Errorf("failed = %d, want the zone and the disk", cm.Status.Failed)
+			}
+			for _, id := range []string{zone, disk} {
+				tg := h.tags(id)
+				_, a := tg["a"]
+				_, b := tg["b"]
+				_, c := tg["c"]
+				switch limit {
+				case v1alpha1.LimitPartial:
+					if !a || !b || c {
+						t.Errorf("PARTIAL: %s has a=%v b=%v c=%v, want a and b (name order), not c", id, a, b, c)
+					}
+				case v1alpha1.LimitStrict:
+					if a || b || c {
+						t.Errorf("STRICT: %s has a=%v b=%v c=%v, want none", id, a, b, c)
+					}
+				}
+			}
+			if tg := h.tags(e.ID(sub, armsim.TypeNetworkInterface, 0)); tg["c"] != "3" {
+				t.Errorf("a resource with room did not get all tags: %v", tg)
+			}
+			st := h.azureStatus("tags").Status
+			if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionPolicy); c == nil || c.Status != metav1.ConditionFalse {
+				t.Errorf("Policy = %+v", c)
+			}
+		})
+	}
+}
+
+// fill adds n filler tags to a resource.
+func fill(t *testing.T, h *harness, id string, n int) {
+	t.Helper()
+	tg := map[string]string{}
+	for i := range n {
+		tg[fmt.Sprintf("x%02d", i)] = "v"
+	}
+	if err := h.az.Server.SetTags(id, tg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClassifiersOrAndRemoval: two classifiers are OR-ed; a resource that
+// loses its classifier leaves scope and keeps its tags, and an edit there
+// is no longer reverted.
+func TestClassifiersOrAndRemoval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	one := h.estate("one", 1)
+	two := h.estate("two", 1)
+	h.azureMetadata("tags", v1alpha1.OpcodeUpdate, map[string]string{"env": "prod"})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("one"): "owned", classifierOf("two"): "owned"})
+	cm := h.waitReady("cm", metav1.ConditionTrue)
+	if want := len(allIDs(one)) + len(allIDs(two)); int(cm.Status.Matched) != want {
+		t.Errorf("matched %d, want %d", cm.Status.Matched, want)
+	}
+	disk := two.ID(sub, armsim.TypeDisk, 0)
+	if err := h.az.Server.DeleteTags(disk, classifierOf("two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.az.Server.SetTags(disk, map[string]string{"env": "mine-now"}); err != nil {
+		t.Fatal(err)
+	}
+	cm = h.pass("cm")
+	if want := len(allIDs(one)) + len(allIDs(two)) - 1; int(cm.Status.Matched) != want {
+		t.Errorf("matched %d after the classifier was removed, want %d", cm.Status.Matched, want)
+	}
+	if got := h.tags(disk)["env"]; got != "mine-now" {
+		t.Errorf("a resource out of scope was written: env=%q", got)
+	}
+}
+
+// TestInvalidRefWritesNothing: a reference to a missing object makes the
+// CloudMetadata not Ready and writes nothing; creating the object fixes it.
+func TestInvalidRefWritesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	e := h.estate("ref", 1)
+	h.cloudMetadata("cm", "missing", "", map[string]string{classifierOf("ref"): "owned"})
+	cm := h.waitReady("cm", metav1.ConditionFalse)
+	if c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady); c.Reason != "RefNotFound" || !strings.Contains(c.Message, `"missing"`) {
+		t.Errorf("Ready = %+v", c)
+	}
+	if n := h.writes(); n != 0 {
+		t.Errorf("%d writes with a broken reference", n)
+	}
+	h.azureMetadata("missing", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.waitReady("cm", metav1.ConditionTrue)
+	if got := h.tags(e.ID(sub, armsim.TypeDisk, 0))["env"]; got != "prod" {
+		t.Errorf("env=%q after the reference was fixed", got)
+	}
+}
+
+// TestInvalidTagsApplyNothing: a request the cloud's rules refuse, past
+// admission (two names Azure takes as one), is not Approved and writes
+// nothing.
+func TestInvalidTagsApplyNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.estate("inv", 1)
+	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"Env": "a", "env": "b"})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("inv"): "owned"})
+	cm := h.waitReady("cm", metav1.ConditionFalse)
+	if c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady); c.Reason != "InvalidTags" {
+		t.Errorf("Ready = %+v", c)
+	}
+	st := h.azureStatus("tags").Status
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionApproved); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Approved = %+v", c)
+	}
+	if n := h.writes(); n != 0 {
+		t.Errorf("%d writes by an invalid request", n)
+	}
+}
+
+// TestRestartLosesAndRepeatsNothing: the controller is stopped while it
+// applies a tag to many resources; after a restart every resource carries
+// it and none was written twice.
+func TestRestartLosesAndRepeatsNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	e := h.estate("rst", 20) // 201 resources and a group
+	h.az.Server.SetLatency(5 * time.Millisecond) // the apply takes a while
+	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("rst"): "owned"})
+	eventually(t, "some writes", func() string {
+		if n := len(h.auditRecords()); n < 10 {
+			return fmt.Sprintf("%d audit records", n)
+		}
+		return ""
+	})
+	h.stop()
+	h.startController()
+	h.az.Server.SetLatency(0)
+	h.waitReady("cm", metav1.ConditionTrue)
+	seen := map[string]int{}
+	for _, r := range h.auditRecords() {
+		if r.Result == audit.ResultOK {
+			seen[strings.ToLower(r.Resource)]++
+		}
+	}
+	ids := allIDs(e)
+	for _, id := range ids {
+		if h.tags(id)["env"] != "prod" {
+			t.Errorf("%s lacks env after the restart", id)
+		}
+		if n := seen[strings.ToLower(id)]; n > 1 {
+			t.Errorf("%s written %d times", id, n)
+		}
+	}
+}

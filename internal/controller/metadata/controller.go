@@ -1,0 +1,147 @@
+// Package metadata is the metadata controller: it keeps the tags an
+// AzureMetadata or AWSMetadata asks for on every cloud resource that carries
+// one of a CloudMetadata's classifier tags (docs/metadata.md). One pass per
+// CloudMetadata and cloud is one bulk discovery (Provider.Discover), a pure
+// plan per resource (tags.Lifecycle), the writes grouped so that resources
+// needing the same change share calls (Provider.WriteTags), an audit record
+// and metrics per mutation, and one status patch per object that changed.
+// Nothing is written when nothing changed, and nothing at all by an object
+// whose references or tags are invalid.
+package metadata
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// ControllerName names the controller in --controllers, logs, metrics and
+// events.
+const ControllerName = "metadata"
+
+// SyncRequestAnnotation on a CloudMetadata asks for a pass now: set it to any
+// new value (for example a timestamp). status.lastSyncRequest says when a
+// pass has served it.
+const SyncRequestAnnotation = "tagsync.io/sync-requested"
+
+// Reconciler applies the requests of CloudMetadata objects. Build it with
+// NewReconciler.
+type Reconciler struct {
+	client    client.Client
+	providers cloud.Providers
+	recorder  events.EventRecorder
+	audit     *audit.Log
+	clock     clock.PassiveClock
+
+	once   sync.Once
+	mu     sync.Mutex
+	states map[types.NamespacedName]*state // by CloudMetadata
+}
+
+// state is what the controller remembers about one CloudMetadata between
+// passes; it is dropped when the CloudMetadata is deleted.
+type state struct {
+	uid   types.UID
+	notes *notify.Notifier
+	// held are, per target (kind/name), the tags each resource was seen
+	// or made to carry with the requested value: under opcode add these are
+	// the object's own there, so an outside edit of one is reverted.
+	held map[string]*heldTags
+}
+
+// NewReconciler builds a Reconciler. c reads and writes the metadata objects
+// (nil: the manager's client); providers are the configured clouds; recorder
+// emits events (nil: the controller's own, made at SetupWithManager); log
+// receives an audit record per cloud mutation (nil: none); clk is the clock
+// (nil: the real one).
+func NewReconciler(c client.Client, providers cloud.Providers, recorder events.EventRecorder, log *audit.Log, clk clock.PassiveClock) *Reconciler {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = audit.Discard()
+	}
+	return &Reconciler{client: c, providers: providers, recorder: recorder, audit: log, clock: clk}
+}
+
+// The controller reads through its cache and writes status with patches;
+// events go to the namespace of the object concerned.
+// +kubebuilder:rbac:groups=tagsync.io,resources=cloudmetadata;azuremetadata;awsmetadata,verbs=list;watch
+// +kubebuilder:rbac:groups=tagsync.io,resources=cloudmetadata/status;azuremetadata/status;awsmetadata/status,verbs=patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs one pass for a CloudMetadata.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.init()
+	var cm v1alpha1.CloudMetadata
+	if err := r.client.Get(ctx, req.NamespacedName, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	st := r.stateFor(&cm)
+	return r.newPass(&cm, st).run(ctx)
+}
+
+func (r *Reconciler) init() {
+	r.once.Do(func() {
+		r.states = map[types.NamespacedName]*state{}
+		if rec, ok := r.recorder.(interface {
+			OnRefused(func(uid, reason, note string))
+		}); ok {
+			rec.OnRefused(r.refused)
+		}
+	})
+}
+
+// stateFor returns the CloudMetadata's state, new when the object is new or
+// was recreated under its name.
+func (r *Reconciler) stateFor(cm *v1alpha1.CloudMetadata) *state {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
+	st, ok := r.states[key]
+	if !ok || st.uid != cm.UID {
+		st = &state{uid: cm.UID, notes: notify.NewNotifier(r.recorder, "Sync"), held: map[string]*heldTags{}}
+		r.states[key] = st
+	}
+	return st
+}
+
+// forget drops a deleted CloudMetadata's state and metrics.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.states, key)
+	r.mu.Unlock()
+	forgetMetrics(key)
+}
+
+// refused tells every notifier of an event the API server refused, so the
+// problem is reported again.
+func (r *Reconciler) refused(uid, reason, note string) {
+	r.mu.Lock()
+	states := make([]*state, 0, len(r.states))
+	for _, st := range r.states {
+		states = append(states, st)
+	}
+	r.mu.Unlock()
+	for _, st := range states {
+		st.notes.Refused(uid, reason, note)
+	}
+}
+
+func (r *Reconciler) now() time.Time { return r.clock.Now() }

@@ -1,0 +1,86 @@
+package metadata
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+const (
+	metricsNamespace = "tagsync"
+	metricsSubsystem = "metadata"
+)
+
+// Resource states of the resources gauge.
+var resourceStates = []string{"matched", "in_sync", "failed"}
+
+var (
+	mutationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "mutations_total",
+		Help: "Cloud tag mutations by cloud, operation (set, delete) and result (ok, error); one per resource and operation.",
+	}, []string{"cloud", "op", "result"})
+	resourcesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "resources",
+		Help: "Resources by CloudMetadata, cloud and state (matched, in_sync, failed) after the last pass.",
+	}, []string{"namespace", "cloudmetadata", "cloud", "state"})
+	syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "sync_duration_seconds",
+		Help:    "Duration of one pass over one cloud's classified resources (discovery, planning, writes).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+	}, []string{"cloud"})
+	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "passes_total",
+		Help: "Passes by cloud and result (ok: every resource in sync; partial; error: the request could not be carried out).",
+	}, []string{"cloud", "result"})
+	auditErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "audit_errors_total",
+		Help: "Audit records that could not be written.",
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(mutationsTotal, resourcesGauge, syncDuration, passesTotal, auditErrors)
+}
+
+// countMutation counts one resource's write, per operation it contained.
+func countMutation(cloud string, patch tags.Patch, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	if len(patch.Set) > 0 {
+		mutationsTotal.WithLabelValues(cloud, "set", result).Inc()
+	}
+	if len(patch.Delete) > 0 {
+		mutationsTotal.WithLabelValues(cloud, "delete", result).Inc()
+	}
+}
+
+// observe records a target's pass in the metrics.
+func (o *outcome) observe(p *pass) {
+	if o.started.IsZero() {
+		return
+	}
+	syncDuration.WithLabelValues(o.t.cloud).Observe(time.Since(o.started).Seconds())
+	result := "ok"
+	switch {
+	case o.invalid != nil || o.request != nil:
+		result = "error"
+	case o.failed() > 0:
+		result = "partial"
+	}
+	passesTotal.WithLabelValues(o.t.cloud, result).Inc()
+	counts := map[string]int{"matched": o.matched, "in_sync": o.inSync, "failed": o.failed()}
+	for _, s := range resourceStates {
+		resourcesGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud, s).Set(float64(counts[s]))
+	}
+}
+
+// forgetMetrics drops a deleted CloudMetadata's gauges.
+func forgetMetrics(key types.NamespacedName) {
+	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
+}

@@ -1,0 +1,156 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// condition is a reason and message for a status condition.
+type condition struct {
+	reason, message string
+}
+
+// outcome is what a pass found and did for one target.
+type outcome struct {
+	t       *target
+	started time.Time
+	// approved is false until the request passed the cloud's rules;
+	// invalid says why it did not.
+	approved bool
+	invalid  error
+	// request is set when the request could not be carried out (wholly or
+	// in part) for a reason outside the spec.
+	request *condition
+	// retryAfter is how long a throttled cloud asked to wait.
+	retryAfter time.Duration
+	// transient is set when a write failed in a way a retry may cure.
+	transient bool
+	// counts over the matched resources.
+	matched, inSync, policyHits int
+	failures                    []v1alpha1.ResourceFailure
+	// writes and writeErrors count resources written and failed writes.
+	writes, writeErrors int
+	discoveryCalls      int
+}
+
+// notReady is the outcome of a target whose CloudMetadata has a broken
+// reference: nothing is applied.
+func notReady(t *target, cm *v1alpha1.CloudMetadata, problems []refProblem) *outcome {
+	msgs := make([]string, len(problems))
+	for i, pr := range problems {
+		msgs[i] = pr.message
+	}
+	return &outcome{t: t, request: &condition{ReasonCloudMetadataNotReady,
+		fmt.Sprintf("nothing applied: CloudMetadata %q is not ready: %s", cm.Name, strings.Join(msgs, "; "))}}
+}
+
+// readFailed records a discovery that could not run.
+func (o *outcome) readFailed(err error) {
+	if d, ok := cloud.RetryAfter(err); ok {
+		o.retryAfter = max(o.retryAfter, d)
+		o.request = &condition{ReasonThrottled, fmt.Sprintf("discovery throttled by the cloud; retrying in %s: %v", d.Round(time.Second), err)}
+		return
+	}
+	o.transient = true
+	o.request = &condition{ReasonDiscoveryFailed, fmt.Sprintf("could not list the classified resources: %v", err)}
+}
+
+// scopesFailed records subscriptions or regions that could not be searched.
+func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
+	if len(failed) == 0 {
+		return
+	}
+	var names []string
+	for _, f := range failed {
+		names = append(names, fmt.Sprintf("%s: %v", f.Scope, f.Err))
+		if d, ok := cloud.RetryAfter(f.Err); ok {
+			o.retryAfter = max(o.retryAfter, d)
+		} else {
+			o.transient = true
+		}
+	}
+	o.request = &condition{ReasonScopeUnreadable, fmt.Sprintf("%d scope(s) could not be searched; resources there were not synced: %s",
+		len(failed), notify.Summary(names, 3))}
+}
+
+// tally counts the resources, records what each holds now and collects
+// the failures.
+func (o *outcome) tally(plans []planned, results map[string]error, held *heldTags) {
+	for _, pl := range plans {
+		o.matched++
+		err, written := results[pl.res.ID]
+		if written && err != nil {
+			o.writeFailed(pl, err)
+			continue
+		}
+		if written {
+			o.writes++
+		}
+		held.replace(pl.res.ID, pl.plan.Held)
+		if len(pl.plan.Skipped) == 0 {
+			o.inSync++
+			continue
+		}
+		o.skipped(pl)
+	}
+	sort.Slice(o.failures, func(i, j int) bool { return o.failures[i].Resource < o.failures[j].Resource })
+}
+
+// writeFailed records a resource whose write failed.
+func (o *outcome) writeFailed(pl planned, err error) {
+	o.writeErrors++
+	reason := ReasonWriteFailed
+	switch d, throttled := cloud.RetryAfter(err); {
+	case throttled:
+		reason = ReasonThrottled
+		o.retryAfter = max(o.retryAfter, d)
+	case errors.Is(err, cloud.ErrTooManyTags):
+		reason = ReasonOverLimit
+	case !isPermanent(err):
+		o.transient = true
+	}
+	names := append(pl.plan.Patch.Set.Names(), pl.plan.Patch.Delete...)
+	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.res.ID, Tags: names, Reason: reason,
+		Message: notify.Fit(err.Error())})
+}
+
+// skipped records a resource on which some requested tags were not applied.
+func (o *outcome) skipped(pl planned) {
+	sk := pl.plan.Skipped
+	reason := skipReason(sk[0].Err)
+	for _, s := range sk {
+		if errors.Is(s.Err, tags.ErrTooManyTags) {
+			o.policyHits++
+			break
+		}
+	}
+	msgs := make([]string, len(sk))
+	for i, s := range sk {
+		msgs[i] = s.Reason
+	}
+	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.res.ID, Tags: tags.SkippedNames(sk), Reason: reason,
+		Message: notify.Fit(notify.Summary(msgs, 3))})
+}
+
+// skipReason names the kind of a skipped tag.
+func skipReason(err error) string {
+	switch {
+	case errors.Is(err, tags.ErrTaken):
+		return ReasonTagTaken
+	case errors.Is(err, tags.ErrTooManyTags):
+		return ReasonOverLimit
+	default:
+		return ReasonInvalidForResource
+	}
+}
+
+// failed is the number of matched resources not in sync.
+func (o *outcome) failed() int { return o.matched - o.inSync }

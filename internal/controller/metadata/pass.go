@@ -1,0 +1,158 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// transientRetry is how soon a pass that hit transient write errors runs
+// again (never later than syncEvery).
+const transientRetry = 30 * time.Second
+
+// pass is one reconcile of a CloudMetadata: every target it drives, synced
+// once.
+type pass struct {
+	r       *Reconciler
+	cm      *v1alpha1.CloudMetadata
+	st      *state
+	started time.Time
+	log     logr.Logger
+}
+
+func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
+	return &pass{r: r, cm: cm, st: st, started: r.now()}
+}
+
+// run resolves the references, syncs each target (unless a reference is
+// broken: then nothing is written at all), writes the statuses and says
+// when to run again.
+func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
+	p.log = ctrllog.FromContext(ctx)
+	res, err := p.r.resolve(ctx, p.cm)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	outcomes := make([]*outcome, 0, len(res.targets))
+	for _, t := range res.targets {
+		if len(res.problems) > 0 {
+			outcomes = append(outcomes, notReady(t, p.cm, res.problems))
+			continue
+		}
+		outcomes = append(outcomes, p.syncTarget(ctx, t))
+	}
+	p.report(res.problems, outcomes)
+	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
+}
+
+// classifiers are the CloudMetadata's classifier tags, sorted by name.
+func (p *pass) classifiers() []cloud.Classifier {
+	set := tags.Set(p.cm.Spec.Classifiers)
+	out := make([]cloud.Classifier, 0, len(set))
+	for _, n := range set.Names() {
+		out = append(out, cloud.Classifier{Name: n, Value: set[n]})
+	}
+	return out
+}
+
+// syncTarget is the pass over one target: check, discover, plan, write,
+// tally.
+func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
+	o := &outcome{t: t, started: p.r.now()}
+	defer o.observe(p)
+	provider, err := p.r.providers.Get(t.cloud)
+	if err != nil {
+		o.request = &condition{ReasonProviderNotConfigured,
+			fmt.Sprintf("%v: start tagsync with the %s flags (docs/metadata.md) to apply %s objects", err, t.cloud, t.kind)}
+		return o
+	}
+	if err := t.validate(provider.Rules()); err != nil {
+		o.invalid = err
+		return o
+	}
+	o.approved = true
+	disc, err := provider.Discover(ctx, p.classifiers(), cloud.DiscoverOptions{Scopes: t.scopes})
+	o.discoveryCalls = disc.Calls
+	if err != nil {
+		o.readFailed(err)
+		return o
+	}
+	o.scopesFailed(disc.Failed)
+	held := p.st.heldFor(t)
+	plans := p.plan(t, held, disc.Resources)
+	results := p.write(ctx, provider, t, plans)
+	o.tally(plans, results, held)
+	if len(disc.Failed) == 0 {
+		held.keepOnly(seenIDs(disc.Resources))
+	}
+	return o
+}
+
+// planned is one resource and what the request does to it.
+type planned struct {
+	res  cloud.Classified
+	plan tags.ResourcePlan
+}
+
+// plan runs the pure planner over every discovered resource.
+func (p *pass) plan(t *target, held *heldTags, resources []cloud.Classified) []planned {
+	l := t.lifecycle(p.cm.Spec.ControllerConfig.Limit)
+	out := make([]planned, len(resources))
+	for i, res := range resources {
+		out[i] = planned{res: res, plan: l.Plan(res.Tags, res.Rules, held.lookup(res.ID))}
+	}
+	return out
+}
+
+// heldFor returns the held-tags record of a target.
+func (st *state) heldFor(t *target) *heldTags {
+	h, ok := st.held[t.key()]
+	if !ok {
+		h = newHeldTags()
+		st.held[t.key()] = h
+	}
+	return h
+}
+
+// seenIDs indexes resources by canonical ID.
+func seenIDs(resources []cloud.Classified) map[string]bool {
+	out := make(map[string]bool, len(resources))
+	for _, r := range resources {
+		out[cloud.CanonicalID(r.ID)] = true
+	}
+	return out
+}
+
+// next is when the CloudMetadata's next pass is due: after syncEvery, sooner
+// after transient failures, and never before a throttled scope reopens.
+func (p *pass) next(outcomes []*outcome) time.Duration {
+	next := p.cm.Spec.ControllerConfig.SyncInterval()
+	var throttled time.Duration
+	for _, o := range outcomes {
+		if o.transient {
+			next = min(next, transientRetry)
+		}
+		throttled = max(throttled, o.retryAfter)
+	}
+	if throttled > 0 {
+		return throttled
+	}
+	return next
+}
+
+// isPermanent reports write errors that a retry does not cure.
+func isPermanent(err error) bool {
+	return errors.Is(err, cloud.ErrTooManyTags) || errors.Is(err, cloud.ErrForbidden) || errors.Is(err, cloud.ErrNotFound)
+}

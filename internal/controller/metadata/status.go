@@ -1,0 +1,204 @@
+package metadata
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// writeStatuses patches the status of every target and of the
+// CloudMetadata, each only when it changed.
+func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcomes []*outcome) error {
+	now := metav1.NewTime(p.r.now())
+	for _, o := range outcomes {
+		before := o.t.obj.DeepCopyObject().(client.Object)
+		*o.t.status = o.status(p.cm, *o.t.status, now)
+		if err := p.patchStatus(ctx, o.t.obj, before); err != nil {
+			return err
+		}
+	}
+	before := p.cm.DeepCopy()
+	p.cm.Status = p.cloudMetadataStatus(problems, outcomes, now)
+	return p.patchStatus(ctx, p.cm, before)
+}
+
+// patchStatus sends obj's status as a merge patch from before, unless it is
+// unchanged.
+func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
+	if equality.Semantic.DeepEqual(statusOf(obj), statusOf(before)) {
+		return nil
+	}
+	if err := p.r.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status of %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// status is the target's new status.
+func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetadataStatus, now metav1.Time) v1alpha1.ProviderMetadataStatus {
+	s := *old.DeepCopy()
+	s.CloudMetadata = cm.Name
+	gen := o.t.obj.GetGeneration()
+	set := func(typ string, ok bool, reason, msg string) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: boolStatus(ok), Reason: reason,
+			Message: notify.Fit(msg), ObservedGeneration: gen})
+	}
+	switch {
+	case o.invalid != nil:
+		set(v1alpha1.ConditionApproved, false, ReasonInvalidTags, "the request breaks the "+o.t.cloud+" tag rules; nothing is applied: "+joinErrs(o.invalid))
+	case o.approved:
+		set(v1alpha1.ConditionApproved, true, ReasonValid, fmt.Sprintf("the tags pass the %s tag rules; applied by CloudMetadata %q", o.t.cloud, cm.Name))
+		s.ResourceTags = activeList(o.t)
+	}
+	if o.request != nil {
+		set(v1alpha1.ConditionRequest, false, o.request.reason, o.request.message)
+	} else if o.approved {
+		set(v1alpha1.ConditionRequest, true, ReasonCompleted, fmt.Sprintf("%s of %d tag(s) at generation %d carried out over %d matched resource(s)",
+			o.t.opcode, len(o.t.resourceTags), gen, o.matched))
+	}
+	if !o.approved || (o.request != nil && o.matched == 0) {
+		set(v1alpha1.ConditionApplied, false, ReasonNotApplied, "nothing was applied in the last pass: see the Approved and Request conditions")
+		s.ObservedGeneration = gen
+		return s
+	}
+	o.setApplied(set)
+	if o.policyHits > 0 {
+		set(v1alpha1.ConditionPolicy, false, ReasonLimitReached, fmt.Sprintf("%d resource(s) cannot take every requested tag within their tag limit; limit policy %s (see failures)",
+			o.policyHits, limitOf(cm)))
+	} else {
+		set(v1alpha1.ConditionPolicy, true, ReasonWithinLimits, "every matched resource has room for the requested tags")
+	}
+	s.ObservedGeneration, s.LastSyncTime = gen, &now
+	s.Matched, s.InSync, s.Failed = int32(o.matched), int32(o.inSync), int32(o.failed())
+	s.Failures, s.MoreFailures = nil, 0
+	if n := len(o.failures); n > v1alpha1.MaxFailures {
+		s.Failures, s.MoreFailures = o.failures[:v1alpha1.MaxFailures], int32(n-v1alpha1.MaxFailures)
+	} else if n > 0 {
+		s.Failures = o.failures
+	}
+	return s
+}
+
+// setApplied sets the Applied condition from the counts.
+func (o *outcome) setApplied(set func(string, bool, string, string)) {
+	switch {
+	case o.matched == 0:
+		set(v1alpha1.ConditionApplied, true, ReasonNoResources, "no resource carries a classifier tag of the CloudMetadata")
+	case o.failed() == 0:
+		set(v1alpha1.ConditionApplied, true, ReasonApplied, fmt.Sprintf("all %d matched resource(s) carry the request", o.matched))
+	default:
+		set(v1alpha1.ConditionApplied, false, ReasonPartiallyApplied, fmt.Sprintf("%d of %d matched resource(s) do not carry the whole request (see failures)",
+			o.failed(), o.matched))
+	}
+}
+
+// activeList is the tag list a target owns: the requested tags under add
+// and update, none under delete.
+func activeList(t *target) map[string]string {
+	if t.opcode == v1alpha1.OpcodeDelete || len(t.resourceTags) == 0 {
+		return nil
+	}
+	return map[string]string(tags.Set(t.resourceTags).Clone())
+}
+
+// cloudMetadataStatus is the CloudMetadata's new status: Ready and the
+// counts over all its targets.
+func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, now metav1.Time) v1alpha1.CloudMetadataStatus {
+	s := *p.cm.Status.DeepCopy()
+	s.ObservedGeneration, s.LastSyncTime = p.cm.Generation, &now
+	s.LastSyncRequest = p.cm.Annotations[SyncRequestAnnotation]
+	s.Matched, s.InSync, s.Failed = 0, 0, 0
+	for _, o := range outcomes {
+		s.Matched += int32(o.matched)
+		s.InSync += int32(o.inSync)
+		s.Failed += int32(o.failed())
+	}
+	ready, reason, msg := readiness(problems, outcomes)
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: boolStatus(ready), Reason: reason,
+		Message: notify.Fit(msg), ObservedGeneration: p.cm.Generation})
+	return s
+}
+
+// readiness is the Ready condition: broken references first, then invalid
+// requests, then requests that could not be carried out, then resources
+// out of sync.
+func readiness(problems []refProblem, outcomes []*outcome) (bool, string, string) {
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, pr := range problems {
+			msgs[i] = pr.message
+		}
+		return false, problems[0].reason, strings.Join(msgs, "; ")
+	}
+	for _, o := range outcomes {
+		if o.invalid != nil {
+			return false, ReasonInvalidTags, fmt.Sprintf("%s: the request breaks the %s tag rules: %s", o.t.key(), o.t.cloud, joinErrs(o.invalid))
+		}
+	}
+	for _, o := range outcomes {
+		if o.request != nil {
+			return false, o.request.reason, o.t.key() + ": " + o.request.message
+		}
+	}
+	matched, failed := 0, 0
+	for _, o := range outcomes {
+		matched, failed = matched+o.matched, failed+o.failed()
+	}
+	if failed > 0 {
+		return false, ReasonPartiallyApplied, fmt.Sprintf("%d of %d matched resource(s) do not carry the whole request (see the failures in the status of the objects referenced)", failed, matched)
+	}
+	return true, ReasonApplied, fmt.Sprintf("the requests are applied to all %d matched resource(s)", matched)
+}
+
+func boolStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// limitOf is the CloudMetadata's limit policy, defaulted.
+func limitOf(cm *v1alpha1.CloudMetadata) v1alpha1.LimitPolicy {
+	if cm.Spec.ControllerConfig.Limit == "" {
+		return v1alpha1.LimitPartial
+	}
+	return cm.Spec.ControllerConfig.Limit
+}
+
+// joinErrs renders errors.Join'ed errors on one line.
+func joinErrs(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// statusOf returns the status of the kinds this controller writes.
+func statusOf(obj client.Object) any {
+	switch o := obj.(type) {
+	case *v1alpha1.CloudMetadata:
+		return o.Status
+	case *v1alpha1.AzureMetadata:
+		return o.Status
+	case *v1alpha1.AWSMetadata:
+		return o.Status
+	}
+	return nil
+}
+
+// kindOf names the kinds this controller writes.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *v1alpha1.CloudMetadata:
+		return "CloudMetadata"
+	case *v1alpha1.AzureMetadata:
+		return "AzureMetadata"
+	case *v1alpha1.AWSMetadata:
+		return "AWSMetadata"
+	}
+	return fmt.Sprintf("%T", obj)
+}

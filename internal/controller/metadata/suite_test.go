@@ -1,0 +1,261 @@
+package metadata_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/operator"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// kube is the control plane shared by the package's tests; each test has
+// its own namespace, cloud and controller manager (watching only that
+// namespace), so tests run in parallel.
+var kube *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
+	os.Exit(testenv.RunMain(m, func(env *testenv.Env) { kube = env }))
+}
+
+// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
+// errors only.
+func logVerbosity() int {
+	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
+		return v
+	}
+	return -2
+}
+
+const (
+	sub     = armsimtest.SubscriptionID
+	waitFor = 60 * time.Second
+)
+
+var namespaces atomic.Int64
+
+// harness is one test's namespace, clouds and controller.
+type harness struct {
+	t     *testing.T
+	ctx   context.Context
+	c     client.Client
+	ns    string
+	az    *armsimtest.Env
+	extra []cloud.Provider
+	audit *testenv.SyncBuffer
+	stop  func()
+}
+
+// newHarness makes a namespace, starts armsim and the metadata controller
+// with the Azure provider on it and the extra providers given.
+func newHarness(t *testing.T, extra ...cloud.Provider) *harness {
+	t.Helper()
+	ns := fmt.Sprintf("md-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
+	h := &harness{t: t, ctx: context.Background(), c: kube.Client, ns: ns, az: armsimtest.Start(t),
+		extra: extra, audit: &testenv.SyncBuffer{}}
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.startController()
+	t.Cleanup(func() {
+		h.stop()
+		h.az.HTTPClient.CloseIdleConnections()
+	})
+	return h
+}
+
+// startController starts a fresh provider and manager (as after a restart).
+func (h *harness) startController() {
+	h.t.Helper()
+	az, err := azure.NewProvider(h.ctx, azure.Config{ARMEndpoint: h.az.Server.URL(), ARMAudience: h.az.Server.URL(),
+		DefaultSubscription: sub, HTTPClient: h.az.HTTPClient},
+		azure.WithCredential(h.az.Credential), azure.WithRegisterer(prometheus.NewRegistry()),
+		azure.WithPollFrequency(10*time.Millisecond), azure.WithThrottleGates(azure.NewThrottleGates()),
+		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		Providers:   append([]cloud.Provider{az}, h.extra...),
+		Controllers: []string{metadata.ControllerName},
+		Namespaces:  []string{h.ns},
+		Audit:       audit.New(h.audit),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("controller manager: %v", err)
+		}
+	}
+}
+
+// estate seeds a cluster estate classified with kubernetes.io_cluster.<infra>=owned.
+func (h *harness) estate(infra string, perType int) armsimtest.ClusterEstate {
+	h.t.Helper()
+	e := armsimtest.ClusterEstate{Infra: infra, PerType: perType, Tags: map[string]string{classifierOf(infra): "owned"}}
+	if err := e.Seed(h.az.Server); err != nil {
+		h.t.Fatal(err)
+	}
+	return e
+}
+
+// classifierOf is the Azure owned-tag name of an infra.
+func classifierOf(infra string) string { return "kubernetes.io_cluster." + infra }
+
+// create creates obj in the test's namespace.
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	obj.SetNamespace(h.ns)
+	if err := h.c.Create(h.ctx, obj); err != nil {
+		h.t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+// azureMetadata creates an AzureMetadata.
+func (h *harness) azureMetadata(name string, op v1alpha1.Opcode, resourceTags map[string]string, ignore ...string) *v1alpha1.AzureMetadata {
+	o := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.AzureMetadataSpec{Opcode: op, ResourceTags: resourceTags, IgnoreTags: ignore}}
+	h.create(o)
+	return o
+}
+
+// cloudMetadata creates a CloudMetadata referencing an AzureMetadata.
+func (h *harness) cloudMetadata(name, azureRef string, limit v1alpha1.LimitPolicy, classifiers map[string]string) *v1alpha1.CloudMetadata {
+	o := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:      classifiers,
+		ControllerConfig: v1alpha1.ControllerConfig{Limit: limit},
+	}}
+	if azureRef != "" {
+		o.Spec.CloudProvider.AzureRef = &v1alpha1.LocalObjectRef{Name: azureRef}
+	}
+	h.create(o)
+	return o
+}
+
+// pass asks for one pass over the CloudMetadata and waits for exactly it.
+func (h *harness) pass(name string) *v1alpha1.CloudMetadata {
+	h.t.Helper()
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+	testenv.RequestPass(h.t, h.c, cm, metadata.SyncRequestAnnotation,
+		func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, waitFor)
+	return cm
+}
+
+// waitReady waits until the CloudMetadata's Ready condition has status want
+// for its current generation, and returns it.
+func (h *harness) waitReady(name string, want metav1.ConditionStatus) *v1alpha1.CloudMetadata {
+	h.t.Helper()
+	cm := &v1alpha1.CloudMetadata{}
+	testenv.Eventually(h.t, waitFor, "CloudMetadata "+name+" Ready="+string(want), func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, cm); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Status != want || cm.Status.ObservedGeneration != cm.Generation {
+			return fmt.Sprintf("status %+v", cm.Status)
+		}
+		return ""
+	})
+	return cm
+}
+
+// azureStatus reads an AzureMetadata.
+func (h *harness) azureStatus(name string) *v1alpha1.AzureMetadata {
+	h.t.Helper()
+	o := &v1alpha1.AzureMetadata{}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, o); err != nil {
+		h.t.Fatal(err)
+	}
+	return o
+}
+
+// update changes an object with fn, retrying on conflicts.
+func (h *harness) update(obj client.Object, fn func()) {
+	h.t.Helper()
+	for i := 0; ; i++ {
+		if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			h.t.Fatal(err)
+		}
+		fn()
+		err := h.c.Update(h.ctx, obj)
+		if err == nil {
+			return
+		}
+		if i > 5 {
+			h.t.Fatalf("update %s: %v", obj.GetName(), err)
+		}
+	}
+}
+
+// tags reads a resource's tags from armsim.
+func (h *harness) tags(id string) map[string]string {
+	h.t.Helper()
+	t, err := h.az.Server.Tags(id)
+	if err != nil {
+		h.t.Fatalf("tags of %s: %v", id, err)
+	}
+	return t
+}
+
+// writes is how many tag writes armsim has served.
+func (h *harness) writes() int {
+	c := h.az.Server.Calls()
+	return c.Count("Tags.UpdateAtScope") + c.Count("Tags.CreateOrUpdateAtScope") + c.Count("Tags.DeleteAtScope")
+}
+
+// auditRecords parses the audit log.
+func (h *harness) auditRecords() []audit.Record {
+	h.t.Helper()
+	var out []audit.Record
+	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			h.t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// allIDs are the estate's resource and group IDs.
+func allIDs(e armsimtest.ClusterEstate) []string {
+	return append(e.ResourceIDs(), e.GroupIDs()...)
+}
+
+// eventually is testenv.Eventually with the suite's deadline.
+func eventually(t *testing.T, what string, cond func() string) {
+	t.Helper()
+	testenv.Eventually(t, waitFor, what, cond)
+}
