@@ -305,7 +305,7 @@ func TestInvalidTagsApplyNothing(t *testing.T) {
 func TestRestartLosesAndRepeatsNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	e := h.estate("rst", 20) // 201 resources and a group
+	e := h.estate("rst", 20)                     // 201 resources and a group
 	h.az.Server.SetLatency(5 * time.Millisecond) // the apply takes a while
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("rst"): "owned"})
