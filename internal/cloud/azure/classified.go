@@ -1,28 +1,62 @@
 package azure
 
 import (
-	"context"
-	"errors"
+	"sort"
+	"strings"
 
-	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// errNotYet marks the classified-resource operations this provider does not
-// implement yet.
-var errNotYet = errors.New("azure: classified-resource discovery and batch writes are not implemented yet")
+// Tag limits of the resource types that differ from ARM's defaults.
+const (
+	// MaxTagsSmall is the tag limit of the types SmallTagLimitTypes lists.
+	MaxTagsSmall = 15
+)
 
-// Discover is not implemented yet.
-func (p *Provider) Discover(context.Context, []cloud.Classifier, cloud.DiscoverOptions) (cloud.Discovery, error) {
-	return cloud.Discovery{}, errNotYet
+// smallTagLimitTypes are the lower-cased resource types that carry at most
+// MaxTagsSmall tags: Azure Automation, Azure CDN, public DNS zones, and
+// private DNS zones with their virtual network links.
+var smallTagLimitTypes = map[string]bool{
+	"microsoft.automation/automationaccounts":               true,
+	"microsoft.cdn/profiles":                                true,
+	"microsoft.cdn/profiles/endpoints":                      true,
+	"microsoft.network/dnszones":                            true,
+	"microsoft.network/privatednszones":                     true,
+	"microsoft.network/privatednszones/virtualnetworklinks": true,
 }
 
-// WriteTags is not implemented yet.
-func (p *Provider) WriteTags(_ context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
-	var out []cloud.WriteResult
-	for _, w := range writes {
-		for _, id := range w.IDs {
-			out = append(out, cloud.WriteResult{ID: id, Err: errNotYet})
-		}
+// typeStorageAccount is the type of storage accounts, whose tag names are
+// limited to 128 characters.
+const typeStorageAccount = "microsoft.storage/storageaccounts"
+
+// SmallTagLimitTypes returns the resource types (lower-case, as Resource
+// Graph spells them) that carry at most MaxTagsSmall tags instead of 50,
+// sorted.
+func SmallTagLimitTypes() []string {
+	out := make([]string, 0, len(smallTagLimitTypes))
+	for t := range smallTagLimitTypes {
+		out = append(out, t)
 	}
+	sort.Strings(out)
 	return out
+}
+
+// RulesFor returns the tag rules of a resource of type resourceType
+// ("Namespace/type[/subtype]", in any casing, as ARM or Resource Graph
+// spells it): tags.AzureStorageRules for storage accounts (names of at
+// most 128 characters), tags.AzureRules with MaxTags 15 for the types
+// SmallTagLimitTypes lists (DNS zones, private DNS zones and their links,
+// CDN profiles and endpoints, Automation accounts), tags.AzureRules
+// otherwise (resource groups included).
+func RulesFor(resourceType string) tags.Rules {
+	t := strings.ToLower(strings.Trim(resourceType, "/"))
+	switch {
+	case t == typeStorageAccount:
+		return tags.AzureStorageRules
+	case smallTagLimitTypes[t]:
+		r := tags.AzureRules
+		r.MaxTags = MaxTagsSmall
+		return r
+	}
+	return tags.AzureRules
 }

@@ -12,6 +12,11 @@
 //   - writes by key: the Tags API (Delete, then Merge; role Tag Contributor)
 //     or a VM / scale-set PATCH guarded by If-Match, never a wholesale
 //     replace;
+//   - classified resources: Discover finds every resource and resource
+//     group carrying a classifier tag with one Resource Graph query over
+//     the subscriptions (pages of 1000 rows), and WriteTags patches many
+//     resources through the Tags API without reading them (RulesFor gives
+//     a type's tag limits);
 //   - cost discipline: azcore per-retry policies that count every HTTP
 //     attempt (tagsync_cloud_requests_total and friends), hold attempts
 //     ARM asked to wait (throttle gates, below), and spend a client-side

@@ -15,13 +15,21 @@ import (
 )
 
 // bucket is one of ARM's throttling buckets of a subscription: reads (GET,
-// HEAD) or writes (every other method).
+// HEAD) or writes (every other method); or Resource Graph's quota.
 type bucket string
 
 // The buckets.
 const (
 	bucketReads  bucket = "reads"
 	bucketWrites bucket = "writes"
+	// bucketGraph is Resource Graph's quota. ARG counts queries per
+	// principal and tenant (15 per 5 s by default), not per subscription,
+	// and its POSTs are queries, not writes: its gate has no subscription
+	// and this bucket, so a throttled query holds the other queries and
+	// no subscription's ARM requests. (The client-side budget spends the
+	// tenant-level write tokens for it, as for any POST outside a
+	// subscription.)
+	bucketGraph bucket = "resourcegraph"
 )
 
 // bucketOf returns the bucket ARM charges a request of method to.
@@ -41,11 +49,17 @@ type gateKey struct {
 
 // gateKeyOf returns the gate of a request.
 func gateKeyOf(u *url.URL, method string) gateKey {
+	if isGraphPath(u.Path) {
+		return gateKey{host: strings.ToLower(u.Host), bucket: bucketGraph}
+	}
 	return gateKey{host: strings.ToLower(u.Host), sub: strings.ToLower(subscriptionOf(u.Path)), bucket: bucketOf(method)}
 }
 
 // scope names the gate in words, e.g. "ARM reads of subscription 0000…".
 func (k gateKey) scope() string {
+	if k.bucket == bucketGraph {
+		return "Resource Graph queries"
+	}
 	if k.sub == "" {
 		return fmt.Sprintf("ARM %s outside any subscription", k.bucket)
 	}
@@ -65,8 +79,10 @@ func subscriptionOf(path string) string {
 // ThrottleGates remember ARM's requests for silence: when ARM answers 429
 // Too Many Requests (or 503 Service Unavailable) with a Retry-After, the
 // gate of that request's (ARM endpoint, subscription, bucket) closes until
-// then, and every later HTTP attempt through that gate (first tries,
-// retries and long-running-operation polls alike) fails at once with a
+// then (Resource Graph's gate also closes when an answer says its quota
+// is spent until a reset: x-ms-user-quota-remaining 0), and every later
+// HTTP attempt through that gate (first tries, retries and
+// long-running-operation polls alike) fails at once with a
 // *cloud.ThrottledError instead of being sent. ARM counts its quota per
 // subscription and principal, so the gates are shared by every Provider
 // of the process (DefaultThrottleGates) unless WithThrottleGates gives a
@@ -183,6 +199,8 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	resp, err := req.Next()
 	if d := throttleWait(resp); d > 0 {
+		p.gates.close(key, d)
+	} else if d := graphQuotaWait(key, resp); d > 0 {
 		p.gates.close(key, d)
 	}
 	return resp, err

@@ -34,6 +34,8 @@ const (
 	DefaultRetryDelay      = time.Second
 	DefaultMaxRetryDelay   = 60 * time.Second
 	DefaultPollFrequency   = 2 * time.Second
+	// DefaultWriteConcurrency is how many resources WriteTags writes at once.
+	DefaultWriteConcurrency = 8
 	// MaxWriteAttempts bounds ResourcePatch's read-modify-write attempts.
 	MaxWriteAttempts = 5
 )
@@ -93,6 +95,9 @@ type Options struct {
 	// Gates hold calls ARM asked to wait (see ThrottleGates); nil means
 	// DefaultThrottleGates, shared by the whole process.
 	Gates *ThrottleGates
+	// WriteConcurrency is how many resources WriteTags writes at once;
+	// 0 means DefaultWriteConcurrency.
+	WriteConcurrency int
 }
 
 // Option sets an Option of NewProvider.
@@ -126,6 +131,9 @@ func WithPollFrequency(d time.Duration) Option { return func(o *Options) { o.Pol
 // WithThrottleGates gives the provider its own throttle gates instead of
 // the process-wide ones (e.g. another principal on the same subscriptions).
 func WithThrottleGates(g *ThrottleGates) Option { return func(o *Options) { o.Gates = g } }
+
+// WithWriteConcurrency sets how many resources WriteTags writes at once.
+func WithWriteConcurrency(n int) Option { return func(o *Options) { o.WriteConcurrency = n } }
 
 // withDefaults fills zero options with their defaults.
 func (o Options) withDefaults() Options {
@@ -162,6 +170,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Gates == nil {
 		o.Gates = DefaultThrottleGates()
+	}
+	if o.WriteConcurrency <= 0 {
+		o.WriteConcurrency = DefaultWriteConcurrency
 	}
 	return o
 }

@@ -1,0 +1,431 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Resource Graph settings of Discover.
+const (
+	// graphPageSize is the rows per Resource Graph page: ARG's maximum.
+	graphPageSize = 1000
+	// graphMaxQuotaWaits bounds how often one search waits for Resource
+	// Graph's quota to come back (see graphQuery.run).
+	graphMaxQuotaWaits = 5
+	// graphTypeSubscription is a subscription's row type in Resource
+	// Graph's resourcecontainers table, which Discover leaves out.
+	graphTypeSubscription = "microsoft.resources/subscriptions"
+)
+
+// Discover finds, with Resource Graph, every resource and resource group
+// of the subscriptions in opts.Scopes (default Config.DefaultSubscription;
+// an error when there is neither) that carries any of the classifiers,
+// with all its tags. It sends one query over all the subscriptions, the
+// classifiers OR-ed (see discoveryQuery), and follows its pages of up to
+// 1000 rows with $skipToken: a search of n rows costs ceil(n/1000)
+// requests. Discovery.Calls counts the HTTP requests sent (retries
+// included, calls a throttle gate held not). Each Classified carries its
+// ARM ID, its type lower-cased, the subscription as spelled in opts.Scopes
+// (Scope) and RulesFor its type.
+//
+// Classifier names: Resource Graph looks up tags['name'] case-sensitively,
+// while ARM treats tag names case-insensitively (a resource carries "Env"
+// or "env", never both). A resource whose tag name differs from the
+// classifier's only in case is therefore not found: KQL has no
+// case-insensitive lookup in a property bag short of expanding every tag
+// into a row (mv-expand), which would multiply the rows and the pages.
+// Spell classifier names as the resources carry them. Rows are filtered
+// again locally with ARM's rule (a classifier's name, compared
+// case-insensitively, with exactly its value), which never adds a
+// resource the query did not select.
+//
+// Failures: Resource Graph answers a query naming a subscription the
+// caller may not read with 403 (AccessDenied) for the whole query, not
+// with partial results. On a 403 or 404 over several subscriptions,
+// Discover asks each subscription alone (one query each, with its pages)
+// and reports those that fail in Discovery.Failed (Scope: the
+// subscription ID as given); the others' resources are returned. Any other
+// failure (throttling: ARG's quota is per principal and tenant, so one
+// throttled query means all are; a server error after the retries; a page
+// that fails after earlier ones) reports every subscription in Failed
+// with that error and returns no resources, as no subscription was
+// searched completely. A throttled query is a *cloud.ThrottledError (see
+// the package doc); when Resource Graph says its quota is spent until a
+// reset (x-ms-user-quota-remaining 0) the gate of Resource Graph queries
+// closes until then, and Discover waits for it when the wait is at most
+// Retry.MaxRetryDelay, as azcore does for a Retry-After, so that a search
+// of more pages than one quota window allows still completes. The error
+// is for a search that cannot run: no subscription, a classifier that
+// cannot be expressed in KQL, or the context ended.
+func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier, opts cloud.DiscoverOptions) (cloud.Discovery, error) {
+	scopes, err := p.discoveryScopes(opts.Scopes)
+	if err != nil {
+		return cloud.Discovery{}, err
+	}
+	if len(classifiers) == 0 {
+		return cloud.Discovery{}, nil
+	}
+	query, err := discoveryQuery(classifiers)
+	if err != nil {
+		return cloud.Discovery{}, err
+	}
+	g, err := p.newGraphQuery(query)
+	if err != nil {
+		return cloud.Discovery{}, err
+	}
+	var d cloud.Discovery
+	rows, err := g.run(ctx, scopes)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return cloud.Discovery{Calls: g.calls()}, fmt.Errorf("azure: search subscriptions %s with Resource Graph: %w", strings.Join(scopes, ", "), err)
+	case len(scopes) > 1 && perSubscription(err):
+		rows = nil
+		for _, sub := range scopes {
+			r, err := g.run(ctx, []string{sub})
+			if err != nil {
+				if ctx.Err() != nil {
+					return cloud.Discovery{Calls: g.calls()}, fmt.Errorf("azure: search subscription %s with Resource Graph: %w", sub, err)
+				}
+				d.Failed = append(d.Failed, cloud.ScopeError{Scope: sub,
+					Err: p.armErr(fmt.Sprintf("azure: search subscription %s with Resource Graph", sub), err)})
+				continue
+			}
+			rows = append(rows, r...)
+		}
+	default:
+		e := p.armErr(fmt.Sprintf("azure: search subscriptions %s with Resource Graph", strings.Join(scopes, ", ")), err)
+		for _, sub := range scopes {
+			d.Failed = append(d.Failed, cloud.ScopeError{Scope: sub, Err: e})
+		}
+		rows = nil
+	}
+	d.Resources = classify(p.Rules().NameCase(), rows, classifiers, scopes)
+	d.Calls = g.calls()
+	return d, nil
+}
+
+// discoveryScopes returns the subscriptions to search: given, without
+// duplicates (compared case-insensitively; the first spelling is kept), or
+// the default subscription.
+func (p *Provider) discoveryScopes(given []string) ([]string, error) {
+	if len(given) == 0 {
+		if p.cfg.DefaultSubscription == "" {
+			return nil, fmt.Errorf("azure: no subscription to search: name subscriptions in the scopes, or set %s", FlagSubscription)
+		}
+		given = []string{p.cfg.DefaultSubscription}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range given {
+		s = strings.TrimSpace(s)
+		if s == "" || strings.Contains(s, "/") {
+			return nil, fmt.Errorf("azure: %q is not a subscription ID", s)
+		}
+		if !seen[strings.ToLower(s)] {
+			seen[strings.ToLower(s)] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// perSubscription reports whether a failed query over several
+// subscriptions may be one subscription's fault (403 for one the caller
+// may not read, 404 for one that does not exist), so that asking each
+// alone can save the others.
+func perSubscription(err error) bool {
+	k := kindOf(err)
+	return k == cloud.ErrForbidden || k == cloud.ErrNotFound
+}
+
+// discoveryQuery is the Resource Graph query of Discover: the resources
+// table and the resource groups (which ARG keeps in resourcecontainers,
+// with the subscriptions, which are left out), every classifier a
+// tags['name'] == 'value' term, OR-ed, sorted and without duplicates:
+//
+//	resources | union resourcecontainers
+//	| where type != 'microsoft.resources/subscriptions' and (tags['k1'] == 'v1' or tags['k2'] == 'v2')
+//	| project id, name, type, subscriptionId, resourceGroup, tags
+//
+// (on one line). Names and values are KQL string literals (kqlString), so
+// a quote in a classifier cannot end the literal or inject KQL.
+func discoveryQuery(classifiers []cloud.Classifier) (string, error) {
+	seen := map[string]bool{}
+	var terms []string
+	for _, c := range classifiers {
+		if c.Name == "" {
+			return "", errors.New("azure: a classifier has an empty tag name")
+		}
+		name, err := kqlString(c.Name)
+		if err != nil {
+			return "", fmt.Errorf("azure: classifier tag name %q: %w", c.Name, err)
+		}
+		value, err := kqlString(c.Value)
+		if err != nil {
+			return "", fmt.Errorf("azure: classifier %q value %q: %w", c.Name, c.Value, err)
+		}
+		if t := "tags[" + name + "] == " + value; !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	}
+	sort.Strings(terms)
+	return "resources | union resourcecontainers | where type != '" + graphTypeSubscription + "' and (" +
+		strings.Join(terms, " or ") + ") | project id, name, type, subscriptionId, resourceGroup, tags", nil
+}
+
+// kqlString renders s as a single-quoted KQL string literal: backslash,
+// quote, tab, line feed and carriage return escaped (KQL's escapes), every
+// other character as itself. Other control characters and invalid UTF-8
+// have no documented escape and are refused: no tag name may contain them,
+// and a value with them cannot be matched safely.
+func kqlString(s string) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", errors.New("not valid UTF-8")
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\'':
+			b.WriteString(`\'`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if unicode.IsControl(r) {
+				return "", fmt.Errorf("control character %U cannot be written in a Resource Graph query", r)
+			}
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String(), nil
+}
+
+// classify turns Resource Graph rows into the resources in scope, sorted
+// by CanonicalID, each once: a row of one of the subscriptions that
+// carries a classifier's name (matched as nc says) with exactly its value.
+func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Classifier, scopes []string) []cloud.Classified {
+	scopeOf := make(map[string]string, len(scopes))
+	for _, s := range scopes {
+		scopeOf[strings.ToLower(s)] = s
+	}
+	seen := map[string]bool{}
+	var out []cloud.Classified
+	for _, row := range rows {
+		id, _ := row["id"].(string)
+		typ, _ := row["type"].(string)
+		sub, _ := row["subscriptionId"].(string)
+		scope, ok := scopeOf[strings.ToLower(sub)]
+		key := cloud.CanonicalID(id)
+		if id == "" || !ok || seen[key] || strings.EqualFold(typ, graphTypeSubscription) {
+			continue
+		}
+		t := rowTags(row["tags"])
+		if !classified(nc, t, classifiers) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, cloud.Classified{ID: id, Type: strings.ToLower(typ), Scope: scope, Tags: t, Rules: RulesFor(typ)})
+	}
+	sort.Slice(out, func(i, j int) bool { return cloud.CanonicalID(out[i].ID) < cloud.CanonicalID(out[j].ID) })
+	return out
+}
+
+// classified reports whether t carries any of the classifiers.
+func classified(nc tags.NameCase, t tags.Set, classifiers []cloud.Classifier) bool {
+	for _, c := range classifiers {
+		if v, ok := t.Get(nc, c.Name); ok && v == c.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// rowTags converts a row's tags column (a JSON object, or null).
+func rowTags(v any) tags.Set {
+	m, _ := v.(map[string]any)
+	t := make(tags.Set, len(m))
+	for k, x := range m {
+		if s, ok := x.(string); ok {
+			t[k] = s
+		} else if x != nil {
+			t[k] = fmt.Sprint(x)
+		}
+	}
+	return t
+}
+
+// graphQuery runs one Discover query through the provider's pipeline
+// (throttle gates, budget, metrics) and counts the requests it sends.
+type graphQuery struct {
+	p     *Provider
+	c     *armresourcegraph.Client
+	query string
+	sent  *atomic.Int64
+}
+
+// newGraphQuery builds a Resource Graph client on the provider's pipeline
+// with a request counter behind the throttle gate (held calls are not
+// counted).
+func (p *Provider) newGraphQuery(query string) (*graphQuery, error) {
+	sent := new(atomic.Int64)
+	o := *p.armOpts
+	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), countPolicy{sent})
+	c, err := armresourcegraph.NewClient(p.cred, &o)
+	if err != nil {
+		return nil, fmt.Errorf("azure: Resource Graph client: %w", err)
+	}
+	return &graphQuery{p: p, c: c, query: query, sent: sent}, nil
+}
+
+// calls is the number of requests sent so far.
+func (g *graphQuery) calls() int { return int(g.sent.Load()) }
+
+// run pages through the query over subs. A page the Resource Graph gate
+// held (its quota spent until a reset, or an earlier 429) is asked again
+// after the wait when that is at most Retry.MaxRetryDelay, at most
+// graphMaxQuotaWaits times.
+func (g *graphQuery) run(ctx context.Context, subs []string) ([]map[string]any, error) {
+	req := armresourcegraph.QueryRequest{
+		Query: to.Ptr(g.query),
+		Options: &armresourcegraph.QueryRequestOptions{
+			Top: to.Ptr[int32](graphPageSize), ResultFormat: to.Ptr(armresourcegraph.ResultFormatObjectArray),
+		},
+	}
+	for _, s := range subs {
+		req.Subscriptions = append(req.Subscriptions, to.Ptr(s))
+	}
+	var rows []map[string]any
+	waits := 0
+	for {
+		resp, err := g.c.Resources(ctx, req, nil)
+		if err != nil {
+			var held *heldError
+			if errors.As(err, &held) && held.t.RetryAfter <= g.p.opts.Retry.MaxRetryDelay && waits < graphMaxQuotaWaits {
+				waits++
+				if err := sleepCtx(ctx, held.t.RetryAfter); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, err
+		}
+		page, err := pageRows(resp.QueryResponse)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, page...)
+		if resp.SkipToken == nil || *resp.SkipToken == "" {
+			return rows, nil
+		}
+		if len(page) == 0 {
+			return nil, errors.New("Resource Graph answered an empty page with a $skipToken")
+		}
+		req.Options.SkipToken = resp.SkipToken
+	}
+}
+
+// pageRows returns a page's rows.
+func pageRows(r armresourcegraph.QueryResponse) ([]map[string]any, error) {
+	if r.ResultTruncated != nil && *r.ResultTruncated == armresourcegraph.ResultTruncatedTrue {
+		return nil, errors.New("Resource Graph truncated the result")
+	}
+	data, ok := r.Data.([]any)
+	if !ok && r.Data != nil {
+		return nil, fmt.Errorf("Resource Graph answered data of type %T, not an object array", r.Data)
+	}
+	out := make([]map[string]any, 0, len(data))
+	for _, d := range data {
+		if m, ok := d.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// countPolicy is a per-retry pipeline policy that counts the HTTP attempts
+// that reach it.
+type countPolicy struct{ n *atomic.Int64 }
+
+// Do implements policy.Policy.
+func (c countPolicy) Do(req *policy.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return req.Next()
+}
+
+// Resource Graph's quota headers.
+const (
+	headerQuotaRemaining   = "x-ms-user-quota-remaining"
+	headerQuotaResetsAfter = "x-ms-user-quota-resets-after"
+)
+
+// graphQuotaWait is how long a Resource Graph answer says its quota stays
+// spent: its x-ms-user-quota-resets-after ("hh:mm:ss") when
+// x-ms-user-quota-remaining is 0; 0 otherwise and for other gates.
+func graphQuotaWait(k gateKey, resp *http.Response) time.Duration {
+	if k.bucket != bucketGraph || resp == nil || strings.TrimSpace(resp.Header.Get(headerQuotaRemaining)) != "0" {
+		return 0
+	}
+	return parseHMS(resp.Header.Get(headerQuotaResetsAfter))
+}
+
+// parseHMS parses "hh:mm:ss" (seconds may have a fraction); 0 when
+// malformed.
+func parseHMS(v string) time.Duration {
+	parts := strings.Split(strings.TrimSpace(v), ":")
+	if len(parts) != 3 {
+		return 0
+	}
+	h, err1 := strconv.Atoi(parts[0])
+	m, err2 := strconv.Atoi(parts[1])
+	s, err3 := strconv.ParseFloat(parts[2], 64)
+	if err1 != nil || err2 != nil || err3 != nil || h < 0 || m < 0 || s < 0 {
+		return 0
+	}
+	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s*float64(time.Second))
+}
+
+// isGraphPath reports whether an ARM path is a tenant-level Resource Graph
+// request (/providers/Microsoft.ResourceGraph/...).
+func isGraphPath(path string) bool {
+	segs := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 3)
+	return len(segs) >= 2 && strings.EqualFold(segs[0], "providers") && strings.EqualFold(segs[1], "Microsoft.ResourceGraph")
+}

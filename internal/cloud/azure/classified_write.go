@@ -1,0 +1,168 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// WriteTags applies each write's patch to each of its resources through
+// the Tags API at the resource's scope, without reading them: per
+// resource, one PATCH Delete for Patch.Delete, then one PATCH Merge for
+// Patch.Set (each only when not empty), so at most two requests. ARM
+// merges key by key and keeps every other tag; names are case-insensitive
+// and a merged name keeps its existing spelling. The Delete carries, for
+// each name, its value in Expect (matched case-insensitively), so ARM
+// removes the tag only while it still has that value and leaves it
+// unchanged (without an error) when someone changed it; names absent from
+// Expect, or expected empty, are sent with an empty value, which ARM reads
+// as "whatever the value". A name that Patch.Set sets in any spelling is
+// not deleted: the set wins, as in tags.Patch.Apply.
+//
+// Delete goes first, as in PatchTags and for the same reason: ARM checks a
+// type's tag limit (50, 15 on DNS zones and the other SmallTagLimitTypes)
+// against what each request leaves, so a patch that swaps tags on a
+// resource at its limit must shrink before it grows. The price is a
+// half-applied patch when the Delete succeeds and the Merge fails (e.g.
+// ErrTooManyTags because the deleted names were absent): the error says
+// so, and writing the same patch again finishes it, as both operations
+// are idempotent.
+//
+// Resources are written concurrently (Options.WriteConcurrency, default
+// 8), every request through the provider's throttle gates and budget.
+// Once a request to a subscription is throttled, the resources of that
+// subscription not yet started are not sent: they fail at once with an
+// error wrapping that *cloud.ThrottledError (and the closed gate holds
+// the retries of those in flight). The cached listing of a written VM's or scale set's resource
+// group is dropped, so the next Snapshot reads it afresh.
+//
+// It returns one result per ID, in the order given; errors report their
+// kind to errors.Is: cloud.ErrTooManyTags, cloud.ErrForbidden (403),
+// cloud.ErrNotFound (404), cloud.ErrThrottled (a *cloud.ThrottledError).
+func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
+	type job struct {
+		id string
+		w  *cloud.TagWrite
+	}
+	var jobs []job
+	for i := range writes {
+		for _, id := range writes[i].IDs {
+			jobs = append(jobs, job{id: id, w: &writes[i]})
+		}
+	}
+	out := make([]cloud.WriteResult, len(jobs))
+	if len(jobs) == 0 {
+		return out
+	}
+	memo := &throttleMemo{subs: map[string]error{}}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(p.opts.WriteConcurrency, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = cloud.WriteResult{ID: jobs[i].id, Err: p.writeTags(ctx, jobs[i].id, jobs[i].w, memo)}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// throttleMemo remembers, for one WriteTags, the subscriptions whose
+// writes were throttled.
+type throttleMemo struct {
+	mu   sync.Mutex
+	subs map[string]error // by lower-cased subscription: the first throttled error
+}
+
+// get returns the throttled error of sub, or nil.
+func (m *throttleMemo) get(sub string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.subs[strings.ToLower(sub)]
+}
+
+// note remembers err for sub when it is a throttling.
+func (m *throttleMemo) note(sub string, err error) {
+	if !errors.Is(err, cloud.ErrThrottled) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.subs[strings.ToLower(sub)]; !ok {
+		m.subs[strings.ToLower(sub)] = err
+	}
+}
+
+// writeTags applies w to one resource: Delete, then Merge.
+func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo) error {
+	ref, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("azure: write tags on %s: %w", id, err)
+	}
+	if t := memo.get(ref.sub); t != nil {
+		return fmt.Errorf("azure: write tags on %s not sent: an earlier write to subscription %s in this batch was throttled: %w", id, ref.sub, t)
+	}
+	del, merge := tagsAPIWriteOps(p.Rules().NameCase(), w)
+	if len(del) == 0 && len(merge) == 0 {
+		return nil
+	}
+	c, err := p.clientsFor(ref.sub)
+	if err != nil {
+		return err
+	}
+	defer p.forget(ref)
+	deleted := false
+	for _, op := range []struct {
+		kind armresources.TagsPatchOperation
+		tags tags.Set
+		verb string
+	}{{armresources.TagsPatchOperationDelete, del, "delete"}, {armresources.TagsPatchOperationMerge, merge, "set"}} {
+		if len(op.tags) == 0 {
+			continue
+		}
+		if _, err := p.tagsPatch(ctx, c, ref.id, op.kind, op.tags); err != nil {
+			format := "azure: %s tags %s on %s"
+			if deleted {
+				format = "azure: %s tags %s on %s (the patch's deletions were applied)"
+			}
+			e := p.wrapf(err, format, op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
+			memo.note(ref.sub, e)
+			return e
+		}
+		deleted = op.kind == armresources.TagsPatchOperationDelete
+	}
+	return nil
+}
+
+// tagsAPIWriteOps splits a TagWrite into the Tags API payloads: del holds the
+// names of Patch.Delete that Patch.Set does not set in any spelling (as
+// nc matches names), each with its value in Expect or "" (any value), one
+// entry per name; merge is Patch.Set.
+func tagsAPIWriteOps(nc tags.NameCase, w *cloud.TagWrite) (del, merge tags.Set) {
+	del = tags.Set{}
+	for _, name := range w.Patch.Delete {
+		if w.Patch.Set.Has(nc, name) || del.Has(nc, name) {
+			continue
+		}
+		v, _ := w.Expect.Get(nc, name)
+		del[name] = v
+	}
+	return del, w.Patch.Set
+}
