@@ -1,0 +1,139 @@
+package metadata_test
+
+import (
+	"fmt"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// awsOwned is the AWS spelling of a cluster's owned tag.
+func awsOwned(infra string) string { return "kubernetes.io/cluster/" + infra }
+
+// TestAWSLifecycle runs a request on EC2 resources in moto: add to 30
+// instances and volumes in one CreateTags call, an outside edit reverted,
+// update, delete; the audit log has one line per resource and mutation.
+func TestAWSLifecycle(t *testing.T) {
+	t.Parallel()
+	moto := testenv.StartMoto(t)
+	provider, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
+		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
+		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, provider)
+	ec2c := ec2.NewFromConfig(moto.Config)
+	ids := runInstances(t, ec2c, 25, awsOwned("aws1"))
+	ids = append(ids, createVolumes(t, ec2c, 5, awsOwned("aws1"))...)
+	stray := runInstances(t, ec2c, 1, "unrelated")[0]
+
+	h.create(&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"},
+		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod", "team": "a"}}})
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:   map[string]string{awsOwned("aws1"): "owned"},
+		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "tags"}},
+	}}
+	h.create(cm)
+	got := h.waitReady("cm", metav1.ConditionTrue)
+	if got.Status.Matched != int32(len(ids)) {
+		t.Fatalf("matched %d, want %d", got.Status.Matched, len(ids))
+	}
+	for _, id := range ids {
+		if tg := ec2Tags(t, ec2c, id); tg["env"] != "prod" || tg["team"] != "a" {
+			t.Errorf("%s has %v", id, tg)
+		}
+	}
+	if tg := ec2Tags(t, ec2c, stray); tg["env"] != "" {
+		t.Errorf("an unclassified instance was tagged: %v", tg)
+	}
+	if n := provider.Calls()["ec2:CreateTags"]; n != 1 {
+		t.Errorf("%d CreateTags calls for one change on %d resources, want 1", n, len(ids))
+	}
+	if n := len(h.auditRecords()); n != len(ids) {
+		t.Errorf("%d audit records, want %d", n, len(ids))
+	}
+
+	// An outside edit of an owned tag is reverted.
+	if _, err := ec2c.CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: ids[:1],
+		Tags: []ec2types.Tag{{Key: sdkaws.String("env"), Value: sdkaws.String("hacked")}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.pass("cm")
+	if v := ec2Tags(t, ec2c, ids[0])["env"]; v != "prod" {
+		t.Errorf("outside edit not reverted: env=%q", v)
+	}
+
+	// Delete removes the tag from every resource, in one DeleteTags call.
+	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "tags"}}
+	h.update(aw, func() {
+		aw.Spec.Opcode, aw.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]v1alpha1.AWSTagValue{"team": ""}
+	})
+	h.waitReady("cm", metav1.ConditionTrue)
+	eventually(t, "team deleted everywhere", func() string {
+		for _, id := range ids {
+			if v, ok := ec2Tags(t, ec2c, id)["team"]; ok {
+				return fmt.Sprintf("%s still has team=%s", id, v)
+			}
+		}
+		return ""
+	})
+	if n := provider.Calls()["ec2:DeleteTags"]; n != 1 {
+		t.Errorf("%d DeleteTags calls, want 1", n)
+	}
+}
+
+// runInstances starts n instances carrying the tag name=owned.
+func runInstances(t *testing.T, c *ec2.Client, n int, name string) []string {
+	t.Helper()
+	out, err := c.RunInstances(t.Context(), &ec2.RunInstancesInput{ImageId: sdkaws.String("ami-12c6146b"),
+		MinCount: sdkaws.Int32(int32(n)), MaxCount: sdkaws.Int32(int32(n)), InstanceType: ec2types.InstanceTypeT3Micro,
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance,
+			Tags: []ec2types.Tag{{Key: sdkaws.String(name), Value: sdkaws.String("owned")}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(out.Instances))
+	for i, in := range out.Instances {
+		ids[i] = *in.InstanceId
+	}
+	return ids
+}
+
+// createVolumes creates n volumes carrying the tag name=owned.
+func createVolumes(t *testing.T, c *ec2.Client, n int, name string) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		out, err := c.CreateVolume(t.Context(), &ec2.CreateVolumeInput{AvailabilityZone: sdkaws.String(testenv.MotoRegion + "a"), Size: sdkaws.Int32(8),
+			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeVolume,
+				Tags: []ec2types.Tag{{Key: sdkaws.String(name), Value: sdkaws.String("owned")}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, *out.VolumeId)
+	}
+	return ids
+}
+
+// ec2Tags reads a resource's tags.
+func ec2Tags(t *testing.T, c *ec2.Client, id string) map[string]string {
+	t.Helper()
+	out, err := c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{id}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := map[string]string{}
+	for _, d := range out.Tags {
+		tg[*d.Key] = *d.Value
+	}
+	return tg
+}
