@@ -1,0 +1,242 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// bucket is one of AWS's throttling buckets of an account and region, as
+// tagsync sees them: reads (Describe*, Get*, List*) or writes (the rest).
+type bucket string
+
+// The buckets.
+const (
+	bucketReads  bucket = "reads"
+	bucketWrites bucket = "writes"
+)
+
+// bucketOf returns the bucket of an SDK operation name.
+func bucketOf(op string) bucket {
+	for _, p := range []string{"Describe", "Get", "List"} {
+		if strings.HasPrefix(op, p) {
+			return bucketReads
+		}
+	}
+	return bucketWrites
+}
+
+// Throttle waits: after a throttled answer a gate closes for
+// DefaultThrottleWait, doubled for every further throttled answer through
+// it without a successful one in between, up to MaxThrottleWait. AWS sends
+// no Retry-After, so the waits are tagsync's.
+const (
+	DefaultThrottleWait = 5 * time.Second
+	MaxThrottleWait     = 2 * time.Minute
+)
+
+// gateKey names one gate: endpoint override ("" for AWS's own), service,
+// region and bucket. AWS meters requests per account and region and, within
+// EC2, per group of actions; one provider is one account.
+type gateKey struct {
+	endpoint, service, region string
+	bucket                    bucket
+}
+
+// scope names the gate in words, e.g. "EC2 writes in us-east-1".
+func (k gateKey) scope() string {
+	return fmt.Sprintf("%s %s in %s", k.service, k.bucket, k.region)
+}
+
+// gateState is one gate's closing time and throttle streak.
+type gateState struct {
+	until  time.Time
+	streak int
+}
+
+// ThrottleGates remember AWS's requests to slow down: when AWS answers a
+// request with a throttling error (EC2's RequestLimitExceeded, the Tagging
+// API's ThrottlingException, any Throttling* code), the gate of that
+// request's (service, region, bucket) closes for a while (DefaultThrottleWait,
+// doubling while the throttling goes on, up to MaxThrottleWait), and every
+// later HTTP attempt through that gate fails at once with a
+// *cloud.ThrottledError instead of being sent. Only the SDK's own retries of
+// the call that was throttled pass, after the SDK's back-off: the call that
+// met the throttling finishes as the SDK would, every other call stops. AWS
+// meters per account and region, so the gates are shared by every Provider
+// of the process (DefaultThrottleGates) unless WithThrottleGates gives a
+// Provider its own: do that for Providers of different accounts, and in
+// tests. ThrottleGates are safe for concurrent use.
+type ThrottleGates struct {
+	mu    sync.Mutex
+	gates map[gateKey]*gateState
+	now   func() time.Time
+	base  time.Duration
+	max   time.Duration
+}
+
+// NewThrottleGates returns gates that are all open.
+func NewThrottleGates() *ThrottleGates {
+	return &ThrottleGates{gates: map[gateKey]*gateState{}, now: time.Now, base: DefaultThrottleWait, max: MaxThrottleWait}
+}
+
+// defaultGates are the process-wide gates.
+var defaultGates = NewThrottleGates()
+
+// DefaultThrottleGates returns the process-wide gates that every Provider
+// uses unless WithThrottleGates gives it others.
+func DefaultThrottleGates() *ThrottleGates { return defaultGates }
+
+// remaining returns how long k's gate stays closed; 0 when open.
+func (g *ThrottleGates) remaining(k gateKey) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.gates[k]
+	if !ok {
+		return 0
+	}
+	return max(s.until.Sub(g.now()), 0)
+}
+
+// throttled closes k's gate after a throttled answer and returns how long
+// it stays closed.
+func (g *ThrottleGates) throttled(k gateKey) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.gates[k]
+	if !ok {
+		s = &gateState{}
+		g.gates[k] = s
+	}
+	s.streak++
+	wait := g.base
+	for i := 1; i < s.streak && wait < g.max; i++ {
+		wait *= 2
+	}
+	wait = min(wait, g.max)
+	if until := g.now().Add(wait); until.After(s.until) {
+		s.until = until
+	}
+	return s.until.Sub(g.now())
+}
+
+// answered records an answer through k's gate that was not a throttling
+// error: the streak ends (the gate stays closed until its time).
+func (g *ThrottleGates) answered(k gateKey) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.gates[k]
+	if !ok {
+		return
+	}
+	if !s.until.After(g.now()) {
+		delete(g.gates, k)
+		return
+	}
+	s.streak = 0
+}
+
+// heldError is an HTTP attempt the gate did not send. It unwraps to the
+// *cloud.ThrottledError, and tells the SDK's retryer not to retry it.
+type heldError struct{ t *cloud.ThrottledError }
+
+// Error says what is throttled, for how long, and that nothing was sent.
+func (e *heldError) Error() string {
+	return e.t.Error() + " (request not sent: AWS's last answer asked to slow down)"
+}
+
+// Unwrap returns the *cloud.ThrottledError.
+func (e *heldError) Unwrap() error { return e.t }
+
+// RetryableError tells the SDK's retryer that the attempt must not be
+// retried.
+func (*heldError) RetryableError() bool { return false }
+
+// callState is shared by the attempts of one SDK call: the gates its own
+// throttled answers closed, which its retries may pass.
+type callState struct {
+	mu     sync.Mutex
+	closed map[gateKey]bool
+}
+
+// owns reports whether this call closed k.
+func (s *callState) owns(k gateKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed[k]
+}
+
+// own records that this call closed k.
+func (s *callState) own(k gateKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed == nil {
+		s.closed = map[gateKey]bool{}
+	}
+	s.closed[k] = true
+}
+
+// callStateKey is the context key of a call's *callState.
+type callStateKey struct{}
+
+// callStateMiddleware is an Initialize-step middleware that gives each SDK
+// call (all its attempts) a callState.
+type callStateMiddleware struct{}
+
+// ID names the middleware in the stack.
+func (callStateMiddleware) ID() string { return "TagsyncCallState" }
+
+// HandleInitialize attaches a fresh callState.
+func (callStateMiddleware) HandleInitialize(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
+	middleware.InitializeOutput, middleware.Metadata, error,
+) {
+	return next.HandleInitialize(context.WithValue(ctx, callStateKey{}, &callState{}), in)
+}
+
+// gateMiddleware is a Finalize-step middleware right after the SDK's retry
+// middleware, so it runs once per attempt, before credentials are fetched
+// and the request is signed: it holds attempts whose gate is closed and
+// closes the gate when AWS answers with a throttling error.
+type gateMiddleware struct {
+	gates             *ThrottleGates
+	m                 *metrics
+	endpoint, service string
+	region            string
+}
+
+// ID names the middleware in the stack.
+func (gateMiddleware) ID() string { return "TagsyncThrottleGate" }
+
+// key returns the gate of an operation.
+func (mw gateMiddleware) key(op string) gateKey {
+	return gateKey{endpoint: mw.endpoint, service: mw.service, region: mw.region, bucket: bucketOf(op)}
+}
+
+// HandleFinalize holds, sends, and closes the gate on a throttled answer.
+func (mw gateMiddleware) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (
+	middleware.FinalizeOutput, middleware.Metadata, error,
+) {
+	key := mw.key(middleware.GetOperationName(ctx))
+	st, _ := ctx.Value(callStateKey{}).(*callState)
+	if left := mw.gates.remaining(key); left > 0 && (st == nil || !st.owns(key)) {
+		mw.m.held(operationName(ctx), key.bucket)
+		return middleware.FinalizeOutput{}, middleware.Metadata{}, &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
+	}
+	out, md, err := next.HandleFinalize(ctx, in)
+	switch {
+	case isThrottle(err):
+		mw.gates.throttled(key)
+		if st != nil {
+			st.own(key)
+		}
+	case answered(err):
+		mw.gates.answered(key)
+	}
+	return out, md, err
+}

@@ -1,0 +1,174 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Provider is the AWS implementation of cloud.Provider: it finds EC2
+// resources by classifier tags and writes their tags. It is safe for
+// concurrent use.
+type Provider struct {
+	cfg     Config
+	opts    Options
+	awsCfg  sdkaws.Config
+	region  string
+	metrics *metrics
+
+	mu      sync.Mutex
+	clients map[string]*clients // by region
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+// clients are the SDK clients of one region.
+type clients struct {
+	ec2     *ec2.Client
+	tagging *tagging.Client
+}
+
+// NewProvider builds a Provider: it loads the AWS configuration with
+// config.LoadDefaultConfig (cfg's fields first, then Options.LoadOptions),
+// so that without static keys the SDK's default credential chain applies:
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, the shared config and
+// credentials files (Profile or AWS_PROFILE), web identity (IRSA:
+// AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE), container credentials
+// (EKS Pod Identity: AWS_CONTAINER_CREDENTIALS_FULL_URI), then EC2 instance
+// metadata. Credentials are fetched on the first request, not here:
+// NewProvider sends no request. It fails when no region is configured
+// anywhere, naming the flag and variable to set.
+func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, error) {
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	o = o.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("aws: %w", err)
+	}
+	var load []func(*config.LoadOptions) error
+	if cfg.Region != "" {
+		load = append(load, config.WithRegion(cfg.Region))
+	}
+	if cfg.Endpoint != "" {
+		load = append(load, config.WithBaseEndpoint(cfg.Endpoint))
+	}
+	if cfg.Profile != "" {
+		load = append(load, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.staticCredentials() {
+		load = append(load, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(
+			cfg.AccessKeyID.Reveal(), cfg.SecretAccessKey.Reveal(), cfg.SessionToken.Reveal())))
+	}
+	if o.HTTPClient != nil {
+		load = append(load, config.WithHTTPClient(o.HTTPClient))
+	}
+	if o.RetryMaxAttempts > 0 {
+		load = append(load, config.WithRetryMaxAttempts(o.RetryMaxAttempts))
+	}
+	load = append(load, o.LoadOptions...)
+	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		var noProfile config.SharedConfigProfileNotExistError
+		if errors.As(err, &noProfile) {
+			return nil, fmt.Errorf("aws: the AWS profile %q (%s or %s) is in none of the shared config files: %w",
+				noProfile.Profile, FlagProfile, EnvProfile, err)
+		}
+		return nil, fmt.Errorf("aws: loading the AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return nil, fmt.Errorf("aws: no AWS region: set %s or %s (or a region in the AWS profile)", FlagRegion, EnvRegion)
+	}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("aws: register metrics: %w", err)
+	}
+	return &Provider{cfg: cfg, opts: o, awsCfg: awsCfg, region: awsCfg.Region, metrics: m, clients: map[string]*clients{}}, nil
+}
+
+// String describes the provider without credentials.
+func (p *Provider) String() string {
+	return fmt.Sprintf("aws.Provider{Region: %q, Endpoint: %q}", p.region, p.cfg.Endpoint)
+}
+
+// GoString describes the provider without credentials under %#v.
+func (p *Provider) GoString() string { return p.String() }
+
+// Region returns the provider's default region (Config.Region or the one
+// the AWS configuration named).
+func (p *Provider) Region() string { return p.region }
+
+// apiOptions returns the middleware that every client of a service and
+// region runs: per-call state, the throttle gate and request metrics.
+func (p *Provider) apiOptions(service, region string) []func(*middleware.Stack) error {
+	gate := gateMiddleware{gates: p.opts.Gates, m: p.metrics, endpoint: p.cfg.Endpoint, service: service, region: region}
+	return []func(*middleware.Stack) error{
+		func(s *middleware.Stack) error { return s.Initialize.Add(callStateMiddleware{}, middleware.Before) },
+		func(s *middleware.Stack) error { return s.Finalize.Insert(gate, "Retry", middleware.After) },
+		func(s *middleware.Stack) error {
+			return s.Deserialize.Add(metricsMiddleware{m: p.metrics}, middleware.Before)
+		},
+	}
+}
+
+// clientsFor returns (creating once) the SDK clients of a region.
+func (p *Provider) clientsFor(region string) *clients {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[region]; ok {
+		return c
+	}
+	c := &clients{
+		ec2: ec2.NewFromConfig(p.awsCfg, func(o *ec2.Options) {
+			o.Region = region
+			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(ec2.ServiceID, region)...)
+		}),
+		tagging: tagging.NewFromConfig(p.awsCfg, func(o *tagging.Options) {
+			o.Region = region
+			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(tagging.ServiceID, region)...)
+		}),
+	}
+	p.clients[region] = c
+	return c
+}
+
+// Name returns "aws".
+func (p *Provider) Name() string { return providerName }
+
+// Rules returns AWS's tag rules.
+func (p *Provider) Rules() tags.Rules { return tags.AWSRules }
+
+// Calls returns how many HTTP requests the provider sent, by operation
+// named as its IAM action ("ec2:CreateTags", "ec2:DeleteTags",
+// "ec2:DescribeTags", "tag:GetResources"), SDK retries included.
+func (p *Provider) Calls() map[string]int { return p.metrics.snapshot() }
+
+// unmanagedReason is the Reason of every AWS node's placement.
+const unmanagedReason = "tagsync does not sync the tags of AWS nodes with their instances: " +
+	"on AWS it syncs tags of EC2 resources found by classifier tags only"
+
+// Snapshot places every node unmanaged, with a Reason saying that the node
+// sync does not handle AWS nodes. It sends no request.
+func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, _ cloud.ReadOptions) (cloud.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return cloud.Snapshot{}, err
+	}
+	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
+	for _, n := range nodes {
+		snap.Placements[n.Name] = cloud.Placement{Reason: unmanagedReason}
+	}
+	return snap, nil
+}

@@ -1,0 +1,330 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// TestSnapshotUnmanaged: every node is unmanaged with a reason, and no
+// request is sent.
+func TestSnapshotUnmanaged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := []cloud.Node{{Name: "a", ProviderID: "aws:///us-east-1a/i-0123456789abcdef0"}, {Name: "b"}}
+	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Placements) != 2 || len(snap.Resources) != 0 || len(snap.Failed) != 0 {
+		t.Fatalf("Snapshot = %+v", snap)
+	}
+	for _, n := range nodes {
+		pl := snap.Placements[n.Name]
+		if pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, "AWS nodes") {
+			t.Errorf("%s: %+v", n.Name, pl)
+		}
+	}
+	if got := e.p.Calls(); len(got) != 0 {
+		t.Fatalf("Snapshot sent %v", got)
+	}
+	if e.p.Name() != "aws" || e.p.Rules().MaxTags != tags.AWSRules.MaxTags || e.p.Rules().CaseInsensitive {
+		t.Fatalf("Name %q, Rules %+v", e.p.Name(), e.p.Rules())
+	}
+}
+
+// TestConfigRedacted: static credentials appear in no rendering of a
+// Config or Provider.
+func TestConfigRedacted(t *testing.T) {
+	t.Parallel()
+	const key, secret, token = "AKIAEXAMPLEKEYID1234", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "session-token-value"
+	cfg := Config{Region: "eu-west-1", Endpoint: moto.URL, AccessKeyID: key, SecretAccessKey: secret, SessionToken: token}
+	e := newEnv(t)
+	p := e.newProvider(cfg)
+	j, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderings := []string{string(j), cfg.String()}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		renderings = append(renderings, fmt.Sprintf(f, cfg), fmt.Sprintf(f, &cfg), fmt.Sprintf(f, p))
+	}
+	for _, r := range renderings {
+		for _, s := range []string{key, secret, token} {
+			if strings.Contains(r, s) {
+				t.Fatalf("%q shows a credential", r)
+			}
+		}
+	}
+	if !strings.Contains(cfg.String(), "eu-west-1") || !strings.Contains(cfg.String(), redacted) {
+		t.Fatalf("String() = %s, want the region and [redacted]", cfg)
+	}
+	if cfg.SecretAccessKey.Reveal() != secret {
+		t.Fatal("Reveal lost the secret")
+	}
+}
+
+// cleanAWSEnv clears every variable the SDK's configuration reads, points
+// the shared files at nothing and turns instance metadata off.
+func cleanAWSEnv(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []string{EnvRegion, EnvDefaultRegion, EnvProfile, "AWS_DEFAULT_PROFILE", EnvAccessKeyID, EnvSecretAccessKey, EnvSessionToken,
+		EnvRoleARN, EnvWebIdentityTokenFile, "AWS_ROLE_SESSION_NAME", EnvContainerCredsFullURI, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN", EnvContainerAuthTokenFile, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_EC2", "AWS_CA_BUNDLE"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv(EnvEC2MetadataDisabled, "true")
+}
+
+// TestNewProviderErrors: configuration errors name the flags and
+// variables to set.
+func TestNewProviderErrors(t *testing.T) {
+	cleanAWSEnv(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"no region", Config{}, []string{"no AWS region", FlagRegion, EnvRegion}},
+		{"key without secret", Config{Region: "us-east-1", AccessKeyID: "AKIA"}, []string{FlagAccessKeyID, FlagSecretAccessKeyFile}},
+		{"secret without key", Config{Region: "us-east-1", SecretAccessKey: "s"}, []string{FlagAccessKeyID}},
+		{"token without keys", Config{Region: "us-east-1", SessionToken: "s"}, []string{FlagSessionTokenFile}},
+		{"bad endpoint", Config{Region: "us-east-1", Endpoint: "localhost:5000"}, []string{FlagEndpoint}},
+		{"missing profile", Config{Region: "us-east-1", Profile: "nope"}, []string{`"nope"`, FlagProfile, EnvProfile}},
+	} {
+		_, err := NewProvider(ctx, c.cfg, WithRegisterer(prometheus.NewRegistry()))
+		if err == nil {
+			t.Errorf("%s: NewProvider succeeded", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v does not say %s", c.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "AKIA") {
+			t.Errorf("%s: %v shows the key", c.name, err)
+		}
+	}
+	// The region may come from the environment.
+	t.Setenv(EnvRegion, "eu-central-1")
+	p, err := NewProvider(ctx, Config{}, WithRegisterer(prometheus.NewRegistry()))
+	if err != nil || p.Region() != "eu-central-1" {
+		t.Fatalf("NewProvider with AWS_REGION: %v, %v", p, err)
+	}
+}
+
+// signedWith records the operations that reach moto and the access keys
+// GetResources requests (the Provider's, not the seeding client's) are
+// signed with.
+type signedWith struct {
+	mu   sync.Mutex
+	keys map[string]bool
+	ops  map[string]bool
+}
+
+// hook returns an injection that records and lets every request pass.
+func (s *signedWith) hook() func(*http.Request, string, string) *http.Response {
+	s.keys, s.ops = map[string]bool{}, map[string]bool{}
+	return func(r *http.Request, op, _ string) *http.Response {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ops[op] = true
+		if _, rest, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok && op == "GetResources" {
+			key, _, _ := strings.Cut(rest, "/")
+			s.keys[key] = true
+		}
+		return nil
+	}
+}
+
+// only reports whether GetResources requests were all signed with key.
+func (s *signedWith) only(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys) == 1 && s.keys[key]
+}
+
+// sawOp reports whether a request of op passed.
+func (s *signedWith) sawOp(op string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ops[op]
+}
+
+// discoverOne tags an instance and finds it through p.
+func discoverOne(t *testing.T, e *env, p *Provider) {
+	t.Helper()
+	want := e.instances("us-east-1", 1, map[string]string{"cred": "test"})[0]
+	d, err := p.Discover(e.ctx, []cloud.Classifier{{Name: "cred", Value: "test"}}, cloud.DiscoverOptions{})
+	if err != nil || len(d.Failed) != 0 || len(d.Resources) != 1 || d.Resources[0].ID != want {
+		t.Fatalf("Discover = %+v, %v; want %s", d, err, want)
+	}
+}
+
+// TestCredentialsFromEnvironment: without static keys the default chain
+// takes AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+func TestCredentialsFromEnvironment(t *testing.T) {
+	cleanAWSEnv(t)
+	t.Setenv(EnvAccessKeyID, "AKIAFROMENVIRONMENT1")
+	t.Setenv(EnvSecretAccessKey, "env-secret")
+	e := newEnv(t)
+	var s signedWith
+	e.tr.setInject(s.hook())
+	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
+	discoverOne(t, e, p)
+	if !s.only("AKIAFROMENVIRONMENT1") {
+		t.Fatalf("requests were signed with %v, want the environment's key", s.keys)
+	}
+}
+
+// TestCredentialsWebIdentity: IRSA — AWS_ROLE_ARN and
+// AWS_WEB_IDENTITY_TOKEN_FILE make the chain call STS
+// AssumeRoleWithWebIdentity (moto's, through AWS_ENDPOINT_URL_STS) and
+// sign with the role's temporary keys.
+func TestCredentialsWebIdentity(t *testing.T) {
+	cleanAWSEnv(t)
+	e := newEnv(t)
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvRoleARN, "arn:aws:iam::"+e.account+":role/tagsync")
+	t.Setenv(EnvWebIdentityTokenFile, token)
+	t.Setenv("AWS_ENDPOINT_URL_STS", moto.URL)
+	var s signedWith
+	e.tr.setInject(s.hook())
+	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
+	discoverOne(t, e, p)
+	if !s.sawOp("AssumeRoleWithWebIdentity") {
+		t.Fatalf("no AssumeRoleWithWebIdentity call (operations seen: %v)", s.ops)
+	}
+	if len(s.keys) != 1 || s.keys["testing"] || s.keys[""] {
+		t.Fatalf("GetResources was signed with %v, want the role's temporary key", s.keys)
+	}
+	t.Logf("signed with the role's key %v", s.keys)
+}
+
+// TestCredentialsPodIdentity: EKS Pod Identity — the chain fetches keys
+// from AWS_CONTAINER_CREDENTIALS_FULL_URI with the token of
+// AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE and signs with them.
+func TestCredentialsPodIdentity(t *testing.T) {
+	cleanAWSEnv(t)
+	e := newEnv(t)
+	const podToken = "pod-identity-token"
+	var asked sync.Once
+	var gotAuth string
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Do(func() { gotAuth = r.Header.Get("Authorization") })
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"AccessKeyId": "ASIAPODIDENTITYKEY01", "SecretAccessKey": "pod-secret", "Token": "pod-session",
+			"Expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		})
+	}))
+	t.Cleanup(agent.Close)
+	tokenFile := filepath.Join(t.TempDir(), "eks-pod-identity-token")
+	if err := os.WriteFile(tokenFile, []byte(podToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvContainerCredsFullURI, agent.URL+"/v1/credentials")
+	t.Setenv(EnvContainerAuthTokenFile, tokenFile)
+	var s signedWith
+	e.tr.setInject(s.hook())
+	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
+	discoverOne(t, e, p)
+	if gotAuth != podToken {
+		t.Fatalf("the credentials agent got Authorization %q, want the pod token", gotAuth)
+	}
+	if !s.only("ASIAPODIDENTITYKEY01") {
+		t.Fatalf("requests were signed with %v, want the pod identity key", s.keys)
+	}
+}
+
+// TestMetricsSharedWithAzure: the metrics are the Azure provider's (same
+// names, label names and help texts, which a registry needs to let both
+// providers register them: it refuses two collectors of one name that
+// differ), told apart by provider="aws"; AWS requests are counted per
+// attempt, SDK retries included. The Azure side is read from its source,
+// so that this package's tests do not depend on the Azure package
+// compiling.
+func TestMetricsSharedWithAzure(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join("..", "azure", "metrics.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, help string
+		labels     []string
+	}{
+		{MetricRequests, helpRequests, labelsRequests},
+		{MetricRequestDuration, helpDuration, labelsDuration},
+		{MetricThrottled, helpThrottled, labelsThrottled},
+		{MetricHeld, helpHeld, labelsHeld},
+	} {
+		quoted := make([]string, len(c.labels))
+		for i, l := range c.labels {
+			quoted[i] = strconv.Quote(l)
+		}
+		for _, want := range []string{strconv.Quote(c.name), `Help:\s*` + regexp.QuoteMeta(strconv.Quote(c.help)), regexp.QuoteMeta("[]string{" + strings.Join(quoted, ", ") + "}")} {
+			if !regexp.MustCompile(want).Match(src) {
+				t.Errorf("%s: the Azure provider's metrics.go has no %s", c.name, want)
+			}
+		}
+	}
+	if !strings.Contains(string(src), "prometheus.ExponentialBuckets(0.005, 2, 12)") {
+		t.Error("the Azure provider's duration buckets differ")
+	}
+
+	// Counted per attempt: a 500 answered first is retried and both count.
+	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = noBackoff{} })
+	})))
+	id := e.instances("us-east-1", 1, nil)[0]
+	var failed sync.Once
+	e.tr.setInject(func(_ *http.Request, op, _ string) *http.Response {
+		var resp *http.Response
+		if op == "DescribeTags" {
+			failed.Do(func() { resp = ec2Error(http.StatusInternalServerError, "InternalError", "try again") })
+		}
+		return resp
+	})
+	if _, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"a": "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.p.Calls(); got["ec2:DescribeTags"] != 2 || got["ec2:CreateTags"] != 1 {
+		t.Fatalf("calls = %v, want 2 DescribeTags (one retried) and 1 CreateTags", got)
+	}
+	for _, c := range []struct {
+		code string
+		want float64
+	}{{"500", 1}, {"200", 1}} {
+		if got := e.counterValue(MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags", "code": c.code}); got != c.want {
+			t.Errorf("requests{DescribeTags,%s} = %v, want %v", c.code, got, c.want)
+		}
+	}
+	if got := e.counterValue(MetricRequestDuration, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags"}); got != 2 {
+		t.Errorf("duration samples of DescribeTags = %v, want 2", got)
+	}
+}
