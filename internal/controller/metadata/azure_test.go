@@ -25,7 +25,7 @@ func TestAzureLifecycle(t *testing.T) {
 	h := newHarness(t)
 	e := h.estate("life", 1)
 	ids := allIDs(e)
-	stray, err := h.az.Server.CreateResource(sub, e.ResourceGroup, armsim.Resource{Type: armsim.TypeDisk, Name: "unclassified"})
+	stray, err := h.az.Server.CreateResource(sub, "rg-life", armsim.Resource{Type: armsim.TypeDisk, Name: "unclassified"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestAzureLifecycle(t *testing.T) {
 	// A key removed from the request is released: left on the resources.
 	az := h.azureStatus("cluster-tags")
 	h.update(az, func() { az.Spec.ResourceTags = map[string]string{"env": "prod"} })
-	h.waitReady("cluster", metav1.ConditionTrue)
+	h.waitServed("cluster-tags")
 	testenvEventuallyActive(t, h, "cluster-tags", map[string]string{"env": "prod"})
 	if got := h.tags(disk)["team"]; got != "a" {
 		t.Errorf("released key team was removed: %v", h.tags(disk))
@@ -89,7 +89,8 @@ func TestAzureLifecycle(t *testing.T) {
 	h.update(az, func() {
 		az.Spec.Opcode, az.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]string{"env": ""}
 	})
-	cm = h.waitReady("cluster", metav1.ConditionTrue)
+	h.waitServed("cluster-tags")
+	h.waitReady("cluster", metav1.ConditionTrue)
 	for _, id := range ids {
 		if v, ok := h.tags(id)["env"]; ok {
 			t.Errorf("%s still has env=%s", id, v)

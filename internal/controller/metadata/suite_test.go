@@ -189,6 +189,20 @@ func (h *harness) waitReady(name string, want metav1.ConditionStatus) *v1alpha1.
 	return cm
 }
 
+// waitServed waits until a pass has served the AzureMetadata's current
+// generation (its Applied condition says so).
+func (h *harness) waitServed(name string) {
+	h.t.Helper()
+	eventually(h.t, "a pass serving AzureMetadata "+name, func() string {
+		o := h.azureStatus(name)
+		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionApplied)
+		if c == nil || c.ObservedGeneration != o.Generation || o.Status.ObservedGeneration != o.Generation {
+			return fmt.Sprintf("generation %d, status %+v", o.Generation, o.Status)
+		}
+		return ""
+	})
+}
+
 // azureStatus reads an AzureMetadata.
 func (h *harness) azureStatus(name string) *v1alpha1.AzureMetadata {
 	h.t.Helper()
