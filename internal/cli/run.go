@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/operator"
 )
@@ -44,6 +45,8 @@ type runFlags struct {
 	memoryLimit string
 	auditLog    string
 	auditSizeMB int
+	// awsSecretFile and awsTokenFile hold static AWS credentials.
+	awsSecretFile, awsTokenFile string
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -106,6 +109,9 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.op.AWS.Region, "aws-region", "", "AWS region of AWSMetadata objects without regions; the AWS provider starts only when this or $AWS_REGION is set")
 	fs.StringVar(&f.op.AWS.Endpoint, "aws-endpoint", "", "base URL of the EC2 and Resource Groups Tagging API endpoints (e.g. a moto_server for trials); default AWS's")
 	fs.StringVar(&f.op.AWS.Profile, "aws-profile", "", "profile of the shared AWS config files (default $AWS_PROFILE); credentials otherwise come from the default chain: IRSA, EKS Pod Identity, environment, instance metadata")
+	fs.StringVar((*string)(&f.op.AWS.AccessKeyID), flagName(aws.FlagAccessKeyID), "", "static AWS access key ID (with --aws-secret-access-key-file); default: the AWS SDK's credential chain")
+	fs.StringVar(&f.awsSecretFile, flagName(aws.FlagSecretAccessKeyFile), "", "file holding the secret access key of --aws-access-key-id (e.g. a mounted Secret)")
+	fs.StringVar(&f.awsTokenFile, flagName(aws.FlagSessionTokenFile), "", "file holding the session token of temporary static credentials")
 	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata controller writes one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
 	fs.StringSliceVar(&f.op.Namespaces, "namespaces", nil, "namespaces whose CloudMetadata, AzureMetadata and AWSMetadata objects are served, comma-separated (default: all)")
@@ -213,7 +219,29 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
+	if err := f.aws(); err != nil {
+		return err
+	}
 	return f.azure()
+}
+
+// aws completes the AWS configuration from the flags: the secret files are
+// read here, so a missing file is an error at start.
+func (f *runFlags) aws() error {
+	for _, s := range []struct {
+		file, flag string
+		dst        *aws.Secret
+	}{{f.awsSecretFile, aws.FlagSecretAccessKeyFile, &f.op.AWS.SecretAccessKey}, {f.awsTokenFile, aws.FlagSessionTokenFile, &f.op.AWS.SessionToken}} {
+		if s.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(s.file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.flag, err)
+		}
+		*s.dst = aws.Secret(strings.TrimSpace(string(b)))
+	}
+	return f.op.AWS.Validate()
 }
 
 // validate refuses flag values that cannot work, all at once, each error

@@ -13,14 +13,27 @@ import (
 )
 
 func TestSelect(t *testing.T) {
-	for _, names := range [][]string{nil, {"all"}, {"nodetags"}} {
-		got, err := Select(names)
-		if err != nil || len(got) != 1 || got[0].Name != "nodetags" {
-			t.Fatalf("Select(%v) = %v, %v", names, got, err)
+	names := func(cs []Controller) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct{ in, want []string }{
+		{nil, []string{"nodetags", "metadata"}},
+		{[]string{"all"}, []string{"nodetags", "metadata"}},
+		{[]string{"nodetags"}, []string{"nodetags"}},
+		{[]string{"metadata"}, []string{"metadata"}},
+		{[]string{"metadata", "nodetags"}, []string{"nodetags", "metadata"}},
+	} {
+		got, err := Select(tc.in)
+		if err != nil || !slices.Equal(names(got), tc.want) {
+			t.Fatalf("Select(%v) = %v, %v; want %v", tc.in, names(got), err, tc.want)
 		}
 	}
 	_, err := Select([]string{"nodetags", "metdata"})
-	if err == nil || !strings.Contains(err.Error(), `unknown controller "metdata"`) || !strings.Contains(err.Error(), "known: all, nodetags") {
+	if err == nil || !strings.Contains(err.Error(), `unknown controller "metdata"`) || !strings.Contains(err.Error(), "known: all, nodetags, metadata") {
 		t.Fatalf("an unknown name gave %v, want an error that lists the known names", err)
 	}
 }
