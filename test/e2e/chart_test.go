@@ -178,8 +178,10 @@ func TestChartMetricsSettings(t *testing.T) {
 }
 
 // TestChartRefusesSettingsThatCannotWork: helm template fails, saying what
-// to set, on auth settings that cannot work and on replicas without leader
-// election.
+// to set, on auth settings that cannot work, on replicas without leader
+// election, on no controller at all, on audit log paths the chart cannot
+// give a volume, and (the schema) on malformed AWS regions and namespaces
+// and on AWS keys in the values.
 func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 	cases := []struct {
 		name, want string
@@ -190,6 +192,13 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 		{"managed identity without a client ID", "azure.authMode managedIdentity needs azure.clientID", []string{"azure.authMode=managedIdentity"}},
 		{"an unknown auth mode", "authMode", []string{"azure.authMode=podIdentity"}},
 		{"two replicas without leader election", "replicas > 1 needs leaderElection.enabled", []string{"leaderElection.enabled=false"}},
+		{"no controller", "enable at least one controller", []string{"nodeTagSync.enabled=false"}},
+		{"an audit log file in /", "put the file in a directory of its own", []string{"metadata.enabled=true", "metadata.auditLog=/audit.log"}},
+		{"a relative audit log path", "/metadata/auditLog", []string{"metadata.enabled=true", "metadata.auditLog=audit.log"}},
+		{"an AWS region that is none", "/aws/region", []string{"metadata.enabled=true", "aws.region=us-east"}},
+		// AWS keys only ever come from a Secret: values have no place for them.
+		{"an AWS key in the values", "additional properties 'accessKeyID' not allowed", []string{"metadata.enabled=true", "aws.accessKeyID=AKIAEXAMPLE"}},
+		{"a namespace that is none", "/metadata/namespaces/0", []string{"metadata.enabled=true", "metadata.namespaces={Platform}"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,9 +223,12 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 // from the controller's +kubebuilder:rbac markers: the chart grants nothing
 // the markers do not declare (the leader-election Role is the manager's, not
 // a controller's), and what the markers declare but the chart leaves out is
-// exactly what TestChartRBACIsEnoughAndEveryRuleIsNeeded shows unneeded.
+// exactly what TestChartRBACIsEnoughAndEveryRuleIsNeeded shows unneeded
+// (TestChartMetadataRBACIsEnoughAndEveryRuleIsNeeded for the metadata
+// controller).
 func TestChartRBACStaysWithinTheControllerMarkers(t *testing.T) {
-	objs := renderChart(t, "tagsync-system")
+	// Both controllers, so every marker has its rule in the chart.
+	objs := renderChart(t, "tagsync-system", "--set", "metadata.enabled=true")
 	generated := grants(t, readObjects(t, "config/rbac/role.yaml"))
 	chart := grants(t, ofKind(objs, "ClusterRole"))
 	for _, role := range ofKind(objs, "Role") {
@@ -335,7 +347,8 @@ func deployment(t testing.TB, objs []*unstructured.Unstructured) *appsv1.Deploym
 	return &d
 }
 
-// checkDeployment checks the parts of the Deployment every auth mode shares.
+// checkDeployment checks the parts of the Deployment every auth mode shares
+// (the node sync alone: metadata.enabled is false by default).
 func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	pod := d.Spec.Template.Spec
@@ -343,7 +356,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if got := ptr.Deref(d.Spec.Replicas, 0); got != 2 {
 		t.Errorf("replicas = %d, want 2", got)
 	}
-	for _, want := range []string{"--leader-elect=true", "--leader-election-namespace=tagsync-system", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"} {
+	for _, want := range []string{"--controllers=nodetags", "--leader-elect=true", "--leader-election-namespace=tagsync-system", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
 		}

@@ -229,11 +229,22 @@ func (a ablation) forbidden(user string) string {
 // scrapers, not the controller: TestMetricsEndpointServesOnlyAuthorizedScrapers
 // shows a scraper without it refused.)
 func (f *rbacFixture) ablations() []ablation {
+	out := roleAblations(f.t, f.objs, func(string) bool { return true })
+	for i := range out {
+		f.setTrigger(&out[i])
+	}
+	return out
+}
+
+// roleAblations lists every verb of every rule of the roles objs bind to
+// the chart's ServiceAccount whose name keep accepts, without triggers.
+func roleAblations(t testing.TB, objs []*unstructured.Unstructured, keep func(role string) bool) []ablation {
+	t.Helper()
 	var out []ablation
-	bound := controllerRoles(f.objs)
+	bound := controllerRoles(objs)
 	for _, kind := range []string{"ClusterRole", "Role"} {
-		for _, role := range ofKind(f.objs, kind) {
-			if !bound[kind+"/"+role.GetName()] {
+		for _, role := range ofKind(objs, kind) {
+			if !bound[kind+"/"+role.GetName()] || !keep(role.GetName()) {
 				continue
 			}
 			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
@@ -244,7 +255,7 @@ func (f *rbacFixture) ablations() []ablation {
 				verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
 				names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
 				if len(groups) != 1 || len(resources) != 1 || len(names) > 1 {
-					f.t.Fatalf("%s %s rule %d: keep one group, one resource and at most one name per rule so each can be proven needed", kind, role.GetName(), i)
+					t.Fatalf("%s %s rule %d: keep one group, one resource and at most one name per rule so each can be proven needed", kind, role.GetName(), i)
 				}
 				for _, verb := range verbs {
 					a := ablation{kind: kind, role: role.GetName(), rule: i, verb: verb, group: groups[0],
@@ -252,7 +263,6 @@ func (f *rbacFixture) ablations() []ablation {
 					if len(names) == 1 {
 						a.name = names[0]
 					}
-					f.setTrigger(&a)
 					out = append(out, a)
 				}
 			}

@@ -72,13 +72,47 @@ tagsync.labelPrefix is the NodeTagSync's labelPrefix; "" is a valid prefix
 {{- end }}
 
 {{/*
+tagsync.controllers is the --controllers value: the one place that decides
+which controllers run. Everything that depends on a controller (its RBAC,
+its objects, its flags) asks tagsync.runs instead of reading the values
+again.
+*/}}
+{{- define "tagsync.controllers" -}}
+{{- $c := list }}
+{{- if .Values.nodeTagSync.enabled }}
+{{- $c = append $c "nodetags" }}
+{{- end }}
+{{- if .Values.metadata.enabled }}
+{{- $c = append $c "metadata" }}
+{{- end }}
+{{- join "," $c }}
+{{- end }}
+
+{{/*
+tagsync.runs is "true" when the controller named by .name is in
+tagsync.controllers, else "": (include "tagsync.runs" (dict "root" $ "name" "metadata")).
+*/}}
+{{- define "tagsync.runs" -}}
+{{- if has .name (splitList "," (include "tagsync.controllers" .root)) }}true{{ end }}
+{{- end }}
+
+{{/*
+tagsync.auditLogFile is "true" when metadata.auditLog is a file path (not
+stderr or none): the file needs a writable volume (the root filesystem is
+read-only).
+*/}}
+{{- define "tagsync.auditLogFile" -}}
+{{- if not (has .Values.metadata.auditLog (list "stderr" "none")) }}true{{ end }}
+{{- end }}
+
+{{/*
 tagsync.validate fails the render on settings that cannot work, saying what
 to set. Called from the Deployment.
 */}}
 {{- define "tagsync.validate" -}}
 {{- $mode := .Values.azure.authMode }}
-{{- if not (has $mode (list "workloadIdentity" "managedIdentity" "servicePrincipal")) }}
-{{- fail (printf "azure.authMode %q is not supported: use workloadIdentity, managedIdentity or servicePrincipal" $mode) }}
+{{- if not (has $mode (list "workloadIdentity" "managedIdentity" "servicePrincipal" "default")) }}
+{{- fail (printf "azure.authMode %q is not supported: use workloadIdentity, managedIdentity, servicePrincipal or default" $mode) }}
 {{- end }}
 {{- if eq $mode "managedIdentity" }}
 {{- if not .Values.azure.clientID }}
@@ -88,6 +122,17 @@ to set. Called from the Deployment.
 {{- if eq $mode "servicePrincipal" }}
 {{- if or (not .Values.azure.clientID) (not .Values.azure.tenantID) (not .Values.azure.existingSecret) }}
 {{- fail "azure.authMode servicePrincipal needs azure.clientID, azure.tenantID and azure.existingSecret (a Secret in the release namespace holding the client secret under azure.existingSecretKey)" }}
+{{- end }}
+{{- end }}
+{{- if not (include "tagsync.controllers" .) }}
+{{- fail "nodeTagSync.enabled and metadata.enabled are both false: enable at least one controller" }}
+{{- end }}
+{{- if include "tagsync.auditLogFile" . }}
+{{- if not (isAbs .Values.metadata.auditLog) }}
+{{- fail (printf "metadata.auditLog %q: give stderr, none, or an absolute file path (e.g. /var/log/tagsync/audit.log)" .Values.metadata.auditLog) }}
+{{- end }}
+{{- if eq (dir .Values.metadata.auditLog) "/" }}
+{{- fail (printf "metadata.auditLog %q: put the file in a directory of its own (e.g. /var/log/tagsync/audit.log); the chart mounts a writable volume there" .Values.metadata.auditLog) }}
 {{- end }}
 {{- end }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
@@ -108,6 +153,7 @@ to set. Called from the Deployment.
 {{/* tagsync.args are the `tagsync run` flags. */}}
 {{- define "tagsync.args" -}}
 - run
+- --controllers={{ include "tagsync.controllers" . }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --metrics-secure={{ .Values.metrics.secure }}
 {{- if and .Values.metrics.secure .Values.metrics.certSecret }}
@@ -128,6 +174,8 @@ to set. Called from the Deployment.
 - --azure-auth-mode=workload-identity
 {{- else if eq $mode "managedIdentity" }}
 - --azure-auth-mode=managed-identity
+{{- else if eq $mode "default" }}
+- --azure-auth-mode=default
 {{- else }}
 - --azure-auth-mode=client-secret
 - --azure-client-secret-file=/etc/tagsync/azure/{{ .Values.azure.existingSecretKey }}
@@ -156,6 +204,21 @@ to set. Called from the Deployment.
 {{- end }}
 {{- if .Values.azure.writeQPS }}
 - --azure-write-qps={{ .Values.azure.writeQPS }}
+{{- end }}
+{{- if include "tagsync.runs" (dict "root" . "name" "metadata") }}
+- --audit-log={{ .Values.metadata.auditLog }}
+{{- if include "tagsync.auditLogFile" . }}
+- --audit-log-max-size={{ .Values.metadata.auditLogMaxSize }}
+{{- end }}
+{{- with .Values.metadata.namespaces }}
+- --namespaces={{ join "," . }}
+{{- end }}
+{{- with .Values.aws.region }}
+- --aws-region={{ . }}
+{{- end }}
+{{- with .Values.aws.endpoint }}
+- --aws-endpoint={{ . }}
+{{- end }}
 {{- end }}
 - --zap-encoder=json
 - --zap-log-level={{ .Values.logLevel }}
