@@ -23,6 +23,9 @@ func scenario(pg *playground) []Step {
 		pg.wipeRepaired(),
 		pg.spacedTagToLabel(),
 		pg.labelToSpacedTag(),
+		pg.metadataApply(),
+		pg.metadataRevert(),
+		pg.metadataDelete(),
 	}
 }
 
