@@ -72,8 +72,25 @@ func TestAWSLifecycle(t *testing.T) {
 		t.Errorf("outside edit not reverted: env=%q", v)
 	}
 
-	// Delete removes the tag from every resource, in one DeleteTags call.
+	// Update overwrites the value everywhere, in one more CreateTags call.
 	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "tags"}}
+	before := provider.Calls()["ec2:CreateTags"]
+	h.update(aw, func() {
+		aw.Spec.Opcode, aw.Spec.ResourceTags = v1alpha1.OpcodeUpdate, map[string]v1alpha1.AWSTagValue{"env": "staging", "team": "a"}
+	})
+	eventually(t, "env=staging everywhere", func() string {
+		for _, id := range ids {
+			if v := ec2Tags(t, ec2c, id)["env"]; v != "staging" {
+				return fmt.Sprintf("%s has env=%s", id, v)
+			}
+		}
+		return ""
+	})
+	if n := provider.Calls()["ec2:CreateTags"] - before; n != 1 {
+		t.Errorf("%d CreateTags calls for the update, want 1", n)
+	}
+
+	// Delete removes the tag from every resource, in one DeleteTags call.
 	h.update(aw, func() {
 		aw.Spec.Opcode, aw.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]v1alpha1.AWSTagValue{"team": ""}
 	})
