@@ -50,6 +50,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		}
 		outcomes = append(outcomes, p.syncTarget(ctx, t))
 	}
+	p.st.keepHeld(res.targets)
 	p.report(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
 		return reconcile.Result{}, err
@@ -124,6 +125,20 @@ func (st *state) heldFor(t *target) *heldTags {
 		st.held[t.key()] = h
 	}
 	return h
+}
+
+// keepHeld forgets the held-tags records of objects the CloudMetadata no
+// longer references.
+func (st *state) keepHeld(targets []*target) {
+	keep := map[string]bool{}
+	for _, t := range targets {
+		keep[t.key()] = true
+	}
+	for k := range st.held {
+		if !keep[k] {
+			delete(st.held, k)
+		}
+	}
 }
 
 // seenIDs indexes resources by canonical ID.
