@@ -217,3 +217,16 @@ func (pg *playground) requestMetadataPass(ctx context.Context) error {
 	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: metadataNS, Name: metadataName}}
 	return pg.cp.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body))
 }
+
+// metadataStatus summarises the CloudMetadata's status for the report.
+func (pg *playground) metadataStatus(ctx context.Context) (string, error) {
+	cm := &v1alpha1.CloudMetadata{}
+	if err := pg.cp.client.Get(ctx, client.ObjectKey{Namespace: metadataNS, Name: metadataName}, cm); err != nil {
+		return "", err
+	}
+	ready := "Unknown"
+	if c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		ready = string(c.Status)
+	}
+	return fmt.Sprintf("%d resources matched, %d in sync, %d failed, Ready=%s", cm.Status.Matched, cm.Status.InSync, cm.Status.Failed, ready), nil
+}

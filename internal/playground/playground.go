@@ -1,6 +1,6 @@
 // Package playground is tagsync's local demo (`tagsync demo`, `make demo`):
 // it starts a real kube-apiserver and etcd (envtest, binaries from bin/k8s),
-// the ARM simulator (internal/armsim) and the NodeTagSync controller
+// the ARM simulator (internal/armsim) and the tagsync controllers (NodeTagSync and metadata)
 // in-process with the Azure provider pointed at the simulator, seeds an
 // AKS-like estate and its Nodes, and plays a scripted scenario. Each step
 // makes one change and polls a check with a deadline; the package prints a
@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			fmt.Fprintln(o.Out, "\ninterrupted: stopped the controller, kube-apiserver, etcd and armsim; removed the temporary files")
 		}
 	}()
-	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the NodeTagSync controller")
+	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the tagsync controllers (node sync, metadata)")
 	fmt.Fprintln(o.Out)
 	if err := pg.start(ctx); err != nil {
 		return interrupted(ctx, err)

@@ -92,6 +92,9 @@ func (pg *playground) report() {
 	if s, err := pg.syncStatus(ctx); err == nil {
 		fmt.Fprintf(w, "\nNodeTagSync %q: %s\n", syncName, s)
 	}
+	if s, err := pg.metadataStatus(ctx); err == nil {
+		fmt.Fprintf(w, "CloudMetadata %s/%s: %s\n", metadataNS, metadataName, s)
+	}
 }
 
 // nodeTable prints each Node's synced labels, one column per label.
