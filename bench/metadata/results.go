@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+)
+
+// Results is everything one run measured; it is written as JSON.
+type Results struct {
+	// Commit is the repository's HEAD, with "+dirty" when the controller's
+	// code differed from it (the numbers are of the working tree).
+	Commit   string         `json:"commit"`
+	Machine  Machine        `json:"machine"`
+	Settings map[string]any `json:"settings"`
+	// Command is the controller's command line.
+	Command  []string       `json:"command"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	Goals    []Goal         `json:"goals"`
+	Initial  *InitialResult `json:"initial,omitempty"`
+	Steady   *SteadyResult  `json:"steady,omitempty"`
+	AWS      *AWSResult     `json:"aws,omitempty"`
+	Apply    *ApplyResult   `json:"apply,omitempty"`
+	Memory   *MemoryResult  `json:"memory,omitempty"`
+}
+
+// Machine describes where the numbers were taken.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpuModel"`
+	MemMiB   int    `json:"memoryMiB"`
+	GoVer    string `json:"go"`
+	OS       string `json:"os"`
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// started and ended (the machine may be shared).
+	LoadStart float64 `json:"loadAverageStart"`
+	LoadEnd   float64 `json:"loadAverageEnd"`
+}
+
+// Goal is one row of the verdict table.
+type Goal struct {
+	Goal     string `json:"goal"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+// ARMCalls is what armsim served in a phase.
+type ARMCalls struct {
+	// Discovery counts Resource Graph queries (one per page).
+	Discovery int `json:"discovery"`
+	// Reads counts every read, Discovery included.
+	Reads int `json:"reads"`
+	// Writes counts tag writes and every other mutation.
+	Writes    int            `json:"writes"`
+	Throttled int            `json:"throttled429"`
+	ByOp      map[string]int `json:"byOperation"`
+}
+
+// armCalls classifies armsim's counts (identity requests are left out of
+// reads and writes).
+func armCalls(c armsim.Calls) ARMCalls {
+	r := ARMCalls{ByOp: map[string]int{}}
+	for _, op := range c.Ops() {
+		n := c.Count(op)
+		r.ByOp[op] = n
+		r.Throttled += c.CountStatus(op, http.StatusTooManyRequests)
+		switch {
+		case strings.HasPrefix(op, "Identity."):
+		case op == "ResourceGraph.Resources":
+			r.Discovery += n
+			r.Reads += n
+		case strings.Contains(op, ".Get") || strings.Contains(op, ".List") || strings.HasPrefix(op, "Operations."):
+			r.Reads += n
+		default:
+			r.Writes += n
+		}
+	}
+	return r
+}
+
+// InitialResult is the first pass of each CloudMetadata over an estate
+// already carrying the request (not a goal).
+type InitialResult struct {
+	AzureSeconds float64        `json:"azureSeconds,omitempty"`
+	AzureARM     ARMCalls       `json:"azureARM"`
+	AWSSeconds   float64        `json:"awsSeconds,omitempty"`
+	AWSCalls     map[string]int `json:"awsCalls,omitempty"`
+}
+
+// SteadyRun is one unchanged resync of the Azure estate.
+type SteadyRun struct {
+	WallSeconds float64  `json:"wallSeconds"`
+	PassSeconds float64  `json:"passSeconds"`
+	ARM         ARMCalls `json:"arm"`
+}
+
+// AWSSteady is one unchanged resync of the EC2 instances.
+type AWSSteady struct {
+	WallSeconds float64        `json:"wallSeconds"`
+	Calls       map[string]int `json:"calls"`
+}
+
+// SteadyResult is goal A (worst case over the runs).
+type SteadyResult struct {
+	Resources       int         `json:"resources"`
+	Subscriptions   int         `json:"subscriptions"`
+	DiscoveryBudget int         `json:"discoveryBudget"`
+	Runs            []SteadyRun `json:"runs"`
+	Discovery       int         `json:"discoveryCalls"`
+	OtherReads      int         `json:"otherReads"`
+	Writes          int         `json:"writes"`
+	AWSRun          *AWSSteady  `json:"awsResync,omitempty"`
+	Met             bool        `json:"met"`
+}
+
+// AWSResult is goal C.
+type AWSResult struct {
+	Resources   int            `json:"resources"`
+	WriteBudget int            `json:"writeBudget"`
+	Seconds     float64        `json:"seconds"`
+	Calls       map[string]int `json:"calls"`
+	Writes      int            `json:"writeCalls"`
+	Tagged      int            `json:"taggedInMoto"`
+	Met         bool           `json:"met"`
+}
+
+// SubWrites is one subscription's share of the Azure apply.
+type SubWrites struct {
+	Subscription string  `json:"subscription"`
+	Writes       int     `json:"writes"`
+	FirstSeconds float64 `json:"firstAfterSeconds"`
+	LastSeconds  float64 `json:"lastAfterSeconds"`
+}
+
+// ApplyProgress is the number of writes done at a moment.
+type ApplyProgress struct {
+	AfterSeconds float64 `json:"afterSeconds"`
+	Writes       int     `json:"writes"`
+	Throttled    int     `json:"throttled429"`
+}
+
+// ApplyResult is goal B.
+type ApplyResult struct {
+	Resources       int     `json:"resources"`
+	Subscriptions   int     `json:"subscriptions"`
+	PerSubscription int     `json:"perSubscription"`
+	WriteQPSFlag    float64 `json:"azureWriteQPSFlag"`
+	// QuotaSeconds is the time ARM's write bucket allows: max(0, N-200)/10
+	// per subscription, subscriptions in parallel.
+	QuotaSeconds float64 `json:"quotaSeconds"`
+	GoalSeconds  float64 `json:"goalSeconds"`
+	// Seconds is from the spec change to armsim's last tag write.
+	Seconds        float64        `json:"seconds,omitempty"`
+	StatusSeconds  float64        `json:"statusSeconds,omitempty"`
+	Writes         int            `json:"writes"`
+	Throttled      int            `json:"throttled429"`
+	WriteOps       map[string]int `json:"writeOperations"`
+	BySubscription []SubWrites    `json:"bySubscription"`
+	// Incomplete: the harness stopped waiting (-apply-wait); then
+	// RatePerSecond is the write rate over the last half of the wait and
+	// ExtrapolatedSeconds the completion time at that rate.
+	Incomplete          bool            `json:"incomplete,omitempty"`
+	RatePerSecond       float64         `json:"ratePerSecond,omitempty"`
+	ExtrapolatedSeconds float64         `json:"extrapolatedSeconds,omitempty"`
+	Progress            []ApplyProgress `json:"progress"`
+	Met                 bool            `json:"met"`
+}
+
+// MemoryResult is goal D.
+type MemoryResult struct {
+	Scenarios      string         `json:"scenarios"`
+	AzureResources int            `json:"azureResources"`
+	AWSResources   int            `json:"awsResources"`
+	AuditLog       string         `json:"auditLog,omitempty"`
+	Samples        []MemorySample `json:"samples"`
+	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
+	RSSMiB     float64 `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// SampledPeakMiB is the highest VmRSS of the 200 ms sampler.
+	SampledPeakMiB float64 `json:"sampledPeakMiB"`
+	GoalMiB        float64 `json:"goalMiB"`
+	Met            bool    `json:"met"`
+}
+
+// MemorySample is the controller's memory at one moment.
+type MemorySample struct {
+	At             string  `json:"at"`
+	RSSMiB         float64 `json:"vmRSSMiB"`
+	HWMMiB         float64 `json:"vmHWMMiB"`
+	GoHeapInuseMiB float64 `json:"goHeapInuseMiB,omitempty"`
+	Goroutines     int     `json:"goroutines,omitempty"`
+	CPUSeconds     float64 `json:"cpuSeconds,omitempty"`
+}
+
+func (o options) settings() map[string]any {
+	wq := "provider default"
+	if o.writeQPS > 0 {
+		wq = fmt.Sprint(o.writeQPS)
+	}
+	return map[string]any{
+		"scenarios": o.scenarios, "resyncs": o.resyncs, "applyWait": o.applyWait.String(), "auditLog": o.auditLog,
+		"azure":         fmt.Sprintf("%d subscriptions x (10 types x %d + 1 resource group)", o.subs, o.perType),
+		"aws":           fmt.Sprintf("%d EC2 instances in moto", o.awsResources),
+		"azureWriteQPS": wq,
+		"azureProvider": fmt.Sprintf("defaults: reads %d/s burst %d, writes %d/s burst %d per subscription, %d resources written at once, write method TagsAPI",
+			azure.DefaultReadsPerSecond, azure.DefaultReadBurst, azure.DefaultWritesPerSecond, azure.DefaultWriteBurst, azure.DefaultWriteConcurrency),
+		"armsim": fmt.Sprintf("HTTPS, ARM throttling (reads 250 + 25/s, writes %d + %d/s per subscription, Resource Graph 15 per 5 s), Resource Graph pages of 1000",
+			armWriteCapacity, armWriteRefill),
+	}
+}
+
+// goals renders the verdicts.
+func (r *Results) goals(o options) []Goal {
+	var g []Goal
+	if s := r.Steady; s != nil && len(s.Runs) > 0 {
+		g = append(g,
+			Goal{Goal: fmt.Sprintf("A. steady resync, %d Azure resources in %d subscriptions: discovery calls", s.Resources, s.Subscriptions),
+				Target: fmt.Sprintf("<= 1 per 1000 resources (%d)", s.DiscoveryBudget), Measured: fmt.Sprint(s.Discovery), Met: s.Discovery <= s.DiscoveryBudget},
+			Goal{Goal: "A. steady resync: ARM writes", Target: "0", Measured: fmt.Sprint(s.Writes), Met: s.Writes == 0})
+	}
+	if a := r.Apply; a != nil {
+		measured := fmt.Sprintf("%.1f s, %d x 429", a.Seconds, a.Throttled)
+		if a.Incomplete {
+			measured = fmt.Sprintf("%d of %d writes in %s; extrapolated %.0f s; %d x 429", a.Writes, a.Resources, o.applyWait, a.ExtrapolatedSeconds, a.Throttled)
+		}
+		if a.WriteQPSFlag > 0 {
+			measured += fmt.Sprintf(" (--azure-write-qps %g)", a.WriteQPSFlag)
+		}
+		g = append(g, Goal{Goal: fmt.Sprintf("B. add one tag to %d Azure resources (%d per subscription)", a.Resources, a.PerSubscription),
+			Target: fmt.Sprintf("<= 1.1 x %.1f s = %.1f s, 0 x 429", a.QuotaSeconds, a.GoalSeconds), Measured: measured, Met: a.Met})
+	}
+	if a := r.AWS; a != nil {
+		g = append(g, Goal{Goal: fmt.Sprintf("C. add one tag to %d EC2 instances: write calls", a.Resources),
+			Target: fmt.Sprintf("<= %d", a.WriteBudget), Measured: fmt.Sprintf("%d (%.1f s)", a.Writes, a.Seconds), Met: a.Met})
+	}
+	if m := r.Memory; m != nil && o.has("memory") {
+		g = append(g, Goal{Goal: fmt.Sprintf("D. controller RSS (%d Azure + %d AWS resources; scenarios %s)", m.AzureResources, m.AWSResources, m.Scenarios),
+			Target: "<= 200 MiB", Measured: fmt.Sprintf("peak %.0f MiB, settled %.0f MiB", m.PeakRSSMiB, m.RSSMiB), Met: m.Met})
+	}
+	return g
+}
+
+func printReport(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "\nMetadata benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
+		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
+	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GOAL\tTARGET\tMEASURED\tMET")
+	for _, g := range r.Goals {
+		met := "MISSED"
+		if g.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Goal, g.Target, g.Measured, met)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	if i := r.Initial; i != nil {
+		fmt.Fprintf(w, "Initial passes (already in sync): Azure %.1fs, ARM %s; AWS %.1fs, calls %s\n",
+			i.AzureSeconds, opsLine(i.AzureARM.ByOp), i.AWSSeconds, opsLine(i.AWSCalls))
+	}
+	if s := r.Steady; s != nil {
+		for k, run := range s.Runs {
+			fmt.Fprintf(w, "Steady resync %d: %.2fs from request to status (pass %.2fs); ARM %s\n", k+1, run.WallSeconds, run.PassSeconds, opsLine(run.ARM.ByOp))
+		}
+		if s.AWSRun != nil {
+			fmt.Fprintf(w, "AWS steady resync: %.2fs; calls %s\n", s.AWSRun.WallSeconds, opsLine(s.AWSRun.Calls))
+		}
+	}
+	if a := r.AWS; a != nil {
+		fmt.Fprintf(w, "AWS add: %d/%d tagged in %.1fs; calls %s\n", a.Tagged, a.Resources, a.Seconds, opsLine(a.Calls))
+	}
+	if a := r.Apply; a != nil {
+		fmt.Fprintf(w, "Azure add: %d writes (%s), %d x 429; quota-allowed %.1fs per subscription in parallel\n", a.Writes, opsLine(a.WriteOps), a.Throttled, a.QuotaSeconds)
+		for _, s := range a.BySubscription {
+			fmt.Fprintf(w, "  subscription %s: %d writes from %.1fs to %.1fs after the change\n", s.Subscription, s.Writes, s.FirstSeconds, s.LastSeconds)
+		}
+		if a.Incomplete {
+			fmt.Fprintf(w, "  INCOMPLETE: stopped waiting; %.2f writes/s over the last half; EXTRAPOLATED completion %.0fs\n", a.RatePerSecond, a.ExtrapolatedSeconds)
+		} else {
+			fmt.Fprintf(w, "  last write %.1fs after the change; status %.1fs\n", a.Seconds, a.StatusSeconds)
+		}
+	}
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "Memory of tagsync run (%d Azure + %d AWS resources):\n", m.AzureResources, m.AWSResources)
+		for _, s := range m.Samples {
+			fmt.Fprintf(w, "  %-50s VmRSS %6.1f MiB  VmHWM %6.1f MiB  Go heap in use %6.1f MiB  CPU %6.1fs  goroutines %d\n", s.At, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds, s.Goroutines)
+		}
+	}
+}
+
+func (r *Results) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// commit describes the working tree the benchmark measures.
+func commit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "internal", "cmd", "api", "go.mod").Output()
+	if err == nil && len(strings.TrimSpace(string(dirty))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}
+
+// loadAverage is the 1-minute load average (0 when unknown).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscanf(string(data), "%f", &l)
+	return l
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadStart: loadAverage()}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var kb int
+			if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); err == nil {
+				m.MemMiB = kb / 1024
+				break
+			}
+		}
+		f.Close()
+	}
+	return m
+}
+
+func secs(d time.Duration) float64 { return round3(d.Seconds()) }
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+func mib(b int64) float64 { return math.Round(float64(b)/(1<<20)*10) / 10 }
