@@ -91,6 +91,33 @@ type AzureMetadataSpec struct {
 	// +listType=set
 	// +optional
 	Subscriptions []string `json:"subscriptions,omitempty"`
+
+	// ResourceGroups adds to the CloudMetadata's scope, whatever their tags,
+	// the resources of these resource groups whose names start with a
+	// prefix, at most 10: clusters installed by releases that tagged only
+	// their resource group are found this way (the OpenShift adapter sets
+	// it). Searched in Subscriptions.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	ResourceGroups []ResourceGroupScope `json:"resourceGroups,omitempty"`
+}
+
+// ResourceGroupScope is the resources of a resource group whose names start
+// with NamePrefix.
+type ResourceGroupScope struct {
+	// Name is the resource group's name (compared ignoring case).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=90
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]+$`
+	// +required
+	Name string `json:"name"`
+	// NamePrefix is the start of the resource names (compared ignoring
+	// case), e.g. a cluster's infrastructure name; at least 3 characters,
+	// so that a typo cannot take a whole group.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=80
+	// +required
+	NamePrefix string `json:"namePrefix"`
 }
 
 // AWSMetadataSpec is a tag request for AWS resources: what to do with which

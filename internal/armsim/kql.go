@@ -17,7 +17,7 @@ import (
 // expr combines conditions with "and" and "or" ("and" binds tighter, as
 // in KQL) and parentheses. A condition is one of
 //
-//	<column> == | =~ | != | !~ '<string>'
+//	<column> == | =~ | != | !~ | startswith | startswith_cs '<string>'
 //	<column> in | in~ | !in | !in~ ('<string>', ...)
 //	tags['<name>'] <same operators>          (tag name case-sensitive, as ARG)
 //	isnotempty(<column or tags['name']>) / isempty(...)
@@ -407,7 +407,7 @@ func parseCond(l *kqlLexer) (kqlExpr, error) {
 	}
 	c := kqlCond{col: col, tag: tag, op: strings.ToLower(l.next())}
 	switch c.op {
-	case "==", "=~", "!=", "!~":
+	case "==", "=~", "!=", "!~", "startswith", "startswith_cs":
 		v := l.next()
 		if !strings.HasPrefix(v, "'") {
 			return nil, fmt.Errorf("%s needs a quoted string", c.op)
@@ -458,6 +458,10 @@ func (c kqlCond) eval(s *Server, r graphRow) bool {
 		return !present || !containsStr(c.values, v, false)
 	case "!~", "!in~":
 		return !present || !containsStr(c.values, v, true)
+	case "startswith":
+		return present && strings.HasPrefix(strings.ToLower(v), strings.ToLower(c.values[0]))
+	case "startswith_cs":
+		return present && strings.HasPrefix(v, c.values[0])
 	}
 	return false
 }

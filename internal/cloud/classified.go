@@ -18,6 +18,21 @@ type DiscoverOptions struct {
 	// subscription IDs, AWS regions. Empty means the provider's default
 	// (Azure: its default subscription; AWS: its configured region).
 	Scopes []string
+	// Named adds to the scope, whatever their tags, the resources that a
+	// group holds under a name prefix (Azure: resource groups; providers
+	// without groups ignore it). OpenShift clusters upgraded from releases
+	// that tagged only their resource group are found this way.
+	Named []NameScope
+}
+
+// NameScope is a group's resources whose names start with a prefix.
+type NameScope struct {
+	// Group is the group's name (Azure: a resource group, compared
+	// case-insensitively).
+	Group string
+	// NamePrefix is the prefix of the resource names (compared
+	// case-insensitively); empty means every resource of the group.
+	NamePrefix string
 }
 
 // Classified is a resource that Discover found, with all its tags.

@@ -32,6 +32,8 @@ const (
 	// graphTypeSubscription is a subscription's row type in Resource
 	// Graph's resourcecontainers table, which Discover leaves out.
 	graphTypeSubscription = "microsoft.resources/subscriptions"
+	// graphTypeResourceGroup is a resource group's row type there.
+	graphTypeResourceGroup = "microsoft.resources/subscriptions/resourcegroups"
 )
 
 // Discover finds, with Resource Graph, every resource and resource group
@@ -79,10 +81,10 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	if err != nil {
 		return cloud.Discovery{}, err
 	}
-	if len(classifiers) == 0 {
+	if len(classifiers) == 0 && len(opts.Named) == 0 {
 		return cloud.Discovery{}, nil
 	}
-	query, err := discoveryQuery(classifiers)
+	query, err := discoveryQuery(classifiers, opts.Named...)
 	if err != nil {
 		return cloud.Discovery{}, err
 	}
@@ -117,7 +119,7 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 		}
 		rows = nil
 	}
-	d.Resources = classify(p.Rules().NameCase(), rows, classifiers, scopes)
+	d.Resources = classify(p.Rules().NameCase(), rows, classifiers, opts.Named, scopes)
 	d.Calls = g.calls()
 	return d, nil
 }
@@ -167,7 +169,7 @@ func perSubscription(err error) bool {
 //
 // (on one line). Names and values are KQL string literals (kqlString), so
 // a quote in a classifier cannot end the literal or inject KQL.
-func discoveryQuery(classifiers []cloud.Classifier) (string, error) {
+func discoveryQuery(classifiers []cloud.Classifier, named ...cloud.NameScope) (string, error) {
 	seen := map[string]bool{}
 	var terms []string
 	for _, c := range classifiers {
@@ -187,9 +189,35 @@ func discoveryQuery(classifiers []cloud.Classifier) (string, error) {
 			terms = append(terms, t)
 		}
 	}
+	for _, n := range named {
+		t, err := nameTerm(n)
+		if err != nil {
+			return "", err
+		}
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	}
 	sort.Strings(terms)
 	return "resources | union resourcecontainers | where type != '" + graphTypeSubscription + "' and (" +
 		strings.Join(terms, " or ") + ") | project id, name, type, subscriptionId, resourceGroup, tags", nil
+}
+
+// nameTerm is the KQL condition of a NameScope: the rows of a resource
+// group (not the group itself: its row has the type of a group) whose
+// names start with the prefix. KQL's =~ and startswith ignore case, as ARM
+// names do.
+func nameTerm(n cloud.NameScope) (string, error) {
+	group, err := kqlString(n.Group)
+	if err != nil || n.Group == "" {
+		return "", fmt.Errorf("azure: resource group %q cannot be searched: %v", n.Group, err)
+	}
+	prefix, err := kqlString(n.NamePrefix)
+	if err != nil {
+		return "", fmt.Errorf("azure: name prefix %q: %w", n.NamePrefix, err)
+	}
+	return "(resourceGroup =~ " + group + " and type != '" + graphTypeResourceGroup + "' and name startswith " + prefix + ")", nil
 }
 
 // kqlString renders s as a single-quoted KQL string literal: backslash,
@@ -230,7 +258,7 @@ func kqlString(s string) (string, error) {
 // classify turns Resource Graph rows into the resources in scope, sorted
 // by CanonicalID, each once: a row of one of the subscriptions that
 // carries a classifier's name (matched as nc says) with exactly its value.
-func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Classifier, scopes []string) []cloud.Classified {
+func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Classifier, named []cloud.NameScope, scopes []string) []cloud.Classified {
 	scopeOf := make(map[string]string, len(scopes))
 	for _, s := range scopes {
 		scopeOf[strings.ToLower(s)] = s
@@ -247,7 +275,7 @@ func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Class
 			continue
 		}
 		t := rowTags(row["tags"])
-		if !classified(nc, t, classifiers) {
+		if !classified(nc, t, classifiers) && !namedIn(row, named) {
 			continue
 		}
 		seen[key] = true
@@ -255,6 +283,20 @@ func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Class
 	}
 	sort.Slice(out, func(i, j int) bool { return cloud.CanonicalID(out[i].ID) < cloud.CanonicalID(out[j].ID) })
 	return out
+}
+
+// namedIn reports whether a row is in one of the name scopes.
+func namedIn(row map[string]any, named []cloud.NameScope) bool {
+	rg, _ := row["resourceGroup"].(string)
+	name, _ := row["name"].(string)
+	typ, _ := row["type"].(string)
+	for _, n := range named {
+		if strings.EqualFold(rg, n.Group) && !strings.EqualFold(typ, graphTypeResourceGroup) &&
+			strings.HasPrefix(strings.ToLower(name), strings.ToLower(n.NamePrefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 // classified reports whether t carries any of the classifiers.

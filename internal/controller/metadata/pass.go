@@ -84,7 +84,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 		return o
 	}
 	o.approved = true
-	disc, err := provider.Discover(ctx, p.classifiers(), cloud.DiscoverOptions{Scopes: t.scopes})
+	disc, err := provider.Discover(ctx, p.classifiers(), cloud.DiscoverOptions{Scopes: t.scopes, Named: t.named})
 	o.discoveryCalls = disc.Calls
 	if err != nil {
 		o.readFailed(err)

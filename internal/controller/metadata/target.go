@@ -4,6 +4,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -30,12 +31,18 @@ type target struct {
 	ignoreTags   []string
 	// scopes are the subscriptions (Azure) or regions (AWS) to search.
 	scopes []string
+	// named adds resources by group and name prefix (Azure).
+	named []cloud.NameScope
 }
 
 // azureTarget views an AzureMetadata as a target.
 func azureTarget(o *v1alpha1.AzureMetadata) *target {
-	return &target{cloud: cloudAzure, kind: "AzureMetadata", obj: o, status: &o.Status,
+	t := &target{cloud: cloudAzure, kind: "AzureMetadata", obj: o, status: &o.Status,
 		opcode: o.Spec.Opcode, resourceTags: o.Spec.ResourceTags, ignoreTags: o.Spec.IgnoreTags, scopes: o.Spec.Subscriptions}
+	for _, g := range o.Spec.ResourceGroups {
+		t.named = append(t.named, cloud.NameScope{Group: g.Name, NamePrefix: g.NamePrefix})
+	}
+	return t
 }
 
 // awsTarget views an AWSMetadata as a target.
