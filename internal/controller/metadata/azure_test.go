@@ -371,3 +371,36 @@ func TestThrottleStormConverges(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceGroupNamePrefix: resources of a named group whose names start
+// with the prefix are in scope without the classifier; others are not.
+func TestResourceGroupNamePrefix(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.az.Server.CreateResourceGroup(sub, armsim.ResourceGroup{Name: "rg-old"}); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := h.az.Server.CreateResource(sub, "rg-old", armsim.Resource{Type: armsim.TypeDisk, Name: "old-7lpkm-disk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.az.Server.CreateResource(sub, "rg-old", armsim.Resource{Type: armsim.TypeDisk, Name: "someone-else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AzureMetadataSpec{
+		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "prod"},
+		ResourceGroups: []v1alpha1.ResourceGroupScope{{Name: "RG-OLD", NamePrefix: "old-7lpkm"}}}}
+	h.create(az)
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("old-7lpkm"): "owned"})
+	cm := h.waitReady("cm", metav1.ConditionTrue)
+	if cm.Status.Matched != 1 {
+		t.Errorf("matched %d, want 1", cm.Status.Matched)
+	}
+	if h.tags(mine)["env"] != "prod" {
+		t.Errorf("the prefixed resource was not tagged: %v", h.tags(mine))
+	}
+	if _, ok := h.tags(other)["env"]; ok {
+		t.Errorf("a resource without the prefix was tagged")
+	}
+}
