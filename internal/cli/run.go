@@ -25,6 +25,7 @@ import (
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -114,6 +115,10 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.awsTokenFile, flagName(aws.FlagSessionTokenFile), "", "file holding the session token of temporary static credentials")
 	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata controller writes one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
+	fs.StringVar(&f.op.InfraTags.Namespace, "openshift-namespace", "", "namespace of the CloudMetadata and Azure/AWSMetadata objects the OpenShift adapter writes (default: --leader-election-namespace)")
+	fs.StringVar(&f.op.InfraTags.AzureOwnedTag, "openshift-azure-owned-tag", infratags.DefaultAzureOwnedTag, "the Azure tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
+	fs.StringVar(&f.op.InfraTags.AWSOwnedTag, "openshift-aws-owned-tag", infratags.DefaultAWSOwnedTag, "the AWS tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
+	fs.DurationVar(&f.op.InfraTags.CRDPollInterval, "openshift-crd-poll-interval", 30*time.Second, "how often the OpenShift adapter looks for the Infrastructure CRD while it is not installed")
 	fs.StringSliceVar(&f.op.Namespaces, "namespaces", nil, "namespaces whose CloudMetadata, AzureMetadata and AWSMetadata objects are served, comma-separated (default: all)")
 
 	fs.StringSliceVar(&f.op.Controllers, "controllers", []string{"all"},
@@ -221,6 +226,9 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	}
 	if err := f.aws(); err != nil {
 		return err
+	}
+	if f.op.InfraTags.Namespace == "" {
+		f.op.InfraTags.Namespace = f.op.LeaderElectionNamespace
 	}
 	return f.azure()
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -75,6 +76,8 @@ type Options struct {
 	// see (CloudMetadata, AzureMetadata, AWSMetadata) to these namespaces;
 	// cluster-scoped objects (Nodes, NodeTagSyncs) are unaffected.
 	Namespaces []string
+	// InfraTags configure the OpenShift adapter (infratags).
+	InfraTags infratags.Options
 	// Audit receives one record per cloud mutation of the metadata
 	// controller; nil writes none.
 	Audit *audit.Log
@@ -170,7 +173,7 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit}
+	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit, InfraTags: o.InfraTags}
 	built := &Manager{Manager: mgr, Controllers: map[string]any{}}
 	for _, c := range selected {
 		ctl, err := c.Setup(mgr, deps)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 )
@@ -59,6 +60,8 @@ type Deps struct {
 	Providers cloud.Providers
 	// Audit receives the metadata controller's audit records (nil: none).
 	Audit *audit.Log
+	// InfraTags configure the OpenShift adapter.
+	InfraTags infratags.Options
 	// Recorder, when set, gives the event recorder of the named controller
 	// (tests wrap the real one to count what is emitted); nil lets each
 	// controller make its own.
@@ -96,6 +99,19 @@ func Controllers() []Controller {
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil)
+			return r, r.SetupWithManager(mgr)
+		},
+	}, {
+		Name: infratags.ControllerName,
+		RBAC: []rbacv1.PolicyRule{
+			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"cloudmetadata", "azuremetadata", "awsmetadata"}, Verbs: []string{"list", "watch", "create", "update"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
+			r := infratags.NewReconciler(nil, d.recorderFor(infratags.ControllerName), d.InfraTags)
 			return r, r.SetupWithManager(mgr)
 		},
 	}}

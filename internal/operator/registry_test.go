@@ -21,8 +21,8 @@ func TestSelect(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct{ in, want []string }{
-		{nil, []string{"nodetags", "metadata"}},
-		{[]string{"all"}, []string{"nodetags", "metadata"}},
+		{nil, ControllerNames()},
+		{[]string{"all"}, ControllerNames()},
 		{[]string{"nodetags"}, []string{"nodetags"}},
 		{[]string{"metadata"}, []string{"metadata"}},
 		{[]string{"metadata", "nodetags"}, []string{"nodetags", "metadata"}},
@@ -33,7 +33,7 @@ func TestSelect(t *testing.T) {
 		}
 	}
 	_, err := Select([]string{"nodetags", "metdata"})
-	if err == nil || !strings.Contains(err.Error(), `unknown controller "metdata"`) || !strings.Contains(err.Error(), "known: all, nodetags, metadata") {
+	if err == nil || !strings.Contains(err.Error(), `unknown controller "metdata"`) || !strings.Contains(err.Error(), "known: all, "+strings.Join(ControllerNames(), ", ")) {
 		t.Fatalf("an unknown name gave %v, want an error that lists the known names", err)
 	}
 }

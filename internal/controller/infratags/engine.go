@@ -1,0 +1,168 @@
+package infratags
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/openshift"
+)
+
+// Names of the engine objects the adapter writes, in Options.Namespace.
+const (
+	CloudMetadataName = "openshift-infrastructure"
+	AzureMetadataName = "openshift-infrastructure-azure"
+	AWSMetadataName   = "openshift-infrastructure-aws"
+)
+
+// managedByLabel marks the engine objects as the adapter's.
+const managedByLabel = "app.kubernetes.io/managed-by"
+
+// managedBy is managedByLabel's value.
+const managedBy = "tagsync-infratags"
+
+// applyClouds validates each cloud's tags and writes its engine object;
+// it returns the clouds whose request is in place (valid now, or kept
+// from before when the new set is invalid).
+func (r *Reconciler) applyClouds(ctx context.Context, infra *unstructured.Unstructured, in infrastructure) []string {
+	var clouds []string
+	var refs v1alpha1.CloudProviderRefs
+	classifiers := map[string]string{}
+	if in.azure != nil && r.apply(ctx, infra, "azure", in.azure, openshift.ValidateUserTags, r.azureObject(in)) {
+		clouds = append(clouds, "azure")
+		refs.AzureRef = &v1alpha1.LocalObjectRef{Name: AzureMetadataName}
+		classifiers[ownedTag(r.opts.AzureOwnedTag, in.infraID)] = "owned"
+	}
+	if in.aws != nil && r.apply(ctx, infra, "aws", in.aws, openshift.ValidateAWSUserTags, r.awsObject(in)) {
+		clouds = append(clouds, "aws")
+		refs.AWSRef = &v1alpha1.LocalObjectRef{Name: AWSMetadataName}
+		classifiers[ownedTag(r.opts.AWSOwnedTag, in.infraID)] = "owned"
+	}
+	if len(clouds) == 0 {
+		return nil
+	}
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: r.meta(CloudMetadataName), Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:      classifiers,
+		ControllerConfig: v1alpha1.ControllerConfig{Limit: v1alpha1.LimitPartial, SyncEvery: r.opts.SyncEvery.String()},
+		CloudProvider:    refs,
+	}}
+	if err := r.write(ctx, infra, cm); err != nil {
+		r.notes.Warn(infra, ReasonEngineWriteFailed, err.Error())
+	}
+	return clouds
+}
+
+// apply validates one cloud's tags and, when they are valid, writes its
+// engine object. It reports whether the cloud's request is in place: an
+// invalid set is reported and leaves an earlier request as it was.
+func (r *Reconciler) apply(ctx context.Context, infra *unstructured.Unstructured, cloud string, d *desired,
+	validate func(map[string]string) error, obj client.Object) bool {
+	if err := problems(d, validate); err != nil {
+		note := fmt.Sprintf("the %s user tags (from %s) break the OpenShift installer's rules; none of them is applied: %s",
+			cloud, d.source, strings.ReplaceAll(err.Error(), "\n", "; "))
+		r.notes.Once(infra, "invalid/"+cloud+"/"+note, ReasonInvalidUserTags, note)
+		invalidTotal.WithLabelValues(cloud).Inc()
+		return r.exists(ctx, obj)
+	}
+	if err := r.write(ctx, infra, obj); err != nil {
+		r.notes.Warn(infra, ReasonEngineWriteFailed, err.Error())
+		return r.exists(ctx, obj)
+	}
+	return true
+}
+
+// problems is every reason the installer would refuse d, keys listed twice
+// included.
+func problems(d *desired, validate func(map[string]string) error) error {
+	var errs []error
+	for _, k := range d.duplicates {
+		errs = append(errs, fmt.Errorf("key %q is listed more than once", k))
+	}
+	if err := validate(d.tags); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// azureObject is the AzureMetadata for the Infrastructure's Azure tags.
+func (r *Reconciler) azureObject(in infrastructure) *v1alpha1.AzureMetadata {
+	o := &v1alpha1.AzureMetadata{ObjectMeta: r.meta(AzureMetadataName), Spec: v1alpha1.AzureMetadataSpec{
+		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: in.azure.tags}}
+	if in.resourceGroup != "" && len(in.infraID) >= 3 {
+		o.Spec.ResourceGroups = []v1alpha1.ResourceGroupScope{{Name: in.resourceGroup, NamePrefix: in.infraID}}
+	}
+	return o
+}
+
+// awsObject is the AWSMetadata for the Infrastructure's AWS tags.
+func (r *Reconciler) awsObject(in infrastructure) *v1alpha1.AWSMetadata {
+	o := &v1alpha1.AWSMetadata{ObjectMeta: r.meta(AWSMetadataName), Spec: v1alpha1.AWSMetadataSpec{
+		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]v1alpha1.AWSTagValue{}}}
+	for k, v := range in.aws.tags {
+		o.Spec.ResourceTags[k] = v
+	}
+	if in.region != "" {
+		o.Spec.Regions = []string{in.region}
+	}
+	return o
+}
+
+// meta is the metadata of an engine object.
+func (r *Reconciler) meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name, Labels: map[string]string{managedByLabel: managedBy}}
+}
+
+// write creates obj, or updates its spec when it differs; the
+// Infrastructure owns it, so it goes when the Infrastructure goes.
+func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(infra, obj, r.client.Scheme()); err != nil {
+		return err
+	}
+	current := obj.DeepCopyObject().(client.Object)
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	if equality.Semantic.DeepEqual(specOf(current), specOf(obj)) && current.GetLabels()[managedByLabel] == managedBy {
+		return nil
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	if err := r.client.Update(ctx, obj); err != nil {
+		return fmt.Errorf("update %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// exists reports whether an engine object is there (from an earlier pass).
+func (r *Reconciler) exists(ctx context.Context, obj client.Object) bool {
+	current := obj.DeepCopyObject().(client.Object)
+	return r.client.Get(ctx, client.ObjectKeyFromObject(obj), current) == nil
+}
+
+// specOf returns the spec of the engine kinds.
+func specOf(obj client.Object) any {
+	switch o := obj.(type) {
+	case *v1alpha1.CloudMetadata:
+		return o.Spec
+	case *v1alpha1.AzureMetadata:
+		return o.Spec
+	case *v1alpha1.AWSMetadata:
+		return o.Spec
+	}
+	return nil
+}
