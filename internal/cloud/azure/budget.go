@@ -2,26 +2,186 @@ package azure
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
 	"sync"
-
-	"golang.org/x/time/rate"
+	"time"
 )
 
-// budget is the client-side rate budget: token buckets for reads and
-// writes per subscription (ARM's throttling buckets are per subscription),
-// waited on by throttlePolicy before every HTTP attempt (retries and LRO
-// polls included), so the provider stays well under ARM's limits however
-// many reconciles run at once.
-type budget struct {
-	cfg RateLimit
+// The client-side budget follows ARM's own throttling. ARM keeps a token
+// bucket per subscription (and principal) for each of reads, writes and
+// deletes, and reports on every answer how many tokens the bucket has left
+// after that request, in x-ms-ratelimit-remaining-subscription-reads,
+// -writes or -deletes. The budget keeps, per subscription and ARM bucket:
+//
+//   - a pace bucket, an ordinary token bucket. Until ARM has reported the
+//     bucket's level it is the configured conservative budget (RateLimit's
+//     fields, else DefaultReadsPerSecond / DefaultReadBurst and
+//     DefaultWritesPerSecond / DefaultWriteBurst): the budget behaves
+//     exactly as a fixed one. Once ARM has reported it, the pace bucket
+//     refills at the adaptive rate: ARM's documented refill less
+//     adaptiveMargin (reads 23.75/s, writes and deletes 9.5/s), or the
+//     configured RateLimit rate when one is set and lower; it holds as many
+//     tokens as ARM's bucket above the reserve (or RateLimit's burst when
+//     one is set), and the first report tops it up by the difference. When
+//     ARM's last report is below the reserve, the pace bucket falls back to
+//     the conservative rate and burst (never above the adaptive rate).
+//   - the headroom: a lower bound on the tokens ARM's bucket holds above
+//     the reserve, taken from ARM's last report (see observe) and refilled
+//     at the adaptive rate between reports, up to ARM's bucket less the
+//     reserve. It applies once ARM has reported the level.
+//
+// A request is sent when both have a token, and takes one from each.
+//
+// The reserve is what the budget leaves in ARM's bucket for the
+// subscription's other clients (AKS itself, users, pipelines): reserveShare
+// (10%) of ARM's bucket, at least one token, where ARM's bucket is the
+// largest remaining count ARM has reported plus one (200 writes and 250
+// reads on Azure today: a reserve of 20 writes and 25 reads).
+//
+// Why this cannot cause a 429 while the provider is the subscription's only
+// client: a report of R remaining means ARM's bucket held R tokens just
+// after it charged that request. Since then ARM has charged at most the
+// requests it had not yet charged: those in flight when that request was
+// sent plus those sent after it (U), and it has refilled at least zero
+// tokens (refilling never takes a level below itself, even at the cap). So
+// ARM's bucket now holds at least R - U, and the headroom is set to
+// R - reserve - U: ARM holds the headroom plus the reserve, or more.
+// Between reports the headroom refills no faster than ARM's documented
+// refill and stops at ARM's bucket less the reserve, so it stays a lower
+// bound as long as ARM refills at least that fast; each request takes a
+// token from both. A request is therefore sent only while ARM holds at
+// least the reserve plus one token (the reserve is at least one token,
+// which also covers an ARM that reports the level before charging). An
+// older answer arriving after a newer one is not used.
+//
+// When another client spends the same quota, ARM's reports drop by what it
+// spent; the budget's headroom drops with them at the next answer and its
+// requests wait until ARM's refill covers them again. Once the reports are
+// below the reserve (the other clients are spending it), the pace bucket
+// also slows to the conservative rate until ARM reports more than the
+// reserve again. Requests sent before a report arrives (at most the
+// requests in flight) cannot see the other client's spending, so with
+// several clients a 429 is possible but the reserve makes it unlikely; the
+// throttle gates then hold the subscription as ARM asks.
+//
+// Requests outside any subscription, and Resource Graph queries (whose
+// quota is per tenant and reported in other headers), use the conservative
+// write budget only. HTTP DELETEs have their own budget, configured as the
+// writes, as ARM charges them to a bucket of their own.
+const (
+	// adaptiveMargin is the share of ARM's documented refill that the
+	// adaptive rate leaves unused.
+	adaptiveMargin = 0.05
+	// reserveShare is the share of ARM's bucket left to other clients.
+	reserveShare = 0.10
+)
 
-	mu   sync.Mutex
-	subs map[string]*subBudget // by lower-cased subscription
+// armClass is one of ARM's per-subscription throttling buckets.
+type armClass int
+
+// The ARM buckets.
+const (
+	armReads armClass = iota
+	armWrites
+	armDeletes
+)
+
+// armClassOf returns the ARM bucket that charges a request of method.
+func armClassOf(method string) armClass {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return armReads
+	case http.MethodDelete:
+		return armDeletes
+	}
+	return armWrites
 }
 
-// subBudget is one subscription's buckets.
-type subBudget struct {
-	reads, writes *rate.Limiter
+// documentedRefill is ARM's documented refill per second of the bucket.
+func (c armClass) documentedRefill() float64 {
+	if c == armReads {
+		return 25
+	}
+	return 10
+}
+
+// header is the response header in which ARM reports the bucket's
+// remaining tokens for requests in a subscription.
+func (c armClass) header() string {
+	switch c {
+	case armReads:
+		return "x-ms-ratelimit-remaining-subscription-reads"
+	case armDeletes:
+		return "x-ms-ratelimit-remaining-subscription-deletes"
+	}
+	return "x-ms-ratelimit-remaining-subscription-writes"
+}
+
+// remaining reads ARM's report of c's remaining tokens from an answer.
+func (c armClass) remaining(resp *http.Response) (int, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(resp.Header.Get(c.header()))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// classConfig is the resolved configuration of one ARM bucket's budget.
+type classConfig struct {
+	// fallbackRate and fallbackBurst are the conservative budget: the
+	// configured RateLimit fields or the defaults.
+	fallbackRate, fallbackBurst float64
+	// burstCap is the configured burst (0: none), which also caps the
+	// adaptive pace bucket.
+	burstCap float64
+	// adaptiveRate is ARM's documented refill less adaptiveMargin, or the
+	// configured rate when lower.
+	adaptiveRate float64
+}
+
+// classConfigOf resolves r for ARM bucket c (deletes use the write fields).
+func classConfigOf(r RateLimit, c armClass) classConfig {
+	rate, burst := r.WritesPerSecond, r.WriteBurst
+	defRate, defBurst := float64(DefaultWritesPerSecond), float64(DefaultWriteBurst)
+	if c == armReads {
+		rate, burst = r.ReadsPerSecond, r.ReadBurst
+		defRate, defBurst = DefaultReadsPerSecond, DefaultReadBurst
+	}
+	cfg := classConfig{fallbackRate: defRate, fallbackBurst: defBurst, adaptiveRate: c.documentedRefill() * (1 - adaptiveMargin)}
+	if rate > 0 {
+		cfg.fallbackRate = rate
+		cfg.adaptiveRate = math.Min(cfg.adaptiveRate, rate)
+	}
+	if burst > 0 {
+		cfg.fallbackBurst = float64(burst)
+		cfg.burstCap = float64(burst)
+	}
+	return cfg
+}
+
+// budget is the client-side request budget of a Provider: per subscription
+// and ARM bucket, a classBudget that follows ARM's reports of its remaining
+// quota (see the comment on adaptiveMargin), waited on by throttlePolicy
+// before every HTTP attempt (retries and LRO polls included).
+type budget struct {
+	cfg RateLimit
+	now func() time.Time
+
+	mu      sync.Mutex
+	classes map[budgetKey]*classBudget
+}
+
+// budgetKey names one classBudget: a lower-cased subscription ("" outside
+// any) and ARM bucket.
+type budgetKey struct {
+	sub   string
+	class armClass
 }
 
 // newBudget builds the budget of r; nil when the budget is disabled.
@@ -29,29 +189,209 @@ func newBudget(r RateLimit) *budget {
 	if r.Disabled {
 		return nil
 	}
-	return &budget{cfg: r, subs: map[string]*subBudget{}}
+	return &budget{cfg: r, now: time.Now, classes: map[budgetKey]*classBudget{}}
 }
 
-// limiter returns (creating once) the bucket of a subscription (lower-cased;
-// "" for requests outside any) and ARM bucket.
-func (b *budget) limiter(sub string, bk bucket) *rate.Limiter {
+// class returns (creating once) the budget of a subscription and ARM bucket.
+func (b *budget) class(sub string, c armClass) *classBudget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.subs[sub]
-	if s == nil {
-		s = &subBudget{
-			reads:  rate.NewLimiter(rate.Limit(b.cfg.ReadsPerSecond), b.cfg.ReadBurst),
-			writes: rate.NewLimiter(rate.Limit(b.cfg.WritesPerSecond), b.cfg.WriteBurst),
-		}
-		b.subs[sub] = s
+	k := budgetKey{sub: sub, class: c}
+	cb := b.classes[k]
+	if cb == nil {
+		cb = newClassBudget(c, classConfigOf(b.cfg, c), sub != "", b.now())
+		b.classes[k] = cb
 	}
-	if bk == bucketReads {
-		return s.reads
-	}
-	return s.writes
+	return cb
 }
 
-// wait blocks until the bucket has a token or ctx ends.
-func (b *budget) wait(ctx context.Context, sub string, bk bucket) error {
-	return b.limiter(sub, bk).Wait(ctx)
+// ticket is one request the budget let through; observe hands it back
+// with the answer.
+type ticket struct {
+	cb *classBudget
+	// mark is the number of requests the classBudget had sent before
+	// this one; inflight the number then in flight.
+	mark     uint64
+	inflight int
+}
+
+// wait blocks until the budget of sub (lower-cased, "" outside any) and
+// ARM bucket c lets a request through, and returns its ticket. It fails
+// when ctx ends first, or at once when ctx's deadline comes before the
+// budget would let the request through.
+func (b *budget) wait(ctx context.Context, sub string, c armClass) (ticket, error) {
+	cb := b.class(sub, c)
+	waited := false
+	for {
+		cb.mu.Lock()
+		now := b.now()
+		d := cb.take(now)
+		if d == 0 {
+			t := cb.send(waited)
+			cb.mu.Unlock()
+			return t, nil
+		}
+		changed := cb.changed
+		cb.mu.Unlock()
+		if dl, ok := ctx.Deadline(); ok && dl.Sub(now) < d {
+			return ticket{}, fmt.Errorf("the next request may leave in %s, after the context's deadline", d.Round(time.Millisecond))
+		}
+		waited = true
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ticket{}, ctx.Err()
+		case <-timer.C:
+		case <-changed: // an answer changed the budget: look again
+			timer.Stop()
+		}
+	}
+}
+
+// observe hands a ticket back with its answer (nil when none came).
+func (b *budget) observe(t ticket, resp *http.Response) {
+	if t.cb == nil {
+		return
+	}
+	t.cb.mu.Lock()
+	defer t.cb.mu.Unlock()
+	r, ok := t.cb.class.remaining(resp)
+	t.cb.observe(b.now(), t, r, ok)
+}
+
+// classBudget is the budget of one subscription's ARM bucket (see the
+// comment on adaptiveMargin). Its methods but wait's loop run under mu.
+type classBudget struct {
+	cfg      classConfig
+	class    armClass
+	adaptive bool // ARM's reports are followed (requests in a subscription)
+
+	mu sync.Mutex
+	// changed is closed (and replaced) when an answer changes the budget,
+	// to wake the waiters.
+	changed chan struct{}
+	last    time.Time // when the buckets were last refilled
+
+	// The pace bucket.
+	pace, paceCap, rate float64
+
+	// ARM's reports.
+	known      bool    // ARM has reported the level
+	headroom   float64 // a lower bound of ARM's tokens above the reserve
+	armMax     int     // the largest remaining count ARM reported
+	low        bool    // ARM's last report was below the reserve
+	anchorMark uint64  // the mark of the request whose answer set the headroom
+
+	sent     uint64 // requests let through
+	inflight int    // requests let through and not answered
+	waits    uint64 // requests that had to wait
+}
+
+// newClassBudget returns the budget of ARM bucket c, holding the
+// conservative burst; adaptive when it follows ARM's reports.
+func newClassBudget(c armClass, cfg classConfig, adaptive bool, now time.Time) *classBudget {
+	return &classBudget{
+		class: c, cfg: cfg, adaptive: adaptive, changed: make(chan struct{}), last: now,
+		pace: cfg.fallbackBurst, paceCap: cfg.fallbackBurst, rate: cfg.fallbackRate,
+	}
+}
+
+// reserve is the number of tokens left in ARM's bucket for other clients.
+func (cb *classBudget) reserve() float64 {
+	return math.Max(1, math.Ceil(reserveShare*float64(cb.armMax+1)))
+}
+
+// refill brings both buckets to now.
+func (cb *classBudget) refill(now time.Time) {
+	dt := now.Sub(cb.last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	cb.last = now
+	cb.pace = math.Min(cb.paceCap, cb.pace+dt*cb.rate)
+	if cb.known {
+		cb.headroom = math.Min(float64(cb.armMax)-cb.reserve(), cb.headroom+dt*cb.cfg.adaptiveRate)
+	}
+}
+
+// take returns 0 when a request may be sent now (take a token from each
+// bucket with send), else how long until it may at the earliest.
+func (cb *classBudget) take(now time.Time) time.Duration {
+	cb.refill(now)
+	var wait float64 // seconds
+	if cb.pace < 1 {
+		wait = (1 - cb.pace) / cb.rate
+	}
+	if cb.known && cb.headroom < 1 {
+		wait = math.Max(wait, (1-cb.headroom)/cb.cfg.adaptiveRate)
+	}
+	if wait <= 0 {
+		return 0
+	}
+	return max(time.Duration(math.Ceil(wait*float64(time.Second))), time.Millisecond)
+}
+
+// send takes a token from each bucket and returns the request's ticket.
+func (cb *classBudget) send(waited bool) ticket {
+	cb.pace--
+	if cb.known {
+		cb.headroom--
+	}
+	if waited {
+		cb.waits++
+	}
+	t := ticket{cb: cb, mark: cb.sent, inflight: cb.inflight}
+	cb.sent++
+	cb.inflight++
+	return t
+}
+
+// observe takes the answer of t's request: ARM reported remaining tokens
+// left when ok. The headroom becomes remaining - reserve - U, U being the
+// requests ARM may not have charged yet when it answered (those in flight
+// when t's request was sent and those sent since); the pace bucket takes
+// the adaptive or, when remaining is below the reserve, the conservative
+// rate. Answers older than the one that last set the headroom only count
+// towards ARM's bucket size.
+func (cb *classBudget) observe(now time.Time, t ticket, remaining int, ok bool) {
+	cb.inflight--
+	if !ok || !cb.adaptive {
+		return
+	}
+	cb.refill(now)
+	first := !cb.known
+	cb.armMax = max(cb.armMax, remaining)
+	if !first && t.mark < cb.anchorMark {
+		return
+	}
+	cb.known, cb.anchorMark = true, t.mark
+	res := cb.reserve()
+	uncharged := float64(cb.sent-t.mark-1) + float64(t.inflight)
+	cb.headroom = math.Min(float64(cb.armMax)-res, float64(remaining)-res-uncharged)
+	cb.low = float64(remaining) < res
+	paceCap := math.Max(1, float64(cb.armMax)-res)
+	cb.rate = cb.cfg.adaptiveRate
+	if cb.cfg.burstCap > 0 {
+		paceCap = cb.cfg.burstCap
+	}
+	if cb.low {
+		cb.rate = math.Min(cb.cfg.fallbackRate, cb.cfg.adaptiveRate)
+		paceCap = cb.cfg.fallbackBurst
+	}
+	if first && paceCap > cb.paceCap {
+		cb.pace += paceCap - cb.paceCap // the conservative burst becomes ARM's
+	}
+	cb.paceCap = paceCap
+	cb.pace = math.Min(cb.pace, cb.paceCap)
+	close(cb.changed)
+	cb.changed = make(chan struct{})
+}
+
+// stats reports, for tests, the requests let through and those that had to
+// wait.
+func (cb *classBudget) stats() (sent, waits uint64) {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	return cb.sent, cb.waits
 }

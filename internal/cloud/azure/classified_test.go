@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -556,5 +557,100 @@ func TestGraphGateAndQuotaHeaders(t *testing.T) {
 		if got := graphQuotaWait(c.key, resp(c.remaining, c.resets)); got != c.want {
 			t.Errorf("%v %s %s: %v, want %v", c.key.bucket, c.remaining, c.resets, got, c.want)
 		}
+	}
+}
+
+// holdingTransport holds every tag write to one subscription until
+// release is closed, and records the subscription of each answered write
+// in order.
+type holdingTransport struct {
+	base    http.RoundTripper
+	held    string // lower-cased subscription
+	release chan struct{}
+
+	mu       sync.Mutex
+	answered []string
+	onAnswer func(answered []string)
+}
+
+func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	sub := strings.ToLower(subscriptionOf(r.URL.Path))
+	if r.Method == http.MethodPatch && sub == h.held {
+		select {
+		case <-h.release:
+		case <-time.After(20 * time.Second): // a guard, so that a failing test ends
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	resp, err := h.base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPatch {
+		h.mu.Lock()
+		h.answered = append(h.answered, sub)
+		h.onAnswer(h.answered)
+		h.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestWriteTagsSubscriptionsInParallel: the first subscription's writes
+// cannot get through (as when its quota is spent), yet the second
+// subscription's, listed after them, are all written meanwhile: the
+// workers are shared among the subscriptions. Results keep the input
+// order.
+func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
+	env := armsimtest.Start(t)
+	a, b := strings.ToLower(env.SubscriptionID), otherSubscription
+	est := armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Subscriptions: []string{a, b}, Tags: map[string]string{clusterTag: "owned"}}
+	if err := est.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	ids := est.ResourceIDs() // 20 in a, then 20 in b
+	h := &holdingTransport{base: env.HTTPClient.Transport, held: a, release: make(chan struct{})}
+	h.onAnswer = func(answered []string) {
+		if n := len(answered); n > 0 && answered[n-1] == b && n == 20 {
+			close(h.release) // every write to b is answered: let a's through
+		}
+	}
+	cfg := armsimConfig(env)
+	cfg.HTTPClient = &http.Client{Transport: h}
+	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
+	p := newTestProvider(t, env, &cfg)
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}})
+	for i, r := range res {
+		if r.ID != ids[i] || r.Err != nil {
+			t.Errorf("result %d: %s %v, want %s written", i, r.ID, r.Err, ids[i])
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := append(slices.Repeat([]string{b}, 20), slices.Repeat([]string{a}, 20)...)
+	if !slices.Equal(h.answered, want) {
+		t.Errorf("writes answered by subscription: %v\nwant all of %s first", h.answered, b)
+	}
+}
+
+// TestWriteQueueRoundRobin: free workers take the subscriptions in turn,
+// each subscription's resources in order.
+func TestWriteQueueRoundRobin(t *testing.T) {
+	q := newWriteQueue([]string{"a", "a", "a", "b", "b", "c"}, 2)
+	var got []int
+	for {
+		i, s, ok := q.take()
+		if !ok {
+			break
+		}
+		got = append(got, i)
+		q.done(s)
+	}
+	if want := []int{0, 3, 5, 1, 4, 2}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	// A subscription holds at most its share: 2 workers, 2 subscriptions.
+	q = newWriteQueue([]string{"a", "a", "a", "b"}, 2)
+	i1, _, _ := q.take()
+	i2, _, _ := q.take()
+	if i1 != 0 || i2 != 3 {
+		t.Errorf("first two jobs %d, %d; want 0 (a) and 3 (b)", i1, i2)
 	}
 }

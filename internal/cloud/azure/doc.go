@@ -15,13 +15,16 @@
 //   - classified resources: Discover finds every resource and resource
 //     group carrying a classifier tag with one Resource Graph query over
 //     the subscriptions (pages of 1000 rows), and WriteTags patches many
-//     resources through the Tags API without reading them (RulesFor gives
-//     a type's tag limits);
+//     resources through the Tags API without reading them, subscriptions
+//     in parallel (a queue per subscription, served in turn, none holding
+//     more than its share of the workers, so one subscription's wait for
+//     its quota does not hold up another's writes; RulesFor gives a type's
+//     tag limits);
 //   - cost discipline: azcore per-retry policies that count every HTTP
 //     attempt (tagsync_cloud_requests_total and friends), hold attempts
 //     ARM asked to wait (throttle gates, below), and spend a client-side
-//     token-bucket budget per subscription; azcore retries honour
-//     Retry-After;
+//     budget per subscription and ARM bucket that follows the quota ARM
+//     reports left (Budget, below); azcore retries honour Retry-After;
 //   - credentials (NewCredential): workload identity, managed identity,
 //     client secret, client certificate or azidentity's default chain, with
 //     configurable authority host and ARM endpoint (sovereign clouds, armsim).
@@ -46,6 +49,51 @@
 // Provider shares DefaultThrottleGates, so controllers with their own
 // Providers still stop together; WithThrottleGates gives a Provider its
 // own, for another principal or a test that must not share.
+//
+// # Budget
+//
+// ARM keeps a token bucket per subscription (and principal) for reads,
+// writes and deletes (on Azure today 250 reads refilled at 25/s, 200
+// writes and 200 deletes at 10/s) and reports on every answer the tokens
+// left after that request in x-ms-ratelimit-remaining-subscription-reads,
+// -writes or -deletes. The provider's budget follows those reports, per
+// subscription and bucket:
+//
+//   - Before ARM has reported a bucket, it is the conservative budget:
+//     reads 10/s with a burst of 50, writes and deletes 4/s with a burst of
+//     20 (RateLimit's fields where set).
+//   - Once ARM has reported R left, requests may spend ARM's bucket down
+//     to a reserve kept for the subscription's other clients (AKS itself,
+//     users, pipelines): 10% of ARM's bucket, at least one token (20 writes,
+//     25 reads), ARM's bucket being the largest count it has reported plus
+//     one. Each answer resets the budget's estimate of what ARM holds above
+//     the reserve to R - reserve - U, U counting the requests ARM may not
+//     have charged yet (those in flight when that request left and those
+//     sent since); between answers the estimate grows at the adaptive rate
+//     and never past ARM's bucket less the reserve.
+//   - The pace is the adaptive rate: ARM's documented refill less 5%
+//     (reads 23.75/s, writes and deletes 9.5/s), or RateLimit's rate where
+//     set and lower; a RateLimit burst where set caps how many requests
+//     leave at once.
+//   - While ARM reports less than the reserve left, the pace falls back to
+//     the conservative rate and burst until ARM reports more.
+//
+// In a subscription the provider is the only client of, this cannot cause
+// a 429: ARM held R after charging the reporting request, has charged at
+// most U requests since and refilled at least nothing, so it holds at least
+// R - U, the estimate plus the reserve; the estimate refills no faster than
+// ARM's documented refill and each request takes a token from it, so a
+// request leaves only while ARM holds the reserve plus one token or more
+// (provided ARM refills as fast as documented less 5%; set a lower
+// RateLimit rate for an endpoint that does not). When another client
+// spends the same quota, the remaining ARM reports drops by what it spent,
+// the next answer lowers the estimate, and the budget waits until ARM's
+// refill covers its requests again, slowing to the conservative rate once
+// the reports fall below the reserve. Only the requests already in flight
+// when the other client spends cannot see it, so a 429 is then possible
+// but unlikely, and the throttle gates hold the subscription as ARM asks.
+// Requests outside any subscription and Resource Graph queries (whose
+// quota is per tenant) use the conservative write budget only.
 //
 // # Errors
 //

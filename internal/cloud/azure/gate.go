@@ -172,8 +172,9 @@ func (nonRetriable) NonRetriable() {}
 
 // throttlePolicy is the per-retry pipeline policy in front of every HTTP
 // attempt: it holds attempts whose gate is closed, waits for the
-// subscription's client-side budget, and closes the gate when ARM answers
-// 429 or 503 with a Retry-After.
+// subscription's client-side budget (and hands it ARM's answer, whose
+// headers report the quota left), and closes the gate when ARM answers 429
+// or 503 with a Retry-After.
 type throttlePolicy struct {
 	gates  *ThrottleGates
 	budget *budget // nil when disabled
@@ -187,17 +188,27 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err := p.hold(key, raw); err != nil {
 		return nil, err
 	}
+	var t ticket
 	if p.budget != nil {
-		if err := p.budget.wait(raw.Context(), key.sub, key.bucket); err != nil {
+		class := armClassOf(raw.Method)
+		if key.bucket == bucketGraph {
+			class = armWrites // the tenant-level budget, as any POST outside a subscription
+		}
+		var err error
+		if t, err = p.budget.wait(raw.Context(), key.sub, class); err != nil {
 			// The context ended or would end first: a retry cannot do better.
 			return nil, nonRetriable{fmt.Errorf("azure: waiting for the client-side request budget: %w", err)}
 		}
 		// The budget may have waited while another call was throttled.
 		if err := p.hold(key, raw); err != nil {
+			p.budget.observe(t, nil)
 			return nil, err
 		}
 	}
 	resp, err := req.Next()
+	if p.budget != nil {
+		p.budget.observe(t, resp)
+	}
 	if d := throttleWait(resp); d > 0 {
 		p.gates.close(key, d)
 	} else if d := graphQuotaWait(key, resp); d > 0 {

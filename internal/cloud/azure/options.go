@@ -25,9 +25,15 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultCacheTTL        = 20 * time.Second
-	DefaultReadsPerSecond  = 10
-	DefaultReadBurst       = 50
+	DefaultCacheTTL = 20 * time.Second
+	// DefaultReadsPerSecond and DefaultReadBurst are the conservative read
+	// budget per subscription: the whole budget until ARM reports its
+	// remaining reads, and the fallback while ARM reports fewer than the
+	// reserve (see RateLimit).
+	DefaultReadsPerSecond = 10
+	DefaultReadBurst      = 50
+	// DefaultWritesPerSecond and DefaultWriteBurst are the conservative
+	// write (and delete) budget per subscription, as the reads'.
 	DefaultWritesPerSecond = 4
 	DefaultWriteBurst      = 20
 	DefaultMaxRetries      = 3
@@ -40,20 +46,42 @@ const (
 	MaxWriteAttempts = 5
 )
 
-// RateLimit is the client-side request budget: token buckets for reads
-// (GET, HEAD) and writes (everything else) of each subscription the
-// provider talks to, as ARM keeps its buckets per subscription. It applies
-// to every HTTP attempt, retries and LRO polls included. Zero fields take
-// the defaults (reads 10/s burst 50, writes 4/s burst 20 per subscription:
-// well under ARM's 25/s and 10/s).
+// RateLimit is the client-side request budget, per subscription the
+// provider talks to and per ARM throttling bucket (reads: GET, HEAD;
+// deletes: DELETE; writes: everything else), as ARM keeps its buckets per
+// subscription. It applies to every HTTP attempt, retries and LRO polls
+// included.
+//
+// The budget follows the quota ARM reports left on every answer
+// (x-ms-ratelimit-remaining-subscription-reads, -writes, -deletes): it
+// spends ARM's bucket down to a reserve of 10% (at least one token) that it
+// leaves to the subscription's other clients, and then paces at ARM's
+// documented refill less 5% (reads 23.75/s, writes and deletes 9.5/s).
+// Until ARM has reported a bucket's level, and while ARM reports less than
+// the reserve (another client is spending the quota), it falls back to the
+// conservative budget: reads 10/s burst 50, writes 4/s burst 20
+// (DefaultReadsPerSecond and friends), or the fields below where set. A
+// field that is set also caps the budget when it follows ARM: a rate caps
+// the pace, a burst how many requests may leave at once. Requests outside
+// any subscription and Resource Graph queries use the conservative write
+// budget only. The package documentation explains why the budget cannot
+// cause a 429 in a subscription it is the only client of.
 type RateLimit struct {
-	// ReadsPerSecond is the read refill rate.
+	// ReadsPerSecond is the conservative read rate and caps the adaptive
+	// one; 0 means DefaultReadsPerSecond (and ARM's 25/s less 5% when
+	// following ARM).
 	ReadsPerSecond float64 `json:"readsPerSecond,omitempty"`
-	// ReadBurst is the read bucket's capacity.
+	// ReadBurst is the conservative read burst and caps the adaptive one;
+	// 0 means DefaultReadBurst (and ARM's bucket less the reserve when
+	// following ARM).
 	ReadBurst int `json:"readBurst,omitempty"`
-	// WritesPerSecond is the write refill rate.
+	// WritesPerSecond is the conservative write and delete rate and caps
+	// the adaptive one; 0 means DefaultWritesPerSecond (and ARM's 10/s
+	// less 5% when following ARM).
 	WritesPerSecond float64 `json:"writesPerSecond,omitempty"`
-	// WriteBurst is the write bucket's capacity.
+	// WriteBurst is the conservative write and delete burst and caps the
+	// adaptive one; 0 means DefaultWriteBurst (and ARM's bucket less the
+	// reserve when following ARM).
 	WriteBurst int `json:"writeBurst,omitempty"`
 	// Disabled turns the budget off.
 	Disabled bool `json:"disabled,omitempty"`
@@ -143,19 +171,8 @@ func (o Options) withDefaults() Options {
 	if o.WriteMethod == "" {
 		o.WriteMethod = WriteTagsAPI
 	}
-	r := &o.RateLimit
-	if r.ReadsPerSecond <= 0 {
-		r.ReadsPerSecond = DefaultReadsPerSecond
-	}
-	if r.ReadBurst <= 0 {
-		r.ReadBurst = DefaultReadBurst
-	}
-	if r.WritesPerSecond <= 0 {
-		r.WritesPerSecond = DefaultWritesPerSecond
-	}
-	if r.WriteBurst <= 0 {
-		r.WriteBurst = DefaultWriteBurst
-	}
+	// RateLimit keeps its zero fields: the budget tells a field set (a cap)
+	// from one left to the defaults (see RateLimit).
 	if o.Retry.MaxRetries == 0 {
 		o.Retry.MaxRetries = DefaultMaxRetries
 	}
