@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tagsync/tagsync/internal/openshift"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Exit codes of `tagsync validate`.
+const (
+	// ExitInvalid: the tags were read and break at least one rule.
+	ExitInvalid = 1
+	// ExitUnreadable: the input could not be read or parsed, or the flags
+	// are wrong.
+	ExitUnreadable = 2
+)
+
+// ExitError is an error that asks for a particular process exit code. Commands
+// return it through cobra's error path; the caller maps it with ExitCode.
+type ExitError struct {
+	// Code is the exit code to use.
+	Code int
+	// Err is the error itself.
+	Err error
+}
+
+// Error implements error.
+func (e *ExitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode returns the process exit code for err, the error a command
+// returned: 0 for nil, the Code of the first *ExitError in err's chain, and 1
+// for any other error.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 1
+}
+
+func unreadable(err error) error { return &ExitError{Code: ExitUnreadable, Err: err} }
+
+// validateFlags are the settings of `tagsync validate`.
+type validateFlags struct {
+	installConfig, file, rules, output string
+	tags                               []string
+}
+
+// NewValidateCommand returns `tagsync validate`, which checks a tag set, or the
+// userTags of an OpenShift install-config, against a cloud's or the OpenShift
+// installer's tag rules.
+func NewValidateCommand() *cobra.Command {
+	f := &validateFlags{}
+	cmd := &cobra.Command{
+		Use:   "validate (--install-config FILE | --tags K=V,... | -f FILE)",
+		Short: "Check tags, or the userTags of an OpenShift install-config, against the tag rules",
+		Long: `validate checks tags without touching any cloud.
+
+With --install-config it reads an OpenShift install-config.yaml and checks
+platform.azure.userTags (and platform.azure.cloudName) or platform.aws.userTags
+exactly as the OpenShift installer does: for Azure at most 10 tags, no two keys
+differing only in case, keys of 1-128 letters, digits, '_', '.', '-' beginning
+with a letter and not ending with '.' or '-', values of 1-256 characters, and no
+key "name" or beginning with kubernetes.io, openshift.io, microsoft, azure or
+windows (any case). The installer's value pattern allows , / : ; < > ? too (its
+"+-@" is a character range), so a value such as "a<b" is accepted.
+
+With --tags and/or -f it checks a tag set under --rules: openshift (the Azure
+install-config rules above, the default), azure (Azure Resource Manager's rules)
+or aws (AWS's rules).
+
+Every problem is reported, one per line on stderr (or in the JSON with -o json).
+
+Exit codes:
+  0  valid (prints "valid: N userTags", or "valid: N tags" for --tags and -f)
+  1  invalid: at least one problem
+  2  the file could not be read or parsed, or the flags are wrong
+
+See docs/validate.md.`,
+		Example: `  tagsync validate --install-config install-config.yaml
+  tagsync validate --tags env=prod,team=web --tags 'query=a=b'
+  tagsync validate -f tags.yaml --rules azure -o json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unreadable(fmt.Errorf("unexpected argument %q; validate takes flags only", args[0]))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runValidate(cmd, f)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return unreadable(err) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.installConfig, "install-config", "", "OpenShift install-config.yaml whose userTags to check")
+	fl.StringArrayVar(&f.tags, "tags", nil, "tags to check, as key=value pairs separated by commas (repeatable; a value may contain '=')")
+	fl.StringVarP(&f.file, "file", "f", "", "YAML or JSON file holding a map of tags to check")
+	fl.StringVar(&f.rules, "rules", "openshift", "rules for --tags and -f: openshift, azure or aws")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// problem is one entry of the JSON report.
+type problem struct {
+	// Tag is the tag concerned; empty for problems of the whole set.
+	Tag string `json:"tag"`
+	// Message is the line text output prints.
+	Message string `json:"message"`
+}
+
+// report is the JSON output of `tagsync validate -o json`.
+type report struct {
+	Valid    bool      `json:"valid"`
+	Problems []problem `json:"problems"`
+}
+
+func runValidate(cmd *cobra.Command, f *validateFlags) error {
+	if f.output != "text" && f.output != "json" {
+		return unreadable(fmt.Errorf("-o %q: must be text or json", f.output))
+	}
+	var (
+		err  error
+		n    int
+		noun string
+	)
+	switch {
+	case f.installConfig != "":
+		if len(f.tags) > 0 || f.file != "" {
+			return unreadable(errors.New("--install-config cannot be combined with --tags or -f"))
+		}
+		if cmd.Flags().Changed("rules") {
+			return unreadable(errors.New("--rules does not apply to --install-config: the install-config's platform decides"))
+		}
+		c, perr := readInstallConfig(f.installConfig)
+		if perr != nil {
+			return perr
+		}
+		n, err, noun = c.UserTagCount(), c.Validate(), "userTags"
+	case len(f.tags) > 0 || f.file != "":
+		validate, rerr := validatorFor(f.rules)
+		if rerr != nil {
+			return rerr
+		}
+		set, terr := collectTags(f.tags, f.file)
+		if terr != nil {
+			return terr
+		}
+		n, err, noun = len(set), validate(set), "tags"
+	default:
+		return unreadable(errors.New("nothing to validate: give --install-config FILE, --tags K=V or -f FILE"))
+	}
+	return reportValidation(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.output, n, noun, err)
+}
+
+// validatorFor returns the check --rules names.
+func validatorFor(rules string) (func(map[string]string) error, error) {
+	switch rules {
+	case "openshift":
+		return openshift.ValidateUserTags, nil
+	case "azure":
+		return func(m map[string]string) error { return tags.AzureRules.ValidateSet(tags.Set(m)) }, nil
+	case "aws":
+		return func(m map[string]string) error { return tags.AWSRules.ValidateSet(tags.Set(m)) }, nil
+	}
+	return nil, unreadable(fmt.Errorf("--rules %q: must be openshift, azure or aws", rules))
+}
+
+func readInstallConfig(path string) (openshift.InstallConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return openshift.InstallConfig{}, unreadable(err)
+	}
+	c, err := openshift.ParseInstallConfig(data)
+	if err != nil {
+		return openshift.InstallConfig{}, unreadable(fmt.Errorf("%s: %w", path, err))
+	}
+	return c, nil
+}
+
+// collectTags gathers the tags of every --tags flag and of file. A key given
+// twice (with the same spelling) is an error: only one of its values could be
+// checked.
+func collectTags(flags []string, file string) (map[string]string, error) {
+	set := map[string]string{}
+	add := func(k, v, from string) error {
+		if _, dup := set[k]; dup {
+			return unreadable(fmt.Errorf("tag %q is given more than once (%s)", k, from))
+		}
+		set[k] = v
+		return nil
+	}
+	for _, flag := range flags {
+		for _, pair := range strings.Split(flag, ",") {
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok {
+				return nil, unreadable(fmt.Errorf("--tags %q: %q is not key=value (use -f FILE for values containing ',')", flag, pair))
+			}
+			if err := add(k, v, "--tags"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, unreadable(err)
+		}
+		var m map[string]string
+		if err := yaml.UnmarshalStrict(data, &m); err != nil {
+			return nil, unreadable(fmt.Errorf("%s: not a map of tag names to values: %w", file, err))
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := add(k, m[k], file); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return set, nil
+}
+
+// reportValidation writes the outcome of a validation of n tags and returns
+// the command's error: nil when valid, an *ExitError with ExitInvalid when
+// not.
+func reportValidation(stdout, stderr io.Writer, output string, n int, noun string, err error) error {
+	ps := problemsOf(err)
+	if output == "json" {
+		r := report{Valid: len(ps) == 0, Problems: ps}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if werr := enc.Encode(r); werr != nil {
+			return werr
+		}
+	} else if len(ps) == 0 {
+		if noun == "tags" && n == 1 {
+			noun = "tag"
+		}
+		if _, werr := fmt.Fprintf(stdout, "valid: %d %s\n", n, noun); werr != nil {
+			return werr
+		}
+	} else {
+		for _, p := range ps {
+			fmt.Fprintln(stderr, p.Message)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	word := "problems"
+	if len(ps) == 1 {
+		word = "problem"
+	}
+	return &ExitError{Code: ExitInvalid, Err: fmt.Errorf("invalid: %d %s", len(ps), word)}
+}
+
+// problemsOf flattens the errors a validation joined into report entries,
+// in order.
+func problemsOf(err error) []problem {
+	ps := []problem{}
+	if err == nil {
+		return ps
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		p := problem{Message: e.Error()}
+		var fe *openshift.FieldError
+		var te *tags.TagError
+		switch {
+		case errors.As(e, &fe):
+			p.Tag = fe.Key
+		case errors.As(e, &te):
+			p.Tag = te.Name
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
