@@ -19,11 +19,12 @@ func main() {
 		cli.NewRunCommand(),
 		cli.NewDemoCommand(),
 		cli.NewArmsimCommand(),
+		cli.NewValidateCommand(),
 	)
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tagsync:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
 }
