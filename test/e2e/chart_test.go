@@ -180,8 +180,9 @@ func TestChartMetricsSettings(t *testing.T) {
 // TestChartRefusesSettingsThatCannotWork: helm template fails, saying what
 // to set, on auth settings that cannot work, on replicas without leader
 // election, on no controller at all, on audit log paths the chart cannot
-// give a volume, and (the schema) on malformed AWS regions and namespaces
-// and on AWS keys in the values.
+// give a volume, on the OpenShift adapter without the metadata controller
+// or outside the namespaces it serves, and (the schema) on malformed AWS
+// regions, namespaces and Azure owned tags and on AWS keys in the values.
 func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 	cases := []struct {
 		name, want string
@@ -199,6 +200,12 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 		// AWS keys only ever come from a Secret: values have no place for them.
 		{"an AWS key in the values", "additional properties 'accessKeyID' not allowed", []string{"metadata.enabled=true", "aws.accessKeyID=AKIAEXAMPLE"}},
 		{"a namespace that is none", "/metadata/namespaces/0", []string{"metadata.enabled=true", "metadata.namespaces={Platform}"}},
+		{"the OpenShift adapter without the metadata controller", "openshift.enabled needs metadata.enabled: true", []string{"openshift.enabled=true"}},
+		{"the OpenShift adapter without the metadata controller, node sync off", "openshift.enabled needs metadata.enabled: true",
+			[]string{"openshift.enabled=true", "nodeTagSync.enabled=false"}},
+		{"the OpenShift adapter's namespace not served", "add the release namespace default",
+			[]string{"metadata.enabled=true", "openshift.enabled=true", "metadata.namespaces={platform}"}},
+		{"an Azure owned tag Azure refuses", "/openshift/azureOwnedTag", []string{"metadata.enabled=true", "openshift.enabled=true", "openshift.azureOwnedTag=a/b"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,8 +234,8 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 // (TestChartMetadataRBACIsEnoughAndEveryRuleIsNeeded for the metadata
 // controller).
 func TestChartRBACStaysWithinTheControllerMarkers(t *testing.T) {
-	// Both controllers, so every marker has its rule in the chart.
-	objs := renderChart(t, "tagsync-system", "--set", "metadata.enabled=true")
+	// Every controller, so every marker has its rule in the chart.
+	objs := renderChart(t, "tagsync-system", "--set", "metadata.enabled=true,openshift.enabled=true")
 	generated := grants(t, readObjects(t, "config/rbac/role.yaml"))
 	chart := grants(t, ofKind(objs, "ClusterRole"))
 	for _, role := range ofKind(objs, "Role") {

@@ -85,6 +85,9 @@ again.
 {{- if .Values.metadata.enabled }}
 {{- $c = append $c "metadata" }}
 {{- end }}
+{{- if .Values.openshift.enabled }}
+{{- $c = append $c "infratags" }}
+{{- end }}
 {{- join "," $c }}
 {{- end }}
 
@@ -122,6 +125,16 @@ to set. Called from the Deployment.
 {{- if eq $mode "servicePrincipal" }}
 {{- if or (not .Values.azure.clientID) (not .Values.azure.tenantID) (not .Values.azure.existingSecret) }}
 {{- fail "azure.authMode servicePrincipal needs azure.clientID, azure.tenantID and azure.existingSecret (a Secret in the release namespace holding the client secret under azure.existingSecretKey)" }}
+{{- end }}
+{{- end }}
+{{- if .Values.openshift.enabled }}
+{{- if not .Values.metadata.enabled }}
+{{- fail "openshift.enabled needs metadata.enabled: true: the OpenShift adapter only writes CloudMetadata and AzureMetadata/AWSMetadata objects, which the metadata controller applies" }}
+{{- end }}
+{{- with .Values.metadata.namespaces }}
+{{- if not (has $.Release.Namespace .) }}
+{{- fail (printf "openshift.enabled with metadata.namespaces %v: add the release namespace %s, where the OpenShift adapter writes its objects (or leave metadata.namespaces empty)" . $.Release.Namespace) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- if not (include "tagsync.controllers" .) }}
@@ -218,6 +231,15 @@ to set. Called from the Deployment.
 {{- end }}
 {{- with .Values.aws.endpoint }}
 - --aws-endpoint={{ . }}
+{{- end }}
+{{- end }}
+{{- if include "tagsync.runs" (dict "root" . "name" "infratags") }}
+- --openshift-namespace={{ .Release.Namespace }}
+{{- with .Values.openshift.azureOwnedTag }}
+- {{ printf "--openshift-azure-owned-tag=%s" . | quote }}
+{{- end }}
+{{- with .Values.openshift.awsOwnedTag }}
+- {{ printf "--openshift-aws-owned-tag=%s" . | quote }}
 {{- end }}
 {{- end }}
 - --zap-encoder=json
