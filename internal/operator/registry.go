@@ -106,7 +106,8 @@ func Controllers() []Controller {
 		RBAC: []rbacv1.PolicyRule{
 			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures/status"}, Verbs: []string{"patch"}},
-			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"},
+				ResourceNames: []string{infratags.InfrastructureCRD}},
 			{APIGroups: []string{"tagsync.io"}, Resources: []string{"cloudmetadata", "azuremetadata", "awsmetadata"}, Verbs: []string{"list", "watch", "create", "update"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/openshift"
@@ -29,6 +28,9 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 
 // managedBy is managedByLabel's value.
 const managedBy = "tagsync-infratags"
+
+// sourceAnnotation names the object the adapter derived an engine object from.
+const sourceAnnotation = "tagsync.io/source"
 
 // applyClouds validates each cloud's tags and writes its engine object;
 // it returns the clouds whose request is in place (valid now, or kept
@@ -121,12 +123,16 @@ func (r *Reconciler) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name, Labels: map[string]string{managedByLabel: managedBy}}
 }
 
-// write creates obj, or updates its spec when it differs; the
-// Infrastructure owns it, so it goes when the Infrastructure goes.
+// write creates obj, or updates its spec when it differs. The objects
+// carry no owner reference to the Infrastructure: OpenShift's
+// OwnerReferencesPermissionEnforcement admission plugin lets only a client
+// with delete rights on an object set its owner references (and update
+// rights on the owner's finalizers for blockOwnerDeletion), rights the
+// adapter does not otherwise need; the Infrastructure named cluster lives
+// as long as the cluster, and the objects are labelled and annotated with
+// their source instead.
 func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
-	if err := controllerutil.SetControllerReference(infra, obj, r.client.Scheme()); err != nil {
-		return err
-	}
+	obj.SetAnnotations(map[string]string{sourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
 	current := obj.DeepCopyObject().(client.Object)
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), current)
 	switch {
@@ -138,7 +144,8 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 	case err != nil:
 		return err
 	}
-	if equality.Semantic.DeepEqual(specOf(current), specOf(obj)) && current.GetLabels()[managedByLabel] == managedBy {
+	if equality.Semantic.DeepEqual(specOf(current), specOf(obj)) && current.GetLabels()[managedByLabel] == managedBy &&
+		current.GetAnnotations()[sourceAnnotation] != "" {
 		return nil
 	}
 	obj.SetResourceVersion(current.GetResourceVersion())

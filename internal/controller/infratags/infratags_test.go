@@ -69,7 +69,8 @@ func TestShippingSchema(t *testing.T) {
 	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: namespace, Name: infratags.AzureMetadataName}, az); err != nil {
 		t.Fatal(err)
 	}
-	if len(az.OwnerReferences) != 1 || az.OwnerReferences[0].Kind != "Infrastructure" || az.Spec.Opcode != v1alpha1.OpcodeUpdate {
+	if az.Labels["app.kubernetes.io/managed-by"] != "tagsync-infratags" || az.Annotations["tagsync.io/source"] == "" || az.Spec.Opcode != v1alpha1.OpcodeUpdate ||
+		len(az.OwnerReferences) != 0 {
 		t.Errorf("engine object %+v", az.ObjectMeta)
 	}
 }

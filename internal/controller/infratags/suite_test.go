@@ -24,6 +24,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
@@ -92,6 +93,12 @@ type harness struct {
 // metadata and infratags controllers.
 func newHarness(t *testing.T, crds ...string) *harness {
 	t.Helper()
+	return startHarness(t, nil, crds)
+}
+
+// startHarness is newHarness with more providers besides armsim's Azure.
+func startHarness(t *testing.T, extra []cloud.Provider, crds []string) *harness {
+	t.Helper()
 	kube := testenv.StartWith(t, testenv.Options{ExtraCRDDirs: crds})
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, az: armsimtest.Start(t)}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -107,7 +114,7 @@ func newHarness(t *testing.T, crds ...string) *harness {
 	}
 	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Providers:   []cloud.Provider{az},
+		Providers:   append([]cloud.Provider{az}, extra...),
 		Controllers: []string{metadata.ControllerName, infratags.ControllerName},
 		InfraTags:   infratags.Options{Namespace: namespace, CRDPollInterval: 200 * time.Millisecond},
 	})
@@ -221,4 +228,16 @@ func (h *harness) waitEvent(reason string, fragments ...string) string {
 		return fmt.Sprintf("%s events so far: %q", reason, seen)
 	})
 	return note
+}
+
+// newHarnessWithAWS is newHarness with an AWS provider on moto as well.
+func newHarnessWithAWS(t *testing.T, moto *testenv.Moto, crds ...string) (*harness, *aws.Provider) {
+	t.Helper()
+	p, err := aws.NewProvider(context.Background(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
+		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
+		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startHarness(t, []cloud.Provider{p}, crds), p
 }
