@@ -1,0 +1,228 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+)
+
+// link is where a host's Node is: the chain BareMetalHost → consumerRef
+// (Metal3Machine) → owner Machine → Machine.status.nodeRef, in the Machine's
+// Cluster. A host whose chain is not complete waits (wait says for what).
+type link struct {
+	host *BareMetalHost
+	// wait is why the host has no Node to sync yet; "" when linked.
+	wait v1alpha1.WaitReason
+	// paused: the host, its Cluster or Machine is paused.
+	paused bool
+	// machine is the Machine (namespace/name) when found.
+	machine types.NamespacedName
+	// cluster is the CAPI Cluster when found.
+	cluster types.NamespacedName
+	// infra is the Cluster's Metal3Cluster, when its infrastructureRef is one.
+	infra types.NamespacedName
+	// node is the Node's name in the cluster.
+	node string
+}
+
+// hostKey names the host in messages and indexes.
+func (l *link) hostKey() types.NamespacedName {
+	return types.NamespacedName{Namespace: l.host.Namespace, Name: l.host.Name}
+}
+
+// resolve follows a host's chain through the management cluster's cache.
+// Missing links are waits, not errors; only a failing read is an error.
+func (r *Reconciler) resolve(ctx context.Context, h *BareMetalHost) (*link, error) {
+	l := &link{host: h, paused: h.isPaused()}
+	ref := h.Spec.ConsumerRef
+	if ref == nil || ref.Kind != Metal3MachineGVK.Kind || !isInfraGroup(ref.APIVersion) {
+		l.wait = v1alpha1.WaitNoConsumer
+		return l, nil
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = h.Namespace
+	}
+	m3m := metadataOf(Metal3MachineGVK)
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, m3m); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.wait = v1alpha1.WaitNoMachine
+			return l, nil
+		}
+		return nil, fmt.Errorf("reading Metal3Machine %s/%s of host %s/%s: %w", ns, ref.Name, h.Namespace, h.Name, err)
+	}
+	if _, ok := m3m.Annotations[clusterv1.PausedAnnotation]; ok {
+		l.paused = true
+	}
+	machineName := ownerMachine(m3m.OwnerReferences)
+	if machineName == "" {
+		l.wait = v1alpha1.WaitNoMachine
+		return l, nil
+	}
+	l.machine = types.NamespacedName{Namespace: ns, Name: machineName}
+	var m clusterv1.Machine
+	if err := r.client.Get(ctx, l.machine, &m); err != nil {
+		if apierrors.IsNotFound(err) {
+			l.wait = v1alpha1.WaitNoMachine
+			return l, nil
+		}
+		return nil, fmt.Errorf("reading Machine %s of host %s/%s: %w", l.machine, h.Namespace, h.Name, err)
+	}
+	if _, ok := m.Annotations[clusterv1.PausedAnnotation]; ok {
+		l.paused = true
+	}
+	if m.Spec.ClusterName != "" {
+		l.cluster = types.NamespacedName{Namespace: ns, Name: m.Spec.ClusterName}
+		if err := r.readCluster(ctx, l); err != nil {
+			return nil, err
+		}
+	}
+	if m.Status.NodeRef.Name == "" {
+		l.wait = v1alpha1.WaitNoNodeRef
+		return l, nil
+	}
+	l.node = m.Status.NodeRef.Name
+	if l.cluster.Name == "" {
+		l.wait = v1alpha1.WaitClusterUnreachable
+	}
+	return l, nil
+}
+
+// readCluster reads the link's Cluster: whether it is paused and its
+// Metal3Cluster. A missing Cluster leaves both unset (the cluster is then
+// unreachable, which the pass reports).
+func (r *Reconciler) readCluster(ctx context.Context, l *link) error {
+	var c clusterv1.Cluster
+	if err := r.client.Get(ctx, l.cluster, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading Cluster %s of host %s/%s: %w", l.cluster, l.host.Namespace, l.host.Name, err)
+	}
+	if clusterPaused(&c) {
+		l.paused = true
+	}
+	if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
+		l.infra = types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}
+	}
+	return nil
+}
+
+// clusterPaused reports a Cluster paused by spec.paused or the
+// cluster.x-k8s.io/paused annotation.
+func clusterPaused(c *clusterv1.Cluster) bool {
+	_, annotated := c.Annotations[clusterv1.PausedAnnotation]
+	return annotated || (c.Spec.Paused != nil && *c.Spec.Paused)
+}
+
+// ownerMachine is the name of the CAPI Machine among owner references, or "".
+func ownerMachine(refs []metav1.OwnerReference) string {
+	for _, o := range refs {
+		if o.Kind == "Machine" && strings.HasPrefix(o.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// isInfraGroup reports an apiVersion of the infrastructure.cluster.x-k8s.io
+// group (any version; an empty apiVersion is taken as that group, as CAPM3
+// sets it).
+func isInfraGroup(apiVersion string) bool {
+	return apiVersion == "" || strings.HasPrefix(apiVersion, Metal3MachineGVK.Group+"/")
+}
+
+// hostOfMachine returns the BareMetalHost a Metal3Machine names in its
+// metal3.io/BareMetalHost annotation.
+func hostOfMachine(annotations map[string]string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(annotations[HostAnnotation], "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// hostsOf lists the hosts of a source: a profile's selected hosts in its
+// namespace, or the hosts of a Metal3Cluster's Cluster(s) through their
+// Machines and Metal3Machines.
+func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost, error) {
+	if src.profile != nil {
+		sel, err := metav1.LabelSelectorAsSelector(&src.profile.Spec.HostSelector)
+		if err != nil {
+			return nil, err
+		}
+		var list BareMetalHostList
+		if err := r.client.List(ctx, &list, client.InNamespace(src.key.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing BareMetalHosts: %w", err)
+		}
+		out := make([]*BareMetalHost, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, nil
+	}
+	return r.hostsOfInfra(ctx, *src.infra)
+}
+
+// hostsOfInfra finds the hosts of a Metal3Cluster: Clusters whose
+// infrastructureRef names it → their Machines → each Machine's
+// Metal3Machine → the host its metal3.io/BareMetalHost annotation names.
+func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedName) ([]*BareMetalHost, error) {
+	var clusters clusterv1.ClusterList
+	if err := r.client.List(ctx, &clusters, client.InNamespace(infra.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing Clusters: %w", err)
+	}
+	var out []*BareMetalHost
+	seen := map[types.NamespacedName]bool{}
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		if ref := c.Spec.InfrastructureRef; ref.Kind != Metal3ClusterGVK.Kind || ref.APIGroup != Metal3ClusterGVK.Group || ref.Name != infra.Name {
+			continue
+		}
+		var machines clusterv1.MachineList
+		if err := r.client.List(ctx, &machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+			return nil, fmt.Errorf("listing Machines of Cluster %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		for j := range machines.Items {
+			h, err := r.hostOfMachineObject(ctx, &machines.Items[j])
+			if err != nil {
+				return nil, err
+			}
+			if h != nil && !seen[types.NamespacedName{Namespace: h.Namespace, Name: h.Name}] {
+				seen[types.NamespacedName{Namespace: h.Namespace, Name: h.Name}] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+// hostOfMachineObject returns the host behind a Machine, or nil when its
+// Metal3Machine or host is missing or the host does not name it back.
+func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machine) (*BareMetalHost, error) {
+	ref := m.Spec.InfrastructureRef
+	if ref.Kind != Metal3MachineGVK.Kind || ref.APIGroup != Metal3MachineGVK.Group {
+		return nil, nil
+	}
+	m3m := metadataOf(Metal3MachineGVK)
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, m3m); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	key, ok := hostOfMachine(m3m.Annotations)
+	if !ok {
+		return nil, nil
+	}
+	var h BareMetalHost
+	if err := r.client.Get(ctx, key, &h); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &h, nil
+}

@@ -1,0 +1,97 @@
+package labelsync
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// Condition, event and problem reasons.
+const (
+	// ReasonInSync: every host with a Node has its labels in place.
+	ReasonInSync = "InSync"
+	// ReasonClusterUnreachable: a workload cluster could not be reached.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonNodeWriteFailed: a Node could not be patched.
+	ReasonNodeWriteFailed = "NodeWriteFailed"
+	// ReasonNodeReadFailed: a Node could not be read.
+	ReasonNodeReadFailed = "NodeReadFailed"
+	// ReasonNodesNotSynced: some Nodes could not be synced (see problems).
+	ReasonNodesNotSynced = "NodesNotSynced"
+	// ReasonLabelsSynced: Node labels were written (a Normal event).
+	ReasonLabelsSynced = "LabelsSynced"
+	// ReasonInvalidAnnotation: a Metal3Cluster's label sync annotations
+	// cannot be used; nothing is synced for it.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonCRDsMissing: Metal3 or Cluster API is not installed.
+	ReasonCRDsMissing = "CRDsMissing"
+)
+
+// shownInNotes is how many items an event note lists before "and N more".
+const shownInNotes = 3
+
+// report emits the pass's events on its source: what it wrote (every time
+// it writes) and, once while they last, unreachable clusters and hosts
+// whose Node could not be written.
+func (p *pass) report() {
+	n, obj := p.st.notes, p.src.obj
+	if len(p.out.written) > 0 {
+		sort.Strings(p.out.written)
+		note := fmt.Sprintf("labels of %d node(s) updated (%d set, %d removed", len(p.out.written), p.out.sets, p.out.deletes)
+		if p.out.taintsReleased > 0 {
+			note += fmt.Sprintf(", %d pending taint(s) removed", p.out.taintsReleased)
+		}
+		n.Normal(obj, ReasonLabelsSynced, note+"): "+notify.Summary(p.out.written, shownInNotes))
+	}
+	for cluster := range p.out.unreachable {
+		n.Once(obj, "unreachable/"+cluster.String(), ReasonClusterUnreachable, p.unreachableNote(cluster.String()))
+	}
+	for _, pr := range p.out.problems {
+		if pr.Reason == ReasonClusterUnreachable {
+			continue
+		}
+		n.Once(obj, "problem/"+pr.Host+"/"+pr.Reason, pr.Reason, fmt.Sprintf("host %s: %s", pr.Host, pr.Message))
+	}
+	n.EndPass(true)
+}
+
+// unreachableNote says which hosts wait for an unreachable cluster.
+func (p *pass) unreachableNote(cluster string) string {
+	var hosts []string
+	msg := ""
+	for _, pr := range p.out.problems {
+		if pr.Reason == ReasonClusterUnreachable && pr.Cluster == cluster {
+			hosts = append(hosts, pr.Host)
+			msg = pr.Message
+		}
+	}
+	sort.Strings(hosts)
+	return fmt.Sprintf("%s; %d host(s) wait for it: %s", strings.TrimSuffix(msg, "."), len(hosts), notify.Summary(hosts, shownInNotes))
+}
+
+// describeUpdate renders a Node change for an event: "set a=1, b=2;
+// removed c; pending taint removed".
+func describeUpdate(u nodeUpdate) string {
+	var parts []string
+	if len(u.labels.Set) > 0 {
+		keys := make([]string, 0, len(u.labels.Set))
+		for k := range u.labels.Set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		kv := make([]string, len(keys))
+		for i, k := range keys {
+			kv[i] = k + "=" + u.labels.Set[k]
+		}
+		parts = append(parts, "set "+notify.Summary(kv, shownInNotes))
+	}
+	if len(u.labels.Delete) > 0 {
+		parts = append(parts, "removed "+notify.Summary(u.labels.Delete, shownInNotes))
+	}
+	if u.releaseTaint {
+		parts = append(parts, "pending taint removed")
+	}
+	return strings.Join(parts, "; ")
+}

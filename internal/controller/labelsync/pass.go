@@ -1,0 +1,290 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// maxClustersAtOnce bounds how many workload clusters one pass syncs
+// concurrently.
+const maxClustersAtOnce = 8
+
+// pass is one reconcile of a source: every host it covers, compared with
+// its Node once.
+type pass struct {
+	r       *Reconciler
+	src     *source
+	st      *state
+	started time.Time
+
+	mu  sync.Mutex
+	out outcome
+}
+
+// outcome is what a pass found and did.
+type outcome struct {
+	matched, inSync, paused int
+	waiting                 map[v1alpha1.WaitReason][]string
+	problems                []v1alpha1.HostProblem
+	// written are the Nodes patched, described for the event.
+	written []string
+	sets    int
+	deletes int
+	// taintsReleased counts Nodes that lost the pending taint.
+	taintsReleased int
+	writeErrors    int
+	inFlight       int
+	// unreachable are the clusters that could not be reached, with the
+	// wait before retrying them.
+	unreachable map[types.NamespacedName]time.Duration
+	// touched are the clusters, Nodes and hosts the pass looked at.
+	clusters map[types.NamespacedName]bool
+	nodes    map[nodeKey]bool
+	hosts    map[types.NamespacedName]bool
+}
+
+func (r *Reconciler) newPass(src *source, st *state) *pass {
+	return &pass{r: r, src: src, st: st, started: r.now(), out: outcome{
+		waiting: map[v1alpha1.WaitReason][]string{}, unreachable: map[types.NamespacedName]time.Duration{},
+		clusters: map[types.NamespacedName]bool{}, nodes: map[nodeKey]bool{}, hosts: map[types.NamespacedName]bool{},
+	}}
+}
+
+// run follows every host to its Node, syncs the clusters concurrently,
+// reports, writes the status and says when to run again.
+func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
+	hosts, err := p.r.hostsOf(ctx, p.src)
+	if err != nil {
+		passesTotal.WithLabelValues(p.src.kind(), "error").Inc()
+		return reconcile.Result{}, err
+	}
+	byCluster := map[types.NamespacedName][]*link{}
+	for _, h := range hosts {
+		l, err := p.r.resolve(ctx, h)
+		if err != nil {
+			passesTotal.WithLabelValues(p.src.kind(), "error").Inc()
+			return reconcile.Result{}, err
+		}
+		if p.src.infra != nil && l.infra != *p.src.infra {
+			continue // the host's chain leads to another Metal3Cluster
+		}
+		p.out.matched++
+		p.out.hosts[l.hostKey()] = true
+		switch {
+		case l.paused:
+			p.out.paused++
+		case l.cluster.Name != "":
+			p.out.clusters[l.cluster] = true
+			if l.wait != "" {
+				p.wait(l, l.wait)
+				continue
+			}
+			byCluster[l.cluster] = append(byCluster[l.cluster], l)
+		case l.wait != "":
+			p.wait(l, l.wait)
+		}
+	}
+	p.syncClusters(ctx, byCluster)
+	p.r.remember(p.st, p.out.clusters, p.out.nodes, p.out.hosts)
+	p.report()
+	p.observe()
+	if p.src.profile != nil {
+		if err := p.r.writeProfileStatus(ctx, p.src, p.profileStatus()); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	ctrllog.FromContext(ctx).V(1).Info("label sync pass done", "source", p.src.kind()+" "+p.src.name(),
+		"matched", p.out.matched, "inSync", p.out.inSync, "waiting", p.waitingCount(), "written", len(p.out.written))
+	return reconcile.Result{RequeueAfter: p.next()}, nil
+}
+
+// syncClusters syncs each cluster's hosts, up to maxClustersAtOnce
+// clusters at a time, so a slow or unreachable cluster delays only its own.
+func (p *pass) syncClusters(ctx context.Context, byCluster map[types.NamespacedName][]*link) {
+	keys := make([]types.NamespacedName, 0, len(byCluster))
+	for k := range byCluster {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	sem := make(chan struct{}, maxClustersAtOnce)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.syncCluster(ctx, k, byCluster[k])
+		})
+	}
+	wg.Wait()
+}
+
+// syncCluster syncs the hosts of one workload cluster. The first sign that
+// the cluster cannot be reached makes every host of it wait, unsynced.
+func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, links []*link) {
+	w := p.r.workloads
+	c, err := w.Client(ctx, cluster)
+	if err == nil {
+		err = w.WatchNodes(ctx, cluster)
+	}
+	if err != nil {
+		p.unreachable(cluster, links, err)
+		return
+	}
+	for i, l := range links {
+		if err := p.syncHost(ctx, c, l); err != nil {
+			p.unreachable(cluster, links[i:], err)
+			return
+		}
+	}
+	p.r.clusterReached(cluster)
+}
+
+// syncHost compares one host with its Node and writes the Node when they
+// differ. It returns an error only when the cluster could not be reached;
+// other failures are recorded as the host's problem.
+func (p *pass) syncHost(ctx context.Context, c client.Client, l *link) error {
+	k := nodeKey{cluster: l.cluster, node: l.node}
+	var node corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: l.node}, &node); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			p.wait(l, v1alpha1.WaitNoNodeRef)
+			return nil
+		case isUnreachable(err):
+			return err
+		}
+		p.problem(l, ReasonNodeReadFailed, fmt.Sprintf("reading node %s: %v", l.node, err))
+		return nil
+	}
+	p.touch(k)
+	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints)
+	if u.isEmpty() {
+		p.synced(false)
+		return nil
+	}
+	if p.r.stale(k, &node) {
+		p.synced(true)
+		return nil
+	}
+	err := patchNode(ctx, c, &node, u)
+	switch {
+	case err == nil:
+		p.r.markInFlight(k, node.ResourceVersion)
+		p.wrote(l, u)
+	case apierrors.IsConflict(err):
+		// The Node changed since the cache read it; its watch event
+		// brings a pass that sees the change.
+		nodeWritesTotal.WithLabelValues("conflict").Inc()
+		p.synced(true)
+	case isUnreachable(err):
+		nodeWritesTotal.WithLabelValues("error").Inc()
+		return err
+	default:
+		nodeWritesTotal.WithLabelValues("error").Inc()
+		p.problem(l, ReasonNodeWriteFailed, err.Error()+": check that the kubeconfig of cluster "+l.cluster.String()+" may patch nodes")
+		p.mu.Lock()
+		p.out.writeErrors++
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// unreachable makes the hosts wait for their cluster and records the
+// failure for the backoff.
+func (p *pass) unreachable(cluster types.NamespacedName, links []*link, err error) {
+	retry := p.r.clusterFailed(cluster, err)
+	msg := describeUnreachable(cluster, err)
+	p.mu.Lock()
+	p.out.unreachable[cluster] = retry
+	p.mu.Unlock()
+	for _, l := range links {
+		p.wait(l, v1alpha1.WaitClusterUnreachable)
+		p.problem(l, ReasonClusterUnreachable, msg)
+	}
+}
+
+// wait counts a host waiting for a reason.
+func (p *pass) wait(l *link, why v1alpha1.WaitReason) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.waiting[why] = append(p.out.waiting[why], l.host.Name)
+}
+
+// problem records a host's problem.
+func (p *pass) problem(l *link, reason, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.problems = append(p.out.problems, v1alpha1.HostProblem{Host: l.host.Name, Cluster: l.cluster.String(), Node: l.node,
+		Reason: reason, Message: notify.Fit(msg)})
+}
+
+// synced counts a host whose Node is in sync (or whose write is in
+// flight).
+func (p *pass) synced(inFlight bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.inSync++
+	if inFlight {
+		p.out.inFlight++
+	}
+}
+
+// wrote counts a Node written.
+func (p *pass) wrote(l *link, u nodeUpdate) {
+	nodeWritesTotal.WithLabelValues("ok").Inc()
+	labelChangesTotal.WithLabelValues("set").Add(float64(len(u.labels.Set)))
+	labelChangesTotal.WithLabelValues("delete").Add(float64(len(u.labels.Delete)))
+	what := describeUpdate(u)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.inSync++
+	p.out.inFlight++
+	p.out.sets += len(u.labels.Set)
+	p.out.deletes += len(u.labels.Delete)
+	if u.releaseTaint {
+		p.out.taintsReleased++
+	}
+	p.out.written = append(p.out.written, fmt.Sprintf("node %s of %s (host %s): %s", l.node, l.cluster, l.host.Name, what))
+}
+
+// touch records a Node the pass looked at.
+func (p *pass) touch(k nodeKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.nodes[k] = true
+}
+
+// waitingCount is how many hosts wait.
+func (p *pass) waitingCount() int {
+	n := 0
+	for _, hs := range p.out.waiting {
+		n += len(hs)
+	}
+	return n
+}
+
+// next is when the source's next pass is due: after its resync interval,
+// sooner while its writes are in flight or a cluster's backoff ends.
+func (p *pass) next() time.Duration {
+	next := p.src.resync
+	for _, retry := range p.out.unreachable {
+		next = min(next, retry)
+	}
+	if p.out.inFlight > 0 {
+		next = min(next, inFlightRetry)
+	}
+	return next
+}

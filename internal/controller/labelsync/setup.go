@@ -1,0 +1,318 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// maxConcurrentPasses bounds how many sources sync at once.
+const maxConcurrentPasses = 4
+
+// nodeWatchName names the Node watch in each workload cluster's cache.
+const nodeWatchName = "labelsync-nodes"
+
+// SetupWithManager registers the controller. When the Metal3 and Cluster
+// API CRDs are installed it watches LabelSyncProfiles (spec changes, sync
+// requests), BareMetalHosts, Metal3Machines, Machines, Clusters and
+// Metal3Clusters in the management cluster, sets up clustercache for the
+// workload clusters (their connects and disconnects start passes) and, per
+// workload cluster a pass uses, its Nodes. Without those CRDs it only
+// reports, on each LabelSyncProfile, what is missing.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.client == nil {
+		r.client = mgr.GetClient()
+	}
+	if r.recorder == nil {
+		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
+		if err != nil {
+			return fmt.Errorf("event recorder: %w", err)
+		}
+		if err := mgr.Add(rec); err != nil {
+			return err
+		}
+		r.recorder = rec
+	}
+	if err := clusterv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	if err := AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	r.init()
+	r.missing = missingKinds(mgr.GetRESTMapper())
+	b := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentPasses}).
+		For(&v1alpha1.LabelSyncProfile{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	if r.missing != "" {
+		ctrllog.Log.WithName(ControllerName).Info("label sync is idle: " + r.missing)
+		_, err := b.Build(r)
+		return err
+	}
+	var cc clustercache.ClusterCache
+	if r.workloads == nil {
+		var err error
+		cc, err = clustercache.SetupWithManager(context.Background(), mgr, clustercache.Options{
+			// One live GET per connection: Secrets are never cached.
+			SecretClient: mgr.GetAPIReader(),
+			Client:       clustercache.ClientOptions{UserAgent: "tagsync-" + ControllerName},
+			Cache:        clustercache.CacheOptions{DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: nodeCache()},
+			ClusterFilter: func(c *clusterv1.Cluster) bool {
+				ref := c.Spec.InfrastructureRef
+				return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group
+			},
+		}, controller.Options{MaxConcurrentReconciles: 4})
+		if err != nil {
+			return fmt.Errorf("clustercache: %w", err)
+		}
+		// The workload clusters' caches run outside the manager: stop them
+		// with it, so a stopped manager leaves no watch open.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			if s, ok := cc.(interface{ Shutdown() }); ok {
+				s.Shutdown()
+			}
+			return nil
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(cc.GetClusterSource(ControllerName, r.clusterSources))
+	}
+	ctl, err := b.
+		Watches(&BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.hostSources), builder.WithPredicates(hostChanged())).
+		WatchesMetadata(metadataOf(Metal3MachineGVK), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineSources), builder.WithPredicates(machineChanged())).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterSources), builder.WithPredicates(clusterChanged())).
+		WatchesMetadata(metadataOf(Metal3ClusterGVK), handler.EnqueueRequestsFromMapFunc(r.infraSources),
+			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	if r.workloads == nil {
+		r.workloads = &clusterCacheWorkloads{cc: cc, watch: func(ctx context.Context, cluster types.NamespacedName) error {
+			return cc.Watch(ctx, cluster, clustercache.NewWatcher(clustercache.WatcherOptions{
+				Name: nodeWatchName, Watcher: ctl, Kind: &corev1.Node{},
+				EventHandler: r.nodeEvents(cluster), Predicates: []predicate.Predicate{nodeChanged()},
+			}))
+		}}
+	}
+	return nil
+}
+
+// missingKinds names the Metal3 and Cluster API kinds the cluster does
+// not serve, or "" when all are there.
+func missingKinds(m meta.RESTMapper) string {
+	var missing []string
+	for _, gvk := range []schema.GroupVersionKind{HostGVK, Metal3MachineGVK, Metal3ClusterGVK,
+		clusterv1.GroupVersion.WithKind("Machine"), clusterv1.GroupVersion.WithKind("Cluster")} {
+		if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			missing = append(missing, gvk.Kind+" ("+gvk.GroupVersion().String()+")")
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "this cluster does not serve " + strings.Join(missing, ", ") + ": label sync needs Metal3 (baremetal-operator, CAPM3) and Cluster API"
+}
+
+// nodeCache keeps, of each workload cluster's Nodes, what label sync
+// reads: metadata and taints.
+func nodeCache() map[client.Object]ctrlcache.ByObject {
+	return map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			n.ManagedFields = nil
+			n.Status = corev1.NodeStatus{}
+			n.Spec = corev1.NodeSpec{Taints: n.Spec.Taints}
+		}
+		return obj, nil
+	}}}
+}
+
+// hostSources maps a BareMetalHost to the profiles of its namespace whose
+// selector matches it, and to the sources whose last pass covered it or
+// whose Metal3Cluster its chain leads to.
+func (r *Reconciler) hostSources(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	var list v1alpha1.LabelSyncProfileList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err == nil {
+		for _, p := range list.Items {
+			if sel, err := metav1.LabelSelectorAsSelector(&p.Spec.HostSelector); err == nil && sel.Matches(labels.Set(o.GetLabels())) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+			}
+		}
+	}
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	out = append(out, r.sourcesWhere(func(st *state) bool { return st.hosts[key] })...)
+	if h, ok := o.(*BareMetalHost); ok {
+		if l, err := r.resolve(ctx, h); err == nil && l.infra.Name != "" {
+			out = append(out, infraRequest(l.infra))
+		}
+	}
+	return out
+}
+
+// metal3MachineSources maps a Metal3Machine to its host's sources.
+func (r *Reconciler) metal3MachineSources(ctx context.Context, o client.Object) []reconcile.Request {
+	key, ok := hostOfMachine(o.GetAnnotations())
+	if !ok {
+		return nil
+	}
+	var h BareMetalHost
+	if err := r.client.Get(ctx, key, &h); err != nil {
+		return nil
+	}
+	return r.hostSources(ctx, &h)
+}
+
+// machineSources maps a Machine to its host's sources, through its
+// Metal3Machine.
+func (r *Reconciler) machineSources(ctx context.Context, o client.Object) []reconcile.Request {
+	m, ok := o.(*clusterv1.Machine)
+	if !ok {
+		return nil
+	}
+	h, err := r.hostOfMachineObject(ctx, m)
+	if err != nil || h == nil {
+		return nil
+	}
+	return r.hostSources(ctx, h)
+}
+
+// clusterSources maps a Cluster (a change, or clustercache's connect and
+// disconnect) to the sources whose last pass used it, and to its
+// Metal3Cluster's source.
+func (r *Reconciler) clusterSources(_ context.Context, o client.Object) []reconcile.Request {
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	out := r.sourcesWhere(func(st *state) bool { return st.clusters[key] })
+	if c, ok := o.(*clusterv1.Cluster); ok {
+		if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
+			out = append(out, infraRequest(types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}))
+		}
+	}
+	return out
+}
+
+// infraSources maps a Metal3Cluster to its own source (when it asks for
+// label sync, or did: dropping the annotation ends the source).
+func (r *Reconciler) infraSources(_ context.Context, o client.Object) []reconcile.Request {
+	req := infraRequest(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	if hasSyncAnnotation(o) || r.known(req.NamespacedName) {
+		return []reconcile.Request{req}
+	}
+	return nil
+}
+
+// nodeEvents maps a workload cluster's Node events to the sources whose
+// last pass looked at that Node, or, for a Node no source knows yet (new or
+// replaced), to the sources using the cluster.
+func (r *Reconciler) nodeEvents(cluster types.NamespacedName) handler.EventHandler {
+	toSources := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		k := nodeKey{cluster: cluster, node: o.GetName()}
+		if reqs := r.sourcesWhere(func(st *state) bool { return st.nodes[k] }); len(reqs) > 0 {
+			return reqs
+		}
+		return r.sourcesWhere(func(st *state) bool { return st.clusters[cluster] })
+	})
+	return handler.Funcs{
+		CreateFunc: toSources.Create,
+		UpdateFunc: toSources.Update,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.forgetNode(nodeKey{cluster: cluster, node: e.Object.GetName()})
+			toSources.Delete(ctx, e, q)
+		},
+	}
+}
+
+// nodeChanged lets through Node creations, deletions and changes of labels
+// or taints; status heartbeats are ignored.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			a, ok1 := e.ObjectOld.(*corev1.Node)
+			b, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return !maps.Equal(a.Labels, b.Labels) ||
+				!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value })
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// hostChanged lets through host creations, deletions and changes of
+// labels, annotations (pause) or consumer.
+func hostChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		a, ok1 := e.ObjectOld.(*BareMetalHost)
+		b, ok2 := e.ObjectNew.(*BareMetalHost)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) ||
+			!equalRef(a.Spec.ConsumerRef, b.Spec.ConsumerRef)
+	}}
+}
+
+// equalRef compares two optional object references.
+func equalRef(a, b *corev1.ObjectReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// machineChanged lets through Machine changes label sync reads: its node,
+// cluster, infrastructure reference and pause annotation.
+func machineChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		a, ok1 := e.ObjectOld.(*clusterv1.Machine)
+		b, ok2 := e.ObjectNew.(*clusterv1.Machine)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return a.Status.NodeRef != b.Status.NodeRef || a.Spec.ClusterName != b.Spec.ClusterName ||
+			a.Spec.InfrastructureRef != b.Spec.InfrastructureRef || !maps.Equal(a.Annotations, b.Annotations)
+	}}
+}
+
+// clusterChanged lets through Cluster changes label sync reads: pause and
+// infrastructure reference.
+func clusterChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		a, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+		b, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return clusterPaused(a) != clusterPaused(b) || a.Spec.InfrastructureRef != b.Spec.InfrastructureRef
+	}}
+}

@@ -1,0 +1,116 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// waitOrder is the order of status.waiting.
+var waitOrder = []v1alpha1.WaitReason{v1alpha1.WaitNoConsumer, v1alpha1.WaitNoMachine, v1alpha1.WaitNoNodeRef, v1alpha1.WaitClusterUnreachable}
+
+// profileStatus is the profile's new status after the pass.
+func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
+	prof, o := p.src.profile, &p.out
+	s := *prof.Status.DeepCopy()
+	s.ObservedGeneration = prof.Generation
+	s.LastSyncRequest = prof.Annotations[SyncRequestAnnotation]
+	s.HostsMatched, s.NodesInSync, s.HostsPaused = int32(o.matched), int32(o.inSync), int32(o.paused)
+	s.HostsWaiting = int32(p.waitingCount())
+	s.Waiting = nil
+	for _, why := range waitOrder {
+		hosts := o.waiting[why]
+		if len(hosts) == 0 {
+			continue
+		}
+		sort.Strings(hosts)
+		s.Waiting = append(s.Waiting, v1alpha1.WaitingHosts{Reason: why, Count: int32(len(hosts)),
+			Hosts: hosts[:min(len(hosts), v1alpha1.MaxWaitingExamples)]})
+	}
+	sort.Slice(o.problems, func(i, j int) bool { return o.problems[i].Host < o.problems[j].Host })
+	s.Problems, s.MoreProblems = nil, 0
+	if n := len(o.problems); n > v1alpha1.MaxHostProblems {
+		s.Problems, s.MoreProblems = o.problems[:v1alpha1.MaxHostProblems], int32(n-v1alpha1.MaxHostProblems)
+	} else if n > 0 {
+		s.Problems = o.problems
+	}
+	ready, reason, msg := p.readiness()
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: boolStatus(ready),
+		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation})
+	p.stampSyncTime(&s)
+	return s
+}
+
+// stampSyncTime sets lastSyncTime to the pass's start when anything else
+// in the status changed or a resync interval has passed since it was last
+// set, so a steady profile's status is not rewritten by every pass.
+func (p *pass) stampSyncTime(s *v1alpha1.LabelSyncProfileStatus) {
+	prev := p.src.profile.Status
+	last := s.LastSyncTime
+	s.LastSyncTime = prev.LastSyncTime
+	if last != nil && p.started.Sub(last.Time) < p.src.resync && equality.Semantic.DeepEqual(*s, prev) {
+		return
+	}
+	t := metav1.NewTime(p.started.Truncate(time.Second))
+	s.LastSyncTime = &t
+}
+
+// readiness is the Ready condition: unreachable clusters first, then
+// Nodes that could not be written, else in sync.
+func (p *pass) readiness() (bool, string, string) {
+	o := &p.out
+	if n := len(o.unreachable); n > 0 {
+		var names []string
+		for c := range o.unreachable {
+			names = append(names, c.String())
+		}
+		sort.Strings(names)
+		return false, ReasonClusterUnreachable, fmt.Sprintf("%d workload cluster(s) could not be reached (%s); %d host(s) wait for them and are retried with backoff",
+			n, notify.Summary(names, shownInNotes), len(o.waiting[v1alpha1.WaitClusterUnreachable]))
+	}
+	if len(o.problems) > 0 {
+		return false, ReasonNodesNotSynced, fmt.Sprintf("%d of %d matched host(s) could not be synced (see problems)", len(o.problems), o.matched)
+	}
+	return true, ReasonInSync, fmt.Sprintf("%d of %d matched host(s) have their labels on their Node; %d paused, %d waiting for a Node",
+		o.inSync, o.matched, o.paused, p.waitingCount())
+}
+
+// notReadyStatus is the status of a profile that cannot be served at all.
+func notReadyStatus(prof *v1alpha1.LabelSyncProfile, reason, msg string, now time.Time) v1alpha1.LabelSyncProfileStatus {
+	s := *prof.Status.DeepCopy()
+	s.ObservedGeneration = prof.Generation
+	s.LastSyncRequest = prof.Annotations[SyncRequestAnnotation]
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation, LastTransitionTime: metav1.NewTime(now)})
+	return s
+}
+
+// writeProfileStatus patches the profile's status, unless it is unchanged.
+func (r *Reconciler) writeProfileStatus(ctx context.Context, src *source, s v1alpha1.LabelSyncProfileStatus) error {
+	prof := src.profile
+	if equality.Semantic.DeepEqual(prof.Status, s) {
+		return nil
+	}
+	before := prof.DeepCopy()
+	prof.Status = s
+	if err := r.client.Status().Patch(ctx, prof, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status of LabelSyncProfile %s: %w", src.name(), err)
+	}
+	return nil
+}
+
+func boolStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
