@@ -17,6 +17,7 @@ import (
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
+	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 )
@@ -113,6 +114,21 @@ func Controllers() []Controller {
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := infratags.NewReconciler(nil, d.recorderFor(infratags.ControllerName), d.InfraTags)
+			return r, r.SetupWithManager(mgr)
+		},
+	}, {
+		Name: labelsync.ControllerName,
+		RBAC: []rbacv1.PolicyRule{
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"labelsyncprofiles"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"labelsyncprofiles/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Resources: []string{"metal3machines", "metal3clusters"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machines"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
+			r := labelsync.NewReconciler(nil, d.recorderFor(labelsync.ControllerName), nil, nil)
 			return r, r.SetupWithManager(mgr)
 		},
 	}}
