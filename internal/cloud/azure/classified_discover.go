@@ -387,7 +387,7 @@ func (g *graphQuery) run(ctx context.Context, subs []string) ([]map[string]any, 
 			return rows, nil
 		}
 		if len(page) == 0 {
-			return nil, errors.New("Resource Graph answered an empty page with a $skipToken")
+			return nil, errors.New("azure: Resource Graph answered an empty page with a $skipToken")
 		}
 		req.Options.SkipToken = resp.SkipToken
 	}
@@ -396,11 +396,11 @@ func (g *graphQuery) run(ctx context.Context, subs []string) ([]map[string]any, 
 // pageRows returns a page's rows.
 func pageRows(r armresourcegraph.QueryResponse) ([]map[string]any, error) {
 	if r.ResultTruncated != nil && *r.ResultTruncated == armresourcegraph.ResultTruncatedTrue {
-		return nil, errors.New("Resource Graph truncated the result")
+		return nil, errors.New("azure: Resource Graph truncated the result")
 	}
 	data, ok := r.Data.([]any)
 	if !ok && r.Data != nil {
-		return nil, fmt.Errorf("Resource Graph answered data of type %T, not an object array", r.Data)
+		return nil, fmt.Errorf("azure: Resource Graph answered data of type %T, not an object array", r.Data)
 	}
 	out := make([]map[string]any, 0, len(data))
 	for _, d := range data {
