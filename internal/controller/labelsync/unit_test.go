@@ -1,0 +1,174 @@
+package labelsync
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+)
+
+func TestParseInterval(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"", v1alpha1.DefaultLabelResync, ""},
+		{" 30s ", 30 * time.Second, ""},
+		{"10s", 10 * time.Second, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"24h", 24 * time.Hour, ""},
+		{"9s", 0, "shorter than 10s"},
+		{"25h", 0, "longer than 24h"},
+		{"soon", 0, "not a duration"},
+		{"30", 0, "not a duration"},
+	}
+	for _, c := range cases {
+		got, err := ParseInterval(c.in)
+		if c.err == "" && (err != nil || got != c.want) {
+			t.Errorf("ParseInterval(%q) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+		if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("ParseInterval(%q) = %s, %v; want an error saying %q", c.in, got, err, c.err)
+		}
+	}
+}
+
+func TestParseAnnotations(t *testing.T) {
+	cases := []struct {
+		name     string
+		a        map[string]string
+		prefixes []string
+		resync   time.Duration
+		errs     []string
+	}{
+		{name: "no annotation: no source", a: map[string]string{IntervalAnnotation: "30s"}},
+		{name: "CAPM3's example", a: map[string]string{PrefixesAnnotation: "my-prefix.foobar.io, my.thing", IntervalAnnotation: "30s"},
+			prefixes: []string{"my-prefix.foobar.io", "my.thing"}, resync: 30 * time.Second},
+		{name: "default interval", a: map[string]string{PrefixesAnnotation: "a.io"}, prefixes: []string{"a.io"}, resync: time.Minute},
+		{name: "empty list syncs nothing", a: map[string]string{PrefixesAnnotation: " , "}, prefixes: []string{}, resync: time.Minute},
+		{name: "a reserved prefix refuses all", a: map[string]string{PrefixesAnnotation: "a.io, kubernetes.io"},
+			errs: []string{PrefixesAnnotation, `"kubernetes.io" is reserved`}},
+		{name: "a bad interval refuses all", a: map[string]string{PrefixesAnnotation: "a.io", IntervalAnnotation: "1s"},
+			errs: []string{IntervalAnnotation, "shorter than 10s"}},
+		{name: "both wrong, both said", a: map[string]string{PrefixesAnnotation: "A.io", IntervalAnnotation: "x"},
+			errs: []string{`"A.io"`, `"x" is not a duration`}},
+	}
+	for _, c := range cases {
+		prefixes, resync, err := parseAnnotations(c.a)
+		if c.errs == nil {
+			if err != nil || !slices.Equal(prefixes, c.prefixes) || (prefixes == nil) != (c.prefixes == nil) || resync != c.resync {
+				t.Errorf("%s: got %q, %s, %v; want %q, %s", c.name, prefixes, resync, err, c.prefixes, c.resync)
+			}
+			continue
+		}
+		if err == nil || prefixes != nil {
+			t.Errorf("%s: got %q, %v; want refused", c.name, prefixes, err)
+			continue
+		}
+		for _, frag := range c.errs {
+			if !strings.Contains(err.Error(), frag) {
+				t.Errorf("%s: %q does not say %q", c.name, err, frag)
+			}
+		}
+	}
+}
+
+func TestMissingKinds(t *testing.T) {
+	all := []schema.GroupVersionKind{HostGVK, Metal3MachineGVK, Metal3ClusterGVK,
+		clusterv1.GroupVersion.WithKind("Machine"), clusterv1.GroupVersion.WithKind("Cluster")}
+	mapper := func(gvks ...schema.GroupVersionKind) meta.RESTMapper {
+		m := meta.NewDefaultRESTMapper(nil)
+		for _, gvk := range gvks {
+			m.Add(gvk, meta.RESTScopeNamespace)
+		}
+		return m
+	}
+	if got := missingKinds(mapper(all...)); got != "" {
+		t.Fatalf("all kinds served: %q", got)
+	}
+	got := missingKinds(mapper(all[1:]...))
+	if !strings.Contains(got, "BareMetalHost (metal3.io/v1alpha1)") || strings.Contains(got, "Machine (") {
+		t.Fatalf("missing BareMetalHost: %q", got)
+	}
+	if got := missingKinds(mapper()); strings.Count(got, "/v1") != len(all) {
+		t.Fatalf("nothing served: %q", got)
+	}
+}
+
+func TestClusterBackoff(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}
+	for i, w := range want {
+		if got := clusterBackoff(i + 1); got != w {
+			t.Errorf("clusterBackoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	if got := clusterBackoff(1000); got != maxClusterRetry {
+		t.Errorf("clusterBackoff(1000) = %s", got)
+	}
+}
+
+func TestIsUnreachable(t *testing.T) {
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	gr := schema.GroupResource{Resource: "nodes"}
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{clustercache.ErrClusterNotConnected, true},
+		{fmt.Errorf("getting client: %w", clustercache.ErrClusterNotConnected), true},
+		{refused, true},
+		{fmt.Errorf("patching node n1: %w", refused), true},
+		{apierrors.NewServiceUnavailable("shutting down"), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewForbidden(gr, "n1", errors.New("no")), false},
+		{apierrors.NewNotFound(gr, "n1"), false},
+		{apierrors.NewConflict(gr, "n1", errors.New("changed")), false},
+		{errors.New("something else"), false},
+	}
+	for _, c := range cases {
+		if got := isUnreachable(c.err); got != c.want {
+			t.Errorf("isUnreachable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestRequestKeys(t *testing.T) {
+	infra := infraRequest(types.NamespacedName{Namespace: "metal", Name: "alpha"})
+	if isProfileRequest(infra.NamespacedName) || infra.Name != "Metal3Cluster:alpha" {
+		t.Fatalf("the request of a Metal3Cluster is %v", infra)
+	}
+	for _, name := range []string{"p1", "m", "metal3cluster-alpha", "Metal3Cluster"} {
+		if !isProfileRequest(types.NamespacedName{Namespace: "metal", Name: name}) {
+			t.Errorf("%q is taken for a Metal3Cluster", name)
+		}
+	}
+}
+
+func TestSyncedNodeNeedsNothing(t *testing.T) {
+	prefixes := []string{"r.io"}
+	u := updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1", "x": "y"}, prefixes, nil)
+	if !u.isEmpty() {
+		t.Fatalf("a synced Node gets %+v", u)
+	}
+	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}})
+	if u.isEmpty() || !u.releaseTaint || len(u.taints) != 0 || !u.labels.IsEmpty() {
+		t.Fatalf("a synced Node with the pending taint gets %+v", u)
+	}
+}
