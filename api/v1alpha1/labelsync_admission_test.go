@@ -2,6 +2,8 @@ package v1alpha1_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
@@ -163,5 +166,25 @@ func TestLabelSyncProfileStatus(t *testing.T) {
 	badReason.Status.Problems[0].Reason = "node write failed"
 	if err := kube.Client.Status().Update(ctx, badReason, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "status.problems[0].reason") {
 		t.Fatalf("a reason with spaces: got %v, want refused", err)
+	}
+}
+
+// TestLabelSyncProfileSample: config/samples/tagsync_v1alpha1_labelsyncprofile.yaml
+// is accepted as it is.
+func TestLabelSyncProfileSample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(kube.RootDir, "config", "samples", "tagsync_v1alpha1_labelsyncprofile.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p v1alpha1.LabelSyncProfile
+	if err := yaml.UnmarshalStrict(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "LabelSyncProfile" || len(p.Spec.Prefixes) == 0 {
+		t.Fatalf("the sample is %+v", p)
+	}
+	p.Namespace = ns
+	if err := kube.Client.Create(context.Background(), &p, client.DryRunAll); err != nil {
+		t.Fatalf("the sample: %v", err)
 	}
 }
