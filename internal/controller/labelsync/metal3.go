@@ -112,13 +112,6 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return o
 }
 
-// metadataListOf returns an empty metadata-only list of the kind.
-func metadataListOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
-	o := &metav1.PartialObjectMetadataList{}
-	o.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	return o
-}
-
 // isPaused reports a BareMetalHost paused with its annotation.
 func (h *BareMetalHost) isPaused() bool {
 	_, ok := h.Annotations[HostPausedAnnotation]
