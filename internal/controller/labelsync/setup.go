@@ -107,7 +107,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	ctl, err := b.
 		Watches(&BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.hostSources), builder.WithPredicates(hostChanged())).
-		WatchesMetadata(metadataOf(Metal3MachineGVK), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources)).
+		WatchesMetadata(metadataOf(Metal3MachineGVK), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources),
+			builder.WithPredicates(metal3MachineChanged())).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineSources), builder.WithPredicates(machineChanged())).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterSources), builder.WithPredicates(clusterChanged())).
 		WatchesMetadata(metadataOf(Metal3ClusterGVK), handler.EnqueueRequestsFromMapFunc(r.infraSources),
@@ -288,6 +289,15 @@ func equalRef(a, b *corev1.ObjectReference) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// metal3MachineChanged lets through Metal3Machine changes label sync
+// reads: its annotations (the host it names, pause) and owner (the Machine).
+func metal3MachineChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+			ownerMachine(e.ObjectOld.GetOwnerReferences()) != ownerMachine(e.ObjectNew.GetOwnerReferences())
+	}}
 }
 
 // machineChanged lets through Machine changes label sync reads: its node,
