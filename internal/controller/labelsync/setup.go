@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -72,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&v1alpha1.LabelSyncProfile{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	if r.missing != "" {
-		ctrllog.Log.WithName(ControllerName).Info("label sync is idle: " + r.missing)
+		mgr.GetLogger().WithName(ControllerName).Info("label sync is idle: " + r.missing)
 		_, err := b.Build(r)
 		return err
 	}
