@@ -28,7 +28,8 @@ var awsModes = map[string]string{
 }
 
 // TestChartValuesFilesAreAllTested: every ci/*-values.yaml is rendered by
-// a test here (authModes, awsModes or openshiftValues), not only linted.
+// a test here (authModes, awsModes, openshiftValues or labelsyncValues), not
+// only linted.
 func TestChartValuesFilesAreAllTested(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(chartDir(), "ci", "*-values.yaml"))
 	if len(files) == 0 {
@@ -36,14 +37,14 @@ func TestChartValuesFilesAreAllTested(t *testing.T) {
 	}
 	for _, f := range files {
 		rel := filepath.ToSlash(filepath.Join("charts", "tagsync", "ci", filepath.Base(f)))
-		known := []string{openshiftValues}
+		known := []string{openshiftValues, labelsyncValues}
 		for _, m := range []map[string]string{authModes, awsModes} {
 			for _, v := range m {
 				known = append(known, v)
 			}
 		}
 		if !slices.Contains(known, rel) {
-			t.Errorf("%s is not in authModes, awsModes or openshiftValues: add it so a test renders and checks it", rel)
+			t.Errorf("%s is not in authModes, awsModes, openshiftValues or labelsyncValues: add it so a test renders and checks it", rel)
 		}
 	}
 }
@@ -246,6 +247,10 @@ func TestChartGrantsEachControllerItsRegistryRules(t *testing.T) {
 		{"metadata.enabled=true,openshift.enabled=true", []string{"nodetags", "metadata", "infratags"}},
 		{"metadata.enabled=true,openshift.enabled=true,nodeTagSync.enabled=false", []string{"metadata", "infratags"}},
 		{"metadata.enabled=true,openshift.enabled=true,nodeTagSync.enabled=false,metadata.namespaces={tagsync-system}", []string{"metadata", "infratags"}},
+		{"labelSync.enabled=true", []string{"nodetags", "labelsync"}},
+		{"labelSync.enabled=true,nodeTagSync.enabled=false", []string{"labelsync"}},
+		{"labelSync.enabled=true,nodeTagSync.enabled=false,labelSync.namespaces={metal3}", []string{"labelsync"}},
+		{"metadata.enabled=true,openshift.enabled=true,labelSync.enabled=true", []string{"nodetags", "metadata", "infratags", "labelsync"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.set, func(t *testing.T) {

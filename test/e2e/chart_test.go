@@ -235,7 +235,7 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 // controller).
 func TestChartRBACStaysWithinTheControllerMarkers(t *testing.T) {
 	// Every controller, so every marker has its rule in the chart.
-	objs := renderChart(t, "tagsync-system", "--set", "metadata.enabled=true,openshift.enabled=true")
+	objs := renderChart(t, "tagsync-system", "--set", "metadata.enabled=true,openshift.enabled=true,labelSync.enabled=true")
 	generated := grants(t, readObjects(t, "config/rbac/role.yaml"))
 	chart := grants(t, ofKind(objs, "ClusterRole"))
 	for _, role := range ofKind(objs, "Role") {

@@ -88,7 +88,28 @@ again.
 {{- if .Values.openshift.enabled }}
 {{- $c = append $c "infratags" }}
 {{- end }}
+{{- if .Values.labelSync.enabled }}
+{{- $c = append $c "labelsync" }}
+{{- end }}
 {{- join "," $c }}
+{{- end }}
+
+{{/*
+tagsync.namespaces is the --namespaces value ("": every namespace). The
+flag confines the cache of every controller in the process, so it comes
+from the namespaced controllers that run (metadata.namespaces,
+labelSync.namespaces); tagsync.validate refuses two running controllers
+that ask for different namespaces.
+*/}}
+{{- define "tagsync.namespaces" -}}
+{{- $ns := list }}
+{{- if include "tagsync.runs" (dict "root" . "name" "metadata") }}
+{{- $ns = .Values.metadata.namespaces }}
+{{- end }}
+{{- if and (not $ns) (include "tagsync.runs" (dict "root" . "name" "labelsync")) }}
+{{- $ns = .Values.labelSync.namespaces }}
+{{- end }}
+{{- join "," $ns }}
 {{- end }}
 
 {{/*
@@ -138,7 +159,12 @@ to set. Called from the Deployment.
 {{- end }}
 {{- end }}
 {{- if not (include "tagsync.controllers" .) }}
-{{- fail "nodeTagSync.enabled and metadata.enabled are both false: enable at least one controller" }}
+{{- fail "nodeTagSync.enabled, metadata.enabled and labelSync.enabled are all false: enable at least one controller" }}
+{{- end }}
+{{- if and .Values.metadata.enabled .Values.labelSync.enabled }}
+{{- if ne (.Values.metadata.namespaces | default list | sortAlpha | join ",") (.Values.labelSync.namespaces | default list | sortAlpha | join ",") }}
+{{- fail (printf "metadata.namespaces %v and labelSync.namespaces %v differ: both become the one --namespaces flag, which confines every controller of the process; give both the same list (or leave both empty)" (.Values.metadata.namespaces | default list) (.Values.labelSync.namespaces | default list)) }}
+{{- end }}
 {{- end }}
 {{- if include "tagsync.auditLogFile" . }}
 {{- if not (isAbs .Values.metadata.auditLog) }}
@@ -223,9 +249,6 @@ to set. Called from the Deployment.
 {{- if include "tagsync.auditLogFile" . }}
 - --audit-log-max-size={{ .Values.metadata.auditLogMaxSize }}
 {{- end }}
-{{- with .Values.metadata.namespaces }}
-- --namespaces={{ join "," . }}
-{{- end }}
 {{- with .Values.aws.region }}
 - --aws-region={{ . }}
 {{- end }}
@@ -241,6 +264,9 @@ to set. Called from the Deployment.
 {{- with .Values.openshift.awsOwnedTag }}
 - {{ printf "--openshift-aws-owned-tag=%s" . | quote }}
 {{- end }}
+{{- end }}
+{{- with include "tagsync.namespaces" . }}
+- --namespaces={{ . }}
 {{- end }}
 - --zap-encoder=json
 - --zap-log-level={{ .Values.logLevel }}
