@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -53,7 +52,7 @@ type bench struct {
 	ec2    *ec2.Client
 	ec2IDs []string
 
-	ctrl *process
+	ctrl *benchkit.Process
 }
 
 // writeLog records the time of every ARM tag write armsim answered, by
@@ -122,14 +121,8 @@ func (w *writeLog) snapshot() (ok, throttled int, last time.Time) {
 }
 
 func newBench(ctx context.Context, o options) (*bench, error) {
-	dir, err := os.MkdirTemp("", "tagsync-mdbench-")
+	env, dir, err := benchkit.StartControlPlane("tagsync-mdbench-")
 	if err != nil {
-		return nil, err
-	}
-	logf("starting kube-apiserver and etcd (internal/testenv)")
-	env, err := testenv.New()
-	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	b := &bench{o: o, env: env, dir: dir, writes: newWriteLog()}
@@ -162,19 +155,13 @@ func subscriptionID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-
 // resources of each cluster type and the resource group in each
 // subscription, each carrying the classifier and env=prod.
 func (b *bench) startARM() error {
-	s, err := armsim.New(armsim.Options{
-		TLS:           true,
-		CADir:         b.dir,
-		ClientSecrets: map[string]string{armsimtest.ClientID: armsimtest.ClientSecret},
+	s, err := benchkit.StartARM(b.dir, armsim.Options{
 		Throttle: armsim.ThrottleOptions{
 			Writes: armsim.Bucket{Capacity: armWriteCapacity, RefillPerSecond: armWriteRefill},
 		},
 		Logf: b.writes.logf,
 	})
 	if err != nil {
-		return err
-	}
-	if err := s.Start("127.0.0.1:0"); err != nil {
 		return err
 	}
 	b.arm = s
@@ -188,7 +175,7 @@ func (b *bench) startARM() error {
 	if err := b.estate.Seed(s); err != nil {
 		return err
 	}
-	logf("armsim at %s: %d resources + %d groups in %d subscriptions seeded in %s", s.URL(),
+	benchkit.Logf("armsim at %s: %d resources + %d groups in %d subscriptions seeded in %s", s.URL(),
 		len(b.estate.ResourceIDs()), len(b.estate.GroupIDs()), b.o.subs, time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -201,7 +188,7 @@ func (b *bench) azureResources() int {
 // startMoto starts moto_server and runs the EC2 instances, each tagged with
 // the classifier and env=prod, at most 1000 per RunInstances.
 func (b *bench) startMoto(ctx context.Context) error {
-	logf("starting moto_server")
+	benchkit.Logf("starting moto_server")
 	m, err := testenv.NewMoto()
 	if err != nil {
 		return err
@@ -227,7 +214,7 @@ func (b *bench) startMoto(ctx context.Context) error {
 		}
 		left -= n
 	}
-	logf("moto at %s: %d EC2 instances started in %s", m.URL, len(b.ec2IDs), time.Since(start).Round(time.Millisecond))
+	benchkit.Logf("moto at %s: %d EC2 instances started in %s", m.URL, len(b.ec2IDs), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -250,8 +237,8 @@ func (b *bench) countEC2Tag(ctx context.Context, key, value string) (int, error)
 // close stops the controller, the clouds and the control plane.
 func (b *bench) close() {
 	if b.ctrl != nil {
-		if err := b.ctrl.stop(); err != nil {
-			logf("stopping tagsync: %v", err)
+		if err := b.ctrl.Stop(); err != nil {
+			benchkit.Logf("stopping tagsync: %v", err)
 		}
 	}
 	if b.moto != nil {
@@ -260,26 +247,7 @@ func (b *bench) close() {
 	if b.arm != nil {
 		_ = b.arm.Close()
 	}
-	if err := b.env.Stop(); err != nil {
-		logf("stopping the control plane: %v", err)
-	}
-	_ = os.RemoveAll(b.dir)
-}
-
-// buildTagsync builds cmd/tagsync into the temporary directory (unless
-// -tagsync names a binary).
-func (b *bench) buildTagsync(ctx context.Context) (string, error) {
-	if b.o.tagsyncBin != "" {
-		return filepath.Abs(b.o.tagsyncBin)
-	}
-	bin := filepath.Join(b.dir, "tagsync")
-	logf("building cmd/tagsync")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tagsync")
-	cmd.Dir = b.env.RootDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/tagsync: %w\n%s", err, out)
-	}
-	return bin, nil
+	benchkit.StopControlPlane(b.env, b.dir)
 }
 
 // startController runs `tagsync run --controllers=metadata` against the
@@ -287,19 +255,19 @@ func (b *bench) buildTagsync(ctx context.Context) (string, error) {
 // loopback, default budgets (but -azure-write-qps), static AWS test
 // credentials from a file.
 func (b *bench) startController(ctx context.Context) error {
-	bin, err := b.buildTagsync(ctx)
+	bin, err := benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.env.RootDir, b.dir)
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(b.dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, b.env.KubeConfig, 0o600); err != nil {
-		return err
-	}
-	metricsAddr, err := freeAddr()
+	kubeconfig, err := benchkit.WriteKubeconfig(b.env, b.dir)
 	if err != nil {
 		return err
 	}
-	probeAddr, err := freeAddr()
+	metricsAddr, err := benchkit.FreeAddr()
+	if err != nil {
+		return err
+	}
+	probeAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -318,26 +286,18 @@ func (b *bench) startController(ctx context.Context) error {
 		"--zap-log-level", "info",
 	}
 	if b.arm != nil {
-		secret := filepath.Join(b.dir, "client-secret")
-		if err := os.WriteFile(secret, []byte(armsimtest.ClientSecret), 0o600); err != nil {
+		azureFlags, err := benchkit.AzureFlags(b.arm, b.dir)
+		if err != nil {
 			return err
 		}
-		args = append(args,
-			"--azure-arm-endpoint", b.arm.URL(),
-			"--azure-authority-host", b.arm.URL(),
-			"--azure-ca-file", b.arm.CAFile(),
-			"--azure-auth-mode", "client-secret",
-			"--azure-tenant-id", b.arm.TenantID(),
-			"--azure-client-id", armsimtest.ClientID,
-			"--azure-client-secret-file", secret,
-		)
+		args = append(args, azureFlags...)
 		if b.o.writeQPS > 0 {
 			args = append(args, "--azure-write-qps", fmt.Sprint(b.o.writeQPS))
 		}
 	}
 	if b.moto != nil {
-		secret := filepath.Join(b.dir, "aws-secret")
-		if err := os.WriteFile(secret, []byte(testenv.MotoSecretAccessKey), 0o600); err != nil {
+		secret, err := benchkit.WriteSecret(b.dir, "aws-secret", testenv.MotoSecretAccessKey)
+		if err != nil {
 			return err
 		}
 		args = append(args,
@@ -347,7 +307,8 @@ func (b *bench) startController(ctx context.Context) error {
 			"--aws-secret-access-key-file", secret,
 		)
 	}
-	p, err := launch(ctx, bin, args, b.dir, metricsAddr, b.o.timeout)
+	p, err := benchkit.Start(ctx, benchkit.Command{Bin: bin, Args: args, Dir: b.dir, MetricsAddr: metricsAddr,
+		Timeout: b.o.timeout, PeakEvery: 200 * time.Millisecond})
 	if err != nil {
 		return err
 	}

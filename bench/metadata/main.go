@@ -24,15 +24,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
 // options are the command-line flags.
@@ -67,14 +64,8 @@ func parseFlags() options {
 	return o
 }
 
-func (o options) has(s string) bool {
-	for _, x := range strings.Split(o.scenarios, ",") {
-		if strings.TrimSpace(x) == s {
-			return true
-		}
-	}
-	return false
-}
+// has reports whether -scenarios names s.
+func (o options) has(s string) bool { return benchkit.Has(o.scenarios, s) }
 
 // azure reports whether a scenario needs the Azure estate.
 func (o options) azure() bool { return o.has("steady") || o.has("apply") || o.has("memory") }
@@ -83,21 +74,14 @@ func (o options) azure() bool { return o.has("steady") || o.has("apply") || o.ha
 func (o options) aws() bool { return o.has("aws") || o.has("memory") }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	o := parseFlags()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	benchkit.Main(func(ctx context.Context) error { return run(ctx, parseFlags()) })
 }
 
 func run(ctx context.Context, o options) error {
 	if o.auditLog != "none" && o.auditLog != "stderr" && o.auditLog != "file" {
 		return fmt.Errorf("-audit-log %q: want none, stderr or file", o.auditLog)
 	}
-	res := &Results{Machine: machine(), Started: time.Now().UTC(), Settings: o.settings()}
-	logf("machine: %d CPUs (GOMAXPROCS %d), %s, load average %.1f", res.Machine.CPUs, runtime.GOMAXPROCS(0), res.Machine.CPUModel, res.Machine.LoadStart)
+	res := &Results{Machine: benchkit.NewMachine(), Started: time.Now().UTC(), Settings: o.settings()}
 
 	b, err := newBench(ctx, o)
 	if b != nil {
@@ -106,23 +90,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	res.Commit = commit(b.env.RootDir)
-	logf("measuring commit %s", res.Commit)
+	res.Commit = benchkit.Commit(b.env.RootDir)
 	runErr := b.scenarios(ctx, res)
 	res.Finished = time.Now().UTC()
-	res.Machine.LoadEnd = loadAverage()
+	res.Machine.LoadEnd = benchkit.LoadAverage()
 	res.Goals = res.goals(o)
 	printReport(os.Stdout, res)
-	if o.out != "" {
-		if err := res.write(o.out); err != nil {
-			return errors.Join(runErr, err)
-		}
-		logf("results written to %s", o.out)
-	}
-	return runErr
-}
-
-// logf prints a progress line on stderr.
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	return benchkit.Save(o.out, res, runErr)
 }

@@ -1,20 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
@@ -23,40 +16,19 @@ import (
 type Results struct {
 	// Commit is the repository's HEAD, with "+dirty" when the controller's
 	// code differed from it (the numbers are of the working tree).
-	Commit   string         `json:"commit"`
-	Machine  Machine        `json:"machine"`
-	Settings map[string]any `json:"settings"`
+	Commit   string           `json:"commit"`
+	Machine  benchkit.Machine `json:"machine"`
+	Settings map[string]any   `json:"settings"`
 	// Command is the controller's command line.
-	Command  []string       `json:"command"`
-	Started  time.Time      `json:"started"`
-	Finished time.Time      `json:"finished"`
-	Goals    []Goal         `json:"goals"`
-	Initial  *InitialResult `json:"initial,omitempty"`
-	Steady   *SteadyResult  `json:"steady,omitempty"`
-	AWS      *AWSResult     `json:"aws,omitempty"`
-	Apply    *ApplyResult   `json:"apply,omitempty"`
-	Memory   *MemoryResult  `json:"memory,omitempty"`
-}
-
-// Machine describes where the numbers were taken.
-type Machine struct {
-	CPUs     int    `json:"cpus"`
-	CPUModel string `json:"cpuModel"`
-	MemMiB   int    `json:"memoryMiB"`
-	GoVer    string `json:"go"`
-	OS       string `json:"os"`
-	// LoadStart and LoadEnd are the 1-minute load averages when the run
-	// started and ended (the machine may be shared).
-	LoadStart float64 `json:"loadAverageStart"`
-	LoadEnd   float64 `json:"loadAverageEnd"`
-}
-
-// Goal is one row of the verdict table.
-type Goal struct {
-	Goal     string `json:"goal"`
-	Target   string `json:"target"`
-	Measured string `json:"measured"`
-	Met      bool   `json:"met"`
+	Command  []string        `json:"command"`
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished"`
+	Goals    []benchkit.Goal `json:"goals"`
+	Initial  *InitialResult  `json:"initial,omitempty"`
+	Steady   *SteadyResult   `json:"steady,omitempty"`
+	AWS      *AWSResult      `json:"aws,omitempty"`
+	Apply    *ApplyResult    `json:"apply,omitempty"`
+	Memory   *MemoryResult   `json:"memory,omitempty"`
 }
 
 // ARMCalls is what armsim served in a phase.
@@ -183,11 +155,11 @@ type ApplyResult struct {
 
 // MemoryResult is goal D.
 type MemoryResult struct {
-	Scenarios      string         `json:"scenarios"`
-	AzureResources int            `json:"azureResources"`
-	AWSResources   int            `json:"awsResources"`
-	AuditLog       string         `json:"auditLog,omitempty"`
-	Samples        []MemorySample `json:"samples"`
+	Scenarios      string                  `json:"scenarios"`
+	AzureResources int                     `json:"azureResources"`
+	AWSResources   int                     `json:"awsResources"`
+	AuditLog       string                  `json:"auditLog,omitempty"`
+	Samples        []benchkit.MemorySample `json:"samples"`
 	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
 	RSSMiB     float64 `json:"rssMiB"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
@@ -195,16 +167,6 @@ type MemoryResult struct {
 	SampledPeakMiB float64 `json:"sampledPeakMiB"`
 	GoalMiB        float64 `json:"goalMiB"`
 	Met            bool    `json:"met"`
-}
-
-// MemorySample is the controller's memory at one moment.
-type MemorySample struct {
-	At             string  `json:"at"`
-	RSSMiB         float64 `json:"vmRSSMiB"`
-	HWMMiB         float64 `json:"vmHWMMiB"`
-	GoHeapInuseMiB float64 `json:"goHeapInuseMiB,omitempty"`
-	Goroutines     int     `json:"goroutines,omitempty"`
-	CPUSeconds     float64 `json:"cpuSeconds,omitempty"`
 }
 
 func (o options) settings() map[string]any {
@@ -225,13 +187,13 @@ func (o options) settings() map[string]any {
 }
 
 // goals renders the verdicts.
-func (r *Results) goals(o options) []Goal {
-	var g []Goal
+func (r *Results) goals(o options) []benchkit.Goal {
+	var g []benchkit.Goal
 	if s := r.Steady; s != nil && len(s.Runs) > 0 {
 		g = append(g,
-			Goal{Goal: fmt.Sprintf("A. steady resync, %d Azure resources in %d subscriptions: discovery calls", s.Resources, s.Subscriptions),
+			benchkit.Goal{Goal: fmt.Sprintf("A. steady resync, %d Azure resources in %d subscriptions: discovery calls", s.Resources, s.Subscriptions),
 				Target: fmt.Sprintf("<= 1 per 1000 resources (%d)", s.DiscoveryBudget), Measured: fmt.Sprint(s.Discovery), Met: s.Discovery <= s.DiscoveryBudget},
-			Goal{Goal: "A. steady resync: ARM writes", Target: "0", Measured: fmt.Sprint(s.Writes), Met: s.Writes == 0})
+			benchkit.Goal{Goal: "A. steady resync: ARM writes", Target: "0", Measured: fmt.Sprint(s.Writes), Met: s.Writes == 0})
 	}
 	if a := r.Apply; a != nil {
 		measured := fmt.Sprintf("%.1f s, %d x 429", a.Seconds, a.Throttled)
@@ -241,15 +203,15 @@ func (r *Results) goals(o options) []Goal {
 		if a.WriteQPSFlag > 0 {
 			measured += fmt.Sprintf(" (--azure-write-qps %g)", a.WriteQPSFlag)
 		}
-		g = append(g, Goal{Goal: fmt.Sprintf("B. add one tag to %d Azure resources (%d per subscription)", a.Resources, a.PerSubscription),
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("B. add one tag to %d Azure resources (%d per subscription)", a.Resources, a.PerSubscription),
 			Target: fmt.Sprintf("<= 1.1 x %.1f s = %.1f s, 0 x 429", a.QuotaSeconds, a.GoalSeconds), Measured: measured, Met: a.Met})
 	}
 	if a := r.AWS; a != nil {
-		g = append(g, Goal{Goal: fmt.Sprintf("C. add one tag to %d EC2 instances: write calls", a.Resources),
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("C. add one tag to %d EC2 instances: write calls", a.Resources),
 			Target: fmt.Sprintf("<= %d", a.WriteBudget), Measured: fmt.Sprintf("%d (%.1f s)", a.Writes, a.Seconds), Met: a.Met})
 	}
 	if m := r.Memory; m != nil && o.has("memory") {
-		g = append(g, Goal{Goal: fmt.Sprintf("D. controller RSS (%d Azure + %d AWS resources; scenarios %s)", m.AzureResources, m.AWSResources, m.Scenarios),
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("D. controller RSS (%d Azure + %d AWS resources; scenarios %s)", m.AzureResources, m.AWSResources, m.Scenarios),
 			Target: "<= 200 MiB", Measured: fmt.Sprintf("peak %.0f MiB, settled %.0f MiB", m.PeakRSSMiB, m.RSSMiB), Met: m.Met})
 	}
 	return g
@@ -259,34 +221,24 @@ func printReport(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\nMetadata benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
 		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
 	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GOAL\tTARGET\tMEASURED\tMET")
-	for _, g := range r.Goals {
-		met := "MISSED"
-		if g.Met {
-			met = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Goal, g.Target, g.Measured, met)
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
+	benchkit.PrintGoals(w, r.Goals)
 	if i := r.Initial; i != nil {
 		fmt.Fprintf(w, "Initial passes (already in sync): Azure %.1fs, ARM %s; AWS %.1fs, calls %s\n",
-			i.AzureSeconds, opsLine(i.AzureARM.ByOp), i.AWSSeconds, opsLine(i.AWSCalls))
+			i.AzureSeconds, benchkit.OpsLine(i.AzureARM.ByOp), i.AWSSeconds, benchkit.OpsLine(i.AWSCalls))
 	}
 	if s := r.Steady; s != nil {
 		for k, run := range s.Runs {
-			fmt.Fprintf(w, "Steady resync %d: %.2fs from request to status (pass %.2fs); ARM %s\n", k+1, run.WallSeconds, run.PassSeconds, opsLine(run.ARM.ByOp))
+			fmt.Fprintf(w, "Steady resync %d: %.2fs from request to status (pass %.2fs); ARM %s\n", k+1, run.WallSeconds, run.PassSeconds, benchkit.OpsLine(run.ARM.ByOp))
 		}
 		if s.AWSRun != nil {
-			fmt.Fprintf(w, "AWS steady resync: %.2fs; calls %s\n", s.AWSRun.WallSeconds, opsLine(s.AWSRun.Calls))
+			fmt.Fprintf(w, "AWS steady resync: %.2fs; calls %s\n", s.AWSRun.WallSeconds, benchkit.OpsLine(s.AWSRun.Calls))
 		}
 	}
 	if a := r.AWS; a != nil {
-		fmt.Fprintf(w, "AWS add: %d/%d tagged in %.1fs; calls %s\n", a.Tagged, a.Resources, a.Seconds, opsLine(a.Calls))
+		fmt.Fprintf(w, "AWS add: %d/%d tagged in %.1fs; calls %s\n", a.Tagged, a.Resources, a.Seconds, benchkit.OpsLine(a.Calls))
 	}
 	if a := r.Apply; a != nil {
-		fmt.Fprintf(w, "Azure add: %d writes (%s), %d x 429; quota-allowed %.1fs per subscription in parallel\n", a.Writes, opsLine(a.WriteOps), a.Throttled, a.QuotaSeconds)
+		fmt.Fprintf(w, "Azure add: %d writes (%s), %d x 429; quota-allowed %.1fs per subscription in parallel\n", a.Writes, benchkit.OpsLine(a.WriteOps), a.Throttled, a.QuotaSeconds)
 		for _, s := range a.BySubscription {
 			fmt.Fprintf(w, "  subscription %s: %d writes from %.1fs to %.1fs after the change\n", s.Subscription, s.Writes, s.FirstSeconds, s.LastSeconds)
 		}
@@ -303,71 +255,3 @@ func printReport(w io.Writer, r *Results) {
 		}
 	}
 }
-
-func (r *Results) write(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-// commit describes the working tree the benchmark measures.
-func commit(root string) string {
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "internal", "cmd", "api", "go.mod").Output()
-	if err == nil && len(strings.TrimSpace(string(dirty))) > 0 {
-		c += "+dirty"
-	}
-	return c
-}
-
-// loadAverage is the 1-minute load average (0 when unknown).
-func loadAverage() float64 {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var l float64
-	_, _ = fmt.Sscanf(string(data), "%f", &l)
-	return l
-}
-
-func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadStart: loadAverage()}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var kb int
-			if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); err == nil {
-				m.MemMiB = kb / 1024
-				break
-			}
-		}
-		f.Close()
-	}
-	return m
-}
-
-func secs(d time.Duration) float64 { return round3(d.Seconds()) }
-
-func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-func mib(b int64) float64 { return math.Round(float64(b)/(1<<20)*10) / 10 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 )
 
@@ -34,17 +34,17 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 	if err := b.startController(ctx); err != nil {
 		return err
 	}
-	res.Command = b.ctrl.command
+	res.Command = b.ctrl.Command
 	mem := &MemoryResult{GoalMiB: 200}
 	res.Memory = mem
-	mem.Samples = append(mem.Samples, b.ctrl.memory("informers synced, no objects yet"))
+	mem.Samples = append(mem.Samples, b.memory("informers synced, no objects yet"))
 
 	init, err := b.initial(ctx)
 	res.Initial = init
 	if err != nil {
 		return fmt.Errorf("initial pass: %w", err)
 	}
-	mem.Samples = append(mem.Samples, b.ctrl.memory("initial passes done (everything already in sync)"))
+	mem.Samples = append(mem.Samples, b.memory("initial passes done (everything already in sync)"))
 
 	if b.o.has("steady") {
 		s, err := b.steady(ctx)
@@ -52,7 +52,7 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		if err != nil {
 			return fmt.Errorf("steady: %w", err)
 		}
-		mem.Samples = append(mem.Samples, b.ctrl.memory("after the steady resyncs"))
+		mem.Samples = append(mem.Samples, b.memory("after the steady resyncs"))
 	}
 	if b.o.has("aws") {
 		a, err := b.awsApply(ctx)
@@ -60,7 +60,7 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		if err != nil {
 			return fmt.Errorf("aws: %w", err)
 		}
-		mem.Samples = append(mem.Samples, b.ctrl.memory("after the AWS tag add"))
+		mem.Samples = append(mem.Samples, b.memory("after the AWS tag add"))
 	}
 	if b.o.has("apply") {
 		a, err := b.azureApply(ctx)
@@ -68,15 +68,13 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		if err != nil {
 			return fmt.Errorf("apply: %w", err)
 		}
-		mem.Samples = append(mem.Samples, b.ctrl.memory("after the Azure tag add"))
+		mem.Samples = append(mem.Samples, b.memory("after the Azure tag add"))
 	}
 	time.Sleep(10 * time.Second)
-	last := b.ctrl.memory("10 s later (settled)")
+	last := b.memory("10 s later (settled)")
 	mem.Samples = append(mem.Samples, last)
 	mem.RSSMiB, mem.PeakRSSMiB = last.RSSMiB, last.HWMMiB
-	b.ctrl.mu.Lock()
-	mem.SampledPeakMiB = mib(b.ctrl.peakRSS)
-	b.ctrl.mu.Unlock()
+	mem.SampledPeakMiB = benchkit.MiB(b.ctrl.PeakRSS())
 	mem.Scenarios = b.o.scenarios
 	mem.AzureResources, mem.AWSResources = b.azureCount(), len(b.ec2IDs)
 	mem.Met = mem.PeakRSSMiB <= mem.GoalMiB && mem.RSSMiB <= mem.GoalMiB
@@ -125,18 +123,18 @@ func (b *bench) initial(ctx context.Context) (*InitialResult, error) {
 		if err := b.waitMatched(ctx, azureName, b.azureResources()); err != nil {
 			return r, err
 		}
-		r.AzureSeconds = secs(time.Since(start))
+		r.AzureSeconds = benchkit.Secs(time.Since(start))
 		r.AzureARM = armCalls(b.arm.Calls())
-		logf("Azure: initial pass over %d resources done after %.1fs; ARM %s", b.azureResources(), r.AzureSeconds, opsLine(r.AzureARM.ByOp))
+		benchkit.Logf("Azure: initial pass over %d resources done after %.1fs; ARM %s", b.azureResources(), r.AzureSeconds, benchkit.OpsLine(r.AzureARM.ByOp))
 	}
 	if b.moto != nil {
 		if err := b.waitMatched(ctx, awsName, len(b.ec2IDs)); err != nil {
 			return r, err
 		}
-		r.AWSSeconds = secs(time.Since(start))
-		text, _ := b.ctrl.metrics()
+		r.AWSSeconds = benchkit.Secs(time.Since(start))
+		text, _ := b.ctrl.Metrics()
 		r.AWSCalls = cloudCalls(text, "aws")
-		logf("AWS: initial pass over %d instances done after %.1fs; calls %s", len(b.ec2IDs), r.AWSSeconds, opsLine(r.AWSCalls))
+		benchkit.Logf("AWS: initial pass over %d instances done after %.1fs; calls %s", len(b.ec2IDs), r.AWSSeconds, benchkit.OpsLine(r.AWSCalls))
 	}
 	return r, nil
 }
@@ -155,7 +153,7 @@ func cloudMetadata(name, classifier string, refs *v1alpha1.CloudProviderRefs) *v
 func (b *bench) waitMatched(ctx context.Context, name string, want int) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
-		if err := b.ctrl.running(); err != nil {
+		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
 		cm := &v1alpha1.CloudMetadata{}
@@ -168,7 +166,7 @@ func (b *bench) waitMatched(ctx context.Context, name string, want int) error {
 			int(cm.Status.Matched) == want && int(cm.Status.InSync) == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("CloudMetadata %s: %w (last: %s); controller log:\n%s", name, err, last, tail(b.ctrl.logFile, 20))
+		return fmt.Errorf("CloudMetadata %s: %w (last: %s); controller log:\n%s", name, err, last, benchkit.Tail(b.ctrl.LogFile, 20))
 	}
 	return nil
 }
@@ -192,7 +190,7 @@ func (b *bench) requestPass(ctx context.Context, name string) (float64, error) {
 		return 0, err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
-		if err := b.ctrl.running(); err != nil {
+		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
 		if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
@@ -200,7 +198,7 @@ func (b *bench) requestPass(ctx context.Context, name string) (float64, error) {
 		}
 		return cm.Status.LastSyncRequest == value, nil
 	})
-	return secs(time.Since(start)), err
+	return benchkit.Secs(time.Since(start)), err
 }
 
 // steady measures unchanged resyncs of the Azure estate (goal A): ARM
@@ -212,33 +210,33 @@ func (b *bench) steady(ctx context.Context) (*SteadyResult, error) {
 	for i := range b.o.resyncs {
 		time.Sleep(time.Second)
 		b.arm.ResetCalls()
-		text, _ := b.ctrl.metrics()
-		passBefore := metricValue(text, "tagsync_metadata_sync_duration_seconds_sum", `cloud="azure"`)
+		text, _ := b.ctrl.Metrics()
+		passBefore := benchkit.MetricValue(text, "tagsync_metadata_sync_duration_seconds_sum", `cloud="azure"`)
 		wall, err := b.requestPass(ctx, azureName)
 		if err != nil {
 			return r, err
 		}
 		time.Sleep(2 * time.Second) // any follow-up pass
-		text, _ = b.ctrl.metrics()
-		run := SteadyRun{WallSeconds: wall, PassSeconds: round3(metricValue(text, "tagsync_metadata_sync_duration_seconds_sum", `cloud="azure"`) - passBefore),
+		text, _ = b.ctrl.Metrics()
+		run := SteadyRun{WallSeconds: wall, PassSeconds: benchkit.Round3(benchkit.MetricValue(text, "tagsync_metadata_sync_duration_seconds_sum", `cloud="azure"`) - passBefore),
 			ARM: armCalls(b.arm.Calls())}
 		r.Runs = append(r.Runs, run)
-		logf("steady resync %d: %.2fs (pass %.2fs); ARM %s", i+1, run.WallSeconds, run.PassSeconds, opsLine(run.ARM.ByOp))
+		benchkit.Logf("steady resync %d: %.2fs (pass %.2fs); ARM %s", i+1, run.WallSeconds, run.PassSeconds, benchkit.OpsLine(run.ARM.ByOp))
 		r.Discovery = max(r.Discovery, run.ARM.Discovery)
 		r.Writes = max(r.Writes, run.ARM.Writes)
 		r.OtherReads = max(r.OtherReads, run.ARM.Reads-run.ARM.Discovery)
 	}
 	r.Met = len(r.Runs) > 0 && r.Discovery <= r.DiscoveryBudget && r.Writes == 0
 	if b.moto != nil {
-		before, _ := b.ctrl.metrics()
+		before, _ := b.ctrl.Metrics()
 		wall, err := b.requestPass(ctx, awsName)
 		if err != nil {
 			return r, err
 		}
 		time.Sleep(2 * time.Second)
-		after, _ := b.ctrl.metrics()
-		r.AWSRun = &AWSSteady{WallSeconds: wall, Calls: diffCalls(cloudCalls(before, "aws"), cloudCalls(after, "aws"))}
-		logf("AWS steady resync: %.2fs; calls %s", wall, opsLine(r.AWSRun.Calls))
+		after, _ := b.ctrl.Metrics()
+		r.AWSRun = &AWSSteady{WallSeconds: wall, Calls: benchkit.DiffCalls(cloudCalls(before, "aws"), cloudCalls(after, "aws"))}
+		benchkit.Logf("AWS steady resync: %.2fs; calls %s", wall, benchkit.OpsLine(r.AWSRun.Calls))
 	}
 	return r, nil
 }
@@ -248,7 +246,7 @@ func (b *bench) steady(ctx context.Context) (*SteadyResult, error) {
 // the tag counted in moto.
 func (b *bench) awsApply(ctx context.Context) (*AWSResult, error) {
 	r := &AWSResult{Resources: len(b.ec2IDs), WriteBudget: (len(b.ec2IDs) + 999) / 1000}
-	before, _ := b.ctrl.metrics()
+	before, _ := b.ctrl.Metrics()
 	aw := &v1alpha1.AWSMetadata{}
 	start := time.Now()
 	if err := b.updateSpec(ctx, awsName, aw, func() { aw.Spec.ResourceTags["team"] = "platform" }); err != nil {
@@ -257,10 +255,10 @@ func (b *bench) awsApply(ctx context.Context) (*AWSResult, error) {
 	if err := b.waitServed(ctx, awsName, aw, func() *v1alpha1.ProviderMetadataStatus { return &aw.Status }, len(b.ec2IDs)); err != nil {
 		return r, err
 	}
-	r.Seconds = secs(time.Since(start))
+	r.Seconds = benchkit.Secs(time.Since(start))
 	time.Sleep(time.Second)
-	after, _ := b.ctrl.metrics()
-	r.Calls = diffCalls(cloudCalls(before, "aws"), cloudCalls(after, "aws"))
+	after, _ := b.ctrl.Metrics()
+	r.Calls = benchkit.DiffCalls(cloudCalls(before, "aws"), cloudCalls(after, "aws"))
 	r.Writes = r.Calls["ec2:CreateTags"] + r.Calls["ec2:DeleteTags"]
 	n, err := b.countEC2Tag(ctx, "team", "platform")
 	if err != nil {
@@ -268,7 +266,7 @@ func (b *bench) awsApply(ctx context.Context) (*AWSResult, error) {
 	}
 	r.Tagged = n
 	r.Met = r.Writes <= r.WriteBudget && r.Tagged == len(b.ec2IDs)
-	logf("AWS: team=platform on %d/%d instances after %.1fs; calls %s", n, len(b.ec2IDs), r.Seconds, opsLine(r.Calls))
+	benchkit.Logf("AWS: team=platform on %d/%d instances after %.1fs; calls %s", n, len(b.ec2IDs), r.Seconds, benchkit.OpsLine(r.Calls))
 	return r, nil
 }
 
@@ -279,7 +277,7 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 	perSub := n / b.o.subs
 	r := &ApplyResult{Resources: n, Subscriptions: b.o.subs, PerSubscription: perSub, WriteQPSFlag: b.o.writeQPS,
 		QuotaSeconds: float64(max(0, perSub-armWriteCapacity)) / armWriteRefill}
-	r.GoalSeconds = round3(1.1 * r.QuotaSeconds)
+	r.GoalSeconds = benchkit.Round3(1.1 * r.QuotaSeconds)
 	b.writes.start()
 	b.arm.ResetCalls()
 	az := &v1alpha1.AzureMetadata{}
@@ -294,11 +292,11 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 	for {
 		ok, throttled, _ := b.writes.snapshot()
 		el := time.Since(start)
-		progress = append(progress, ApplyProgress{AfterSeconds: secs(el), Writes: ok, Throttled: throttled})
+		progress = append(progress, ApplyProgress{AfterSeconds: benchkit.Secs(el), Writes: ok, Throttled: throttled})
 		if ok >= n {
 			break
 		}
-		if err := b.ctrl.running(); err != nil {
+		if err := b.ctrl.Running(); err != nil {
 			return r, err
 		}
 		if b.o.applyWait > 0 && el >= b.o.applyWait {
@@ -309,7 +307,7 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 			return r, fmt.Errorf("%d of %d writes after %s", ok, n, el.Round(time.Second))
 		}
 		if time.Since(lastLog) >= 15*time.Second {
-			logf("apply: %d/%d writes after %s, %d x 429", ok, n, el.Round(time.Second), throttled)
+			benchkit.Logf("apply: %d/%d writes after %s, %d x 429", ok, n, el.Round(time.Second), throttled)
 			lastLog = time.Now()
 		}
 		select {
@@ -329,21 +327,21 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 		ts := b.writes.bySub[s]
 		ok += len(ts)
 		r.BySubscription = append(r.BySubscription, SubWrites{Subscription: s, Writes: len(ts),
-			FirstSeconds: secs(ts[0].Sub(start)), LastSeconds: secs(ts[len(ts)-1].Sub(start))})
+			FirstSeconds: benchkit.Secs(ts[0].Sub(start)), LastSeconds: benchkit.Secs(ts[len(ts)-1].Sub(start))})
 	}
 	r.WriteOps = maps.Clone(b.writes.ops)
 	b.writes.mu.Unlock()
 	r.Writes, r.Throttled = ok, throttled
 	r.Progress = thin(progress, 120)
 	if !r.Incomplete {
-		r.Seconds = secs(last.Sub(start))
+		r.Seconds = benchkit.Secs(last.Sub(start))
 		r.Met = r.Seconds <= r.GoalSeconds && r.Throttled == 0
 		// The status of the pass.
 		if err := b.waitServed(ctx, azureName, az, func() *v1alpha1.ProviderMetadataStatus { return &az.Status }, n); err != nil {
 			return r, err
 		}
-		r.StatusSeconds = secs(time.Since(start))
-		logf("apply: %d writes, last after %.1fs (status %.1fs), %d x 429", ok, r.Seconds, r.StatusSeconds, throttled)
+		r.StatusSeconds = benchkit.Secs(time.Since(start))
+		benchkit.Logf("apply: %d writes, last after %.1fs (status %.1fs), %d x 429", ok, r.Seconds, r.StatusSeconds, throttled)
 		return r, nil
 	}
 	// Extrapolate from the rate of the last half of the wait.
@@ -355,11 +353,11 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 		}
 	}
 	rate := float64(ok-mid.Writes) / (el - mid.AfterSeconds)
-	r.RatePerSecond = round3(rate)
+	r.RatePerSecond = benchkit.Round3(rate)
 	if rate > 0 {
-		r.ExtrapolatedSeconds = round3(el + float64(n-ok)/rate)
+		r.ExtrapolatedSeconds = benchkit.Round3(el + float64(n-ok)/rate)
 	}
-	logf("apply: stopped waiting after %.0fs with %d/%d writes (%.2f/s over the last half, %d x 429); extrapolated completion %.0fs",
+	benchkit.Logf("apply: stopped waiting after %.0fs with %d/%d writes (%.2f/s over the last half, %d x 429); extrapolated completion %.0fs",
 		el, ok, n, rate, throttled, r.ExtrapolatedSeconds)
 	return r, nil
 }
@@ -401,7 +399,7 @@ func (b *bench) updateSpec(ctx context.Context, name string, obj metadataObject,
 func (b *bench) waitServed(ctx context.Context, name string, obj metadataObject, status func() *v1alpha1.ProviderMetadataStatus, want int) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
-		if err := b.ctrl.running(); err != nil {
+		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
 		if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
@@ -413,33 +411,7 @@ func (b *bench) waitServed(ctx context.Context, name string, obj metadataObject,
 		return c != nil && c.ObservedGeneration == obj.GetGeneration() && st.ObservedGeneration == obj.GetGeneration() && int(st.InSync) == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w (last: %s); controller log:\n%s", name, err, last, tail(b.ctrl.logFile, 20))
+		return fmt.Errorf("%s: %w (last: %s); controller log:\n%s", name, err, last, benchkit.Tail(b.ctrl.LogFile, 20))
 	}
 	return nil
-}
-
-// diffCalls is after - before.
-func diffCalls(before, after map[string]int) map[string]int {
-	out := maps.Clone(after)
-	for k, v := range before {
-		out[k] -= v
-		if out[k] == 0 {
-			delete(out, k)
-		}
-	}
-	return out
-}
-
-// opsLine renders calls by operation, sorted: "A=1 B=2".
-func opsLine(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }

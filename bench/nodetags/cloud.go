@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
@@ -26,27 +23,19 @@ const sub = armsimtest.SubscriptionID
 // complete synchronously, and a service principal the controller logs in as.
 type simCloud struct {
 	srv *armsim.Server
-	dir string
 }
 
 func startCloud(dir string) (*simCloud, error) {
-	s, err := armsim.New(armsim.Options{
-		TLS:           true,
-		CADir:         dir,
-		ClientSecrets: map[string]string{armsimtest.ClientID: armsimtest.ClientSecret},
-		// Throttle: zero value = ARM's limits, enforced.
-	})
+	// Throttle: zero value = ARM's limits, enforced.
+	s, err := benchkit.StartARM(dir, armsim.Options{})
 	if err != nil {
-		return nil, err
-	}
-	if err := s.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
 	if err := s.CreateSubscription(sub, nil); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	return &simCloud{srv: s, dir: dir}, nil
+	return &simCloud{srv: s}, nil
 }
 
 func (c *simCloud) close() { _ = c.srv.Close() }
@@ -77,12 +66,6 @@ func (c *simCloud) provider(ctx context.Context) (*azure.Provider, error) {
 			HTTPClient:    hc,
 		},
 	}, azure.WithRegisterer(crmetrics.Registry), azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL))
-}
-
-// secretFile writes the client secret for `tagsync run --azure-client-secret-file`.
-func (c *simCloud) secretFile() (string, error) {
-	p := filepath.Join(c.dir, "client-secret")
-	return p, os.WriteFile(p, []byte(armsimtest.ClientSecret), 0o600)
 }
 
 // pool is a Uniform scale set of a layout.
@@ -239,30 +222,4 @@ func isRead(op string) bool {
 		}
 	}
 	return strings.HasPrefix(op, "Operations.") || op == "ResourceGraph.Resources"
-}
-
-// diffCalls is after - before for the provider's counters.
-func diffCalls(before, after map[string]int) map[string]int {
-	out := maps.Clone(after)
-	for k, v := range before {
-		out[k] -= v
-		if out[k] == 0 {
-			delete(out, k)
-		}
-	}
-	return out
-}
-
-// opsLine renders calls by operation, sorted: "VirtualMachineScaleSets.List=2 ...".
-func opsLine(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }

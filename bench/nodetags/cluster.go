@@ -30,6 +30,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
@@ -67,14 +68,8 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	// Time spent waiting for client-go's client-side rate limiter (opt-in).
 	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
 
-	dir, err := os.MkdirTemp("", "tagsync-bench-")
+	env, dir, err := benchkit.StartControlPlane("tagsync-bench-")
 	if err != nil {
-		return nil, err
-	}
-	logf("starting kube-apiserver and etcd (internal/testenv)")
-	env, err := testenv.New()
-	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	b := &bench{o: o, env: env, dir: dir, log: logger}
@@ -127,7 +122,7 @@ func (b *bench) warmUp(ctx context.Context) error {
 		select {
 		case e := <-w.ResultChan():
 			if e.Type == "DELETED" {
-				logf("API server warmed up in %s", time.Since(start).Round(time.Millisecond))
+				benchkit.Logf("API server warmed up in %s", time.Since(start).Round(time.Millisecond))
 				return nil
 			}
 		case <-timeout:
@@ -141,10 +136,7 @@ func (b *bench) close() {
 	if b.nodes != nil {
 		b.nodes.stop()
 	}
-	if err := b.env.Stop(); err != nil {
-		logf("stopping the control plane: %v", err)
-	}
-	_ = os.RemoveAll(b.dir)
+	benchkit.StopControlPlane(b.env, b.dir)
 }
 
 // scenarioDir is a fresh directory for one scenario's files.
@@ -211,7 +203,7 @@ feed:
 	}); err != nil {
 		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.count(), len(nodes), err)
 	}
-	logf("created %d nodes in %s", len(nodes), time.Since(start).Round(time.Millisecond))
+	benchkit.Logf("created %d nodes in %s", len(nodes), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

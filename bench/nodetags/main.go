@@ -28,12 +28,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime"
 	"runtime/pprof"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
 // options are the command-line flags.
@@ -81,39 +79,25 @@ func parseFlags() options {
 	return o
 }
 
-func (o options) has(s string) bool {
-	for _, x := range strings.Split(o.scenarios, ",") {
-		if strings.TrimSpace(x) == s {
-			return true
-		}
-	}
-	return false
-}
+// has reports whether -scenarios names s.
+func (o options) has(s string) bool { return benchkit.Has(o.scenarios, s) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	o := parseFlags()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	benchkit.Main(func(ctx context.Context) error { return run(ctx, parseFlags()) })
 }
 
 func run(ctx context.Context, o options) error {
 	if o.has("resync") && !o.has("cold") {
 		return errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
 	}
-	res := &Results{Machine: machine(), Started: time.Now().UTC(), Settings: o.settings()}
-	logf("machine: %d CPUs (GOMAXPROCS %d), %s, load average %.1f", res.Machine.CPUs, runtime.GOMAXPROCS(0), res.Machine.CPUModel, res.Machine.LoadStart)
+	res := &Results{Machine: benchkit.NewMachine(), Started: time.Now().UTC(), Settings: o.settings()}
 
 	b, err := newBench(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	res.Commit = commit(b.env.RootDir)
-	logf("measuring commit %s", res.Commit)
+	res.Commit = benchkit.Commit(b.env.RootDir)
 
 	var runErr error
 	inProcess := func() error {
@@ -153,19 +137,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	res.Finished = time.Now().UTC()
-	res.Machine.LoadEnd = loadAverage()
+	res.Machine.LoadEnd = benchkit.LoadAverage()
 	res.Goals = res.goals()
 	printTable(os.Stdout, res)
-	if o.out != "" {
-		if err := res.write(o.out); err != nil {
-			return errors.Join(runErr, err)
-		}
-		logf("results written to %s", o.out)
-	}
-	return runErr
-}
-
-// logf prints a progress line on stderr.
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	return benchkit.Save(o.out, res, runErr)
 }

@@ -1,20 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
@@ -23,49 +16,16 @@ type Results struct {
 	// Commit is the repository's HEAD, with "+dirty" when the controller's
 	// code differed from it (the numbers are of the working tree).
 	Commit   string            `json:"commit"`
-	Machine  Machine           `json:"machine"`
+	Machine  benchkit.Machine  `json:"machine"`
 	Settings map[string]any    `json:"settings"`
 	Started  time.Time         `json:"started"`
 	Finished time.Time         `json:"finished"`
-	Goals    []Goal            `json:"goals"`
+	Goals    []benchkit.Goal   `json:"goals"`
 	Cold     *ColdResult       `json:"coldSync,omitempty"`
 	Resync   *ResyncResult     `json:"resync,omitempty"`
 	FanOut   *FanOutResult     `json:"fanOut,omitempty"`
 	Memory   *MemoryResult     `json:"memory,omitempty"`
 	Notes    map[string]string `json:"notes,omitempty"`
-}
-
-// Machine describes where the numbers were taken.
-type Machine struct {
-	CPUs     int    `json:"cpus"`
-	CPUModel string `json:"cpuModel"`
-	MemMiB   int    `json:"memoryMiB"`
-	GoVer    string `json:"go"`
-	OS       string `json:"os"`
-	// Load averages (1 min) when the run started and ended: the machine
-	// may be shared, and kube-apiserver, etcd, armsim, the harness and the
-	// controller all compete for its CPUs.
-	LoadStart float64 `json:"loadAverageStart"`
-	LoadEnd   float64 `json:"loadAverageEnd"`
-}
-
-// loadAverage is the 1-minute load average (0 when unknown).
-func loadAverage() float64 {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var l float64
-	_, _ = fmt.Sscanf(string(data), "%f", &l)
-	return l
-}
-
-// Goal is one row of the verdict table.
-type Goal struct {
-	Goal     string `json:"goal"`
-	Target   string `json:"target"`
-	Measured string `json:"measured"`
-	Met      bool   `json:"met"`
 }
 
 // Phase is what one measured phase cost and how long it took.
@@ -163,36 +123,24 @@ type FanOutResult struct {
 
 // MemoryResult is goal 4.
 type MemoryResult struct {
-	Variant              string         `json:"variant"`
-	Nodes                int            `json:"nodes"`
-	ScaleSets            int            `json:"scaleSets"`
-	ResourceGroups       int            `json:"resourceGroups"`
-	NodeObjectBytes      int            `json:"nodeObjectBytes"`
-	NodeShape            string         `json:"nodeShape"`
-	Mode                 string         `json:"mode"`
-	Command              []string       `json:"command,omitempty"`
-	SeparateProcessError string         `json:"separateProcessError,omitempty"`
-	Sync                 Phase          `json:"sync"`
-	Resync               *ResyncRun     `json:"resync,omitempty"`
-	Samples              []MemorySample `json:"samples"`
-	RSSMiB               float64        `json:"rssMiB"`
-	PeakRSSMiB           float64        `json:"peakRSSMiB"`
-	GoalMiB              float64        `json:"goalMiB"`
-	Met                  bool           `json:"met"`
+	Variant              string                  `json:"variant"`
+	Nodes                int                     `json:"nodes"`
+	ScaleSets            int                     `json:"scaleSets"`
+	ResourceGroups       int                     `json:"resourceGroups"`
+	NodeObjectBytes      int                     `json:"nodeObjectBytes"`
+	NodeShape            string                  `json:"nodeShape"`
+	Mode                 string                  `json:"mode"`
+	Command              []string                `json:"command,omitempty"`
+	SeparateProcessError string                  `json:"separateProcessError,omitempty"`
+	Sync                 Phase                   `json:"sync"`
+	Resync               *ResyncRun              `json:"resync,omitempty"`
+	Samples              []benchkit.MemorySample `json:"samples"`
+	RSSMiB               float64                 `json:"rssMiB"`
+	PeakRSSMiB           float64                 `json:"peakRSSMiB"`
+	GoalMiB              float64                 `json:"goalMiB"`
+	Met                  bool                    `json:"met"`
 	// Experiments are variants measured the same way (not the goal).
 	Experiments []*MemoryResult `json:"experiments,omitempty"`
-}
-
-// MemorySample is the controller's memory at one moment.
-type MemorySample struct {
-	At             string  `json:"at"`
-	RSSMiB         float64 `json:"vmRSSMiB"`
-	HWMMiB         float64 `json:"vmHWMMiB"`
-	GoHeapInuseMiB float64 `json:"goHeapInuseMiB,omitempty"`
-	GoSysMiB       float64 `json:"goSysMiB,omitempty"`
-	Goroutines     int     `json:"goroutines,omitempty"`
-	// CPUSeconds is the process's CPU time so far (user + system).
-	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 func (o options) settings() map[string]any {
@@ -210,10 +158,10 @@ func (o options) settings() map[string]any {
 }
 
 // goals renders the verdicts.
-func (r *Results) goals() []Goal {
-	var g []Goal
+func (r *Results) goals() []benchkit.Goal {
+	var g []benchkit.Goal
 	if c := r.Cold; c != nil {
-		g = append(g, Goal{
+		g = append(g, benchkit.Goal{
 			Goal:     fmt.Sprintf("1. cold sync, %d nodes (%d scale sets x %d + %d VMs)", c.Nodes, c.ScaleSets, c.NodesPerScaleSet, c.VMs),
 			Target:   "<= 30 s",
 			Measured: fmt.Sprintf("%.1f s", c.Phase.LabelsSeconds),
@@ -222,14 +170,14 @@ func (r *Results) goals() []Goal {
 	}
 	if s := r.Resync; s != nil {
 		g = append(g,
-			Goal{Goal: "2. resync, unchanged cluster: ARM reads per pass", Target: fmt.Sprintf("<= 1 per scale set or resource group (<= %d)", s.ReadBudget),
+			benchkit.Goal{Goal: "2. resync, unchanged cluster: ARM reads per pass", Target: fmt.Sprintf("<= 1 per scale set or resource group (<= %d)", s.ReadBudget),
 				Measured: fmt.Sprintf("%d", s.Reads), Met: len(s.Runs) > 0 && s.Reads <= s.ReadBudget},
-			Goal{Goal: "2. resync: ARM writes per pass", Target: "0", Measured: fmt.Sprint(s.Writes), Met: len(s.Runs) > 0 && s.Writes == 0},
-			Goal{Goal: "2. resync: Node writes per pass", Target: "0", Measured: fmt.Sprint(s.NodeWrites), Met: len(s.Runs) > 0 && s.NodeWrites == 0},
+			benchkit.Goal{Goal: "2. resync: ARM writes per pass", Target: "0", Measured: fmt.Sprint(s.Writes), Met: len(s.Runs) > 0 && s.Writes == 0},
+			benchkit.Goal{Goal: "2. resync: Node writes per pass", Target: "0", Measured: fmt.Sprint(s.NodeWrites), Met: len(s.Runs) > 0 && s.NodeWrites == 0},
 		)
 	}
 	if f := r.FanOut; f != nil {
-		g = append(g, Goal{Goal: fmt.Sprintf("3. tag edit fan-out, %d-node scale set", f.Nodes), Target: "<= 10 s",
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("3. tag edit fan-out, %d-node scale set", f.Nodes), Target: "<= 10 s",
 			Measured: fmt.Sprintf("%.1f s", f.Phase.LabelsSeconds), Met: f.Met && f.Phase.LabelsSeconds > 0})
 	}
 	if m := r.Memory; m != nil {
@@ -237,7 +185,7 @@ func (r *Results) goals() []Goal {
 		if m.SeparateProcessError != "" {
 			measured += " (in-process fallback)"
 		}
-		g = append(g, Goal{Goal: fmt.Sprintf("4. controller memory, %d nodes", m.Nodes), Target: "<= 150 MiB", Measured: measured, Met: m.Met && m.PeakRSSMiB > 0})
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("4. controller memory, %d nodes", m.Nodes), Target: "<= 150 MiB", Measured: measured, Met: m.Met && m.PeakRSSMiB > 0})
 	}
 	return g
 }
@@ -245,26 +193,16 @@ func (r *Results) goals() []Goal {
 func printTable(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\nNodeTagSync benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n\n",
 		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GOAL\tTARGET\tMEASURED\tMET")
-	for _, g := range r.Goals {
-		met := "MISSED"
-		if g.Met {
-			met = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Goal, g.Target, g.Measured, met)
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
+	benchkit.PrintGoals(w, r.Goals)
 	if c := r.Cold; c != nil && c.Phase.LabelsSeconds > 0 {
 		fmt.Fprintf(w, "Cold sync: labels %.2fs, status %.2fs; %d passes (%s); %d Node writes; status synced=%d errors=%d\n",
 			c.Phase.LabelsSeconds, c.Phase.StatusSeconds, passCount(c.Phase.PassLog), passLine(c.Phase.PassLog), c.Phase.NodeWrites, c.Phase.Synced, c.Phase.Errors)
-		fmt.Fprintf(w, "  ARM: %d reads, %d writes, %d answered 429; by operation: %s\n", c.Phase.Calls.Reads, c.Phase.Calls.Writes, c.Phase.Calls.Throttled, opsLine(c.Phase.Calls.ByOp))
+		fmt.Fprintf(w, "  ARM: %d reads, %d writes, %d answered 429; by operation: %s\n", c.Phase.Calls.Reads, c.Phase.Calls.Writes, c.Phase.Calls.Throttled, benchkit.OpsLine(c.Phase.Calls.ByOp))
 	}
 	if s := r.Resync; s != nil && len(s.Runs) > 0 {
 		fmt.Fprintf(w, "Resync (%d runs): pass %.3fs median; ARM reads %d/pass -> %d/hour at 12 passes/hour; naive one GET per node: %d/pass -> %d/hour\n",
 			len(s.Runs), s.PassSecondsMedian, s.Reads, s.ReadsPerHour, s.NaiveReadsPerPass, s.NaiveReadsPerHour)
-		fmt.Fprintf(w, "  by operation (first run): %s\n", opsLine(s.Runs[0].Calls.ByOp))
+		fmt.Fprintf(w, "  by operation (first run): %s\n", benchkit.OpsLine(s.Runs[0].Calls.ByOp))
 	}
 	if f := r.FanOut; f != nil && f.Phase.LabelsSeconds > 0 {
 		fmt.Fprintf(w, "Fan-out: %d nodes in %.2fs after the request (status %.2fs); %d passes (%s); %d Node writes; ARM %d reads, %d writes, %d 429s\n",
@@ -323,60 +261,3 @@ func passLine(ps []PassSample) string {
 	}
 	return strings.Join(parts, " ")
 }
-
-func (r *Results) write(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-// commit describes the working tree the benchmark measures.
-func commit(root string) string {
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	dirty, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "internal", "cmd", "api", "go.mod").Output()
-	if err == nil && len(strings.TrimSpace(string(dirty))) > 0 {
-		c += "+dirty"
-	}
-	return c
-}
-
-func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadStart: loadAverage()}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var kb int
-			if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); err == nil {
-				m.MemMiB = kb / 1024
-				break
-			}
-		}
-		f.Close()
-	}
-	return m
-}
-
-func secs(d time.Duration) float64 { return round3(d.Seconds()) }
-
-func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-func mib(b int64) float64 { return math.Round(float64(b)/(1<<20)*10) / 10 }

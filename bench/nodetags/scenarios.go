@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
 // passRecorder samples a controller's pass counters in the background, so
@@ -53,7 +55,7 @@ func (r *passRecorder) sample(c controller) {
 	defer r.mu.Unlock()
 	if n := p.count - r.last.count; n > 0 {
 		r.passes = append(r.passes, PassSample{
-			EndedAfter: secs(time.Since(r.start)), Passes: int(n), Seconds: round3(p.sum - r.last.sum), Fresh: int(p.fresh - r.last.fresh),
+			EndedAfter: benchkit.Secs(time.Since(r.start)), Passes: int(n), Seconds: benchkit.Round3(p.sum - r.last.sum), Fresh: int(p.fresh - r.last.fresh),
 		})
 	}
 	r.last = p
@@ -76,7 +78,7 @@ func (r *passRecorder) stop() ([]PassSample, float64) {
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.passes, round3(r.last.throttled - r.first.throttled)
+	return r.passes, benchkit.Round3(r.last.throttled - r.first.throttled)
 }
 
 // coldAndResync runs goal 1 (cold sync of 1000 scale-set nodes and 50 VMs)
@@ -114,8 +116,8 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 		return nil, nil, err
 	}
 	defer func() {
-		if err := ctl.stop(); err != nil {
-			logf("stopping the controller: %v", err)
+		if err := ctl.Stop(); err != nil {
+			benchkit.Logf("stopping the controller: %v", err)
 		}
 	}()
 
@@ -128,7 +130,7 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 		return cold, nil, err
 	}
 	cold.Met = cold.Phase.LabelsSeconds <= cold.GoalSeconds
-	logf("cold sync: %d nodes labelled in %.2fs; ARM %d reads, %d writes, %d 429s; %d node writes; %d passes",
+	benchkit.Logf("cold sync: %d nodes labelled in %.2fs; ARM %d reads, %d writes, %d 429s; %d node writes; %d passes",
 		cold.Nodes, cold.Phase.LabelsSeconds, cold.Phase.Calls.Reads, cold.Phase.Calls.Writes, cold.Phase.Calls.Throttled,
 		cold.Phase.NodeWrites, len(cold.Phase.PassLog))
 	if !withResync {
@@ -146,8 +148,8 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 			return cold, rs, fmt.Errorf("resync %d: %w", i+1, err)
 		}
 		rs.Runs = append(rs.Runs, r)
-		logf("resync %d: pass %.3fs; ARM %d reads (%s), %d writes; %d node writes (%d changed resourceVersions)",
-			i+1, r.PassSeconds, r.Calls.Reads, opsLine(r.Calls.ByOp), r.Calls.Writes, r.NodeWrites, r.NodesChanged)
+		benchkit.Logf("resync %d: pass %.3fs; ARM %d reads (%s), %d writes; %d node writes (%d changed resourceVersions)",
+			i+1, r.PassSeconds, r.Calls.Reads, benchkit.OpsLine(r.Calls.ByOp), r.Calls.Writes, r.NodeWrites, r.NodesChanged)
 	}
 	rs.summarize()
 	return cold, rs, nil
@@ -172,19 +174,19 @@ func (b *bench) initialSync(ctx context.Context, what string, cloud *simCloud, c
 		rec.stop()
 		return ph, err
 	}
-	ph.LabelsSeconds = secs(at.Sub(t0))
+	ph.LabelsSeconds = benchkit.Secs(at.Sub(t0))
 	seen, _, err := b.waitFullSyncAfter(ctx, time.Time{})
 	if err != nil {
 		rec.stop()
 		return ph, err
 	}
-	ph.StatusSeconds = secs(seen.Sub(t0))
+	ph.StatusSeconds = benchkit.Secs(seen.Sub(t0))
 	if err := b.waitQuiet(ctx, 3*time.Second, rec.count); err != nil {
 		rec.stop()
 		return ph, err
 	}
 	ph.PassLog, ph.KubeRateLimitWaitSeconds = rec.stop()
-	ph.Calls = armStats(cloud.srv.Calls(), diffCalls(provBefore, provCalls()))
+	ph.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, provCalls()))
 	ph.NodeWrites = b.nodes.writesSeen()
 	if nts, err := b.getSync(ctx); err == nil {
 		ph.Synced, ph.Errors, ph.Conflicts = int(nts.Status.SyncedNodes), int(nts.Status.ErrorCount), int(nts.Status.ConflictCount)
@@ -220,7 +222,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller,
 	if err != nil {
 		return r, err
 	}
-	r.WallSeconds = secs(seen.Sub(t0))
+	r.WallSeconds = benchkit.Secs(seen.Sub(t0))
 	// Let any follow-up pass (e.g. triggered by a Node write) happen and be
 	// counted.
 	if err := b.waitQuiet(ctx, 3*time.Second, func() (int, error) { p, err := readPasses(ctl); return int(p.count), err }); err != nil {
@@ -235,8 +237,8 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller,
 		return r, err
 	}
 	r.Passes = int(p1.count - p0.count)
-	r.PassSeconds = round3(p1.sum - p0.sum)
-	r.Calls = armStats(cloud.srv.Calls(), diffCalls(provBefore, provCalls()))
+	r.PassSeconds = benchkit.Round3(p1.sum - p0.sum)
+	r.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, provCalls()))
 	r.NodeWrites = b.nodes.writesSeen()
 	r.NodesChanged = changedVersions(before, after)
 	return r, nil
@@ -270,8 +272,8 @@ func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
 		return nil, err
 	}
 	defer func() {
-		if err := ctl.stop(); err != nil {
-			logf("stopping the controller: %v", err)
+		if err := ctl.Stop(); err != nil {
+			benchkit.Logf("stopping the controller: %v", err)
 		}
 	}()
 	res := &FanOutResult{Nodes: len(bl.nodes), GoalSeconds: 10}
@@ -308,25 +310,25 @@ func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
 		rec.stop()
 		return res, err
 	}
-	res.Phase.LabelsSeconds = secs(at.Sub(t0))
+	res.Phase.LabelsSeconds = benchkit.Secs(at.Sub(t0))
 	seen, _, err := b.waitFullSyncAfter(ctx, prev)
 	if err != nil {
 		rec.stop()
 		return res, err
 	}
-	res.Phase.StatusSeconds = secs(seen.Sub(t0))
+	res.Phase.StatusSeconds = benchkit.Secs(seen.Sub(t0))
 	if err := b.waitQuiet(ctx, 3*time.Second, rec.count); err != nil {
 		rec.stop()
 		return res, err
 	}
 	res.Phase.PassLog, res.Phase.KubeRateLimitWaitSeconds = rec.stop()
-	res.Phase.Calls = armStats(cloud.srv.Calls(), diffCalls(provBefore, ctl.provider.Calls()))
+	res.Phase.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.provider.Calls()))
 	res.Phase.NodeWrites = b.nodes.writesSeen()
 	if nts, err := b.getSync(ctx); err == nil {
 		res.Phase.Synced, res.Phase.Errors, res.Phase.Conflicts = int(nts.Status.SyncedNodes), int(nts.Status.ErrorCount), int(nts.Status.ConflictCount)
 	}
 	res.Met = res.Phase.LabelsSeconds <= res.GoalSeconds
-	logf("fan-out: %d nodes show the edit %.2fs after the sync request; ARM %d reads, %d writes; %d node writes",
+	benchkit.Logf("fan-out: %d nodes show the edit %.2fs after the sync request; ARM %d reads, %d writes; %d node writes",
 		res.Nodes, res.Phase.LabelsSeconds, res.Phase.Calls.Reads, res.Phase.Calls.Writes, res.Phase.NodeWrites)
 	return res, nil
 }
@@ -404,9 +406,9 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 		res.Mode = "in-process (requested): RSS includes armsim and the harness"
 		return res, b.memoryInProcess(ctx, cloud, bl, res)
 	}
-	var sep *separate
+	var sep *benchkit.Process
 	var bin string
-	bin, err = b.buildTagsync(ctx, b.dir)
+	bin, err = benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.env.RootDir, b.dir)
 	if err == nil {
 		var extra []string
 		switch variant {
@@ -425,32 +427,25 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 			return res, err
 		}
 		res.SeparateProcessError = err.Error()
-		logf("memory: `tagsync run` as a separate process failed, falling back to in-process numbers: %v", err)
+		benchkit.Logf("memory: `tagsync run` as a separate process failed, falling back to in-process numbers: %v", err)
 		return res, b.memoryInProcess(ctx, cloud, bl, res)
 	}
 	defer func() {
-		if err := sep.stop(); err != nil {
-			logf("stopping the controller process: %v", err)
+		if err := sep.Stop(); err != nil {
+			benchkit.Logf("stopping the controller process: %v", err)
 		}
 	}()
-	res.Command = sep.command
-	pid := sep.pid()
+	res.Command = sep.Command
 	sample := func(what string) error {
-		if err := sep.running(); err != nil {
+		if err := sep.Running(); err != nil {
 			return err
 		}
-		rss, hwm, err := procMemory(pid)
+		s, err := sep.Sample(what)
 		if err != nil {
 			return err
 		}
-		s := MemorySample{At: what, RSSMiB: mib(rss), HWMMiB: mib(hwm), CPUSeconds: procCPU(pid)}
-		if text, err := sep.metrics(); err == nil {
-			s.GoHeapInuseMiB = mib(int64(metricValue(text, "go_memstats_heap_inuse_bytes")))
-			s.GoSysMiB = mib(int64(metricValue(text, "go_memstats_sys_bytes")))
-			s.Goroutines = int(metricValue(text, "go_goroutines"))
-		}
 		res.Samples = append(res.Samples, s)
-		logf("memory %s (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB, CPU %.1fs", variant, what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds)
+		benchkit.Logf("memory %s (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB, CPU %.1fs", variant, what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds)
 		return nil
 	}
 	if err := sample("started, informers synced over all nodes, no NodeTagSync"); err != nil {
@@ -460,7 +455,7 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 	if err != nil {
 		return res, err
 	}
-	logf("memory %s: %d nodes labelled in %.2fs", variant, res.Nodes, res.Sync.LabelsSeconds)
+	benchkit.Logf("memory %s: %d nodes labelled in %.2fs", variant, res.Nodes, res.Sync.LabelsSeconds)
 	if err := sample("converged (all labels written)"); err != nil {
 		return res, err
 	}
@@ -491,15 +486,15 @@ func (b *bench) memoryInProcess(ctx context.Context, cloud *simCloud, bl built, 
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ctl.stop() }()
+	defer func() { _ = ctl.Stop() }()
 	sample := func(what string) {
-		rss, hwm, _ := procMemory(os.Getpid())
+		rss, hwm, _ := benchkit.ProcMemory(os.Getpid())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		s := MemorySample{At: what, RSSMiB: mib(rss), HWMMiB: mib(hwm), GoHeapInuseMiB: mib(int64(ms.HeapInuse)), GoSysMiB: mib(int64(ms.Sys)),
-			Goroutines: runtime.NumGoroutine(), CPUSeconds: procCPU(os.Getpid())}
+		s := benchkit.MemorySample{At: what, RSSMiB: benchkit.MiB(rss), HWMMiB: benchkit.MiB(hwm), GoHeapInuseMiB: benchkit.MiB(int64(ms.HeapInuse)), GoSysMiB: benchkit.MiB(int64(ms.Sys)),
+			Goroutines: runtime.NumGoroutine(), CPUSeconds: benchkit.ProcCPU(os.Getpid())}
 		res.Samples = append(res.Samples, s)
-		logf("memory (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB", what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB)
+		benchkit.Logf("memory (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB", what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB)
 	}
 	sample("started, informers synced over all nodes, no NodeTagSync")
 	if res.Sync, err = b.initialSync(ctx, "memory cold sync (in-process)", cloud, ctl, ctl.provider.Calls, bl.expected()); err != nil {
@@ -524,7 +519,7 @@ func (b *bench) memoryInProcess(ctx context.Context, cloud *simCloud, bl built, 
 		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 			return err
 		}
-		logf("heap profile written to %s", b.o.memProfile)
+		benchkit.Logf("heap profile written to %s", b.o.memProfile)
 	}
 	last := res.Samples[len(res.Samples)-1]
 	res.RSSMiB, res.PeakRSSMiB = last.RSSMiB, last.HWMMiB

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
 // tracker watches every Node's metadata (a metadata-only informer: labels
@@ -167,7 +169,7 @@ func (t *tracker) waitExpected(ctx context.Context, what string, timeout time.Du
 		select {
 		case <-ch:
 		case <-progress.C:
-			logf("%s: %d of %d nodes carry their labels", what, met, total)
+			benchkit.Logf("%s: %d of %d nodes carry their labels", what, met, total)
 		case <-deadline.C:
 			return time.Time{}, fmt.Errorf("%s: only %d of %d nodes carry their labels after %s", what, met, total, timeout)
 		case <-ctx.Done():
