@@ -463,11 +463,13 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	if int(sent) != len(ids) {
 		t.Errorf("the budget let %d writes through, want %d", sent, len(ids))
 	}
-	// ARM's 60 less the reserve of 6 go at once (some fewer: requests in
-	// flight are counted as not yet charged); the rest wait for ARM's
-	// refill.
-	if free := len(ids) - int(waits); free <= DefaultWriteBurst || free > 60-6+1 {
-		t.Errorf("%d writes left without waiting, want more than the conservative burst of %d and at most ARM's bucket less the reserve", free, DefaultWriteBurst)
+	// About ARM's 60 less the reserve of 6 go at once (some fewer:
+	// requests in flight are counted as not yet charged; some more on a
+	// slow run: ARM refills 10/s meanwhile and reports it); the rest wait
+	// for ARM's refill. What must hold is more than the conservative burst,
+	// and (below) no 429 and ARM's bucket never under the reserve.
+	if free := len(ids) - int(waits); free <= DefaultWriteBurst {
+		t.Errorf("%d writes left without waiting, want more than the conservative burst of %d", free, DefaultWriteBurst)
 	}
 	lowest := 60
 	for _, n := range rec.left {
