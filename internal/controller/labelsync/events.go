@@ -29,6 +29,10 @@ const (
 	ReasonCRDsMissing = "CRDsMissing"
 )
 
+// warnUnreachableAfter is how many consecutive failed attempts to reach a
+// workload cluster (with the backoff: about 7 s) come before a Warning.
+const warnUnreachableAfter = 3
+
 // shownInNotes is how many items an event note lists before "and N more".
 const shownInNotes = 3
 
@@ -46,6 +50,13 @@ func (p *pass) report() {
 		n.Normal(obj, ReasonLabelsSynced, note+"): "+notify.Summary(p.out.written, shownInNotes))
 	}
 	for cluster := range p.out.unreachable {
+		// clustercache connects to a new cluster in the background: a
+		// cluster that has just appeared is "not connected" for a moment.
+		// Status says its hosts wait at once; the Warning comes only when
+		// the cluster keeps failing.
+		if p.r.clusterFailures(cluster) < warnUnreachableAfter {
+			continue
+		}
 		n.Once(obj, "unreachable/"+cluster.String(), ReasonClusterUnreachable, p.unreachableNote(cluster.String()))
 	}
 	for _, pr := range p.out.problems {

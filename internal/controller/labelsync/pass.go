@@ -86,6 +86,11 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		switch {
 		case l.paused:
 			p.out.paused++
+			if l.cluster.Name != "" {
+				// Remembered so that unpausing the Cluster starts a pass
+				// (clusterSources maps a Cluster to the sources that used it).
+				p.out.clusters[l.cluster] = true
+			}
 		case l.cluster.Name != "":
 			p.out.clusters[l.cluster] = true
 			if l.wait != "" {

@@ -79,6 +79,17 @@ func (r *Reconciler) clusterFailed(cluster types.NamespacedName, err error) time
 	return clusterBackoff(h.failures)
 }
 
+// clusterFailures is how many consecutive attempts to reach a cluster
+// failed.
+func (r *Reconciler) clusterFailures(cluster types.NamespacedName) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.clusters[cluster]; ok {
+		return h.failures
+	}
+	return 0
+}
+
 // clusterReached records that a cluster answered.
 func (r *Reconciler) clusterReached(cluster types.NamespacedName) {
 	r.mu.Lock()
