@@ -334,8 +334,7 @@ func (f *labelsyncRBACFixture) fullSync(t *testing.T) {
 
 // setTrigger says what a run without the verb must do to need it. Most
 // verbs need nothing: a fresh process lists and watches the six kinds,
-// connects to the workload cluster (the Secret's GET), patches the
-// profiles' status (lastSyncTime) on its first passes, and its first pass
+// connects to the workload cluster (the Secret's GET), and its first pass
 // over the unreachable profile records two ClusterUnreachable events about
 // it (a create, then a PATCH into a series).
 func (f *labelsyncRBACFixture) setTrigger(a *ablation) {
@@ -346,6 +345,13 @@ func (f *labelsyncRBACFixture) setTrigger(a *ablation) {
 		// rbacFixture.setTrigger); the process is run the way it talks to
 		// them.
 		a.env = []string{"KUBE_FEATURE_WatchListClient=false"}
+	case a.resource == "labelsyncprofiles/status":
+		// The status may already be what a pass would write: clear it, as
+		// if the profile were new.
+		a.prepare = func(t *testing.T) {
+			o := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: lsProfile}}
+			must(t, f.c.Status().Patch(f.ctx, o, client.RawPatch("application/merge-patch+json", []byte(`{"status":null}`))))
+		}
 	}
 }
 
