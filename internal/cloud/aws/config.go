@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // The `tagsync run` flags that set the Config fields. Errors about the
@@ -34,30 +36,12 @@ const (
 	EnvEC2MetadataDisabled    = "AWS_EC2_METADATA_DISABLED"
 )
 
-// redacted replaces secrets wherever a configuration is printed.
+// Secret is a credential value that prints, formats and marshals as
+// "[redacted]" (see cloud.Secret).
+type Secret = cloud.Secret
+
+// redacted is how a Secret prints.
 const redacted = "[redacted]"
-
-// Secret is a credential value. It prints, formats and marshals as
-// "[redacted]" so that logging a configuration never reveals it; Reveal
-// returns the value.
-type Secret string
-
-// String redacts the secret (the empty secret prints as "").
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString redacts the secret under %#v.
-func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
-
-// MarshalText redacts the secret in JSON, YAML and structured logs.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// Reveal returns the secret's value; pass it only to a credential provider.
-func (s Secret) Reveal() string { return string(s) }
 
 // Config says where the provider talks to AWS and as whom. Every field is
 // optional: empty fields fall back to the AWS SDK's defaults (AWS_REGION,

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+
+	tscloud "github.com/tagsync/tagsync/internal/cloud"
 )
 
 // AuthMode chooses how the provider authenticates to Microsoft Entra ID.
@@ -64,30 +66,12 @@ const (
 	FlagAllowInsecureHTTP  = "--azure-allow-insecure-http"
 )
 
-// redacted replaces secrets wherever a configuration is printed.
+// Secret is a credential value that prints, formats and marshals as
+// "[redacted]" (see tagsync's cloud.Secret).
+type Secret = tscloud.Secret
+
+// redacted is how a Secret prints.
 const redacted = "[redacted]"
-
-// Secret is a credential value. It prints, formats and marshals as
-// "[redacted]" so that logging a configuration never reveals it; Reveal
-// returns the value.
-type Secret string
-
-// String redacts the secret (the empty secret prints as "").
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString redacts the secret under %#v.
-func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
-
-// MarshalText redacts the secret in JSON, YAML and structured logs.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// Reveal returns the secret's value; pass it only to a credential.
-func (s Secret) Reveal() string { return string(s) }
 
 // AuthConfig says how to obtain Entra ID tokens. Empty fields fall back to
 // the azidentity environment variables (Env*).
