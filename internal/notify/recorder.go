@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // Recorder records events.k8s.io/v1 events through client-go's broadcaster
@@ -98,4 +100,18 @@ func (s *observedSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1
 func isRefusal(err error) bool {
 	var se *apierrors.StatusError
 	return errors.As(err, &se) && !apierrors.IsAlreadyExists(err)
+}
+
+// AddRecorder makes a Recorder for component (e.g. "tagsync-nodetags") on
+// the manager's config and scheme and adds it to the manager, which starts
+// and stops it; every controller that makes its own recorder does so here.
+func AddRecorder(mgr manager.Manager, component string) (*Recorder, error) {
+	rec, err := NewRecorder(mgr.GetConfig(), mgr.GetScheme(), component)
+	if err != nil {
+		return nil, fmt.Errorf("event recorder: %w", err)
+	}
+	if err := mgr.Add(rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }

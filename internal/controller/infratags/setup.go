@@ -2,7 +2,6 @@ package infratags
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,11 +26,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		r.client = mgr.GetClient()
 	}
 	if r.recorder == nil {
-		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
+		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
 		if err != nil {
-			return fmt.Errorf("event recorder: %w", err)
-		}
-		if err := mgr.Add(rec); err != nil {
 			return err
 		}
 		r.recorder = rec

@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,11 +28,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		r.client = mgr.GetClient()
 	}
 	if r.recorder == nil {
-		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
+		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
 		if err != nil {
-			return fmt.Errorf("event recorder: %w", err)
-		}
-		if err := mgr.Add(rec); err != nil {
 			return err
 		}
 		r.recorder = rec

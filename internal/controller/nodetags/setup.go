@@ -2,7 +2,6 @@ package nodetags
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -33,11 +32,8 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		r.client = mgr.GetClient()
 	}
 	if r.recorder == nil {
-		rec, err := notify.NewRecorder(mgr.GetConfig(), mgr.GetScheme(), "tagsync-"+ControllerName)
+		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
 		if err != nil {
-			return fmt.Errorf("event recorder: %w", err)
-		}
-		if err := mgr.Add(rec); err != nil {
 			return err
 		}
 		r.recorder = rec
