@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/internal/audit"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/operator"
@@ -35,9 +34,7 @@ type runFlags struct {
 	kubeQPS     float32
 	kubeBurst   int
 	op          operator.Options
-	auth        azure.AuthConfig
-	authMode    string
-	caFile      string
+	cloud       cloudFlags
 	writeMethod string
 	cacheTTL    time.Duration
 	readQPS     float64
@@ -46,8 +43,6 @@ type runFlags struct {
 	memoryLimit string
 	auditLog    string
 	auditSizeMB int
-	// awsSecretFile and awsTokenFile hold static AWS credentials.
-	awsSecretFile, awsTokenFile string
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -90,29 +85,13 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.op.RenewDeadline, "renew-deadline", f.op.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&f.op.RetryPeriod, "retry-period", f.op.RetryPeriod, "how often candidates try to acquire the Lease")
 
-	fs.StringVar(&f.authMode, flagName(azure.FlagAuthMode), "auto", "auto | workload-identity | managed-identity | client-secret | client-certificate | default")
-	fs.StringVar(&f.auth.TenantID, flagName(azure.FlagTenantID), "", "Entra ID tenant (default $AZURE_TENANT_ID)")
-	fs.StringVar(&f.auth.ClientID, flagName(azure.FlagClientID), "", "application or user-assigned identity client ID (default $AZURE_CLIENT_ID)")
-	fs.StringVar(&f.auth.ClientSecretFile, flagName(azure.FlagClientSecretFile), "", "file holding the client secret (default $AZURE_CLIENT_SECRET)")
-	fs.StringVar(&f.auth.CertificateFile, flagName(azure.FlagCertificateFile), "", "PEM or PKCS#12 client certificate with key (default $AZURE_CLIENT_CERTIFICATE_PATH)")
-	fs.StringVar(&f.auth.FederatedTokenFile, flagName(azure.FlagFederatedTokenFile), "", "workload identity token file (default $AZURE_FEDERATED_TOKEN_FILE)")
-	fs.StringVar(&f.auth.AuthorityHost, flagName(azure.FlagAuthorityHost), "", "Entra ID authority, an https URL (sovereign clouds, or armsim; default $AZURE_AUTHORITY_HOST, else the public cloud's)")
-	fs.StringVar(&f.op.Azure.ARMEndpoint, flagName(azure.FlagARMEndpoint), "", "Azure Resource Manager endpoint, an https URL (http only with --azure-allow-insecure-http; default https://management.azure.com)")
-	fs.StringVar(&f.op.Azure.ARMAudience, flagName(azure.FlagARMAudience), "", "token audience for the ARM endpoint")
-	fs.StringVar(&f.op.Azure.DefaultSubscription, flagName(azure.FlagSubscription), "", "subscription searched for nodes without providerID (cross-resource-group nodes)")
-	fs.StringVar(&f.caFile, "azure-ca-file", "", "extra CA bundle trusted for ARM and the authority (e.g. armsim's ca.crt)")
-	fs.BoolVar(&f.op.Azure.AllowInsecureHTTP, flagName(azure.FlagAllowInsecureHTTP), false, "send tokens over plain HTTP (local simulators only)")
+	f.cloud.bindAzure(fs)
 	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (Tag Contributor is enough) or ResourcePatch (If-Match on the VM/VMSS)")
 	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
 
-	fs.StringVar(&f.op.AWS.Region, "aws-region", "", "AWS region of AWSMetadata objects without regions; the AWS provider starts only when this or $AWS_REGION is set")
-	fs.StringVar(&f.op.AWS.Endpoint, "aws-endpoint", "", "base URL of the EC2 and Resource Groups Tagging API endpoints (e.g. a moto_server for trials); default AWS's")
-	fs.StringVar(&f.op.AWS.Profile, "aws-profile", "", "profile of the shared AWS config files (default $AWS_PROFILE); credentials otherwise come from the default chain: IRSA, EKS Pod Identity, environment, instance metadata")
-	fs.StringVar((*string)(&f.op.AWS.AccessKeyID), flagName(aws.FlagAccessKeyID), "", "static AWS access key ID (with --aws-secret-access-key-file); default: the AWS SDK's credential chain")
-	fs.StringVar(&f.awsSecretFile, flagName(aws.FlagSecretAccessKeyFile), "", "file holding the secret access key of --aws-access-key-id (e.g. a mounted Secret)")
-	fs.StringVar(&f.awsTokenFile, flagName(aws.FlagSessionTokenFile), "", "file holding the session token of temporary static credentials")
+	f.cloud.bindAWS(fs)
 	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata controller writes one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
 	fs.StringVar(&f.op.InfraTags.Namespace, "openshift-namespace", "", "namespace of the CloudMetadata and Azure/AWSMetadata objects the OpenShift adapter writes (default: --leader-election-namespace)")
@@ -194,19 +173,11 @@ func (f *runFlags) restConfig() (*rest.Config, error) {
 
 // azure completes the Azure configuration from the flags.
 func (f *runFlags) azure() error {
-	f.auth.Mode = azure.AuthMode(f.authMode)
-	f.op.Azure.Auth = f.auth
-	if f.caFile != "" {
-		client, err := httpClientTrusting(f.caFile)
-		if err != nil {
-			return err
-		}
-		f.op.Azure.HTTPClient = client
-		f.op.Azure.Auth.HTTPClient = client
-	}
-	if err := f.op.Azure.Validate(); err != nil {
+	cfg, err := f.cloud.azureConfig()
+	if err != nil {
 		return err
 	}
+	f.op.Azure = cfg
 	opts := []azure.Option{azure.WithWriteMethod(azure.WriteMethod(f.writeMethod)), azure.WithCacheTTL(f.cacheTTL)}
 	if f.readQPS > 0 || f.writeQPS > 0 {
 		opts = append(opts, azure.WithRateLimit(rateLimit(f.readQPS, f.writeQPS)))
@@ -236,20 +207,9 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 // aws completes the AWS configuration from the flags: the secret files are
 // read here, so a missing file is an error at start.
 func (f *runFlags) aws() error {
-	for _, s := range []struct {
-		file, flag string
-		dst        *aws.Secret
-	}{{f.awsSecretFile, aws.FlagSecretAccessKeyFile, &f.op.AWS.SecretAccessKey}, {f.awsTokenFile, aws.FlagSessionTokenFile, &f.op.AWS.SessionToken}} {
-		if s.file == "" {
-			continue
-		}
-		b, err := os.ReadFile(s.file)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.flag, err)
-		}
-		*s.dst = aws.Secret(strings.TrimSpace(string(b)))
-	}
-	return f.op.AWS.Validate()
+	cfg, err := f.cloud.awsConfig()
+	f.op.AWS = cfg
+	return err
 }
 
 // validate refuses flag values that cannot work, all at once, each error
