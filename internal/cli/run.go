@@ -118,6 +118,7 @@ func (f *runFlags) bindMetrics(fs *pflag.FlagSet) {
 	fs.StringVar(&f.op.MetricsCertDir, "metrics-cert-dir", "", "directory with the metrics serving certificate and key (reloaded on change); unset: a self-signed certificate")
 	fs.StringVar(&f.op.MetricsCertName, "metrics-cert-name", operator.DefaultMetricsCertName, "certificate file in --metrics-cert-dir")
 	fs.StringVar(&f.op.MetricsKeyName, "metrics-cert-key", operator.DefaultMetricsKeyName, "private key file in --metrics-cert-dir")
+	fs.StringVar(&f.op.PprofAddr, "pprof-bind-address", "", "address serving Go profiles under /debug/pprof/ for diagnosis, e.g. 127.0.0.1:6060 (unset: off; no authentication, so bind it to loopback)")
 	fs.BoolVar(&f.op.EnableHTTP2, "enable-http2", false, "let the metrics server speak HTTP/2 (off: HTTP/1.1 only, out of reach of HTTP/2 rapid-reset attacks)")
 }
 

@@ -49,6 +49,8 @@ type Options struct {
 	EnableHTTP2 bool
 	// ProbeAddr serves /healthz and /readyz ("0" disables).
 	ProbeAddr string
+	// PprofAddr serves Go's net/http/pprof profiles ("" or "0": off).
+	PprofAddr string
 	// LeaderElection makes only one replica act at a time (a Lease).
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease.
@@ -229,6 +231,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cach
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipNameValidation},
 		Metrics:                       o.metricsServer(),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,

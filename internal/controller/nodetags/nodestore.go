@@ -30,7 +30,7 @@ func (s nodeSource) list(ctx context.Context, sel labels.Selector) ([]*corev1.No
 	}
 	var out []*corev1.Node
 	for _, obj := range s.store.List() {
-		if n, ok := obj.(*corev1.Node); ok && sel.Matches(labels.Set(n.Labels)) {
+		if n, ok := obj.(*corev1.Node); ok && sel.Matches(nodeLabels{n}) {
 			out = append(out, n)
 		}
 	}

@@ -62,7 +62,7 @@ func olderThan(a, b *v1alpha1.NodeTagSync) bool {
 // selectedByAny reports whether some NodeTagSync in syncs selects node.
 func selectedByAny(syncs []validSync, node *corev1.Node) bool {
 	for _, s := range syncs {
-		if s.selector.Matches(labels.Set(node.Labels)) {
+		if s.selector.Matches(nodeLabels{node}) {
 			return true
 		}
 	}
