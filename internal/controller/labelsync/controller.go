@@ -84,7 +84,8 @@ type Reconciler struct {
 	// the resourceVersion the write replaced.
 	inFlight map[nodeKey]string
 	// missing, when set, says which CRDs this cluster lacks (Metal3 or
-	// Cluster API): profiles then report it and nothing is synced.
+	// Cluster API): profiles then report it and nothing is synced until
+	// they appear (awaitCRDs). Read it with crdsMissing.
 	missing string
 }
 
@@ -146,8 +147,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if src.invalid != nil {
 		return r.invalidSource(ctx, src, st)
 	}
-	if src.profile != nil && r.missing != "" {
-		return reconcile.Result{}, r.reportMissing(ctx, src, st)
+	if missing := r.crdsMissing(); src.profile != nil && missing != "" {
+		return reconcile.Result{}, r.reportMissing(ctx, src, st, missing)
 	}
 	if src.prefixes == nil {
 		// A Metal3Cluster without the annotation: not a source.
@@ -248,8 +249,8 @@ func infraRequest(infra types.NamespacedName) reconcile.Request {
 
 // reportMissing marks a profile not ready because Metal3 or Cluster API is
 // not installed here.
-func (r *Reconciler) reportMissing(ctx context.Context, src *source, st *state) error {
-	msg := r.missing + "; install them and restart tagsync (the labelsync controller checks at start)"
+func (r *Reconciler) reportMissing(ctx context.Context, src *source, st *state, missing string) error {
+	msg := missing + "; label sync starts by itself once they are installed (it looks every 30s)"
 	st.notes.Once(src.obj, "missing", ReasonCRDsMissing, msg)
 	st.notes.EndPass(true)
 	return r.writeProfileStatus(ctx, src, notReadyStatus(src.profile, ReasonCRDsMissing, msg, r.now()))

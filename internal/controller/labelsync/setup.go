@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
@@ -36,14 +35,43 @@ const maxConcurrentPasses = 4
 // nodeWatchName names the Node watch in each workload cluster's cache.
 const nodeWatchName = "labelsync-nodes"
 
-// SetupWithManager registers the controller. When the Metal3 and Cluster
-// API CRDs are installed it watches LabelSyncProfiles (spec changes, sync
-// requests), BareMetalHosts, Metal3Machines, Machines, Clusters and
+// SetupWithManager registers the controller. It watches LabelSyncProfiles
+// (spec changes, sync requests) and, once the Metal3 and Cluster API CRDs
+// are served, BareMetalHosts, Metal3Machines, Machines, Clusters and
 // Metal3Clusters in the management cluster, sets up clustercache for the
 // workload clusters (their connects and disconnects start passes) and, per
-// workload cluster a pass uses, its Nodes. Without those CRDs it only
-// reports, on each LabelSyncProfile, what is missing.
+// workload cluster a pass uses, its Nodes. While those CRDs are missing it
+// reports, on each LabelSyncProfile, what is missing, and looks for them
+// (awaitCRDs): label sync starts when they appear, without a restart.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if err := r.prepare(mgr); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	missing := missingKinds(dc)
+	r.setMissing(missing)
+	ctl, err := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentPasses}).
+		For(&v1alpha1.LabelSyncProfile{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	if missing == "" {
+		return r.watchAll(mgr, ctl)
+	}
+	mgr.GetLogger().WithName(ControllerName).Info("label sync is idle until the CRDs it needs are installed: "+missing, "pollingEvery", maxCRDPoll)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.awaitCRDs(ctx, mgr, ctl, dc) }))
+}
+
+// prepare gives the reconciler its client and recorder and the manager's
+// scheme the Cluster API and BareMetalHost types.
+func (r *Reconciler) prepare(mgr manager.Manager) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
 	}
@@ -61,59 +89,20 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	r.init()
-	r.missing = missingKinds(mgr.GetRESTMapper())
-	b := builder.ControllerManagedBy(mgr).
-		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentPasses}).
-		For(&v1alpha1.LabelSyncProfile{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	if r.missing != "" {
-		mgr.GetLogger().WithName(ControllerName).Info("label sync is idle: " + r.missing)
-		_, err := b.Build(r)
-		return err
-	}
-	var cc clustercache.ClusterCache
+	return nil
+}
+
+// watchAll adds the watches of the management objects, clustercache and
+// its cluster events, and the per-cluster Node watch, to the controller.
+func (r *Reconciler) watchAll(mgr manager.Manager, ctl controller.Controller) error {
 	if r.workloads == nil {
-		var err error
-		cc, err = clustercache.SetupWithManager(context.Background(), mgr, clustercache.Options{
-			// One live GET per connection: Secrets are never cached.
-			SecretClient: mgr.GetAPIReader(),
-			Client:       clustercache.ClientOptions{UserAgent: "tagsync-" + ControllerName},
-			Cache:        clustercache.CacheOptions{DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: nodeCache()},
-			ClusterFilter: func(c *clusterv1.Cluster) bool {
-				ref := c.Spec.InfrastructureRef
-				return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group
-			},
-		}, controller.Options{MaxConcurrentReconciles: 4})
+		cc, err := r.setupClusterCache(mgr)
 		if err != nil {
-			return fmt.Errorf("clustercache: %w", err)
-		}
-		// The workload clusters' caches run outside the manager: stop them
-		// with it, so a stopped manager leaves no watch open.
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			<-ctx.Done()
-			if s, ok := cc.(interface{ Shutdown() }); ok {
-				s.Shutdown()
-			}
-			return nil
-		})); err != nil {
 			return err
 		}
-		b = b.WatchesRawSource(cc.GetClusterSource(ControllerName, r.clusterSources))
-	}
-	ctl, err := b.
-		Watches(&BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.hostSources), builder.WithPredicates(hostChanged())).
-		WatchesMetadata(metadataOf(Metal3MachineGVK), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources),
-			builder.WithPredicates(metal3MachineChanged())).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineSources), builder.WithPredicates(machineChanged())).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterSources), builder.WithPredicates(clusterChanged())).
-		WatchesMetadata(metadataOf(Metal3ClusterGVK), handler.EnqueueRequestsFromMapFunc(r.infraSources),
-			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		Build(r)
-	if err != nil {
-		return err
-	}
-	if r.workloads == nil {
+		if err := ctl.Watch(cc.GetClusterSource(ControllerName, r.clusterSources)); err != nil {
+			return err
+		}
 		r.workloads = &clusterCacheWorkloads{cc: cc, watch: func(ctx context.Context, cluster types.NamespacedName) error {
 			return cc.Watch(ctx, cluster, clustercache.NewWatcher(clustercache.WatcherOptions{
 				Name: nodeWatchName, Watcher: ctl, Kind: &corev1.Node{},
@@ -121,23 +110,48 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			}))
 		}}
 	}
+	c := mgr.GetCache()
+	for _, src := range []crsource.Source{
+		crsource.Kind(c, client.Object(&BareMetalHost{}), handler.EnqueueRequestsFromMapFunc(r.hostSources), hostChanged()),
+		crsource.Kind(c, client.Object(metadataOf(Metal3MachineGVK)), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources), metal3MachineChanged()),
+		crsource.Kind(c, client.Object(&clusterv1.Machine{}), handler.EnqueueRequestsFromMapFunc(r.machineSources), machineChanged()),
+		crsource.Kind(c, client.Object(&clusterv1.Cluster{}), handler.EnqueueRequestsFromMapFunc(r.clusterSources), clusterChanged()),
+		crsource.Kind(c, client.Object(metadataOf(Metal3ClusterGVK)), handler.EnqueueRequestsFromMapFunc(r.infraSources),
+			predicate.AnnotationChangedPredicate{}),
+	} {
+		if err := ctl.Watch(src); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// missingKinds names the Metal3 and Cluster API kinds the cluster does
-// not serve, or "" when all are there.
-func missingKinds(m meta.RESTMapper) string {
-	var missing []string
-	for _, gvk := range []schema.GroupVersionKind{HostGVK, Metal3MachineGVK, Metal3ClusterGVK,
-		clusterv1.GroupVersion.WithKind("Machine"), clusterv1.GroupVersion.WithKind("Cluster")} {
-		if _, err := m.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			missing = append(missing, gvk.Kind+" ("+gvk.GroupVersion().String()+")")
+// setupClusterCache sets up Cluster API's clustercache for the clusters
+// whose infrastructure is a Metal3Cluster, stopped with the manager.
+func (r *Reconciler) setupClusterCache(mgr manager.Manager) (clustercache.ClusterCache, error) {
+	cc, err := clustercache.SetupWithManager(context.Background(), mgr, clustercache.Options{
+		// One live GET per connection: Secrets are never cached.
+		SecretClient: mgr.GetAPIReader(),
+		Client:       clustercache.ClientOptions{UserAgent: "tagsync-" + ControllerName},
+		Cache:        clustercache.CacheOptions{DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: nodeCache()},
+		ClusterFilter: func(c *clusterv1.Cluster) bool {
+			ref := c.Spec.InfrastructureRef
+			return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group
+		},
+	}, controller.Options{MaxConcurrentReconciles: 4})
+	if err != nil {
+		return nil, fmt.Errorf("clustercache: %w", err)
+	}
+	// The workload clusters' caches run outside the manager: stop them
+	// with it, so a stopped manager leaves no watch open.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		if s, ok := cc.(interface{ Shutdown() }); ok {
+			s.Shutdown()
 		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "this cluster does not serve " + strings.Join(missing, ", ") + ": label sync needs Metal3 (baremetal-operator, CAPM3) and Cluster API"
+		return nil
+	}))
+	return cc, err
 }
 
 // nodeCache keeps, of each workload cluster's Nodes, what label sync

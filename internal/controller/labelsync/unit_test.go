@@ -13,10 +13,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"k8s.io/client-go/discovery"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -90,23 +92,35 @@ func TestParseAnnotations(t *testing.T) {
 }
 
 func TestMissingKinds(t *testing.T) {
-	all := []schema.GroupVersionKind{HostGVK, Metal3MachineGVK, Metal3ClusterGVK,
-		clusterv1.GroupVersion.WithKind("Machine"), clusterv1.GroupVersion.WithKind("Cluster")}
-	mapper := func(gvks ...schema.GroupVersionKind) meta.RESTMapper {
-		m := meta.NewDefaultRESTMapper(nil)
-		for _, gvk := range gvks {
-			m.Add(gvk, meta.RESTScopeNamespace)
+	served := func(leave ...string) discovery.DiscoveryInterface {
+		fake := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
+		byGV := map[string]*metav1.APIResourceList{}
+		for _, n := range neededResources {
+			if slices.Contains(leave, n.resource) {
+				continue
+			}
+			gv := n.gvk.GroupVersion().String()
+			if byGV[gv] == nil {
+				byGV[gv] = &metav1.APIResourceList{GroupVersion: gv}
+				fake.Resources = append(fake.Resources, byGV[gv])
+			}
+			byGV[gv].APIResources = append(byGV[gv].APIResources, metav1.APIResource{Name: n.resource, Kind: n.gvk.Kind})
 		}
-		return m
+		return fake
 	}
-	if got := missingKinds(mapper(all...)); got != "" {
+	if got := missingKinds(served()); got != "" {
 		t.Fatalf("all kinds served: %q", got)
 	}
-	got := missingKinds(mapper(all[1:]...))
+	got := missingKinds(served("baremetalhosts"))
 	if !strings.Contains(got, "BareMetalHost (metal3.io/v1alpha1)") || strings.Contains(got, "Machine (") {
 		t.Fatalf("missing BareMetalHost: %q", got)
 	}
-	if got := missingKinds(mapper()); strings.Count(got, "/v1") != len(all) {
+	got = missingKinds(served("metal3machines"))
+	if !strings.Contains(got, "Metal3Machine (infrastructure.cluster.x-k8s.io/v1beta1)") || strings.Contains(got, "Metal3Cluster") {
+		t.Fatalf("missing Metal3Machine, its group served: %q", got)
+	}
+	all := []string{"baremetalhosts", "metal3machines", "metal3clusters", "machines", "clusters"}
+	if got := missingKinds(served(all...)); strings.Count(got, "/v1") != len(all) {
 		t.Fatalf("nothing served: %q", got)
 	}
 }
