@@ -21,6 +21,7 @@ type controlPlane struct {
 	client     client.Client
 	kubeconfig string // file path
 	kubectl    string // kubectl beside kube-apiserver, when present
+	repo       string // the tagsync repository its CRDs came from
 }
 
 // startControlPlane starts kube-apiserver and etcd from o.AssetsDir (or
@@ -38,7 +39,7 @@ func startControlPlane(o Options, dir string) (*controlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &controlPlane{ControlPlane: started, config: started.Config, client: started.Client}
+	cp := &controlPlane{ControlPlane: started, config: started.Config, client: started.Client, repo: root}
 	cp.config.UserAgent = "tagsync-demo"
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(cp.kubeconfig, started.KubeConfig, 0o600); err != nil {

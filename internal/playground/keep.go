@@ -30,6 +30,11 @@ func (pg *playground) printKeep(scenarioErr error) {
 	fmt.Fprintf(w, "  %s get nodes -L %s/env,%s/costcenter\n", kubectl, pg.codec.Prefix, pg.codec.Prefix)
 	fmt.Fprintf(w, "  %s get nodetagsyncs; %s get events.events.k8s.io -A\n", kubectl, kubectl)
 	fmt.Fprintf(w, "  %s label node %s %s=yes\n", kubectl, pg.layout.nodesOf(pg.layout.Pool2)[0].Name, pg.labelKey("demo"))
+	if pg.metal != nil {
+		fmt.Fprintf(w, "  %s label bmh -n %s %s %s=r8 --overwrite; %s get node %s -L %s\n",
+			kubectl, metalNS, pg.layout.OnPrem.Name, rackLabel, kubectl, pg.layout.OnPrem.Name, rackLabel)
+		fmt.Fprintf(w, "  %s get labelsyncprofiles -n %s\n", kubectl, metalNS)
+	}
 	fmt.Fprintf(w, "\nAzure (armsim at %s, CA %s; the /_admin API needs no token):\n", pg.sim.URL(), ca)
 	fmt.Fprintf(w, "  curl -s --cacert %s %s/_admin/state\n", ca, pg.sim.URL())
 	fmt.Fprintf(w, "  curl -s --cacert %s %s/_admin/tags -d '{\"id\":\"%s\",\"set\":{\"env\":\"qa\"}}'\n", ca, pg.sim.URL(), pg.layout.Pool1.ID)

@@ -1,11 +1,13 @@
 // Package playground is tagsync's local demo (`tagsync demo`, `make demo`):
 // it starts a real kube-apiserver and etcd (envtest, binaries from bin/k8s),
-// the ARM simulator (internal/armsim) and the tagsync controllers (NodeTagSync and metadata)
-// in-process with the Azure provider pointed at the simulator, seeds an
-// AKS-like estate and its Nodes, and plays a scripted scenario. Each step
-// makes one change and polls a check with a deadline; the package prints a
-// timeline of what changed where and how long it took to converge, then
-// tables of labels, tags and ARM calls.
+// the ARM simulator (internal/armsim) and the tagsync controllers (NodeTagSync,
+// metadata and label sync) in-process with the Azure provider pointed at the
+// simulator, seeds an AKS-like estate and its Nodes, installs Cluster API's
+// and Metal3's CRDs for a Cluster whose workload cluster is the playground
+// itself, and plays a scripted scenario. Each step makes one change and
+// polls a check with a deadline; the package prints a timeline of what
+// changed where and how long it took to converge, then tables of labels,
+// tags and ARM calls.
 //
 // The playground owns every process and temporary file it creates and
 // removes them when Run returns, also when its context is cancelled
@@ -21,6 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -84,7 +88,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			fmt.Fprintln(o.Out, "\ninterrupted: stopped the controller, kube-apiserver, etcd and armsim; removed the temporary files")
 		}
 	}()
-	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the tagsync controllers (node sync, metadata)")
+	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the tagsync controllers (node sync, metadata, label sync)")
 	fmt.Fprintln(o.Out)
 	if err := pg.start(ctx); err != nil {
 		return interrupted(ctx, err)
@@ -140,6 +144,11 @@ type playground struct {
 	cancelRun context.CancelCauseFunc
 
 	syncRequests int
+
+	// metal is the labelsync act's client (Cluster API and Metal3 types),
+	// nil when its CRDs could not be installed; metalErr then says why.
+	metal    client.Client
+	metalErr error
 }
 
 // start brings everything up and seeds it; the controller is built but
@@ -157,6 +166,9 @@ func (pg *playground) start(ctx context.Context) error {
 	setLogger(logs)
 	if err := pg.startKubernetes(ctx); err != nil {
 		return err
+	}
+	if pg.prepareLabelSync(ctx); ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if pg.sim, err = startArmsim(dir, logs); err != nil {
 		return err

@@ -29,7 +29,9 @@ func TestDemo(t *testing.T) {
 	if held < 8 || !strings.Contains(out.String(), fmt.Sprintf("all %d steps held", held)) {
 		t.Errorf("the timeline shows %d held steps and no matching summary", held)
 	}
-	for _, want := range []string{"Node labels (azure.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled"} {
+	for _, want := range []string{"Node labels (azure.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled",
+		"✓ labelsync: host label → its Node", "✓ labelsync: Node edit reverted",
+		"LabelSyncProfile metal/racks: 1 hosts matched, 1 nodes in sync, 0 waiting, Ready=True"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}

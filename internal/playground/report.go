@@ -95,6 +95,9 @@ func (pg *playground) report() {
 	if s, err := pg.metadataStatus(ctx); err == nil {
 		fmt.Fprintf(w, "CloudMetadata %s/%s: %s\n", metadataNS, metadataName, s)
 	}
+	if s, err := pg.labelSyncStatus(ctx); err == nil {
+		fmt.Fprintf(w, "LabelSyncProfile %s/%s: %s\n", metalNS, rackProfile, s)
+	}
 }
 
 // nodeTable prints each Node's synced labels, one column per label.

@@ -26,6 +26,8 @@ func scenario(pg *playground) []Step {
 		pg.metadataApply(),
 		pg.metadataRevert(),
 		pg.metadataDelete(),
+		pg.hostLabelToNode(),
+		pg.nodeEditReverted(),
 	}
 }
 

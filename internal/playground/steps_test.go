@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // held is a check that holds at once.
@@ -108,5 +113,86 @@ func TestAllStepsHeld(t *testing.T) {
 	}
 	if !strings.Contains(out, "all 2 steps held") {
 		t.Errorf("timeline lacks the summary:\n%s", out)
+	}
+}
+
+// offlinePlayground is a playground with its estate laid out in an armsim
+// that serves nothing, and nothing else started: enough to build the
+// scenario's steps.
+func offlinePlayground(t *testing.T) *playground {
+	t.Helper()
+	sim, err := armsim.New(armsim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	l := newLayout()
+	if err := l.seedCloud(sim); err != nil {
+		t.Fatal(err)
+	}
+	return &playground{layout: l, codec: tags.Codec{Prefix: tags.DefaultPrefix}}
+}
+
+func TestScenarioEndsWithTheLabelSyncAct(t *testing.T) {
+	steps := scenario(offlinePlayground(t))
+	var names []string
+	for _, s := range steps {
+		if s.Name == "" || s.Check == nil {
+			t.Errorf("step %q has no name or no check", s.Name)
+		}
+		names = append(names, s.Name)
+	}
+	want := []string{"labelsync: host label → its Node", "labelsync: Node edit reverted"}
+	if got := names[len(names)-len(want):]; !slices.Equal(got, want) {
+		t.Errorf("the scenario ends with %q, want the labelsync act %q", got, want)
+	}
+	if i := slices.Index(names, "initial sync"); i != 0 {
+		t.Errorf("the scenario starts with %q, want the initial sync first (it starts the controller)", names[0])
+	}
+}
+
+func TestLabelSyncActWithoutItsCRDsFailsAtOnce(t *testing.T) {
+	pg := offlinePlayground(t)
+	_, pg.metalErr = findModule(context.Background(), t.TempDir(), capiModule) // no go.mod: go list fails
+	if pg.metalErr == nil {
+		t.Fatal("findModule found a module outside any Go module")
+	}
+	steps := scenario(pg)
+	for _, s := range steps[len(steps)-2:] {
+		start := time.Now()
+		_, err := runSteps(t, context.Background(), time.Minute, s)
+		var se *StepError
+		if !errors.As(err, &se) || se.TimedOut || !strings.Contains(err.Error(), capiModule) {
+			t.Errorf("step %q without the CRDs returned %v, want a non-timeout *StepError naming %s", s.Name, err, capiModule)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Errorf("step %q waited %s for CRDs that cannot come", s.Name, time.Since(start))
+		}
+	}
+}
+
+func TestFindModuleSaysWhatIsMissingWithoutDownloading(t *testing.T) {
+	repo, err := repoDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := findModule(context.Background(), repo, capiModule)
+	if err != nil || !isFile(filepath.Join(m.Dir, filepath.FromSlash(capiCRDFiles[0]))) {
+		t.Fatalf("findModule in the repository = %+v, %v; want the module with its CRDs", m, err)
+	}
+	// An empty module cache: nothing is downloaded (GOPROXY=off), the
+	// error says what to run.
+	t.Setenv("GOMODCACHE", t.TempDir())
+	start := time.Now()
+	_, err = findModule(context.Background(), repo, capiModule)
+	if err == nil || !strings.Contains(err.Error(), "go mod download "+capiModule) {
+		t.Fatalf("findModule with an empty module cache: %v, want an error saying to run go mod download", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("findModule took %s with nothing to find", time.Since(start))
+	}
+	paths, _, err := labelSyncCRDs(context.Background(), t.TempDir())
+	if err == nil || paths != nil {
+		t.Errorf("labelSyncCRDs outside the repository = %v, %v; want an error", paths, err)
 	}
 }
