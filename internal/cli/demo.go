@@ -30,7 +30,10 @@ func NewDemoCommand() *cobra.Command {
 another resource group, an on-prem node), the matching Nodes and a default
 NodeTagSync, then runs the controller through a scripted scenario: portal
 edits, node labels, a conflict, a node-pool reconcile wiping tags, a tag name
-with a space. It prints a timeline and tables of labels, tags and ARM calls.
+with a space, tags on every resource the cluster owns, and a BareMetalHost's
+label kept on its Node (Cluster API's CRDs come from the Go module cache, so
+the go command must be on PATH; the API server is its own workload cluster).
+It prints a timeline and tables of labels, tags and ARM calls.
 
 It exits 0 when every step held, otherwise 1 with the step that failed and
 why. It stops everything and removes its temporary files when it ends, also
