@@ -81,11 +81,11 @@ func newNamespace(t *testing.T, env *testenv.Env) string {
 	return ns
 }
 
-// runCLI runs `tagsync args...` (with status and validate) in the process and
+// runCLI runs `tagsync args...` (with status, tags and validate) in the process and
 // returns its standard output, standard error and error.
 func runCLI(ctx context.Context, args ...string) (string, string, error) {
 	root := NewRootCommand()
-	root.AddCommand(NewStatusCommand(), NewValidateCommand())
+	root.AddCommand(NewStatusCommand(), NewTagsCommand(), NewValidateCommand())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

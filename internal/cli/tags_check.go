@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Limits of the provider metadata schema (api/v1alpha1).
+const (
+	maxRequestTags   = 50
+	maxIgnoreTags    = 50
+	maxAzureNameLen  = 512
+	maxAWSKeyLen     = 128
+	maxTagValueLen   = 256
+	azureForbiddenCh = `<>%&?/;\`
+)
+
+// awsCharset is the AWSMetadata CEL rule's pattern for keys and values.
+var awsCharset = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+@-]*$`)
+
+// checkSpec returns every reason the API server's admission (schema and
+// CEL rules of api/v1alpha1) or the controller (the cloud's tag rules: the
+// Approved condition) would refuse the spec s of kind k.
+func checkSpec(k providerKind, s providerSpec) []string {
+	problems := k.admission(s)
+	set := tags.Set(*s.tags)
+	if *s.opcode == v1alpha1.OpcodeDelete {
+		set = tags.Set{}
+		for n := range *s.tags {
+			set[n] = ""
+		}
+	}
+	if err := k.rules.ValidateSet(set); err != nil {
+		for _, p := range problemsOf(err) {
+			if !slices.Contains(problems, p.Message) {
+				problems = append(problems, p.Message+" (the controller would apply nothing: Approved=False)")
+			}
+		}
+	}
+	return problems
+}
+
+// azureAdmission mirrors the AzureMetadata schema and CEL rules on
+// resourceTags and ignoreTags.
+func azureAdmission(s providerSpec) []string {
+	var p []string
+	for _, k := range sortedKeys(*s.tags) {
+		v := (*s.tags)[k]
+		switch {
+		case k == "":
+			p = append(p, "tag names may not be empty")
+		case utf8.RuneCountInString(k) > maxAzureNameLen:
+			p = append(p, fmt.Sprintf("tag name %q: Azure tag names must be at most %d characters long", k, maxAzureNameLen))
+		case strings.ContainsAny(k, azureForbiddenCh):
+			p = append(p, fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k))
+		case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
+			p = append(p, fmt.Sprintf("tag name %q: Azure reserves tag names starting with microsoft, azure or windows (in any case)", k))
+		}
+		if utf8.RuneCountInString(v) > maxTagValueLen {
+			p = append(p, fmt.Sprintf("tag %q: Azure tag values must be at most %d characters long", k, maxTagValueLen))
+		}
+	}
+	p = append(p, listLimits(s, maxAzureNameLen)...)
+	for _, i := range *s.ignore {
+		for k := range *s.tags {
+			if asciiLower(k) == asciiLower(i) {
+				p = append(p, fmt.Sprintf("tag %q is both in resourceTags and ignoreTags (Azure tag names ignore case): ignored tags are never written, so remove it from one of them", i))
+			}
+		}
+	}
+	return p
+}
+
+// awsAdmission mirrors the AWSMetadata schema and CEL rules on
+// resourceTags and ignoreTags.
+func awsAdmission(s providerSpec) []string {
+	var p []string
+	for _, k := range sortedKeys(*s.tags) {
+		v := (*s.tags)[k]
+		switch {
+		case k == "":
+			p = append(p, "tag keys may not be empty")
+		case utf8.RuneCountInString(k) > maxAWSKeyLen:
+			p = append(p, fmt.Sprintf("tag key %q: AWS tag keys must be at most %d characters long", k, maxAWSKeyLen))
+		case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
+			p = append(p, fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k))
+		case hasASCIIPrefix(k, "aws:"):
+			p = append(p, fmt.Sprintf("tag key %q: AWS reserves tag keys starting with aws: (in any case)", k))
+		}
+		if utf8.RuneCountInString(v) > maxTagValueLen {
+			p = append(p, fmt.Sprintf("tag %q: AWS tag values must be at most %d characters long", k, maxTagValueLen))
+		}
+	}
+	p = append(p, listLimits(s, maxAWSKeyLen)...)
+	for _, i := range *s.ignore {
+		if _, both := (*s.tags)[i]; both {
+			p = append(p, fmt.Sprintf("tag %q is both in resourceTags and ignoreTags: ignored tags are never written, so remove it from one of them", i))
+		}
+	}
+	return p
+}
+
+// listLimits checks the sizes the schema bounds: at most 50 tags, at most
+// 50 ignored names of 1 to maxName characters.
+func listLimits(s providerSpec, maxName int) []string {
+	var p []string
+	if n := len(*s.tags); n > maxRequestTags {
+		p = append(p, fmt.Sprintf("resourceTags: %d tags; at most %d", n, maxRequestTags))
+	}
+	if n := len(*s.ignore); n > maxIgnoreTags {
+		p = append(p, fmt.Sprintf("ignoreTags: %d names; at most %d", n, maxIgnoreTags))
+	}
+	for _, i := range *s.ignore {
+		if n := utf8.RuneCountInString(i); n < 1 || n > maxName {
+			p = append(p, fmt.Sprintf("ignoreTags: %q must be 1 to %d characters long", i, maxName))
+		}
+	}
+	return p
+}
+
+// hasASCIIPrefix reports whether s, lower-cased as CEL's lowerAscii does
+// (ASCII letters only), starts with one of prefixes.
+func hasASCIIPrefix(s string, prefixes ...string) bool {
+	l := asciiLower(s)
+	for _, p := range prefixes {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiLower lower-cases the ASCII letters of s only, as CEL's lowerAscii.
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
