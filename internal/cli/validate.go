@@ -58,8 +58,9 @@ func unreadable(err error) error { return &ExitError{Code: ExitUnreadable, Err: 
 
 // validateFlags are the settings of `tagsync validate`.
 type validateFlags struct {
-	installConfig, file, rules, output string
-	tags                               []string
+	installConfig, file, rules, cloud, output string
+	tags                                      []string
+	openshift                                 bool
 }
 
 // NewValidateCommand returns `tagsync validate`, which checks a tag set, or the
@@ -68,7 +69,7 @@ type validateFlags struct {
 func NewValidateCommand() *cobra.Command {
 	f := &validateFlags{}
 	cmd := &cobra.Command{
-		Use:   "validate (--install-config FILE | --tags K=V,... | -f FILE)",
+		Use:   "validate (--install-config FILE | [--cloud azure|aws] [--openshift] (--tags K=V,... | -f FILE))",
 		Short: "Check tags, or the userTags of an OpenShift install-config, against the tag rules",
 		Long: `validate checks tags without touching any cloud.
 
@@ -81,9 +82,12 @@ key "name" or beginning with kubernetes.io, openshift.io, microsoft, azure or
 windows (any case). The installer's value pattern allows , / : ; < > ? too (its
 "+-@" is a character range), so a value such as "a<b" is accepted.
 
-With --tags and/or -f it checks a tag set under --rules: openshift (the Azure
-install-config rules above, the default), azure (Azure Resource Manager's rules)
-or aws (AWS's rules).
+With --tags and/or -f it checks a tag set against the rules of --cloud: azure
+(Azure Resource Manager's rules) or aws (AWS's rules), what the metadata
+controller and its admission check. --openshift checks instead the OpenShift
+installer's userTags rules for that cloud (Azure's above when --cloud is not
+given). Without --cloud and --openshift the installer's Azure rules apply, as
+before --cloud existed; --rules openshift|azure|aws is the deprecated spelling.
 
 Every problem is reported, one per line on stderr (or in the JSON with -o json).
 
@@ -95,7 +99,9 @@ Exit codes:
 See docs/validate.md.`,
 		Example: `  tagsync validate --install-config install-config.yaml
   tagsync validate --tags env=prod,team=web --tags 'query=a=b'
-  tagsync validate -f tags.yaml --rules azure -o json`,
+  tagsync validate --cloud aws --tags env=prod,team=web
+  tagsync validate -f tags.yaml --cloud azure -o json
+  tagsync validate --cloud aws --openshift -f user-tags.yaml`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return unreadable(fmt.Errorf("unexpected argument %q; validate takes flags only", args[0]))
@@ -111,7 +117,12 @@ See docs/validate.md.`,
 	fl.StringVar(&f.installConfig, "install-config", "", "OpenShift install-config.yaml whose userTags to check")
 	fl.StringArrayVar(&f.tags, "tags", nil, "tags to check, as key=value pairs separated by commas (repeatable; a value may contain '=')")
 	fl.StringVarP(&f.file, "file", "f", "", "YAML or JSON file holding a map of tags to check")
-	fl.StringVar(&f.rules, "rules", "openshift", "rules for --tags and -f: openshift, azure or aws")
+	fl.StringVar(&f.cloud, "cloud", "", "check --tags and -f against this cloud's tag rules: azure or aws")
+	fl.BoolVar(&f.openshift, "openshift", false, "check --tags and -f against the OpenShift installer's userTags rules for --cloud (default azure)")
+	fl.StringVar(&f.rules, "rules", "", "rules for --tags and -f: openshift, azure or aws")
+	_ = fl.MarkHidden("rules") // deprecated: runValidate says so on stderr (cobra's notice would go to stdout)
+	_ = cmd.RegisterFlagCompletionFunc("cloud", cobra.FixedCompletions([]string{"azure", "aws"}, cobra.ShellCompDirectiveNoFileComp))
+	registerOutputCompletion(cmd, "text", "json")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
@@ -144,8 +155,8 @@ func runValidate(cmd *cobra.Command, f *validateFlags) error {
 		if len(f.tags) > 0 || f.file != "" {
 			return unreadable(errors.New("--install-config cannot be combined with --tags or -f"))
 		}
-		if cmd.Flags().Changed("rules") {
-			return unreadable(errors.New("--rules does not apply to --install-config: the install-config's platform decides"))
+		if f.rules != "" || f.cloud != "" || f.openshift {
+			return unreadable(errors.New("--cloud, --openshift and --rules do not apply to --install-config: the install-config's platform decides"))
 		}
 		c, perr := readInstallConfig(f.installConfig)
 		if perr != nil {
@@ -153,7 +164,10 @@ func runValidate(cmd *cobra.Command, f *validateFlags) error {
 		}
 		n, err, noun = c.UserTagCount(), c.Validate(), "userTags"
 	case len(f.tags) > 0 || f.file != "":
-		validate, rerr := validatorFor(f.rules)
+		if f.rules != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "tagsync: --rules is deprecated: use --cloud azure|aws, or --openshift for the installer's rules")
+		}
+		validate, rerr := validatorFor(f)
 		if rerr != nil {
 			return rerr
 		}
@@ -168,17 +182,37 @@ func runValidate(cmd *cobra.Command, f *validateFlags) error {
 	return reportValidation(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.output, n, noun, err)
 }
 
-// validatorFor returns the check --rules names.
-func validatorFor(rules string) (func(map[string]string) error, error) {
-	switch rules {
-	case "openshift":
+// validatorFor returns the check --cloud and --openshift (or the
+// deprecated --rules) name.
+func validatorFor(f *validateFlags) (func(map[string]string) error, error) {
+	cloud, installer := f.cloud, f.openshift
+	if f.rules != "" {
+		if cloud != "" || installer {
+			return nil, unreadable(errors.New("--rules cannot be combined with --cloud or --openshift (it is their deprecated spelling)"))
+		}
+		if f.rules == "openshift" {
+			cloud, installer = "azure", true
+		} else {
+			cloud = f.rules
+		}
+	}
+	if cloud == "" {
+		cloud, installer = "azure", true
+	}
+	switch {
+	case cloud == "azure" && installer:
 		return openshift.ValidateUserTags, nil
-	case "azure":
+	case cloud == "aws" && installer:
+		return openshift.ValidateAWSUserTags, nil
+	case cloud == "azure":
 		return func(m map[string]string) error { return tags.AzureRules.ValidateSet(tags.Set(m)) }, nil
-	case "aws":
+	case cloud == "aws":
 		return func(m map[string]string) error { return tags.AWSRules.ValidateSet(tags.Set(m)) }, nil
 	}
-	return nil, unreadable(fmt.Errorf("--rules %q: must be openshift, azure or aws", rules))
+	if f.rules != "" {
+		return nil, unreadable(fmt.Errorf("--rules %q: must be openshift, azure or aws", f.rules))
+	}
+	return nil, unreadable(fmt.Errorf("--cloud %q: must be azure or aws", cloud))
 }
 
 func readInstallConfig(path string) (openshift.InstallConfig, error) {

@@ -313,7 +313,7 @@ func TestValidateDocExamples(t *testing.T) {
 		t.Fatalf("range example: code %d, stdout %q", code, out)
 	}
 	userTags := writeFile(t, "tags.yaml", "Env: prod\nenv: dev\ncost-center: \"a<b\"\nowner-: team1\nName: web\napp: \"\"\n")
-	_, errOut, code := runValidateCmd(t, "--rules", "azure", "-f", userTags)
+	_, errOut, code := runValidateCmd(t, "--cloud", "azure", "-f", userTags)
 	if code != ExitInvalid || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "differ only in case") {
 		t.Fatalf("azure example: code %d, stderr %q", code, errOut)
 	}
