@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -38,9 +37,10 @@ func (l *link) hostKey() types.NamespacedName {
 	return types.NamespacedName{Namespace: l.host.Namespace, Name: l.host.Name}
 }
 
-// resolve follows a host's chain through the management cluster's cache.
-// Missing links are waits, not errors; only a failing read is an error.
-func (r *Reconciler) resolve(ctx context.Context, h *BareMetalHost) (*link, error) {
+// resolve follows a host's chain through the management cluster's cache,
+// reading with rd. Missing links are waits, not errors; only a failing
+// read is an error.
+func (r *Reconciler) resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, error) {
 	l := &link{host: h, paused: h.isPaused()}
 	ref := h.Spec.ConsumerRef
 	if ref == nil || ref.Kind != Metal3MachineGVK.Kind || !isInfraGroup(ref.APIVersion) {
@@ -51,13 +51,13 @@ func (r *Reconciler) resolve(ctx context.Context, h *BareMetalHost) (*link, erro
 	if ns == "" {
 		ns = h.Namespace
 	}
-	m3m := metadataOf(Metal3MachineGVK)
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, m3m); err != nil {
-		if apierrors.IsNotFound(err) {
-			l.wait = v1alpha1.WaitNoMachine
-			return l, nil
-		}
+	m3m, err := rd.metal3Machine(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name})
+	if err != nil {
 		return nil, fmt.Errorf("reading Metal3Machine %s/%s of host %s/%s: %w", ns, ref.Name, h.Namespace, h.Name, err)
+	}
+	if m3m == nil {
+		l.wait = v1alpha1.WaitNoMachine
+		return l, nil
 	}
 	if _, ok := m3m.Annotations[clusterv1.PausedAnnotation]; ok {
 		l.paused = true
@@ -68,46 +68,51 @@ func (r *Reconciler) resolve(ctx context.Context, h *BareMetalHost) (*link, erro
 		return l, nil
 	}
 	l.machine = types.NamespacedName{Namespace: ns, Name: machineName}
-	var m clusterv1.Machine
-	if err := r.client.Get(ctx, l.machine, &m); err != nil {
-		if apierrors.IsNotFound(err) {
-			l.wait = v1alpha1.WaitNoMachine
-			return l, nil
-		}
+	m, err := rd.machine(ctx, l.machine)
+	if err != nil {
 		return nil, fmt.Errorf("reading Machine %s of host %s/%s: %w", l.machine, h.Namespace, h.Name, err)
 	}
+	if m == nil {
+		l.wait = v1alpha1.WaitNoMachine
+		return l, nil
+	}
+	return l, r.followMachine(ctx, rd, l, m)
+}
+
+// followMachine completes a link from its Machine: pause, Cluster, Node.
+func (r *Reconciler) followMachine(ctx context.Context, rd chainReader, l *link, m *clusterv1.Machine) error {
 	if _, ok := m.Annotations[clusterv1.PausedAnnotation]; ok {
 		l.paused = true
 	}
 	if m.Spec.ClusterName != "" {
-		l.cluster = types.NamespacedName{Namespace: ns, Name: m.Spec.ClusterName}
-		if err := r.readCluster(ctx, l); err != nil {
-			return nil, err
+		l.cluster = types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
+		if err := r.readCluster(ctx, rd, l); err != nil {
+			return err
 		}
 	}
 	if m.Status.NodeRef.Name == "" {
 		l.wait = v1alpha1.WaitNoNodeRef
-		return l, nil
+		return nil
 	}
 	l.node = m.Status.NodeRef.Name
 	if l.cluster.Name == "" {
 		l.wait = v1alpha1.WaitClusterUnreachable
 	}
-	return l, nil
+	return nil
 }
 
 // readCluster reads the link's Cluster: whether it is paused and its
 // Metal3Cluster. A missing Cluster leaves both unset (the cluster is then
 // unreachable, which the pass reports).
-func (r *Reconciler) readCluster(ctx context.Context, l *link) error {
-	var c clusterv1.Cluster
-	if err := r.client.Get(ctx, l.cluster, &c); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+func (r *Reconciler) readCluster(ctx context.Context, rd chainReader, l *link) error {
+	c, err := rd.cluster(ctx, l.cluster)
+	if err != nil {
 		return fmt.Errorf("reading Cluster %s of host %s/%s: %w", l.cluster, l.host.Namespace, l.host.Name, err)
 	}
-	if clusterPaused(&c) {
+	if c == nil {
+		return nil
+	}
+	if clusterPaused(c) {
 		l.paused = true
 	}
 	if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
@@ -160,7 +165,9 @@ func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost
 			return nil, err
 		}
 		var list BareMetalHostList
-		if err := r.client.List(ctx, &list, client.InNamespace(src.key.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		// The pass only reads the hosts: no copies of the cache's objects.
+		if err := r.client.List(ctx, &list, client.InNamespace(src.key.Namespace), client.MatchingLabelsSelector{Selector: sel},
+			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing BareMetalHosts: %w", err)
 		}
 		out := make([]*BareMetalHost, len(list.Items))

@@ -72,8 +72,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	byCluster := map[types.NamespacedName][]*link{}
+	rd := newBulkReader(p.r.client)
 	for _, h := range hosts {
-		l, err := p.r.resolve(ctx, h)
+		l, err := p.r.resolve(ctx, rd, h)
 		if err != nil {
 			passesTotal.WithLabelValues(p.src.kind(), "error").Inc()
 			return reconcile.Result{}, err
@@ -136,20 +137,31 @@ func (p *pass) syncClusters(ctx context.Context, byCluster map[types.NamespacedN
 	wg.Wait()
 }
 
-// syncCluster syncs the hosts of one workload cluster. The first sign that
-// the cluster cannot be reached makes every host of it wait, unsynced.
+// syncCluster syncs the hosts of one workload cluster, reading its Nodes
+// with one List of its cache. The first sign that the cluster cannot be
+// reached makes every host of it wait, unsynced.
 func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, links []*link) {
 	w := p.r.workloads
 	c, err := w.Client(ctx, cluster)
 	if err == nil {
 		err = w.WatchNodes(ctx, cluster)
 	}
-	if err != nil {
+	var nodes map[string]*corev1.Node
+	if err == nil {
+		nodes, err = listNodes(ctx, c)
+	}
+	switch {
+	case isUnreachable(err):
 		p.unreachable(cluster, links, err)
+		return
+	case err != nil:
+		for _, l := range links {
+			p.problem(l, ReasonNodeReadFailed, fmt.Sprintf("listing the nodes of cluster %s: %v", cluster, err))
+		}
 		return
 	}
 	for i, l := range links {
-		if err := p.syncHost(ctx, c, l); err != nil {
+		if err := p.syncHost(ctx, c, l, nodes[l.node]); err != nil {
 			p.unreachable(cluster, links[i:], err)
 			return
 		}
@@ -157,21 +169,24 @@ func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, li
 	p.r.clusterReached(cluster)
 }
 
-// syncHost compares one host with its Node and writes the Node when they
-// differ. It returns an error only when the cluster could not be reached;
-// other failures are recorded as the host's problem.
-func (p *pass) syncHost(ctx context.Context, c client.Client, l *link) error {
+// listNodes reads a workload cluster's Nodes from its cache, by name,
+// without copies (UnsafeDisableDeepCopy): they are read, never modified.
+func listNodes(ctx context.Context, c client.Client) (map[string]*corev1.Node, error) {
+	var list corev1.NodeList
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return byName(list.Items), nil
+}
+
+// syncHost compares one host with its Node (nil: not registered yet) and
+// writes the Node when they differ. It returns an error only when the
+// cluster could not be reached; other failures are recorded as the host's
+// problem.
+func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *corev1.Node) error {
 	k := nodeKey{cluster: l.cluster, node: l.node}
-	var node corev1.Node
-	if err := c.Get(ctx, types.NamespacedName{Name: l.node}, &node); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			p.wait(l, v1alpha1.WaitNoNodeRef)
-			return nil
-		case isUnreachable(err):
-			return err
-		}
-		p.problem(l, ReasonNodeReadFailed, fmt.Sprintf("reading node %s: %v", l.node, err))
+	if node == nil {
+		p.wait(l, v1alpha1.WaitNoNodeRef)
 		return nil
 	}
 	p.touch(k)
@@ -180,11 +195,11 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link) error {
 		p.synced(false)
 		return nil
 	}
-	if p.r.stale(k, &node) {
+	if p.r.stale(k, node) {
 		p.synced(true)
 		return nil
 	}
-	err := patchNode(ctx, c, &node, u)
+	err := patchNode(ctx, c, node, u)
 	switch {
 	case err == nil:
 		p.r.markInFlight(k, node.ResourceVersion)
