@@ -83,10 +83,10 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 
 // tally counts the resources, records what each holds now and collects
 // the failures.
-func (o *outcome) tally(plans []planned, results map[string]error, held *heldTags) {
+func (o *outcome) tally(plans []Planned, results map[string]error, held *heldTags) {
 	for _, pl := range plans {
 		o.matched++
-		err, written := results[pl.res.ID]
+		err, written := results[pl.Resource.ID]
 		if written && err != nil {
 			o.writeFailed(pl, err)
 			continue
@@ -94,8 +94,8 @@ func (o *outcome) tally(plans []planned, results map[string]error, held *heldTag
 		if written {
 			o.writes++
 		}
-		held.replace(pl.res.ID, pl.plan.Held)
-		if len(pl.plan.Skipped) == 0 {
+		held.replace(pl.Resource.ID, pl.Plan.Held)
+		if len(pl.Plan.Skipped) == 0 {
 			o.inSync++
 			continue
 		}
@@ -105,7 +105,7 @@ func (o *outcome) tally(plans []planned, results map[string]error, held *heldTag
 }
 
 // writeFailed records a resource whose write failed.
-func (o *outcome) writeFailed(pl planned, err error) {
+func (o *outcome) writeFailed(pl Planned, err error) {
 	o.writeErrors++
 	reason := ReasonWriteFailed
 	switch d, throttled := cloud.RetryAfter(err); {
@@ -117,14 +117,14 @@ func (o *outcome) writeFailed(pl planned, err error) {
 	case !isPermanent(err):
 		o.transient = true
 	}
-	names := append(pl.plan.Patch.Set.Names(), pl.plan.Patch.Delete...)
-	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.res.ID, Tags: names, Reason: reason,
+	names := append(pl.Plan.Patch.Set.Names(), pl.Plan.Patch.Delete...)
+	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.Resource.ID, Tags: names, Reason: reason,
 		Message: notify.Fit(err.Error())})
 }
 
 // skipped records a resource on which some requested tags were not applied.
-func (o *outcome) skipped(pl planned) {
-	sk := pl.plan.Skipped
+func (o *outcome) skipped(pl Planned) {
+	sk := pl.Plan.Skipped
 	reason := skipReason(sk[0].Err)
 	for _, s := range sk {
 		if errors.Is(s.Err, tags.ErrTooManyTags) {
@@ -136,7 +136,7 @@ func (o *outcome) skipped(pl planned) {
 	for i, s := range sk {
 		msgs[i] = s.Reason
 	}
-	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.res.ID, Tags: tags.SkippedNames(sk), Reason: reason,
+	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.Resource.ID, Tags: tags.SkippedNames(sk), Reason: reason,
 		Message: notify.Fit(notify.Summary(msgs, 3))})
 }
 

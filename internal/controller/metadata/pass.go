@@ -12,7 +12,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // transientRetry is how soon a pass that hit transient write errors runs
@@ -58,16 +57,6 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
 }
 
-// classifiers are the CloudMetadata's classifier tags, sorted by name.
-func (p *pass) classifiers() []cloud.Classifier {
-	set := tags.Set(p.cm.Spec.Classifiers)
-	out := make([]cloud.Classifier, 0, len(set))
-	for _, n := range set.Names() {
-		out = append(out, cloud.Classifier{Name: n, Value: set[n]})
-	}
-	return out
-}
-
 // syncTarget is the pass over one target: check, discover, plan, write,
 // tally.
 func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
@@ -79,12 +68,13 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 			fmt.Sprintf("%v: start tagsync with the %s flags (docs/metadata.md) to apply %s objects", err, t.cloud, t.kind)}
 		return o
 	}
-	if err := t.validate(provider.Rules()); err != nil {
+	req := t.request(p.cm)
+	if err := req.Validate(provider.Rules()); err != nil {
 		o.invalid = err
 		return o
 	}
 	o.approved = true
-	disc, err := provider.Discover(ctx, p.classifiers(), cloud.DiscoverOptions{Scopes: t.scopes, Named: t.named})
+	disc, err := provider.Discover(ctx, req.Classifiers, req.Discover)
 	o.discoveryCalls = disc.Calls
 	if err != nil {
 		o.readFailed(err)
@@ -92,29 +82,13 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	}
 	o.scopesFailed(disc.Failed)
 	held := p.st.heldFor(t)
-	plans := p.plan(t, held, disc.Resources)
+	plans := req.Plan(disc.Resources, held.lookup)
 	results := p.write(ctx, provider, t, plans)
 	o.tally(plans, results, held)
 	if len(disc.Failed) == 0 {
 		held.keepOnly(seenIDs(disc.Resources))
 	}
 	return o
-}
-
-// planned is one resource and what the request does to it.
-type planned struct {
-	res  cloud.Classified
-	plan tags.ResourcePlan
-}
-
-// plan runs the pure planner over every discovered resource.
-func (p *pass) plan(t *target, held *heldTags, resources []cloud.Classified) []planned {
-	l := t.lifecycle(p.cm.Spec.ControllerConfig.Limit)
-	out := make([]planned, len(resources))
-	for i, res := range resources {
-		out[i] = planned{res: res, plan: l.Plan(res.Tags, res.Rules, held.lookup(res.ID))}
-	}
-	return out
 }
 
 // heldFor returns the held-tags record of a target.

@@ -3,7 +3,6 @@ package metadata
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,17 +93,7 @@ func (r *Reconciler) driverOf(ctx context.Context, namespace, name, index string
 	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: name}); err != nil {
 		return "", fmt.Errorf("list CloudMetadata referencing %s: %w", name, err)
 	}
-	if len(list.Items) == 0 {
-		return "", nil
-	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		a, b := list.Items[i], list.Items[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
-	return list.Items[0].Name, nil
+	return Driver(list.Items), nil
 }
 
 // indexRefs returns the index functions of azureRefIndex and awsRefIndex.

@@ -7,6 +7,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // applyNodes writes each member's label changes and new base, in parallel,
@@ -22,12 +24,11 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint6
 	g.SetLimit(limit)
 	var changed []string
 	for i, m := range plan.members {
-		u, skipped := nodeUpdateFor(p.cfg, m, plan.results[i])
+		u, skipped := memberUpdate(p.cfg, m, plan.results[i])
 		for _, s := range skipped {
 			p.out.addSkipped(skippedEntry(m.node.Name, s))
 			p.notes.Once(m.node, "skip/"+m.node.Name+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q: %s", s.Name, s.Reason))
 		}
-		u.taints, u.releaseTaint = withoutPendingTaint(m.node.Spec.Taints)
 		if u.isEmpty() {
 			p.out.nodeSynced(plan.writeErr == nil)
 			if plan.untroubled() && len(skipped) == 0 && len(m.skipped) == 0 && m.note == "" && len(plan.results[i].conflicts()) == 0 {
@@ -48,6 +49,15 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint6
 		p.notes.Normal(p.nts, ReasonLabelsSynced, fmt.Sprintf("labels of %d node(s) of %s updated (%s)",
 			len(changed), plan.resource.ID, changed[0]))
 	}
+}
+
+// memberUpdate is the whole change a pass makes to a member's Node: the
+// label edits and new base of its final merge, and the pending taint's
+// removal.
+func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
+	u, skipped := nodeUpdateFor(cfg, m, mm)
+	u.taints, u.releaseTaint = withoutPendingTaint(m.node.Spec.Taints)
+	return u, skipped
 }
 
 // writeNode patches one Node and counts the result; a 409 means the Node

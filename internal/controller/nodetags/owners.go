@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // validSync is a NodeTagSync whose spec is usable, with its node selector.
@@ -25,18 +26,24 @@ func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 	if err := r.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing NodeTagSyncs: %w", err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return olderThan(&list.Items[i], &list.Items[j]) })
+	return validSyncsOf(list.Items, r.providers), nil
+}
+
+// validSyncsOf returns the valid NodeTagSyncs of items not being deleted,
+// oldest first (ties broken by name); it sorts items.
+func validSyncsOf(items []v1alpha1.NodeTagSync, providers cloud.Providers) []validSync {
+	sort.Slice(items, func(i, j int) bool { return olderThan(&items[i], &items[j]) })
 	var out []validSync
-	for i := range list.Items {
-		nts := &list.Items[i]
+	for i := range items {
+		nts := &items[i]
 		if nts.DeletionTimestamp != nil {
 			continue
 		}
-		if cfg, err := configFor(nts.Spec, r.providers); err == nil {
+		if cfg, err := configFor(nts.Spec, providers); err == nil {
 			out = append(out, validSync{nts: nts, selector: cfg.selector})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // olderClaimants are the valid NodeTagSyncs created before nts. A node

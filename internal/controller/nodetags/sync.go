@@ -47,8 +47,11 @@ func newMember(cfg syncConfig, node *corev1.Node, note string) (*member, error) 
 type resourcePlan struct {
 	resource cloud.Resource
 	members  []*member
-	// results are the members' final merges, in members' order.
+	// results are the members' merges, in members' order (final after
+	// finish).
 	results []memberMerge
+	// proposed is the cloud write decide chose (aggregated, fitted).
+	proposed tags.Patch
 	// cloudSkipped are cloud tags that cannot become labels.
 	cloudSkipped []tags.Skipped
 	// limitSkipped are writes the cloud's rules refused (limit, reserved).
@@ -69,29 +72,45 @@ type resourcePlan struct {
 // the cloud's rules), and merges again against the written state so the
 // Nodes' label changes and bases reflect what the cloud now holds.
 func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*member) resourcePlan {
-	cfg := p.cfg
-	plan := resourcePlan{resource: res, members: members}
-	results := mergeAll(cfg, res, members, &plan)
-	patch := aggregate(cfg, res, members, results, &plan)
-	fitted, limitSkipped := tags.Fit(res.Tags, patch, cfg.rules)
-	plan.limitSkipped = limitSkipped
-	if !fitted.IsEmpty() {
-		written, err := p.cfg.provider.PatchTags(ctx, res.ID, fitted)
-		if err != nil {
-			plan.writeErr = err
-		} else {
-			plan.wrote, plan.written = true, fitted
-			plan.resource = written
-			results = mergeAll(cfg, written, members, &plan)
-		}
+	plan := decide(p.cfg, res, members)
+	if !plan.proposed.IsEmpty() {
+		written, err := p.cfg.provider.PatchTags(ctx, res.ID, plan.proposed)
+		plan.settle(p.cfg, written, err)
 	}
-	plan.results = make([]memberMerge, len(results))
-	for i, res := range results {
-		// Whatever cloud change is still proposed was not written (a
-		// disagreement, a limit, a failure): keep its base so it is retried.
+	plan.finish()
+	return plan
+}
+
+// decide is the pure first half of a resource's sync: every member merged
+// with the resource's tags, their cloud proposals aggregated (a scale set's
+// Nodes must agree) and fitted to the cloud's rules. plan.proposed is the
+// cloud write; with nothing to write, the plan is final after finish.
+func decide(cfg syncConfig, res cloud.Resource, members []*member) resourcePlan {
+	plan := resourcePlan{resource: res, members: members}
+	plan.results = mergeAll(cfg, res, members, &plan)
+	patch := aggregate(cfg, res, members, plan.results, &plan)
+	plan.proposed, plan.limitSkipped = tags.Fit(res.Tags, patch, cfg.rules)
+	return plan
+}
+
+// settle records the cloud write's outcome: on success the members are
+// merged again against written, the resource's tags after the write.
+func (plan *resourcePlan) settle(cfg syncConfig, written cloud.Resource, err error) {
+	if err != nil {
+		plan.writeErr = err
+		return
+	}
+	plan.wrote, plan.written = true, plan.proposed
+	plan.resource = written
+	plan.results = mergeAll(cfg, written, plan.members, plan)
+}
+
+// finish keeps, for whatever cloud change is still proposed (not written: a
+// disagreement, a limit, a failure), the members' bases so it is retried.
+func (plan *resourcePlan) finish() {
+	for i, res := range plan.results {
 		plan.results[i] = res.unwritten()
 	}
-	return plan
 }
 
 // untroubled reports whether the plan wrote nothing to the cloud and found

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+)
+
+// ExitPlanChanges is the exit code of `tagsync plan --exit-code` when the
+// controllers would write something.
+const ExitPlanChanges = 3
+
+// planFlags are the settings of `tagsync plan`.
+type planFlags struct {
+	kube          *kubeFlags
+	cloud         cloudFlags
+	output        string
+	allNamespaces bool
+	exitCode      bool
+	// providers builds the clouds (tests wrap it to see the providers'
+	// call counters); nil means planProviders.
+	providers func(ctx context.Context, f *planFlags) (cloud.Providers, error)
+}
+
+// NewPlanCommand returns `tagsync plan`, which shows the writes the
+// controllers would make next, without making any.
+func NewPlanCommand() *cobra.Command {
+	cmd, _ := newPlanCommand()
+	return cmd
+}
+
+// newPlanCommand returns `tagsync plan` and the flags it binds.
+func newPlanCommand() (*cobra.Command, *planFlags) {
+	f := &planFlags{}
+	cmd := &cobra.Command{
+		Use:   "plan [NAME]",
+		Short: "Show the tags and labels the controllers would write next, as a diff, without writing",
+		Long: `plan reads the cluster and the clouds and shows what the next pass of each
+controller would write: tags per cloud resource and labels per Node for every
+NodeTagSync, and tags per classified resource for every CloudMetadata of the
+namespace (-n, else the kubeconfig context's; -A for all) with its
+AzureMetadata / AWSMetadata. NAME limits it to the NodeTagSync and the
+CloudMetadata of that name. It computes the writes with the controllers' own
+planning code and only reads: no tag, label, status or event is written.
+
+"+" is a tag or label added, "~" one changed, "-" one removed. Lines marked "?"
+depend on what the running controller remembers (see docs/cli.md): plan shows
+them but cannot know them. The cloud flags are those of tagsync run (the same
+credential chain); AWS is read when --aws-region or AWS_REGION is set.
+
+Exit codes:
+  0  planned (with --exit-code: and nothing would be written)
+  1  the cluster or a cloud could not be read
+  2  wrong flags or arguments
+  3  with --exit-code: something would be written`,
+		Example: `  tagsync plan
+  tagsync plan default -o json
+  kubectl tagsync plan prod-cluster -n platform --azure-auth-mode=workload-identity`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError(fmt.Errorf("plan takes at most one NAME, got %d arguments", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runPlan(cmd, f, args) },
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	f.kube = addKubeFlags(cmd)
+	fl := cmd.Flags()
+	f.cloud.bindAzure(fl)
+	f.cloud.bindAWS(fl)
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan the CloudMetadata of every namespace")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "exit with 3 when something would be written")
+	registerOutputCompletion(cmd, "text", "json")
+	return cmd, f
+}
+
+// runPlan reads, plans and prints.
+func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
+	if f.output != "text" && f.output != "json" {
+		return usageError(fmt.Errorf("--output %q is not text or json", f.output))
+	}
+	ctx := cmd.Context()
+	sel, err := f.selection(args)
+	if err != nil {
+		return err
+	}
+	c, err := f.kube.client()
+	if err != nil {
+		return err
+	}
+	build := f.providers
+	if build == nil {
+		build = planProviders
+	}
+	providers, err := build(ctx, f)
+	if err != nil {
+		return usageError(err)
+	}
+	prog := startProgress(cmd.ErrOrStderr(), "reading the cluster and the clouds")
+	report, err := collectPlan(ctx, c, providers, sel)
+	prog.stop()
+	if err != nil {
+		return err
+	}
+	if err := printPlan(cmd, f, report); err != nil {
+		return err
+	}
+	if f.exitCode && report.Writes() > 0 {
+		return &ExitError{Code: ExitPlanChanges, Err: fmt.Errorf("%d write(s) pending", report.Writes())}
+	}
+	return nil
+}
+
+// selection turns the flags and arguments into what to plan.
+func (f *planFlags) selection(args []string) (planSelection, error) {
+	sel := planSelection{allNamespaces: f.allNamespaces}
+	if len(args) == 1 {
+		sel.name = args[0]
+	}
+	if f.allNamespaces {
+		return sel, nil
+	}
+	ns, err := f.kube.namespace()
+	if err != nil {
+		return sel, usageError(err)
+	}
+	sel.namespace = ns
+	return sel, nil
+}
+
+// printPlan prints the report as text or JSON.
+func printPlan(cmd *cobra.Command, f *planFlags, r *planReport) error {
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return r.print(out, useColour(out))
+}
+
+// planProviders builds the clouds as tagsync run does, from the same flags:
+// Azure always (it sends nothing until asked), AWS when a region is set.
+// The providers have their own throttle gates and register no metrics.
+func planProviders(ctx context.Context, f *planFlags) (cloud.Providers, error) {
+	azCfg, err := f.cloud.azureConfig()
+	if err != nil {
+		return nil, err
+	}
+	az, err := azure.NewProvider(ctx, azCfg, azure.WithThrottleGates(azure.NewThrottleGates()), azure.WithCacheTTL(-1))
+	if err != nil {
+		return nil, err
+	}
+	ps := []cloud.Provider{az}
+	if f.cloud.awsEnabled() {
+		awsCfg, err := f.cloud.awsConfig()
+		if err != nil {
+			return nil, err
+		}
+		a, err := aws.NewProvider(ctx, awsCfg, aws.WithThrottleGates(aws.NewThrottleGates()))
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, a)
+	}
+	return cloud.NewProviders(ps...), nil
+}
+
+// errPlanNotFound is returned when NAME names nothing.
+var errPlanNotFound = errors.New("not found")

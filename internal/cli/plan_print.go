@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ANSI colours of the plan's diff lines (only on a terminal).
+const (
+	planGreen  = "\x1b[32m"
+	planYellow = "\x1b[33m"
+	planRed    = "\x1b[31m"
+	planCyan   = "\x1b[36m"
+	planReset  = "\x1b[0m"
+)
+
+// planPrinter writes the text form of a plan.
+type planPrinter struct {
+	w      io.Writer
+	colour bool
+	err    error
+}
+
+// line writes one line, indented; col colours it on a terminal.
+func (p *planPrinter) line(indent int, col, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	text := strings.Repeat("  ", indent) + fmt.Sprintf(format, args...)
+	if p.colour && col != "" {
+		text = col + text + planReset
+	}
+	_, p.err = fmt.Fprintln(p.w, text)
+}
+
+// print writes the report as a readable diff.
+func (r *planReport) print(w io.Writer, colour bool) error {
+	p := &planPrinter{w: w, colour: colour}
+	for _, s := range r.NodeTagSyncs {
+		p.sync(s)
+	}
+	for _, m := range r.CloudMetadata {
+		p.metadata(m)
+	}
+	if len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 {
+		p.line(0, "", "No NodeTagSync and no CloudMetadata found: nothing to plan.")
+	}
+	p.line(0, "", "")
+	p.line(0, "", "Plan: %d write(s) (%s).", r.Writes(), "nothing was written")
+	for _, u := range r.Unknown {
+		p.line(0, "", "Not known to plan: %s.", u)
+	}
+	return p.err
+}
+
+// sync prints one NodeTagSync's plan.
+func (p *planPrinter) sync(s syncPlan) {
+	p.line(0, "", "NodeTagSync %s", s.Name)
+	if s.Problem != "" {
+		p.line(1, planRed, "! %s", s.Problem)
+		return
+	}
+	for _, res := range s.Resources {
+		p.resource(1, res)
+	}
+	for _, n := range s.Nodes {
+		p.node(n)
+	}
+	p.line(1, "", "%d node(s) in sync", s.InSync)
+	for _, u := range s.Unsynced {
+		p.line(1, "", "node %s not synced: %s", u.Name, u.Reason)
+	}
+	if s.Claimed > 0 {
+		p.line(1, "", "%d node(s) synced by an older NodeTagSync", s.Claimed)
+	}
+	for _, f := range s.Failed {
+		p.line(1, planRed, "! unreadable: %s", f)
+	}
+}
+
+// metadata prints one CloudMetadata's plan.
+func (p *planPrinter) metadata(m metadataPlan) {
+	p.line(0, "", "CloudMetadata %s/%s", m.Namespace, m.Name)
+	if m.Problem != "" {
+		p.line(1, planRed, "! %s", m.Problem)
+		return
+	}
+	for _, q := range m.Requests {
+		p.line(1, "", "%s %s (%s, opcode %s): %d matched, %d in sync", q.Kind, q.Name, q.Cloud, q.Opcode, q.Matched, q.InSync)
+		if q.Problem != "" {
+			p.line(2, planRed, "! %s", q.Problem)
+		}
+		for _, res := range q.Resources {
+			p.resource(2, res)
+		}
+		for _, f := range q.Failed {
+			p.line(2, planRed, "! unreadable: %s", f)
+		}
+	}
+}
+
+// resource prints one cloud resource's diff.
+func (p *planPrinter) resource(indent int, d resourceDiff) {
+	p.line(indent, planCyan, "%s %s", d.Cloud, d.ID)
+	for _, c := range d.Changes {
+		p.change(indent+1, c, "")
+	}
+	for _, c := range d.Maybe {
+		p.change(indent+1, c, "? ")
+		p.line(indent+2, "", "(%s)", c.Note)
+	}
+	for _, n := range d.NotWritten {
+		p.line(indent+1, planRed, "! %s not written: %s", n.Name, n.Reason)
+	}
+	if d.Wiped {
+		p.line(indent+1, planRed, "! every synced tag vanished at once (a wipe): reported; restored from the labels under TwoWay")
+	}
+}
+
+// node prints one Node's diff.
+func (p *planPrinter) node(n nodeDiff) {
+	p.line(1, planCyan, "node %s", n.Name)
+	for _, c := range n.Labels {
+		p.change(2, c, "")
+	}
+	if n.Base != "" {
+		p.line(2, planYellow, "~ annotation tagsync.io/last-synced-tags = %s", n.Base)
+	}
+	if n.ReleaseTaint {
+		p.line(2, planRed, "- taint nodetags.tagsync.io/pending:NoSchedule")
+	}
+	for _, c := range n.Conflicts {
+		p.line(2, planRed, "! %s not written: %s", c.Name, c.Reason)
+	}
+}
+
+// change prints one + ~ - line.
+func (p *planPrinter) change(indent int, c change, mark string) {
+	switch c.Op {
+	case opAdd:
+		p.line(indent, planGreen, "%s+ %s = %q", mark, c.Name, *c.After)
+	case opChange:
+		p.line(indent, planYellow, "%s~ %s: %q -> %q", mark, c.Name, *c.Before, *c.After)
+	default:
+		p.line(indent, planRed, "%s- %s (was %q)", mark, c.Name, *c.Before)
+	}
+}
