@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/scheme"
@@ -18,24 +18,43 @@ var kubeScheme = sync.OnceValue(scheme.New)
 
 // kubeFlags are the cluster connection flags of the operator verbs, the same
 // as kubectl's (--kubeconfig, --context, -n/--namespace, --server, --token,
-// ...), so that `tagsync` and `kubectl tagsync` reach the same cluster as
-// kubectl would.
+// --as, ...; $KUBECONFIG; in-cluster config as a fallback), so that `tagsync`
+// and `kubectl tagsync` reach the same cluster as kubectl would.
+//
+// They are client-go's clientcmd flags, which kubectl's (cli-runtime's
+// genericclioptions) wrap. genericclioptions itself is not used: it links
+// kustomize, and with it Go's plugin package, which forces external linking
+// and adds ~50 MiB of resident binary to every `tagsync run` (see
+// docs/performance.md, "Memory").
 type kubeFlags struct {
-	config *genericclioptions.ConfigFlags
+	loading   *clientcmd.ClientConfigLoadingRules
+	overrides clientcmd.ConfigOverrides
+	loader    clientcmd.ClientConfig
 }
 
 // addKubeFlags registers kubectl's connection flags on cmd's persistent flags
 // and returns them.
 func addKubeFlags(cmd *cobra.Command) *kubeFlags {
-	f := &kubeFlags{config: genericclioptions.NewConfigFlags(true)}
-	f.config.AddFlags(cmd.PersistentFlags())
+	f := &kubeFlags{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.loading.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use for CLI requests.")
+	clientcmd.BindOverrideFlags(&f.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	return f
+}
+
+// clientConfig returns the kubeconfig loader the flags describe (built once,
+// after the flags are parsed).
+func (f *kubeFlags) clientConfig() clientcmd.ClientConfig {
+	if f.loader == nil {
+		f.loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loading, &f.overrides)
+	}
+	return f.loader
 }
 
 // namespace returns the namespace the flags select: -n, else the current
 // context's, else "default".
 func (f *kubeFlags) namespace() (string, error) {
-	ns, _, err := f.config.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := f.clientConfig().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
 	}
@@ -44,7 +63,7 @@ func (f *kubeFlags) namespace() (string, error) {
 
 // restConfig returns the REST config of the selected cluster.
 func (f *kubeFlags) restConfig() (*rest.Config, error) {
-	cfg, err := f.config.ToRESTConfig()
+	cfg, err := f.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
 	}
