@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
+	"github.com/tagsync/tagsync/internal/controller/labelsync"
+)
+
+// hostGVK is the BareMetalHost kind, patched through its metadata.
+var hostGVK = labelsync.HostGVK
+
+// Results is everything one run measured; it is written as JSON.
+type Results struct {
+	// Commit is the repository's HEAD, with "+dirty" when the controller's
+	// code differed from it (the numbers are of the working tree).
+	Commit   string           `json:"commit"`
+	Machine  benchkit.Machine `json:"machine"`
+	Settings map[string]any   `json:"settings"`
+	// Command is the controller's command line.
+	Command  []string        `json:"command"`
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished"`
+	Goals    []benchkit.Goal `json:"goals"`
+	Initial  *InitialResult  `json:"initialSync,omitempty"`
+	Change   *LatencyResult  `json:"change,omitempty"`
+	Revert   *LatencyResult  `json:"revert,omitempty"`
+	Steady   *SteadyResult   `json:"steady,omitempty"`
+	Memory   *MemoryResult   `json:"memory,omitempty"`
+}
+
+// InitialResult is the first sync of every Node (not a goal).
+type InitialResult struct {
+	// LabelsSeconds: from creating the profile until the harness's watches
+	// saw the last Node carry its labels.
+	LabelsSeconds float64 `json:"labelsSeconds"`
+	// StatusSeconds: until the profile was Ready with every host in sync.
+	StatusSeconds float64        `json:"statusSeconds"`
+	Writes        map[string]int `json:"writes"`
+	Controller    map[string]int `json:"controller"`
+}
+
+// LatencyResult is goal A or B: one latency per edit, from just before the
+// request to the watch event that showed the Node right.
+type LatencyResult struct {
+	GoalSeconds float64              `json:"goalSeconds"`
+	Seconds     []float64            `json:"seconds"`
+	ByOp        map[string][]float64 `json:"secondsByOperation"`
+	Median      float64              `json:"median"`
+	P99         float64              `json:"p99"`
+	Max         float64              `json:"max"`
+	// Writes are all writes seen during the scenario and until it settled,
+	// Controller the controller's own counts (metrics) over the same time.
+	Writes     map[string]int `json:"writes"`
+	Controller map[string]int `json:"controller"`
+	Met        bool           `json:"met"`
+}
+
+func (r *LatencyResult) add(op string, d time.Duration) {
+	s := benchkit.Secs(d)
+	r.Seconds = append(r.Seconds, s)
+	if r.ByOp == nil {
+		r.ByOp = map[string][]float64{}
+	}
+	r.ByOp[op] = append(r.ByOp[op], s)
+}
+
+// finish computes the quantiles (nearest rank) and the verdict.
+func (r *LatencyResult) finish(writes, controller map[string]int) {
+	r.Writes, r.Controller = writes, controller
+	s := append([]float64(nil), r.Seconds...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return
+	}
+	rank := func(q float64) float64 { return s[max(0, int(math.Ceil(q*float64(len(s))))-1)] }
+	r.Median, r.P99, r.Max = rank(0.5), rank(0.99), s[len(s)-1]
+	r.Met = r.Median <= r.GoalSeconds && r.P99 <= r.GoalSeconds
+}
+
+// SteadyResult is goal C.
+type SteadyResult struct {
+	Resyncs        int     `json:"resyncs"`
+	ResyncInterval string  `json:"resyncInterval"`
+	WindowSeconds  float64 `json:"windowSeconds"`
+	Passes         int     `json:"passes"`
+	PassSeconds    float64 `json:"passSecondsMean"`
+	// Writes are every write the harness's watches saw in the window, by
+	// resource and operation; Controller the controller's requests (its
+	// rest_client_requests_total by cluster and method) and Node writes.
+	Writes     map[string]int `json:"writes"`
+	Controller map[string]int `json:"controller"`
+	NodeWrites int            `json:"nodeWrites"`
+	HostWrites int            `json:"hostAndClusterAPIWrites"`
+	// StatusWrites are patches of the profile's status.
+	StatusWrites int  `json:"profileStatusWrites"`
+	Met          bool `json:"met"`
+}
+
+// judge counts the writes by kind. The goal is no write to a Node, host
+// or Cluster API object; the profile's status is reported (its
+// lastSyncTime is refreshed once per resync interval by design).
+func (r *SteadyResult) judge() {
+	for k, n := range r.Writes {
+		switch res, _, _ := strings.Cut(k, "."); res {
+		case "nodes":
+			r.NodeWrites += n
+		case "labelsyncprofiles":
+			r.StatusWrites += n
+		case "events", "secrets":
+		default:
+			r.HostWrites += n
+		}
+	}
+	r.Met = r.Passes >= r.Resyncs && r.NodeWrites == 0 && r.HostWrites == 0 && r.Writes["events.create"]+r.Writes["events.update"] == 0
+}
+
+// MemoryResult is goal D.
+type MemoryResult struct {
+	Scenarios string                  `json:"scenarios"`
+	Hosts     int                     `json:"hosts"`
+	Clusters  int                     `json:"workloadClusters"`
+	Samples   []benchkit.MemorySample `json:"samples"`
+	// Parts split VmRSS, sample by sample, into anonymous memory and file
+	// pages (mostly the tagsync binary's code and data, mapped).
+	Parts []RSSParts `json:"rssParts"`
+	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
+	RSSMiB     float64 `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// SampledPeakMiB is the highest VmRSS of the 200 ms sampler.
+	SampledPeakMiB float64 `json:"sampledPeakMiB"`
+	GoalMiB        float64 `json:"goalMiB"`
+	Met            bool    `json:"met"`
+}
+
+// RSSParts is one sample's VmRSS split.
+type RSSParts struct {
+	At      string  `json:"at"`
+	AnonMiB float64 `json:"rssAnonMiB"`
+	FileMiB float64 `json:"rssFileMiB"`
+}
+
+// snapshot is the write counts and controller metrics at one moment.
+type snapshot struct {
+	writes      map[string]int
+	controller  map[string]int
+	passes      float64
+	passSeconds float64
+}
+
+// snapshot reads the harness's write counts and the controller's metrics.
+func (b *bench) snapshot() snapshot {
+	s := snapshot{writes: b.writesSeen(), controller: map[string]int{}}
+	if text, err := b.ctrl.Metrics(); err == nil {
+		s.controller = b.controllerCounts(text)
+		s.passes = benchkit.MetricValue(text, "tagsync_labelsync_passes_total", `kind="LabelSyncProfile"`)
+		s.passSeconds = benchkit.MetricValue(text, "tagsync_labelsync_pass_duration_seconds_sum", `kind="LabelSyncProfile"`)
+	}
+	return s
+}
+
+// settleWrites waits until no write has been seen for 2 s and returns the
+// writes and controller counts since before.
+func (b *bench) settleWrites(ctx context.Context, before snapshot) (map[string]int, map[string]int) {
+	if err := b.quiet(ctx); err != nil {
+		benchkit.Logf("writes did not settle: %v", err)
+	}
+	after := b.snapshot()
+	return diffWrites(before.writes, after.writes), benchkit.DiffCalls(before.controller, after.controller)
+}
+
+// writesSeen sums the harness's write counts: Nodes over every workload
+// cluster, the management objects by resource ("nodes.update",
+// "baremetalhosts.update", ...).
+func (b *bench) writesSeen() map[string]int {
+	out := map[string]int{}
+	add := func(w *watch) {
+		for op, n := range w.writesSeen() {
+			out[w.resource+"."+op] += n
+		}
+	}
+	for _, w := range b.workloads {
+		add(w.nodes)
+	}
+	for _, w := range b.mgmtWatches {
+		add(w)
+	}
+	return out
+}
+
+// resetWrites zeroes every watch's write counts.
+func (b *bench) resetWrites() {
+	for _, w := range b.workloads {
+		w.nodes.resetWrites()
+	}
+	for _, w := range b.mgmtWatches {
+		w.resetWrites()
+	}
+}
+
+// diffWrites is after - before, without zeros.
+func diffWrites(before, after map[string]int) map[string]int {
+	return benchkit.DiffCalls(before, after)
+}
+
+// controllerCounts reads, from the controller's metrics, its requests by
+// cluster (management or workload) and method, and its Node writes by
+// result.
+func (b *bench) controllerCounts(text string) map[string]int {
+	mgmt := hostOf(b.mgmt.Config.Host)
+	out := map[string]int{}
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			where := "workload"
+			if label(line, "host") == mgmt {
+				where = "management"
+			}
+			out["requests."+where+"."+label(line, "method")] += value(line)
+		case strings.HasPrefix(line, "tagsync_labelsync_node_writes_total{"):
+			out["nodeWrites."+label(line, "result")] += value(line)
+		}
+	}
+	return out
+}
+
+func hostOf(server string) string {
+	if u, err := url.Parse(server); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return server
+}
+
+// label is a label's value in one Prometheus text line.
+func label(line, name string) string {
+	_, rest, ok := strings.Cut(line, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// value is the sample value of one Prometheus text line.
+func value(line string) int {
+	v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	return int(v)
+}
+
+func (o options) settings() map[string]any {
+	return map[string]any{
+		"scenarios": o.scenarios,
+		"estate": fmt.Sprintf("1 management + %d workload control planes; %d BareMetalHosts per workload cluster, each with Metal3Machine, Machine (nodeRef) and Node",
+			o.clusters, o.hostsPer),
+		"profile":       fmt.Sprintf("one LabelSyncProfile selecting every host, prefixes %s and %s, resyncInterval %s", rackPrefix, securityPrefix, o.resync),
+		"hostLabels":    "3 in scope, 1 out of scope, the selector label",
+		"nodeShape":     fmt.Sprintf("kubelet-like labels, annotations, spec and status with %d images", o.nodeImages),
+		"changes":       o.changes,
+		"reverts":       o.reverts,
+		"steadyResyncs": o.steadyResyncs,
+		"memoryLimit":   o.memoryLimit,
+	}
+}
+
+// goals renders the verdicts.
+func (r *Results) goals(o options) []benchkit.Goal {
+	var g []benchkit.Goal
+	lat := func(name string, l *LatencyResult) {
+		if l == nil || len(l.Seconds) == 0 {
+			return
+		}
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("%s (%d, one after the other)", name, len(l.Seconds)), Target: "median and p99 <= 1 s",
+			Measured: fmt.Sprintf("median %.3f s, p99 %.3f s (max %.3f s)", l.Median, l.P99, l.Max), Met: l.Met})
+	}
+	lat("A. host label change reaches its Node", r.Change)
+	lat("B. Node-side edit reverted", r.Revert)
+	if s := r.Steady; s != nil && s.Passes > 0 {
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("C. steady resync (%d periodic passes over %d hosts)", s.Passes, o.clusters*o.hostsPer),
+			Target:   "0 Node, host and Cluster API writes",
+			Measured: fmt.Sprintf("%d Node, %d host/CAPI writes; %d profile status patches", s.NodeWrites, s.HostWrites, s.StatusWrites), Met: s.Met})
+	}
+	if m := r.Memory; m != nil && o.has("memory") {
+		limit := ""
+		if o.memoryLimit != "" {
+			limit = ", --memory-limit " + o.memoryLimit
+		}
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("D. controller RSS (%d hosts in %d workload clusters; %s%s)", m.Hosts, m.Clusters, m.Scenarios, limit),
+			Target: "<= 150 MiB", Measured: fmt.Sprintf("peak %.0f MiB, settled %.0f MiB", m.PeakRSSMiB, m.RSSMiB), Met: m.Met})
+	}
+	return g
+}
+
+func printReport(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "\nLabelSync benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
+		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
+	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
+	benchkit.PrintGoals(w, r.Goals)
+	if i := r.Initial; i != nil {
+		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; writes %s; controller %s\n",
+			i.LabelsSeconds, i.StatusSeconds, benchkit.OpsLine(i.Writes), benchkit.OpsLine(i.Controller))
+	}
+	for _, l := range []struct {
+		name string
+		r    *LatencyResult
+	}{{"A (host label change)", r.Change}, {"B (Node edit reverted)", r.Revert}} {
+		if l.r == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s: median %.3fs, p99 %.3fs, max %.3fs; writes %s; controller %s\n", l.name, l.r.Median, l.r.P99, l.r.Max,
+			benchkit.OpsLine(l.r.Writes), benchkit.OpsLine(l.r.Controller))
+	}
+	if s := r.Steady; s != nil {
+		fmt.Fprintf(w, "C (steady): %d periodic passes, %.3fs each, in %.1fs; writes %s; controller %s\n", s.Passes, s.PassSeconds, s.WindowSeconds,
+			benchkit.OpsLine(s.Writes), benchkit.OpsLine(s.Controller))
+	}
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "Memory of tagsync run (%d hosts, %d workload clusters):\n", m.Hosts, m.Clusters)
+		for i, s := range m.Samples {
+			var p RSSParts
+			if i < len(m.Parts) {
+				p = m.Parts[i]
+			}
+			fmt.Fprintf(w, "  %-30s VmRSS %6.1f MiB (anon %5.1f, file %5.1f)  VmHWM %6.1f MiB  Go heap in use %5.1f MiB  CPU %5.1fs  goroutines %d\n",
+				s.At, s.RSSMiB, p.AnonMiB, p.FileMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds, s.Goroutines)
+		}
+	}
+}
+
+// rssParts reads how much of a process's RSS is anonymous memory (the Go
+// heap, stacks, runtime) and how much file pages (the mapped binary), in
+// MiB.
+func rssParts(pid int) (anon, file float64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = benchkit.MiB(kb * 1024)
+		case "RssFile:":
+			file = benchkit.MiB(kb * 1024)
+		}
+	}
+	return anon, file
+}
+
+// saveHeapProfile writes the controller's heap profile to path.
+func (b *bench) saveHeapProfile(path string) error {
+	resp, err := http.Get("http://" + b.pprofAddr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: HTTP %d", resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
