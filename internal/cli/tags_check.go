@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -37,13 +38,20 @@ func checkSpec(k providerKind, s providerSpec) []string {
 		}
 	}
 	if err := k.rules.ValidateSet(set); err != nil {
+		admitted := len(problems)
 		for _, p := range problemsOf(err) {
-			if !slices.Contains(problems, p.Message) {
+			if !mentions(problems[:admitted], p.Tag) {
 				problems = append(problems, p.Message+" (the controller would apply nothing: Approved=False)")
 			}
 		}
 	}
 	return problems
+}
+
+// mentions reports whether a problem already names tag (quoted); a tag
+// admission refuses is not reported twice.
+func mentions(problems []string, tag string) bool {
+	return tag != "" && slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, strconv.Quote(tag)) })
 }
 
 // azureAdmission mirrors the AzureMetadata schema and CEL rules on

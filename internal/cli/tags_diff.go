@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // specDiff describes the change from one request to another, one line per
@@ -22,11 +24,11 @@ func specDiff(before, after providerSpec) []string {
 		nv, has := a[k]
 		switch {
 		case had && !has:
-			out = append(out, fmt.Sprintf("- %s=%s (released: it stays on the resources as it is)", k, old))
+			out = append(out, fmt.Sprintf("- %s=%s (released: it stays on the resources as it is)", k, shown(old, *before.opcode)))
 		case !had && has:
-			out = append(out, fmt.Sprintf("+ %s=%s", k, nv))
+			out = append(out, fmt.Sprintf("+ %s=%s", k, shown(nv, *after.opcode)))
 		case old != nv:
-			out = append(out, fmt.Sprintf("~ %s: %s -> %s", k, old, nv))
+			out = append(out, fmt.Sprintf("~ %s: %s -> %s", k, shown(old, *before.opcode), shown(nv, *after.opcode)))
 		}
 	}
 	for _, n := range *before.ignore {
@@ -40,6 +42,18 @@ func specDiff(before, after providerSpec) []string {
 		}
 	}
 	return out
+}
+
+// shown renders a requested value: an empty one is "(any value)" under
+// opcode delete, `""` otherwise.
+func shown(v string, op v1alpha1.Opcode) string {
+	switch {
+	case v != "":
+		return v
+	case op == v1alpha1.OpcodeDelete:
+		return "(any value)"
+	}
+	return `""`
 }
 
 // union returns a map with the keys of a and b.

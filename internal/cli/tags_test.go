@@ -102,7 +102,7 @@ func TestTagsDeleteNeedsReplaceToChangeTheOpcode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	mustContain(t, "the output", out, "opcode: add -> delete", "- cost-center=eng-42 (released", "~ env: demo -> ")
+	mustContain(t, "the output", out, "opcode: add -> delete", "- cost-center=eng-42 (released", "~ env: demo -> (any value)")
 	got := getAzure(t, env, ns).Spec
 	if got.Opcode != v1alpha1.OpcodeDelete || len(got.ResourceTags) != 1 || got.ResourceTags["env"] != "" {
 		t.Errorf("spec after delete --replace: %+v", got)
