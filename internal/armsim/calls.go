@@ -21,6 +21,7 @@ type OpCalls struct {
 // "Tags.{GetAtScope,CreateOrUpdateAtScope,UpdateAtScope,DeleteAtScope}",
 // "Resources.{List,ListByResourceGroup,GetByID}",
 // "ResourceGroups.{Get,List}", "ResourceGraph.Resources",
+// "Permissions.ListForSubscription",
 // "Operations.{Status,Result}" (LRO polling), "Identity.*" and "Unknown".
 type Calls map[string]OpCalls
 

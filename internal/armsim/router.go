@@ -133,6 +133,8 @@ func subscriptionRoutes(rt *route) methods {
 	switch {
 	case rt.is("subscriptions", "*", "resources"):
 		return get("Resources.List", (*Server).handleResourcesList)
+	case rt.is("subscriptions", "*", "providers", "microsoft.authorization", "permissions"):
+		return get("Permissions.ListForSubscription", (*Server).handlePermissions)
 	case rt.is("subscriptions", "*", "resourcegroups"):
 		return get("ResourceGroups.List", (*Server).handleGroupList)
 	case rt.is("subscriptions", "*", "resourcegroups", "*"):

@@ -26,6 +26,7 @@ type Server struct {
 	throttle *throttler
 	faults   *faultInjector
 	calls    *callCounter
+	perms    permissionTable
 	signKey  []byte
 	idHeader string
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,8 +28,14 @@ import (
 // secret in a file as tagsync run takes it.
 func awsFlags(t *testing.T, moto *testenv.Moto) []string {
 	t.Helper()
+	return awsFlagsWith(t, moto, testenv.MotoSecretAccessKey)
+}
+
+// awsFlagsWith is awsFlags with another secret key (moto takes any).
+func awsFlagsWith(t *testing.T, moto *testenv.Moto, key string) []string {
+	t.Helper()
 	secret := filepath.Join(t.TempDir(), "aws-secret")
-	if err := os.WriteFile(secret, []byte(testenv.MotoSecretAccessKey), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"--aws-region=" + testenv.MotoRegion, "--aws-endpoint=" + moto.URL,
@@ -128,6 +135,6 @@ func startAWSController(t *testing.T, env *testenv.Env, ns string, moto *testenv
 	if err != nil {
 		t.Fatal(err)
 	}
-	runManager(t, mgr)
+	runManager(t, mgr, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	return log
 }

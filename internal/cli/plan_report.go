@@ -22,13 +22,13 @@ type syncPlan struct {
 	Name string `json:"name"`
 	// Problem is why nothing would be written (an invalid spec, an
 	// unconfigured cloud); empty otherwise.
-	Problem   string          `json:"problem,omitempty"`
-	Resources []resourceDiff  `json:"resources,omitempty"`
-	Nodes     []nodeDiff      `json:"nodes,omitempty"`
-	Unsynced  []unsyncedNode  `json:"unsynced,omitempty"`
-	Claimed   int             `json:"claimedByOlder,omitempty"`
-	Failed    []string        `json:"unreadableScopes,omitempty"`
-	InSync    int             `json:"inSyncNodes"`
+	Problem   string         `json:"problem,omitempty"`
+	Resources []resourceDiff `json:"resources,omitempty"`
+	Nodes     []nodeDiff     `json:"nodes,omitempty"`
+	Unsynced  []unsyncedNode `json:"unsynced,omitempty"`
+	Claimed   int            `json:"claimedByOlder,omitempty"`
+	Failed    []string       `json:"unreadableScopes,omitempty"`
+	InSync    int            `json:"inSyncNodes"`
 }
 
 // metadataPlan is one CloudMetadata's next pass.

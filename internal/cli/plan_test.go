@@ -353,12 +353,17 @@ func startControllers(t *testing.T, e *planEstate) *testenv.SyncBuffer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runManager(t, mgr)
+	runManager(t, mgr, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 	return log
 }
 
-// runManager starts a built controller manager until the test ends.
-func runManager(t *testing.T, mgr *operator.Manager) {
+// runManager starts a built controller manager until the test ends. It
+// starts the manager's event broadcaster in the test's goroutine (by
+// emitting an event about the test's namespace): otherwise the manager's
+// stop starts it in a goroutine it does not wait for, which reads klog's
+// global logger while later tests of the package (tagsync run) set it.
+func runManager(t *testing.T, mgr *operator.Manager, about client.Object) {
+	mgr.GetEventRecorder("tagsync-test").Eventf(about, nil, corev1.EventTypeNormal, "TestStarted", "Test", "controllers started by %s", t.Name())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

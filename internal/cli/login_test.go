@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// jwtPattern matches anything shaped like a bearer token.
+var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.`)
+
+// assertNoSecret fails when the output shows a secret or a token.
+func assertNoSecret(t *testing.T, output string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(output, s) {
+			t.Errorf("login printed the secret %q:\n%s", s, output)
+		}
+	}
+	if m := jwtPattern.FindString(output); m != "" {
+		t.Errorf("login printed a token (%s...):\n%s", m, output)
+	}
+}
+
+// armsimLoginFlags reach armsim through tagsync run's client-secret chain
+// with the secret in a file.
+func armsimLoginFlags(t *testing.T, sim *armsimtest.Env, secret string) []string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := sim.Server.URL()
+	return []string{"--azure-arm-endpoint=" + url, "--azure-arm-audience=" + url, "--azure-authority-host=" + url,
+		"--azure-ca-file=" + sim.Server.CAFile(), "--azure-auth-mode=client-secret", "--azure-tenant-id=" + sim.Server.TenantID(),
+		"--azure-client-id=" + armsimtest.ClientID, "--azure-client-secret-file=" + file, "--azure-subscription=" + armsimtest.SubscriptionID}
+}
+
+// runLoginCLI runs `tagsync login args...`.
+func runLoginCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, errOut, err := runVerb(t.Context(), NewLoginCommand(), append([]string{"login"}, args...)...)
+	return out + errOut, err
+}
+
+// TestLoginAzure: against armsim with the real Azure SDK, login names the
+// tenant and client from the token, passes every check for an owner (exit
+// 0), names the missing write permission of a reader (exit 3), fails
+// without identity for a wrong secret (exit 1), and never shows the secret
+// or a token.
+func TestLoginAzure(t *testing.T) {
+	sim := armsimtest.Start(t, armsimtest.WithOptions(func(o *armsim.Options) {
+		o.ClientSecrets = map[string]string{armsimtest.ClientID: armsimtest.ClientSecret}
+	}))
+	out, err := runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure")...)
+	if err != nil {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Azure (credential: client-secret)", "tenant:    " + sim.Server.TenantID(), "client ID: " + armsimtest.ClientID,
+		"ok      Microsoft.Resources/tags/write", "ok      Resource Graph query"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("login does not say %q:\n%s", want, out)
+		}
+	}
+	assertNoSecret(t, out, armsimtest.ClientSecret)
+
+	sim.Server.SetPermissions(armsimtest.ClientID, "*/read")
+	out, err = runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure")...)
+	if ExitCode(err) != ExitLoginMissing || !strings.Contains(out, "MISSING Microsoft.Resources/tags/write") ||
+		!strings.Contains(out, "ok      Microsoft.Resources/tags/read") {
+		t.Errorf("a reader: exit %d (%v), want %d naming tags/write missing:\n%s", ExitCode(err), err, ExitLoginMissing, out)
+	}
+	assertNoSecret(t, out, armsimtest.ClientSecret)
+
+	out, err = runLoginCLI(t, append(armsimLoginFlags(t, sim, "not-the-secret-42"), "azure")...)
+	if ExitCode(err) != 1 || !strings.Contains(out, "no identity") {
+		t.Errorf("a wrong secret: exit %d (%v), want 1 saying there is no identity:\n%s", ExitCode(err), err, out)
+	}
+	assertNoSecret(t, out, armsimtest.ClientSecret, "not-the-secret-42")
+}
+
+// TestLoginAWS: against moto, login names moto's account and caller ARN
+// (sts:GetCallerIdentity), and checks tag:GetResources and the tag writes
+// as dry runs on a classified instance without writing a tag.
+func TestLoginAWS(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	ec2c := ec2.NewFromConfig(moto.Config)
+	id := motoInstances(t, ec2c, 1, map[string]string{"kubernetes.io/cluster/login": "owned"})[0]
+	const secret = "moto-secret-never-printed-7f3a"
+	out, err := runLoginCLI(t, append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned")...)
+	if err != nil {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	for _, want := range []string{"AWS (region " + testenv.MotoRegion + ")", "account: " + testenv.MotoAccountID, "ARN:     arn:aws:",
+		"ok      tag:GetResources", "ok      ec2:CreateTags: allowed on " + id, "ok      ec2:DeleteTags: allowed on " + id} {
+		if !strings.Contains(out, want) {
+			t.Errorf("login does not say %q:\n%s", want, out)
+		}
+	}
+	assertNoSecret(t, out, secret)
+	tagsOut, err := ec2c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{id}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tagsOut.Tags) != 1 {
+		t.Errorf("the dry runs wrote tags: %v", tagsOut.Tags)
+	}
+}

@@ -1,0 +1,119 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+)
+
+// Identity is who the provider's credentials are (STS GetCallerIdentity).
+type Identity struct {
+	// Account is the AWS account ID.
+	Account string `json:"account"`
+	// ARN is the caller's ARN (a user, or an assumed role's session).
+	ARN string `json:"arn"`
+	// UserID is the caller's unique ID.
+	UserID string `json:"userID,omitempty"`
+}
+
+// WhoAmI resolves the credential chain the provider was built with and
+// asks STS who it is. STS needs no permission.
+func (p *Provider) WhoAmI(ctx context.Context) (Identity, error) {
+	c := sts.NewFromConfig(p.awsCfg)
+	out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return Identity{}, fmt.Errorf("aws: sts:GetCallerIdentity: %w", err)
+	}
+	return Identity{Account: sdkaws.ToString(out.Account), ARN: sdkaws.ToString(out.Arn), UserID: sdkaws.ToString(out.UserId)}, nil
+}
+
+// Check is one permission check of a login.
+type Check struct {
+	// Name is the IAM action checked.
+	Name string `json:"name"`
+	// OK is true when the action is allowed.
+	OK bool `json:"ok"`
+	// Detail says what was found, or what is missing and why tagsync needs it.
+	Detail string `json:"detail,omitempty"`
+}
+
+// placeholderInstance is the EC2 ID a dry run names when no resource was
+// found to name instead.
+const placeholderInstance = "i-00000000000000000"
+
+// CheckAccess checks, with cheap calls in the provider's region, what the
+// credentials may do: tag:GetResources with a page of one, then
+// ec2:CreateTags and ec2:DeleteTags as dry runs (nothing is written) on the
+// first EC2 resource found with the tag classifier (name=value; empty:
+// any resource), so that a policy conditioned on the resource's tags is
+// evaluated on a resource tagsync would write.
+func (p *Provider) CheckAccess(ctx context.Context, classifier string) []Check {
+	c := p.clientsFor(p.region)
+	get, target := p.checkGetResources(ctx, c.tagging, classifier)
+	return []Check{get, dryRun(ctx, c.ec2, "ec2:CreateTags", target, true), dryRun(ctx, c.ec2, "ec2:DeleteTags", target, false)}
+}
+
+// checkGetResources reads one page of one resource and returns the check
+// and the EC2 ID to name in the dry runs.
+func (p *Provider) checkGetResources(ctx context.Context, c *tagging.Client, classifier string) (Check, string) {
+	in := &tagging.GetResourcesInput{ResourcesPerPage: sdkaws.Int32(1), ResourceTypeFilters: []string{"ec2"}}
+	if name, value, ok := strings.Cut(classifier, "="); ok {
+		in.TagFilters = []taggingtypes.TagFilter{{Key: sdkaws.String(name), Values: []string{value}}}
+	}
+	out, err := c.GetResources(ctx, in)
+	check := Check{Name: "tag:GetResources"}
+	if err != nil {
+		check.Detail = "missing or failed: needed to find classified resources (CloudMetadata): " + err.Error()
+		return check, placeholderInstance
+	}
+	check.OK, check.Detail = true, "find classified resources (CloudMetadata)"
+	for _, m := range out.ResourceTagMappingList {
+		if id := resourceIDOf(sdkaws.ToString(m.ResourceARN)); id != "" {
+			return check, id
+		}
+	}
+	check.Detail += "; no EC2 resource found: the dry runs below name a placeholder ID, so a policy conditioned on resource tags may answer differently"
+	return check, placeholderInstance
+}
+
+// resourceIDOf returns the resource ID at the end of an EC2 ARN.
+func resourceIDOf(arn string) string {
+	if i := strings.LastIndex(arn, "/"); i >= 0 && strings.Contains(arn, ":ec2:") {
+		return arn[i+1:]
+	}
+	return ""
+}
+
+// dryRun asks EC2 whether the caller may create or delete a tag on id
+// without doing it: DryRunOperation means allowed, UnauthorizedOperation not.
+func dryRun(ctx context.Context, c *ec2.Client, action, id string, create bool) Check {
+	tag := []ec2types.Tag{{Key: sdkaws.String("tagsync-login-check"), Value: sdkaws.String("dry-run")}}
+	var err error
+	if create {
+		_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{DryRun: sdkaws.Bool(true), Resources: []string{id}, Tags: tag})
+	} else {
+		_, err = c.DeleteTags(ctx, &ec2.DeleteTagsInput{DryRun: sdkaws.Bool(true), Resources: []string{id}, Tags: tag})
+	}
+	check := Check{Name: action}
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &api) && api.ErrorCode() == "DryRunOperation":
+		check.OK, check.Detail = true, "allowed on "+id+" (dry run, nothing written)"
+	case errors.As(err, &api) && api.ErrorCode() == "UnauthorizedOperation":
+		check.Detail = "missing on " + id + ": needed to write tags (CloudMetadata)"
+	case err == nil:
+		check.Detail = "the dry run on " + id + " was not refused as a dry run: the endpoint may not support dry runs"
+	default:
+		check.Detail = "could not be checked on " + id + ": " + err.Error()
+	}
+	return check
+}
