@@ -255,5 +255,6 @@ func (pg *playground) labelSyncStatus(ctx context.Context) (string, error) {
 		ready = string(c.Status)
 	}
 	st := p.Status
-	return fmt.Sprintf("%d hosts matched, %d nodes in sync, %d waiting, Ready=%s", st.HostsMatched, st.NodesInSync, st.HostsWaiting, ready), nil
+	return fmt.Sprintf("%s matched, %s in sync, %d waiting, Ready=%s",
+		plural(int(st.HostsMatched), "host"), plural(int(st.NodesInSync), "node"), st.HostsWaiting, ready), nil
 }

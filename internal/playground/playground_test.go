@@ -31,7 +31,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{"Node labels (azure.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled",
 		"✓ labelsync: host label → its Node", "✓ labelsync: Node edit reverted",
-		"LabelSyncProfile metal/racks: 1 hosts matched, 1 nodes in sync, 0 waiting, Ready=True"} {
+		"LabelSyncProfile metal/racks: 1 host matched, 1 node in sync, 0 waiting, Ready=True"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}
