@@ -73,6 +73,22 @@ test: tools verify-generated vet lint helm-check ## Build tools if missing, chec
 build: ## Build bin/tagsync.
 	go build -o $(BIN)/tagsync ./cmd/tagsync
 
+# Where install-plugin puts tagsync and the kubectl plugin; must be on PATH.
+PLUGIN_DIR ?= $(shell go env GOPATH)/bin
+
+.PHONY: install-plugin
+install-plugin: ## Install tagsync and the kubectl plugin (kubectl-tagsync, kubectl_complete-tagsync) into PLUGIN_DIR (default $(go env GOPATH)/bin).
+	@mkdir -p $(PLUGIN_DIR)
+	go build -o $(PLUGIN_DIR)/tagsync ./cmd/tagsync
+	ln -sf tagsync $(PLUGIN_DIR)/kubectl-tagsync
+	@# kubectl (1.26+) completes a plugin's arguments through kubectl_complete-<plugin>.
+	@printf '%s\n' '#!/bin/sh' '# shell completion of `kubectl tagsync` (kubectl 1.26+ runs it)' \
+		'exec kubectl-tagsync __complete "$$@"' > $(PLUGIN_DIR)/kubectl_complete-tagsync
+	@chmod +x $(PLUGIN_DIR)/kubectl_complete-tagsync
+	@echo ">> installed $(PLUGIN_DIR)/tagsync, kubectl-tagsync (a symlink to it) and kubectl_complete-tagsync"
+	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) echo ">> try: kubectl tagsync status -A";; \
+		*) echo ">> $(PLUGIN_DIR) is not on PATH: add it, or run make install-plugin PLUGIN_DIR=<a directory on PATH>";; esac
+
 ##@ Code generation and checks
 
 .PHONY: generate

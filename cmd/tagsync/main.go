@@ -14,12 +14,16 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRootCommand()
+	cli.AdjustForInvocation(root, os.Args[0])
 	root.AddCommand(
 		cli.NewVersionCommand(),
 		cli.NewRunCommand(),
 		cli.NewDemoCommand(),
 		cli.NewArmsimCommand(),
 		cli.NewValidateCommand(),
+		cli.NewStatusCommand(),
+		cli.NewPlanCommand(),
+		cli.NewTagsCommand(),
 	)
 	err := root.ExecuteContext(ctx)
 	stop()

@@ -50,7 +50,13 @@ type process struct {
 // process is killed when the test ends.
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(os.Args[0], args...), out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
+	return startAs(t, os.Args[0], env, args...)
+}
+
+// startAs is start running the test binary as path (a symlink to it).
+func startAs(t *testing.T, path string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(path, args...), out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
