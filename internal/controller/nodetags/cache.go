@@ -4,13 +4,17 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // TrimNode is the cache transform the controller works with: it reads a
 // Node's name, labels, base annotation, resourceVersion, providerID and
 // taints, never its status (images, conditions, addresses make up most of a
-// Node) or other annotations, so the cache can store Nodes without them.
+// Node) or other annotations, so the cache stores each Node as a cachedNode:
+// its metadata and spec, without the status struct (half of a corev1.Node
+// even when empty).
 //
 // It also shares what Nodes have in common. The Nodes of a pool carry the
 // same labels (pool, zone, OS, instance type, synced tags) except
@@ -25,16 +29,41 @@ import (
 // The transform is idempotent (client-go may hand it an object it already
 // transformed) and never mutates a map it has shared.
 var TrimNode toolscache.TransformFunc = func(in any) (any, error) {
-	node, ok := in.(*corev1.Node)
-	if !ok {
-		return in, nil
+	if node, ok := in.(*corev1.Node); ok {
+		return trim(node), nil
 	}
-	node.ManagedFields = nil
-	node.Status = corev1.NodeStatus{}
-	node.Spec.PodCIDR, node.Spec.PodCIDRs = "", nil
-	node.Labels = sharedLabels.intern(withHostnameMarker(node.Name, node.Labels))
-	node.Annotations = sharedAnnotations.intern(onlyBase(node.Annotations))
-	return node, nil
+	return in, nil
+}
+
+// trim returns what the controller keeps of node.
+func trim(node *corev1.Node) *cachedNode {
+	out := &cachedNode{TypeMeta: nodeTypeMeta, ObjectMeta: node.ObjectMeta, Spec: node.Spec}
+	out.ManagedFields = nil
+	out.Spec.PodCIDR, out.Spec.PodCIDRs = "", nil
+	out.Labels = sharedLabels.intern(withHostnameMarker(node.Name, node.Labels))
+	out.Annotations = sharedAnnotations.intern(onlyBase(node.Annotations))
+	return out
+}
+
+// cachedNode is a Node as the controller's cache keeps it: metadata (labels
+// shared, annotations only the base) and spec (providerID, taints), no
+// status. It is a client.Object whose kind is Node, so events about it are
+// recorded on the Node.
+type cachedNode struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	Spec corev1.NodeSpec
+}
+
+// nodeTypeMeta names the kind of every cachedNode.
+var nodeTypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
+
+// DeepCopyObject implements runtime.Object. Labels and annotations are
+// copied too, so the copy owns its maps.
+func (n *cachedNode) DeepCopyObject() runtime.Object {
+	out := &cachedNode{TypeMeta: n.TypeMeta, Spec: *n.Spec.DeepCopy()}
+	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
 }
 
 // hostnameIsNodeName stands in a cached label map for kubernetes.io/hostname
@@ -63,7 +92,7 @@ func withHostnameMarker(name string, labels map[string]string) map[string]string
 // nodeLabels is the label set of a cached Node as selectors see it: its
 // labels, with kubernetes.io/hostname restored where TrimNode replaced it by
 // the marker. It implements labels.Labels.
-type nodeLabels struct{ node *corev1.Node }
+type nodeLabels struct{ node *cachedNode }
 
 // Has reports whether the Node has the label.
 func (l nodeLabels) Has(key string) bool {

@@ -28,13 +28,16 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 	}
 	a, _ := TrimNode(mk("a"))
 	b, _ := TrimNode(mk("b"))
-	na, nb := a.(*corev1.Node), b.(*corev1.Node)
+	na, nb := a.(*cachedNode), b.(*cachedNode)
 	if na.Spec.ProviderID != "azure:///x" || !hasPendingTaint(na) || na.Labels["agentpool"] != "pool1" ||
 		na.Annotations[BaseAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {
 		t.Fatalf("trimNode dropped something the controller reads: %+v", na)
 	}
-	if na.ManagedFields != nil || len(na.Status.Images) != 0 || na.Spec.PodCIDR != "" || len(na.Annotations) != 1 {
+	if na.ManagedFields != nil || na.Spec.PodCIDR != "" || len(na.Annotations) != 1 {
 		t.Fatalf("trimNode kept what the controller never reads: %+v", na)
+	}
+	if na.Kind != "Node" || na.APIVersion != "v1" {
+		t.Fatalf("the cached node does not name its kind (events about it need it): %+v", na.TypeMeta)
 	}
 	if unsafe.StringData(na.Labels["agentpool"]) != unsafe.StringData(nb.Labels["agentpool"]) {
 		t.Fatal("equal label values of two Nodes are not shared")
@@ -50,12 +53,12 @@ func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T)
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l,
 			Annotations: map[string]string{BaseAnnotation: `{"env":"prod"}`, "other": "x"}}}
 	}
-	trim := func(n *corev1.Node) *corev1.Node {
+	trim := func(n *corev1.Node) *cachedNode {
 		out, err := TrimNode(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out.(*corev1.Node)
+		return out.(*cachedNode)
 	}
 	a, b := trim(mk("a", "a")), trim(mk("b", "b"))
 	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
@@ -68,7 +71,7 @@ func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T)
 	odd, none := trim(mk("c", "not-c")), trim(mk("d", ""))
 	for _, tc := range []struct {
 		selector string
-		node     *corev1.Node
+		node     *cachedNode
 		want     bool
 	}{
 		{"kubernetes.io/hostname=a", a, true},
@@ -93,7 +96,11 @@ func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T)
 	}
 
 	before := maps.Clone(a.Labels)
-	again := trim(a) // client-go may transform an object twice
+	obj, err := TrimNode(a) // client-go may transform an object twice
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := obj.(*cachedNode)
 	if !maps.Equal(a.Labels, before) || reflect.ValueOf(again.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
 		t.Fatalf("transforming a cached Node again changed or unshared its labels: %v", again.Labels)
 	}

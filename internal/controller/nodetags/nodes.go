@@ -22,7 +22,7 @@ const BaseAnnotation = "tagsync.io/last-synced-tags"
 // readBase returns the Node's stored base, nil when there is none. A
 // malformed annotation is reported and treated as no history, which can only
 // add, never delete.
-func readBase(node *corev1.Node) (tags.Set, error) {
+func readBase(node *cachedNode) (tags.Set, error) {
 	raw, ok := node.Annotations[BaseAnnotation]
 	if !ok {
 		return nil, nil
@@ -64,7 +64,7 @@ func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" &
 // patch guarded by the Node's resourceVersion: if the Node changed since it
 // was read, the API server answers Conflict and the next pass re-reads it, so
 // a label or taint someone else just wrote is never overwritten.
-func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUpdate) error {
+func patchNode(ctx context.Context, c client.Client, node *cachedNode, u nodeUpdate) error {
 	labels := map[string]any{}
 	for k, v := range u.labels.Set {
 		labels[k] = v

@@ -20,7 +20,7 @@ type nodeSource struct {
 }
 
 // list returns the Nodes the selector matches.
-func (s nodeSource) list(ctx context.Context, sel labels.Selector) ([]*corev1.Node, error) {
+func (s nodeSource) list(ctx context.Context, sel labels.Selector) ([]*cachedNode, error) {
 	if s.store == nil {
 		var list corev1.NodeList
 		if err := s.client.List(ctx, &list, ctrl.MatchingLabelsSelector{Selector: sel}, ctrl.UnsafeDisableDeepCopy); err != nil {
@@ -28,9 +28,9 @@ func (s nodeSource) list(ctx context.Context, sel labels.Selector) ([]*corev1.No
 		}
 		return pointers(list.Items), nil
 	}
-	var out []*corev1.Node
+	var out []*cachedNode
 	for _, obj := range s.store.List() {
-		if n, ok := obj.(*corev1.Node); ok && sel.Matches(nodeLabels{n}) {
+		if n, ok := obj.(*cachedNode); ok && sel.Matches(nodeLabels{n}) {
 			out = append(out, n)
 		}
 	}
@@ -38,10 +38,10 @@ func (s nodeSource) list(ctx context.Context, sel labels.Selector) ([]*corev1.No
 }
 
 // pending returns the Nodes carrying the pending taint.
-func (s nodeSource) pending(ctx context.Context) ([]*corev1.Node, error) {
+func (s nodeSource) pending(ctx context.Context) ([]*cachedNode, error) {
 	if s.store == nil {
 		all, err := s.list(ctx, labels.Everything())
-		var out []*corev1.Node
+		var out []*cachedNode
 		for _, n := range all {
 			if hasPendingTaint(n) {
 				out = append(out, n)
@@ -53,19 +53,20 @@ func (s nodeSource) pending(ctx context.Context) ([]*corev1.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the pending-taint index: %w", err)
 	}
-	out := make([]*corev1.Node, 0, len(objs))
+	out := make([]*cachedNode, 0, len(objs))
 	for _, obj := range objs {
-		if n, ok := obj.(*corev1.Node); ok {
+		if n, ok := obj.(*cachedNode); ok {
 			out = append(out, n)
 		}
 	}
 	return out, nil
 }
 
-func pointers(nodes []corev1.Node) []*corev1.Node {
-	out := make([]*corev1.Node, len(nodes))
+// pointers returns the cached form of nodes.
+func pointers(nodes []corev1.Node) []*cachedNode {
+	out := make([]*cachedNode, len(nodes))
 	for i := range nodes {
-		out[i] = &nodes[i]
+		out[i] = trim(&nodes[i])
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -67,7 +66,7 @@ func olderThan(a, b *v1alpha1.NodeTagSync) bool {
 }
 
 // selectedByAny reports whether some NodeTagSync in syncs selects node.
-func selectedByAny(syncs []validSync, node *corev1.Node) bool {
+func selectedByAny(syncs []validSync, node *cachedNode) bool {
 	for _, s := range syncs {
 		if s.selector.Matches(nodeLabels{node}) {
 			return true
@@ -77,7 +76,7 @@ func selectedByAny(syncs []validSync, node *corev1.Node) bool {
 }
 
 // withoutClaimed drops nodes an older NodeTagSync syncs and returns how many.
-func withoutClaimed(nodes []*corev1.Node, claimants []validSync) ([]*corev1.Node, int) {
+func withoutClaimed(nodes []*cachedNode, claimants []validSync) ([]*cachedNode, int) {
 	if len(claimants) == 0 {
 		return nodes, 0
 	}

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -143,7 +142,7 @@ func (p *pass) warnAboutSpec() {
 // syncAll groups managed nodes by the resource carrying their tags and syncs
 // each resource, in a stable order. A resource's merge state is built only
 // when it is synced, so a pass holds one resource's worth at a time.
-func (p *pass) syncAll(ctx context.Context, nodes []*corev1.Node, snap cloud.Snapshot) {
+func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	groups := map[string][]placed{}
 	for _, node := range nodes {
 		pl, ok := snap.Placements[node.Name]
@@ -188,7 +187,7 @@ func (p *pass) syncAll(ctx context.Context, nodes []*corev1.Node, snap cloud.Sna
 
 // placed is a managed node and its placement note.
 type placed struct {
-	node *corev1.Node
+	node *cachedNode
 	note string
 }
 
@@ -221,7 +220,7 @@ func (p *pass) members(nodes []placed, tagsHash uint64) []*member {
 }
 
 // cloudNodes converts Nodes to what the provider needs.
-func cloudNodes(nodes []*corev1.Node) []cloud.Node {
+func cloudNodes(nodes []*cachedNode) []cloud.Node {
 	out := make([]cloud.Node, len(nodes))
 	for i, n := range nodes {
 		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}

@@ -1,9 +1,5 @@
 package nodetags
 
-import (
-	corev1 "k8s.io/api/core/v1"
-)
-
 // The informer cache sees the controller's own Node writes a moment after
 // they are made, and those writes trigger the next pass. A pass that read a
 // Node at the version it had before our write would redo the same change and
@@ -21,7 +17,7 @@ func (r *Reconciler) notePending(name, rv string) {
 
 // stale reports whether node is the version our last write replaced; when
 // the cache has caught up it forgets the write.
-func (r *Reconciler) stale(node *corev1.Node) bool {
+func (r *Reconciler) stale(node *cachedNode) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rv, ok := r.pending[node.Name]

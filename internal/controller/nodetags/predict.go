@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -88,10 +87,10 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	if err != nil {
 		return Prediction{}, &SpecError{Err: err}
 	}
-	var selected []*corev1.Node
+	var selected []*cachedNode
 	for _, n := range nodes {
-		if cfg.selector.Matches(labels.Set(n.Labels)) {
-			selected = append(selected, n)
+		if c := trim(n); cfg.selector.Matches(nodeLabels{c}) {
+			selected = append(selected, c)
 		}
 	}
 	all := append([]v1alpha1.NodeTagSync(nil), syncs...)
@@ -129,7 +128,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 
 // place groups the managed Nodes by resource (canonical ID) and records the
 // others as unsynced, as the pass's syncAll does.
-func (out *Prediction) place(nodes []*corev1.Node, snap cloud.Snapshot) map[string][]placed {
+func (out *Prediction) place(nodes []*cachedNode, snap cloud.Snapshot) map[string][]placed {
 	groups := map[string][]placed{}
 	for _, node := range nodes {
 		pl, ok := snap.Placements[node.Name]
@@ -178,7 +177,7 @@ func (out *Prediction) predictResource(cfg syncConfig, res cloud.Resource, nodes
 }
 
 // labelsBefore returns the current values of the labels changes touches.
-func labelsBefore(node *corev1.Node, changes tags.LabelChanges) map[string]string {
+func labelsBefore(node *cachedNode, changes tags.LabelChanges) map[string]string {
 	out := map[string]string{}
 	for k := range changes.Set {
 		if v, ok := node.Labels[k]; ok {

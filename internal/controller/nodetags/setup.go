@@ -88,8 +88,8 @@ func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.
 func nodeChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldNode, ok1 := e.ObjectOld.(*corev1.Node)
-			newNode, ok2 := e.ObjectNew.(*corev1.Node)
+			oldNode, ok1 := e.ObjectOld.(*cachedNode)
+			newNode, ok2 := e.ObjectNew.(*cachedNode)
 			if !ok1 || !ok2 {
 				return true
 			}

@@ -4,8 +4,6 @@ import (
 	"hash/fnv"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tagsync/tagsync/internal/cloud"
 )
 
@@ -20,7 +18,7 @@ import (
 // saw, so nodes that left (deleted, deselected) are forgotten.
 
 // steadyMark identifies the state in which a node was found in sync.
-func steadyMark(node *corev1.Node, tagsHash uint64, generation int64) string {
+func steadyMark(node *cachedNode, tagsHash uint64, generation int64) string {
 	return node.ResourceVersion + "/" + strconv.FormatUint(tagsHash, 36) + "/" + strconv.FormatInt(generation, 10)
 }
 
@@ -39,7 +37,7 @@ func hashTags(res cloud.Resource) uint64 {
 // isSteady reports whether the previous pass found node in sync in this
 // same state; either way the node is carried into this pass's marks only
 // if it is still steady.
-func (p *pass) isSteady(node *corev1.Node, mark string) bool {
+func (p *pass) isSteady(node *cachedNode, mark string) bool {
 	if p.st.steady[node.Name] != mark {
 		return false
 	}
@@ -48,6 +46,6 @@ func (p *pass) isSteady(node *corev1.Node, mark string) bool {
 }
 
 // markSteady records that node was found fully in sync in this pass.
-func (p *pass) markSteady(node *corev1.Node, mark string) {
+func (p *pass) markSteady(node *cachedNode, mark string) {
 	p.nextSteady[node.Name] = mark
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // member is one managed Node in a sync pass, with its side of the merge.
 type member struct {
-	node       *corev1.Node
+	node       *cachedNode
 	base       tags.Set // nil: no history
 	baseTaints tags.Set // the taint tags of base (syncTaints)
 	baseText   string   // the annotation as found
@@ -23,7 +21,7 @@ type member struct {
 }
 
 // newMember decodes a Node's managed labels and stored base.
-func newMember(cfg syncConfig, node *corev1.Node, note string) (*member, error) {
+func newMember(cfg syncConfig, node *cachedNode, note string) (*member, error) {
 	m := &member{node: node, baseText: node.Annotations[BaseAnnotation], note: note}
 	base, err := readBase(node)
 	if base != nil {
@@ -195,7 +193,7 @@ func orEmpty(s tags.Set) tags.Set {
 }
 
 // taintTags renders a node's taints as tags.
-func taintTags(node *corev1.Node) tags.Set {
+func taintTags(node *cachedNode) tags.Set {
 	taints := make([]tags.Taint, 0, len(node.Spec.Taints))
 	for _, t := range node.Spec.Taints {
 		if !isPendingTaint(t) { // tagsync's own, gone once synced

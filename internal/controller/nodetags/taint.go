@@ -24,7 +24,7 @@ func isPendingTaint(t corev1.Taint) bool {
 }
 
 // hasPendingTaint reports whether the node carries the pending taint.
-func hasPendingTaint(node *corev1.Node) bool {
+func hasPendingTaint(node *cachedNode) bool {
 	for _, t := range node.Spec.Taints {
 		if isPendingTaint(t) {
 			return true
@@ -47,7 +47,7 @@ func withoutPendingTaint(taints []corev1.Taint) ([]corev1.Taint, bool) {
 
 // pendingIndexFunc indexes tainted Nodes under "true".
 func pendingIndexFunc(obj any) ([]string, error) {
-	if node, ok := obj.(*corev1.Node); ok && hasPendingTaint(node) {
+	if node, ok := obj.(*cachedNode); ok && hasPendingTaint(node) {
 		return []string{"true"}, nil
 	}
 	return nil, nil
@@ -55,7 +55,7 @@ func pendingIndexFunc(obj any) ([]string, error) {
 
 // reportUnmanagedPending warns, once, about a selected node that keeps the
 // pending taint because tagsync cannot sync it.
-func (p *pass) reportUnmanagedPending(node *corev1.Node, reason string) {
+func (p *pass) reportUnmanagedPending(node *cachedNode, reason string) {
 	if !hasPendingTaint(node) {
 		return
 	}
