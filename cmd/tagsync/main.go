@@ -23,6 +23,7 @@ func main() {
 		cli.NewValidateCommand(),
 		cli.NewStatusCommand(),
 		cli.NewPlanCommand(),
+		cli.NewLoginCommand(),
 		cli.NewTagsCommand(),
 	)
 	err := root.ExecuteContext(ctx)
