@@ -132,9 +132,6 @@ func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
 func (f *runFlags) run(cmd *cobra.Command) error {
 	logger := zap.New(zap.UseFlagOptions(&f.zapOptions))
 	ctrl.SetLogger(logger)
-	// client-go logs through klog: the same format, and no errors for
-	// requests the shutdown cancels.
-	klog.SetLogger(operator.ShutdownLogger(cmd.Context(), logger))
 	if err := f.complete(cmd); err != nil {
 		return err
 	}
@@ -151,6 +148,10 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	// client-go logs through klog: the same format, and no errors for
+	// requests the shutdown cancels. Set last: klog's logger is process-wide,
+	// and a run refused for its flags leaves it alone.
+	klog.SetLogger(operator.ShutdownLogger(cmd.Context(), logger))
 	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection,
 		"metrics", f.op.MetricsAddr, "metricsSecure", f.op.MetricsSecure)
 	return operator.Run(cmd.Context(), cfg, f.op)
