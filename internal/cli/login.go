@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -86,22 +87,35 @@ func runLogin(cmd *cobra.Command, f *loginFlags, args []string) error {
 	if len(args) == 1 {
 		clouds = args
 	}
-	out := cmd.OutOrStdout()
 	var results []loginResult
 	for _, c := range clouds {
-		var r loginResult
-		var err error
-		if c == "azure" {
-			r, err = f.loginAzure(cmd.Context(), out)
-		} else {
-			r, err = f.loginAWS(cmd.Context(), out)
-		}
+		r, err := f.loginCloud(cmd, c)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
 	}
 	return loginExit(results)
+}
+
+// loginCloud checks one cloud with a progress display on standard error
+// (token requests and permission reads can take seconds); its report goes
+// to standard output once the checks are done, so the two never interleave.
+func (f *loginFlags) loginCloud(cmd *cobra.Command, cloud string) (loginResult, error) {
+	var report bytes.Buffer
+	prog := startProgress(cmd.ErrOrStderr(), "checking the "+cloud+" credentials")
+	var r loginResult
+	var err error
+	if cloud == "azure" {
+		r, err = f.loginAzure(cmd.Context(), &report)
+	} else {
+		r, err = f.loginAWS(cmd.Context(), &report)
+	}
+	prog.stop()
+	if _, werr := cmd.OutOrStdout().Write(report.Bytes()); werr != nil && err == nil {
+		err = werr
+	}
+	return r, err
 }
 
 // loginExit turns the results into the exit code.
