@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,6 +30,10 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// klog's logger is process-wide, and managers started by the plan
+	// tests leave event broadcasters behind that read it: `tagsync run`
+	// in-process must not set it under them.
+	setKlogLogger = func(logr.Logger) {}
 	code := m.Run()
 	if shared.env != nil {
 		if err := shared.env.Stop(); err != nil {

@@ -129,6 +129,11 @@ const plainMetricsAddr = ":8080"
 // flagName is a flag's name without its leading dashes.
 func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
 
+// setKlogLogger sets klog's process-wide logger. The package's tests, which
+// run `tagsync run` in-process next to controller managers whose stopped
+// event broadcasters still read klog, replace it before they start.
+var setKlogLogger = klog.SetLogger
+
 func (f *runFlags) run(cmd *cobra.Command) error {
 	logger := zap.New(zap.UseFlagOptions(&f.zapOptions))
 	ctrl.SetLogger(logger)
@@ -151,7 +156,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	// client-go logs through klog: the same format, and no errors for
 	// requests the shutdown cancels. Set last: klog's logger is process-wide,
 	// and a run refused for its flags leaves it alone.
-	klog.SetLogger(operator.ShutdownLogger(cmd.Context(), logger))
+	setKlogLogger(operator.ShutdownLogger(cmd.Context(), logger))
 	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection,
 		"metrics", f.op.MetricsAddr, "metricsSecure", f.op.MetricsSecure)
 	return operator.Run(cmd.Context(), cfg, f.op)
