@@ -7,10 +7,13 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
 
 // ExitPlanChanges is the exit code of `tagsync plan --exit-code` when the
@@ -46,9 +49,12 @@ func newPlanCommand() (*cobra.Command, *planFlags) {
 controller would write: tags per cloud resource and labels per Node for every
 NodeTagSync, and tags per classified resource for every CloudMetadata of the
 namespace (-n, else the kubeconfig context's; -A for all) with its
-AzureMetadata / AWSMetadata. NAME limits it to the NodeTagSync and the
-CloudMetadata of that name. It computes the writes with the controllers' own
-planning code and only reads: no tag, label, status or event is written.
+AzureMetadata / AWSMetadata, and labels per Node for every LabelSyncProfile
+of the namespace (its Nodes read in their workload clusters through the
+Clusters' kubeconfig Secrets). NAME limits it to the NodeTagSync, the
+CloudMetadata and the LabelSyncProfile of that name. It computes the writes
+with the controllers' own planning code and only reads: no tag, label,
+status or event is written.
 
 "+" is a tag or label added, "~" one changed, "-" one removed. Lines marked "?"
 depend on what the running controller remembers (see docs/cli.md): plan shows
@@ -77,7 +83,7 @@ Exit codes:
 	f.cloud.bindAzure(fl)
 	f.cloud.bindAWS(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
-	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan the CloudMetadata of every namespace")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan the CloudMetadata and LabelSyncProfiles of every namespace")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit with 3 when something would be written")
 	registerOutputCompletion(cmd, "text", "json")
 	return cmd, f
@@ -93,7 +99,7 @@ func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := f.kube.client()
+	c, ls, err := f.planClients()
 	if err != nil {
 		return err
 	}
@@ -106,7 +112,7 @@ func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
 		return usageError(err)
 	}
 	prog := startProgress(cmd.ErrOrStderr(), "reading the cluster and the clouds")
-	report, err := collectPlan(ctx, c, providers, sel)
+	report, err := collectPlan(ctx, c, providers, ls, sel)
 	prog.stop()
 	if err != nil {
 		return err
@@ -118,6 +124,25 @@ func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
 		return &ExitError{Code: ExitPlanChanges, Err: fmt.Errorf("%d write(s) pending", report.Writes())}
 	}
 	return nil
+}
+
+// planClients returns the management cluster's client (it knows Cluster
+// API and the BareMetalHost) and what planning LabelSyncProfiles needs:
+// which of their CRDs are missing, and the workload clusters' clients.
+func (f *planFlags) planClients() (client.Client, labelSyncAccess, error) {
+	cfg, err := f.kube.restConfig()
+	if err != nil {
+		return nil, labelSyncAccess{}, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: planScheme()})
+	if err != nil {
+		return nil, labelSyncAccess{}, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, labelSyncAccess{}, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	return c, labelSyncAccess{missing: labelsync.MissingKinds(dc), clientFor: workloadClients(c)}, nil
 }
 
 // selection turns the flags and arguments into what to plan.

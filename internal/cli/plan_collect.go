@@ -32,19 +32,24 @@ const (
 		"writes have not reached its cache yet: plan reads the cloud fresh, so a pass in that window may act a moment later than shown"
 )
 
-// collectPlan plans the selected NodeTagSyncs and CloudMetadata. Only reads
-// are sent: Kubernetes lists and gets, the clouds' bulk reads. A cloud that
-// cannot be read is an error (the plan would be incomplete).
-func collectPlan(ctx context.Context, c client.Reader, providers cloud.Providers, sel planSelection) (*planReport, error) {
-	r := &planReport{NodeTagSyncs: []syncPlan{}, CloudMetadata: []metadataPlan{}}
+// collectPlan plans the selected NodeTagSyncs, CloudMetadata and
+// LabelSyncProfiles. Only reads are sent: Kubernetes lists and gets (of the
+// management cluster and of workload clusters), the clouds' bulk reads. A
+// cloud that cannot be read is an error (the plan would be incomplete); a
+// workload cluster that cannot be reached is reported in its profiles.
+func collectPlan(ctx context.Context, c client.Reader, providers cloud.Providers, ls labelSyncAccess, sel planSelection) (*planReport, error) {
+	r := &planReport{NodeTagSyncs: []syncPlan{}, CloudMetadata: []metadataPlan{}, LabelSyncProfiles: []profilePlan{}}
 	if err := r.collectSyncs(ctx, c, providers, sel.name); err != nil {
 		return nil, err
 	}
 	if err := r.collectMetadata(ctx, c, providers, sel); err != nil {
 		return nil, err
 	}
-	if sel.name != "" && len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 {
-		return nil, fmt.Errorf("no NodeTagSync and no CloudMetadata in namespace %s is named %q: %w", sel.namespace, sel.name, errPlanNotFound)
+	if err := r.collectProfiles(ctx, c, ls, sel); err != nil {
+		return nil, err
+	}
+	if sel.name != "" && len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 {
+		return nil, fmt.Errorf("no NodeTagSync, and no CloudMetadata or LabelSyncProfile in namespace %s, is named %q: %w", sel.namespace, sel.name, errPlanNotFound)
 	}
 	return r, nil
 }

@@ -43,8 +43,11 @@ func (r *planReport) print(w io.Writer, colour bool) error {
 	for _, m := range r.CloudMetadata {
 		p.metadata(m)
 	}
-	if len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 {
-		p.line(0, "", "No NodeTagSync and no CloudMetadata found: nothing to plan.")
+	for _, s := range r.LabelSyncProfiles {
+		p.profile(s)
+	}
+	if len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 {
+		p.line(0, "", "No NodeTagSync, CloudMetadata or LabelSyncProfile found: nothing to plan.")
 	}
 	p.line(0, "", "")
 	p.line(0, "", "Plan: %d write(s) (%s).", r.Writes(), "nothing was written")

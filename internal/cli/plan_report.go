@@ -13,6 +13,9 @@ type planReport struct {
 	NodeTagSyncs []syncPlan `json:"nodeTagSyncs"`
 	// CloudMetadata are the CloudMetadata planned, by namespace and name.
 	CloudMetadata []metadataPlan `json:"cloudMetadata"`
+	// LabelSyncProfiles are the LabelSyncProfiles planned, by namespace
+	// and name (none when the cluster lacks the Metal3 or Cluster API CRDs).
+	LabelSyncProfiles []profilePlan `json:"labelSyncProfiles"`
 	// Unknown says what plan cannot know about the running controller.
 	Unknown []string `json:"unknown,omitempty"`
 }
@@ -135,6 +138,9 @@ func (r *planReport) Writes() int {
 				}
 			}
 		}
+	}
+	for _, p := range r.LabelSyncProfiles {
+		n += p.writes()
 	}
 	return n
 }

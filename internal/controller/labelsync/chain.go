@@ -40,7 +40,7 @@ func (l *link) hostKey() types.NamespacedName {
 // resolve follows a host's chain through the management cluster's cache,
 // reading with rd. Missing links are waits, not errors; only a failing
 // read is an error.
-func (r *Reconciler) resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, error) {
+func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, error) {
 	l := &link{host: h, paused: h.isPaused()}
 	ref := h.Spec.ConsumerRef
 	if ref == nil || ref.Kind != Metal3MachineGVK.Kind || !isInfraGroup(ref.APIVersion) {
@@ -76,17 +76,17 @@ func (r *Reconciler) resolve(ctx context.Context, rd chainReader, h *BareMetalHo
 		l.wait = v1alpha1.WaitNoMachine
 		return l, nil
 	}
-	return l, r.followMachine(ctx, rd, l, m)
+	return l, followMachine(ctx, rd, l, m)
 }
 
 // followMachine completes a link from its Machine: pause, Cluster, Node.
-func (r *Reconciler) followMachine(ctx context.Context, rd chainReader, l *link, m *clusterv1.Machine) error {
+func followMachine(ctx context.Context, rd chainReader, l *link, m *clusterv1.Machine) error {
 	if _, ok := m.Annotations[clusterv1.PausedAnnotation]; ok {
 		l.paused = true
 	}
 	if m.Spec.ClusterName != "" {
 		l.cluster = types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
-		if err := r.readCluster(ctx, rd, l); err != nil {
+		if err := readCluster(ctx, rd, l); err != nil {
 			return err
 		}
 	}
@@ -104,7 +104,7 @@ func (r *Reconciler) followMachine(ctx context.Context, rd chainReader, l *link,
 // readCluster reads the link's Cluster: whether it is paused and its
 // Metal3Cluster. A missing Cluster leaves both unset (the cluster is then
 // unreachable, which the pass reports).
-func (r *Reconciler) readCluster(ctx context.Context, rd chainReader, l *link) error {
+func readCluster(ctx context.Context, rd chainReader, l *link) error {
 	c, err := rd.cluster(ctx, l.cluster)
 	if err != nil {
 		return fmt.Errorf("reading Cluster %s of host %s/%s: %w", l.cluster, l.host.Namespace, l.host.Name, err)
@@ -160,23 +160,28 @@ func hostOfMachine(annotations map[string]string) (types.NamespacedName, bool) {
 // Machines and Metal3Machines.
 func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost, error) {
 	if src.profile != nil {
-		sel, err := metav1.LabelSelectorAsSelector(&src.profile.Spec.HostSelector)
-		if err != nil {
-			return nil, err
-		}
-		var list BareMetalHostList
-		// The pass only reads the hosts: no copies of the cache's objects.
-		if err := r.client.List(ctx, &list, client.InNamespace(src.key.Namespace), client.MatchingLabelsSelector{Selector: sel},
-			client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing BareMetalHosts: %w", err)
-		}
-		out := make([]*BareMetalHost, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, nil
+		return profileHosts(ctx, r.client, src.profile)
 	}
 	return r.hostsOfInfra(ctx, *src.infra)
+}
+
+// profileHosts lists the hosts a profile selects in its namespace. The
+// hosts are only read: from a cache, they are not copied.
+func profileHosts(ctx context.Context, c client.Reader, p *v1alpha1.LabelSyncProfile) ([]*BareMetalHost, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.HostSelector)
+	if err != nil {
+		return nil, err
+	}
+	var list BareMetalHostList
+	if err := c.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing BareMetalHosts: %w", err)
+	}
+	out := make([]*BareMetalHost, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // hostsOfInfra finds the hosts of a Metal3Cluster: Clusters whose

@@ -74,7 +74,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	byCluster := map[types.NamespacedName][]*link{}
 	rd := newBulkReader(p.r.client)
 	for _, h := range hosts {
-		l, err := p.r.resolve(ctx, rd, h)
+		l, err := resolve(ctx, rd, h)
 		if err != nil {
 			passesTotal.WithLabelValues(p.src.kind(), "error").Inc()
 			return reconcile.Result{}, err

@@ -20,7 +20,7 @@ type chainReader interface {
 }
 
 // getReader reads each object with a Get from the cache (a copy).
-type getReader struct{ c client.Client }
+type getReader struct{ c client.Reader }
 
 func (g getReader) metal3Machine(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
 	m := metadataOf(Metal3MachineGVK)
@@ -52,7 +52,7 @@ func orNil[T client.Object](obj T, err error) (T, error) {
 // cache's own, read and never modified. A pass over 1000 hosts then costs
 // three Lists instead of 3000 deep copies. One goroutine uses it.
 type bulkReader struct {
-	c  client.Client
+	c  client.Reader
 	ns map[string]*namespaceIndex
 }
 
@@ -63,7 +63,7 @@ type namespaceIndex struct {
 	clusters       map[string]*clusterv1.Cluster
 }
 
-func newBulkReader(c client.Client) *bulkReader {
+func newBulkReader(c client.Reader) *bulkReader {
 	return &bulkReader{c: c, ns: map[string]*namespaceIndex{}}
 }
 

@@ -183,7 +183,7 @@ func (r *Reconciler) hostSources(ctx context.Context, o client.Object) []reconci
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	out = append(out, r.sourcesWhere(func(st *state) bool { return st.hosts[key] })...)
 	if h, ok := o.(*BareMetalHost); ok {
-		if l, err := r.resolve(ctx, getReader{r.client}, h); err == nil && l.infra.Name != "" {
+		if l, err := resolve(ctx, getReader{r.client}, h); err == nil && l.infra.Name != "" {
 			out = append(out, infraRequest(l.infra))
 		}
 	}

@@ -1,0 +1,168 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// PlanClusterTimeout bounds the reads of one workload cluster while a
+// profile is planned: a cluster that does not answer in time is reported
+// unreachable and the others are still planned.
+const PlanClusterTimeout = 10 * time.Second
+
+// ClientFor returns a client of a workload cluster (a Cluster's
+// namespace/name); an error means the cluster cannot be reached.
+type ClientFor func(ctx context.Context, cluster types.NamespacedName) (client.Reader, error)
+
+// ProfilePlan is what the next pass over a LabelSyncProfile would do, as
+// computed by PlanProfile.
+type ProfilePlan struct {
+	// Matched counts the hosts the profile selects.
+	Matched int
+	// Nodes are the Nodes the pass would patch, by host name.
+	Nodes []NodePlan
+	// InSync counts the hosts whose Node is already in sync.
+	InSync int
+	// Paused are the hosts skipped because they, their Machine or their
+	// Cluster are paused.
+	Paused []string
+	// Waiting are the hosts whose Node would not be synced, with why.
+	Waiting []HostWait
+}
+
+// NodePlan is the patch the next pass would send to one host's Node.
+type NodePlan struct {
+	Host    string
+	Cluster types.NamespacedName
+	Node    string
+	// Before are the Node's labels as read.
+	Before map[string]string
+	// Labels are the label changes (the controller's own computation).
+	Labels tags.LabelChanges
+	// ReleaseTaint: the pending taint would be removed.
+	ReleaseTaint bool
+}
+
+// HostWait is a host whose Node would not be synced.
+type HostWait struct {
+	Host string
+	// Reason is a v1alpha1.WaitReason, or ReasonNodeReadFailed when the
+	// cluster answered but its Nodes could not be listed.
+	Reason string
+	// Message details an unreachable cluster or a failed read.
+	Message string
+}
+
+// MissingKinds asks the API server's discovery which of the Metal3 and
+// Cluster API kinds label sync needs it does not serve; "" when all are.
+func MissingKinds(dc discovery.DiscoveryInterface) string { return missingKinds(dc) }
+
+// PlanProfile computes, reading only, what the next pass over profile would
+// write: its hosts are read with c (the management cluster) and followed
+// along the controller's chain, each Node is read through clientFor (live,
+// at most PlanClusterTimeout per cluster) and compared with its host by the
+// controller's own update. The controller's memory of writes still in
+// flight plays no part (plan reads fresh). Only a failing read of the
+// management cluster is an error.
+func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, profile *v1alpha1.LabelSyncProfile) (*ProfilePlan, error) {
+	hosts, err := profileHosts(ctx, c, profile)
+	if err != nil {
+		return nil, err
+	}
+	out := &ProfilePlan{Matched: len(hosts)}
+	byCluster := map[types.NamespacedName][]*link{}
+	rd := newBulkReader(c)
+	for _, h := range hosts {
+		l, err := resolve(ctx, rd, h)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case l.paused:
+			out.Paused = append(out.Paused, h.Name)
+		case l.wait != "":
+			out.wait(l, string(l.wait), "")
+		default:
+			byCluster[l.cluster] = append(byCluster[l.cluster], l)
+		}
+	}
+	for _, k := range sortedClusters(byCluster) {
+		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes)
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Host < out.Nodes[j].Host })
+	sort.SliceStable(out.Waiting, func(i, j int) bool { return out.Waiting[i].Host < out.Waiting[j].Host })
+	return out, nil
+}
+
+// sortedClusters returns the clusters in name order.
+func sortedClusters(m map[types.NamespacedName][]*link) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}
+
+// planCluster compares the hosts of one workload cluster with their Nodes,
+// read with one live List.
+func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string) {
+	ctx, cancel := context.WithTimeout(ctx, PlanClusterTimeout)
+	defer cancel()
+	nodes, unreachable, err := readNodes(ctx, clientFor, cluster)
+	if err != nil {
+		reason := ReasonNodeReadFailed
+		msg := fmt.Sprintf("listing the nodes of cluster %s: %v", cluster, err)
+		if unreachable {
+			reason, msg = string(v1alpha1.WaitClusterUnreachable), fmt.Sprintf("workload cluster %s cannot be reached: %v", cluster, err)
+		}
+		for _, l := range links {
+			p.wait(l, reason, msg)
+		}
+		return
+	}
+	for _, l := range links {
+		node := nodes[l.node]
+		if node == nil {
+			p.wait(l, string(v1alpha1.WaitNoNodeRef), "")
+			continue
+		}
+		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints)
+		if u.isEmpty() {
+			p.InSync++
+			continue
+		}
+		p.Nodes = append(p.Nodes, NodePlan{Host: l.host.Name, Cluster: cluster, Node: node.Name, Before: node.Labels,
+			Labels: u.labels, ReleaseTaint: u.releaseTaint})
+	}
+}
+
+// readNodes lists a workload cluster's Nodes, by name; unreachable says
+// that a failure is the cluster's not being reached (no client for it, or
+// no answer) rather than a refused read.
+func readNodes(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName) (map[string]*corev1.Node, bool, error) {
+	c, err := clientFor(ctx, cluster)
+	if err != nil {
+		return nil, true, err
+	}
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, isUnreachable(err), err
+	}
+	return byName(list.Items), false, nil
+}
+
+// wait records a host that waits.
+func (p *ProfilePlan) wait(l *link, reason, msg string) {
+	p.Waiting = append(p.Waiting, HostWait{Host: l.host.Name, Reason: reason, Message: msg})
+}
