@@ -84,7 +84,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	res := &Results{Machine: benchkit.NewMachine(), Started: time.Now().UTC(), Settings: o.settings()}
+	res := &Results{Header: benchkit.NewHeader(o.settings())}
 	b, err := newBench(ctx, o)
 	if b != nil {
 		defer b.close()
@@ -94,9 +94,7 @@ func run(ctx context.Context, o options) error {
 	}
 	res.Commit = benchkit.Commit(b.mgmt.RootDir)
 	runErr := b.scenarios(ctx, res)
-	res.Finished = time.Now().UTC()
-	res.Machine.LoadEnd = benchkit.LoadAverage()
-	res.Goals = res.goals(o)
+	res.Finish(res.goals(o))
 	printReport(os.Stdout, res)
 	return benchkit.Save(o.out, res, runErr)
 }

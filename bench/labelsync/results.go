@@ -22,21 +22,12 @@ var hostGVK = labelsync.HostGVK
 
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
-	// Commit is the repository's HEAD, with "+dirty" when the controller's
-	// code differed from it (the numbers are of the working tree).
-	Commit   string           `json:"commit"`
-	Machine  benchkit.Machine `json:"machine"`
-	Settings map[string]any   `json:"settings"`
-	// Command is the controller's command line.
-	Command  []string        `json:"command"`
-	Started  time.Time       `json:"started"`
-	Finished time.Time       `json:"finished"`
-	Goals    []benchkit.Goal `json:"goals"`
-	Initial  *InitialResult  `json:"initialSync,omitempty"`
-	Change   *LatencyResult  `json:"change,omitempty"`
-	Revert   *LatencyResult  `json:"revert,omitempty"`
-	Steady   *SteadyResult   `json:"steady,omitempty"`
-	Memory   *MemoryResult   `json:"memory,omitempty"`
+	benchkit.Header
+	Initial *InitialResult `json:"initialSync,omitempty"`
+	Change  *LatencyResult `json:"change,omitempty"`
+	Revert  *LatencyResult `json:"revert,omitempty"`
+	Steady  *SteadyResult  `json:"steady,omitempty"`
+	Memory  *MemoryResult  `json:"memory,omitempty"`
 }
 
 // InitialResult is the first sync of every Node (not a goal).

@@ -81,7 +81,7 @@ func run(ctx context.Context, o options) error {
 	if o.auditLog != "none" && o.auditLog != "stderr" && o.auditLog != "file" {
 		return fmt.Errorf("-audit-log %q: want none, stderr or file", o.auditLog)
 	}
-	res := &Results{Machine: benchkit.NewMachine(), Started: time.Now().UTC(), Settings: o.settings()}
+	res := &Results{Header: benchkit.NewHeader(o.settings())}
 
 	b, err := newBench(ctx, o)
 	if b != nil {
@@ -92,9 +92,7 @@ func run(ctx context.Context, o options) error {
 	}
 	res.Commit = benchkit.Commit(b.env.RootDir)
 	runErr := b.scenarios(ctx, res)
-	res.Finished = time.Now().UTC()
-	res.Machine.LoadEnd = benchkit.LoadAverage()
-	res.Goals = res.goals(o)
+	res.Finish(res.goals(o))
 	printReport(os.Stdout, res)
 	return benchkit.Save(o.out, res, runErr)
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -14,21 +13,12 @@ import (
 
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
-	// Commit is the repository's HEAD, with "+dirty" when the controller's
-	// code differed from it (the numbers are of the working tree).
-	Commit   string           `json:"commit"`
-	Machine  benchkit.Machine `json:"machine"`
-	Settings map[string]any   `json:"settings"`
-	// Command is the controller's command line.
-	Command  []string        `json:"command"`
-	Started  time.Time       `json:"started"`
-	Finished time.Time       `json:"finished"`
-	Goals    []benchkit.Goal `json:"goals"`
-	Initial  *InitialResult  `json:"initial,omitempty"`
-	Steady   *SteadyResult   `json:"steady,omitempty"`
-	AWS      *AWSResult      `json:"aws,omitempty"`
-	Apply    *ApplyResult    `json:"apply,omitempty"`
-	Memory   *MemoryResult   `json:"memory,omitempty"`
+	benchkit.Header
+	Initial *InitialResult `json:"initial,omitempty"`
+	Steady  *SteadyResult  `json:"steady,omitempty"`
+	AWS     *AWSResult     `json:"aws,omitempty"`
+	Apply   *ApplyResult   `json:"apply,omitempty"`
+	Memory  *MemoryResult  `json:"memory,omitempty"`
 }
 
 // ARMCalls is what armsim served in a phase.

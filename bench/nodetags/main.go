@@ -90,7 +90,7 @@ func run(ctx context.Context, o options) error {
 	if o.has("resync") && !o.has("cold") {
 		return errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
 	}
-	res := &Results{Machine: benchkit.NewMachine(), Started: time.Now().UTC(), Settings: o.settings()}
+	res := &Results{Header: benchkit.NewHeader(o.settings())}
 
 	b, err := newBench(ctx, o)
 	if err != nil {
@@ -136,9 +136,7 @@ func run(ctx context.Context, o options) error {
 			runErr = fmt.Errorf("memory: %w", err)
 		}
 	}
-	res.Finished = time.Now().UTC()
-	res.Machine.LoadEnd = benchkit.LoadAverage()
-	res.Goals = res.goals()
+	res.Finish(res.goals())
 	printTable(os.Stdout, res)
 	return benchkit.Save(o.out, res, runErr)
 }

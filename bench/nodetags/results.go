@@ -5,7 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
@@ -13,19 +12,12 @@ import (
 
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
-	// Commit is the repository's HEAD, with "+dirty" when the controller's
-	// code differed from it (the numbers are of the working tree).
-	Commit   string            `json:"commit"`
-	Machine  benchkit.Machine  `json:"machine"`
-	Settings map[string]any    `json:"settings"`
-	Started  time.Time         `json:"started"`
-	Finished time.Time         `json:"finished"`
-	Goals    []benchkit.Goal   `json:"goals"`
-	Cold     *ColdResult       `json:"coldSync,omitempty"`
-	Resync   *ResyncResult     `json:"resync,omitempty"`
-	FanOut   *FanOutResult     `json:"fanOut,omitempty"`
-	Memory   *MemoryResult     `json:"memory,omitempty"`
-	Notes    map[string]string `json:"notes,omitempty"`
+	benchkit.Header
+	Cold   *ColdResult       `json:"coldSync,omitempty"`
+	Resync *ResyncResult     `json:"resync,omitempty"`
+	FanOut *FanOutResult     `json:"fanOut,omitempty"`
+	Memory *MemoryResult     `json:"memory,omitempty"`
+	Notes  map[string]string `json:"notes,omitempty"`
 }
 
 // Phase is what one measured phase cost and how long it took.

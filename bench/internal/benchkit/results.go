@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Machine describes where the numbers were taken.
@@ -83,6 +84,34 @@ func Commit(root string) string {
 	}
 	Logf("measuring commit %s", c)
 	return c
+}
+
+// Header is what every benchmark's results begin with; a Results type
+// embeds it, so its fields sit at the top of the JSON.
+type Header struct {
+	// Commit is the repository's HEAD, with "+dirty" when the controller's
+	// code differed from it (the numbers are of the working tree).
+	Commit   string         `json:"commit"`
+	Machine  Machine        `json:"machine"`
+	Settings map[string]any `json:"settings"`
+	// Command is the controller's command line, when it ran as its own
+	// process.
+	Command  []string  `json:"command,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Goals    []Goal    `json:"goals"`
+}
+
+// NewHeader starts the header of a run with the given settings.
+func NewHeader(settings map[string]any) Header {
+	return Header{Machine: NewMachine(), Started: time.Now().UTC(), Settings: settings}
+}
+
+// Finish records the end of the run and the machine's load then.
+func (h *Header) Finish(goals []Goal) {
+	h.Finished = time.Now().UTC()
+	h.Machine.LoadEnd = LoadAverage()
+	h.Goals = goals
 }
 
 // Goal is one row of the verdict table.
