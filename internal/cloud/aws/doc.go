@@ -87,7 +87,7 @@
 // Every HTTP attempt, SDK retries included, is counted by a smithy
 // middleware in tagsync_cloud_requests_total{provider="aws",operation,code}
 // and timed in tagsync_cloud_request_duration_seconds{provider="aws",
-// operation} — the Azure provider's metrics, told apart by the provider
+// operation} — every provider's cloud.RequestMetrics, told apart by the provider
 // label; operation is the IAM action ("ec2:CreateTags",
 // "tag:GetResources"), code the HTTP status or "error".
 // tagsync_cloud_throttled_total counts throttled answers. Provider.Calls

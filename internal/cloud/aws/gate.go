@@ -205,7 +205,7 @@ func (callStateMiddleware) HandleInitialize(ctx context.Context, in middleware.I
 // closes the gate when AWS answers with a throttling error.
 type gateMiddleware struct {
 	gates             *ThrottleGates
-	m                 *metrics
+	m                 *cloud.RequestMetrics
 	endpoint, service string
 	region            string
 }
@@ -225,7 +225,7 @@ func (mw gateMiddleware) HandleFinalize(ctx context.Context, in middleware.Final
 	key := mw.key(middleware.GetOperationName(ctx))
 	st, _ := ctx.Value(callStateKey{}).(*callState)
 	if left := mw.gates.remaining(key); left > 0 && (st == nil || !st.owns(key)) {
-		mw.m.held(operationName(ctx), key.bucket)
+		mw.m.Held(operationName(ctx), string(key.bucket))
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
 	}
 	out, md, err := next.HandleFinalize(ctx, in)

@@ -69,13 +69,13 @@ func TestThrottleGate(t *testing.T) {
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 1 || throttled.Load() != 1 {
 		t.Fatalf("CreateTags calls = %d, throttled answers %d; want the held write unsent", got, throttled.Load())
 	}
-	if got := e.counterValue(MetricHeld, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "bucket": "writes"}); got != 1 {
+	if got := e.counterValue(cloud.MetricHeld, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "bucket": "writes"}); got != 1 {
 		t.Fatalf("held metric = %v, want 1", got)
 	}
-	if got := e.counterValue(MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got != 1 {
+	if got := e.counterValue(cloud.MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got != 1 {
 		t.Fatalf("throttled metric = %v, want 1", got)
 	}
-	if got := e.counterValue(MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "code": "503"}); got != 1 {
+	if got := e.counterValue(cloud.MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "code": "503"}); got != 1 {
 		t.Fatalf("requests{code=503} = %v, want 1", got)
 	}
 

@@ -26,7 +26,7 @@ type Provider struct {
 	opts    Options
 	awsCfg  sdkaws.Config
 	region  string
-	metrics *metrics
+	metrics *cloud.RequestMetrics
 
 	mu      sync.Mutex
 	clients map[string]*clients // by region
@@ -92,7 +92,7 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("aws: no AWS region: set %s or %s (or a region in the AWS profile)", FlagRegion, EnvRegion)
 	}
-	m, err := newMetrics(o.Registerer)
+	m, err := cloud.NewRequestMetrics(providerName, o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("aws: register metrics: %w", err)
 	}
@@ -154,7 +154,7 @@ func (p *Provider) Rules() tags.Rules { return tags.AWSRules }
 // Calls returns how many HTTP requests the provider sent, by operation
 // named as its IAM action ("ec2:CreateTags", "ec2:DeleteTags",
 // "ec2:DescribeTags", "tag:GetResources"), SDK retries included.
-func (p *Provider) Calls() map[string]int { return p.metrics.snapshot() }
+func (p *Provider) Calls() map[string]int { return p.metrics.Calls() }
 
 // unmanagedReason is the Reason of every AWS node's placement.
 const unmanagedReason = "tagsync does not sync the tags of AWS nodes with their instances: " +

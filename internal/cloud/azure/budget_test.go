@@ -36,15 +36,15 @@ func TestThrottledRequestsAreRetriedAndCounted(t *testing.T) {
 		for k, v := range op {
 			l[k] = v
 		}
-		if got := counterValue(t, p.reg, MetricRequests, l); got != want {
-			t.Errorf("%s{code=%s} = %v, want %v", MetricRequests, code, got, want)
+		if got := counterValue(t, p.reg, cloud.MetricRequests, l); got != want {
+			t.Errorf("%s{code=%s} = %v, want %v", cloud.MetricRequests, code, got, want)
 		}
 	}
-	if got := counterValue(t, p.reg, MetricThrottled, op); got != 2 {
-		t.Errorf("%s = %v, want 2", MetricThrottled, got)
+	if got := counterValue(t, p.reg, cloud.MetricThrottled, op); got != 2 {
+		t.Errorf("%s = %v, want 2", cloud.MetricThrottled, got)
 	}
-	if got := counterValue(t, p.reg, MetricRequestDuration, op); got != 3 {
-		t.Errorf("%s observations = %v, want 3", MetricRequestDuration, got)
+	if got := counterValue(t, p.reg, cloud.MetricRequestDuration, op); got != 3 {
+		t.Errorf("%s observations = %v, want 3", cloud.MetricRequestDuration, got)
 	}
 	if got := p.Calls()["VirtualMachines.List"]; got != 3 {
 		t.Errorf("Calls = %v", p.Calls())
@@ -87,8 +87,8 @@ func TestClientBudgetKeepsUnderServerLimit(t *testing.T) {
 	if throttled := burst(unbudgeted); throttled == 0 {
 		t.Error("without the client budget the server never throttled: the test proves nothing")
 	}
-	if got := counterValue(t, unbudgeted.reg, MetricThrottled, nil); got == 0 {
-		t.Errorf("%s not counted", MetricThrottled)
+	if got := counterValue(t, unbudgeted.reg, cloud.MetricThrottled, nil); got == 0 {
+		t.Errorf("%s not counted", cloud.MetricThrottled)
 	}
 }
 

@@ -244,7 +244,7 @@ func TestDiscoverThrottled(t *testing.T) {
 	if n := env.Server.Calls().Count("ResourceGraph.Resources"); n != 1 {
 		t.Errorf("%d queries sent, want 1", n)
 	}
-	if held := counterValue(t, p.reg, MetricHeld, map[string]string{"bucket": "resourcegraph"}); held != 1 {
+	if held := counterValue(t, p.reg, cloud.MetricHeld, map[string]string{"bucket": "resourcegraph"}); held != 1 {
 		t.Errorf("held %v", held)
 	}
 }
@@ -266,7 +266,7 @@ func TestDiscoverWaitsForGraphQuota(t *testing.T) {
 	if n := env.Server.Calls().CountStatus("ResourceGraph.Resources", http.StatusTooManyRequests); n != 0 {
 		t.Errorf("%d queries throttled", n)
 	}
-	if held := counterValue(t, p.reg, MetricHeld, map[string]string{"bucket": "resourcegraph"}); held != 1 {
+	if held := counterValue(t, p.reg, cloud.MetricHeld, map[string]string{"bucket": "resourcegraph"}); held != 1 {
 		t.Errorf("held %v, want the third page held once", held)
 	}
 }

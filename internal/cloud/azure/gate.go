@@ -178,7 +178,7 @@ func (nonRetriable) NonRetriable() {}
 type throttlePolicy struct {
 	gates  *ThrottleGates
 	budget *budget // nil when disabled
-	m      *metrics
+	m      *cloud.RequestMetrics
 }
 
 // Do implements policy.Policy.
@@ -223,7 +223,7 @@ func (p throttlePolicy) hold(key gateKey, raw *http.Request) error {
 	if left <= 0 {
 		return nil
 	}
-	p.m.held(operationName(raw.Method, raw.URL.Path), key.bucket)
+	p.m.Held(operationName(raw.Method, raw.URL.Path), string(key.bucket))
 	return &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
 }
 

@@ -125,8 +125,8 @@ func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
 	}
 	for j, p := range providers {
 		// One count per call: azcore did not retry a held attempt.
-		if got := counterValue(t, p.reg, MetricHeld, map[string]string{"operation": "Tags.UpdateAtScope", "bucket": "writes"}); got != rounds {
-			t.Errorf("provider %d: %s{Tags.UpdateAtScope, writes} = %v, want %d", j, MetricHeld, got, rounds)
+		if got := counterValue(t, p.reg, cloud.MetricHeld, map[string]string{"operation": "Tags.UpdateAtScope", "bucket": "writes"}); got != rounds {
+			t.Errorf("provider %d: %s{Tags.UpdateAtScope, writes} = %v, want %d", j, cloud.MetricHeld, got, rounds)
 		}
 	}
 

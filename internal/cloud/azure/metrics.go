@@ -1,130 +1,20 @@
 package azure
 
 import (
-	"errors"
-	"maps"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // providerName is the provider label of the metrics and Provider.Name.
 const providerName = "azure"
 
-// Metric names. They are shared by all cloud providers (label provider).
-const (
-	MetricRequests        = "tagsync_cloud_requests_total"
-	MetricRequestDuration = "tagsync_cloud_request_duration_seconds"
-	MetricThrottled       = "tagsync_cloud_throttled_total"
-	MetricHeld            = "tagsync_cloud_requests_held_total"
-)
-
-// metrics counts every HTTP request the provider sends, retries and LRO
-// polls included, in Prometheus and in a local map (Provider.Calls), and
-// the attempts a closed throttle gate held back (never sent).
-type metrics struct {
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	throttled *prometheus.CounterVec
-	holds     *prometheus.CounterVec
-
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-// newMetrics creates the collectors and registers them on reg (nil: not
-// registered). Collectors already registered by another provider are
-// reused.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRequests,
-			Help: "HTTP requests sent to the cloud API, including retries and long-running-operation polls, by operation and status code.",
-		}, []string{"provider", "operation", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricRequestDuration,
-			Help:    "Duration of cloud API HTTP requests, by operation.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
-		}, []string{"provider", "operation"}),
-		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricThrottled,
-			Help: "Cloud API requests answered 429 Too Many Requests, by operation.",
-		}, []string{"provider", "operation"}),
-		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricHeld,
-			Help: "Cloud API requests not sent because the cloud's last answer for their subscription and bucket (reads or writes) asked to wait (Retry-After), by operation and bucket.",
-		}, []string{"provider", "operation", "bucket"}),
-		calls: map[string]int{},
-	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.throttled, err = register(reg, m.throttled); err != nil {
-		return nil, err
-	}
-	if m.holds, err = register(reg, m.holds); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// register registers c, or returns the equal collector registered before.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
-}
-
-// observe records one request.
-func (m *metrics) observe(op string, status int, err error, d time.Duration) {
-	code := "error"
-	if err == nil {
-		code = strconv.Itoa(status)
-	}
-	m.requests.WithLabelValues(providerName, op, code).Inc()
-	m.duration.WithLabelValues(providerName, op).Observe(d.Seconds())
-	if status == http.StatusTooManyRequests {
-		m.throttled.WithLabelValues(providerName, op).Inc()
-	}
-	m.mu.Lock()
-	m.calls[op]++
-	m.mu.Unlock()
-}
-
-// held records one attempt a closed gate did not send.
-func (m *metrics) held(op string, bk bucket) {
-	m.holds.WithLabelValues(providerName, op, string(bk)).Inc()
-}
-
-// snapshot copies the per-operation counts.
-func (m *metrics) snapshot() map[string]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.calls)
-}
-
 // metricsPolicy is a per-retry pipeline policy that counts every attempt.
-type metricsPolicy struct{ m *metrics }
+type metricsPolicy struct{ m *cloud.RequestMetrics }
 
 // Do implements policy.Policy.
 func (p metricsPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -136,7 +26,10 @@ func (p metricsPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if resp != nil {
 		status = resp.StatusCode
 	}
-	p.m.observe(op, status, err, time.Since(start))
+	if err != nil {
+		status = 0
+	}
+	p.m.Observe(op, status, status == http.StatusTooManyRequests, time.Since(start))
 	return resp, err
 }
 

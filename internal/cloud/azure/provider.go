@@ -25,7 +25,7 @@ type Provider struct {
 	opts    Options
 	cred    azcore.TokenCredential
 	armOpts *arm.ClientOptions
-	metrics *metrics
+	metrics *cloud.RequestMetrics
 	now     func() time.Time
 
 	mu      sync.Mutex
@@ -70,7 +70,7 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 			return nil, fmt.Errorf("azure: credential: %w", err)
 		}
 	}
-	m, err := newMetrics(o.Registerer)
+	m, err := cloud.NewRequestMetrics(providerName, o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("azure: register metrics: %w", err)
 	}
@@ -136,4 +136,4 @@ func (p *Provider) Rules() tags.Rules { return tags.AzureRules }
 // Calls returns how many HTTP requests the provider sent, by operation
 // (e.g. "VirtualMachines.List", "Tags.UpdateAtScope", "LRO.Poll"), retries
 // and polls included.
-func (p *Provider) Calls() map[string]int { return p.metrics.snapshot() }
+func (p *Provider) Calls() map[string]int { return p.metrics.Calls() }
