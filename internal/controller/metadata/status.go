@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,18 +19,40 @@ import (
 // writeStatuses patches the status of every target and of the
 // CloudMetadata, each only when it changed.
 func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcomes []*outcome) error {
-	now := metav1.NewTime(p.r.now())
+	now := metav1.NewTime(p.r.now().Truncate(time.Second))
+	every := p.cm.Spec.ControllerConfig.SyncInterval()
 	for _, o := range outcomes {
 		before := o.t.obj.DeepCopyObject().(client.Object)
-		*o.t.status = o.status(p.cm, *o.t.status, now)
+		s := o.status(p.cm, *o.t.status, now)
+		steady := *s.DeepCopy()
+		steady.LastSyncTime = o.t.status.LastSyncTime
+		s.LastSyncTime = stampSyncTime(o.t.status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, *o.t.status), every)
+		*o.t.status = s
 		if err := p.patchStatus(ctx, o.t.obj, before); err != nil {
 			return err
 		}
 	}
 	before := p.cm.DeepCopy()
-	p.cm.Status = p.cloudMetadataStatus(problems, outcomes, now)
+	s := p.cloudMetadataStatus(problems, outcomes, now)
+	steady := *s.DeepCopy()
+	steady.LastSyncTime = p.cm.Status.LastSyncTime
+	s.LastSyncTime = stampSyncTime(p.cm.Status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, p.cm.Status), every)
+	p.cm.Status = s
 	return p.patchStatus(ctx, p.cm, before)
 }
+
+// stampSyncTime is the lastSyncTime to store: the pass's (next) when
+// anything else in the status changed, when none is stored, or when a
+// sync interval has passed since the stored one; else the stored one
+// (prev), so that a steady object's status is not rewritten by every pass
+// and its watchers are not woken.
+func stampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration) *metav1.Time {
+	if prev == nil || next == nil || !unchanged || next.Sub(prev.Time) >= every {
+		return next
+	}
+	return prev
+}
+
 
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
