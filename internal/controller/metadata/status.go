@@ -53,7 +53,6 @@ func stampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration)
 	return prev
 }
 
-
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
 func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
