@@ -57,6 +57,9 @@ const (
 	ReasonInvalidForResource = "InvalidForResource"
 	// ReasonWriteFailed: the cloud refused or failed the write.
 	ReasonWriteFailed = "WriteFailed"
+	// ReasonConflict: another object wants another value for the tag on
+	// the resource, so neither writes it (see the Conflict condition).
+	ReasonConflict = "Conflict"
 )
 
 // Event reasons of a pass's writes.
@@ -88,6 +91,7 @@ func (p *pass) report(problems []refProblem, outcomes []*outcome) {
 			n.Once(obj, "request/"+o.request.reason, o.request.reason, o.request.message)
 			complete = false
 		}
+		o.reportConflicts(n)
 		if o.writes > 0 {
 			n.Normal(obj, ReasonTagsWritten, fmt.Sprintf("%s: wrote %d resource(s)%s: %s", o.t.opcode, o.writes, failedSuffix(o.writeErrors), describeRequest(o.t)))
 		}
@@ -126,7 +130,7 @@ func describeFailures(o *outcome) string {
 		first = append(first, fmt.Sprintf("%s (%s)", f.Resource, f.Reason))
 	}
 	var counts []string
-	for _, r := range []string{ReasonTagTaken, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonThrottled} {
+	for _, r := range []string{ReasonTagTaken, ReasonConflict, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonThrottled} {
 		if byReason[r] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", byReason[r], r))
 		}

@@ -69,13 +69,19 @@ type Planned struct {
 // controller remembers the resource holding (see tags.Lifecycle.Plan); a nil
 // held, or a nil answer, means none, as after a controller restart.
 func (r Request) Plan(resources []cloud.Classified, held func(id string) func(string) bool) []Planned {
+	return r.planYielding(resources, held, nil)
+}
+
+// planYielding is Plan leaving alone, per resource (by canonical ID), the
+// names another object contests there (tags.Lifecycle.Yield).
+func (r Request) planYielding(resources []cloud.Classified, held func(id string) func(string) bool, contested map[string][]string) []Planned {
 	out := make([]Planned, len(resources))
 	for i, res := range resources {
 		var h func(string) bool
 		if held != nil {
 			h = held(res.ID)
 		}
-		out[i] = Planned{Resource: res, Plan: r.Lifecycle.Plan(res.Tags, res.Rules, h)}
+		out[i] = Planned{Resource: res, Plan: r.Lifecycle.Yield(res.Tags, res.Rules, h, contested[cloud.CanonicalID(res.ID)])}
 	}
 	return out
 }
