@@ -240,6 +240,31 @@ type ProviderMetadataStatus struct {
 	// that drives this object; empty when none references it.
 	// +optional
 	CloudMetadata string `json:"cloudMetadata,omitempty"`
+
+	// Held records, under opcode add, which requested tags this object
+	// holds on which resources (written there by it, or found there with
+	// its value): only those are rewritten after an outside edit. The
+	// controller keeps it here so that a restart forgets nothing it owns.
+	// One entry per distinct set of names, at most 64.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Held []HeldTags `json:"held,omitempty"`
+}
+
+// HeldTags is a set of tag names held on a set of resources, the resources
+// recorded compactly as digests of their IDs.
+type HeldTags struct {
+	// Names are the tag names held, sorted.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	Names []string `json:"names"`
+	// Resources counts the resources that hold exactly these names.
+	Resources int32 `json:"resources"`
+	// Digests are the resources: the first 6 bytes of the SHA-256 of each
+	// resource's canonical ID, sorted, concatenated and base64-encoded
+	// (8 characters per resource).
+	Digests string `json:"digests"`
 }
 
 // ResourceFailure is a resource the request could not be applied to.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -48,6 +49,10 @@ type Reconciler struct {
 	once   sync.Once
 	mu     sync.Mutex
 	states map[types.NamespacedName]*state // by CloudMetadata
+	claims *claimBook
+	// wake enqueues CloudMetadata objects whose contests changed (nil
+	// until SetupWithManager).
+	wake chan event.GenericEvent
 }
 
 // state is what the controller remembers about one CloudMetadata between
@@ -59,6 +64,12 @@ type state struct {
 	// or made to carry with the requested value: under opcode add these are
 	// the object's own there, so an outside edit of one is reverted.
 	held map[string]*heldTags
+
+	// mu guards the count of passes in a row that met errors only a
+	// person can fix, for the specs failedKey names.
+	mu        sync.Mutex
+	failedKey string
+	failures  int
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -88,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var cm v1alpha1.CloudMetadata
 	if err := r.client.Get(ctx, req.NamespacedName, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -100,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.states = map[types.NamespacedName]*state{}
+		r.claims = newClaimBook()
 		if rec, ok := r.recorder.(interface {
 			OnRefused(func(uid, reason, note string))
 		}); ok {
@@ -122,12 +134,14 @@ func (r *Reconciler) stateFor(cm *v1alpha1.CloudMetadata) *state {
 	return st
 }
 
-// forget drops a deleted CloudMetadata's state and metrics.
-func (r *Reconciler) forget(key types.NamespacedName) {
+// forget drops a deleted CloudMetadata's state, metrics and claims, and
+// passes its rivals again at once.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.states, key)
 	r.mu.Unlock()
 	forgetMetrics(key)
+	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
 }
 
 // refused tells every notifier of an event the API server refused, so the

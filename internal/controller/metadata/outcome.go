@@ -31,14 +31,20 @@ type outcome struct {
 	request *condition
 	// retryAfter is how long a throttled cloud asked to wait.
 	retryAfter time.Duration
-	// transient is set when a write failed in a way a retry may cure.
-	transient bool
+	// transient is set when a write failed in a way a retry may cure;
+	// permanent when discovery failed in a way only a person can fix.
+	transient, permanent bool
 	// counts over the matched resources.
 	matched, inSync, policyHits int
 	failures                    []v1alpha1.ResourceFailure
 	// writes and writeErrors count resources written and failed writes.
 	writes, writeErrors int
 	discoveryCalls      int
+	// contests are the other objects that want other values for some of
+	// the request's names on matched resources.
+	contests []contest
+	// held is the target's held-tags record once discovery ran.
+	held *heldTags
 }
 
 // notReady is the outcome of a target whose CloudMetadata has a broken
@@ -59,9 +65,17 @@ func (o *outcome) readFailed(err error) {
 		o.request = &condition{ReasonThrottled, fmt.Sprintf("discovery throttled by the cloud; retrying in %s: %v", d.Round(time.Second), err)}
 		return
 	}
+	if needsPerson(err) {
+		o.permanent = true
+		o.request = &condition{v1alpha1.ReasonPermanentError, fmt.Sprintf("could not list the classified resources: %v%s", err, personNote)}
+		return
+	}
 	o.transient = true
 	o.request = &condition{ReasonDiscoveryFailed, fmt.Sprintf("could not list the classified resources: %v", err)}
 }
+
+// personNote ends the message of an error a person must fix.
+const personNote = "; a person must fix this (access, subscription or region): retried after syncEvery, then ever less often up to every 30m, and at once when the spec changes"
 
 // scopesFailed records subscriptions or regions that could not be searched.
 func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
@@ -69,16 +83,24 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 		return
 	}
 	var names []string
+	permanent := 0
 	for _, f := range failed {
 		names = append(names, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 		if d, ok := cloud.RetryAfter(f.Err); ok {
 			o.retryAfter = max(o.retryAfter, d)
+		} else if needsPerson(f.Err) {
+			permanent++
 		} else {
 			o.transient = true
 		}
 	}
-	o.request = &condition{ReasonScopeUnreadable, fmt.Sprintf("%d scope(s) could not be searched; resources there were not synced: %s",
-		len(failed), notify.Summary(names, 3))}
+	msg := fmt.Sprintf("%d scope(s) could not be searched; resources there were not synced: %s", len(failed), notify.Summary(names, 3))
+	if permanent == len(failed) {
+		o.permanent = true
+		o.request = &condition{v1alpha1.ReasonPermanentError, msg + personNote}
+		return
+	}
+	o.request = &condition{ReasonScopeUnreadable, msg}
 }
 
 // tally counts the resources, records what each holds now and collects
@@ -145,6 +167,8 @@ func skipReason(err error) string {
 	switch {
 	case errors.Is(err, tags.ErrTaken):
 		return ReasonTagTaken
+	case errors.Is(err, tags.ErrContested):
+		return ReasonConflict
 	case errors.Is(err, tags.ErrTooManyTags):
 		return ReasonOverLimit
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,10 +27,12 @@ type pass struct {
 	st      *state
 	started time.Time
 	log     logr.Logger
+	// claimed are the objects whose claims this pass staked or kept.
+	claimed map[claimant]bool
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
-	return &pass{r: r, cm: cm, st: st, started: r.now()}
+	return &pass{r: r, cm: cm, st: st, started: r.now(), claimed: map[claimant]bool{}}
 }
 
 // run resolves the references, syncs each target (unless a reference is
@@ -50,6 +53,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		outcomes = append(outcomes, p.syncTarget(ctx, t))
 	}
 	p.st.keepHeld(res.targets)
+	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
 		return reconcile.Result{}, err
@@ -77,12 +81,16 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	disc, err := provider.Discover(ctx, req.Classifiers, req.Discover)
 	o.discoveryCalls = disc.Calls
 	if err != nil {
+		p.claimed[p.claimantOf(t)] = true // its last claim stands
 		o.readFailed(err)
 		return o
 	}
 	o.scopesFailed(disc.Failed)
 	held := p.st.heldFor(t)
-	plans := req.Plan(disc.Resources, held.lookup)
+	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
+	plans := req.planYielding(disc.Resources, held.lookup, contested)
+	o.held = held
+	p.recordIntent(ctx, t, plans, held)
 	results := p.write(ctx, provider, t, plans)
 	o.tally(plans, results, held)
 	if len(disc.Failed) == 0 {
@@ -95,7 +103,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 func (st *state) heldFor(t *target) *heldTags {
 	h, ok := st.held[t.key()]
 	if !ok {
-		h = newHeldTags()
+		h = heldFromStatus(*t.status)
 		st.held[t.key()] = h
 	}
 	return h
@@ -125,20 +133,77 @@ func seenIDs(resources []cloud.Classified) map[string]bool {
 }
 
 // next is when the CloudMetadata's next pass is due: after syncEvery, sooner
-// after transient failures, and never before a throttled scope reopens.
+// after transient failures, later after errors only a person can fix
+// (permanentBackoff), and never before a throttled scope reopens.
 func (p *pass) next(outcomes []*outcome) time.Duration {
-	next := p.cm.Spec.ControllerConfig.SyncInterval()
+	every := p.cm.Spec.ControllerConfig.SyncInterval()
+	next := every
 	var throttled time.Duration
+	transient, permanent := false, false
 	for _, o := range outcomes {
-		if o.transient {
-			next = min(next, transientRetry)
-		}
+		transient = transient || o.transient
+		permanent = permanent || o.permanent
 		throttled = max(throttled, o.retryAfter)
+	}
+	switch {
+	case transient:
+		next = min(next, transientRetry)
+	case permanent:
+		next = permanentBackoff(every, p.st.failedAgain(specKey(p.cm, outcomes)))
+	default:
+		p.st.failedAgain("")
 	}
 	if throttled > 0 {
 		return throttled
 	}
 	return next
+}
+
+// maxPermanentBackoff is the longest wait between passes that meet the
+// same errors only a person can fix (unless syncEvery is longer).
+const maxPermanentBackoff = 30 * time.Minute
+
+// permanentBackoff is the wait after the n-th pass in a row (n >= 1) that
+// met errors only a person can fix: syncEvery, doubling each time, up to
+// maxPermanentBackoff.
+func permanentBackoff(every time.Duration, n int) time.Duration {
+	d := every
+	for i := 1; i < n && d < maxPermanentBackoff; i++ {
+		d *= 2
+	}
+	return max(every, min(d, maxPermanentBackoff))
+}
+
+// failedAgain counts a pass in a row that met errors only a person can fix
+// for the same specs (key); a new key (a spec changed) starts again at 1,
+// and "" (a pass without such errors) resets the count.
+func (st *state) failedAgain(key string) int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if key == "" || key != st.failedKey {
+		st.failedKey, st.failures = key, 0
+	}
+	if key != "" {
+		st.failures++
+	}
+	return st.failures
+}
+
+// specKey identifies the generations a pass served.
+func specKey(cm *v1alpha1.CloudMetadata, outcomes []*outcome) string {
+	key := fmt.Sprintf("%d", cm.Generation)
+	for _, o := range outcomes {
+		key += fmt.Sprintf("/%s=%d", o.t.key(), o.t.obj.GetGeneration())
+	}
+	return key
+}
+
+// needsPerson reports discovery errors that a retry does not cure: the
+// identity may not read the scope, the scope does not exist, or its name
+// resolves to no endpoint (a mistyped region).
+func needsPerson(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, cloud.ErrForbidden) || errors.Is(err, cloud.ErrNotFound) || (errors.As(err, &dns) && dns.IsNotFound)
 }
 
 // isPermanent reports write errors that a retry does not cure.

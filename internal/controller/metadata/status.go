@@ -81,6 +81,10 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 		set(v1alpha1.ConditionApproved, true, ReasonValid, fmt.Sprintf("the tags pass the %s tag rules; applied by CloudMetadata %q", o.t.cloud, cm.Name))
 		s.ResourceTags = activeList(o.t)
 	}
+	o.setConflict(&s.Conditions, gen)
+	if o.held != nil {
+		s.Held = heldStatus(o.t, o.held, nil)
+	}
 	if o.request != nil {
 		set(v1alpha1.ConditionRequest, false, o.request.reason, o.request.message)
 	} else if o.approved {
