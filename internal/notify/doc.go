@@ -13,7 +13,9 @@
 //     seen on every resync is one event when it appears, not one per pass.
 //     When a pass ends (Notifier.EndPass) the problems it did not see are
 //     forgotten, so a recurrence is told again. A pass that could not look
-//     at everything (EndPass(false)) forgets nothing.
+//     at everything (EndPass(false)) forgets only the problems it reported
+//     anew under another key for the same object and reason, so the memory
+//     stays bounded by objects and reasons.
 //   - A problem counts as reported only if its event was accepted: when the
 //     API server refuses the event, Recorder tells the notifiers, which
 //     forget the problem so the next pass reports it again.

@@ -63,14 +63,33 @@ func (n *Notifier) Normal(obj runtime.Object, reason, note string) {
 
 // EndPass closes a pass. After a complete pass, problems it did not see are
 // forgotten (a recurrence is reported again); after an incomplete one (the
-// pass could not look at everything) every known problem is kept.
+// pass could not look at everything) every known problem is kept, except
+// those superseded: a problem of an object and reason that the pass
+// reported under another key (e.g. the same failures with other counts).
+// So what a Notifier remembers is bounded by its objects and reasons.
 func (n *Notifier) EndPass(complete bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if complete {
 		n.seen = n.next
+	} else {
+		n.dropSuperseded()
 	}
 	n.next = map[string]sent{}
+}
+
+// dropSuperseded forgets the known problems whose object and reason the
+// current pass reported under another key.
+func (n *Notifier) dropSuperseded() {
+	current := make(map[[2]string]bool, len(n.next))
+	for _, s := range n.next {
+		current[[2]string{s.uid, s.reason}] = true
+	}
+	for k, s := range n.seen {
+		if _, now := n.next[k]; !now && current[[2]string{s.uid, s.reason}] {
+			delete(n.seen, k)
+		}
+	}
 }
 
 // Refused forgets every problem whose event matches the refused one, so the

@@ -95,3 +95,19 @@ func TestNotesAreFitted(t *testing.T) {
 		}
 	}
 }
+
+// TestIncompletePassesForgetSupersededProblems: a problem reported under
+// a new key each pass (its note carries counts) while the passes stay
+// incomplete is remembered once per object and reason, not once per key.
+func TestIncompletePassesForgetSupersededProblems(t *testing.T) {
+	n := NewNotifier(nil, "Sync")
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u1"}}
+	for i := range 100 {
+		n.Once(obj, fmt.Sprintf("failures/%d of 100 failed", i), "TagsNotApplied", "note")
+		n.Once(obj, "request/ScopeUnreadable", "ScopeUnreadable", "a scope could not be read")
+		n.EndPass(false)
+	}
+	if got := n.Known(); got != 2 {
+		t.Errorf("Known = %d after 100 incomplete passes with changing counts, want 2", got)
+	}
+}
