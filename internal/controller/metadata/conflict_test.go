@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,4 +118,44 @@ func (h *harness) missing(ids []string, name, value string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestConflictAcrossNamespaces: objects of two namespaces that classify the
+// same resources and want different values for env are in conflict too,
+// each naming the other with its namespace.
+func TestConflictAcrossNamespaces(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	other := h.ns + "-b"
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	h.other = other
+	h.startController()
+	h.estate("xns", 1)
+	classifiers := map[string]string{classifierOf("xns"): "owned"}
+	h.azureMetadata("a", v1alpha1.OpcodeUpdate, map[string]string{"env": "a"})
+	h.cloudMetadata("cm", "a", "", classifiers)
+	h.waitReady("cm", metav1.ConditionTrue)
+	b := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "a"},
+		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "b"}}}
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers: classifiers, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "a"}}}}
+	for _, o := range []client.Object{b, cm} {
+		if err := h.c.Create(h.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitConflict("a", true, "AzureMetadata "+other+"/a")
+	eventually(t, "Conflict on the other namespace's object", func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionConflict)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "AzureMetadata "+h.ns+"/a") {
+			return fmt.Sprintf("Conflict = %+v", c)
+		}
+		return ""
+	})
 }

@@ -67,6 +67,8 @@ type harness struct {
 	extra []cloud.Provider
 	audit *testenv.SyncBuffer
 	stop  func()
+	// other is a second namespace the controller also watches ("" if none).
+	other string
 }
 
 // newHarness makes a namespace, starts armsim and the metadata controller
@@ -102,7 +104,7 @@ func (h *harness) startController() {
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		Providers:   append([]cloud.Provider{az}, h.extra...),
 		Controllers: []string{metadata.ControllerName},
-		Namespaces:  []string{h.ns},
+		Namespaces:  h.namespaces(),
 		Audit:       audit.New(h.audit),
 	})
 	if err != nil {
@@ -117,6 +119,14 @@ func (h *harness) startController() {
 			h.t.Errorf("controller manager: %v", err)
 		}
 	}
+}
+
+// namespaces are the namespaces the test's controller watches.
+func (h *harness) namespaces() []string {
+	if h.other == "" {
+		return []string{h.ns}
+	}
+	return []string{h.ns, h.other}
 }
 
 // estate seeds a cluster estate classified with kubernetes.io_cluster.<infra>=owned.
