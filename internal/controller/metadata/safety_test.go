@@ -25,7 +25,7 @@ func TestRestartKeepsOwnedTags(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.estate("own", 20)                          // 201 resources and a group
-	h.az.Server.SetLatency(5 * time.Millisecond) // the apply takes a while
+	h.az.Server.SetLatency(20 * time.Millisecond) // the apply takes a while
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("own"): "owned"})
 	var written string
@@ -39,11 +39,13 @@ func TestRestartKeepsOwnedTags(t *testing.T) {
 		return "no write yet"
 	})
 	h.stop()
+	t.Logf("stopped with %d of 202 resources written", len(h.auditRecords()))
 	h.az.Server.SetLatency(0)
 	if err := h.az.Server.SetTags(written, map[string]string{"env": "edited"}); err != nil {
 		t.Fatal(err)
 	}
 	h.startController()
+	h.pass("cm")
 	h.waitReady("cm", metav1.ConditionTrue)
 	if got := h.tags(written)["env"]; got != "prod" {
 		t.Errorf("the owned tag edited during the restart was not reverted: env=%q", got)
