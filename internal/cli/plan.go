@@ -56,9 +56,7 @@ CloudMetadata and the LabelSyncProfile of that name. It computes the writes
 with the controllers' own planning code and only reads: no tag, label,
 status or event is written.
 
-"+" is a tag or label added, "~" one changed, "-" one removed. Lines marked "?"
-depend on what the running controller remembers (see docs/cli.md): plan shows
-them but cannot know them. The cloud flags are those of tagsync run (the same
+"+" is a tag or label added, "~" one changed, "-" one removed. The cloud flags are those of tagsync run (the same
 credential chain); AWS is read when --aws-region or AWS_REGION is set.
 
 Exit codes:

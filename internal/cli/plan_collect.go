@@ -26,8 +26,6 @@ type planSelection struct {
 
 // Notes on what plan cannot know, shown under the plan.
 const (
-	unknownHeld = "under opcode add, which tags the running metadata controller remembers writing (it keeps that in memory): " +
-		"lines marked ? are rewritten only if it does; a controller started after the edit reports them as TagTaken instead"
 	unknownCache = "the node sync reuses a cloud read for up to --azure-read-cache-ttl (20s) between resyncs and skips Nodes whose own " +
 		"writes have not reached its cache yet: plan reads the cloud fresh, so a pass in that window may act a moment later than shown"
 )

@@ -192,7 +192,7 @@ func (p *planPrinter) profile(s profilePlan) {
 	for _, n := range s.Nodes {
 		p.line(1, planCyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
 		for _, c := range n.Labels {
-			p.change(2, c, "")
+			p.change(2, c)
 		}
 		if n.ReleaseTaint {
 			p.line(2, planRed, "- taint %s:NoSchedule", labelsync.PendingTaintKey)

@@ -23,7 +23,6 @@ func (r *planReport) collectMetadata(ctx context.Context, c client.Reader, provi
 	if err := c.List(ctx, &list, opts...); err != nil {
 		return fmt.Errorf("listing CloudMetadata: %w", err)
 	}
-	maybe := false
 	for i := range list.Items {
 		cm := &list.Items[i]
 		if sel.name != "" && cm.Name != sel.name {
@@ -33,15 +32,7 @@ func (r *planReport) collectMetadata(ctx context.Context, c client.Reader, provi
 		if err != nil {
 			return err
 		}
-		for _, q := range p.Requests {
-			for _, res := range q.Resources {
-				maybe = maybe || len(res.Maybe) > 0
-			}
-		}
 		r.CloudMetadata = append(r.CloudMetadata, p)
-	}
-	if maybe {
-		r.Unknown = append(r.Unknown, unknownHeld)
 	}
 	return nil
 }
@@ -145,44 +136,35 @@ func planRequest(ctx context.Context, providers cloud.Providers, cm *v1alpha1.Cl
 	for _, f := range disc.Failed {
 		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 	}
-	sure := req.Plan(disc.Resources, nil)
-	held := req.Plan(disc.Resources, func(string) func(string) bool { return func(string) bool { return true } })
-	out.Matched = len(sure)
-	for i, pl := range sure {
-		if pl.Plan.InSync() && held[i].Plan.InSync() {
+	plans := req.Plan(disc.Resources, heldOf(obj))
+	out.Matched = len(plans)
+	for _, pl := range plans {
+		if pl.Plan.InSync() {
 			out.InSync++
 			continue
 		}
-		out.Resources = append(out.Resources, metadataDiff(req.Cloud, pl, held[i]))
+		out.Resources = append(out.Resources, metadataDiff(req.Cloud, pl))
 	}
 	return out, nil
 }
 
-// metadataDiff renders one resource's plan: the writes sure to happen
-// (those of a controller that remembers nothing, as after a restart), and
-// the ones a controller that remembers writing every owned tag would add.
-func metadataDiff(cloudName string, sure, held metadata.Planned) resourceDiff {
-	res := sure.Resource
+// heldOf returns what an object's status records it holding (status.held),
+// which is what the controller, even one started now, takes as its own.
+func heldOf(obj client.Object) func(string) func(string) bool {
+	switch o := obj.(type) {
+	case *v1alpha1.AzureMetadata:
+		return metadata.HeldLookup(o.Status)
+	case *v1alpha1.AWSMetadata:
+		return metadata.HeldLookup(o.Status)
+	}
+	return nil
+}
+
+// metadataDiff renders one resource's plan: the writes a pass would make
+// and the tags it would report instead.
+func metadataDiff(cloudName string, pl metadata.Planned) resourceDiff {
+	res := pl.Resource
 	nc := res.Rules.NameCase()
-	d := resourceDiff{Cloud: cloudName, ID: res.ID, Changes: patchChanges(nc, res.Tags, sure.Plan.Patch)}
-	certain := map[string]bool{}
-	for _, c := range d.Changes {
-		certain[nc.Key(c.Name)] = true
-	}
-	for _, c := range patchChanges(nc, res.Tags, held.Plan.Patch) {
-		if !certain[nc.Key(c.Name)] {
-			c.Note = "only if the running controller wrote or found this tag's value here before; otherwise reported TagTaken"
-			d.Maybe = append(d.Maybe, c)
-		}
-	}
-	maybe := map[string]bool{}
-	for _, c := range d.Maybe {
-		maybe[nc.Key(c.Name)] = true
-	}
-	for _, sk := range skippedNotes(sure.Plan.Skipped) {
-		if !maybe[nc.Key(sk.Name)] {
-			d.NotWritten = append(d.NotWritten, sk)
-		}
-	}
-	return d
+	return resourceDiff{Cloud: cloudName, ID: res.ID, Changes: patchChanges(nc, res.Tags, pl.Plan.Patch),
+		NotWritten: skippedNotes(pl.Plan.Skipped)}
 }

@@ -107,11 +107,7 @@ func (p *planPrinter) metadata(m metadataPlan) {
 func (p *planPrinter) resource(indent int, d resourceDiff) {
 	p.line(indent, planCyan, "%s %s", d.Cloud, d.ID)
 	for _, c := range d.Changes {
-		p.change(indent+1, c, "")
-	}
-	for _, c := range d.Maybe {
-		p.change(indent+1, c, "? ")
-		p.line(indent+2, "", "(%s)", c.Note)
+		p.change(indent+1, c)
 	}
 	for _, n := range d.NotWritten {
 		p.line(indent+1, planRed, "! %s not written: %s", n.Name, n.Reason)
@@ -125,7 +121,7 @@ func (p *planPrinter) resource(indent int, d resourceDiff) {
 func (p *planPrinter) node(n nodeDiff) {
 	p.line(1, planCyan, "node %s", n.Name)
 	for _, c := range n.Labels {
-		p.change(2, c, "")
+		p.change(2, c)
 	}
 	if n.Base != "" {
 		p.line(2, planYellow, "~ annotation tagsync.io/last-synced-tags = %s", n.Base)
@@ -139,13 +135,13 @@ func (p *planPrinter) node(n nodeDiff) {
 }
 
 // change prints one + ~ - line.
-func (p *planPrinter) change(indent int, c change, mark string) {
+func (p *planPrinter) change(indent int, c change) {
 	switch c.Op {
 	case opAdd:
-		p.line(indent, planGreen, "%s+ %s = %q", mark, c.Name, *c.After)
+		p.line(indent, planGreen, "+ %s = %q", c.Name, *c.After)
 	case opChange:
-		p.line(indent, planYellow, "%s~ %s: %q -> %q", mark, c.Name, *c.Before, *c.After)
+		p.line(indent, planYellow, "~ %s: %q -> %q", c.Name, *c.Before, *c.After)
 	default:
-		p.line(indent, planRed, "%s- %s (was %q)", mark, c.Name, *c.Before)
+		p.line(indent, planRed, "- %s (was %q)", c.Name, *c.Before)
 	}
 }

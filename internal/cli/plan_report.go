@@ -64,9 +64,6 @@ type resourceDiff struct {
 	ID    string `json:"id"`
 	// Changes are the writes the pass would make.
 	Changes []change `json:"changes,omitempty"`
-	// Maybe are writes that depend on the controller's memory (see
-	// planReport.Unknown).
-	Maybe []change `json:"maybe,omitempty"`
 	// NotWritten are tags reported instead of written, with the reason.
 	NotWritten []notWritten `json:"notWritten,omitempty"`
 	// Wiped is set when every synced tag vanished at once.
@@ -92,8 +89,6 @@ type change struct {
 	Name   string  `json:"name"`
 	Before *string `json:"before,omitempty"`
 	After  *string `json:"after,omitempty"`
-	// Note says when the change happens, for uncertain ones.
-	Note string `json:"note,omitempty"`
 }
 
 // notWritten is a tag the pass reports instead of writing.

@@ -24,7 +24,7 @@ import (
 func TestRestartKeepsOwnedTags(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.estate("own", 20)                          // 201 resources and a group
+	h.estate("own", 20)                           // 201 resources and a group
 	h.az.Server.SetLatency(20 * time.Millisecond) // the apply takes a while
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("own"): "owned"})
