@@ -80,6 +80,9 @@ type Reconciler struct {
 	sources map[types.NamespacedName]*state
 	// clusters are the workload clusters' health, for backoff and reports.
 	clusters map[types.NamespacedName]*clusterHealth
+	// kubeconfigs checks the workload clusters' kubeconfig Secrets (nil
+	// when workloads was given to NewReconciler).
+	kubeconfigs *kubeconfigs
 	// inFlight are Nodes written whose write the cache has not shown yet:
 	// the resourceVersion the write replaced.
 	inFlight map[nodeKey]string
@@ -188,6 +191,7 @@ func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *state {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sources, key)
+	r.pruneHealthLocked()
 	r.mu.Unlock()
 	forgetMetrics(key)
 }
@@ -211,6 +215,7 @@ func (r *Reconciler) remember(st *state, clusters map[types.NamespacedName]bool,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st.clusters, st.nodes, st.hosts = clusters, nodes, hosts
+	r.pruneHealthLocked()
 }
 
 // sourcesWhere returns the requests of the sources whose last pass matches.

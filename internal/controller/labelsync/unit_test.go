@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -134,6 +135,28 @@ func TestClusterBackoff(t *testing.T) {
 	}
 	if got := clusterBackoff(1000); got != maxClusterRetry {
 		t.Errorf("clusterBackoff(1000) = %s", got)
+	}
+}
+
+// TestOneBackoffPerCluster: two sources whose passes fail to reach the
+// same cluster at the same time count one failure, not two, so sharing a
+// cluster does not double its backoff.
+func TestOneBackoffPerCluster(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := NewReconciler(nil, nil, nil, clk)
+	r.init()
+	shared := types.NamespacedName{Namespace: "ns", Name: "shared"}
+	for range 2 {
+		if got := r.clusterFailed(shared, errors.New("down")); got != time.Second {
+			t.Fatalf("retry after %s, want 1s", got)
+		}
+	}
+	if n := r.clusterFailures(shared); n != 1 {
+		t.Fatalf("%d failures counted, want 1", n)
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	if got := r.clusterFailed(shared, errors.New("down")); got != 2*time.Second {
+		t.Fatalf("retry after %s once the first backoff ended, want 2s", got)
 	}
 }
 
