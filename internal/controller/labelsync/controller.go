@@ -22,8 +22,11 @@
 // Workload clusters are reached with Cluster API's controllers/clustercache
 // (it builds with tagsync's Kubernetes and controller-runtime versions): a
 // cached client and a Node watch per Cluster from its <cluster>-kubeconfig
-// Secret (key value), health probes, reconnects after kubeconfig rotation,
-// and connect/disconnect events that start passes. The management cluster
+// Secret (key value), health probes, and connect/disconnect events that
+// start passes. Passes re-read the Secrets of the clusters they use
+// (kubeconfigs): a Secret deleted, unreadable or malformed closes the
+// cluster's connection, a rotated one reconnects it with the new content,
+// and an unreachable cluster is reported with its cause. The management cluster
 // is a workload cluster like any other: a Cluster whose kubeconfig Secret
 // reaches it (a self-hosted or pivoted cluster) is synced through that
 // Secret; a Cluster without its Secret is unreachable, never silently taken
