@@ -95,7 +95,7 @@ func TestStopIsBoundedWhenWorkIgnoresItsContext(t *testing.T) {
 	o := DefaultOptions()
 	o.MetricsAddr, o.ProbeAddr, o.LeaderElection = "0", "0", false
 	o.GracefulShutdownTimeout = time.Second
-	o.Controllers = []string{"labelsync"}
+	o.Controllers, o.SkipNameValidation = []string{"labelsync"}, true
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := New(ctx, kube.Config, o)
