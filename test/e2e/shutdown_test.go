@@ -70,7 +70,7 @@ func TestSIGTERMStopsLabelSyncWhileConnecting(t *testing.T) {
 		}
 		return ""
 	})
-	open := silent.open()
+	open, signalled := silent.open(), time.Now()
 	must(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	eventuallyWithin(t, 2*shutdownBound, "tagsync to exit after SIGTERM", func() string {
 		if p.running() {
@@ -78,7 +78,8 @@ func TestSIGTERMStopsLabelSyncWhileConnecting(t *testing.T) {
 		}
 		return ""
 	})
-	t.Logf("exited (%v) with %d connection(s) to the silent API server open at SIGTERM", p.waitErr, open)
+	t.Logf("exited (%v) about %s after SIGTERM, with %d connection(s) to the silent API server open then",
+		p.waitErr, time.Since(signalled).Round(100*time.Millisecond), open)
 }
 
 // kubeconfigFor is the admin kubeconfig of the test API server with its
