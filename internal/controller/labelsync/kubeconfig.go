@@ -122,7 +122,7 @@ func (k *kubeconfigs) check(ctx context.Context, cluster types.NamespacedName) e
 	data, bad := k.readSecret(ctx, cluster)
 	if bad != nil {
 		st.broken, st.known = k.provisioning(ctx, cluster, bad), false
-		if !st.excluded {
+		if !st.excluded && withdrawn(bad) {
 			k.setExcluded(ctx, cluster, st, true)
 		}
 		return st.broken
@@ -137,6 +137,14 @@ func (k *kubeconfigs) check(ctx context.Context, cluster types.NamespacedName) e
 	}
 	st.broken, st.sum, st.known, st.kubeconfig = nil, sum, true, data
 	return nil
+}
+
+// withdrawn reports a Secret that is gone, malformed, or that may not be
+// read: its connection must not be used. A read that failed otherwise (the
+// management API server timed out, say) makes this pass wait but keeps the
+// connection.
+func withdrawn(bad *unreachableError) bool {
+	return bad.cause != CauseSecretUnreadable || apierrors.IsForbidden(bad.err) || apierrors.IsUnauthorized(bad.err)
 }
 
 // errOrNil returns e as an error, nil when e is nil.
