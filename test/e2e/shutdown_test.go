@@ -20,9 +20,13 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// shutdownBound is the --graceful-shutdown-timeout the SIGTERM test gives
-// `tagsync run`.
-const shutdownBound = 5 * time.Second
+// gracefulShutdown is the --graceful-shutdown-timeout the SIGTERM test
+// gives `tagsync run`; shutdownBound is how long after SIGTERM the process
+// promises to exit at the latest (that timeout and a 5s margin).
+const (
+	gracefulShutdown = 5 * time.Second
+	shutdownBound    = gracefulShutdown + 5*time.Second
+)
 
 // silentClusters is how many workload clusters the SIGTERM test points at
 // the silent API server.
@@ -33,8 +37,8 @@ const silentClusters = 4
 // connections and never answers (a listener that holds them), so that
 // clustercache's connects and the controller's probes are in flight; sends
 // SIGTERM while they are; and waits for the process to exit, with a
-// deadline of twice the configured shutdown bound (what is asserted is that
-// it exits at all, not how fast).
+// deadline of twice its shutdown bound (what is asserted is that it exits
+// at all, not how fast).
 func TestSIGTERMStopsLabelSyncWhileConnecting(t *testing.T) {
 	installLabelSyncCRDs(t)
 	ctx := context.Background()
@@ -63,7 +67,7 @@ func TestSIGTERMStopsLabelSyncWhileConnecting(t *testing.T) {
 
 	p := startTagsync(t, "tagsync labelsync (SIGTERM while connecting)",
 		"--kubeconfig="+writeKubeconfig(t, ""), "--controllers=labelsync", "--azure-auth-mode=default",
-		"--leader-elect=false", "--namespaces="+ns, "--graceful-shutdown-timeout="+shutdownBound.String())
+		"--leader-elect=false", "--namespaces="+ns, "--graceful-shutdown-timeout="+gracefulShutdown.String())
 	eventually(t, "connections to the silent API server held open", func() string {
 		if n := silent.open(); n < 2 {
 			return fmt.Sprintf("%d open", n)
