@@ -84,6 +84,8 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.op.LeaseDuration, "lease-duration", f.op.LeaseDuration, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&f.op.RenewDeadline, "renew-deadline", f.op.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&f.op.RetryPeriod, "retry-period", f.op.RetryPeriod, "how often candidates try to acquire the Lease")
+	fs.DurationVar(&f.op.GracefulShutdownTimeout, "graceful-shutdown-timeout", f.op.GracefulShutdownTimeout,
+		"how long a stop (SIGTERM) waits for work in flight (reconciles, cloud calls, Kubernetes writes, connects to workload clusters); the process exits at most 5s later whatever still runs")
 
 	f.cloud.bindAzure(fs)
 	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (Tag Contributor is enough) or ResourcePatch (If-Match on the VM/VMSS)")

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -59,6 +60,11 @@ type Options struct {
 	LeaderElectionID string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// GracefulShutdownTimeout bounds how long a stop waits for the
+	// controllers' work in flight (reconciles, cloud calls, Kubernetes
+	// writes, connects to workload clusters); Run returns at most
+	// stopMargin later whatever still runs. Zero: DefaultGracefulShutdown.
+	GracefulShutdownTimeout time.Duration
 	// Azure configures the Azure provider.
 	Azure azure.Config
 	// AzureOptions tune the Azure provider (cache, budget, write method).
@@ -109,7 +115,20 @@ func DefaultOptions() Options {
 		LeaseDuration:           15 * time.Second,
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
+		GracefulShutdownTimeout: DefaultGracefulShutdown,
 	}
+}
+
+// DefaultGracefulShutdown is how long a stop waits for the work in flight:
+// well inside Kubernetes' default 30s between SIGTERM and SIGKILL.
+const DefaultGracefulShutdown = 10 * time.Second
+
+// gracefulShutdown is o.GracefulShutdownTimeout, or its default.
+func (o Options) gracefulShutdown() time.Duration {
+	if o.GracefulShutdownTimeout <= 0 {
+		return DefaultGracefulShutdown
+	}
+	return o.GracefulShutdownTimeout
 }
 
 // Run starts the manager and blocks until ctx ends or it fails.
@@ -118,7 +137,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runUntilStopped(ctx, m.Manager)
+	return runUntilStopped(ctx, m.Manager, o.gracefulShutdown()+stopMargin)
 }
 
 // Manager is a built controller manager and the controllers in it.
@@ -239,6 +258,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cach
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
+		GracefulShutdownTimeout:       ptr.To(o.gracefulShutdown()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)

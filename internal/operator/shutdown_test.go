@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tagsync/tagsync/internal/testenv"
 )
@@ -80,5 +81,53 @@ func TestCancelStopsTheLeaderWithoutErrors(t *testing.T) {
 	})
 	if errs := logs.matching(`"error"=`); len(errs) > 0 {
 		t.Fatalf("logged at error level while stopping:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestStopIsBoundedWhenWorkIgnoresItsContext starts the manager with a
+// runnable that never returns (work that ignores its context, as a connect
+// or a write can), cancels its context once it runs (what SIGTERM does)
+// and waits for runUntilStopped to return: it must, within twice the bound
+// Run gives it (the graceful shutdown timeout and stopMargin), and say that
+// work was still in flight.
+func TestStopIsBoundedWhenWorkIgnoresItsContext(t *testing.T) {
+	kube := testenv.Start(t)
+	o := DefaultOptions()
+	o.MetricsAddr, o.ProbeAddr, o.LeaderElection = "0", "0", false
+	o.GracefulShutdownTimeout = time.Second
+	o.Controllers, o.SkipNameValidation = []string{"labelsync"}, true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := New(ctx, kube.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, stuck := make(chan struct{}), make(chan struct{})
+	defer close(stuck)
+	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error {
+		close(running)
+		<-stuck
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	bound := o.gracefulShutdown() + stopMargin
+	stopped := make(chan error, 1)
+	go func() { stopped <- runUntilStopped(ctx, mgr, bound) }()
+	select {
+	case <-running:
+	case err := <-stopped:
+		t.Fatalf("the manager stopped before the runnable ran: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runnable did not run within 30s")
+	}
+	cancel()
+	select {
+	case err := <-stopped:
+		if err == nil {
+			t.Fatal("runUntilStopped returned nil with a runnable still running, want an error saying so")
+		}
+	case <-time.After(2 * bound):
+		t.Fatalf("runUntilStopped did not return within %s of the cancel", 2*bound)
 	}
 }

@@ -12,12 +12,20 @@ import (
 // to stop before its caches synced.
 const stopWhileStarting = 5 * time.Second
 
+// stopMargin is how much longer than its graceful shutdown timeout Run
+// waits for a started manager to stop (it still releases its Lease and
+// flushes events after the timeout) before it returns anyway.
+const stopMargin = 5 * time.Second
+
 // runUntilStopped runs mgr until ctx ends or it fails, like mgr.Start, but
 // returns even when ctx ends before the manager's caches synced (say RBAC
 // forbids listing Nodes): controller-runtime's manager then never returns
 // from Start. Nothing needs a graceful stop at that point -- no controller
-// runs, no Lease is held -- so Run returns after stopWhileStarting.
-func runUntilStopped(ctx context.Context, mgr ctrl.Manager) error {
+// runs, no Lease is held -- so Run returns after stopWhileStarting. A
+// started manager has bound to stop (its graceful shutdown timeout and
+// stopMargin): work that ignores its context (a connect, a write) cannot
+// keep the process alive after that.
+func runUntilStopped(ctx context.Context, mgr ctrl.Manager, bound time.Duration) error {
 	started := make(chan struct{})
 	if err := mgr.Add(startSignal(started)); err != nil {
 		return err
@@ -33,7 +41,7 @@ func runUntilStopped(ctx context.Context, mgr ctrl.Manager) error {
 	case err := <-done:
 		return err
 	case <-started:
-		return <-done // started: the manager stops within its graceful shutdown timeout
+		return waitStopped(done, bound)
 	case <-time.After(stopWhileStarting):
 		mgr.GetLogger().Info(fmt.Sprintf("stopped before the caches synced; not waiting longer than %s for the manager", stopWhileStarting))
 		return nil
@@ -52,3 +60,13 @@ func (s startSignal) Start(context.Context) error {
 
 // NeedLeaderElection is false: followers start too.
 func (s startSignal) NeedLeaderElection() bool { return false }
+
+// waitStopped waits for a started manager's Start to return, at most bound.
+func waitStopped(done <-chan error, bound time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound):
+		return fmt.Errorf("the controller manager did not stop within %s of the stop signal; exiting with work still in flight", bound)
+	}
+}

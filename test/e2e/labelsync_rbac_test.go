@@ -197,76 +197,21 @@ func newLabelSyncRBACFixture(t *testing.T, objNS string, roles bool) *labelsyncR
 // and deletes them when the test ends.
 func (f *labelsyncRBACFixture) seed(t *testing.T) {
 	ns, ctx := f.objNS, f.ctx
-	var objs []client.Object
-	create := func(o client.Object) {
-		t.Helper()
-		must(t, f.c.Create(ctx, o))
-		objs = append(objs, o)
-	}
-	t.Cleanup(func() {
-		for _, o := range slices.Backward(objs) {
-			if err := f.c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	})
+	create := createDeletedAtEnd(t, ctx, f.c)
 	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.node, Labels: map[string]string{"other.example.com/keep": "yes"}}})
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lsCluster + "-kubeconfig",
 		Labels: map[string]string{clusterv1.ClusterNameLabel: lsCluster}},
 		Data: map[string][]byte{"value": kube.KubeConfig}})
-	// workloadCluster creates a Metal3Cluster and its Cluster, marked
-	// provisioned.
-	workloadCluster := func(name string) {
-		t.Helper()
-		m3c := &unstructured.Unstructured{}
-		m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
-		m3c.SetNamespace(ns)
-		m3c.SetName(name)
-		create(m3c)
-		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: clusterv1.ClusterSpec{
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
-		}}
-		create(cluster)
-		cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-		must(t, f.c.Status().Update(ctx, cluster))
-	}
-	workloadCluster(lsCluster)
-
-	// hostOn makes a host of profile run on node in cluster: the host, its
-	// Metal3Machine owned by a Machine of cluster whose nodeRef is node, and
-	// the host's consumerRef to the Metal3Machine.
-	hostOn := func(name, profile, cluster, node string, labels map[string]string) {
-		t.Helper()
-		host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-		host.Labels["sync"] = profile
-		create(host)
-		machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-m",
-			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-			Spec: clusterv1.MachineSpec{ClusterName: cluster,
-				Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name + "-m"},
-			}}
-		create(machine)
-		machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
-		must(t, f.c.Status().Update(ctx, machine))
-		m3m := &unstructured.Unstructured{}
-		m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
-		m3m.SetNamespace(ns)
-		m3m.SetName(machine.Name)
-		m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: ns + "/" + name})
-		m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}})
-		create(m3m)
-		host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: machine.Name, Namespace: ns}
-		must(t, f.c.Update(ctx, host))
-	}
-	hostOn(lsHost, lsProfile, lsCluster, f.node, map[string]string{lsLabel: lsValue, "not-owned.example.com/x": "y"})
+	mk := lsObjects{t: t, ctx: ctx, c: f.c, ns: ns, create: create}
+	mk.workloadCluster(lsCluster)
+	mk.hostOn(lsHost, lsProfile, lsCluster, f.node, map[string]string{lsLabel: lsValue, "not-owned.example.com/x": "y"})
 	// Two more hosts, of a second profile, in two clusters that have no
 	// kubeconfig Secret: one pass reports both unreachable, two
 	// ClusterUnreachable events about one profile, the second of which is
 	// a PATCH of the first (an event series).
 	for _, gone := range lsGone {
-		workloadCluster(gone)
-		hostOn(gone+"-host", lsUnreachable, gone, gone+"-node", map[string]string{lsLabel: lsValue})
+		mk.workloadCluster(gone)
+		mk.hostOn(gone+"-host", lsUnreachable, gone, gone+"-node", map[string]string{lsLabel: lsValue})
 	}
 	profile := func(name string) {
 		create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
@@ -372,4 +317,78 @@ func (f *labelsyncRBACFixture) waitNodeLabel(t testing.TB, value string) {
 		}
 		return ""
 	})
+}
+
+// lsObjects creates label sync's management objects in ns with c, handing
+// each to create (which records it for deletion).
+type lsObjects struct {
+	t      *testing.T
+	ctx    context.Context
+	c      client.Client
+	ns     string
+	create func(client.Object)
+}
+
+// workloadCluster creates a Metal3Cluster and its Cluster, marked
+// provisioned.
+func (o lsObjects) workloadCluster(name string) {
+	o.t.Helper()
+	m3c := &unstructured.Unstructured{}
+	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
+	m3c.SetNamespace(o.ns)
+	m3c.SetName(name)
+	o.create(m3c)
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}, Spec: clusterv1.ClusterSpec{
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
+	}}
+	o.create(cluster)
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	must(o.t, o.c.Status().Update(o.ctx, cluster))
+}
+
+// hostOn makes a host of profile run on node in cluster: the host, its
+// Metal3Machine owned by a Machine of cluster whose nodeRef is node, and
+// the host's consumerRef to the Metal3Machine.
+func (o lsObjects) hostOn(name, profile, cluster, node string, labels map[string]string) {
+	o.t.Helper()
+	ns := o.ns
+	host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+	host.Labels["sync"] = profile
+	o.create(host)
+	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-m",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Spec: clusterv1.MachineSpec{ClusterName: cluster,
+			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name + "-m"},
+		}}
+	o.create(machine)
+	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
+	must(o.t, o.c.Status().Update(o.ctx, machine))
+	m3m := &unstructured.Unstructured{}
+	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
+	m3m.SetNamespace(ns)
+	m3m.SetName(machine.Name)
+	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: ns + "/" + name})
+	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}})
+	o.create(m3m)
+	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: machine.Name, Namespace: ns}
+	must(o.t, o.c.Update(o.ctx, host))
+}
+
+// createDeletedAtEnd returns a function that creates an object with c and
+// deletes it when the test ends (the last created first).
+func createDeletedAtEnd(t *testing.T, ctx context.Context, c client.Client) func(client.Object) {
+	var objs []client.Object
+	t.Cleanup(func() {
+		for _, o := range slices.Backward(objs) {
+			if err := c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	})
+	return func(o client.Object) {
+		t.Helper()
+		must(t, c.Create(ctx, o))
+		objs = append(objs, o)
+	}
 }

@@ -117,6 +117,22 @@ func readCluster(ctx context.Context, rd chainReader, l *link) error {
 	}
 	if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
 		l.infra = types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}
+		return readInfra(ctx, rd, l)
+	}
+	return nil
+}
+
+// readInfra reads whether the link's Metal3Cluster is paused with the
+// cluster.x-k8s.io/paused annotation, which CAPM3 honours too.
+func readInfra(ctx context.Context, rd chainReader, l *link) error {
+	m3c, err := rd.metal3Cluster(ctx, l.infra)
+	if err != nil {
+		return fmt.Errorf("reading Metal3Cluster %s of host %s/%s: %w", l.infra, l.host.Namespace, l.host.Name, err)
+	}
+	if m3c != nil {
+		if _, ok := m3c.Annotations[clusterv1.PausedAnnotation]; ok {
+			l.paused = true
+		}
 	}
 	return nil
 }

@@ -22,8 +22,11 @@
 // Workload clusters are reached with Cluster API's controllers/clustercache
 // (it builds with tagsync's Kubernetes and controller-runtime versions): a
 // cached client and a Node watch per Cluster from its <cluster>-kubeconfig
-// Secret (key value), health probes, reconnects after kubeconfig rotation,
-// and connect/disconnect events that start passes. The management cluster
+// Secret (key value), health probes, and connect/disconnect events that
+// start passes. Passes re-read the Secrets of the clusters they use
+// (kubeconfigs): a Secret deleted, unreadable or malformed closes the
+// cluster's connection, a rotated one reconnects it with the new content,
+// and an unreachable cluster is reported with its cause. The management cluster
 // is a workload cluster like any other: a Cluster whose kubeconfig Secret
 // reaches it (a self-hosted or pivoted cluster) is synced through that
 // Secret; a Cluster without its Secret is unreachable, never silently taken
@@ -80,6 +83,9 @@ type Reconciler struct {
 	sources map[types.NamespacedName]*state
 	// clusters are the workload clusters' health, for backoff and reports.
 	clusters map[types.NamespacedName]*clusterHealth
+	// kubeconfigs checks the workload clusters' kubeconfig Secrets (nil
+	// when workloads was given to NewReconciler).
+	kubeconfigs *kubeconfigs
 	// inFlight are Nodes written whose write the cache has not shown yet:
 	// the resourceVersion the write replaced.
 	inFlight map[nodeKey]string
@@ -188,6 +194,7 @@ func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *state {
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sources, key)
+	r.pruneHealthLocked()
 	r.mu.Unlock()
 	forgetMetrics(key)
 }
@@ -211,6 +218,7 @@ func (r *Reconciler) remember(st *state, clusters map[types.NamespacedName]bool,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st.clusters, st.nodes, st.hosts = clusters, nodes, hosts
+	r.pruneHealthLocked()
 }
 
 // sourcesWhere returns the requests of the sources whose last pass matches.

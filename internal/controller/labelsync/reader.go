@@ -17,6 +17,7 @@ type chainReader interface {
 	metal3Machine(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error)
 	machine(ctx context.Context, key types.NamespacedName) (*clusterv1.Machine, error)
 	cluster(ctx context.Context, key types.NamespacedName) (*clusterv1.Cluster, error)
+	metal3Cluster(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error)
 }
 
 // getReader reads each object with a Get from the cache (a copy).
@@ -35,6 +36,11 @@ func (g getReader) machine(ctx context.Context, key types.NamespacedName) (*clus
 func (g getReader) cluster(ctx context.Context, key types.NamespacedName) (*clusterv1.Cluster, error) {
 	c := &clusterv1.Cluster{}
 	return orNil(c, g.c.Get(ctx, key, c))
+}
+
+func (g getReader) metal3Cluster(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	m := metadataOf(Metal3ClusterGVK)
+	return orNil(m, g.c.Get(ctx, key, m))
 }
 
 // orNil is obj after a successful read, nil when it was not found, or the
@@ -61,6 +67,7 @@ type namespaceIndex struct {
 	metal3Machines map[string]*metav1.PartialObjectMetadata
 	machines       map[string]*clusterv1.Machine
 	clusters       map[string]*clusterv1.Cluster
+	metal3Clusters map[string]*metav1.PartialObjectMetadata
 }
 
 func newBulkReader(c client.Reader) *bulkReader {
@@ -91,7 +98,16 @@ func (b *bulkReader) cluster(ctx context.Context, key types.NamespacedName) (*cl
 	return idx.clusters[key.Name], nil
 }
 
-// index lists a namespace's Metal3Machines, Machines and Clusters, once.
+func (b *bulkReader) metal3Cluster(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	idx, err := b.index(ctx, key.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return idx.metal3Clusters[key.Name], nil
+}
+
+// index lists a namespace's Metal3Machines, Machines, Clusters and
+// Metal3Clusters, once.
 func (b *bulkReader) index(ctx context.Context, ns string) (*namespaceIndex, error) {
 	if idx, ok := b.ns[ns]; ok {
 		return idx, nil
@@ -110,7 +126,13 @@ func (b *bulkReader) index(ctx context.Context, ns string) (*namespaceIndex, err
 	if err := b.c.List(ctx, &clusters, opts...); err != nil {
 		return nil, fmt.Errorf("listing Clusters in %s: %w", ns, err)
 	}
-	idx := &namespaceIndex{metal3Machines: byName(m3ms.Items), machines: byName(machines.Items), clusters: byName(clusters.Items)}
+	var m3cs metav1.PartialObjectMetadataList
+	m3cs.SetGroupVersionKind(Metal3ClusterGVK.GroupVersion().WithKind(Metal3ClusterGVK.Kind + "List"))
+	if err := b.c.List(ctx, &m3cs, opts...); err != nil {
+		return nil, fmt.Errorf("listing Metal3Clusters in %s: %w", ns, err)
+	}
+	idx := &namespaceIndex{metal3Machines: byName(m3ms.Items), machines: byName(machines.Items), clusters: byName(clusters.Items),
+		metal3Clusters: byName(m3cs.Items)}
 	b.ns[ns] = idx
 	return idx, nil
 }

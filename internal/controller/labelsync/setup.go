@@ -96,26 +96,16 @@ func (r *Reconciler) prepare(mgr manager.Manager) error {
 // its cluster events, and the per-cluster Node watch, to the controller.
 func (r *Reconciler) watchAll(mgr manager.Manager, ctl controller.Controller) error {
 	if r.workloads == nil {
-		cc, err := r.setupClusterCache(mgr)
-		if err != nil {
+		if err := r.connectWorkloads(mgr, ctl); err != nil {
 			return err
 		}
-		if err := ctl.Watch(cc.GetClusterSource(ControllerName, r.clusterSources)); err != nil {
-			return err
-		}
-		r.workloads = &clusterCacheWorkloads{cc: cc, watch: func(ctx context.Context, cluster types.NamespacedName) error {
-			return cc.Watch(ctx, cluster, clustercache.NewWatcher(clustercache.WatcherOptions{
-				Name: nodeWatchName, Watcher: ctl, Kind: &corev1.Node{},
-				EventHandler: r.nodeEvents(cluster), Predicates: []predicate.Predicate{nodeChanged()},
-			}))
-		}}
 	}
 	c := mgr.GetCache()
 	for _, src := range []crsource.Source{
 		crsource.Kind(c, client.Object(&BareMetalHost{}), handler.EnqueueRequestsFromMapFunc(r.hostSources), hostChanged()),
 		crsource.Kind(c, client.Object(metadataOf(Metal3MachineGVK)), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources), metal3MachineChanged()),
 		crsource.Kind(c, client.Object(&clusterv1.Machine{}), handler.EnqueueRequestsFromMapFunc(r.machineSources), machineChanged()),
-		crsource.Kind(c, client.Object(&clusterv1.Cluster{}), handler.EnqueueRequestsFromMapFunc(r.clusterSources), clusterChanged()),
+		crsource.Kind(c, client.Object(&clusterv1.Cluster{}), r.clusterEvents(), clusterChanged()),
 		crsource.Kind(c, client.Object(metadataOf(Metal3ClusterGVK)), handler.EnqueueRequestsFromMapFunc(r.infraSources),
 			predicate.AnnotationChangedPredicate{}),
 	} {
@@ -126,9 +116,56 @@ func (r *Reconciler) watchAll(mgr manager.Manager, ctl controller.Controller) er
 	return nil
 }
 
+// connectWorkloads sets up clustercache, its connect and disconnect events
+// (which start passes), the kubeconfig Secret checks and the per-cluster
+// Node watch.
+func (r *Reconciler) connectWorkloads(mgr manager.Manager, ctl controller.Controller) error {
+	var cc clustercache.ClusterCache
+	kc := newKubeconfigs(mgr.GetAPIReader(), mgr.GetClient(), func(ctx context.Context, cluster types.NamespacedName) {
+		reconcileCluster(ctx, cc, cluster)
+	}, r.clock)
+	cc, err := r.setupClusterCache(mgr, kc.usable)
+	if err != nil {
+		return err
+	}
+	if err := ctl.Watch(drainingSource{cc.GetClusterSource(ControllerName, r.clusterSources)}); err != nil {
+		return err
+	}
+	r.kubeconfigs = kc
+	r.workloads = &clusterCacheWorkloads{cc: cc, kubeconfigs: kc, watch: func(ctx context.Context, cluster types.NamespacedName) error {
+		return cc.Watch(ctx, cluster, clustercache.NewWatcher(clustercache.WatcherOptions{
+			Name: nodeWatchName, Watcher: ctl, Kind: &corev1.Node{},
+			EventHandler: r.nodeEvents(cluster), Predicates: []predicate.Predicate{nodeChanged()},
+		}))
+	}}
+	return nil
+}
+
+// reconcileCluster runs clustercache's reconcile of one Cluster now: it
+// disconnects a Cluster its filter excludes and connects one it admits.
+func reconcileCluster(ctx context.Context, cc clustercache.ClusterCache, cluster types.NamespacedName) {
+	if rec, ok := cc.(reconcile.Reconciler); ok {
+		_, _ = rec.Reconcile(ctx, reconcile.Request{NamespacedName: cluster})
+	}
+}
+
+// drainingSource is clustercache's source of connect and disconnect events,
+// kept reading after the controller stops: clustercache sends them on an
+// unbuffered channel while it holds a lock, so a send nobody reads would
+// hold its reconcile, and with it the manager's shutdown, forever. Events
+// read after the stop reach a queue that is shut down and are dropped.
+type drainingSource struct{ crsource.Source }
+
+// Start starts the source with a context the controller's stop does not
+// cancel.
+func (s drainingSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return s.Source.Start(context.WithoutCancel(ctx), q)
+}
+
 // setupClusterCache sets up Cluster API's clustercache for the clusters
-// whose infrastructure is a Metal3Cluster, stopped with the manager.
-func (r *Reconciler) setupClusterCache(mgr manager.Manager) (clustercache.ClusterCache, error) {
+// whose infrastructure is a Metal3Cluster and whose kubeconfig Secret is
+// usable, stopped with the manager.
+func (r *Reconciler) setupClusterCache(mgr manager.Manager, usable func(types.NamespacedName) bool) (clustercache.ClusterCache, error) {
 	cc, err := clustercache.SetupWithManager(context.Background(), mgr, clustercache.Options{
 		// One live GET per connection: Secrets are never cached.
 		SecretClient: mgr.GetAPIReader(),
@@ -136,7 +173,8 @@ func (r *Reconciler) setupClusterCache(mgr manager.Manager) (clustercache.Cluste
 		Cache:        clustercache.CacheOptions{DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: nodeCache()},
 		ClusterFilter: func(c *clusterv1.Cluster) bool {
 			ref := c.Spec.InfrastructureRef
-			return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group
+			return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group &&
+				usable(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
 		},
 	}, controller.Options{MaxConcurrentReconciles: 4})
 	if err != nil {
@@ -231,14 +269,42 @@ func (r *Reconciler) clusterSources(_ context.Context, o client.Object) []reconc
 	return out
 }
 
+// clusterEvents maps Cluster events to sources (clusterSources); a deleted
+// Cluster is forgotten first: its health, its share of the
+// unreachable_clusters gauge and its kubeconfig state.
+func (r *Reconciler) clusterEvents() handler.EventHandler {
+	toSources := handler.EnqueueRequestsFromMapFunc(r.clusterSources)
+	return handler.Funcs{
+		CreateFunc:  toSources.Create,
+		UpdateFunc:  toSources.Update,
+		GenericFunc: toSources.Generic,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.forgetCluster(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()})
+			toSources.Delete(ctx, e, q)
+		},
+	}
+}
+
 // infraSources maps a Metal3Cluster to its own source (when it asks for
-// label sync, or did: dropping the annotation ends the source).
-func (r *Reconciler) infraSources(_ context.Context, o client.Object) []reconcile.Request {
+// label sync, or did: dropping the annotation ends the source), and to the
+// sources whose last pass used one of its Clusters (its pause annotation
+// pauses their hosts).
+func (r *Reconciler) infraSources(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	var clusters clusterv1.ClusterList
+	if err := r.client.List(ctx, &clusters, client.InNamespace(o.GetNamespace())); err == nil {
+		for _, c := range clusters.Items {
+			if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group && ref.Name == o.GetName() {
+				key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+				out = append(out, r.sourcesWhere(func(st *state) bool { return st.clusters[key] })...)
+			}
+		}
+	}
 	req := infraRequest(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 	if hasSyncAnnotation(o) || r.known(req.NamespacedName) {
-		return []reconcile.Request{req}
+		out = append(out, req)
 	}
-	return nil
+	return out
 }
 
 // nodeEvents maps a workload cluster's Node events to the sources whose

@@ -71,7 +71,7 @@ func (p *pass) readiness() (bool, string, string) {
 	if n := len(o.unreachable); n > 0 {
 		var names []string
 		for c := range o.unreachable {
-			names = append(names, c.String())
+			names = append(names, fmt.Sprintf("%s: %s", c, p.r.clusterCause(c)))
 		}
 		sort.Strings(names)
 		return false, ReasonClusterUnreachable, fmt.Sprintf("%d workload cluster(s) could not be reached (%s); %d host(s) wait for them and are retried with backoff",

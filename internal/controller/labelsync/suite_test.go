@@ -406,8 +406,8 @@ func kubeconfigVia(t testing.TB, kubeconfig []byte, server string) []byte {
 	return out
 }
 
-// counter reads a counter of the controller's metrics (summed over the
-// series whose labels include the given ones).
+// counter reads a counter or gauge of the controller's metrics (summed
+// over the series whose labels include the given ones).
 func counter(t testing.TB, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
@@ -429,7 +429,7 @@ func counter(t testing.TB, name string, labels map[string]string) float64 {
 				match = match && have[k] == v
 			}
 			if match {
-				total += m.GetCounter().GetValue()
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package labelsync
 
 import (
+	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -134,6 +137,71 @@ func TestClusterBackoff(t *testing.T) {
 	}
 	if got := clusterBackoff(1000); got != maxClusterRetry {
 		t.Errorf("clusterBackoff(1000) = %s", got)
+	}
+}
+
+// TestOneBackoffPerCluster: two sources whose passes fail to reach the
+// same cluster at the same time count one failure, not two, so sharing a
+// cluster does not double its backoff.
+func TestOneBackoffPerCluster(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := NewReconciler(nil, nil, nil, clk)
+	r.init()
+	shared := types.NamespacedName{Namespace: "ns", Name: "shared"}
+	for range 2 {
+		if got := r.clusterFailed(shared, errors.New("down")); got != time.Second {
+			t.Fatalf("retry after %s, want 1s", got)
+		}
+	}
+	if n := r.clusterFailures(shared); n != 1 {
+		t.Fatalf("%d failures counted, want 1", n)
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	if got := r.clusterFailed(shared, errors.New("down")); got != 2*time.Second {
+		t.Fatalf("retry after %s once the first backoff ended, want 2s", got)
+	}
+}
+
+func TestCauseOf(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	gr := schema.GroupResource{Resource: "nodes"}
+	cases := []struct {
+		err  error
+		want UnreachableCause
+	}{
+		{refused, CauseConnectionRefused},
+		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: context.DeadlineExceeded}, CauseTimedOut},
+		{apierrors.NewUnauthorized("bad token"), CauseAuthRefused},
+		{apierrors.NewForbidden(gr, "n1", errors.New("no")), CauseAuthRefused},
+		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: x509.UnknownAuthorityError{}}, CauseTLS},
+		{fmt.Errorf("get client: %w", clustercache.ErrClusterNotConnected), CauseConnecting},
+		{errors.New("something else"), CauseNoAnswer},
+	}
+	for _, c := range cases {
+		if got := causeOf(c.err); got != c.want {
+			t.Errorf("causeOf(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// TestWithdrawn: only a Secret that is gone, malformed or forbidden closes
+// the connection; a read that failed otherwise keeps it.
+func TestWithdrawn(t *testing.T) {
+	c := types.NamespacedName{Namespace: "ns", Name: "c"}
+	gr := schema.GroupResource{Resource: "secrets"}
+	cases := []struct {
+		bad  *unreachableError
+		want bool
+	}{
+		{unreachable(c, CauseSecretMissing, "", apierrors.NewNotFound(gr, "c-kubeconfig")), true},
+		{unreachable(c, CauseKubeconfigMalformed, "", nil), true},
+		{unreachable(c, CauseSecretUnreadable, "", apierrors.NewForbidden(gr, "c-kubeconfig", errors.New("no"))), true},
+		{unreachable(c, CauseSecretUnreadable, "", apierrors.NewServerTimeout(gr, "get", 1)), false},
+	}
+	for _, tc := range cases {
+		if got := withdrawn(tc.bad); got != tc.want {
+			t.Errorf("withdrawn(%v) = %v, want %v", tc.bad, got, tc.want)
+		}
 	}
 }
 
