@@ -35,6 +35,7 @@ func TestLabelSync(t *testing.T) {
 		"Metal3ClusterAnnotations":        testAnnotations,
 		"PendingTaintOnlyOnceLabelsLand":  testPendingTaint,
 		"OutOfScopeAndOtherProfilesAlone": testOutOfScope,
+		"LinksStayInTheirNamespace":       testLinksStayInTheirNamespace,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -27,6 +27,10 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	// ReasonCRDsMissing: Metal3 or Cluster API is not installed.
 	ReasonCRDsMissing = "CRDsMissing"
+	// ReasonLinkRefused: a host's chain has a link that is not followed (a
+	// consumerRef into another namespace, or a Metal3Machine that names
+	// another host); nothing is written for the host.
+	ReasonLinkRefused = "LinkRefused"
 )
 
 // warnUnreachableAfter is how many consecutive failed attempts to reach a

@@ -85,6 +85,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		p.out.matched++
 		p.out.hosts[l.hostKey()] = true
 		switch {
+		case l.refused != "":
+			p.problem(l, ReasonLinkRefused, "nothing is written for this host: "+l.refused)
 		case l.paused:
 			p.out.paused++
 			if l.cluster.Name != "" {
