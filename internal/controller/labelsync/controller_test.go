@@ -36,6 +36,7 @@ func TestLabelSync(t *testing.T) {
 		"PendingTaintOnlyOnceLabelsLand":  testPendingTaint,
 		"OutOfScopeAndOtherProfilesAlone": testOutOfScope,
 		"LinksStayInTheirNamespace":       testLinksStayInTheirNamespace,
+		"ConflictingHostsWriteNeither":    testConflictingHosts,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

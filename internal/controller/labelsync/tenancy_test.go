@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -116,4 +118,105 @@ func testLinksStayInTheirNamespace(t *testing.T, p *planes) {
 	if rv := metal.resourceVersion(node); rv != before {
 		t.Fatalf("the victim's Node was written (resourceVersion %s -> %s): labels %v", before, rv, metal.labels(p.workloadC, node))
 	}
+}
+
+// profileEvery creates a LabelSyncProfile selecting hosts labelled
+// sync=<name>, resynced every interval.
+func (h *harness) profileEvery(name string, interval time.Duration, prefixes ...string) {
+	h.t.Helper()
+	h.create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
+		HostSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
+		Prefixes:       prefixes,
+		ResyncInterval: &metav1.Duration{Duration: interval},
+	}})
+}
+
+// conflict is a waitStatus check: the Conflict condition has status want,
+// its message mentions every one of mentions, and (when in conflict) no
+// host is counted in sync.
+func conflict(want metav1.ConditionStatus, mentions ...string) func(v1alpha1.LabelSyncProfileStatus) string {
+	return func(s v1alpha1.LabelSyncProfileStatus) string {
+		c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionConflict)
+		if c == nil || c.Status != want {
+			return fmt.Sprintf("Conflict is %+v, want %s", c, want)
+		}
+		for _, m := range mentions {
+			if !strings.Contains(c.Message, m) {
+				return fmt.Sprintf("Conflict message %q does not mention %q", c.Message, m)
+			}
+		}
+		if want == metav1.ConditionTrue && (c.Reason != v1alpha1.ReasonContestedKeys || s.NodesInSync != 0) {
+			return fmt.Sprintf("Conflict %+v with %d in sync, want reason %s and no host in sync", c, s.NodesInSync, v1alpha1.ReasonContestedKeys)
+		}
+		return ""
+	}
+}
+
+// waitLabel waits until the Node has the label key=value.
+func (h *harness) waitLabel(node, key, value string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitFor, "label "+key+"="+value+" on node "+node, func() string {
+		if got, ok := h.labels(h.p.workloadC, node)[key]; !ok || got != value {
+			return fmt.Sprintf("labels %v", h.labels(h.p.workloadC, node))
+		}
+		return ""
+	})
+}
+
+// testConflictingHosts: two hosts of two profiles reach one Node and want
+// other values for keys both profiles own (one of them a key the other
+// host lacks). Neither writes those keys, both profiles report the other,
+// the uncontested keys still sync; when one host goes, the other's profile
+// (whose interval is a day) runs at once and writes.
+func testConflictingHosts(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	node := h.node(p.workloadC, "n1", nil)
+	h1 := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3",
+		"zone.example.com/zone": "z1", "team.example.com/team": "t1"})
+	h2 := h.host("h2", map[string]string{"sync": "p2", "rack.example.com/rack": "r2", "zone.example.com/zone": "z1"})
+	h.machine(h1, "alpha", node)
+	h.machine(h2, "alpha", node)
+	h.profileEvery("p1", 24*time.Hour, "rack.example.com", "zone.example.com", "team.example.com")
+	h.profileEvery("p2", 24*time.Hour, "rack.example.com", "zone.example.com")
+
+	keys := "rack.example.com/rack, rack.example.com/row"
+	h.waitStatus("p1", conflict(metav1.ConditionTrue, h.ns+"/h2", "LabelSyncProfile "+h.ns+"/p2", keys))
+	h.waitStatus("p2", conflict(metav1.ConditionTrue, h.ns+"/h1", "LabelSyncProfile "+h.ns+"/p1", keys))
+	h.waitStatus("p1", problem("h1", v1alpha1.ReasonContestedKeys, h.ns+"/h2", keys))
+	h.waitWarning("p1", v1alpha1.ReasonContestedKeys, h.ns+"/h2", h.ns+"/p2")
+	h.waitWarning("p2", v1alpha1.ReasonContestedKeys, h.ns+"/h1", h.ns+"/p1")
+	// Keys nobody contests are synced.
+	h.waitLabel(node, "team.example.com/team", "t1")
+	h.waitLabel(node, "zone.example.com/zone", "z1")
+
+	// No fight: more passes of both write nothing.
+	before := h.resourceVersion(node)
+	for range 2 {
+		h.pass("p1")
+		h.pass("p2")
+	}
+	if rv := h.resourceVersion(node); rv != before {
+		t.Fatalf("passes over a contested Node wrote it (resourceVersion %s -> %s): labels %v", before, rv, h.labels(p.workloadC, node))
+	}
+	// An uncontested change still lands.
+	h.update(h.c, h1, func() { h1.Labels["zone.example.com/zone"] = "z2" })
+	h.update(h.c, h2, func() { h2.Labels["zone.example.com/zone"] = "z2" })
+	h.waitLabel(node, "zone.example.com/zone", "z2")
+
+	// h2 goes: p1 runs at once (not in a day) and writes h1's values.
+	if err := h.c.Delete(h.ctx, h2); err != nil {
+		t.Fatal(err)
+	}
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3",
+		"zone.example.com/zone": "z2", "team.example.com/team": "t1"})
+	h.waitStatus("p1", func(s v1alpha1.LabelSyncProfileStatus) string {
+		if msg := conflict(metav1.ConditionFalse)(s); msg != "" {
+			return msg
+		}
+		if s.NodesInSync != 1 || len(s.Problems) != 0 {
+			return fmt.Sprintf("status %+v, want h1 in sync", s)
+		}
+		return ""
+	})
 }
