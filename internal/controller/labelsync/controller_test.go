@@ -37,6 +37,7 @@ func TestLabelSync(t *testing.T) {
 		"OutOfScopeAndOtherProfilesAlone": testOutOfScope,
 		"LinksStayInTheirNamespace":       testLinksStayInTheirNamespace,
 		"ConflictingHostsWriteNeither":    testConflictingHosts,
+		"SyncTimeWhileUnreachable":        testSyncTimeWhileUnreachable,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -32,6 +32,9 @@ type pass struct {
 
 	mu  sync.Mutex
 	out outcome
+	// stamp is the profile's lastSyncTime after the pass (zero for a
+	// Metal3Cluster).
+	stamp time.Time
 }
 
 // outcome is what a pass found and did.
@@ -350,7 +353,11 @@ func (p *pass) waitingCount() int {
 }
 
 // next is when the source's next pass is due: after its resync interval,
-// sooner while its writes are in flight or a cluster's backoff ends.
+// sooner while its writes are in flight or a cluster's backoff ends, and no
+// later than when the profile's lastSyncTime turns an interval old (the
+// pass then stamps it). Without that bound, a backoff pass just before the
+// stamp was due kept it, and it aged until the next backoff pass: up to
+// twice the interval while a cluster was unreachable.
 func (p *pass) next() time.Duration {
 	next := p.src.resync
 	for _, retry := range p.out.unreachable {
@@ -359,5 +366,12 @@ func (p *pass) next() time.Duration {
 	if p.out.inFlight > 0 {
 		next = min(next, inFlightRetry)
 	}
+	if !p.stamp.IsZero() {
+		next = min(next, max(p.stamp.Add(p.src.resync).Sub(p.r.now()), minStampWait))
+	}
 	return next
 }
+
+// minStampWait is the shortest wait for a pass that refreshes
+// lastSyncTime (a pass that took longer than the time left).
+const minStampWait = 100 * time.Millisecond

@@ -54,16 +54,20 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 
 // stampSyncTime sets lastSyncTime to the pass's start when anything else
 // in the status changed or a resync interval has passed since it was last
-// set, so a steady profile's status is not rewritten by every pass.
+// set, so a steady profile's status is not rewritten by every pass. The
+// stamp kept is remembered: next schedules a pass by the time it turns an
+// interval old.
 func (p *pass) stampSyncTime(s *v1alpha1.LabelSyncProfileStatus) {
 	prev := p.src.profile.Status
 	last := s.LastSyncTime
 	s.LastSyncTime = prev.LastSyncTime
 	if last != nil && p.started.Sub(last.Time) < p.src.resync && equality.Semantic.DeepEqual(*s, prev) {
+		p.stamp = last.Time
 		return
 	}
 	t := metav1.NewTime(p.started.Truncate(time.Second))
 	s.LastSyncTime = &t
+	p.stamp = t.Time
 }
 
 // readiness is the Ready condition: unreachable clusters first, then

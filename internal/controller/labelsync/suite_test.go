@@ -126,6 +126,16 @@ func newHarness(t *testing.T, p *planes) *harness {
 	return newHarnesses(t, p, 1)[0]
 }
 
+// newNamespace makes a namespace, without a controller.
+func newNamespace(t *testing.T, p *planes) *harness {
+	t.Helper()
+	h := &harness{t: t, ctx: context.Background(), p: p, c: p.mgmtC, ns: fmt.Sprintf("ls-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))}
+	if err := p.mgmtC.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // newHarnesses makes n namespaces and starts one labelsync controller
 // watching all of them; each harness creates objects in its own namespace.
 func newHarnesses(t *testing.T, p *planes, n int) []*harness {
@@ -133,11 +143,8 @@ func newHarnesses(t *testing.T, p *planes, n int) []*harness {
 	hs := make([]*harness, n)
 	names := make([]string, n)
 	for i := range hs {
-		names[i] = fmt.Sprintf("ls-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
-		hs[i] = &harness{t: t, ctx: context.Background(), p: p, c: p.mgmtC, ns: names[i]}
-		if err := p.mgmtC.Create(hs[i].ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}); err != nil {
-			t.Fatal(err)
-		}
+		hs[i] = newNamespace(t, p)
+		names[i] = hs[i].ns
 	}
 	h := hs[0]
 	mgr, err := operator.Build(h.ctx, p.mgmt.Config, operator.Options{
