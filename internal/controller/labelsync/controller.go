@@ -15,7 +15,11 @@
 // Node is read from the workload cluster's cache; a Node whose in-scope
 // labels differ gets one merge patch of the changed keys (and, once its
 // labels are in place, loses the labelsync.tagsync.io/pending taint).
-// Nothing is written when nothing changed. Hosts of different clusters are
+// Nothing is written when nothing changed. A chain is followed only within
+// the host's namespace and to a Metal3Machine that names the host back
+// (other links are refused and reported); two hosts that reach one Node and
+// want other values for a key both own write neither (conflicts.go).
+// Hosts of different clusters are
 // synced concurrently, so an unreachable cluster holds up only its own hosts:
 // they are reported (status, events) and retried with a per-cluster backoff.
 //
