@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tagsync/tagsync/internal/tags"
@@ -42,8 +43,9 @@ type claim struct {
 
 // contest is another claimant of a Node that wants other values for keys.
 type contest struct {
-	other string
-	keys  []string
+	other     string
+	otherHost types.NamespacedName
+	keys      []string
 }
 
 // contestKey is a contest between two claimants of one Node, a before b.
@@ -123,7 +125,7 @@ func (g *claimRegistry) contestsOf(node types.UID, c claimant) []contest {
 			continue
 		}
 		if keys := tags.ContestedLabels(mine.labels, mine.prefixes, oc.labels, oc.prefixes); len(keys) > 0 {
-			out = append(out, contest{other: oc.desc, keys: keys})
+			out = append(out, contest{other: oc.desc, otherHost: o.host, keys: keys})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].other < out[j].other })
@@ -175,6 +177,12 @@ func describeContests(cs []contest) string {
 		parts[i] = fmt.Sprintf("%s wants other values for %s", c.other, strings.Join(c.keys, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// hostRef is a BareMetalHost named as an event's related object.
+func hostRef(key types.NamespacedName) *BareMetalHost {
+	return &BareMetalHost{TypeMeta: metav1.TypeMeta{APIVersion: HostGVK.GroupVersion().String(), Kind: HostGVK.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 }
 
 // contestedKeys are the keys of contests, each once.

@@ -37,6 +37,7 @@ func TestLabelSync(t *testing.T) {
 		"OutOfScopeAndOtherProfilesAlone": testOutOfScope,
 		"LinksStayInTheirNamespace":       testLinksStayInTheirNamespace,
 		"ConflictingHostsWriteNeither":    testConflictingHosts,
+		"ConflictInOneProfile":            testConflictInOneProfile,
 		"SyncTimeWhileUnreachable":        testSyncTimeWhileUnreachable,
 	} {
 		t.Run(name, func(t *testing.T) {

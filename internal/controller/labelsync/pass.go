@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,15 @@ type outcome struct {
 	staked map[types.UID]map[claimant]bool
 	// conflicts describe the hosts holding back contested keys.
 	conflicts []string
+	// contestNotes are the Warnings of contests, one per host and other
+	// host.
+	contestNotes []contestNote
+}
+
+// contestNote is the Warning of one host's contest with another host.
+type contestNote struct {
+	host, other types.NamespacedName
+	note        string
 }
 
 func (r *Reconciler) newPass(src *source, st *state) *pass {
@@ -318,6 +328,11 @@ func (p *pass) contested(l *link, contests []contest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.out.conflicts = append(p.out.conflicts, fmt.Sprintf("host %s on node %s: %s", l.host.Name, l.node, msg))
+	for _, c := range contests {
+		p.out.contestNotes = append(p.out.contestNotes, contestNote{host: l.hostKey(), other: c.otherHost,
+			note: fmt.Sprintf("host %s, node %s of cluster %s: %s wants other values for %s; neither writes them",
+				l.host.Name, l.node, l.cluster, c.other, strings.Join(c.keys, ", "))})
+	}
 }
 
 // wrote counts a Node written.

@@ -220,3 +220,33 @@ func testConflictingHosts(t *testing.T, p *planes) {
 		return ""
 	})
 }
+
+// testConflictInOneProfile: two hosts of one profile reach one Node (a
+// reprovisioned host while the old Machine is deleting) with other values:
+// the pass sees both before it writes, so the contested key is never
+// written, and the profile names both hosts.
+func testConflictInOneProfile(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	node := h.node(p.workloadC, "n1", nil, pending)
+	old := h.host("old", map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "zone.example.com/zone": "z1"})
+	reprovisioned := h.host("new", map[string]string{"sync": "p1", "rack.example.com/rack": "r2", "zone.example.com/zone": "z1"})
+	h.machine(old, "alpha", node)
+	h.machine(reprovisioned, "alpha", node)
+	h.profile("p1", "rack.example.com", "zone.example.com")
+
+	h.waitStatus("p1", conflict(metav1.ConditionTrue, "host old", h.ns+"/new", "host new", h.ns+"/old", "rack.example.com/rack"))
+	h.waitWarning("p1", v1alpha1.ReasonContestedKeys, h.ns+"/new")
+	h.waitLabel(node, "zone.example.com/zone", "z1")
+	h.pass("p1")
+	if got := h.labels(p.workloadC, node); got["rack.example.com/rack"] != "" {
+		t.Fatalf("the contested key was written: %v", got)
+	}
+	// The labels are not all in place: the pending taint stays.
+	h.waitTaints(p.workloadC, node, []corev1.Taint{pending})
+	// The old Machine's host is released: the new host's value lands.
+	h.update(h.c, old, func() { old.Spec.ConsumerRef = nil })
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r2", "zone.example.com/zone": "z1"})
+	h.waitTaints(p.workloadC, node, nil)
+	h.waitStatus("p1", conflict(metav1.ConditionFalse))
+}
