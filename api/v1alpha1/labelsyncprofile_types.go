@@ -125,7 +125,10 @@ type HostProblem struct {
 	// Node is the Node's name, when known.
 	// +optional
 	Node string `json:"node,omitempty"`
-	// Reason is a CamelCase word for machines, such as NodeWriteFailed.
+	// Reason is a CamelCase word for machines: ClusterUnreachable,
+	// NodeWriteFailed, NodeReadFailed, ContestedKeys (another host of the
+	// Node wants other values for some keys) or LinkRefused (the host's
+	// chain leaves its namespace, or its Metal3Machine names another host).
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
 	// +required
@@ -140,7 +143,10 @@ type HostProblem struct {
 type LabelSyncProfileStatus struct {
 	// Conditions are Ready: true when every selected host that has a Node
 	// and is not paused has its labels in place on that Node, and no
-	// workload cluster was unreachable.
+	// workload cluster was unreachable; and Conflict: true while hosts of
+	// the profile share a Node with another host (of this or another
+	// source) that wants other values for keys both own, which neither
+	// then writes (reason ContestedKeys; NoConflict when false).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -155,7 +161,7 @@ type LabelSyncProfileStatus struct {
 	HostsMatched int32 `json:"hostsMatched"`
 
 	// NodesInSync counts the matched hosts whose Node carries exactly the
-	// host's in-scope labels.
+	// host's in-scope labels; a host with contested keys is not counted.
 	// +optional
 	NodesInSync int32 `json:"nodesInSync"`
 
@@ -190,7 +196,9 @@ type LabelSyncProfileStatus struct {
 	MoreProblems int32 `json:"moreProblems,omitempty"`
 
 	// LastSyncTime is when every matched host was last compared with its
-	// Node.
+	// Node: rewritten when the status changes, else once per resync
+	// interval, and never older than the interval when the next pass comes
+	// (also while a cluster is unreachable).
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 

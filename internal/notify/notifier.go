@@ -39,6 +39,13 @@ func NewNotifier(rec Emitter, action string) *Notifier {
 // Once emits a Warning about obj unless the problem key was already reported
 // and has lasted since. The note is fitted to MaxNoteBytes.
 func (n *Notifier) Once(obj runtime.Object, key, reason, note string) {
+	n.OnceRelated(obj, nil, key, reason, note)
+}
+
+// OnceRelated is Once for a problem that involves another object: the
+// event names it as related (so problems with different related objects
+// are separate events, not one series).
+func (n *Notifier) OnceRelated(obj, related runtime.Object, key, reason, note string) {
 	note = Fit(note)
 	s := sent{uid: uidOf(obj), reason: reason, note: note}
 	n.mu.Lock()
@@ -47,7 +54,7 @@ func (n *Notifier) Once(obj runtime.Object, key, reason, note string) {
 	n.seen[key] = s
 	n.mu.Unlock()
 	if !known {
-		n.emit(obj, corev1.EventTypeWarning, reason, note)
+		n.emitRelated(obj, related, corev1.EventTypeWarning, reason, note)
 	}
 }
 
@@ -114,8 +121,12 @@ func (n *Notifier) Known() int {
 }
 
 func (n *Notifier) emit(obj runtime.Object, eventType, reason, note string) {
+	n.emitRelated(obj, nil, eventType, reason, note)
+}
+
+func (n *Notifier) emitRelated(obj, related runtime.Object, eventType, reason, note string) {
 	if n.rec != nil {
-		n.rec.Eventf(obj, nil, eventType, reason, n.action, "%s", note)
+		n.rec.Eventf(obj, related, eventType, reason, n.action, "%s", note)
 	}
 }
 

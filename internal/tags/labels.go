@@ -1,6 +1,9 @@
 package tags
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // LabelChanges is the minimal change to a Node's labels: keys to set (with
 // their values) and keys to remove.
@@ -13,6 +16,25 @@ type LabelChanges struct {
 
 // IsEmpty reports whether the changes change nothing.
 func (l LabelChanges) IsEmpty() bool { return len(l.Set) == 0 && len(l.Delete) == 0 }
+
+// Without returns the changes without those of keys.
+func (l LabelChanges) Without(keys []string) LabelChanges {
+	var out LabelChanges
+	for k, v := range l.Set {
+		if !slices.Contains(keys, k) {
+			if out.Set == nil {
+				out.Set = map[string]string{}
+			}
+			out.Set[k] = v
+		}
+	}
+	for _, k := range l.Delete {
+		if !slices.Contains(keys, k) {
+			out.Delete = append(out.Delete, k)
+		}
+	}
+	return out
+}
 
 // LabelChanges turns a NodePatch into changes to the given current labels.
 // Names match managed labels as the codec's Rules compare names; when they are

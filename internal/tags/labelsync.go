@@ -68,6 +68,35 @@ func SyncLabels(host, node map[string]string, prefixes []string) LabelChanges {
 	return out
 }
 
+// ContestedLabels returns, sorted, the label keys two hosts synced to one
+// Node disagree on: keys in scope of both prefix lists that one host has
+// and the other lacks (its sync would remove them) or holds with another
+// value. Keys only one side owns, and keys neither host has, are never
+// contested.
+//
+//	ContestedLabels({"r.io/rack": "a", "r.io/row": "3"}, ["r.io"], {"r.io/rack": "b"}, ["r.io"])
+//	== ["r.io/rack", "r.io/row"]
+func ContestedLabels(a map[string]string, aPrefixes []string, b map[string]string, bPrefixes []string) []string {
+	var out []string
+	differs := func(k string) bool {
+		av, aok := a[k]
+		bv, bok := b[k]
+		return (aok != bok || av != bv) && InSyncScope(k, aPrefixes) && InSyncScope(k, bPrefixes)
+	}
+	for k := range a {
+		if differs(k) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, inA := a[k]; !inA && differs(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // ValidateSyncPrefix checks one label sync prefix: a lower-case DNS
 // subdomain (RFC 1123, at most 253 characters, no "/") that is not one of
 // ReservedSyncPrefixes. The error wraps ErrInvalidPrefix and says why.

@@ -181,3 +181,44 @@ func FuzzParseSyncPrefixes(f *testing.F) {
 		}
 	})
 }
+
+func TestContestedLabels(t *testing.T) {
+	type m = map[string]string
+	r := []string{"r.io"}
+	cases := []struct {
+		name               string
+		a, b               m
+		aPrefixes, bPrefix []string
+		want               []string
+	}{
+		{name: "same values", a: m{"r.io/rack": "1"}, b: m{"r.io/rack": "1"}, aPrefixes: r, bPrefix: r},
+		{name: "other value", a: m{"r.io/rack": "1"}, b: m{"r.io/rack": "2"}, aPrefixes: r, bPrefix: r, want: []string{"r.io/rack"}},
+		{name: "present against absent, either side", a: m{"r.io/row": "3"}, b: m{"r.io/rack": "2"}, aPrefixes: r, bPrefix: r,
+			want: []string{"r.io/rack", "r.io/row"}},
+		{name: "empty value is not absent", a: m{"r.io/flag": ""}, b: m{}, aPrefixes: r, bPrefix: r, want: []string{"r.io/flag"}},
+		{name: "owned by one side only", a: m{"r.io/rack": "1", "z.io/zone": "a"}, b: m{"z.io/zone": "b"},
+			aPrefixes: []string{"r.io", "z.io"}, bPrefix: []string{"z.io"}, want: []string{"z.io/zone"}},
+		{name: "out of scope differences", a: m{"x.io/a": "1"}, b: m{"x.io/a": "2"}, aPrefixes: r, bPrefix: r},
+		{name: "no common prefix", a: m{"r.io/rack": "1"}, b: m{}, aPrefixes: r, bPrefix: []string{"z.io"}},
+	}
+	for _, c := range cases {
+		got := tags.ContestedLabels(c.a, c.aPrefixes, c.b, c.bPrefix)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: ContestedLabels = %v, want %v", c.name, got, c.want)
+		}
+		if back := tags.ContestedLabels(c.b, c.bPrefix, c.a, c.aPrefixes); !slices.Equal(back, got) {
+			t.Errorf("%s: not symmetric: %v and %v", c.name, got, back)
+		}
+	}
+}
+
+func TestLabelChangesWithout(t *testing.T) {
+	c := tags.LabelChanges{Set: map[string]string{"r.io/a": "1", "r.io/b": "2"}, Delete: []string{"r.io/c", "r.io/d"}}
+	got := c.Without([]string{"r.io/a", "r.io/d"})
+	if !reflect.DeepEqual(got.Set, map[string]string{"r.io/b": "2"}) || !slices.Equal(got.Delete, []string{"r.io/c"}) {
+		t.Fatalf("Without = %+v", got)
+	}
+	if all := c.Without([]string{"r.io/a", "r.io/b", "r.io/c", "r.io/d"}); !all.IsEmpty() || all.Set != nil || all.Delete != nil {
+		t.Fatalf("Without every key = %+v, want empty", all)
+	}
+}

@@ -16,10 +16,15 @@ import (
 // link is where a host's Node is: the chain BareMetalHost → consumerRef
 // (Metal3Machine) → owner Machine → Machine.status.nodeRef, in the Machine's
 // Cluster. A host whose chain is not complete waits (wait says for what).
+// Only links within the host's namespace are followed, and only to a
+// Metal3Machine that names the host back; any other link is refused.
 type link struct {
 	host *BareMetalHost
 	// wait is why the host has no Node to sync yet; "" when linked.
 	wait v1alpha1.WaitReason
+	// refused says which link of the chain is not followed and why; ""
+	// when none is. Nothing is written for a refused host.
+	refused string
 	// paused: the host, its Cluster or Machine is paused.
 	paused bool
 	// machine is the Machine (namespace/name) when found.
@@ -39,7 +44,11 @@ func (l *link) hostKey() types.NamespacedName {
 
 // resolve follows a host's chain through the management cluster's cache,
 // reading with rd. Missing links are waits, not errors; only a failing
-// read is an error.
+// read is an error. As in Cluster API, every link stays in the host's
+// namespace (the Machine, Cluster and kubeconfig Secret are found there by
+// construction; the consumerRef is checked), and the Metal3Machine must
+// name the host back in its metal3.io/BareMetalHost annotation: a host
+// cannot steer the Node of a Metal3Machine that is not its own.
 func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, error) {
 	l := &link{host: h, paused: h.isPaused()}
 	ref := h.Spec.ConsumerRef
@@ -47,9 +56,11 @@ func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, erro
 		l.wait = v1alpha1.WaitNoConsumer
 		return l, nil
 	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = h.Namespace
+	ns := h.Namespace
+	if ref.Namespace != "" && ref.Namespace != ns {
+		l.refused = fmt.Sprintf("spec.consumerRef names Metal3Machine %s/%s in another namespace: only links within namespace %s are followed",
+			ref.Namespace, ref.Name, ns)
+		return l, nil
 	}
 	m3m, err := rd.metal3Machine(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name})
 	if err != nil {
@@ -57,6 +68,16 @@ func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, erro
 	}
 	if m3m == nil {
 		l.wait = v1alpha1.WaitNoMachine
+		return l, nil
+	}
+	if named, ok := hostOfMachine(m3m.Annotations); !ok {
+		// CAPM3 annotates the Metal3Machine right after it sets the host's
+		// consumerRef: not associated yet.
+		l.wait = v1alpha1.WaitNoMachine
+		return l, nil
+	} else if named != l.hostKey() {
+		l.refused = fmt.Sprintf("spec.consumerRef names Metal3Machine %s/%s, whose annotation %s names host %s, not this one: the link is not followed",
+			ns, ref.Name, HostAnnotation, named)
 		return l, nil
 	}
 	if _, ok := m3m.Annotations[clusterv1.PausedAnnotation]; ok {
@@ -245,7 +266,7 @@ func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machi
 		return nil, client.IgnoreNotFound(err)
 	}
 	key, ok := hostOfMachine(m3m.Annotations)
-	if !ok {
+	if !ok || key.Namespace != m.Namespace {
 		return nil, nil
 	}
 	var h BareMetalHost

@@ -15,7 +15,11 @@
 // Node is read from the workload cluster's cache; a Node whose in-scope
 // labels differ gets one merge patch of the changed keys (and, once its
 // labels are in place, loses the labelsync.tagsync.io/pending taint).
-// Nothing is written when nothing changed. Hosts of different clusters are
+// Nothing is written when nothing changed. A chain is followed only within
+// the host's namespace and to a Metal3Machine that names the host back
+// (other links are refused and reported); two hosts that reach one Node and
+// want other values for a key both own write neither (conflicts.go).
+// Hosts of different clusters are
 // synced concurrently, so an unreachable cluster holds up only its own hosts:
 // they are reported (status, events) and retried with a per-cluster backoff.
 //
@@ -41,6 +45,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,6 +94,11 @@ type Reconciler struct {
 	// inFlight are Nodes written whose write the cache has not shown yet:
 	// the resourceVersion the write replaced.
 	inFlight map[nodeKey]string
+	// claims are what each host wants on its Node, for one writer per key.
+	claims *claimRegistry
+	// queue is the controller's work queue (nil until it starts), for
+	// running the sources a contest's end concerns at once.
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	// missing, when set, says which CRDs this cluster lacks (Metal3 or
 	// Cluster API): profiles then report it and nothing is synced until
 	// they appear (awaitCRDs). Read it with crdsMissing.
@@ -169,6 +179,7 @@ func (r *Reconciler) init() {
 		r.sources = map[types.NamespacedName]*state{}
 		r.clusters = map[types.NamespacedName]*clusterHealth{}
 		r.inFlight = map[nodeKey]string{}
+		r.claims = newClaimRegistry()
 		if rec, ok := r.recorder.(interface {
 			OnRefused(func(uid, reason, note string))
 		}); ok {
@@ -190,13 +201,36 @@ func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *state {
 	return st
 }
 
-// forget drops a source's state and metrics.
+// forget drops a source's state, claims and metrics.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sources, key)
 	r.pruneHealthLocked()
 	r.mu.Unlock()
+	r.wake(r.claims.release(key, nil, nil))
 	forgetMetrics(key)
+}
+
+// setQueue keeps the controller's work queue; it is the Start of a
+// source.Func, called once the controller runs.
+func (r *Reconciler) setQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queue = q
+	return nil
+}
+
+// wake queues passes over sources now.
+func (r *Reconciler) wake(sources []types.NamespacedName) {
+	r.mu.Lock()
+	q := r.queue
+	r.mu.Unlock()
+	if q == nil {
+		return
+	}
+	for _, s := range sources {
+		q.Add(reconcile.Request{NamespacedName: s})
+	}
 }
 
 // refused tells every notifier of an event the API server refused, so the

@@ -35,6 +35,10 @@ func TestLabelSync(t *testing.T) {
 		"Metal3ClusterAnnotations":        testAnnotations,
 		"PendingTaintOnlyOnceLabelsLand":  testPendingTaint,
 		"OutOfScopeAndOtherProfilesAlone": testOutOfScope,
+		"LinksStayInTheirNamespace":       testLinksStayInTheirNamespace,
+		"ConflictingHostsWriteNeither":    testConflictingHosts,
+		"ConflictInOneProfile":            testConflictInOneProfile,
+		"SyncTimeWhileUnreachable":        testSyncTimeWhileUnreachable,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -27,6 +28,10 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	// ReasonCRDsMissing: Metal3 or Cluster API is not installed.
 	ReasonCRDsMissing = "CRDsMissing"
+	// ReasonLinkRefused: a host's chain has a link that is not followed (a
+	// consumerRef into another namespace, or a Metal3Machine that names
+	// another host); nothing is written for the host.
+	ReasonLinkRefused = "LinkRefused"
 )
 
 // warnUnreachableAfter is how many consecutive failed attempts to reach a
@@ -59,8 +64,11 @@ func (p *pass) report() {
 		}
 		n.Once(obj, "unreachable/"+cluster.String(), ReasonClusterUnreachable, p.unreachableNote(cluster.String()))
 	}
+	for _, c := range p.out.contestNotes {
+		n.OnceRelated(obj, hostRef(c.other), "contest/"+c.host.String()+"/"+c.other.String(), v1alpha1.ReasonContestedKeys, c.note)
+	}
 	for _, pr := range p.out.problems {
-		if pr.Reason == ReasonClusterUnreachable {
+		if pr.Reason == ReasonClusterUnreachable || pr.Reason == v1alpha1.ReasonContestedKeys {
 			continue
 		}
 		n.Once(obj, "problem/"+pr.Host+"/"+pr.Reason, pr.Reason, fmt.Sprintf("host %s: %s", pr.Host, pr.Message))

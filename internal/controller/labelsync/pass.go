@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type pass struct {
 
 	mu  sync.Mutex
 	out outcome
+	// stamp is the profile's lastSyncTime after the pass (zero for a
+	// Metal3Cluster).
+	stamp time.Time
 }
 
 // outcome is what a pass found and did.
@@ -54,12 +58,26 @@ type outcome struct {
 	clusters map[types.NamespacedName]bool
 	nodes    map[nodeKey]bool
 	hosts    map[types.NamespacedName]bool
+	// staked are the claims the pass made, by Node UID.
+	staked map[types.UID]map[claimant]bool
+	// conflicts describe the hosts holding back contested keys.
+	conflicts []string
+	// contestNotes are the Warnings of contests, one per host and other
+	// host.
+	contestNotes []contestNote
+}
+
+// contestNote is the Warning of one host's contest with another host.
+type contestNote struct {
+	host, other types.NamespacedName
+	note        string
 }
 
 func (r *Reconciler) newPass(src *source, st *state) *pass {
 	return &pass{r: r, src: src, st: st, started: r.now(), out: outcome{
 		waiting: map[v1alpha1.WaitReason][]string{}, unreachable: map[types.NamespacedName]time.Duration{},
 		clusters: map[types.NamespacedName]bool{}, nodes: map[nodeKey]bool{}, hosts: map[types.NamespacedName]bool{},
+		staked: map[types.UID]map[claimant]bool{},
 	}}
 }
 
@@ -85,6 +103,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		p.out.matched++
 		p.out.hosts[l.hostKey()] = true
 		switch {
+		case l.refused != "":
+			p.problem(l, ReasonLinkRefused, "nothing is written for this host: "+l.refused)
 		case l.paused:
 			p.out.paused++
 			if l.cluster.Name != "" {
@@ -104,6 +124,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 	p.syncClusters(ctx, byCluster)
+	p.r.wake(p.r.claims.release(p.src.key, p.out.staked, func(c claim) bool {
+		_, down := p.out.unreachable[c.cluster]
+		return down // its host still wants the Node: hold on to the claim
+	}))
 	p.r.remember(p.st, p.out.clusters, p.out.nodes, p.out.hosts)
 	p.report()
 	p.observe()
@@ -160,8 +184,9 @@ func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, li
 		}
 		return
 	}
+	contests := p.stakeAll(links, nodes)
 	for i, l := range links {
-		if err := p.syncHost(ctx, c, l, nodes[l.node]); err != nil {
+		if err := p.syncHost(ctx, c, l, nodes[l.node], contests[i]); err != nil {
 			p.unreachable(cluster, links[i:], err)
 			return
 		}
@@ -179,11 +204,36 @@ func listNodes(ctx context.Context, c client.Client) (map[string]*corev1.Node, e
 	return byName(list.Items), nil
 }
 
+// stakeAll records what each host wants on its Node, then returns each
+// host's contests with other hosts of the same Node (of this source or
+// another), so two hosts of one pass see each other.
+func (p *pass) stakeAll(links []*link, nodes map[string]*corev1.Node) [][]contest {
+	out := make([][]contest, len(links))
+	for _, l := range links {
+		if node := nodes[l.node]; node != nil {
+			p.r.wake(p.r.claims.stake(node.UID, newClaim(p.src, l)))
+			p.mu.Lock()
+			if p.out.staked[node.UID] == nil {
+				p.out.staked[node.UID] = map[claimant]bool{}
+			}
+			p.out.staked[node.UID][claimant{source: p.src.key, host: l.hostKey()}] = true
+			p.mu.Unlock()
+		}
+	}
+	for i, l := range links {
+		if node := nodes[l.node]; node != nil {
+			out[i] = p.r.claims.contestsOf(node.UID, claimant{source: p.src.key, host: l.hostKey()})
+		}
+	}
+	return out
+}
+
 // syncHost compares one host with its Node (nil: not registered yet) and
-// writes the Node when they differ. It returns an error only when the
-// cluster could not be reached; other failures are recorded as the host's
-// problem.
-func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *corev1.Node) error {
+// writes the Node when they differ, except the keys other hosts of the Node
+// contest (and then the pending taint stays). It returns an error only when
+// the cluster could not be reached; other failures are recorded as the
+// host's problem.
+func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *corev1.Node, contests []contest) error {
 	k := nodeKey{cluster: l.cluster, node: l.node}
 	if node == nil {
 		p.wait(l, v1alpha1.WaitNoNodeRef)
@@ -191,12 +241,17 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	}
 	p.touch(k)
 	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints)
+	inSync := len(contests) == 0
+	if !inSync {
+		u.labels, u.releaseTaint = u.labels.Without(contestedKeys(contests)), false
+		p.contested(l, contests)
+	}
 	if u.isEmpty() {
-		p.synced(false)
+		p.synced(inSync, false)
 		return nil
 	}
 	if p.r.stale(k, node) {
-		p.synced(true)
+		p.synced(inSync, true)
 		return nil
 	}
 	err := patchNode(ctx, c, node, u)
@@ -204,11 +259,12 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	case err == nil:
 		p.r.markInFlight(k, node.ResourceVersion)
 		p.wrote(l, u)
+		p.synced(inSync, true)
 	case apierrors.IsConflict(err):
 		// The Node changed since the cache read it; its watch event
 		// brings a pass that sees the change.
 		nodeWritesTotal.WithLabelValues("conflict").Inc()
-		p.synced(true)
+		p.synced(inSync, true)
 	case isUnreachable(err):
 		nodeWritesTotal.WithLabelValues("error").Inc()
 		return err
@@ -252,13 +308,30 @@ func (p *pass) problem(l *link, reason, msg string) {
 }
 
 // synced counts a host whose Node is in sync (or whose write is in
-// flight).
-func (p *pass) synced(inFlight bool) {
+// flight), unless keys of it are contested, and a write in flight.
+func (p *pass) synced(inSync, inFlight bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.out.inSync++
+	if inSync {
+		p.out.inSync++
+	}
 	if inFlight {
 		p.out.inFlight++
+	}
+}
+
+// contested records a host whose Node's keys other hosts contest.
+func (p *pass) contested(l *link, contests []contest) {
+	msg := describeContests(contests)
+	p.problem(l, v1alpha1.ReasonContestedKeys, fmt.Sprintf("node %s of cluster %s: %s; neither writes these keys until one of the hosts changes or no longer reaches the node",
+		l.node, l.cluster, msg))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.conflicts = append(p.out.conflicts, fmt.Sprintf("host %s on node %s: %s", l.host.Name, l.node, msg))
+	for _, c := range contests {
+		p.out.contestNotes = append(p.out.contestNotes, contestNote{host: l.hostKey(), other: c.otherHost,
+			note: fmt.Sprintf("host %s, node %s of cluster %s: %s wants other values for %s; neither writes them",
+				l.host.Name, l.node, l.cluster, c.other, strings.Join(c.keys, ", "))})
 	}
 }
 
@@ -270,8 +343,6 @@ func (p *pass) wrote(l *link, u nodeUpdate) {
 	what := describeUpdate(u)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.out.inSync++
-	p.out.inFlight++
 	p.out.sets += len(u.labels.Set)
 	p.out.deletes += len(u.labels.Delete)
 	if u.releaseTaint {
@@ -297,7 +368,11 @@ func (p *pass) waitingCount() int {
 }
 
 // next is when the source's next pass is due: after its resync interval,
-// sooner while its writes are in flight or a cluster's backoff ends.
+// sooner while its writes are in flight or a cluster's backoff ends, and no
+// later than when the profile's lastSyncTime turns an interval old (the
+// pass then stamps it). Without that bound, a backoff pass just before the
+// stamp was due kept it, and it aged until the next backoff pass: up to
+// twice the interval while a cluster was unreachable.
 func (p *pass) next() time.Duration {
 	next := p.src.resync
 	for _, retry := range p.out.unreachable {
@@ -306,5 +381,12 @@ func (p *pass) next() time.Duration {
 	if p.out.inFlight > 0 {
 		next = min(next, inFlightRetry)
 	}
+	if !p.stamp.IsZero() {
+		next = min(next, max(p.stamp.Add(p.src.resync).Sub(p.r.now()), minStampWait))
+	}
 	return next
 }
+
+// minStampWait is the shortest wait for a pass that refreshes
+// lastSyncTime (a pass that took longer than the time left).
+const minStampWait = 100 * time.Millisecond

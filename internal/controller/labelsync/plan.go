@@ -56,8 +56,9 @@ type NodePlan struct {
 // HostWait is a host whose Node would not be synced.
 type HostWait struct {
 	Host string
-	// Reason is a v1alpha1.WaitReason, or ReasonNodeReadFailed when the
-	// cluster answered but its Nodes could not be listed.
+	// Reason is a v1alpha1.WaitReason, ReasonNodeReadFailed when the
+	// cluster answered but its Nodes could not be listed, or
+	// ReasonLinkRefused when the host's chain is not followed.
 	Reason string
 	// Message details an unreachable cluster or a failed read.
 	Message string
@@ -88,6 +89,8 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 			return nil, err
 		}
 		switch {
+		case l.refused != "":
+			out.wait(l, ReasonLinkRefused, l.refused)
 		case l.paused:
 			out.Paused = append(out.Paused, h.Name)
 		case l.wait != "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -46,22 +47,27 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 	ready, reason, msg := p.readiness()
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: boolStatus(ready),
 		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation})
+	meta.SetStatusCondition(&s.Conditions, p.conflictCondition())
 	p.stampSyncTime(&s)
 	return s
 }
 
 // stampSyncTime sets lastSyncTime to the pass's start when anything else
 // in the status changed or a resync interval has passed since it was last
-// set, so a steady profile's status is not rewritten by every pass.
+// set, so a steady profile's status is not rewritten by every pass. The
+// stamp kept is remembered: next schedules a pass by the time it turns an
+// interval old.
 func (p *pass) stampSyncTime(s *v1alpha1.LabelSyncProfileStatus) {
 	prev := p.src.profile.Status
 	last := s.LastSyncTime
 	s.LastSyncTime = prev.LastSyncTime
 	if last != nil && p.started.Sub(last.Time) < p.src.resync && equality.Semantic.DeepEqual(*s, prev) {
+		p.stamp = last.Time
 		return
 	}
 	t := metav1.NewTime(p.started.Truncate(time.Second))
 	s.LastSyncTime = &t
+	p.stamp = t.Time
 }
 
 // readiness is the Ready condition: unreachable clusters first, then
@@ -82,6 +88,24 @@ func (p *pass) readiness() (bool, string, string) {
 	}
 	return true, ReasonInSync, fmt.Sprintf("%d of %d matched host(s) have their labels on their Node; %d paused, %d waiting for a Node",
 		o.inSync, o.matched, o.paused, p.waitingCount())
+}
+
+// conflictCondition is the Conflict condition: true while hosts of the
+// profile hold back keys another host of the same Node wants otherwise.
+func (p *pass) conflictCondition() metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoConflict,
+		Message: "no host shares a Node with another host that wants other values for its keys", ObservedGeneration: p.src.profile.Generation}
+	if n := len(p.out.conflicts); n > 0 {
+		sort.Strings(p.out.conflicts)
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonContestedKeys
+		shown := strings.Join(p.out.conflicts[:min(n, shownInNotes)], "; ")
+		if n > shownInNotes {
+			shown += fmt.Sprintf("; and %d more", n-shownInNotes)
+		}
+		c.Message = notify.Fit(fmt.Sprintf("%d host(s) share a Node with another host that wants other values; the contested keys are not written: %s",
+			n, shown))
+	}
+	return c
 }
 
 // notReadyStatus is the status of a profile that cannot be served at all.

@@ -123,16 +123,35 @@ type harness struct {
 // `tagsync run` starts it (the registry, through operator.Build).
 func newHarness(t *testing.T, p *planes) *harness {
 	t.Helper()
-	ns := fmt.Sprintf("ls-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
-	h := &harness{t: t, ctx: context.Background(), p: p, c: p.mgmtC, ns: ns}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	return newHarnesses(t, p, 1)[0]
+}
+
+// newNamespace makes a namespace, without a controller.
+func newNamespace(t *testing.T, p *planes) *harness {
+	t.Helper()
+	h := &harness{t: t, ctx: context.Background(), p: p, c: p.mgmtC, ns: fmt.Sprintf("ls-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))}
+	if err := p.mgmtC.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// newHarnesses makes n namespaces and starts one labelsync controller
+// watching all of them; each harness creates objects in its own namespace.
+func newHarnesses(t *testing.T, p *planes, n int) []*harness {
+	t.Helper()
+	hs := make([]*harness, n)
+	names := make([]string, n)
+	for i := range hs {
+		hs[i] = newNamespace(t, p)
+		names[i] = hs[i].ns
+	}
+	h := hs[0]
 	mgr, err := operator.Build(h.ctx, p.mgmt.Config, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		Provider:    cloudtest.New(tags.AzureRules),
 		Controllers: []string{labelsync.ControllerName},
-		Namespaces:  []string{ns},
+		Namespaces:  names,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +166,10 @@ func newHarness(t *testing.T, p *planes) *harness {
 		}
 	}
 	t.Cleanup(h.stop)
-	return h
+	for _, o := range hs[1:] {
+		o.stop = h.stop
+	}
+	return hs
 }
 
 // create creates obj in the test's namespace of the management cluster.
