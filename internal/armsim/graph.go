@@ -91,11 +91,12 @@ func (s *Server) graphWindow(req graphRequest) (int, int, *Error) {
 
 // graphRow is one row of a Resource Graph table: a resource (resources),
 // or a subscription or resource group (resourcecontainers). Exactly one
-// field is set.
+// of o, g and sub is set; pair is the tag an mv-expand row stands for.
 type graphRow struct {
-	o   *object
-	g   *group
-	sub *subscription
+	o    *object
+	g    *group
+	sub  *subscription
+	pair *[2]string
 }
 
 // tagSet returns the row's tags.
@@ -144,6 +145,8 @@ func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
 			rows = append(rows, s.tableRows(st.table, inScope)...)
 		case "project":
 			cols = st.project
+		case "mv-expand":
+			rows = expandTags(rows)
 		case "limit":
 			if len(rows) > st.limit {
 				rows = rows[:st.limit]
@@ -151,6 +154,21 @@ func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
 		}
 	}
 	return rows, cols
+}
+
+// expandTags is mv-expand bagexpansion=array over tags: one row per tag
+// (in name order), none for a row without tags.
+func expandTags(rows []graphRow) []graphRow {
+	var out []graphRow
+	for _, r := range rows {
+		t := r.tagSet()
+		for _, k := range sortedKeys(t) {
+			row := r
+			row.pair = &[2]string{k, t[k]}
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // tableRows returns a table's rows in the subscriptions inScope accepts:

@@ -85,6 +85,63 @@ func TestResourceGraph(t *testing.T) {
 	})
 }
 
+// TestResourceGraphExpandedTagNamesIgnoreCase: as in Resource Graph,
+// tags['name'] looks a name up as spelled, while mv-expand bagexpansion=array
+// turns each tag into a [name, value] row compared with =~ (any case) or
+// == (exactly); a resource without tags yields no row.
+func TestResourceGraphExpandedTagNamesIgnoreCase(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithPlainHTTP())
+	s, sub := env.Server, env.SubscriptionID
+	for name, tg := range map[string]map[string]string{
+		"upper": {"KUBERNETES.IO_CLUSTER.QA": "owned", "env": "prod"},
+		"lower": {"kubernetes.io_cluster.qa": "owned"},
+		"value": {"kubernetes.io_cluster.qa": "Owned"},
+		"bare":  nil,
+	} {
+		if _, err := s.CreateResource(sub, "rg-qa", armsim.Resource{Type: armsim.TypeDisk, Name: name, Tags: tg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := armresourcegraph.NewClient(env.Credential, env.ClientOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(q string) string {
+		rows, _ := graphQuery(t, c, sub, q, 1000)
+		var out []string
+		for _, r := range rows {
+			out = append(out, r["name"].(string))
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	for q, want := range map[string]string{
+		`resources | where tags['kubernetes.io_cluster.qa'] == 'owned' | project name`:                                                                              "lower",
+		`resources | mv-expand bagexpansion=array tag = tags | where tostring(tag[0]) =~ 'kubernetes.io_cluster.qa' and tostring(tag[1]) == 'owned' | project name`: "lower,upper",
+		`resources | mv-expand bagexpansion=array tag = tags | where tostring(tag[0]) == 'kubernetes.io_cluster.qa' | project name`:                                 "lower,value",
+		`resources | mv-expand bagexpansion=array tag = tags | project name, tags`:                                                                                  "lower,upper,upper,value",
+	} {
+		if got := names(q); got != want {
+			t.Errorf("%s: rows %s, want %s", q, got, want)
+		}
+	}
+	rows, _ := graphQuery(t, c, sub, `resources | mv-expand bagexpansion=array tag = tags | where tostring(tag[1]) == 'prod' | project tags`, 1000)
+	if len(rows) != 1 || len(rows[0]["tags"].(map[string]any)) != 2 {
+		t.Errorf("the expanded row keeps the full tags column: %v", rows)
+	}
+	for _, bad := range []string{
+		`resources | mv-expand tags`,
+		`resources | mv-expand bagexpansion=bag tag = tags`,
+		`resources | mv-expand bagexpansion=array name = tags`,
+		`resources | mv-expand bagexpansion=array tag = tags | mv-expand bagexpansion=array t2 = tags`,
+		`resources | where tostring(tag[0]) == 'x'`,
+		`resources | mv-expand bagexpansion=array tag = tags | where tostring(tag[2]) == 'x'`,
+	} {
+		_, err := c.Resources(ctx(t), armresourcegraph.QueryRequest{Query: ptr(bad)}, nil)
+		wantARMError(t, err, http.StatusBadRequest, "BadRequest")
+	}
+}
+
 func TestResourceGraphLargePages(t *testing.T) {
 	env := armsimtest.Start(t, armsimtest.WithPlainHTTP(), armsimtest.WithThrottle(armsim.ThrottleOptions{Disabled: true}))
 	for i := 0; i < 2500; i++ {

@@ -13,6 +13,7 @@ import (
 //	| union resources | resourcecontainers  (appends the other table's rows)
 //	| project <column>[, <column>]...
 //	| limit <n>  (or take <n>)
+//	| mv-expand bagexpansion=array <name> = tags   (once; kind=array also)
 //
 // expr combines conditions with "and" and "or" ("and" binds tighter, as
 // in KQL) and parentheses. A condition is one of
@@ -21,12 +22,21 @@ import (
 //	<column> in | in~ | !in | !in~ ('<string>', ...)
 //	tags['<name>'] <same operators>          (tag name case-sensitive, as ARG)
 //	isnotempty(<column or tags['name']>) / isempty(...)
+//	tostring(<name>[0]) / tostring(<name>[1]) <same operators>
+//	                                         (after mv-expand: a tag's name
+//	                                          and value; =~ ignores case)
 //
 // Strings are single- or double-quoted with the backslash escapes \\ \'
 // \" \n \r \t, or verbatim (@'...', @"...", the quote doubled inside).
 // Columns: id, name, type (lower-case, as ARG stores it), location,
 // resourceGroup (lower-case), subscriptionId, tenantId, kind, tags,
 // properties, zones, sku. Anything else is a 400.
+//
+// mv-expand turns each row into one row per tag, its <name> column the
+// pair [tag name, tag value] (the stored spelling of the name); a row
+// without tags (an empty property bag) yields no row, as in KQL. It is the
+// way to compare tag names without regard to case: tags['name'] looks a
+// name up exactly as spelled.
 
 // Resource Graph's tables.
 const (
@@ -45,12 +55,15 @@ type kqlQuery struct {
 
 // kqlStage is one "| ..." stage.
 type kqlStage struct {
-	op      string   // where, union, project, limit
+	op      string   // where, union, project, limit, mv-expand
 	expr    kqlExpr  // where
 	table   string   // union
 	project []string // project
 	limit   int      // limit
 }
+
+// kqlExpanded is the column of the tag pair mv-expand adds to each row.
+const kqlExpanded = "@tag"
 
 // kqlExpr is a where predicate over a Resource Graph row.
 type kqlExpr interface {
@@ -84,6 +97,7 @@ func (o kqlOr) eval(s *Server, r graphRow) bool {
 // kqlCond is one predicate.
 type kqlCond struct {
 	col, tag string // column; tag name when col == "tags"
+	elem     int    // 0 (name) or 1 (value) of the pair when col == kqlExpanded
 	op       string // ==, =~, !=, !~, in, in~, !in, !in~, isempty, isnotempty
 	values   []string
 }
@@ -101,6 +115,8 @@ var kqlTables = map[string]string{tableResources: tableResources, tableContainer
 type kqlLexer struct {
 	toks []string
 	pos  int
+	// expanded is the name mv-expand gave the tag pair ("" before).
+	expanded string
 }
 
 // lexKQL tokenizes: identifiers, numbers, quoted strings (kept with a
@@ -153,7 +169,7 @@ func isIdentByte(c byte) bool {
 }
 
 func lexOp(s string) string {
-	for _, op := range []string{"!in~", "!in", "==", "=~", "!=", "!~", "|", "(", ")", ",", "[", "]"} {
+	for _, op := range []string{"!in~", "!in", "==", "=~", "!=", "!~", "=", "|", "(", ")", ",", "[", "]"} {
 		if strings.HasPrefix(s, op) {
 			return op
 		}
@@ -286,6 +302,8 @@ func parseStage(l *kqlLexer) (kqlStage, error) {
 		}
 	case "project":
 		st.project, err = parseProject(l)
+	case "mv-expand":
+		err = parseExpand(l)
 	case "limit", "take":
 		n, aerr := strconv.Atoi(l.next())
 		if aerr != nil || n < 0 {
@@ -296,6 +314,35 @@ func parseStage(l *kqlLexer) (kqlStage, error) {
 		err = fmt.Errorf("operator %q is not supported", st.op)
 	}
 	return st, err
+}
+
+// parseExpand reads the rest of "mv-expand bagexpansion=array <name> =
+// tags": the one form armsim models (a second mv-expand is refused).
+func parseExpand(l *kqlLexer) error {
+	if l.expanded != "" {
+		return fmt.Errorf("only one mv-expand is supported")
+	}
+	if kind := strings.ToLower(l.next()); kind != "bagexpansion" && kind != "kind" {
+		return fmt.Errorf("mv-expand: only 'bagexpansion=array <name> = tags' is supported")
+	}
+	if err := l.expect("="); err != nil {
+		return err
+	}
+	if err := l.expect("array"); err != nil {
+		return err
+	}
+	name := l.next()
+	if _, taken := kqlColumns[strings.ToLower(name)]; taken || name == "" || !isIdentByte(name[0]) {
+		return fmt.Errorf("mv-expand: name the expanded tag a new column, found %q", name)
+	}
+	if err := l.expect("="); err != nil {
+		return err
+	}
+	if err := l.expect("tags"); err != nil {
+		return err
+	}
+	l.expanded = name
+	return nil
 }
 
 // parseOr reads and-terms joined by "or".
@@ -369,8 +416,39 @@ func parseProject(l *kqlLexer) ([]string, error) {
 	}
 }
 
-// parseTerm reads a column or tags['name'].
-func parseTerm(l *kqlLexer) (string, string, error) {
+// parseTerm reads a column, tags['name'], or tostring(<expanded>[i]).
+func parseTerm(l *kqlLexer) (kqlCond, error) {
+	if strings.EqualFold(l.peek(), "tostring") {
+		return parseExpandedTerm(l)
+	}
+	col, tag, err := parseColumn(l)
+	return kqlCond{col: col, tag: tag}, err
+}
+
+// parseExpandedTerm reads tostring(<expanded>[0 or 1]).
+func parseExpandedTerm(l *kqlLexer) (kqlCond, error) {
+	l.next()
+	if err := l.expect("("); err != nil {
+		return kqlCond{}, err
+	}
+	if name := l.next(); l.expanded == "" || name != l.expanded {
+		return kqlCond{}, fmt.Errorf("tostring(...) is supported only on the column mv-expand adds, found %q", name)
+	}
+	if err := l.expect("["); err != nil {
+		return kqlCond{}, err
+	}
+	i := l.next()
+	if i != "0" && i != "1" {
+		return kqlCond{}, fmt.Errorf("a tag pair has the elements 0 and 1, found %q", i)
+	}
+	if err := l.expect("]"); err != nil {
+		return kqlCond{}, err
+	}
+	return kqlCond{col: kqlExpanded, elem: int(i[0] - '0')}, l.expect(")")
+}
+
+// parseColumn reads a column or tags['name'].
+func parseColumn(l *kqlLexer) (string, string, error) {
 	col, ok := kqlColumns[strings.ToLower(l.next())]
 	if !ok {
 		return "", "", fmt.Errorf("unknown column")
@@ -395,17 +473,18 @@ func parseCond(l *kqlLexer) (kqlExpr, error) {
 		if err := l.expect("("); err != nil {
 			return nil, err
 		}
-		col, tag, err := parseTerm(l)
+		c, err := parseTerm(l)
 		if err != nil {
 			return nil, err
 		}
-		return kqlCond{col: col, tag: tag, op: fn}, l.expect(")")
+		c.op = fn
+		return c, l.expect(")")
 	}
-	col, tag, err := parseTerm(l)
+	c, err := parseTerm(l)
 	if err != nil {
 		return nil, err
 	}
-	c := kqlCond{col: col, tag: tag, op: strings.ToLower(l.next())}
+	c.op = strings.ToLower(l.next())
 	switch c.op {
 	case "==", "=~", "!=", "!~", "startswith", "startswith_cs":
 		v := l.next()
@@ -469,6 +548,12 @@ func (c kqlCond) eval(s *Server, r graphRow) bool {
 // value extracts the string the condition compares. Tag lookups are
 // case-sensitive, as in Resource Graph.
 func (c kqlCond) value(s *Server, r graphRow) (string, bool) {
+	if c.col == kqlExpanded {
+		if r.pair == nil {
+			return "", false
+		}
+		return r.pair[c.elem], true
+	}
 	if c.col == "tags" && c.tag != "" {
 		v, ok := r.tagSet()[c.tag]
 		return v, ok

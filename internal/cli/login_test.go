@@ -89,6 +89,28 @@ func TestLoginAzure(t *testing.T) {
 	assertNoSecret(t, out, armsimtest.ClientSecret, "not-the-secret-42")
 }
 
+// TestLoginAzureUnknownSubscription: a subscription armsim does not know
+// is one clear line (not the SDK's error block), and the Resource Graph
+// check fails with it instead of passing on an empty answer (exit 3).
+func TestLoginAzureUnknownSubscription(t *testing.T) {
+	sim := armsimtest.Start(t)
+	const unknown = "99999999-0000-4000-8000-000000000099"
+	out, err := runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure", "--subscription", unknown)...)
+	if ExitCode(err) != ExitLoginMissing {
+		t.Errorf("exit %d (%v), want %d:\n%s", ExitCode(err), err, ExitLoginMissing, out)
+	}
+	for _, want := range []string{"MISSING subscription " + unknown + ": not found, or not visible to this identity", "MISSING Resource Graph query"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("login does not say %q:\n%s", want, out)
+		}
+	}
+	for _, raw := range []string{"RESPONSE", "ERROR CODE", "-----", "ok      Resource Graph"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("login prints %q:\n%s", raw, out)
+		}
+	}
+}
+
 // TestLoginAWS: against moto, login names moto's account and caller ARN
 // (sts:GetCallerIdentity), and checks tag:GetResources and the tag writes
 // as dry runs on a classified instance without writing a tag.

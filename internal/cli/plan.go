@@ -110,6 +110,10 @@ func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
 		return usageError(err)
 	}
 	prog := startProgress(cmd.ErrOrStderr(), "reading the cluster and the clouds")
+	if err := checkPlanCredentials(ctx, c, providers); err != nil {
+		prog.stop()
+		return err
+	}
 	report, err := collectPlan(ctx, c, providers, ls, sel)
 	prog.stop()
 	if err != nil {

@@ -508,3 +508,21 @@ func runVerb(ctx context.Context, cmd *cobra.Command, args ...string) (string, s
 	err := root.ExecuteContext(ctx)
 	return out.String(), errOut.String(), err
 }
+
+// TestPlanWithoutCredentialsFails: with a credential that cannot obtain a
+// token, plan --exit-code exits 1 with the credential error once, naming
+// what to configure, instead of one failure per Node and "0 write(s)".
+func TestPlanWithoutCredentialsFails(t *testing.T) {
+	e := newPlanEstate(t)
+	flags := append(e.azureFlags(t), "--azure-authority-host=https://127.0.0.1:1", "--kubeconfig="+e.kubeconfig, "-n", e.ns, "--exit-code")
+	out, errOut, err := runPlanCLI(t.Context(), flags...)
+	if ExitCode(err) != 1 {
+		t.Fatalf("exit %d (%v), want 1:\n%s%s", ExitCode(err), err, out, errOut)
+	}
+	msg := err.Error()
+	const cause = "connection refused"
+	if n := strings.Count(out+errOut, cause); n > 1 || strings.Count(msg, cause) != 1 || !strings.Contains(msg, "azure: no credentials") ||
+		!strings.Contains(msg, "--azure-*") || strings.Contains(out, "write(s)") {
+		t.Errorf("want one credential error naming the flags, no plan; the output says %q %d times:\n%s\n%s\n%s", cause, n, msg, out, errOut)
+	}
+}

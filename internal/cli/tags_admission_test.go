@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -121,6 +123,49 @@ func TestAdmissionMirrorAgreesWithTheAPIServer(t *testing.T) {
 			mine := k.admission(s)
 			if (serverErr != nil) != (len(mine) > 0) {
 				t.Errorf("%s %s: the API server says %v, the CLI %q", k.kind, name, serverErr, mine)
+			}
+		}
+	}
+}
+
+// TestValidateAgreesWithAdmission: `validate --cloud azure|aws` refuses
+// every tag set the real API server refuses as the resourceTags of an
+// AzureMetadata / AWSMetadata (a server dry run create), and accepts the
+// others unless the cloud's own rules (what the controller approves)
+// refuse them.
+func TestValidateAgreesWithAdmission(t *testing.T) {
+	env, _ := kube(t)
+	ns := newNamespace(t, env)
+	cases := map[string]map[string]string{
+		"semicolon": {"a;b": "1"}, "plain": {"env": "prod"}, "slash": {"a/b": "x"}, "percent": {"50%": "x"},
+		"azure prefix": {"AZURE-x": "x"}, "aws prefix": {"AWS:x": "x"}, "space": {"Cost Center": "4711"},
+		"unicode": {"Kostenstelle-Ü": "ä"}, "comma value": {"env": "a,b"}, "hash": {"a#b": "x"},
+		"name 129": {strings.Repeat("n", 129): "x"}, "name 513": {strings.Repeat("n", 513): "x"},
+		"value 257": {"k": strings.Repeat("v", 257)}, "case twins": {"Env": "a", "env": "b"},
+		"semicolon among valid": {"env": "prod", "x;y": "1"},
+	}
+	ctx := context.Background()
+	for name, set := range cases {
+		for _, k := range []providerKind{azureKind, awsKind} {
+			obj := k.newObject()
+			obj.SetNamespace(ns)
+			obj.SetName("validate")
+			s := k.view(obj)
+			*s.opcode, *s.tags = v1alpha1.OpcodeUpdate, set
+			serverErr := env.Client.Create(ctx, obj, client.DryRunAll)
+			data, err := yaml.Marshal(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := writeFile(t, "tags.yaml", string(data))
+			cloud := map[string]string{"AzureMetadata": "azure", "AWSMetadata": "aws"}[k.kind]
+			_, errOut, code := runValidateCmd(t, "--cloud", cloud, "-f", file)
+			cloudErr := k.rules.ValidateSet(tags.Set(set))
+			switch {
+			case serverErr != nil && code != ExitInvalid:
+				t.Errorf("%s %s: the API server refuses (%v), validate exits %d", k.kind, name, serverErr, code)
+			case serverErr == nil && (code == ExitInvalid) != (cloudErr != nil):
+				t.Errorf("%s %s: admitted, cloud rules say %v, validate exits %d: %s", k.kind, name, cloudErr, code, errOut)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/openshift"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -82,9 +83,11 @@ key "name" or beginning with kubernetes.io, openshift.io, microsoft, azure or
 windows (any case). The installer's value pattern allows , / : ; < > ? too (its
 "+-@" is a character range), so a value such as "a<b" is accepted.
 
-With --tags and/or -f it checks a tag set against the rules of --cloud: azure
-(Azure Resource Manager's rules) or aws (AWS's rules), what the metadata
-controller and its admission check. --openshift checks instead the OpenShift
+With --tags and/or -f it checks a tag set against the rules of --cloud, azure
+or aws, as the resourceTags of an AzureMetadata / AWSMetadata: what the API
+server's admission refuses (the schema and CEL rules; for Azure also ';' in a
+name) and what the metadata controller would not approve (the cloud's rules),
+the same check tagsync tags makes before it writes. --openshift checks instead the OpenShift
 installer's userTags rules for that cloud (Azure's above when --cloud is not
 given). Without --cloud and --openshift the installer's Azure rules apply, as
 before --cloud existed; --rules openshift|azure|aws is the deprecated spelling.
@@ -205,14 +208,45 @@ func validatorFor(f *validateFlags) (func(map[string]string) error, error) {
 	case cloud == "aws" && installer:
 		return openshift.ValidateAWSUserTags, nil
 	case cloud == "azure":
-		return func(m map[string]string) error { return tags.AzureRules.ValidateSet(tags.Set(m)) }, nil
+		return admittedAndApproved(azureKind), nil
 	case cloud == "aws":
-		return func(m map[string]string) error { return tags.AWSRules.ValidateSet(tags.Set(m)) }, nil
+		return admittedAndApproved(awsKind), nil
 	}
 	if f.rules != "" {
 		return nil, unreadable(fmt.Errorf("--rules %q: must be openshift, azure or aws", f.rules))
 	}
 	return nil, unreadable(fmt.Errorf("--cloud %q: must be azure or aws", cloud))
+}
+
+// admittedAndApproved checks a tag set as the resourceTags of an object of
+// kind k: with checkSpec, the API server's admission (schema and CEL
+// rules) and the controller's cloud rules, the same rules `tags` applies
+// before it writes.
+func admittedAndApproved(k providerKind) func(map[string]string) error {
+	return func(m map[string]string) error {
+		opcode, ignore := v1alpha1.OpcodeUpdate, []string{}
+		var errs []error
+		for _, msg := range checkSpec(k, providerSpec{opcode: &opcode, tags: &m, ignore: &ignore}) {
+			errs = append(errs, &specError{tag: mentioned(msg, m), msg: msg})
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// specError is one reason checkSpec gives, with the tag it names.
+type specError struct{ tag, msg string }
+
+// Error implements error.
+func (e *specError) Error() string { return e.msg }
+
+// mentioned returns the tag of set a problem names (quoted), or "".
+func mentioned(problem string, set map[string]string) string {
+	for _, k := range sortedKeys(set) {
+		if mentions([]string{problem}, k) {
+			return k
+		}
+	}
+	return ""
 }
 
 func readInstallConfig(path string) (openshift.InstallConfig, error) {
@@ -323,11 +357,14 @@ func problemsOf(err error) []problem {
 		p := problem{Message: e.Error()}
 		var fe *openshift.FieldError
 		var te *tags.TagError
+		var se *specError
 		switch {
 		case errors.As(e, &fe):
 			p.Tag = fe.Key
 		case errors.As(e, &te):
 			p.Tag = te.Name
+		case errors.As(e, &se):
+			p.Tag = se.tag
 		}
 		ps = append(ps, p)
 	}

@@ -42,21 +42,21 @@ const (
 // with all its tags. It sends one query over all the subscriptions, the
 // classifiers OR-ed (see discoveryQuery), and follows its pages of up to
 // 1000 rows with $skipToken: a search of n rows costs ceil(n/1000)
-// requests. Discovery.Calls counts the HTTP requests sent (retries
-// included, calls a throttle gate held not). Each Classified carries its
-// ARM ID, its type lower-cased, the subscription as spelled in opts.Scopes
-// (Scope) and RulesFor its type.
+// requests; the resources of opts.Named are a second query of their own.
+// Discovery.Calls counts the HTTP requests sent (retries included, calls a
+// throttle gate held not). Each Classified carries its ARM ID, its type
+// lower-cased, the subscription as spelled in opts.Scopes (Scope) and
+// RulesFor its type.
 //
-// Classifier names: Resource Graph looks up tags['name'] case-sensitively,
-// while ARM treats tag names case-insensitively (a resource carries "Env"
-// or "env", never both). A resource whose tag name differs from the
-// classifier's only in case is therefore not found: KQL has no
-// case-insensitive lookup in a property bag short of expanding every tag
-// into a row (mv-expand), which would multiply the rows and the pages.
-// Spell classifier names as the resources carry them. Rows are filtered
-// again locally with ARM's rule (a classifier's name, compared
-// case-insensitively, with exactly its value), which never adds a
-// resource the query did not select.
+// Classifier names match as ARM compares tag names, without regard to
+// case (a resource carries "Env" or "env", never both), and values
+// exactly. Resource Graph's tags['name'] looks a name up case-sensitively,
+// so the query expands each resource's tags into rows (mv-expand) and
+// compares each tag's name with =~ and its value with ==: only the tags
+// that match come back as rows, so a resource costs one row per classifier
+// it carries, as before, and the pages do not grow with the tags the
+// resources carry besides. Rows are filtered again locally with the same
+// rule and each resource is returned once.
 //
 // Failures: Resource Graph answers a query naming a subscription the
 // caller may not read with 403 (AccessDenied) for the whole query, not
@@ -84,11 +84,11 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	if len(classifiers) == 0 && len(opts.Named) == 0 {
 		return cloud.Discovery{}, nil
 	}
-	query, err := discoveryQuery(classifiers, opts.Named...)
+	queries, err := discoveryQueries(classifiers, opts.Named)
 	if err != nil {
 		return cloud.Discovery{}, err
 	}
-	g, err := p.newGraphQuery(query)
+	g, err := p.newGraphQuery(queries...)
 	if err != nil {
 		return cloud.Discovery{}, err
 	}
@@ -158,18 +158,50 @@ func perSubscription(err error) bool {
 	return k == cloud.ErrForbidden || k == cloud.ErrNotFound
 }
 
-// discoveryQuery is the Resource Graph query of Discover: the resources
-// table and the resource groups (which ARG keeps in resourcecontainers,
-// with the subscriptions, which are left out), every classifier a
-// tags['name'] == 'value' term, OR-ed, sorted and without duplicates:
+// discoveryQueries are the Resource Graph queries of Discover: the
+// classifiers' (discoveryQuery), and the name scopes' (namedQuery) when
+// there are any.
+func discoveryQueries(classifiers []cloud.Classifier, named []cloud.NameScope) ([]string, error) {
+	var queries []string
+	if len(classifiers) > 0 {
+		q, err := discoveryQuery(classifiers)
+		if err != nil {
+			return nil, err
+		}
+		queries = append(queries, q)
+	}
+	if len(named) > 0 {
+		q, err := namedQuery(named)
+		if err != nil {
+			return nil, err
+		}
+		queries = append(queries, q)
+	}
+	return queries, nil
+}
+
+// graphTables is the start of Discover's queries: the resources table and
+// the resource groups (which ARG keeps in resourcecontainers, with the
+// subscriptions, which are left out).
+const graphTables = "resources | union resourcecontainers | where type != '" + graphTypeSubscription + "'"
+
+// graphColumns ends Discover's queries with the columns classify reads.
+const graphColumns = " | project id, name, type, subscriptionId, resourceGroup, tags"
+
+// discoveryQuery is the classifiers' query: every tag of every row
+// expanded into a row of its own, kept when its name equals a classifier's
+// without regard to case (=~) and its value exactly (==), the terms
+// OR-ed, sorted and without duplicates:
 //
-//	resources | union resourcecontainers
-//	| where type != 'microsoft.resources/subscriptions' and (tags['k1'] == 'v1' or tags['k2'] == 'v2')
+//	resources | union resourcecontainers | where type != 'microsoft.resources/subscriptions'
+//	| mv-expand bagexpansion=array tag = tags
+//	| where (tostring(tag[0]) =~ 'k1' and tostring(tag[1]) == 'v1') or (...)
 //	| project id, name, type, subscriptionId, resourceGroup, tags
 //
-// (on one line). Names and values are KQL string literals (kqlString), so
-// a quote in a classifier cannot end the literal or inject KQL.
-func discoveryQuery(classifiers []cloud.Classifier, named ...cloud.NameScope) (string, error) {
+// (on one line; tags stays the row's full set). Names and values are KQL
+// string literals (kqlString), so a quote in a classifier cannot end the
+// literal or inject KQL.
+func discoveryQuery(classifiers []cloud.Classifier) (string, error) {
 	seen := map[string]bool{}
 	var terms []string
 	for _, c := range classifiers {
@@ -184,11 +216,21 @@ func discoveryQuery(classifiers []cloud.Classifier, named ...cloud.NameScope) (s
 		if err != nil {
 			return "", fmt.Errorf("azure: classifier %q value %q: %w", c.Name, c.Value, err)
 		}
-		if t := "tags[" + name + "] == " + value; !seen[t] {
+		if t := "(tostring(tag[0]) =~ " + name + " and tostring(tag[1]) == " + value + ")"; !seen[t] {
 			seen[t] = true
 			terms = append(terms, t)
 		}
 	}
+	sort.Strings(terms)
+	return graphTables + " | mv-expand bagexpansion=array tag = tags | where " + strings.Join(terms, " or ") + graphColumns, nil
+}
+
+// namedQuery is the name scopes' query (not expanded: their resources
+// may carry no tag at all), the terms OR-ed, sorted and without
+// duplicates.
+func namedQuery(named []cloud.NameScope) (string, error) {
+	seen := map[string]bool{}
+	var terms []string
 	for _, n := range named {
 		t, err := nameTerm(n)
 		if err != nil {
@@ -200,8 +242,7 @@ func discoveryQuery(classifiers []cloud.Classifier, named ...cloud.NameScope) (s
 		}
 	}
 	sort.Strings(terms)
-	return "resources | union resourcecontainers | where type != '" + graphTypeSubscription + "' and (" +
-		strings.Join(terms, " or ") + ") | project id, name, type, subscriptionId, resourceGroup, tags", nil
+	return graphTables + " and (" + strings.Join(terms, " or ") + ")" + graphColumns, nil
 }
 
 // nameTerm is the KQL condition of a NameScope: the rows of a resource
@@ -326,16 +367,16 @@ func rowTags(v any) tags.Set {
 // graphQuery runs one Discover query through the provider's pipeline
 // (throttle gates, budget, metrics) and counts the requests it sends.
 type graphQuery struct {
-	p     *Provider
-	c     *armresourcegraph.Client
-	query string
-	sent  *atomic.Int64
+	p       *Provider
+	c       *armresourcegraph.Client
+	queries []string
+	sent    *atomic.Int64
 }
 
 // newGraphQuery builds a Resource Graph client on the provider's pipeline
 // with a request counter behind the throttle gate (held calls are not
 // counted).
-func (p *Provider) newGraphQuery(query string) (*graphQuery, error) {
+func (p *Provider) newGraphQuery(queries ...string) (*graphQuery, error) {
 	sent := new(atomic.Int64)
 	o := *p.armOpts
 	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), countPolicy{sent})
@@ -343,19 +384,32 @@ func (p *Provider) newGraphQuery(query string) (*graphQuery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("azure: Resource Graph client: %w", err)
 	}
-	return &graphQuery{p: p, c: c, query: query, sent: sent}, nil
+	return &graphQuery{p: p, c: c, queries: queries, sent: sent}, nil
 }
 
 // calls is the number of requests sent so far.
 func (g *graphQuery) calls() int { return int(g.sent.Load()) }
 
-// run pages through the query over subs. A page the Resource Graph gate
-// held (its quota spent until a reset, or an earlier 429) is asked again
-// after the wait when that is at most Retry.MaxRetryDelay, at most
-// graphMaxQuotaWaits times.
+// run pages through each query over subs and returns their rows.
 func (g *graphQuery) run(ctx context.Context, subs []string) ([]map[string]any, error) {
+	var rows []map[string]any
+	for _, q := range g.queries {
+		r, err := g.runOne(ctx, q, subs)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	return rows, nil
+}
+
+// runOne pages through one query over subs. A page the Resource Graph
+// gate held (its quota spent until a reset, or an earlier 429) is asked
+// again after the wait when that is at most Retry.MaxRetryDelay, at most
+// graphMaxQuotaWaits times.
+func (g *graphQuery) runOne(ctx context.Context, query string, subs []string) ([]map[string]any, error) {
 	req := armresourcegraph.QueryRequest{
-		Query: to.Ptr(g.query),
+		Query: to.Ptr(query),
 		Options: &armresourcegraph.QueryRequestOptions{
 			Top: to.Ptr[int32](graphPageSize), ResultFormat: to.Ptr(armresourcegraph.ResultFormatObjectArray),
 		},

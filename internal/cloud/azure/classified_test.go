@@ -63,13 +63,15 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 		Tags: map[string]string{clusterTag: "owned", ownerTag: "c1"}}))
 	ownerOnly := must[string](t)(s.CreateResource(b, "shared", armsim.Resource{Type: armsim.TypeNetworkInterface, Name: "nic",
 		Tags: map[string]string{ownerTag: "c1"}}))
-	// Not classified: another cluster's value, no tags, the classifier
-	// name in another case (ARG's tag lookup is case-sensitive: see
-	// Discover), and a subscription carrying the classifier.
+	// The classifier's name in another case is the same tag name to ARM.
+	otherCase := must[string](t)(s.CreateResource(a, "shared", armsim.Resource{Type: armsim.TypeDisk, Name: "other-case",
+		Tags: map[string]string{strings.ToUpper(clusterTag): "owned"}}))
+	// Not classified: another cluster's value, the value in another case,
+	// no tags, and a subscription carrying the classifier.
 	for _, r := range []armsim.Resource{
 		{Type: armsim.TypeDisk, Name: "other-cluster", Tags: map[string]string{clusterTag: "shared"}},
+		{Type: armsim.TypeDisk, Name: "value-case", Tags: map[string]string{clusterTag: "OWNED"}},
 		{Type: armsim.TypeDisk, Name: "untagged"},
-		{Type: armsim.TypeDisk, Name: "other-case", Tags: map[string]string{strings.ToUpper(clusterTag): "owned"}},
 	} {
 		must[string](t)(s.CreateResource(a, "shared", r))
 	}
@@ -83,7 +85,7 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sortedCanonical(append(append(est.ResourceIDs(), est.GroupIDs()...), both, ownerOnly))
+	want := sortedCanonical(append(append(est.ResourceIDs(), est.GroupIDs()...), both, ownerOnly, otherCase))
 	if got := discoveredIDs(d); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("found\n%v\nwant\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -173,8 +175,10 @@ func TestDiscoverQuotesInClassifiers(t *testing.T) {
 		t.Errorf("found %v, failed %v; want only %s", got, d.Failed, found)
 	}
 	q, err := discoveryQuery([]cloud.Classifier{injection, tricky, injection})
-	want := `resources | union resourcecontainers | where type != 'microsoft.resources/subscriptions' and (` +
-		`tags['o\'brien "x"'] == 'it\'s a \\ "test"\t' or tags['team'] == 'x\' or tags[\'env\'] == \'prod') ` +
+	want := `resources | union resourcecontainers | where type != 'microsoft.resources/subscriptions' ` +
+		`| mv-expand bagexpansion=array tag = tags | where ` +
+		`(tostring(tag[0]) =~ 'o\'brien "x"' and tostring(tag[1]) == 'it\'s a \\ "test"\t') or ` +
+		`(tostring(tag[0]) =~ 'team' and tostring(tag[1]) == 'x\' or tags[\'env\'] == \'prod') ` +
 		`| project id, name, type, subscriptionId, resourceGroup, tags`
 	if err != nil || q != want {
 		t.Errorf("query\n%s\nwant\n%s (%v)", q, want, err)

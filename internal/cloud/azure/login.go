@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resourcegraph/armresourcegraph"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // Identity is who the provider's credential is, read from the claims of an
@@ -89,17 +92,26 @@ var neededActions = []struct{ action, why string }{
 // subscription: the permissions ARM reports for it
 // (Microsoft.Authorization/permissions) against the actions tagsync needs,
 // and a one-row Resource Graph query.
+//
+// A subscription ARM does not know, or does not show to this identity
+// (404 on the permissions read), fails both checks with one line saying
+// so: Resource Graph would answer a query over it with no rows and no
+// error, which is no proof of access.
 func (p *Provider) CheckAccess(ctx context.Context, subscription string) []Check {
-	checks := p.checkPermissions(ctx, subscription)
+	perms, err := p.permissions(ctx, subscription)
+	if errors.Is(err, cloud.ErrNotFound) {
+		return []Check{{Name: "subscription " + subscription, Detail: "not found, or not visible to this identity: check the subscription ID " +
+			"and that the identity has a role assignment in it"}, {Name: graphCheckName, Detail: "not run: the subscription is not visible"}}
+	}
+	checks := p.checkPermissions(perms, err)
 	return append(checks, p.checkGraph(ctx, subscription))
 }
 
-// checkPermissions reads the caller's permissions on the subscription and
-// checks every needed action against them.
-func (p *Provider) checkPermissions(ctx context.Context, sub string) []Check {
-	perms, err := p.permissions(ctx, sub)
+// checkPermissions checks every needed action against the caller's
+// permissions on the subscription (or reports why they could not be read).
+func (p *Provider) checkPermissions(perms permissionSet, err error) []Check {
 	if err != nil {
-		return []Check{{Name: "Microsoft.Authorization/permissions/read", Detail: "could not read the permissions: " + err.Error()}}
+		return []Check{{Name: "Microsoft.Authorization/permissions/read", Detail: "could not read the permissions: " + describe(err)}}
 	}
 	out := make([]Check, 0, len(neededActions))
 	for _, a := range neededActions {
@@ -166,15 +178,18 @@ func (p *Provider) permissions(ctx context.Context, sub string) (permissionSet, 
 		return permissionSet{}, err
 	}
 	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return permissionSet{}, runtime.NewResponseError(resp)
+		return permissionSet{}, p.armErr("azure: read the permissions on subscription "+sub, runtime.NewResponseError(resp))
 	}
 	var s permissionSet
 	return s, runtime.UnmarshalAsJSON(resp, &s)
 }
 
+// graphCheckName names the Resource Graph check.
+const graphCheckName = "Resource Graph query (Resources | limit 1)"
+
 // checkGraph runs a one-row Resource Graph query over the subscription.
 func (p *Provider) checkGraph(ctx context.Context, sub string) Check {
-	c := Check{Name: "Resource Graph query (Resources | limit 1)"}
+	c := Check{Name: graphCheckName}
 	o := *p.armOpts
 	client, err := armresourcegraph.NewClient(p.cred, &o)
 	if err != nil {
@@ -183,7 +198,7 @@ func (p *Provider) checkGraph(ctx context.Context, sub string) Check {
 	}
 	_, err = client.Resources(ctx, armresourcegraph.QueryRequest{Query: to.Ptr("Resources | limit 1"), Subscriptions: []*string{to.Ptr(sub)}}, nil)
 	if err != nil {
-		c.Detail = "failed: " + err.Error()
+		c.Detail = "failed: " + describe(err)
 		return c
 	}
 	c.OK, c.Detail = true, "find classified resources (CloudMetadata)"

@@ -21,6 +21,7 @@ package infratags
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -126,12 +127,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.notes.Once(infra, "read/"+err.Error(), ReasonInvalidInfrastructure, err.Error())
 		return reconcile.Result{}, nil
 	}
-	applied := r.applyClouds(ctx, infra, in)
+	applied, writeErr := r.applyClouds(ctx, infra, in)
 	if err := r.report(ctx, infra, applied); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, errors.Join(writeErr, err)
 	}
-	r.notes.EndPass(true)
-	return reconcile.Result{}, nil
+	// A failed write keeps the pass open: its retries do not repeat the
+	// events already sent.
+	r.notes.EndPass(writeErr == nil)
+	return reconcile.Result{}, writeErr
 }
 
 func (r *Reconciler) init() {

@@ -34,52 +34,71 @@ const sourceAnnotation = "tagsync.io/source"
 
 // applyClouds validates each cloud's tags and writes its engine object;
 // it returns the clouds whose request is in place (valid now, or kept
-// from before when the new set is invalid).
-func (r *Reconciler) applyClouds(ctx context.Context, infra *unstructured.Unstructured, in infrastructure) []string {
+// from before when the new set is invalid), and the write failures: the
+// caller returns them so the pass is retried with backoff (on OpenShift
+// as shipped the Infrastructure never changes again to trigger one).
+func (r *Reconciler) applyClouds(ctx context.Context, infra *unstructured.Unstructured, in infrastructure) ([]string, error) {
 	var clouds []string
 	var refs v1alpha1.CloudProviderRefs
+	var errs []error
 	classifiers := map[string]string{}
-	if in.azure != nil && r.apply(ctx, infra, "azure", in.azure, openshift.ValidateUserTags, r.azureObject(in)) {
-		clouds = append(clouds, "azure")
-		refs.AzureRef = &v1alpha1.LocalObjectRef{Name: AzureMetadataName}
-		classifiers[ownedTag(r.opts.AzureOwnedTag, in.infraID)] = "owned"
+	if in.azure != nil {
+		ok, err := r.apply(ctx, infra, "azure", in.azure, openshift.ValidateUserTags, r.azureObject(in))
+		errs = append(errs, err)
+		if ok {
+			clouds = append(clouds, "azure")
+			refs.AzureRef = &v1alpha1.LocalObjectRef{Name: AzureMetadataName}
+			classifiers[ownedTag(r.opts.AzureOwnedTag, in.infraID)] = "owned"
+		}
 	}
-	if in.aws != nil && r.apply(ctx, infra, "aws", in.aws, openshift.ValidateAWSUserTags, r.awsObject(in)) {
-		clouds = append(clouds, "aws")
-		refs.AWSRef = &v1alpha1.LocalObjectRef{Name: AWSMetadataName}
-		classifiers[ownedTag(r.opts.AWSOwnedTag, in.infraID)] = "owned"
+	if in.aws != nil {
+		ok, err := r.apply(ctx, infra, "aws", in.aws, openshift.ValidateAWSUserTags, r.awsObject(in))
+		errs = append(errs, err)
+		if ok {
+			clouds = append(clouds, "aws")
+			refs.AWSRef = &v1alpha1.LocalObjectRef{Name: AWSMetadataName}
+			classifiers[ownedTag(r.opts.AWSOwnedTag, in.infraID)] = "owned"
+		}
 	}
 	if len(clouds) == 0 {
-		return nil
+		return nil, errors.Join(errs...)
 	}
 	cm := &v1alpha1.CloudMetadata{ObjectMeta: r.meta(CloudMetadataName), Spec: v1alpha1.CloudMetadataSpec{
 		Classifiers:      classifiers,
 		ControllerConfig: v1alpha1.ControllerConfig{Limit: v1alpha1.LimitPartial, SyncEvery: r.opts.SyncEvery.String()},
 		CloudProvider:    refs,
 	}}
-	if err := r.write(ctx, infra, cm); err != nil {
-		r.notes.Warn(infra, ReasonEngineWriteFailed, err.Error())
+	errs = append(errs, r.writeOrWarn(ctx, infra, cm))
+	return clouds, errors.Join(errs...)
+}
+
+// writeOrWarn writes an engine object; a failure is reported once per
+// distinct error (not once per retry) and returned.
+func (r *Reconciler) writeOrWarn(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
+	err := r.write(ctx, infra, obj)
+	if err != nil {
+		r.notes.Once(infra, "write/"+obj.GetName()+"/"+err.Error(), ReasonEngineWriteFailed, err.Error())
 	}
-	return clouds
+	return err
 }
 
 // apply validates one cloud's tags and, when they are valid, writes its
-// engine object. It reports whether the cloud's request is in place: an
-// invalid set is reported and leaves an earlier request as it was.
+// engine object. It reports whether the cloud's request is in place (an
+// invalid set is reported and leaves an earlier request as it was) and
+// the write's failure.
 func (r *Reconciler) apply(ctx context.Context, infra *unstructured.Unstructured, cloud string, d *desired,
-	validate func(map[string]string) error, obj client.Object) bool {
+	validate func(map[string]string) error, obj client.Object) (bool, error) {
 	if err := problems(d, validate); err != nil {
 		note := fmt.Sprintf("the %s user tags (from %s) break the OpenShift installer's rules; none of them is applied: %s",
 			cloud, d.source, strings.ReplaceAll(err.Error(), "\n", "; "))
 		r.notes.Once(infra, "invalid/"+cloud+"/"+note, ReasonInvalidUserTags, note)
 		invalidTotal.WithLabelValues(cloud).Inc()
-		return r.exists(ctx, obj)
+		return r.exists(ctx, obj), nil
 	}
-	if err := r.write(ctx, infra, obj); err != nil {
-		r.notes.Warn(infra, ReasonEngineWriteFailed, err.Error())
-		return r.exists(ctx, obj)
+	if err := r.writeOrWarn(ctx, infra, obj); err != nil {
+		return r.exists(ctx, obj), err
 	}
-	return true
+	return true, nil
 }
 
 // problems is every reason the installer would refuse d, keys listed twice

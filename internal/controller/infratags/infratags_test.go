@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,4 +196,56 @@ func TestCRDAppearsLater(t *testing.T) {
 	h.infrastructure(map[string]any{"platformSpec": map[string]any{"azure": map[string]any{"resourceTags": tagList("env", "late")}}},
 		map[string]any{"infrastructureName": infraID})
 	h.waitTags(e.ResourceIDs(), map[string]string{"env": "late"})
+}
+
+// TestEngineWriteRetried: on OpenShift as shipped the Infrastructure never
+// changes again, so a failed write of the engine objects (here: their
+// namespace is not there yet) must be retried by the adapter itself. It
+// reports one EngineWriteFailed warning however often it retries, and
+// writes the objects once the namespace exists, the Infrastructure
+// untouched. Not parallel: it counts the adapter's reconcile errors in the
+// process-wide metrics.
+func TestEngineWriteRetried(t *testing.T) {
+	h := startWithoutNamespace(t, nil, []string{shippingCRD(t)})
+	const infraID = "wait-3c4d5"
+	e := h.estate(infraID)
+	failures := func() float64 {
+		return testenv.Counter(t, "controller_runtime_reconcile_errors_total", map[string]string{"controller": infratags.ControllerName})
+	}
+	before := failures()
+	infra := h.infrastructure(map[string]any{}, map[string]any{
+		"infrastructureName": infraID,
+		"platformStatus": map[string]any{"type": "Azure", "azure": map[string]any{
+			"resourceGroupName": e.ResourceGroup, "resourceTags": tagList("env", "late")}},
+	})
+	h.waitEvent(infratags.ReasonEngineWriteFailed, `namespaces "`+namespace+`" not found`)
+	eventually(t, "the failed write retried", func() string {
+		if n := failures() - before; n < 3 {
+			return fmt.Sprintf("%v failed passes", n)
+		}
+		return ""
+	})
+	h.createNamespace()
+	h.waitTags(e.ResourceIDs(), map[string]string{"env": "late"})
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(infratags.InfrastructureGVK)
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: infratags.InfrastructureName}, u); err != nil {
+		t.Fatal(err)
+	}
+	if u.GetResourceVersion() != infra.GetResourceVersion() {
+		t.Errorf("the Infrastructure was changed: resourceVersion %s, then %s", infra.GetResourceVersion(), u.GetResourceVersion())
+	}
+	var list eventsv1.EventList
+	if err := h.c.List(h.ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.Reason != infratags.ReasonEngineWriteFailed {
+			continue
+		}
+		if ev.Series != nil {
+			t.Errorf("the warning was sent %d times: %s", ev.Series.Count, ev.Note)
+		}
+	}
 }

@@ -99,11 +99,26 @@ func newHarness(t *testing.T, crds ...string) *harness {
 // startHarness is newHarness with more providers besides armsim's Azure.
 func startHarness(t *testing.T, extra []cloud.Provider, crds []string) *harness {
 	t.Helper()
+	h := startWithoutNamespace(t, extra, crds)
+	h.createNamespace()
+	return h
+}
+
+// createNamespace creates the namespace the adapter writes its engine
+// objects in.
+func (h *harness) createNamespace() {
+	h.t.Helper()
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// startWithoutNamespace is startHarness before the adapter's namespace
+// exists.
+func startWithoutNamespace(t *testing.T, extra []cloud.Provider, crds []string) *harness {
+	t.Helper()
 	kube := testenv.StartWith(t, testenv.Options{ExtraCRDDirs: crds})
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, az: armsimtest.Start(t)}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		t.Fatal(err)
-	}
 	az, err := azure.NewProvider(h.ctx, azure.Config{ARMEndpoint: h.az.Server.URL(), ARMAudience: h.az.Server.URL(),
 		DefaultSubscription: sub, HTTPClient: h.az.HTTPClient},
 		azure.WithCredential(h.az.Credential), azure.WithRegisterer(prometheus.NewRegistry()),
