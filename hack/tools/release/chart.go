@@ -41,7 +41,11 @@ func (b *build) packageChart(o distOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(filepath.Join(b.root, o.helm), "package", chart,
+	helm := o.helm
+	if !filepath.IsAbs(helm) {
+		helm = filepath.Join(b.root, helm)
+	}
+	cmd := exec.Command(helm, "package", chart,
 		"--version", b.version, "--app-version", b.version, "--destination", out)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
