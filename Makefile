@@ -18,11 +18,14 @@ K8S_BIN := $(BIN)/k8s
 CONTROLLER_GEN_VERSION := v0.23.0
 HELM_VERSION := v4.3.1
 STATICCHECK_VERSION := v0.8.2
+# promtool of Prometheus v3.16 (the Go module's v0.316 line): the alerts' unit tests.
+PROMTOOL_VERSION := v0.316.0
 KUBERNETES_VERSION := v1.37.0
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 
 KUBE_APISERVER := $(K8S_BIN)/kube-apiserver
 ETCD := $(K8S_BIN)/etcd
@@ -176,7 +179,7 @@ lint: $(STATICCHECK) ## Run staticcheck.
 ##@ Tools
 
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) moto ## Build the control plane and developer tools into bin/ (once).
+tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) $(PROMTOOL) moto ## Build the control plane and developer tools into bin/ (once).
 	@echo ">> tools are in bin/ (kube-apiserver, etcd and kubectl in bin/k8s, moto_server in bin/moto)"
 
 # moto_server, a local fake of the AWS APIs, for the AWS tests
@@ -275,6 +278,9 @@ $(HELM):
 
 $(STATICCHECK):
 	$(call go-install-tool,$@,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION))
+
+$(PROMTOOL):
+	$(call go-install-tool,$@,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
 .PHONY: clean
 clean: ## Remove build outputs (bin/, dist/).
