@@ -108,9 +108,13 @@ image: release-tool ## Build the OCI image index (linux/amd64, linux/arm64) into
 	$(RELEASE_TOOL) image $(RELEASE_FLAGS) -out $(DIST)/image
 	@echo ">> dist/image/oci is the image index $$(cat $(DIST)/image/digest) (push: crane push dist/image/oci <repo>:$(VERSION:v%=%); load one platform: docker load -i dist/image/tagsync_linux_amd64.docker.tar)"
 
+# Extra flags of the dist step, e.g. "-platforms linux/amd64 -allow-partial"
+# for a quick local snapshot without the darwin builds.
+RELEASE_DIST_FLAGS ?=
+
 .PHONY: release
 release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest.
-	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST)
+	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
 	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
 
 # Where install-plugin puts tagsync and the kubectl plugin; must be on PATH.
