@@ -18,11 +18,14 @@ K8S_BIN := $(BIN)/k8s
 CONTROLLER_GEN_VERSION := v0.23.0
 HELM_VERSION := v4.3.1
 STATICCHECK_VERSION := v0.8.2
+# promtool of Prometheus v3.16 (the Go module's v0.316 line): the alerts' unit tests.
+PROMTOOL_VERSION := v0.316.0
 KUBERNETES_VERSION := v1.37.0
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)
 
 KUBE_APISERVER := $(K8S_BIN)/kube-apiserver
 ETCD := $(K8S_BIN)/etcd
@@ -69,9 +72,50 @@ test: tools verify-generated vet lint helm-check ## Build tools if missing, chec
 	@echo ">> go test ./..."
 	go test $(GO_TEST_FLAGS) ./...
 
+# The version of a build: the nearest v* tag (v0.2.0, or v0.2.0-3-g<sha>
+# past it, -dirty with uncommitted changes), else a Go-style pseudo-version
+# from the commit time and hash. The leading v is dropped where SemVer wants
+# none (image tag, chart version and appVersion, the binary's version).
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+# Every timestamp of a build is the commit's: two builds of one commit are
+# byte-identical.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	echo "v0.0.0-$$(TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd)-$$(git rev-parse --short=12 HEAD)")
+BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+VERSION_PKG := github.com/tagsync/tagsync/internal/version
+VERSION_LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION:v%=%) -X $(VERSION_PKG).Commit=$(GIT_COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
+
 .PHONY: build
-build: ## Build bin/tagsync.
-	go build -o $(BIN)/tagsync ./cmd/tagsync
+build: ## Build bin/tagsync, stamped with its version, commit and commit time (tagsync version).
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/tagsync ./cmd/tagsync
+
+##@ Release
+
+DIST := $(ROOT)/dist
+RELEASE_TOOL := $(DIST)/.tools/release
+RELEASE_FLAGS = -root $(ROOT) -version $(VERSION) -commit $(GIT_COMMIT) -source-date-epoch $(SOURCE_DATE_EPOCH)
+
+# The release tool (hack/tools/release, its own module: go-containerregistry
+# and the SBOM library stay out of the main module).
+.PHONY: release-tool
+release-tool:
+	@mkdir -p $(dir $(RELEASE_TOOL))
+	go build -C hack/tools/release -o $(RELEASE_TOOL) .
+
+.PHONY: image
+image: release-tool ## Build the OCI image index (linux/amd64, linux/arm64) into dist/image: OCI layout dist/image/oci, docker-load tarballs, its digest.
+	$(RELEASE_TOOL) image $(RELEASE_FLAGS) -out $(DIST)/image
+	@echo ">> dist/image/oci is the image index $$(cat $(DIST)/image/digest) (push: crane push dist/image/oci <repo>:$(VERSION:v%=%); load one platform: docker load -i dist/image/tagsync_linux_amd64.docker.tar)"
+
+# Extra flags of the dist step, e.g. "-platforms linux/amd64 -allow-partial"
+# for a quick local snapshot without the darwin builds.
+RELEASE_DIST_FLAGS ?=
+
+.PHONY: release
+release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest.
+	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
+	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
 
 # Where install-plugin puts tagsync and the kubectl plugin; must be on PATH.
 PLUGIN_DIR ?= $(shell go env GOPATH)/bin
@@ -139,7 +183,7 @@ lint: $(STATICCHECK) ## Run staticcheck.
 ##@ Tools
 
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) moto ## Build the control plane and developer tools into bin/ (once).
+tools: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(CONTROLLER_GEN) $(HELM) $(STATICCHECK) $(PROMTOOL) moto ## Build the control plane and developer tools into bin/ (once).
 	@echo ">> tools are in bin/ (kube-apiserver, etcd and kubectl in bin/k8s, moto_server in bin/moto)"
 
 # moto_server, a local fake of the AWS APIs, for the AWS tests
@@ -239,6 +283,9 @@ $(HELM):
 $(STATICCHECK):
 	$(call go-install-tool,$@,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION))
 
+$(PROMTOOL):
+	$(call go-install-tool,$@,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+
 .PHONY: clean
-clean: ## Remove build outputs (bin/).
-	rm -rf $(BIN)
+clean: ## Remove build outputs (bin/, dist/).
+	rm -rf $(BIN) $(DIST)

@@ -8,6 +8,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// The image has no CA certificate files (an empty base): the Azure and
+	// AWS clients verify TLS against these roots when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/tagsync/tagsync/internal/cli"
 )
 

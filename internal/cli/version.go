@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -10,15 +9,15 @@ import (
 )
 
 // NewVersionCommand returns `tagsync version`, which prints the build's
-// version and the Go toolchain it was built with.
+// version, commit, build date (the commit's time) and Go toolchain, the same
+// line as `tagsync --version`.
 func NewVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the tagsync version",
+		Short: "Print the tagsync version, commit, build date and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tagsync %s (%s, %s/%s)\n",
-				version.Get(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Read())
 			return err
 		},
 	}

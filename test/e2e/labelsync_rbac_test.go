@@ -101,7 +101,7 @@ func TestChartLabelSyncRBACIsEnoughAndEveryRuleIsNeeded(t *testing.T) {
 // installLabelSyncCRDs installs Cluster API's Cluster and Machine CRDs and
 // the Metal3 ones, waits until they are served, and removes them when the
 // test ends.
-func installLabelSyncCRDs(t *testing.T) {
+func installLabelSyncCRDs(t testing.TB) {
 	ctx := context.Background()
 	dir, err := testenv.ModuleDir("sigs.k8s.io/cluster-api")
 	must(t, err)

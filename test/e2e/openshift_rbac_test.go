@@ -43,17 +43,7 @@ func TestChartOpenShiftRBACIsEnough(t *testing.T) {
 	installRBAC(ctx, t, ns, objs)
 	deleteOnCleanup(t, append(ofKind(objs, "RoleBinding"), ofKind(objs, "Role")...)...)
 
-	crd := readObjects(t, "test/crds/openshift-seed/infrastructures.config.openshift.io.yaml")
-	apply(ctx, t, crd)
-	deleteOnCleanup(t, crd...)
-	eventually(t, "the Infrastructure CRD served", func() string {
-		var list unstructured.UnstructuredList
-		list.SetGroupVersionKind(infratags.InfrastructureGVK.GroupVersion().WithKind("InfrastructureList"))
-		if err := kube.Client.List(ctx, &list); err != nil {
-			return err.Error()
-		}
-		return ""
-	})
+	installInfrastructureCRD(ctx, t)
 
 	cloud := armsimtest.Start(t)
 	const infraID = "osrbac-1a2b3"
@@ -161,4 +151,22 @@ func TestChartOpenShiftRBACIsEnough(t *testing.T) {
 	if strings.Contains(p.logs(), "forbidden") {
 		t.Fatalf("with the chart's RBAC some request was forbidden:\n%s", grep(p.logs(), "forbidden"))
 	}
+}
+
+// installInfrastructureCRD installs OpenShift's Infrastructure CRD
+// (test/crds/openshift-seed), waits until it is served, and removes it when
+// the test ends.
+func installInfrastructureCRD(ctx context.Context, t testing.TB) {
+	t.Helper()
+	crd := readObjects(t, "test/crds/openshift-seed/infrastructures.config.openshift.io.yaml")
+	apply(ctx, t, crd)
+	deleteOnCleanup(t, crd...)
+	eventually(t, "the Infrastructure CRD served", func() string {
+		var list unstructured.UnstructuredList
+		list.SetGroupVersionKind(infratags.InfrastructureGVK.GroupVersion().WithKind("InfrastructureList"))
+		if err := kube.Client.List(ctx, &list); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 }

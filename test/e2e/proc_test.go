@@ -66,11 +66,19 @@ func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
 	p := &tagsyncProc{name: name, out: &testenv.SyncBuffer{}, metrics: addrs[0], probe: addrs[1], exited: make(chan struct{})}
 	all := append([]string{"run"}, args...)
 	all = append(all, "--metrics-bind-address="+p.metrics, "--health-probe-bind-address="+p.probe)
-	p.cmd = exec.Command(tagsyncBinary(t), all...)
+	p.start(t, env, all)
+	return p
+}
+
+// start runs the tagsync binary with exactly argv (after the program name)
+// and env added to the test's environment.
+func (p *tagsyncProc) start(t testing.TB, env, argv []string) {
+	t.Helper()
+	p.cmd = exec.Command(tagsyncBinary(t), argv...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.Env = append(os.Environ(), env...)
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
+		t.Fatalf("starting %s: %v", p.name, err)
 	}
 	go func() {
 		p.waitErr = p.cmd.Wait()
@@ -82,7 +90,6 @@ func launch(t testing.TB, name string, env, args []string) *tagsyncProc {
 			t.Logf("output of %s (pid %d):\n%s", p.name, p.cmd.Process.Pid, tail(p.logs(), 120))
 		}
 	})
-	return p
 }
 
 // waitServing waits until /readyz answers 200 and the metrics endpoint
