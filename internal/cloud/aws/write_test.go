@@ -48,7 +48,7 @@ func TestWriteTagsOneCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := append(e.instances("us-east-1", 100, map[string]string{"keep": "me"}), e.volumes("us-east-1", 50, nil)...)
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a", "cost": "42"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a", "cost": "42"}}}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:CreateTags": 1}) {
 		t.Fatalf("calls = %v, want one ec2:CreateTags", got)
@@ -78,7 +78,7 @@ func TestWriteTagsChunks(t *testing.T) {
 	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{
 		{IDs: first, Patch: tags.Patch{Set: tags.Set{"team": "a"}}},
 		{IDs: bare, Patch: tags.Patch{Set: tags.Set{"bare": "yes"}}},
-	})
+	}, nil)
 	checkResults(t, res, append(append([]string(nil), first...), bare...), nil)
 	// us-east-1: 100 IDs in 3 calls; eu-west-1: 1 call; the bare IDs: 1.
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 5 {
@@ -107,7 +107,7 @@ func TestWriteTagsDeleteExpect(t *testing.T) {
 		IDs:    ids,
 		Patch:  tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"owner", "tmp"}},
 		Expect: tags.Set{"owner": "old"},
-	}})
+	}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:DeleteTags": 1, "ec2:CreateTags": 1}) {
 		t.Fatalf("calls = %v, want one DeleteTags and one CreateTags", got)
@@ -122,7 +122,7 @@ func TestWriteTagsDeleteExpect(t *testing.T) {
 	// An expected empty value deletes only an empty value.
 	e.setTags(map[string]string{"flag": ""}, ids[0])
 	e.setTags(map[string]string{"flag": "set"}, ids[1])
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[:2], Patch: tags.Patch{Delete: []string{"flag"}}, Expect: tags.Set{"flag": ""}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[:2], Patch: tags.Patch{Delete: []string{"flag"}}, Expect: tags.Set{"flag": ""}}}, nil)
 	checkResults(t, res, ids[:2], nil)
 	if got := e.tagsOf(ids[0]); got["flag"] != "" || len(got) != 1 {
 		t.Errorf("%s tags = %v, want flag deleted", ids[0], got)
@@ -147,7 +147,7 @@ func TestWriteTagsMissingResource(t *testing.T) {
 	all := append([]string{gone1}, ids[:10]...)
 	all = append(all, gone2, foreign, malformed)
 	all = append(all, ids[10:]...)
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: all, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: all, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, all, map[string]error{gone1: cloud.ErrNotFound, gone2: cloud.ErrNotFound, malformed: cloud.ErrNotFound, foreign: errAny})
 	// moto names one bad ID per answer: the batch, then without the
 	// malformed ID (checked first), without gone1, without gone2.
@@ -175,7 +175,7 @@ func TestMotoTagsMissingInstance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	gone := e.arn("us-east-1", "instance", "i-0000000000000dead")
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{gone}, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{gone}, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, []string{gone}, nil)
 }
 
@@ -192,7 +192,7 @@ func TestWriteTagsTooManyTags(t *testing.T) {
 		full[fmt.Sprintf("k%02d", i)] = "v"
 	}
 	e.setTags(full, ids[4])
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, map[string]error{ids[4]: cloud.ErrTooManyTags})
 	// The batch; [0 1 2] succeeds, so [3 4 5 6] holds the bad one and is
 	// halved unsent; [3 4] fails; [3] succeeds, so 4 is the bad one; [5 6].
@@ -207,7 +207,7 @@ func TestWriteTagsTooManyTags(t *testing.T) {
 	}
 	// A patch replacing a tag of the full resource fits: DeleteTags goes
 	// first.
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[4:5], Patch: tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"k00"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[4:5], Patch: tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"k00"}}}}, nil)
 	checkResults(t, res, ids[4:5], nil)
 }
 
@@ -223,7 +223,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 		full[fmt.Sprintf("k%02d", i)] = "v"
 	}
 	e.setTags(full, ids[7])
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	// The batch fails; [0-3] succeeds (1 extra call), so [4-7] holds the bad
 	// one and is halved unsent; [4 5] succeeds (2); [6] is unresolved (the
 	// budget is spent), so [7] is too.
@@ -242,7 +242,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	// taken to be about all and the unresolved ones keep its kind.
 	fullIDs := e.volumes("us-east-1", 8, nil)
 	e.setTags(full, fullIDs...)
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"more": "c"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"more": "c"}}}}, nil)
 	all := map[string]error{}
 	for _, id := range fullIDs {
 		all[id] = cloud.ErrTooManyTags
@@ -254,7 +254,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	t.Logf("none written: %v", res[7].Err)
 
 	p := e.newProvider(motoConfig(), WithMaxIsolationCalls(-1))
-	res = p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"other": "b"}}}})
+	res = p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"other": "b"}}}}, nil)
 	checkResults(t, res, fullIDs, all)
 	if got := p.Calls()["ec2:CreateTags"]; got != 1 {
 		t.Fatalf("CreateTags calls without isolation = %d, want 1", got)
@@ -266,7 +266,7 @@ func TestWriteTagsEmpty(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := []string{e.arn("us-east-1", "instance", "i-0123456789abcdef0")}
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids}, {Patch: tags.Patch{Set: tags.Set{"a": "b"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids}, {Patch: tags.Patch{Set: tags.Set{"a": "b"}}}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); len(got) != 0 {
 		t.Fatalf("calls = %v, want none", got)
@@ -339,7 +339,7 @@ func TestWriteTagsForbidden(t *testing.T) {
 		}
 		return nil
 	})
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, map[string]error{denied: cloud.ErrForbidden})
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 2 {
 		t.Fatalf("CreateTags calls = %d, want 2", got)
@@ -351,7 +351,7 @@ func TestWriteTagsForbidden(t *testing.T) {
 		}
 		return nil
 	})
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}}, nil)
 	all := map[string]error{}
 	for _, id := range ids {
 		all[id] = cloud.ErrForbidden

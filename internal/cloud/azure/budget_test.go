@@ -447,7 +447,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
 	env.Server.ResetCalls()
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.ID, r.Err)

@@ -357,7 +357,7 @@ func TestWriteTagsMixedResources(t *testing.T) {
 	res := p.WriteTags(context.Background(), []cloud.TagWrite{
 		{IDs: ids[:7], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"old"}}},
 		{IDs: ids[7:], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"OLD"}}},
-	})
+	}, nil)
 	if len(res) != 20 {
 		t.Fatalf("%d results", len(res))
 	}
@@ -429,7 +429,7 @@ func TestWriteTagsExpect(t *testing.T) {
 		IDs:    []string{unchanged, changed, group},
 		Patch:  tags.Patch{Set: tags.Set{"Env": "prod"}, Delete: []string{"env", "owner", "stale"}},
 		Expect: tags.Set{"OWNER": "a", "env": "dev"},
-	}})
+	}}, nil)
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.ID, r.Err)
@@ -461,7 +461,7 @@ func TestWriteTagsErrors(t *testing.T) {
 	s.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + sub + "/resourceGroups/rg-locked"})
 	gone := "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Compute/disks/gone"
 	p := newTestProvider(t, env, nil)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}}, nil)
 	for i, want := range []error{cloud.ErrForbidden, cloud.ErrNotFound, nil, nil} {
 		if r := res[i]; want != nil && !errors.Is(r.Err, want) {
 			t.Errorf("%s: err %v, want %v", r.ID, r.Err, want)
@@ -470,7 +470,7 @@ func TestWriteTagsErrors(t *testing.T) {
 	if res[2].Err == nil || res[3].Err != nil || must[map[string]string](t)(s.Tags(ok))["a"] != "1" {
 		t.Errorf("bad ID: %v; ok: %v", res[2].Err, res[3].Err)
 	}
-	if res := p.WriteTags(context.Background(), nil); len(res) != 0 {
+	if res := p.WriteTags(context.Background(), nil, nil); len(res) != 0 {
 		t.Errorf("no writes: %v", res)
 	}
 }
@@ -490,7 +490,7 @@ func TestWriteTagsThrottleStorm(t *testing.T) {
 	c := &sentCounter{n: map[string]int{}}
 	const workers = 4
 	p := newTestProvider(t, env, countingConfig(t, env, c), WithThrottleGates(NewThrottleGates()), WithWriteConcurrency(workers))
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}}, nil)
 	for _, r := range res {
 		if wait, ok := cloud.RetryAfter(r.Err); !errors.Is(r.Err, cloud.ErrThrottled) || !ok || wait < 30*time.Minute {
 			t.Errorf("%s: %v", r.ID, r.Err)
@@ -616,7 +616,7 @@ func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
 	cfg.HTTPClient = &http.Client{Transport: h}
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for i, r := range res {
 		if r.ID != ids[i] || r.Err != nil {
 			t.Errorf("result %d: %s %v, want %s written", i, r.ID, r.Err, ids[i])

@@ -83,7 +83,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	o.scopesFailed(disc.Failed)
 	held := p.st.heldFor(t)
 	plans := req.Plan(disc.Resources, held.lookup)
-	results := p.write(ctx, provider, t, plans)
+	results := p.write(ctx, provider, t, plans, o)
 	o.tally(plans, results, held)
 	if len(disc.Failed) == 0 {
 		held.keepOnly(seenIDs(disc.Resources))

@@ -247,8 +247,20 @@ func (h *harness) writes() int {
 	return c.Count("Tags.UpdateAtScope") + c.Count("Tags.CreateOrUpdateAtScope") + c.Count("Tags.DeleteAtScope")
 }
 
-// auditRecords parses the audit log.
+// auditRecords parses the audit log's results (not the pending records).
 func (h *harness) auditRecords() []audit.Record {
+	h.t.Helper()
+	var out []audit.Record
+	for _, r := range h.auditLines() {
+		if r.Result != audit.ResultPending {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// auditLines parses every line of the audit log, pending records included.
+func (h *harness) auditLines() []audit.Record {
 	h.t.Helper()
 	var out []audit.Record
 	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))
