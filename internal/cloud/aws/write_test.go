@@ -14,6 +14,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // checkResults fails unless results name ids in order and fail exactly
@@ -359,5 +360,45 @@ func TestWriteTagsForbidden(t *testing.T) {
 	checkResults(t, res, ids, all)
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 2+1+4 {
 		t.Fatalf("CreateTags calls = %d, want the batch and 4 extra", got-2)
+	}
+}
+
+// TestWriteTagsStreamsPerBatchAndStops: a batch call's resources are
+// reported pending before the call and done together after it, before the
+// next batch is sent; an error from a report stops the writes: no further
+// call is sent, and the resources left fail wrapping it.
+func TestWriteTagsStreamsPerBatchAndStops(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.maxIDsPerCall = 2 })
+	ids := e.instances(testenv.MotoRegion, 6, nil)
+	stop := errors.New("audit sink full")
+	var reports []string
+	each := func(r cloud.WriteResult) error {
+		written := e.tagsOf(r.ID)["team"] == "a"
+		reports = append(reports, fmt.Sprintf("%s:%v:%v", ec2ID(r.ID), r.Pending, written))
+		if !r.Pending && ec2ID(r.ID) == ec2ID(ids[3]) {
+			return stop
+		}
+		return nil
+	}
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, each)
+	var want []string
+	for b := range 2 {
+		for _, pending := range []bool{true, false} {
+			for _, id := range ids[2*b : 2*b+2] {
+				want = append(want, fmt.Sprintf("%s:%v:%v", ec2ID(id), pending, !pending))
+			}
+		}
+	}
+	if !slices.Equal(reports, want) {
+		t.Errorf("reports (id:pending:written)\n%v\nwant\n%v", reports, want)
+	}
+	for i, r := range res {
+		if written := e.tagsOf(ids[i])["team"] == "a"; (i < 4) != (r.Err == nil && written) || (i >= 4 && !errors.Is(r.Err, stop)) {
+			t.Errorf("result %d: %v, written %v", i, r.Err, written)
+		}
+	}
+	if got := e.p.Calls()["ec2:CreateTags"]; got != 2 {
+		t.Errorf("%d CreateTags calls, want 2 (none after the stop)", got)
 	}
 }

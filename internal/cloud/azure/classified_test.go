@@ -654,3 +654,54 @@ func TestWriteQueueRoundRobin(t *testing.T) {
 		t.Errorf("first two jobs %d, %d; want 0 (a) and 3 (b)", i1, i2)
 	}
 }
+
+// TestWriteTagsStreamsAndStops: each resource is reported pending before
+// its write reaches ARM and with its result while others are still
+// unwritten; an error from the report stops the writes: ARM sees no write
+// after it, and the resources left fail wrapping it.
+func TestWriteTagsStreamsAndStops(t *testing.T) {
+	env := armsimtest.Start(t)
+	est := armsimtest.ClusterEstate{Infra: "st", PerType: 2, Tags: map[string]string{clusterTag: "owned"}}
+	if err := est.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	ids := est.ResourceIDs() // 20
+	cfg := armsimConfig(env)
+	p := newTestProvider(t, env, &cfg, WithWriteConcurrency(1))
+	stop := errors.New("audit sink full")
+	var reports []string
+	each := func(r cloud.WriteResult) error {
+		tg, err := env.Server.Tags(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Pending {
+			reports = append(reports, "pending")
+			if tg["owner"] != "" {
+				t.Errorf("%s reported pending after its write", r.ID)
+			}
+			return nil
+		}
+		reports = append(reports, "done")
+		if tg["owner"] != "team-a" {
+			t.Errorf("%s reported done before its write", r.ID)
+		}
+		if len(reports) == 6 {
+			return stop
+		}
+		return nil
+	}
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, each)
+	if got := strings.Join(reports, ","); got != "pending,done,pending,done,pending,done" {
+		t.Errorf("reports %s, want three resources pending then done", got)
+	}
+	for i, r := range res {
+		tg, _ := env.Server.Tags(ids[i])
+		switch {
+		case i < 3 && (r.Err != nil || tg["owner"] != "team-a"):
+			t.Errorf("result %d: %v, tags %v; want written", i, r.Err, tg)
+		case i >= 3 && (!errors.Is(r.Err, stop) || tg["owner"] != ""):
+			t.Errorf("result %d: %v, tags %v; want not written, wrapping the stop", i, r.Err, tg)
+		}
+	}
+}
