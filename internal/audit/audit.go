@@ -13,6 +13,26 @@
 //
 // result is "ok" or "error" (then error says why). Tag values are what the
 // user wrote into a spec; no credential ever reaches a record.
+//
+// Records are written as mutations happen, not after a batch: a resource
+// gets a record with result "pending" just before its first cloud request
+// is sent (the intent), and a second record with its result as soon as the
+// cloud has answered for it, each with its own time. A process killed
+// between the two leaves the pending record alone: the mutation may or may
+// not have been made, and the resource's tags in the cloud say which. So
+// every tag tagsync changed has at least one line, even when the process
+// died while the cloud accepted the request.
+//
+// The audit fails closed by default: once a record cannot be written
+// (disk full, file made read-only, a broken pipe), no further mutation is
+// started until one can, because the pending record comes first and a
+// controller stops its writes when it fails. With SetFailOpen(true)
+// (`tagsync run --audit-fail-open`) mutations go on and the lost records
+// are only counted and logged.
+//
+// On standard error the records share Stderr with the logger: one
+// writer whose every Write is whole under one lock, so a record and a log
+// line never interleave.
 package audit
 
 import (
@@ -25,6 +45,8 @@ import (
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // Object names the Kubernetes object that asked for a mutation.
@@ -49,13 +71,16 @@ type Change struct {
 
 // Results of a mutation.
 const (
-	ResultOK    = "ok"
-	ResultError = "error"
+	// ResultPending is the record written before the mutation is sent.
+	ResultPending = "pending"
+	ResultOK      = "ok"
+	ResultError   = "error"
 )
 
 // Record is one cloud mutation of one resource.
 type Record struct {
-	// Time is when the mutation ended.
+	// Time is when the mutation ended (when it was about to be sent, for a
+	// pending record).
 	Time time.Time `json:"time"`
 	// Object asked for it.
 	Object Object `json:"object"`
@@ -73,12 +98,60 @@ type Record struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Describe fills the record's Set and Deleted with what patch does to a
+// resource that carried before (names compared as nc does).
+func (r *Record) Describe(nc tags.NameCase, before tags.Set, patch tags.Patch) {
+	for _, n := range patch.Set.Names() {
+		if r.Set == nil {
+			r.Set = map[string]Change{}
+		}
+		c := Change{After: patch.Set[n]}
+		if v, ok := before.Get(nc, n); ok {
+			c.Before = &v
+		}
+		r.Set[n] = c
+	}
+	for _, n := range patch.Delete {
+		if r.Deleted == nil {
+			r.Deleted = map[string]string{}
+		}
+		r.Deleted[n], _ = before.Get(nc, n)
+	}
+}
+
 // Log writes records as JSON lines. It is safe for concurrent use; the zero
 // value is not usable (see Open, New and Discard).
 type Log struct {
 	mu     sync.Mutex
 	w      io.Writer
 	closer io.Closer
+	path   string // of a file sink
+	// failOpen lets mutations go on while records cannot be written.
+	failOpen bool
+	// failing is the error of the last write, nil once one succeeded.
+	failing error
+}
+
+// Stderr is the process's standard error for the logger and the audit
+// records alike: each Write is whole under one lock, so their lines never
+// interleave. Give it to the logger (zap.Options.DestWriter).
+var Stderr io.Writer = &LineWriter{w: os.Stderr}
+
+// LineWriter serialises the Writes of several writers to one sink, each
+// Write whole.
+type LineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLineWriter returns a LineWriter writing to w.
+func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
+
+// Write writes p to the sink under the lock.
+func (lw *LineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
 }
 
 // Sinks accepted by Open besides a file path.
@@ -102,7 +175,7 @@ type FileOptions struct {
 func Open(sink string, o FileOptions) (*Log, error) {
 	switch sink {
 	case "", SinkStderr:
-		return New(os.Stderr), nil
+		return New(Stderr), nil
 	case SinkNone:
 		return Discard(), nil
 	}
@@ -121,7 +194,7 @@ func Open(sink string, o FileOptions) (*Log, error) {
 	}
 	_ = f.Close()
 	lj := &lumberjack.Logger{Filename: sink, MaxSize: o.MaxSizeMB, MaxBackups: o.MaxBackups}
-	return &Log{w: lj, closer: lj}, nil
+	return &Log{w: lj, closer: lj, path: sink}, nil
 }
 
 // New returns a Log writing to w.
@@ -130,7 +203,8 @@ func New(w io.Writer) *Log { return &Log{w: w} }
 // Discard returns a Log that writes nothing.
 func Discard() *Log { return New(io.Discard) }
 
-// Write appends one record as one line.
+// Write appends one record as one line. After a failed write the log is
+// failing (see Err) until a write or Probe succeeds.
 func (l *Log) Write(r Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -140,9 +214,61 @@ func (l *Log) Write(r Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, err := l.w.Write(b); err != nil {
-		return fmt.Errorf("audit: write record: %w", err)
+		l.failing = fmt.Errorf("audit: write record: %w", err)
+		return l.failing
 	}
+	l.failing = nil
 	return nil
+}
+
+// Err returns the error of the last write when it failed, else nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failing
+}
+
+// Probe checks, when the log is failing, whether the sink takes records
+// again, without writing one: a file sink must open for appending, a
+// writer must take an empty write. It returns the log's error after the
+// check (nil: records can be written).
+func (l *Log) Probe() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing == nil {
+		return nil
+	}
+	var err error
+	if l.path != "" {
+		var f *os.File
+		if f, err = os.OpenFile(l.path, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+			err = f.Close()
+		}
+	} else {
+		_, err = l.w.Write(nil)
+	}
+	if err != nil {
+		l.failing = fmt.Errorf("audit: sink still failing: %w", err)
+		return l.failing
+	}
+	l.failing = nil
+	return nil
+}
+
+// SetFailOpen chooses what a lost record means: false (the default) stops
+// mutations until records can be written again; true lets them go on.
+func (l *Log) SetFailOpen(open bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failOpen = open
+}
+
+// FailOpen reports whether mutations go on while records cannot be
+// written.
+func (l *Log) FailOpen() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failOpen
 }
 
 // Close closes a file sink; other sinks are left open.

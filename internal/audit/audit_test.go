@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func TestRecordsAreJSONLines(t *testing.T) {
@@ -89,5 +93,107 @@ func TestFileSinkRotatesBySize(t *testing.T) {
 func TestOpenRefusesADirectory(t *testing.T) {
 	if _, err := Open(t.TempDir()+"/", FileOptions{}); err == nil || !strings.Contains(err.Error(), "--audit-log") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// chunkyWriter passes each Write on in small pieces, yielding between
+// them, as a pipe does with writes larger than its buffer: writers not
+// serialised with each other interleave inside lines.
+type chunkyWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (c *chunkyWriter) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		n := min(len(rest), 7)
+		c.mu.Lock()
+		c.buf.Write(rest[:n])
+		c.mu.Unlock()
+		rest = rest[n:]
+		runtime.Gosched()
+	}
+	return len(p), nil
+}
+
+// TestStderrLogAndAuditLinesStayWhole: the logger and the audit records,
+// both on Stderr as `tagsync run` wires them, written concurrently to a
+// sink that splits writes, give whole lines only.
+func TestStderrLogAndAuditLinesStayWhole(t *testing.T) {
+	sink := &chunkyWriter{}
+	lw := Stderr.(*LineWriter)
+	lw.mu.Lock()
+	saved := lw.w
+	lw.w = sink
+	lw.mu.Unlock()
+	t.Cleanup(func() { lw.mu.Lock(); lw.w = saved; lw.mu.Unlock() })
+
+	l, err := Open(SinkStderr, FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := crzap.New(crzap.WriteTo(Stderr), crzap.JSONEncoder())
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_ = l.Write(Record{Cloud: "azure", Resource: strings.Repeat("r", 300), Result: ResultOK})
+		}()
+		go func() {
+			defer wg.Done()
+			logger.Info("a log line", "i", i, "pad", strings.Repeat("p", 300))
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(sink.buf.String(), "\n"), "\n")
+	if len(lines) != 80 {
+		t.Errorf("%d lines, want 80", len(lines))
+	}
+	for i, line := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d is not whole: %v: %.120q", i, err, line)
+		}
+	}
+}
+
+// failingWriter fails while fail is set.
+type failingWriter struct {
+	fail bool
+	buf  bytes.Buffer
+}
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.fail {
+		return 0, errors.New("no space left on device")
+	}
+	return f.buf.Write(p)
+}
+
+// TestFailingSinkIsReportedUntilItWorks: a failed write makes Err report
+// the sink's error; Probe keeps it while the sink fails and clears it once
+// the sink takes writes again, as does a successful write.
+func TestFailingSinkIsReportedUntilItWorks(t *testing.T) {
+	w := &failingWriter{fail: true}
+	l := New(w)
+	if l.FailOpen() {
+		t.Fatal("a new log fails open")
+	}
+	if err := l.Write(Record{Result: ResultPending}); err == nil {
+		t.Fatal("write to a failing sink succeeded")
+	}
+	if l.Err() == nil || l.Probe() == nil {
+		t.Fatalf("Err = %v, Probe = %v while the sink fails", l.Err(), l.Probe())
+	}
+	w.fail = false
+	if err := l.Probe(); err != nil || l.Err() != nil {
+		t.Fatalf("Probe = %v, Err = %v after the sink recovered", err, l.Err())
+	}
+	w.fail = true
+	_ = l.Write(Record{Result: ResultOK})
+	w.fail = false
+	if err := l.Write(Record{Result: ResultOK}); err != nil || l.Err() != nil {
+		t.Fatalf("Write = %v, Err = %v after the sink recovered", err, l.Err())
 	}
 }

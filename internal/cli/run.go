@@ -43,6 +43,8 @@ type runFlags struct {
 	memoryLimit string
 	auditLog    string
 	auditSizeMB int
+	// auditFailOpen keeps mutating while audit records cannot be written.
+	auditFailOpen bool
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -94,8 +96,9 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
 
 	f.cloud.bindAWS(fs)
-	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata controller writes one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
+	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata and node sync controllers write one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
+	fs.BoolVar(&f.auditFailOpen, "audit-fail-open", false, "keep making cloud mutations while audit records cannot be written (they are only counted and logged); default: none is made until the audit sink takes records again")
 	fs.StringVar(&f.op.InfraTags.Namespace, "openshift-namespace", "", "namespace of the CloudMetadata and Azure/AWSMetadata objects the OpenShift adapter writes (default: --leader-election-namespace)")
 	fs.StringVar(&f.op.InfraTags.AzureOwnedTag, "openshift-azure-owned-tag", infratags.DefaultAzureOwnedTag, "the Azure tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
 	fs.StringVar(&f.op.InfraTags.AWSOwnedTag, "openshift-aws-owned-tag", infratags.DefaultAWSOwnedTag, "the AWS tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
@@ -137,6 +140,9 @@ func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
 var setKlogLogger = klog.SetLogger
 
 func (f *runFlags) run(cmd *cobra.Command) error {
+	if f.zapOptions.DestWriter == nil {
+		f.zapOptions.DestWriter = audit.Stderr // one lock with the audit records on stderr
+	}
 	logger := zap.New(zap.UseFlagOptions(&f.zapOptions))
 	ctrl.SetLogger(logger)
 	if err := f.complete(cmd); err != nil {
@@ -150,6 +156,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer log.Close()
+	log.SetFailOpen(f.auditFailOpen)
 	f.op.Audit = log
 	cfg, err := f.restConfig()
 	if err != nil {

@@ -1,6 +1,11 @@
 package cloud
 
-import "github.com/tagsync/tagsync/internal/tags"
+import (
+	"fmt"
+	"sync"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
 
 // Classifier is a tag that puts a resource in scope of a metadata object:
 // the resource carries the tag Name with exactly the value Value. Names
@@ -81,8 +86,68 @@ type TagWrite struct {
 type WriteResult struct {
 	// ID is the resource.
 	ID string
+	// Pending is set only on the report WriteTags makes before it sends
+	// the first request for the resource (Err is nil then); results are
+	// never pending.
+	Pending bool
 	// Err is nil when the patch was applied; errors.Is reports the cloud
 	// error kinds of this package (ErrThrottled, ErrForbidden, ErrNotFound,
 	// ErrTooManyTags).
 	Err error
+}
+
+// ResultStream hands a WriteTags' reports to its caller's function one at
+// a time and remembers the first error it returned, after which the
+// provider starts no further request. Providers share it; it is safe for
+// concurrent use.
+type ResultStream struct {
+	mu   sync.Mutex
+	each func(WriteResult) error
+	stop error
+}
+
+// NewResultStream returns the stream of each (nil: reports go nowhere).
+func NewResultStream(each func(WriteResult) error) *ResultStream {
+	return &ResultStream{each: each}
+}
+
+// Start reports that the first request for id is about to be sent; a
+// non-nil error (the stream's stop error) means it must not be.
+func (s *ResultStream) Start(id string) error {
+	return s.report(WriteResult{ID: id, Pending: true})
+}
+
+// Done reports a resource's result. It returns the stream's stop error,
+// if any.
+func (s *ResultStream) Done(r WriteResult) error {
+	return s.report(r)
+}
+
+// report calls each unless the stream has stopped.
+func (s *ResultStream) report(r WriteResult) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return s.stop
+	}
+	if s.each == nil {
+		return nil
+	}
+	if err := s.each(r); err != nil {
+		s.stop = fmt.Errorf("writes stopped by the caller after %s: %w", r.ID, err)
+	}
+	return s.stop
+}
+
+// Stopped returns the stream's stop error, or nil while it runs.
+func (s *ResultStream) Stopped() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stop
+}
+
+// NotStarted is the error of a resource not sent because the stream
+// stopped with err.
+func NotStarted(id string, err error) error {
+	return fmt.Errorf("tags of %s not written: %w", id, err)
 }

@@ -210,5 +210,14 @@ type Provider interface {
 	// CreateTags / DeleteTags with up to 1000 IDs; Azure: one Tags API
 	// request per resource and operation). It returns one result per ID, in
 	// the order given.
-	WriteTags(ctx context.Context, writes []TagWrite) []WriteResult
+	//
+	// Results stream: each (nil: none) is called serially, never
+	// concurrently, once with WriteResult.Pending just before the first
+	// request for a resource is sent, and once with its result as soon as
+	// that is known (AWS: a batch call's resources complete together), so a
+	// caller records every mutation as it happens. A non-nil error from
+	// each stops the provider: it starts no further request, and the
+	// resources not started end with an error wrapping it (each is not
+	// called for them). A resource whose Pending call failed is not sent.
+	WriteTags(ctx context.Context, writes []TagWrite, each func(WriteResult) error) []WriteResult
 }

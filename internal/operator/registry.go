@@ -88,7 +88,7 @@ func Controllers() []Controller {
 		},
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), nil)
+			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil)
 			return r, r.SetupWithManager(mgr)
 		},
 	}, {

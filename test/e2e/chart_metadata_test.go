@@ -110,7 +110,7 @@ func TestChartRendersTheMetadataController(t *testing.T) {
 				checkAuditVolume(t, dep.Spec.Template.Spec, "/var/log/tagsync", "350Mi")
 			default:
 				wantArgs(t, c.Args, "--controllers=nodetags,metadata", "--audit-log=stderr")
-				noArgs(t, c.Args, "--namespaces", "--aws-region", "--aws-endpoint", "--audit-log-max-size")
+				noArgs(t, c.Args, "--namespaces", "--aws-region", "--aws-endpoint", "--audit-log-max-size", "--audit-fail-open")
 				if len(c.Env) != 0 {
 					t.Errorf("want no env, got %+v", c.Env)
 				}
@@ -129,11 +129,15 @@ func TestChartRendersTheMetadataController(t *testing.T) {
 		})
 	}
 
+	// metadata.auditFailOpen passes --audit-fail-open.
+	open := deployment(t, renderChart(t, ns, "--set", "metadata.enabled=true,metadata.auditFailOpen=true"))
+	wantArgs(t, open.Spec.Template.Spec.Containers[0].Args, "--audit-fail-open")
+
 	// Without metadata.enabled the AWS and audit values change nothing.
 	off := deployment(t, renderChart(t, ns, "--values", filepath.Join(kube.RootDir, awsModes["awsStaticKeys"]), "--set", "metadata.enabled=false"))
 	c := off.Spec.Template.Spec.Containers[0]
 	wantArgs(t, c.Args, "--controllers=nodetags")
-	noArgs(t, c.Args, "--audit-log", "--audit-log-max-size", "--aws-region", "--aws-endpoint", "--namespaces")
+	noArgs(t, c.Args, "--audit-log", "--audit-log-max-size", "--audit-fail-open", "--aws-region", "--aws-endpoint", "--namespaces")
 	if len(c.Env) != 0 || len(off.Spec.Template.Spec.Volumes) != 0 {
 		t.Errorf("metadata.enabled=false: want no AWS env and no audit volume, got env %+v volumes %+v", c.Env, off.Spec.Template.Spec.Volumes)
 	}

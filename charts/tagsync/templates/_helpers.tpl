@@ -249,6 +249,9 @@ to set. Called from the Deployment.
 {{- if include "tagsync.auditLogFile" . }}
 - --audit-log-max-size={{ .Values.metadata.auditLogMaxSize }}
 {{- end }}
+{{- if .Values.metadata.auditFailOpen }}
+- --audit-fail-open
+{{- end }}
 {{- with .Values.aws.region }}
 - --aws-region={{ . }}
 {{- end }}

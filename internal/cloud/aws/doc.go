@@ -82,6 +82,14 @@
 // gates (ThrottleGates) are process-wide (DefaultThrottleGates) unless
 // WithThrottleGates gives a Provider its own.
 //
+// Before AWS throttles anything, every attempt that passes the gate waits
+// for the Provider's client-side budget (RateLimit, WithRateLimit): a token
+// bucket per region and bucket, by default 15 reads per second (burst 50)
+// and 4 writes per second (burst 40), under EC2's own buckets, so passes
+// over many regions at once stay within them. An attempt whose context's
+// deadline comes before its token fails at once, unsent. The bucket is
+// cloud.TokenBucket, which the Azure provider's budget paces with too.
+//
 // # Metrics
 //
 // Every HTTP attempt, SDK retries included, is counted by a smithy

@@ -49,7 +49,7 @@ func TestThrottleGate(t *testing.T) {
 	e.tr.setInject(throttleFirst(1, "CreateTags", "us-east-1", &throttled))
 	write := tags.Patch{Set: tags.Set{"team": "a"}}
 
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east, Patch: write}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east, Patch: write}}, nil)
 	for _, r := range res {
 		wait, ok := cloud.RetryAfter(r.Err)
 		if !errors.Is(r.Err, cloud.ErrThrottled) || !ok || wait <= 0 || wait > DefaultThrottleWait {
@@ -61,7 +61,7 @@ func TestThrottleGate(t *testing.T) {
 		t.Fatalf("CreateTags calls = %d, want 1 (the batch is not isolated on throttling)", got)
 	}
 
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east[:1], Patch: write}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east[:1], Patch: write}}, nil)
 	if !errors.Is(res[0].Err, cloud.ErrThrottled) {
 		t.Fatalf("write behind a closed gate: %v, want throttled", res[0].Err)
 	}
@@ -83,12 +83,12 @@ func TestThrottleGate(t *testing.T) {
 	if _, err := e.p.PatchTags(e.ctx, east[0], tags.Patch{}); err != nil {
 		t.Fatalf("read behind a closed write gate: %v", err)
 	}
-	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: west, Patch: write}}); res[0].Err != nil {
+	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: west, Patch: write}}, nil); res[0].Err != nil {
 		t.Fatalf("write in another region: %v", res[0].Err)
 	}
 
 	e.gates.advance(DefaultThrottleWait)
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east, Patch: write}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: east, Patch: write}}, nil)
 	checkResults(t, res, east, nil)
 }
 
@@ -108,12 +108,12 @@ func TestThrottleGateRetries(t *testing.T) {
 	ids := e.instances("us-east-1", 2, nil)
 	var throttled atomic.Int32
 	e.tr.setInject(throttleFirst(1, "CreateTags", "us-east-1", &throttled))
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 2 {
 		t.Fatalf("CreateTags requests = %d, want 2 (the throttled one and its retry)", got)
 	}
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}}, nil)
 	if !errors.Is(res[0].Err, cloud.ErrThrottled) {
 		t.Fatalf("another call within the wait: %v, want held", res[0].Err)
 	}

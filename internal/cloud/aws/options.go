@@ -24,7 +24,32 @@ const (
 	maxTagFilterValues = 20
 	// discoverParallelism bounds the regions Discover searches at once.
 	discoverParallelism = 4
+	// DefaultReadsPerSecond and DefaultReadBurst are the client-side budget
+	// of reads (Describe*, Get*, List*) per region: under EC2's
+	// non-mutating bucket (100, refilled at 20/s), leaving room for the
+	// account's other clients.
+	DefaultReadsPerSecond = 15
+	DefaultReadBurst      = 50
+	// DefaultWritesPerSecond and DefaultWriteBurst are the budget of
+	// writes (CreateTags, DeleteTags) per region: under EC2's mutating
+	// bucket (200, refilled at 5/s). A write carries up to 1000 resources.
+	DefaultWritesPerSecond = 4
+	DefaultWriteBurst      = 40
 )
+
+// RateLimit is the provider's client-side request budget, per region of
+// its account and per kind of request, so that concurrent passes over many
+// regions wait here instead of being throttled by AWS first. Zero fields
+// take the defaults.
+type RateLimit struct {
+	ReadsPerSecond  float64
+	ReadBurst       int
+	WritesPerSecond float64
+	WriteBurst      int
+	// Disabled turns the budget off (AWS's throttling and the throttle
+	// gates still apply).
+	Disabled bool
+}
 
 // DefaultResourceTypes are the Resource Groups Tagging API resource types
 // (service:type as in the resources' ARNs) that Discover searches: EC2
@@ -88,6 +113,8 @@ type Options struct {
 	// call; 0 means DefaultMaxIsolationCalls, negative means none (a
 	// failed batch fails all its resources).
 	MaxIsolationCalls int
+	// RateLimit is the client-side budget per region (see RateLimit).
+	RateLimit RateLimit
 	// LoadOptions are passed to config.LoadDefaultConfig after the ones
 	// built from Config, so they win (e.g. a test's hermetic settings).
 	LoadOptions []func(*config.LoadOptions) error
@@ -128,6 +155,9 @@ func WithResourceTypes(types ...string) Option {
 // batch call to find the resources that fail (negative: none).
 func WithMaxIsolationCalls(n int) Option { return func(o *Options) { o.MaxIsolationCalls = n } }
 
+// WithRateLimit sets the client-side request budget per region.
+func WithRateLimit(r RateLimit) Option { return func(o *Options) { o.RateLimit = r } }
+
 // WithLoadOptions adds options for config.LoadDefaultConfig, applied after
 // those built from Config.
 func WithLoadOptions(opts ...func(*config.LoadOptions) error) Option {
@@ -147,6 +177,19 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIsolationCalls < 0 {
 		o.MaxIsolationCalls = 0
+	}
+	r := &o.RateLimit
+	if r.ReadsPerSecond <= 0 {
+		r.ReadsPerSecond = DefaultReadsPerSecond
+	}
+	if r.ReadBurst <= 0 {
+		r.ReadBurst = DefaultReadBurst
+	}
+	if r.WritesPerSecond <= 0 {
+		r.WritesPerSecond = DefaultWritesPerSecond
+	}
+	if r.WriteBurst <= 0 {
+		r.WriteBurst = DefaultWriteBurst
 	}
 	if o.maxIDsPerCall <= 0 {
 		o.maxIDsPerCall = MaxIDsPerCall

@@ -27,6 +27,7 @@ type Provider struct {
 	awsCfg  sdkaws.Config
 	region  string
 	metrics *cloud.RequestMetrics
+	budget  *budget // nil: none
 
 	mu      sync.Mutex
 	clients map[string]*clients // by region
@@ -96,7 +97,8 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 	if err != nil {
 		return nil, fmt.Errorf("aws: register metrics: %w", err)
 	}
-	return &Provider{cfg: cfg, opts: o, awsCfg: awsCfg, region: awsCfg.Region, metrics: m, clients: map[string]*clients{}}, nil
+	return &Provider{cfg: cfg, opts: o, awsCfg: awsCfg, region: awsCfg.Region, metrics: m, budget: newBudget(o.RateLimit),
+		clients: map[string]*clients{}}, nil
 }
 
 // String describes the provider without credentials.
@@ -112,12 +114,16 @@ func (p *Provider) GoString() string { return p.String() }
 func (p *Provider) Region() string { return p.region }
 
 // apiOptions returns the middleware that every client of a service and
-// region runs: per-call state, the throttle gate and request metrics.
+// region runs: per-call state, the throttle gate, the budget (every
+// attempt, after the gate let it through) and request metrics.
 func (p *Provider) apiOptions(service, region string) []func(*middleware.Stack) error {
 	gate := gateMiddleware{gates: p.opts.Gates, m: p.metrics, endpoint: p.cfg.Endpoint, service: service, region: region}
 	return []func(*middleware.Stack) error{
 		func(s *middleware.Stack) error { return s.Initialize.Add(callStateMiddleware{}, middleware.Before) },
 		func(s *middleware.Stack) error { return s.Finalize.Insert(gate, "Retry", middleware.After) },
+		func(s *middleware.Stack) error {
+			return s.Finalize.Insert(budgetMiddleware{b: p.budget, region: region}, gate.ID(), middleware.After)
+		},
 		func(s *middleware.Stack) error {
 			return s.Deserialize.Add(metricsMiddleware{m: p.metrics}, middleware.Before)
 		},

@@ -60,11 +60,11 @@ const (
 
 // WriteTags applies each write's patch to its resources without reading
 // them (see cloud.Provider). IDs are EC2 ARNs (Classified.ID) or bare EC2
-// resource IDs (in the provider's region). Per write and region it sends
-// one DeleteTags for Patch.Delete, each name with its Expect value when
-// there is one (EC2 then deletes the tag only where it still has that
-// value; an empty expected value matches only an empty value), then one
-// CreateTags for Patch.Set, each with up to 1000 resource IDs. Deleting
+// resource IDs (in the provider's region). Per write, region and batch of
+// up to 1000 resource IDs it sends one DeleteTags for Patch.Delete, each
+// name with its Expect value when there is one (EC2 then deletes the tag
+// only where it still has that value; an empty expected value matches only
+// an empty value), then one CreateTags for Patch.Set. Deleting
 // first keeps a patch that swaps tags on a resource at the 50-tag limit
 // within it. A resource whose delete failed is not sent to CreateTags.
 //
@@ -80,49 +80,82 @@ const (
 // about all, e.g. a credential without ec2:CreateTags). Other errors (throttling, invalid
 // tags, transport) fail every resource of the call at once.
 //
+// Results stream to each (see cloud.Provider) per batch call: every
+// resource of a batch is reported pending before its first call and with
+// its result once its last call has answered, so a batch's resources
+// complete together. Once each returns an error, no further call is sent
+// and the resources left fail with an error wrapping it.
+//
 // It returns one result per ID, in the order given, writes after writes.
-func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
+func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
+	stream := cloud.NewResultStream(each)
 	var out []cloud.WriteResult
 	for _, w := range writes {
-		out = append(out, p.write(ctx, w)...)
+		out = append(out, p.write(ctx, w, stream)...)
 	}
 	return out
 }
 
-// write applies one TagWrite.
-func (p *Provider) write(ctx context.Context, w cloud.TagWrite) []cloud.WriteResult {
+// regionalID is an EC2 resource in a region.
+type regionalID struct{ region, ec2ID string }
+
+// write applies one TagWrite, batch by batch.
+func (p *Provider) write(ctx context.Context, w cloud.TagWrite, stream *cloud.ResultStream) []cloud.WriteResult {
 	out := make([]cloud.WriteResult, len(w.IDs))
-	refs := make([]resourceRef, len(w.IDs))
 	var regions []string
 	byRegion := map[string][]string{}
+	at := map[regionalID][]int{} // indexes in out, per resource
 	for i, id := range w.IDs {
 		out[i].ID = id
 		r, err := p.parseRef(id)
-		if err != nil {
+		if err != nil || w.Patch.IsEmpty() {
 			out[i].Err = err
+			_ = stream.Done(out[i])
 			continue
 		}
-		refs[i] = r
+		k := regionalID{r.region, r.ec2ID}
 		if _, ok := byRegion[r.region]; !ok {
 			regions = append(regions, r.region)
 		}
-		if !slices.Contains(byRegion[r.region], r.ec2ID) {
+		if len(at[k]) == 0 {
 			byRegion[r.region] = append(byRegion[r.region], r.ec2ID)
 		}
+		at[k] = append(at[k], i)
 	}
-	if w.Patch.IsEmpty() {
-		return out
-	}
-	failed := map[string]map[string]error{} // region -> EC2 ID -> error
 	for _, region := range regions {
-		failed[region] = p.writeRegion(ctx, region, byRegion[region], w)
-	}
-	for i := range out {
-		if out[i].Err == nil {
-			out[i].Err = failed[refs[i].region][refs[i].ec2ID]
+		for chunk := range slices.Chunk(byRegion[region], p.opts.maxIDsPerCall) {
+			failed := p.writeBatch(ctx, region, chunk, w, func(ec2ID string) error {
+				return stream.Start(w.IDs[at[regionalID{region, ec2ID}][0]])
+			})
+			for _, id := range chunk {
+				for _, i := range at[regionalID{region, id}] {
+					out[i].Err = failed[id]
+					_ = stream.Done(out[i])
+				}
+			}
 		}
 	}
 	return out
+}
+
+// writeBatch reports the resources of one batch started, then writes
+// them; when a report fails, none is sent and each fails with an error
+// wrapping the report's.
+func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, w cloud.TagWrite, start func(ec2ID string) error) map[string]error {
+	var stop error
+	for _, id := range ids {
+		if stop = start(id); stop != nil {
+			break
+		}
+	}
+	if stop == nil {
+		return p.writeRegion(ctx, region, ids, w)
+	}
+	failed := make(map[string]error, len(ids))
+	for _, id := range ids {
+		failed[id] = cloud.NotStarted(id, stop)
+	}
+	return failed
 }
 
 // writeRegion applies a write to EC2 resources of one region and returns

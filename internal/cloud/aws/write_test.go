@@ -14,6 +14,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // checkResults fails unless results name ids in order and fail exactly
@@ -48,7 +49,7 @@ func TestWriteTagsOneCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := append(e.instances("us-east-1", 100, map[string]string{"keep": "me"}), e.volumes("us-east-1", 50, nil)...)
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a", "cost": "42"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a", "cost": "42"}}}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:CreateTags": 1}) {
 		t.Fatalf("calls = %v, want one ec2:CreateTags", got)
@@ -78,7 +79,7 @@ func TestWriteTagsChunks(t *testing.T) {
 	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{
 		{IDs: first, Patch: tags.Patch{Set: tags.Set{"team": "a"}}},
 		{IDs: bare, Patch: tags.Patch{Set: tags.Set{"bare": "yes"}}},
-	})
+	}, nil)
 	checkResults(t, res, append(append([]string(nil), first...), bare...), nil)
 	// us-east-1: 100 IDs in 3 calls; eu-west-1: 1 call; the bare IDs: 1.
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 5 {
@@ -107,7 +108,7 @@ func TestWriteTagsDeleteExpect(t *testing.T) {
 		IDs:    ids,
 		Patch:  tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"owner", "tmp"}},
 		Expect: tags.Set{"owner": "old"},
-	}})
+	}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:DeleteTags": 1, "ec2:CreateTags": 1}) {
 		t.Fatalf("calls = %v, want one DeleteTags and one CreateTags", got)
@@ -122,7 +123,7 @@ func TestWriteTagsDeleteExpect(t *testing.T) {
 	// An expected empty value deletes only an empty value.
 	e.setTags(map[string]string{"flag": ""}, ids[0])
 	e.setTags(map[string]string{"flag": "set"}, ids[1])
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[:2], Patch: tags.Patch{Delete: []string{"flag"}}, Expect: tags.Set{"flag": ""}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[:2], Patch: tags.Patch{Delete: []string{"flag"}}, Expect: tags.Set{"flag": ""}}}, nil)
 	checkResults(t, res, ids[:2], nil)
 	if got := e.tagsOf(ids[0]); got["flag"] != "" || len(got) != 1 {
 		t.Errorf("%s tags = %v, want flag deleted", ids[0], got)
@@ -147,7 +148,7 @@ func TestWriteTagsMissingResource(t *testing.T) {
 	all := append([]string{gone1}, ids[:10]...)
 	all = append(all, gone2, foreign, malformed)
 	all = append(all, ids[10:]...)
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: all, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: all, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, all, map[string]error{gone1: cloud.ErrNotFound, gone2: cloud.ErrNotFound, malformed: cloud.ErrNotFound, foreign: errAny})
 	// moto names one bad ID per answer: the batch, then without the
 	// malformed ID (checked first), without gone1, without gone2.
@@ -175,7 +176,7 @@ func TestMotoTagsMissingInstance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	gone := e.arn("us-east-1", "instance", "i-0000000000000dead")
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{gone}, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{gone}, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, []string{gone}, nil)
 }
 
@@ -192,7 +193,7 @@ func TestWriteTagsTooManyTags(t *testing.T) {
 		full[fmt.Sprintf("k%02d", i)] = "v"
 	}
 	e.setTags(full, ids[4])
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, map[string]error{ids[4]: cloud.ErrTooManyTags})
 	// The batch; [0 1 2] succeeds, so [3 4 5 6] holds the bad one and is
 	// halved unsent; [3 4] fails; [3] succeeds, so 4 is the bad one; [5 6].
@@ -207,7 +208,7 @@ func TestWriteTagsTooManyTags(t *testing.T) {
 	}
 	// A patch replacing a tag of the full resource fits: DeleteTags goes
 	// first.
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[4:5], Patch: tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"k00"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids[4:5], Patch: tags.Patch{Set: tags.Set{"team": "a"}, Delete: []string{"k00"}}}}, nil)
 	checkResults(t, res, ids[4:5], nil)
 }
 
@@ -223,7 +224,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 		full[fmt.Sprintf("k%02d", i)] = "v"
 	}
 	e.setTags(full, ids[7])
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	// The batch fails; [0-3] succeeds (1 extra call), so [4-7] holds the bad
 	// one and is halved unsent; [4 5] succeeds (2); [6] is unresolved (the
 	// budget is spent), so [7] is too.
@@ -242,7 +243,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	// taken to be about all and the unresolved ones keep its kind.
 	fullIDs := e.volumes("us-east-1", 8, nil)
 	e.setTags(full, fullIDs...)
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"more": "c"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"more": "c"}}}}, nil)
 	all := map[string]error{}
 	for _, id := range fullIDs {
 		all[id] = cloud.ErrTooManyTags
@@ -254,7 +255,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	t.Logf("none written: %v", res[7].Err)
 
 	p := e.newProvider(motoConfig(), WithMaxIsolationCalls(-1))
-	res = p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"other": "b"}}}})
+	res = p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"other": "b"}}}}, nil)
 	checkResults(t, res, fullIDs, all)
 	if got := p.Calls()["ec2:CreateTags"]; got != 1 {
 		t.Fatalf("CreateTags calls without isolation = %d, want 1", got)
@@ -266,7 +267,7 @@ func TestWriteTagsEmpty(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := []string{e.arn("us-east-1", "instance", "i-0123456789abcdef0")}
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids}, {Patch: tags.Patch{Set: tags.Set{"a": "b"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids}, {Patch: tags.Patch{Set: tags.Set{"a": "b"}}}}, nil)
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); len(got) != 0 {
 		t.Fatalf("calls = %v, want none", got)
@@ -339,7 +340,7 @@ func TestWriteTagsForbidden(t *testing.T) {
 		}
 		return nil
 	})
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, map[string]error{denied: cloud.ErrForbidden})
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 2 {
 		t.Fatalf("CreateTags calls = %d, want 2", got)
@@ -351,7 +352,7 @@ func TestWriteTagsForbidden(t *testing.T) {
 		}
 		return nil
 	})
-	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}})
+	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "b"}}}}, nil)
 	all := map[string]error{}
 	for _, id := range ids {
 		all[id] = cloud.ErrForbidden
@@ -359,5 +360,45 @@ func TestWriteTagsForbidden(t *testing.T) {
 	checkResults(t, res, ids, all)
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 2+1+4 {
 		t.Fatalf("CreateTags calls = %d, want the batch and 4 extra", got-2)
+	}
+}
+
+// TestWriteTagsStreamsPerBatchAndStops: a batch call's resources are
+// reported pending before the call and done together after it, before the
+// next batch is sent; an error from a report stops the writes: no further
+// call is sent, and the resources left fail wrapping it.
+func TestWriteTagsStreamsPerBatchAndStops(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.maxIDsPerCall = 2 })
+	ids := e.instances(testenv.MotoRegion, 6, nil)
+	stop := errors.New("audit sink full")
+	var reports []string
+	each := func(r cloud.WriteResult) error {
+		written := e.tagsOf(r.ID)["team"] == "a"
+		reports = append(reports, fmt.Sprintf("%s:%v:%v", ec2ID(r.ID), r.Pending, written))
+		if !r.Pending && ec2ID(r.ID) == ec2ID(ids[3]) {
+			return stop
+		}
+		return nil
+	}
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, each)
+	var want []string
+	for b := range 2 {
+		for _, pending := range []bool{true, false} {
+			for _, id := range ids[2*b : 2*b+2] {
+				want = append(want, fmt.Sprintf("%s:%v:%v", ec2ID(id), pending, !pending))
+			}
+		}
+	}
+	if !slices.Equal(reports, want) {
+		t.Errorf("reports (id:pending:written)\n%v\nwant\n%v", reports, want)
+	}
+	for i, r := range res {
+		if written := e.tagsOf(ids[i])["team"] == "a"; (i < 4) != (r.Err == nil && written) || (i >= 4 && !errors.Is(r.Err, stop)) {
+			t.Errorf("result %d: %v, written %v", i, r.Err, written)
+		}
+	}
+	if got := e.p.Calls()["ec2:CreateTags"]; got != 2 {
+		t.Errorf("%d CreateTags calls, want 2 (none after the stop)", got)
 	}
 }

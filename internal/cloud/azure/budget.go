@@ -2,12 +2,13 @@ package azure
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // The client-side budget follows ARM's own throttling. ARM keeps a token
@@ -231,21 +232,12 @@ func (b *budget) wait(ctx context.Context, sub string, c armClass) (ticket, erro
 			cb.mu.Unlock()
 			return t, nil
 		}
-		changed := cb.changed
+		changed := cb.changed // closed when an answer changes the budget: look again
 		cb.mu.Unlock()
-		if dl, ok := ctx.Deadline(); ok && dl.Sub(now) < d {
-			return ticket{}, fmt.Errorf("the next request may leave in %s, after the context's deadline", d.Round(time.Millisecond))
+		if err := cloud.WaitTurn(ctx, now, d, changed); err != nil {
+			return ticket{}, err
 		}
 		waited = true
-		timer := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ticket{}, ctx.Err()
-		case <-timer.C:
-		case <-changed: // an answer changed the budget: look again
-			timer.Stop()
-		}
 	}
 }
 
@@ -273,8 +265,8 @@ type classBudget struct {
 	changed chan struct{}
 	last    time.Time // when the buckets were last refilled
 
-	// The pace bucket.
-	pace, paceCap, rate float64
+	// pace is the pace bucket.
+	pace cloud.TokenBucket
 
 	// ARM's reports.
 	known      bool    // ARM has reported the level
@@ -293,7 +285,7 @@ type classBudget struct {
 func newClassBudget(c armClass, cfg classConfig, adaptive bool, now time.Time) *classBudget {
 	return &classBudget{
 		class: c, cfg: cfg, adaptive: adaptive, changed: make(chan struct{}), last: now,
-		pace: cfg.fallbackBurst, paceCap: cfg.fallbackBurst, rate: cfg.fallbackRate,
+		pace: cloud.NewTokenBucket(cfg.fallbackRate, cfg.fallbackBurst, now),
 	}
 }
 
@@ -309,7 +301,7 @@ func (cb *classBudget) refill(now time.Time) {
 		return
 	}
 	cb.last = now
-	cb.pace = math.Min(cb.paceCap, cb.pace+dt*cb.rate)
+	cb.pace.Refill(now)
 	if cb.known {
 		cb.headroom = math.Min(float64(cb.armMax)-cb.reserve(), cb.headroom+dt*cb.cfg.adaptiveRate)
 	}
@@ -319,22 +311,16 @@ func (cb *classBudget) refill(now time.Time) {
 // bucket with send), else how long until it may at the earliest.
 func (cb *classBudget) take(now time.Time) time.Duration {
 	cb.refill(now)
-	var wait float64 // seconds
-	if cb.pace < 1 {
-		wait = (1 - cb.pace) / cb.rate
-	}
+	d := cb.pace.Delay()
 	if cb.known && cb.headroom < 1 {
-		wait = math.Max(wait, (1-cb.headroom)/cb.cfg.adaptiveRate)
+		d = max(d, cloud.DelayOf((1-cb.headroom)/cb.cfg.adaptiveRate))
 	}
-	if wait <= 0 {
-		return 0
-	}
-	return max(time.Duration(math.Ceil(wait*float64(time.Second))), time.Millisecond)
+	return d
 }
 
 // send takes a token from each bucket and returns the request's ticket.
 func (cb *classBudget) send(waited bool) ticket {
-	cb.pace--
+	cb.pace.Take()
 	if cb.known {
 		cb.headroom--
 	}
@@ -371,19 +357,19 @@ func (cb *classBudget) observe(now time.Time, t ticket, remaining int, ok bool) 
 	cb.headroom = math.Min(float64(cb.armMax)-res, float64(remaining)-res-uncharged)
 	cb.low = float64(remaining) < res
 	paceCap := math.Max(1, float64(cb.armMax)-res)
-	cb.rate = cb.cfg.adaptiveRate
+	cb.pace.Rate = cb.cfg.adaptiveRate
 	if cb.cfg.burstCap > 0 {
 		paceCap = cb.cfg.burstCap
 	}
 	if cb.low {
-		cb.rate = math.Min(cb.cfg.fallbackRate, cb.cfg.adaptiveRate)
+		cb.pace.Rate = math.Min(cb.cfg.fallbackRate, cb.cfg.adaptiveRate)
 		paceCap = cb.cfg.fallbackBurst
 	}
-	if first && paceCap > cb.paceCap {
-		cb.pace += paceCap - cb.paceCap // the conservative burst becomes ARM's
+	if first && paceCap > cb.pace.Cap {
+		cb.pace.Tokens += paceCap - cb.pace.Cap // the conservative burst becomes ARM's
 	}
-	cb.paceCap = paceCap
-	cb.pace = math.Min(cb.pace, cb.paceCap)
+	cb.pace.Cap = paceCap
+	cb.pace.Tokens = math.Min(cb.pace.Tokens, cb.pace.Cap)
 	close(cb.changed)
 	cb.changed = make(chan struct{})
 }

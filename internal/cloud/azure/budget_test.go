@@ -214,8 +214,8 @@ func TestBudgetSpendsARMQuotaDownToTheReserve(t *testing.T) {
 	if cb.reserve() != 20 || !cb.known || cb.low {
 		t.Fatalf("reserve %v, known %v, low %v", cb.reserve(), cb.known, cb.low)
 	}
-	if cb.rate != 9.5 {
-		t.Errorf("pace %v/s, want 9.5", cb.rate)
+	if cb.pace.Rate != 9.5 {
+		t.Errorf("pace %v/s, want 9.5", cb.pace.Rate)
 	}
 	n := runFor(cb, arm, t0.Add(time.Millisecond), 60*time.Second)
 	if n < 9*60 || n > 10*60 {
@@ -260,16 +260,16 @@ func TestBudgetSlowsDownForAnotherClient(t *testing.T) {
 	for !sendNow(cb, arm, now) {
 		now = now.Add(time.Millisecond)
 	}
-	if !cb.low || cb.rate != DefaultWritesPerSecond {
-		t.Fatalf("after a report below the reserve: low %v, pace %v/s, want the conservative %d/s", cb.low, cb.rate, DefaultWritesPerSecond)
+	if !cb.low || cb.pace.Rate != DefaultWritesPerSecond {
+		t.Fatalf("after a report below the reserve: low %v, pace %v/s, want the conservative %d/s", cb.low, cb.pace.Rate, DefaultWritesPerSecond)
 	}
 	if d := cb.take(now); d < time.Second {
 		t.Errorf("next write in %s after a report of %d tokens left", d, int(arm.tokens))
 	}
 	// Alone again, the budget is back to 9.5/s once ARM has refilled.
 	runFor(cb, arm, now, 20*time.Second)
-	if cb.low || cb.rate != 9.5 {
-		t.Errorf("alone again: low %v, pace %v/s", cb.low, cb.rate)
+	if cb.low || cb.pace.Rate != 9.5 {
+		t.Errorf("alone again: low %v, pace %v/s", cb.low, cb.pace.Rate)
 	}
 	if arm.throttled != 0 {
 		t.Errorf("%d × 429", arm.throttled)
@@ -447,7 +447,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
 	env.Server.ResetCalls()
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.ID, r.Err)

@@ -361,7 +361,7 @@ func TestWriteTagsMixedResources(t *testing.T) {
 	res := p.WriteTags(context.Background(), []cloud.TagWrite{
 		{IDs: ids[:7], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"old"}}},
 		{IDs: ids[7:], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"OLD"}}},
-	})
+	}, nil)
 	if len(res) != 20 {
 		t.Fatalf("%d results", len(res))
 	}
@@ -433,7 +433,7 @@ func TestWriteTagsExpect(t *testing.T) {
 		IDs:    []string{unchanged, changed, group},
 		Patch:  tags.Patch{Set: tags.Set{"Env": "prod"}, Delete: []string{"env", "owner", "stale"}},
 		Expect: tags.Set{"OWNER": "a", "env": "dev"},
-	}})
+	}}, nil)
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.ID, r.Err)
@@ -465,7 +465,7 @@ func TestWriteTagsErrors(t *testing.T) {
 	s.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + sub + "/resourceGroups/rg-locked"})
 	gone := "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Compute/disks/gone"
 	p := newTestProvider(t, env, nil)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}}, nil)
 	for i, want := range []error{cloud.ErrForbidden, cloud.ErrNotFound, nil, nil} {
 		if r := res[i]; want != nil && !errors.Is(r.Err, want) {
 			t.Errorf("%s: err %v, want %v", r.ID, r.Err, want)
@@ -474,7 +474,7 @@ func TestWriteTagsErrors(t *testing.T) {
 	if res[2].Err == nil || res[3].Err != nil || must[map[string]string](t)(s.Tags(ok))["a"] != "1" {
 		t.Errorf("bad ID: %v; ok: %v", res[2].Err, res[3].Err)
 	}
-	if res := p.WriteTags(context.Background(), nil); len(res) != 0 {
+	if res := p.WriteTags(context.Background(), nil, nil); len(res) != 0 {
 		t.Errorf("no writes: %v", res)
 	}
 }
@@ -494,7 +494,7 @@ func TestWriteTagsThrottleStorm(t *testing.T) {
 	c := &sentCounter{n: map[string]int{}}
 	const workers = 4
 	p := newTestProvider(t, env, countingConfig(t, env, c), WithThrottleGates(NewThrottleGates()), WithWriteConcurrency(workers))
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}}, nil)
 	for _, r := range res {
 		if wait, ok := cloud.RetryAfter(r.Err); !errors.Is(r.Err, cloud.ErrThrottled) || !ok || wait < 30*time.Minute {
 			t.Errorf("%s: %v", r.ID, r.Err)
@@ -620,7 +620,7 @@ func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
 	cfg.HTTPClient = &http.Client{Transport: h}
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}})
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for i, r := range res {
 		if r.ID != ids[i] || r.Err != nil {
 			t.Errorf("result %d: %s %v, want %s written", i, r.ID, r.Err, ids[i])
@@ -656,5 +656,56 @@ func TestWriteQueueRoundRobin(t *testing.T) {
 	i2, _, _ := q.take()
 	if i1 != 0 || i2 != 3 {
 		t.Errorf("first two jobs %d, %d; want 0 (a) and 3 (b)", i1, i2)
+	}
+}
+
+// TestWriteTagsStreamsAndStops: each resource is reported pending before
+// its write reaches ARM and with its result while others are still
+// unwritten; an error from the report stops the writes: ARM sees no write
+// after it, and the resources left fail wrapping it.
+func TestWriteTagsStreamsAndStops(t *testing.T) {
+	env := armsimtest.Start(t)
+	est := armsimtest.ClusterEstate{Infra: "st", PerType: 2, Tags: map[string]string{clusterTag: "owned"}}
+	if err := est.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	ids := est.ResourceIDs() // 20
+	cfg := armsimConfig(env)
+	p := newTestProvider(t, env, &cfg, WithWriteConcurrency(1))
+	stop := errors.New("audit sink full")
+	var reports []string
+	each := func(r cloud.WriteResult) error {
+		tg, err := env.Server.Tags(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Pending {
+			reports = append(reports, "pending")
+			if tg["owner"] != "" {
+				t.Errorf("%s reported pending after its write", r.ID)
+			}
+			return nil
+		}
+		reports = append(reports, "done")
+		if tg["owner"] != "team-a" {
+			t.Errorf("%s reported done before its write", r.ID)
+		}
+		if len(reports) == 6 {
+			return stop
+		}
+		return nil
+	}
+	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, each)
+	if got := strings.Join(reports, ","); got != "pending,done,pending,done,pending,done" {
+		t.Errorf("reports %s, want three resources pending then done", got)
+	}
+	for i, r := range res {
+		tg, _ := env.Server.Tags(ids[i])
+		switch {
+		case i < 3 && (r.Err != nil || tg["owner"] != "team-a"):
+			t.Errorf("result %d: %v, tags %v; want written", i, r.Err, tg)
+		case i >= 3 && (!errors.Is(r.Err, stop) || tg["owner"] != ""):
+			t.Errorf("result %d: %v, tags %v; want not written, wrapping the stop", i, r.Err, tg)
+		}
 	}
 }

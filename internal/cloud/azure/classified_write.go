@@ -52,10 +52,15 @@ import (
 // scale set's resource group is dropped, so the next Snapshot reads it
 // afresh.
 //
+// Each resource is reported to each (see cloud.Provider) as pending before
+// its first request and with its result as soon as its worker has it;
+// once each returns an error, the workers send nothing more and the
+// resources left fail with an error wrapping it.
+//
 // It returns one result per ID, in the order given; errors report their
 // kind to errors.Is: cloud.ErrTooManyTags, cloud.ErrForbidden (403),
 // cloud.ErrNotFound (404), cloud.ErrThrottled (a *cloud.ThrottledError).
-func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
+func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
 	type job struct {
 		id string
 		w  *cloud.TagWrite
@@ -77,6 +82,7 @@ func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite) []clo
 		return out
 	}
 	memo := &throttleMemo{subs: map[string]error{}}
+	stream := cloud.NewResultStream(each)
 	workers := min(p.opts.WriteConcurrency, len(jobs))
 	q := newWriteQueue(subs, workers)
 	var wg sync.WaitGroup
@@ -89,7 +95,7 @@ func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite) []clo
 				if !ok {
 					return
 				}
-				out[i] = cloud.WriteResult{ID: jobs[i].id, Err: p.writeTags(ctx, jobs[i].id, jobs[i].w, memo)}
+				out[i] = p.writeStreamed(ctx, jobs[i].id, jobs[i].w, memo, stream)
 				q.done(s)
 			}
 		}()
@@ -202,8 +208,20 @@ func (m *throttleMemo) note(sub string, err error) {
 	}
 }
 
-// writeTags applies w to one resource: Delete, then Merge.
-func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo) error {
+// writeStreamed writes one resource and reports its result to stream,
+// unless stream stopped before it started.
+func (p *Provider) writeStreamed(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo, stream *cloud.ResultStream) cloud.WriteResult {
+	if err := stream.Stopped(); err != nil {
+		return cloud.WriteResult{ID: id, Err: cloud.NotStarted(id, err)}
+	}
+	res := cloud.WriteResult{ID: id, Err: p.writeTags(ctx, id, w, memo, stream)}
+	_ = stream.Done(res)
+	return res
+}
+
+// writeTags applies w to one resource: Delete, then Merge, after
+// reporting it pending to stream.
+func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo, stream *cloud.ResultStream) error {
 	ref, err := parseRef(id)
 	if err != nil {
 		return err
@@ -221,6 +239,9 @@ func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, 
 	c, err := p.clientsFor(ref.sub)
 	if err != nil {
 		return err
+	}
+	if err := stream.Start(id); err != nil {
+		return cloud.NotStarted(id, err)
 	}
 	defer p.forget(ref)
 	deleted := false

@@ -230,20 +230,34 @@ func (p *Provider) Discover(_ context.Context, classifiers []cloud.Classifier, _
 // WriteTags applies each write to each of its resources, recording one
 // call per write; an error queued with FailNext(OpWriteTags, ...) fails
 // every resource of one write. A write that would exceed a resource's tag
-// limit fails with cloud.ErrTooManyTags and changes nothing.
-func (p *Provider) WriteTags(_ context.Context, writes []cloud.TagWrite) []cloud.WriteResult {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// limit fails with cloud.ErrTooManyTags and changes nothing. Each resource
+// is reported to each as pending, then written, then reported with its
+// result; once each returns an error nothing more is written.
+func (p *Provider) WriteTags(_ context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
+	stream := cloud.NewResultStream(each)
 	var out []cloud.WriteResult
-	c := p.rules.NameCase()
 	for _, w := range writes {
+		p.mu.Lock()
 		p.calls = append(p.calls, Call{Op: OpWriteTags, IDs: append([]string(nil), w.IDs...), Patch: w.Patch})
 		callErr := p.nextErr(OpWriteTags)
+		p.mu.Unlock()
 		for _, id := range w.IDs {
-			out = append(out, cloud.WriteResult{ID: id, Err: p.writeOne(c, id, w, callErr)})
+			out = append(out, p.writeStreamed(stream, id, w, callErr))
 		}
 	}
 	return out
+}
+
+// writeStreamed writes one resource between its two reports.
+func (p *Provider) writeStreamed(stream *cloud.ResultStream, id string, w cloud.TagWrite, callErr error) cloud.WriteResult {
+	if err := stream.Start(id); err != nil {
+		return cloud.WriteResult{ID: id, Err: cloud.NotStarted(id, err)}
+	}
+	p.mu.Lock()
+	res := cloud.WriteResult{ID: id, Err: p.writeOne(p.rules.NameCase(), id, w, callErr)}
+	p.mu.Unlock()
+	_ = stream.Done(res)
+	return res
 }
 
 // writeOne applies one write to one resource. Callers hold p.mu.

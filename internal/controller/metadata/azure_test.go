@@ -2,6 +2,7 @@ package metadata_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestAzureLifecycle(t *testing.T) {
 	if recs := h.auditRecords(); len(recs) != len(ids) {
 		t.Errorf("%d audit records, want one per resource (%d)", len(recs), len(ids))
 	}
+	checkPendingFirst(t, h.auditLines())
 	st := h.azureStatus("cluster-tags")
 	if st.Status.ResourceTags["env"] != "prod" || st.Status.CloudMetadata != "cluster" {
 		t.Errorf("status %+v", st.Status)
@@ -401,5 +403,23 @@ func TestResourceGroupNamePrefix(t *testing.T) {
 	}
 	if _, ok := h.tags(other)["env"]; ok {
 		t.Errorf("a resource without the prefix was tagged")
+	}
+}
+
+// checkPendingFirst: every result record follows a pending record of the
+// same resource and mutation, written no later.
+func checkPendingFirst(t *testing.T, lines []audit.Record) {
+	t.Helper()
+	pending := map[string]audit.Record{}
+	for _, r := range lines {
+		if r.Result == audit.ResultPending {
+			pending[r.Resource] = r
+			continue
+		}
+		p, ok := pending[r.Resource]
+		if !ok || !reflect.DeepEqual(p.Set, r.Set) || !reflect.DeepEqual(p.Deleted, r.Deleted) || p.Time.After(r.Time) {
+			t.Errorf("result %+v has no pending record of the same mutation before it (pending %+v)", r, p)
+		}
+		delete(pending, r.Resource)
 	}
 }

@@ -44,6 +44,10 @@ const (
 	ReasonScopeUnreadable = "ScopeUnreadable"
 	// ReasonThrottled: the cloud asked tagsync to wait.
 	ReasonThrottled = "Throttled"
+	// ReasonAuditSinkFailing: the audit log cannot take records.
+	ReasonAuditSinkFailing = "AuditSinkFailing"
+	// ReasonAuditSinkWorking: the audit log takes records again.
+	ReasonAuditSinkWorking = "AuditSinkWorking"
 )
 
 // Per-resource failure reasons (status.failures[].reason).
@@ -92,6 +96,9 @@ func (p *pass) report(problems []refProblem, outcomes []*outcome) {
 			complete = false
 		}
 		o.reportConflicts(n)
+		if o.auditErr != nil {
+			n.Once(obj, "audit", ReasonAuditSinkFailing, "audit records cannot be written, cloud mutations wait for them: "+o.auditErr.Error())
+		}
 		if o.writes > 0 {
 			n.Normal(obj, ReasonTagsWritten, fmt.Sprintf("%s: wrote %d resource(s)%s: %s", o.t.opcode, o.writes, failedSuffix(o.writeErrors), describeRequest(o.t)))
 		}

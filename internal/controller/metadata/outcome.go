@@ -37,6 +37,9 @@ type outcome struct {
 	// counts over the matched resources.
 	matched, inSync, policyHits int
 	failures                    []v1alpha1.ResourceFailure
+	// auditErr is the audit sink's error after the writes, nil when it
+	// takes records.
+	auditErr error
 	// writes and writeErrors count resources written and failed writes.
 	writes, writeErrors int
 	discoveryCalls      int

@@ -91,7 +91,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	plans := req.planYielding(disc.Resources, held.lookup, contested)
 	o.held = held
 	p.recordIntent(ctx, t, plans, held)
-	results := p.write(ctx, provider, t, plans)
+	results := p.write(ctx, provider, t, plans, o)
 	o.tally(plans, results, held)
 	if len(disc.Failed) == 0 {
 		held.keepOnly(seenIDs(disc.Resources))

@@ -74,6 +74,7 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: boolStatus(ok), Reason: reason,
 			Message: notify.Fit(msg), ObservedGeneration: gen})
 	}
+	o.auditFailing(s.Conditions, set)
 	switch {
 	case o.invalid != nil:
 		set(v1alpha1.ConditionApproved, false, ReasonInvalidTags, "the request breaks the "+o.t.cloud+" tag rules; nothing is applied: "+joinErrs(o.invalid))

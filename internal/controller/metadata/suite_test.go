@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -65,11 +66,34 @@ type harness struct {
 	ns    string
 	az    *armsimtest.Env
 	extra []cloud.Provider
-	audit *testenv.SyncBuffer
+	audit *auditSink
 	stop  func()
 	// other is a second namespace the controller also watches ("" if none).
 	other string
 }
+
+// auditSink is the harness's audit log: a buffer that can be made to fail,
+// as a full disk does.
+type auditSink struct {
+	testenv.SyncBuffer
+	// left is how many more records it takes; negative: any number.
+	left atomic.Int64
+}
+
+// Write takes a record while any are left.
+func (s *auditSink) Write(p []byte) (int, error) {
+	if s.left.Load() == 0 {
+		return 0, errors.New("no space left on device")
+	}
+	if len(p) > 0 {
+		s.left.Add(-1)
+	}
+	return s.SyncBuffer.Write(p)
+}
+
+// takeRecords makes the sink take n more records (negative: any number)
+// and fail after.
+func (s *auditSink) takeRecords(n int64) { s.left.Store(n) }
 
 // newHarness makes a namespace, starts armsim and the metadata controller
 // with the Azure provider on it and the extra providers given.
@@ -77,7 +101,8 @@ func newHarness(t *testing.T, extra ...cloud.Provider) *harness {
 	t.Helper()
 	ns := fmt.Sprintf("md-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
 	h := &harness{t: t, ctx: context.Background(), c: kube.Client, ns: ns, az: armsimtest.Start(t),
-		extra: extra, audit: &testenv.SyncBuffer{}}
+		extra: extra, audit: &auditSink{}}
+	h.audit.takeRecords(-1)
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +282,20 @@ func (h *harness) writes() int {
 	return c.Count("Tags.UpdateAtScope") + c.Count("Tags.CreateOrUpdateAtScope") + c.Count("Tags.DeleteAtScope")
 }
 
-// auditRecords parses the audit log.
+// auditRecords parses the audit log's results (not the pending records).
 func (h *harness) auditRecords() []audit.Record {
+	h.t.Helper()
+	var out []audit.Record
+	for _, r := range h.auditLines() {
+		if r.Result != audit.ResultPending {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// auditLines parses every line of the audit log, pending records included.
+func (h *harness) auditLines() []audit.Record {
 	h.t.Helper()
 	var out []audit.Record
 	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))

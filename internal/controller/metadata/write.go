@@ -5,26 +5,40 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // write sends every non-empty plan to the cloud, resources that need the
-// same change grouped into one TagWrite, and audits each mutation. It
-// returns the result per written resource ID.
-func (p *pass) write(ctx context.Context, provider cloud.Provider, t *target, plans []Planned) map[string]error {
+// same change grouped into one TagWrite, and audits each mutation as it
+// happens: a pending record before its first request, then its record and
+// metric as soon as the cloud answered for it. When a record cannot be
+// written and the audit fails closed, the provider starts no further
+// request; o.auditErr keeps the sink's error (also probed when nothing is
+// written). It returns the result per written resource ID.
+func (p *pass) write(ctx context.Context, provider cloud.Provider, t *target, plans []Planned, o *outcome) map[string]error {
 	writes, byID := group(plans)
 	if len(writes) == 0 {
+		o.auditErr = p.r.audit.Probe()
 		return nil
 	}
-	results := provider.WriteTags(ctx, writes)
+	each := func(res cloud.WriteResult) error {
+		pl := byID[res.ID]
+		if !res.Pending {
+			countMutation(t.cloud, pl.Plan.Patch, res.Err)
+		}
+		return p.audit(t, pl, res)
+	}
+	results := provider.WriteTags(ctx, writes, each)
+	o.auditErr = p.r.audit.Err()
 	out := make(map[string]error, len(results))
 	for _, res := range results {
 		out[res.ID] = res.Err
-		pl := byID[res.ID]
-		p.audit(t, pl, res.Err)
-		countMutation(t.cloud, pl.Plan.Patch, res.Err)
 	}
 	return out
 }
@@ -72,9 +86,10 @@ func patchKey(plan tags.ResourcePlan) string {
 	return b.String()
 }
 
-// audit writes the record of one resource's mutation.
-func (p *pass) audit(t *target, pl Planned, err error) {
-	nc := pl.Resource.Rules.NameCase()
+// audit writes the record of one resource's mutation: pending before it
+// is sent, else its result. The error is the sink's when the record was
+// lost and the audit fails closed.
+func (p *pass) audit(t *target, pl Planned, res cloud.WriteResult) error {
 	rec := audit.Record{
 		Time:     p.r.now().UTC(),
 		Object:   audit.Object{Kind: t.kind, Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Generation: t.obj.GetGeneration()},
@@ -82,27 +97,33 @@ func (p *pass) audit(t *target, pl Planned, err error) {
 		Resource: pl.Resource.ID,
 		Result:   audit.ResultOK,
 	}
-	for _, n := range pl.Plan.Patch.Set.Names() {
-		if rec.Set == nil {
-			rec.Set = map[string]audit.Change{}
-		}
-		c := audit.Change{After: pl.Plan.Patch.Set[n]}
-		if before, ok := pl.Resource.Tags.Get(nc, n); ok {
-			c.Before = &before
-		}
-		rec.Set[n] = c
+	rec.Describe(pl.Resource.Rules.NameCase(), pl.Resource.Tags, pl.Plan.Patch)
+	switch {
+	case res.Pending:
+		rec.Result = audit.ResultPending
+	case res.Err != nil:
+		rec.Result, rec.Error = audit.ResultError, res.Err.Error()
 	}
-	for _, n := range pl.Plan.Patch.Delete {
-		if rec.Deleted == nil {
-			rec.Deleted = map[string]string{}
-		}
-		rec.Deleted[n], _ = pl.Resource.Tags.Get(nc, n)
+	werr := p.r.audit.Write(rec)
+	if werr == nil {
+		return nil
 	}
-	if err != nil {
-		rec.Result, rec.Error = audit.ResultError, err.Error()
+	auditErrors.Inc()
+	p.log.Error(werr, "audit record not written", "resource", pl.Resource.ID, "failOpen", p.r.audit.FailOpen())
+	if p.r.audit.FailOpen() {
+		return nil
 	}
-	if werr := p.r.audit.Write(rec); werr != nil {
-		auditErrors.Inc()
-		p.log.Error(werr, "audit record not written", "resource", pl.Resource.ID)
+	return werr
+}
+
+// auditFailing sets the AuditFailing condition: true while the sink
+// fails, false once it works again (absent until it first failed).
+func (o *outcome) auditFailing(conds []metav1.Condition, set func(string, bool, string, string)) {
+	switch {
+	case o.auditErr != nil:
+		set(v1alpha1.ConditionAuditFailing, true, ReasonAuditSinkFailing,
+			"the audit log cannot take records; no cloud mutation is made until it can (tagsync run --audit-fail-open goes on without): "+o.auditErr.Error())
+	case meta.FindStatusCondition(conds, v1alpha1.ConditionAuditFailing) != nil:
+		set(v1alpha1.ConditionAuditFailing, false, ReasonAuditSinkWorking, "the audit log takes records")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/notify"
 )
@@ -33,6 +34,7 @@ type Reconciler struct {
 	client    ctrl.Client
 	providers cloud.Providers
 	recorder  events.EventRecorder
+	audit     *audit.Log
 	clock     clock.PassiveClock
 	// nodeWriteConcurrency bounds parallel Node patches.
 	nodeWriteConcurrency int
@@ -93,13 +95,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // the manager's cache) and writes them; providers are the configured clouds,
 // chosen per NodeTagSync by spec.provider; recorder emits events (nil: the
 // controller's own notify.Recorder, made at SetupWithManager; a recorder that
-// reports refused events makes refused problem events be told again); clk
-// is the clock (nil: the real one). A nil c means the manager's client.
-func NewReconciler(c ctrl.Client, providers cloud.Providers, recorder events.EventRecorder, clk clock.PassiveClock) *Reconciler {
+// reports refused events makes refused problem events be told again); log
+// receives an audit record per cloud write (nil: none); clk is the clock
+// (nil: the real one). A nil c means the manager's client.
+func NewReconciler(c ctrl.Client, providers cloud.Providers, recorder events.EventRecorder, log *audit.Log, clk clock.PassiveClock) *Reconciler {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Reconciler{client: c, providers: providers, recorder: recorder, clock: clk, nodeWriteConcurrency: 16}
+	if log == nil {
+		log = audit.Discard()
+	}
+	return &Reconciler{client: c, providers: providers, recorder: recorder, audit: log, clock: clk, nodeWriteConcurrency: 16}
 }
 
 // SetupWithManager registers the controller: NodeTagSyncs (spec changes and

@@ -28,6 +28,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
@@ -75,6 +76,8 @@ type harness struct {
 	// rec is the running reconciler; emitted counts the events it emitted.
 	rec     *nodetags.Reconciler
 	emitted *countingRecorder
+	// audit receives the controller's audit records.
+	audit *testenv.SyncBuffer
 }
 
 // countingRecorder passes events to the real recorder (and so to the API
@@ -124,7 +127,7 @@ func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azu
 	t.Helper()
 	env := armsimtest.Start(t)
 	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
-		gates: azure.NewThrottleGates()}
+		gates: azure.NewThrottleGates(), audit: &testenv.SyncBuffer{}}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
@@ -169,6 +172,7 @@ func (h *harness) startController() {
 		MetricsAddr: "0", ProbeAddr: "0", Provider: provider, SkipNameValidation: true,
 		Controllers: []string{nodetags.ControllerName},
 		Recorder:    func(string) events.EventRecorder { return h.emitted },
+		Audit:       audit.New(h.audit),
 	})
 	if err != nil {
 		h.t.Fatal(err)

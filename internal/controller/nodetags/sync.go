@@ -72,7 +72,7 @@ type resourcePlan struct {
 func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*member) resourcePlan {
 	plan := decide(p.cfg, res, members)
 	if !plan.proposed.IsEmpty() {
-		written, err := p.cfg.provider.PatchTags(ctx, res.ID, plan.proposed)
+		written, err := p.patchAudited(ctx, res, plan.proposed)
 		plan.settle(p.cfg, written, err)
 	}
 	plan.finish()

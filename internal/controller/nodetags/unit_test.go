@@ -42,7 +42,7 @@ func newUnitWithClock(t *testing.T, clk clock.PassiveClock, objs ...client.Objec
 		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()
 	p := cloudtest.New(tags.AzureRules)
 	// The fake stands in for the cloud a default spec names.
-	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, clk)}
+	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, nil, clk)}
 }
 
 func (u *unit) reconcile() reconcile.Result {

@@ -1,0 +1,67 @@
+package nodetags_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// TestCloudWritesAreAudited: each PatchTags the node sync makes on a scale
+// set has a pending record before it and a result record after it, with
+// the NodeTagSync that asked and the key's value before and after.
+func TestCloudWritesAreAudited(t *testing.T) {
+	h := newHarness(t)
+	h.resourceGroup("rg-aud")
+	ssID, pids := h.scaleSet("rg-aud", "pool", 2, map[string]string{"env": "prod"})
+	for i, pid := range pids {
+		h.node(fmt.Sprintf("aud-%d", i), pid, nil, nil)
+	}
+	h.sync("aud", nil)
+	h.waitLabel("aud-1", "azure.tags/env", "prod")
+	setLabel(h, "aud-0", "azure.tags/team", "blue")
+	h.waitTag(ssID, "team", "blue")
+	h.waitLabel("aud-1", "azure.tags/team", "blue")
+	setLabel(h, "aud-0", "azure.tags/team", "green")
+	h.waitTag(ssID, "team", "green")
+
+	var got []string
+	for _, r := range h.auditRecords() {
+		if cloud.CanonicalID(r.Resource) != cloud.CanonicalID(ssID) || r.Object.Kind != "NodeTagSync" || r.Object.Name != "aud" || r.Cloud != "azure" {
+			t.Errorf("record %+v", r)
+			continue
+		}
+		c, ok := r.Set["team"]
+		if !ok {
+			continue
+		}
+		before := "-"
+		if c.Before != nil {
+			before = *c.Before
+		}
+		got = append(got, fmt.Sprintf("%s %s>%s", r.Result, before, c.After))
+	}
+	want := []string{"pending ->blue", "ok ->blue", "pending blue>green", "ok blue>green"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("audit records of team = %q, want %q", got, want)
+	}
+}
+
+// auditRecords parses the controller's audit log.
+func (h *harness) auditRecords() []audit.Record {
+	h.t.Helper()
+	var out []audit.Record
+	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))
+	for sc.Scan() {
+		var r audit.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			h.t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
