@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +36,7 @@ func TestAuditSinkFailureStopsWrites(t *testing.T) {
 	if c := meta.FindStatusCondition(h.azureStatus("cluster-tags").Status.Conditions, v1alpha1.ConditionApplied); c == nil || c.Status == metav1.ConditionTrue {
 		t.Errorf("Applied = %+v while nothing could be written", c)
 	}
-	h.waitEvent("cluster-tags", metadata.ReasonAuditSinkFailing)
+	h.waitEvent(metadata.ReasonAuditSinkFailing, "cluster-tags", "")
 
 	// A sink that fails after 5 records stops the writes there.
 	h.audit.takeRecords(5)
@@ -92,19 +91,3 @@ func (h *harness) waitAuditFailing(name string, want metav1.ConditionStatus) {
 	})
 }
 
-// waitEvent waits for a Warning event with reason about the AzureMetadata.
-func (h *harness) waitEvent(name, reason string) {
-	h.t.Helper()
-	eventually(h.t, "a "+reason+" event about "+name, func() string {
-		var list eventsv1.EventList
-		if err := h.c.List(h.ctx, &list, client.InNamespace(h.ns)); err != nil {
-			return err.Error()
-		}
-		for _, ev := range list.Items {
-			if ev.Reason == reason && ev.Regarding.Name == name && ev.Type == "Warning" {
-				return ""
-			}
-		}
-		return fmt.Sprintf("%d events, none %s", len(list.Items), reason)
-	})
-}
