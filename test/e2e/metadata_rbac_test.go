@@ -289,8 +289,7 @@ func (f *metadataRBACFixture) fullSync(t *testing.T) {
 
 // setTrigger says what a run without the verb must do to need it. Most
 // verbs need nothing: a fresh process lists and watches the three kinds,
-// patches the CloudMetadata and AzureMetadata statuses (lastSyncTime) on
-// its first passes, and its first pass over the broken CloudMetadata
+// and its first pass over the broken CloudMetadata
 // creates a RefNotFound event and patches it into a series.
 func (f *metadataRBACFixture) setTrigger(a *ablation) {
 	switch {
@@ -300,17 +299,20 @@ func (f *metadataRBACFixture) setTrigger(a *ablation) {
 		// rbacFixture.setTrigger); the process is run the way it talks to
 		// them.
 		a.env = []string{"KUBE_FEATURE_WatchListClient=false"}
-	case a.resource == "awsmetadata/status":
-		// The ProviderNotConfigured status is already written and would not
-		// change: clear it, as if the object were new.
-		a.prepare = func(t *testing.T) {
-			o := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: mdAWSReq}}
-			must(t, kube.Client.Status().Patch(f.ctx, o, client.RawPatch("application/merge-patch+json", []byte(`{"status":null}`))))
+	case strings.HasSuffix(a.resource, "/status"):
+		// A status is patched only when it changes, and the fixture's are
+		// current: clear the one the verb writes, as if the object were new.
+		var o client.Object
+		switch a.resource {
+		case "awsmetadata/status":
+			o = &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: mdAWSReq}}
+		case "azuremetadata/status":
+			o = &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: mdAzure}}
+		default:
+			o = &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: mdCluster}}
 		}
-	case a.resource == "cloudmetadata/status" || a.resource == "azuremetadata/status":
-		// A tag to write again: the pass has news for both statuses.
 		a.prepare = func(t *testing.T) {
-			must(t, f.cloud.Server.DeleteTags(f.estate.ID(f.cloud.SubscriptionID, armsim.TypePublicIP, 0), "team"))
+			must(t, kube.Client.Status().Patch(f.ctx, o, client.RawPatch("application/merge-patch+json", []byte(`{"status":null}`))))
 		}
 	}
 }
