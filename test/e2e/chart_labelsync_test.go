@@ -18,10 +18,18 @@ import (
 // file `make helm-check` lints and renders).
 const labelsyncValues = "charts/tagsync/ci/labelsync-values.yaml"
 
+// labelsyncClusterWideValues is the values file of the explicit choice to
+// let the label sync read Secrets in every namespace.
+const labelsyncClusterWideValues = "charts/tagsync/ci/labelsync-clusterwide-values.yaml"
+
 // TestChartRendersTheLabelSync renders the chart with the label sync --
 // ci/labelsync-values.yaml (alone, Roles in one namespace), on the defaults
-// (with the node sync, a ClusterRole), and with the metadata controller
-// sharing the same namespaces -- and checks the wiring: --controllers from
+// (with the node sync, a ClusterRole without Secrets and a Role granting
+// get on secrets in the release namespace only), with
+// labelSync.secrets.namespaces (that Role in each of them),
+// ci/labelsync-clusterwide-values.yaml (get on secrets in a ClusterRole of
+// its own), and with the metadata controller sharing the same namespaces --
+// and checks the wiring: --controllers from
 // the one helper, --namespaces exactly when namespaces are set, every flag
 // one `tagsync run` knows, the RBAC shape (checkLabelsyncRBACShape), no Node
 // rights for it, and that the real API server accepts every object
@@ -37,9 +45,16 @@ func TestChartRendersTheLabelSync(t *testing.T) {
 		name, controllers string
 		flags             []string
 		scoped            []string // labelSync.namespaces
+		secrets           []string // where checkLabelsyncRBACShape wants the Secrets role
 	}{
 		{name: "ci/labelsync-values.yaml", controllers: "labelsync", flags: []string{"--values", file}, scoped: []string{"metal3"}},
-		{name: "defaults with labelSync.enabled", controllers: "nodetags,labelsync", flags: []string{"--set", "labelSync.enabled=true"}},
+		{name: "defaults with labelSync.enabled", controllers: "nodetags,labelsync", flags: []string{"--set", "labelSync.enabled=true"},
+			secrets: []string{"Role " + ns}},
+		{name: "with labelSync.secrets.namespaces", controllers: "nodetags,labelsync",
+			flags:   []string{"--set", "labelSync.enabled=true,labelSync.secrets.namespaces={capi-a,capi-b}"},
+			secrets: []string{"Role capi-a", "Role capi-b"}},
+		{name: "ci/labelsync-clusterwide-values.yaml", controllers: "labelsync",
+			flags: []string{"--values", filepath.Join(kube.RootDir, labelsyncClusterWideValues)}, secrets: []string{"ClusterRole "}},
 		{name: "with the metadata controller on the same namespaces", controllers: "nodetags,metadata,labelsync",
 			flags:  []string{"--set", "labelSync.enabled=true,metadata.enabled=true,labelSync.namespaces={metal3,platform},metadata.namespaces={platform,metal3}"},
 			scoped: []string{"metal3", "platform"}},
@@ -68,9 +83,14 @@ func TestChartRendersTheLabelSync(t *testing.T) {
 					t.Errorf("--namespaces=%s, want %v", got, tc.scoped)
 				}
 			}
-			checkLabelsyncRBACShape(t, objs, tc.scoped)
-			for _, n := range tc.scoped {
-				ensureNamespace(ctx, t, n)
+			checkLabelsyncRBACShape(t, objs, tc.scoped, tc.secrets)
+			for _, where := range append(slices.Clone(tc.scoped), tc.secrets...) {
+				if n, ok := strings.CutPrefix(where, "Role "); ok {
+					where = n
+				}
+				if where != "ClusterRole " {
+					ensureNamespace(ctx, t, where)
+				}
 			}
 			var serverSide []*unstructured.Unstructured
 			for _, o := range objs {
@@ -89,7 +109,7 @@ func TestChartRendersTheLabelSync(t *testing.T) {
 	noArgs(t, args, "--namespaces")
 	for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"} {
 		for _, o := range ofKind(objs, kind) {
-			if strings.HasSuffix(o.GetName(), "-labelsync") {
+			if strings.Contains(o.GetName(), "-labelsync") {
 				t.Errorf("labelSync.enabled=false still renders %s %s/%s", kind, o.GetNamespace(), o.GetName())
 			}
 		}
@@ -99,20 +119,65 @@ func TestChartRendersTheLabelSync(t *testing.T) {
 	}
 }
 
+// getSecrets is the label sync's one rule on Secrets, as grants words it.
+const getSecrets = "get /secrets"
+
 // checkLabelsyncRBACShape: the label sync's rules are exactly the
-// registry's (operator.Controllers), one group and resource per rule,
-// granted by one ClusterRole tagsync-labelsync when scoped is empty, else
-// by a Role tagsync-labelsync in each namespace of scoped and nowhere else;
-// each bound to the chart's ServiceAccount. None of the chart's roles gives
-// it Nodes: it writes them with the workload clusters' own credentials.
-func checkLabelsyncRBACShape(t *testing.T, objs []*unstructured.Unstructured, scoped []string) {
+// registry's (operator.Controllers), one group and resource per rule. With
+// scoped set, a Role tagsync-labelsync in each namespace of scoped and
+// nowhere else grants them all, Secrets included, and secrets must be
+// empty. Without, one ClusterRole tagsync-labelsync grants all but get on
+// secrets, which comes from a tagsync-labelsync-secrets role at each place
+// of secrets ("Role <namespace>", or "ClusterRole " for the cluster-wide
+// choice) and nowhere else, and no other ClusterRole grants it. Each is
+// bound to the chart's ServiceAccount. None of the chart's roles gives it
+// Nodes: it writes them with the workload clusters' own credentials.
+func checkLabelsyncRBACShape(t *testing.T, objs []*unstructured.Unstructured, scoped, secrets []string) {
 	t.Helper()
 	want := registryGrants(t, labelsync.ControllerName)
+	if !slices.Contains(want, getSecrets) {
+		t.Fatalf("the registry's label sync rules %v lack %s", want, getSecrets)
+	}
+	if len(scoped) == 0 {
+		want = slices.DeleteFunc(slices.Clone(want), func(g string) bool { return g == getSecrets })
+	}
+	got := labelsyncRoles(t, objs, "tagsync-labelsync", want)
+	wantWhere := []string{}
+	if len(scoped) == 0 {
+		wantWhere = []string{"ClusterRole "}
+	}
+	for _, ns := range scoped {
+		wantWhere = append(wantWhere, "Role "+ns)
+	}
+	if !sameSet(got, wantWhere) || len(got) != len(wantWhere) {
+		t.Errorf("the label sync's rules are in %q, want %q", got, wantWhere)
+	}
+	if got := labelsyncRoles(t, objs, "tagsync-labelsync-secrets", []string{getSecrets}); !sameSet(got, secrets) || len(got) != len(secrets) {
+		t.Errorf("get on secrets for the label sync is in %q, want %q", got, secrets)
+	}
+	if !slices.Contains(secrets, "ClusterRole ") && slices.Contains(grants(t, ofKind(objs, "ClusterRole")), getSecrets) {
+		t.Errorf("a ClusterRole grants %s although labelSync.secrets.clusterWide is not set", getSecrets)
+	}
+	if !slices.Contains(strings.Split(deploymentControllers(t, objs), ","), "nodetags") {
+		if g := grants(t, append(ofKind(objs, "ClusterRole"), ofKind(objs, "Role")...)); slices.ContainsFunc(g, func(s string) bool {
+			return strings.HasSuffix(s, " /nodes")
+		}) {
+			t.Errorf("without the node sync the chart still grants rights on Nodes: %v", g)
+		}
+	}
+}
+
+// labelsyncRoles checks the ClusterRoles and Roles called name: each is
+// bound to the chart's ServiceAccount, grants exactly want, one group and
+// resource per rule. It returns where they are ("ClusterRole ", or
+// "Role <namespace>").
+func labelsyncRoles(t *testing.T, objs []*unstructured.Unstructured, name string, want []string) []string {
+	t.Helper()
 	bound := controllerRoles(objs)
 	var got []string
 	for _, kind := range []string{"ClusterRole", "Role"} {
 		for _, r := range ofKind(objs, kind) {
-			if r.GetName() != "tagsync-labelsync" {
+			if r.GetName() != name {
 				continue
 			}
 			got = append(got, kind+" "+r.GetNamespace())
@@ -120,7 +185,7 @@ func checkLabelsyncRBACShape(t *testing.T, objs []*unstructured.Unstructured, sc
 				t.Errorf("%s %s/%s is not bound to the chart's ServiceAccount", kind, r.GetNamespace(), r.GetName())
 			}
 			if g := grants(t, []*unstructured.Unstructured{r}); !sameSet(g, want) || len(g) != len(want) {
-				t.Errorf("%s %s/%s grants %v, want the registry's %v", kind, r.GetNamespace(), r.GetName(), g, want)
+				t.Errorf("%s %s/%s grants %v, want %v", kind, r.GetNamespace(), r.GetName(), g, want)
 			}
 			rules, _, _ := unstructured.NestedSlice(r.Object, "rules")
 			for i, rule := range rules {
@@ -132,23 +197,7 @@ func checkLabelsyncRBACShape(t *testing.T, objs []*unstructured.Unstructured, sc
 			}
 		}
 	}
-	wantWhere := []string{}
-	if len(scoped) == 0 {
-		wantWhere = []string{"ClusterRole "}
-	}
-	for _, ns := range scoped {
-		wantWhere = append(wantWhere, "Role "+ns)
-	}
-	if !sameSet(got, wantWhere) || len(got) != len(wantWhere) {
-		t.Errorf("the label sync's rules are in %q, want %q", got, wantWhere)
-	}
-	if !slices.Contains(strings.Split(deploymentControllers(t, objs), ","), "nodetags") {
-		if g := grants(t, append(ofKind(objs, "ClusterRole"), ofKind(objs, "Role")...)); slices.ContainsFunc(g, func(s string) bool {
-			return strings.HasSuffix(s, " /nodes")
-		}) {
-			t.Errorf("without the node sync the chart still grants rights on Nodes: %v", g)
-		}
-	}
+	return got
 }
 
 // deploymentControllers is the Deployment's --controllers value.
@@ -179,6 +228,11 @@ func TestChartRefusesLabelSyncSettingsThatCannotWork(t *testing.T) {
 		{"a namespace that is none", "/labelSync/namespaces/0", []string{"labelSync.enabled=true", "labelSync.namespaces={Metal3}"}},
 		{"an unknown labelSync value", "additional properties 'prefixes' not allowed", []string{"labelSync.enabled=true", "labelSync.prefixes={a}"}},
 		{"every controller off", "enable at least one controller", []string{"nodeTagSync.enabled=false", "labelSync.enabled=false"}},
+		{"Secrets cluster-wide and in namespaces", "labelSync.secrets.clusterWide and labelSync.secrets.namespaces [a] are both set",
+			[]string{"labelSync.enabled=true", "labelSync.secrets.clusterWide=true", "labelSync.secrets.namespaces={a}"}},
+		{"Secrets settings with labelSync.namespaces", "labelSync.secrets is set while labelSync.namespaces [metal3] is",
+			[]string{"labelSync.enabled=true", "labelSync.namespaces={metal3}", "labelSync.secrets.namespaces={a}"}},
+		{"an unknown labelSync.secrets value", "additional properties 'names' not allowed", []string{"labelSync.enabled=true", "labelSync.secrets.names={a}"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,8 +28,8 @@ var awsModes = map[string]string{
 }
 
 // TestChartValuesFilesAreAllTested: every ci/*-values.yaml is rendered by
-// a test here (authModes, awsModes, openshiftValues or labelsyncValues), not
-// only linted.
+// a test here (authModes, awsModes, openshiftValues, labelsyncValues or
+// labelsyncClusterWideValues), not only linted.
 func TestChartValuesFilesAreAllTested(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(chartDir(), "ci", "*-values.yaml"))
 	if len(files) == 0 {
@@ -37,14 +37,14 @@ func TestChartValuesFilesAreAllTested(t *testing.T) {
 	}
 	for _, f := range files {
 		rel := filepath.ToSlash(filepath.Join("charts", "tagsync", "ci", filepath.Base(f)))
-		known := []string{openshiftValues, labelsyncValues}
+		known := []string{openshiftValues, labelsyncValues, labelsyncClusterWideValues}
 		for _, m := range []map[string]string{authModes, awsModes} {
 			for _, v := range m {
 				known = append(known, v)
 			}
 		}
 		if !slices.Contains(known, rel) {
-			t.Errorf("%s is not in authModes, awsModes, openshiftValues or labelsyncValues: add it so a test renders and checks it", rel)
+			t.Errorf("%s is not in authModes, awsModes, openshiftValues, labelsyncValues or labelsyncClusterWideValues: add it so a test renders and checks it", rel)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,12 @@ const (
 
 var lsGone = []string{"gone-a", "gone-b"}
 
+// lsReleaseNS is the namespace the RBAC proof installs the chart in.
+const lsReleaseNS = "tagsync-system"
+
+// lsElsewhere is a namespace outside labelSync.secrets.namespaces.
+const lsElsewhere = "ls-rbac-elsewhere"
+
 // labelsyncRBACFixture is the cluster and chart the label sync's RBAC proof
 // works on. It reuses rbacFixture's ablation machinery (ablate,
 // waitAllowed) with the label sync's triggers.
@@ -53,9 +60,11 @@ type labelsyncRBACFixture struct {
 
 // TestChartLabelSyncRBACIsEnoughAndEveryRuleIsNeeded is the node sync's
 // RBAC proof (TestChartRBACIsEnoughAndEveryRuleIsNeeded) for the label
-// sync, in both shapes the chart grants it: one ClusterRole
-// (labelSync.namespaces empty) and a Role in the namespace served
-// (labelSync.namespaces set). The shared API server gets Cluster API's
+// sync, in both shapes the chart grants it on default Secrets values: one
+// ClusterRole without Secrets plus a Role granting get on secrets in the
+// release namespace, where the objects then live (labelSync.namespaces
+// empty), and a Role in the namespace served (labelSync.namespaces set).
+// The shared API server gets Cluster API's
 // Cluster and Machine CRDs (from the module go.mod requires) and the Metal3
 // ones (test/crds/metal3); the chart is rendered with labelSync.enabled and
 // nodeTagSync.enabled=false, its ServiceAccount, roles and bindings are
@@ -70,7 +79,10 @@ type labelsyncRBACFixture struct {
 // Ready, its LabelsSynced events form a series, and nothing is forbidden.
 // Then each verb of each rule of the label sync's role is removed in turn,
 // a fresh process runs, and the test waits until the process reports the
-// API server's refusal of exactly that verb on exactly that resource.
+// API server's refusal of exactly that verb on exactly that resource. With
+// the ClusterRole, a Cluster outside the release namespace is also shown
+// unreachable for want of its Secret, its Node untouched
+// (secretsElsewhereForbidden).
 func TestChartLabelSyncRBACIsEnoughAndEveryRuleIsNeeded(t *testing.T) {
 	installLabelSyncCRDs(t)
 	for _, tc := range []struct {
@@ -78,15 +90,20 @@ func TestChartLabelSyncRBACIsEnoughAndEveryRuleIsNeeded(t *testing.T) {
 		objNS string
 		roles bool // labelSync.namespaces set: Roles, not a ClusterRole
 	}{
-		{"ClusterRole", "ls-rbac-cluster", false},
+		{"ClusterRole, Secrets in the release namespace", lsReleaseNS, false},
 		{"Roles in labelSync.namespaces", "ls-rbac-scoped", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLabelSyncRBACFixture(t, tc.objNS, tc.roles)
 
 			t.Run("the chart's RBAC is enough for the label sync", f.fullSync)
+			if !tc.roles {
+				t.Run("a kubeconfig Secret in another namespace is forbidden", f.secretsElsewhereForbidden)
+			}
 
-			as := roleAblations(t, f.objs, func(role string) bool { return role == "tagsync-labelsync" })
+			as := roleAblations(t, f.objs, func(role string) bool {
+				return role == "tagsync-labelsync" || role == "tagsync-labelsync-secrets"
+			})
 			if len(as) != 16 {
 				t.Fatalf("the label sync's role has %d verbs, want 16 (list and watch on 6 kinds, patch on profile status, get on secrets, create and patch on events)", len(as))
 			}
@@ -140,7 +157,7 @@ func installLabelSyncCRDs(t testing.TB) {
 
 func newLabelSyncRBACFixture(t *testing.T, objNS string, roles bool) *labelsyncRBACFixture {
 	ctx := context.Background()
-	const ns = "tagsync-system"
+	const ns = lsReleaseNS
 	s := testenv.Scheme()
 	must(t, clusterv1.AddToScheme(s))
 	must(t, labelsync.AddToScheme(s))
@@ -155,11 +172,11 @@ func newLabelSyncRBACFixture(t *testing.T, objNS string, roles bool) *labelsyncR
 		set += ",labelSync.namespaces={" + objNS + "}"
 	}
 	f.objs = renderChart(t, ns, "--set", set)
-	scoped := []string{}
+	scoped, secrets := []string{}, []string{"Role " + ns}
 	if roles {
-		scoped = []string{objNS}
+		scoped, secrets = []string{objNS}, nil
 	}
-	checkLabelsyncRBACShape(t, f.objs, scoped)
+	checkLabelsyncRBACShape(t, f.objs, scoped, secrets)
 	installRBAC(ctx, t, ns, f.objs)
 	deleteOnCleanup(t, append(ofKind(f.objs, "RoleBinding"), ofKind(f.objs, "Role")...)...)
 	if roles {
@@ -167,6 +184,11 @@ func newLabelSyncRBACFixture(t *testing.T, objNS string, roles bool) *labelsyncR
 		// ClusterRole lingers in the authorizer).
 		f.waitAllowed(t, ablation{verb: "list", group: "metal3.io", resource: "baremetalhosts"}, false)
 		f.waitAllowed(t, ablation{verb: "get", group: "", resource: "secrets", namespace: objNS + "-elsewhere"}, false)
+	} else {
+		// Secrets only in the release namespace, by default.
+		f.waitAllowed(t, ablation{verb: "get", group: "", resource: "secrets"}, false)
+		f.waitAllowed(t, ablation{verb: "get", group: "", resource: "secrets", namespace: lsElsewhere}, false)
+		f.waitAllowed(t, ablation{verb: "get", group: "", resource: "secrets", namespace: ns}, true)
 	}
 	// The ServiceAccount itself may not touch Nodes: what the controller
 	// writes there it writes with the kubeconfig Secret's credentials.
@@ -213,14 +235,46 @@ func (f *labelsyncRBACFixture) seed(t *testing.T) {
 		mk.workloadCluster(gone)
 		mk.hostOn(gone+"-host", lsUnreachable, gone, gone+"-node", map[string]string{lsLabel: lsValue})
 	}
-	profile := func(name string) {
-		create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
-			HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
-			Prefixes:     []string{lsPrefix},
-		}})
+	mk.profile(lsProfile)
+	mk.profile(lsUnreachable)
+}
+
+// secretsElsewhereForbidden: with the chart's default Secrets values, a
+// Cluster in a namespace outside the release namespace, whose kubeconfig
+// Secret is there and valid, is reported unreachable because its Secret
+// cannot be read (forbidden), and its host's Node is not written.
+func (f *labelsyncRBACFixture) secretsElsewhereForbidden(t *testing.T) {
+	const cluster, profile = "far", "far"
+	node := lsElsewhere + "-node"
+	ensureNamespace(f.ctx, t, lsElsewhere)
+	create := createDeletedAtEnd(t, f.ctx, f.c)
+	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: lsElsewhere, Name: cluster + "-kubeconfig",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Data: map[string][]byte{"value": kube.KubeConfig}})
+	mk := lsObjects{t: t, ctx: f.ctx, c: f.c, ns: lsElsewhere, create: create}
+	mk.workloadCluster(cluster)
+	mk.hostOn(cluster+"-host", profile, cluster, node, map[string]string{lsLabel: lsValue})
+	mk.profile(profile)
+
+	p := startTagsync(t, "tagsync labelsync (Secret elsewhere)", f.args...)
+	defer p.stop(t)
+	eventually(t, "LabelSyncProfile "+lsElsewhere+"/"+profile+" to report its cluster unreachable, the Secret forbidden", func() string {
+		var prof v1alpha1.LabelSyncProfile
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: lsElsewhere, Name: profile}, &prof); err != nil {
+			return err.Error()
+		}
+		for _, pr := range prof.Status.Problems {
+			if pr.Reason == labelsync.ReasonClusterUnreachable && strings.Contains(pr.Message, string(labelsync.CauseSecretUnreadable)) &&
+				strings.Contains(pr.Message, "forbidden") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("problems %+v", prof.Status.Problems)
+	})
+	if got := nodeLabels(f.ctx, t, node); got[lsLabel] != "" {
+		t.Errorf("the Node of a cluster whose Secret is forbidden was written: %v", got)
 	}
-	profile(lsProfile)
-	profile(lsUnreachable)
 }
 
 // fullSync runs the controller with the chart's RBAC and checks every kind
@@ -327,6 +381,16 @@ type lsObjects struct {
 	c      client.Client
 	ns     string
 	create func(client.Object)
+}
+
+// profile creates a profile owning lsPrefix for the hosts labelled
+// sync=name.
+func (o lsObjects) profile(name string) {
+	o.t.Helper()
+	o.create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
+		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
+		Prefixes:     []string{lsPrefix},
+	}})
 }
 
 // workloadCluster creates a Metal3Cluster and its Cluster, marked

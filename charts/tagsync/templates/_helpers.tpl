@@ -166,6 +166,12 @@ to set. Called from the Deployment.
 {{- fail (printf "metadata.namespaces %v and labelSync.namespaces %v differ: both become the one --namespaces flag, which confines every controller of the process; give both the same list (or leave both empty)" (.Values.metadata.namespaces | default list) (.Values.labelSync.namespaces | default list)) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.labelSync.enabled .Values.labelSync.secrets.clusterWide .Values.labelSync.secrets.namespaces }}
+{{- fail (printf "labelSync.secrets.clusterWide and labelSync.secrets.namespaces %v are both set: choose Roles in those namespaces or one ClusterRole over every namespace" .Values.labelSync.secrets.namespaces) }}
+{{- end }}
+{{- if and .Values.labelSync.enabled .Values.labelSync.namespaces (or .Values.labelSync.secrets.clusterWide .Values.labelSync.secrets.namespaces) }}
+{{- fail (printf "labelSync.secrets is set while labelSync.namespaces %v is: the Roles in labelSync.namespaces already grant get on secrets there, and the controller serves no other namespace; leave labelSync.secrets at its defaults" .Values.labelSync.namespaces) }}
+{{- end }}
 {{- if include "tagsync.auditLogFile" . }}
 {{- if not (isAbs .Values.metadata.auditLog) }}
 {{- fail (printf "metadata.auditLog %q: give stderr, none, or an absolute file path (e.g. /var/log/tagsync/audit.log)" .Values.metadata.auditLog) }}
