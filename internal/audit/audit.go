@@ -36,6 +36,7 @@
 package audit
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -277,4 +278,21 @@ func (l *Log) Close() error {
 		return nil
 	}
 	return l.closer.Close()
+}
+
+// Read parses an audit log: one record per line, in order. A line that is
+// not a record (a kill may cut the last line short) stops the read with an
+// error naming it; the records before it are returned.
+func Read(r io.Reader) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return out, fmt.Errorf("audit line %d %q: %w", n, sc.Text(), err)
+		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
 }

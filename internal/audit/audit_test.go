@@ -197,3 +197,24 @@ func TestFailingSinkIsReportedUntilItWorks(t *testing.T) {
 		t.Fatalf("Write = %v, Err = %v after the sink recovered", err, l.Err())
 	}
 }
+
+// TestReadReturnsTheRecordsBeforeACutLine: what Write wrote reads back
+// whole, and a last line cut short by a kill stops the read with an error
+// after the records before it.
+func TestReadReturnsTheRecordsBeforeACutLine(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(&buf)
+	for _, res := range []string{ResultPending, ResultOK} {
+		if err := l.Write(Record{Cloud: "azure", Resource: "/r/1", Result: res}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf.WriteString(`{"cloud":"azu`)
+	recs, err := Read(&buf)
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("Read of a cut line: err = %v, want one naming line 3", err)
+	}
+	if len(recs) != 2 || recs[0].Result != ResultPending || recs[1].Result != ResultOK || recs[1].Resource != "/r/1" {
+		t.Errorf("Read = %+v, want the pending and ok records of /r/1", recs)
+	}
+}

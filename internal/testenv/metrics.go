@@ -6,8 +6,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Counter reads a counter of controller-runtime's metrics registry, summed
-// over the series whose labels include the given ones.
+// Counter reads a counter or gauge of controller-runtime's metrics
+// registry, summed over the series whose labels include the given ones.
 func Counter(t testing.TB, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
@@ -25,7 +25,7 @@ func Counter(t testing.TB, name string, labels map[string]string) float64 {
 				have[l.GetName()] = l.GetValue()
 			}
 			if includes(have, labels) {
-				total += m.GetCounter().GetValue()
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}

@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 )
 
@@ -111,17 +110,14 @@ func auditLines(t *testing.T, path string) map[string][]string {
 	}
 	must(t, err)
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct{ Resource, Result string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			// The kill may cut the last line short; that line is not a record.
-			t.Logf("audit line %q: %v", sc.Text(), err)
-			continue
-		}
-		out[cloud.CanonicalID(r.Resource)] = append(out[cloud.CanonicalID(r.Resource)], r.Result)
+	recs, err := audit.Read(f)
+	if err != nil {
+		// The kill may cut the last line short; that line is not a record.
+		t.Logf("%v", err)
 	}
-	must(t, sc.Err())
+	for _, r := range recs {
+		id := cloud.CanonicalID(r.Resource)
+		out[id] = append(out[id], r.Result)
+	}
 	return out
 }

@@ -388,10 +388,10 @@ func testAnnotations(t *testing.T, p *planes) {
 	if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, `"kubernetes.io" is reserved`) {
 		t.Fatalf("event %s %q, want a warning saying kubernetes.io is reserved", e.Type, e.Note)
 	}
-	invalidPasses := counter(t, "tagsync_labelsync_passes_total", map[string]string{"kind": "Metal3Cluster", "result": "invalid"})
+	invalidPasses := testenv.Counter(t, "tagsync_labelsync_passes_total", map[string]string{"kind": "Metal3Cluster", "result": "invalid"})
 	h.update(h.c, b, func() { b.Labels["rack.example.com/rack"] = "r2" })
 	testenv.Eventually(t, waitFor, "a pass over the invalid Metal3Cluster after the host changed", func() string {
-		if got := counter(t, "tagsync_labelsync_passes_total", map[string]string{"kind": "Metal3Cluster", "result": "invalid"}); got <= invalidPasses {
+		if got := testenv.Counter(t, "tagsync_labelsync_passes_total", map[string]string{"kind": "Metal3Cluster", "result": "invalid"}); got <= invalidPasses {
 			return fmt.Sprintf("%v invalid passes", got)
 		}
 		return ""

@@ -194,7 +194,7 @@ func testDeletedClusterForgotten(t *testing.T, p *planes) {
 	h.waitStatus("p1", waiting(v1alpha1.WaitClusterUnreachable, "h1"))
 	gauge := func(want float64) func() string {
 		return func() string {
-			if got := counter(t, "tagsync_labelsync_unreachable_clusters", nil); got != want {
+			if got := testenv.Counter(t, "tagsync_labelsync_unreachable_clusters", nil); got != want {
 				return fmt.Sprintf("unreachable_clusters %v, want %v", got, want)
 			}
 			return ""

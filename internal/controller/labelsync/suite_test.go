@@ -25,7 +25,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
@@ -426,34 +425,4 @@ func kubeconfigVia(t testing.TB, kubeconfig []byte, server string) []byte {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// counter reads a counter or gauge of the controller's metrics (summed
-// over the series whose labels include the given ones).
-func counter(t testing.TB, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			match := true
-			for k, v := range labels {
-				match = match && have[k] == v
-			}
-			if match {
-				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return total
 }

@@ -89,4 +89,3 @@ func (h *harness) waitAuditFailing(name string, want metav1.ConditionStatus) {
 		return ""
 	})
 }
-

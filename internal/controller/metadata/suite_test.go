@@ -1,9 +1,7 @@
 package metadata_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -297,15 +295,9 @@ func (h *harness) auditRecords() []audit.Record {
 // auditLines parses every line of the audit log, pending records included.
 func (h *harness) auditLines() []audit.Record {
 	h.t.Helper()
-	var out []audit.Record
-	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r audit.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			h.t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
+	out, err := audit.Read(strings.NewReader(h.audit.String()))
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return out
 }

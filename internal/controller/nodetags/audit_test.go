@@ -1,8 +1,6 @@
 package nodetags_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,14 +52,9 @@ func TestCloudWritesAreAudited(t *testing.T) {
 // auditRecords parses the controller's audit log.
 func (h *harness) auditRecords() []audit.Record {
 	h.t.Helper()
-	var out []audit.Record
-	sc := bufio.NewScanner(strings.NewReader(h.audit.String()))
-	for sc.Scan() {
-		var r audit.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			h.t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
+	out, err := audit.Read(strings.NewReader(h.audit.String()))
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return out
 }
