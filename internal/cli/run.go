@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/operator"
@@ -39,6 +40,8 @@ type runFlags struct {
 	cacheTTL    time.Duration
 	readQPS     float64
 	writeQPS    float64
+	awsReadQPS  float64
+	awsWriteQPS float64
 	zapOptions  zap.Options
 	memoryLimit string
 	auditLog    string
@@ -96,6 +99,8 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
 
 	f.cloud.bindAWS(fs)
+	fs.Float64Var(&f.awsReadQPS, "aws-read-qps", 0, fmt.Sprintf("client-side AWS read budget per second, per region (0: provider default, %v/s)", aws.DefaultReadsPerSecond))
+	fs.Float64Var(&f.awsWriteQPS, "aws-write-qps", 0, fmt.Sprintf("client-side AWS write budget per second, per region (0: provider default, %v/s)", aws.DefaultWritesPerSecond))
 	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata and node sync controllers write one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
 	fs.BoolVar(&f.auditFailOpen, "audit-fail-open", false, "keep making cloud mutations while audit records cannot be written (they are only counted and logged); default: none is made until the audit sink takes records again")
@@ -225,6 +230,9 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 func (f *runFlags) aws() error {
 	cfg, err := f.cloud.awsConfig()
 	f.op.AWS = cfg
+	if f.awsReadQPS > 0 || f.awsWriteQPS > 0 {
+		f.op.AWSOptions = append(f.op.AWSOptions, aws.WithRateLimit(aws.RateLimit{ReadsPerSecond: f.awsReadQPS, WritesPerSecond: f.awsWriteQPS}))
+	}
 	return err
 }
 
@@ -236,6 +244,8 @@ func (f *runFlags) validate() error {
 		notNegative("--kube-api-burst", float64(f.kubeBurst), "client-go's default"),
 		notNegative("--azure-read-qps", f.readQPS, "the provider's default"),
 		notNegative("--azure-write-qps", f.writeQPS, "the provider's default"),
+		notNegative("--aws-read-qps", f.awsReadQPS, "the provider's default"),
+		notNegative("--aws-write-qps", f.awsWriteQPS, "the provider's default"),
 		f.op.Validate(),
 	}
 	return errors.Join(errs...)

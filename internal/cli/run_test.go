@@ -62,6 +62,7 @@ func TestRunRefusesBadFlagsNamingThem(t *testing.T) {
 	}{
 		{"negative ARM read budget", []string{"--azure-read-qps=-1"}, []string{"--azure-read-qps -1 is negative", "0 for the provider's default"}},
 		{"negative ARM write budget", []string{"--azure-write-qps=-0.5"}, []string{"--azure-write-qps -0.5 is negative"}},
+		{"negative AWS read budget", []string{"--aws-read-qps=-1"}, []string{"--aws-read-qps -1 is negative"}},
 		{"negative Kubernetes QPS", []string{"--kube-api-qps=-5"}, []string{"--kube-api-qps -5 is negative"}},
 		{"negative Kubernetes burst", []string{"--kube-api-burst=-1"}, []string{"--kube-api-burst -1 is negative"}},
 		{"all at once", []string{"--kube-api-qps=-1", "--azure-read-qps=-1"}, []string{"--kube-api-qps", "--azure-read-qps"}},
