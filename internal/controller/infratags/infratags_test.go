@@ -219,8 +219,9 @@ func TestEngineWriteRetried(t *testing.T) {
 			"resourceGroupName": e.ResourceGroup, "resourceTags": tagList("env", "late")}},
 	})
 	h.waitEvent(infratags.ReasonEngineWriteFailed, `namespaces "`+namespace+`" not found`)
+	const retries = 6
 	eventually(t, "the failed write retried", func() string {
-		if n := failures() - before; n < 3 {
+		if n := failures() - before; n < retries {
 			return fmt.Sprintf("%v failed passes", n)
 		}
 		return ""
@@ -244,8 +245,12 @@ func TestEngineWriteRetried(t *testing.T) {
 		if ev.Reason != infratags.ReasonEngineWriteFailed {
 			continue
 		}
-		if ev.Series != nil {
-			t.Errorf("the warning was sent %d times: %s", ev.Series.Count, ev.Note)
+		// Once per distinct failure, not once per retry. A pass that does
+		// not meet the failure ends it, so a later recurrence is reported
+		// anew; under load the passes around the namespace's creation may
+		// do that once.
+		if ev.Series != nil && ev.Series.Count > 2 {
+			t.Errorf("the warning was sent %d times over at least %d failed passes: %s", ev.Series.Count, retries, ev.Note)
 		}
 	}
 }
