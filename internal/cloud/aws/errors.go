@@ -119,7 +119,9 @@ func (e *awsError) Is(target error) bool { return e.kind != nil && target == e.k
 
 // wrap builds an awsError for a call in region: its context, then AWS's
 // answer. A throttled answer becomes a *cloud.ThrottledError whose
-// RetryAfter is what is left of the wait at the call's gate.
+// RetryAfter is what is left of the wait at the call's gate. Any other
+// failure in a region AWS does not have (see knownRegions) is
+// cloud.ErrNotFound, saying the region name is wrong.
 func (p *Provider) wrap(region, context string, err error) *awsError {
 	e := &awsError{err: err, kind: kindOf(err)}
 	answer := describe(err)
@@ -136,6 +138,11 @@ func (p *Provider) wrap(region, context string, err error) *awsError {
 		}
 		e.err = &cloud.ThrottledError{Scope: key.scope(), RetryAfter: wait, Err: err}
 		answer += fmt.Sprintf(" (calls held for %s)", roundWait(wait))
+	}
+	if note := unknownRegionNote(region); note != "" && e.kind == nil && !isThrottle(err) && !errors.As(err, &held) {
+		// The call failed in a region AWS does not have: only a person
+		// correcting the name cures it.
+		e.kind, answer = cloud.ErrNotFound, answer+note
 	}
 	e.msg = context + ": " + answer
 	return e

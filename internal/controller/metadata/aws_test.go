@@ -3,12 +3,15 @@ package metadata_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
@@ -24,12 +27,7 @@ func awsOwned(infra string) string { return "kubernetes.io/cluster/" + infra }
 func TestAWSLifecycle(t *testing.T) {
 	t.Parallel()
 	moto := testenv.StartMoto(t)
-	provider, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
-		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider := motoProvider(t, moto)
 	h := newHarness(t, provider)
 	ec2c := ec2.NewFromConfig(moto.Config)
 	ids := runInstances(t, ec2c, 25, awsOwned("aws1"))
@@ -106,6 +104,79 @@ func TestAWSLifecycle(t *testing.T) {
 	if n := provider.Calls()["ec2:DeleteTags"]; n != 1 {
 		t.Errorf("%d DeleteTags calls, want 1", n)
 	}
+}
+
+// motoProvider is an AWS provider on moto, in moto's region.
+func motoProvider(t *testing.T, moto *testenv.Moto) *aws.Provider {
+	t.Helper()
+	provider, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
+		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
+		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return provider
+}
+
+// TestMistypedRegionBacksOff: a region that does not exist (us-esat-1) is
+// a PermanentError, reported once (one event) and not searched again
+// every 30 s as a transient error is; correcting the region retries at
+// once and applies.
+func TestMistypedRegionBacksOff(t *testing.T) {
+	t.Parallel()
+	moto := testenv.StartMoto(t)
+	provider := motoProvider(t, moto)
+	h := newHarness(t, provider)
+	id := runInstances(t, ec2.NewFromConfig(moto.Config), 1, awsOwned("aws1"))[0]
+	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AWSMetadataSpec{
+		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}, Regions: []string{"us-esat-1"}}}
+	h.create(aw)
+	h.create(&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:   map[string]string{awsOwned("aws1"): "owned"},
+		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "tags"}},
+	}})
+	eventually(t, "Request=False PermanentError", func() string {
+		c := meta.FindStatusCondition(h.awsStatus("tags").Status.Conditions, v1alpha1.ConditionRequest)
+		if c == nil || c.Reason != v1alpha1.ReasonPermanentError {
+			return fmt.Sprintf("Request = %+v", c)
+		}
+		return ""
+	})
+	if c := meta.FindStatusCondition(h.waitReady("cm", metav1.ConditionFalse).Status.Conditions, v1alpha1.ConditionReady); c.Reason != v1alpha1.ReasonPermanentError {
+		t.Errorf("CloudMetadata Ready = %+v, want reason %s", c, v1alpha1.ReasonPermanentError)
+	}
+	searches := func() int { return provider.Calls()["tag:GetResources"] }
+	first := searches()
+	// A transient error is retried after 30 s, syncEvery is the default
+	// 10m: over 35 s a retry would add searches, a back-off none.
+	window := time.Now().Add(35 * time.Second)
+	for time.Now().Before(window) {
+		if n := searches(); n != first {
+			t.Fatalf("the mistyped region was searched again within 35 s: %d searches, then %d", first, n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if n := h.countEvents(v1alpha1.ReasonPermanentError, "tags"); n != 1 {
+		t.Errorf("%d PermanentError events, want 1", n)
+	}
+	h.update(aw, func() { aw.Spec.Regions = []string{testenv.MotoRegion} })
+	eventually(t, "env=prod on the instance once the region is corrected", func() string {
+		if tg := ec2Tags(t, ec2.NewFromConfig(moto.Config), id); tg["env"] != "prod" {
+			return fmt.Sprintf("%s has %v", id, tg)
+		}
+		return ""
+	})
+	h.waitReady("cm", metav1.ConditionTrue)
+}
+
+// awsStatus reads an AWSMetadata.
+func (h *harness) awsStatus(name string) *v1alpha1.AWSMetadata {
+	h.t.Helper()
+	o := &v1alpha1.AWSMetadata{}
+	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, o); err != nil {
+		h.t.Fatal(err)
+	}
+	return o
 }
 
 // runInstances starts n instances carrying the tag name=owned.
