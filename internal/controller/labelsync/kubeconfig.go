@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // secretCheckInterval is how often, at most, a cluster's kubeconfig Secret
@@ -57,6 +58,8 @@ type kubeconfigState struct {
 	checked time.Time
 	// broken is why the Secret cannot be used (nil: it can).
 	broken *unreachableError
+	// logged is the Secret's last problem written to the log.
+	logged string
 	// kubeconfig is the last valid content, for probing the API server.
 	kubeconfig []byte
 	// diagnosis is why the cluster was not connected at diagnosed.
@@ -121,6 +124,11 @@ func (k *kubeconfigs) check(ctx context.Context, cluster types.NamespacedName) e
 	st.checked = now
 	data, bad := k.readSecret(ctx, cluster)
 	if bad != nil {
+		if st.logged != bad.Error() {
+			// Once per change, so the process log says it too.
+			st.logged = bad.Error()
+			log.FromContext(ctx).Error(bad, "kubeconfig Secret not usable", "cluster", cluster.String())
+		}
 		st.broken, st.known = k.provisioning(ctx, cluster, bad), false
 		if !st.excluded && withdrawn(bad) {
 			k.setExcluded(ctx, cluster, st, true)
@@ -135,7 +143,7 @@ func (k *kubeconfigs) check(ctx context.Context, cluster types.NamespacedName) e
 		k.setExcluded(ctx, cluster, st, true)
 		k.setExcluded(ctx, cluster, st, false)
 	}
-	st.broken, st.sum, st.known, st.kubeconfig = nil, sum, true, data
+	st.broken, st.sum, st.known, st.kubeconfig, st.logged = nil, sum, true, data, ""
 	return nil
 }
 
