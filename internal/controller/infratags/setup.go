@@ -15,22 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // SetupWithManager registers the adapter when the Infrastructure CRD
 // exists; otherwise it adds a runnable that looks for the CRD every
 // Options.CRDPollInterval and registers the adapter once it appears.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	if r.recorder == nil {
-		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
-		if err != nil {
-			return err
-		}
-		r.recorder = rec
+	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+		return err
 	}
 	r.init()
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -88,6 +81,7 @@ func (r *Reconciler) register(mgr manager.Manager) error {
 	})
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
+		WithOptions(kit.Options(1)).
 		For(infra, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == InfrastructureName
 		}))).

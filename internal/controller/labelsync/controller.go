@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -84,8 +85,9 @@ type Reconciler struct {
 
 	once sync.Once
 	mu   sync.Mutex
-	// sources are the per-source states, by reconcile request.
-	sources map[types.NamespacedName]*state
+	// sources are the per-source states, by reconcile request; what a
+	// state's last pass touched is guarded by mu.
+	sources *kit.States[types.NamespacedName, *state]
 	// clusters are the workload clusters' health, for backoff and reports.
 	clusters map[types.NamespacedName]*clusterHealth
 	// kubeconfigs checks the workload clusters' kubeconfig Secrets (nil
@@ -93,7 +95,7 @@ type Reconciler struct {
 	kubeconfigs *kubeconfigs
 	// inFlight are Nodes written whose write the cache has not shown yet:
 	// the resourceVersion the write replaced.
-	inFlight map[nodeKey]string
+	inFlight kit.InFlight[nodeKey]
 	// claims are what each host wants on its Node, for one writer per key.
 	claims *claimRegistry
 	// queue is the controller's work queue (nil until it starts), for
@@ -108,7 +110,6 @@ type Reconciler struct {
 // state is what the controller remembers about one source between passes;
 // it is dropped when the source goes away.
 type state struct {
-	uid   types.UID
 	notes *notify.Notifier
 	// clusters and nodes are what the last pass touched, to map Node and
 	// Cluster events back to the sources that care.
@@ -159,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	st := r.stateFor(req.NamespacedName, src.obj.GetUID())
+	st := r.sources.For(req.NamespacedName, src.obj.GetUID())
 	if src.invalid != nil {
 		return r.invalidSource(ctx, src, st)
 	}
@@ -176,35 +177,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.sources = map[types.NamespacedName]*state{}
+		r.sources = kit.NewStates[types.NamespacedName](r.recorder, "Sync", func(n *notify.Notifier) *state { return &state{notes: n} })
 		r.clusters = map[types.NamespacedName]*clusterHealth{}
-		r.inFlight = map[nodeKey]string{}
 		r.claims = newClaimRegistry()
-		if rec, ok := r.recorder.(interface {
-			OnRefused(func(uid, reason, note string))
-		}); ok {
-			rec.OnRefused(r.refused)
-		}
 	})
-}
-
-// stateFor returns a source's state, new when the source is new or its
-// object was recreated under its name.
-func (r *Reconciler) stateFor(key types.NamespacedName, uid types.UID) *state {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, ok := r.sources[key]
-	if !ok || st.uid != uid {
-		st = &state{uid: uid, notes: notify.NewNotifier(r.recorder, "Sync")}
-		r.sources[key] = st
-	}
-	return st
 }
 
 // forget drops a source's state, claims and metrics.
 func (r *Reconciler) forget(key types.NamespacedName) {
+	r.sources.Forget(key)
 	r.mu.Lock()
-	delete(r.sources, key)
 	r.pruneHealthLocked()
 	r.mu.Unlock()
 	r.wake(r.claims.release(key, nil, nil))
@@ -233,20 +215,6 @@ func (r *Reconciler) wake(sources []types.NamespacedName) {
 	}
 }
 
-// refused tells every notifier of an event the API server refused, so the
-// problem is reported again.
-func (r *Reconciler) refused(uid, reason, note string) {
-	r.mu.Lock()
-	states := make([]*state, 0, len(r.sources))
-	for _, st := range r.sources {
-		states = append(states, st)
-	}
-	r.mu.Unlock()
-	for _, st := range states {
-		st.notes.Refused(uid, reason, note)
-	}
-}
-
 // remember records what a pass touched, for mapping events to sources.
 func (r *Reconciler) remember(st *state, clusters map[types.NamespacedName]bool, nodes map[nodeKey]bool, hosts map[types.NamespacedName]bool) {
 	r.mu.Lock()
@@ -260,19 +228,17 @@ func (r *Reconciler) sourcesWhere(match func(*state) bool) []reconcile.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []reconcile.Request
-	for key, st := range r.sources {
+	r.sources.Each(func(key types.NamespacedName, st *state) {
 		if match(st) {
 			out = append(out, reconcile.Request{NamespacedName: key})
 		}
-	}
+	})
 	return out
 }
 
 // known reports a source the controller holds state for.
 func (r *Reconciler) known(key types.NamespacedName) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.sources[key]
+	_, ok := r.sources.Get(key)
 	return ok
 }
 

@@ -109,7 +109,7 @@ func describeUpdate(u nodeUpdate) string {
 	if len(u.labels.Delete) > 0 {
 		parts = append(parts, "removed "+notify.Summary(u.labels.Delete, shownInNotes))
 	}
-	if u.releaseTaint {
+	if u.taints != nil {
 		parts = append(parts, "pending taint removed")
 	}
 	return strings.Join(parts, "; ")

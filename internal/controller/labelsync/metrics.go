@@ -5,48 +5,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
-const (
-	metricsNamespace = "tagsync"
-	metricsSubsystem = "labelsync"
-)
+const metrics = kit.Metrics(ControllerName)
 
 // Host states of the hosts gauge.
 var hostStates = []string{"matched", "in_sync", "paused", "waiting"}
 
 var (
-	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "passes_total",
-		Help: "Passes by source kind (LabelSyncProfile, Metal3Cluster) and result (ok; partial: some hosts could not be synced; error; invalid: the source's configuration is refused).",
-	}, []string{"kind", "result"})
-	passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "pass_duration_seconds",
-		Help:    "Duration of one pass over a source's hosts.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	}, []string{"kind"})
-	hostsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "hosts",
-		Help: "Hosts by source and state (matched, in_sync, paused, waiting) after the source's last pass.",
-	}, []string{"kind", "namespace", "name", "state"})
-	nodeWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "node_writes_total",
-		Help: "Node patches by result (ok, error, conflict).",
-	}, []string{"result"})
-	labelChangesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "label_changes_total",
-		Help: "Node label keys written, by operation (set, delete).",
-	}, []string{"op"})
-	unreachableClusters = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "unreachable_clusters",
-		Help: "Workload clusters that could not be reached by the last pass that used them.",
-	})
+	passesTotal = metrics.Counter("passes_total",
+		"Passes by source kind (LabelSyncProfile, Metal3Cluster) and result (ok; partial: some hosts could not be synced; error; invalid: the source's configuration is refused).", "kind", "result")
+	passDuration = metrics.Histogram("pass_duration_seconds", "Duration of one pass over a source's hosts.", 0.001, 16, "kind")
+	hostsGauge   = metrics.Gauge("hosts",
+		"Hosts by source and state (matched, in_sync, paused, waiting) after the source's last pass.", "kind", "namespace", "name", "state")
+	nodeWritesTotal     = metrics.Counter("node_writes_total", "Node patches by result (ok, error, conflict).", "result")
+	labelChangesTotal   = metrics.Counter("label_changes_total", "Node label keys written, by operation (set, delete).", "op")
+	unreachableClusters = metrics.Gauge("unreachable_clusters",
+		"Workload clusters that could not be reached by the last pass that used them.").WithLabelValues()
 )
-
-func init() {
-	crmetrics.Registry.MustRegister(passesTotal, passDuration, hostsGauge, nodeWritesTotal, labelChangesTotal, unreachableClusters)
-}
 
 // observe records a pass in the metrics.
 func (p *pass) observe() {

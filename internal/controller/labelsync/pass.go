@@ -243,21 +243,21 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints)
 	inSync := len(contests) == 0
 	if !inSync {
-		u.labels, u.releaseTaint = u.labels.Without(contestedKeys(contests)), false
+		u.labels, u.taints = u.labels.Without(contestedKeys(contests)), nil
 		p.contested(l, contests)
 	}
 	if u.isEmpty() {
 		p.synced(inSync, false)
 		return nil
 	}
-	if p.r.stale(k, node) {
+	if p.r.inFlight.Stale(k, node.ResourceVersion) {
 		p.synced(inSync, true)
 		return nil
 	}
 	err := patchNode(ctx, c, node, u)
 	switch {
 	case err == nil:
-		p.r.markInFlight(k, node.ResourceVersion)
+		p.r.inFlight.Mark(k, node.ResourceVersion)
 		p.wrote(l, u)
 		p.synced(inSync, true)
 	case apierrors.IsConflict(err):
@@ -345,7 +345,7 @@ func (p *pass) wrote(l *link, u nodeUpdate) {
 	defer p.mu.Unlock()
 	p.out.sets += len(u.labels.Set)
 	p.out.deletes += len(u.labels.Delete)
-	if u.releaseTaint {
+	if u.taints != nil {
 		p.out.taintsReleased++
 	}
 	p.out.written = append(p.out.written, fmt.Sprintf("node %s of %s (host %s): %s", l.node, l.cluster, l.host.Name, what))

@@ -146,7 +146,7 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 			continue
 		}
 		p.Nodes = append(p.Nodes, NodePlan{Host: l.host.Name, Cluster: cluster, Node: node.Name, Before: node.Labels,
-			Labels: u.labels, ReleaseTaint: u.releaseTaint})
+			Labels: u.labels, ReleaseTaint: u.taints != nil})
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // maxConcurrentPasses bounds how many sources sync at once.
@@ -55,7 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.setMissing(missing)
 	ctl, err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentPasses}).
+		WithOptions(kit.Options(maxConcurrentPasses)).
 		For(&v1alpha1.LabelSyncProfile{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Build(r)
@@ -72,15 +72,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 // prepare gives the reconciler its client and recorder and the manager's
 // scheme the Cluster API and BareMetalHost types.
 func (r *Reconciler) prepare(mgr manager.Manager) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	if r.recorder == nil {
-		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
-		if err != nil {
-			return err
-		}
-		r.recorder = rec
+	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+		return err
 	}
 	if err := clusterv1.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
@@ -323,7 +316,7 @@ func (r *Reconciler) nodeEvents(cluster types.NamespacedName) handler.EventHandl
 		CreateFunc: toSources.Create,
 		UpdateFunc: toSources.Update,
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.forgetNode(nodeKey{cluster: cluster, node: e.Object.GetName()})
+			r.inFlight.Forget(nodeKey{cluster: cluster, node: e.Object.GetName()})
 			toSources.Delete(ctx, e, q)
 		},
 	}

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -45,7 +45,7 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 		s.Problems = o.problems
 	}
 	ready, reason, msg := p.readiness()
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: boolStatus(ready),
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready),
 		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation})
 	meta.SetStatusCondition(&s.Conditions, p.conflictCondition())
 	p.stampSyncTime(&s)
@@ -121,20 +121,7 @@ func notReadyStatus(prof *v1alpha1.LabelSyncProfile, reason, msg string, now tim
 // writeProfileStatus patches the profile's status, unless it is unchanged.
 func (r *Reconciler) writeProfileStatus(ctx context.Context, src *source, s v1alpha1.LabelSyncProfileStatus) error {
 	prof := src.profile
-	if equality.Semantic.DeepEqual(prof.Status, s) {
-		return nil
-	}
 	before := prof.DeepCopy()
 	prof.Status = s
-	if err := r.client.Status().Patch(ctx, prof, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch status of LabelSyncProfile %s: %w", src.name(), err)
-	}
-	return nil
-}
-
-func boolStatus(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
+	return kit.PatchStatus(ctx, r.client, prof, before, s, before.Status)
 }

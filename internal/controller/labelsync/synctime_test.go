@@ -11,10 +11,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // notConnected is the workload side of a cluster clustercache cannot
@@ -45,31 +45,26 @@ func testSyncTimeWhileUnreachable(t *testing.T, p *planes) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(start)
 	r := labelsync.NewReconciler(h.c, events.NewFakeRecorder(1000), notConnected{}, clk)
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.ns, Name: "p1"}}
+	key := types.NamespacedName{Namespace: h.ns, Name: "p1"}
 	stamps := map[time.Time]bool{}
 	for i := range 15 {
-		res, err := r.Reconcile(h.ctx, req)
-		if err != nil {
-			t.Fatalf("pass %d: %v", i, err)
-		}
+		// Each pass asks for the next, no later than the interval.
+		next := testenv.Reconcile(h.ctx, t, r, key).Requeue(time.Nanosecond, resync)
 		var prof v1alpha1.LabelSyncProfile
-		if err := h.c.Get(h.ctx, req.NamespacedName, &prof); err != nil {
+		if err := h.c.Get(h.ctx, key, &prof); err != nil {
 			t.Fatal(err)
 		}
 		s := prof.Status
 		if len(s.Waiting) != 1 || s.Waiting[0].Reason != v1alpha1.WaitClusterUnreachable || s.LastSyncTime == nil {
 			t.Fatalf("pass %d: status %+v, want h1 waiting for its unreachable cluster and a lastSyncTime", i, s)
 		}
-		if res.RequeueAfter <= 0 {
-			t.Fatalf("pass %d: no next pass (%+v)", i, res)
-		}
 		now := clk.Now()
-		if due := now.Add(res.RequeueAfter); due.Sub(s.LastSyncTime.Time) > resync {
+		if due := now.Add(next); due.Sub(s.LastSyncTime.Time) > resync {
 			t.Fatalf("pass %d at +%s: lastSyncTime +%s, next pass at +%s: it would be %s old by then, more than the %s interval",
 				i, now.Sub(start), s.LastSyncTime.Sub(start), due.Sub(start), due.Sub(s.LastSyncTime.Time), resync)
 		}
 		stamps[s.LastSyncTime.Time] = true
-		clk.SetTime(now.Add(res.RequeueAfter))
+		clk.SetTime(now.Add(next))
 	}
 	// Refreshed once per interval, not by every pass.
 	if elapsed := clk.Now().Sub(start); len(stamps) > int(elapsed/resync)+1 {

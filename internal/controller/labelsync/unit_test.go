@@ -250,7 +250,7 @@ func TestSyncedNodeNeedsNothing(t *testing.T) {
 		t.Fatalf("a synced Node gets %+v", u)
 	}
 	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}})
-	if u.isEmpty() || !u.releaseTaint || len(u.taints) != 0 || !u.labels.IsEmpty() {
+	if u.isEmpty() || u.taints == nil || len(u.taints) != 0 || !u.labels.IsEmpty() {
 		t.Fatalf("a synced Node with the pending taint gets %+v", u)
 	}
 }

@@ -144,9 +144,7 @@ func (r *Reconciler) forgetCluster(cluster types.NamespacedName) {
 func (r *Reconciler) pruneHealthLocked() {
 	for cluster := range r.clusters {
 		used := false
-		for _, st := range r.sources {
-			used = used || st.clusters[cluster]
-		}
+		r.sources.Each(func(_ types.NamespacedName, st *state) { used = used || st.clusters[cluster] })
 		if !used {
 			r.dropHealthLocked(cluster)
 		}

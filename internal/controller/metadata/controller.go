@@ -25,6 +25,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -47,8 +48,7 @@ type Reconciler struct {
 	clock     clock.PassiveClock
 
 	once   sync.Once
-	mu     sync.Mutex
-	states map[types.NamespacedName]*state // by CloudMetadata
+	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
 	// wake enqueues CloudMetadata objects whose contests changed (nil
 	// until SetupWithManager).
@@ -58,18 +58,13 @@ type Reconciler struct {
 // state is what the controller remembers about one CloudMetadata between
 // passes; it is dropped when the CloudMetadata is deleted.
 type state struct {
-	uid   types.UID
 	notes *notify.Notifier
 	// held are, per target (kind/name), the tags each resource was seen
 	// or made to carry with the requested value: under opcode add these are
 	// the object's own there, so an outside edit of one is reverted.
 	held map[string]*heldTags
-
-	// mu guards the count of passes in a row that met errors only a
-	// person can fix, for the specs failedKey names.
-	mu        sync.Mutex
-	failedKey string
-	failures  int
+	// backoff spaces passes that meet errors only a person can fix.
+	backoff kit.Backoff
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -104,58 +99,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	st := r.stateFor(&cm)
+	st := r.states.For(req.NamespacedName, cm.UID)
 	return r.newPass(&cm, st).run(ctx)
 }
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.states = map[types.NamespacedName]*state{}
+		r.states = kit.NewStates[types.NamespacedName](r.recorder, "Sync", func(n *notify.Notifier) *state {
+			return &state{notes: n, held: map[string]*heldTags{}}
+		})
 		r.claims = newClaimBook()
-		if rec, ok := r.recorder.(interface {
-			OnRefused(func(uid, reason, note string))
-		}); ok {
-			rec.OnRefused(r.refused)
-		}
 	})
-}
-
-// stateFor returns the CloudMetadata's state, new when the object is new or
-// was recreated under its name.
-func (r *Reconciler) stateFor(cm *v1alpha1.CloudMetadata) *state {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
-	st, ok := r.states[key]
-	if !ok || st.uid != cm.UID {
-		st = &state{uid: cm.UID, notes: notify.NewNotifier(r.recorder, "Sync"), held: map[string]*heldTags{}}
-		r.states[key] = st
-	}
-	return st
 }
 
 // forget drops a deleted CloudMetadata's state, metrics and claims, and
 // passes its rivals again at once.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
-	r.mu.Lock()
-	delete(r.states, key)
-	r.mu.Unlock()
+	r.states.Forget(key)
 	forgetMetrics(key)
 	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
-}
-
-// refused tells every notifier of an event the API server refused, so the
-// problem is reported again.
-func (r *Reconciler) refused(uid, reason, note string) {
-	r.mu.Lock()
-	states := make([]*state, 0, len(r.states))
-	for _, st := range r.states {
-		states = append(states, st)
-	}
-	r.mu.Unlock()
-	for _, st := range states {
-		st.notes.Refused(uid, reason, note)
-	}
 }
 
 func (r *Reconciler) now() time.Time { return r.clock.Now() }

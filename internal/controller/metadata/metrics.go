@@ -5,46 +5,27 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-const (
-	metricsNamespace = "tagsync"
-	metricsSubsystem = "metadata"
-)
+const metrics = kit.Metrics(ControllerName)
 
 // Resource states of the resources gauge.
 var resourceStates = []string{"matched", "in_sync", "failed"}
 
 var (
-	mutationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "mutations_total",
-		Help: "Cloud tag mutations by cloud, operation (set, delete) and result (ok, error); one per resource and operation.",
-	}, []string{"cloud", "op", "result"})
-	resourcesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "resources",
-		Help: "Resources by CloudMetadata, cloud and state (matched, in_sync, failed) after the last pass.",
-	}, []string{"namespace", "cloudmetadata", "cloud", "state"})
-	syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "sync_duration_seconds",
-		Help:    "Duration of one pass over one cloud's classified resources (discovery, planning, writes).",
-		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
-	}, []string{"cloud"})
-	passesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "passes_total",
-		Help: "Passes by cloud and result (ok: every resource in sync; partial; error: the request could not be carried out).",
-	}, []string{"cloud", "result"})
-	auditErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "audit_errors_total",
-		Help: "Audit records that could not be written.",
-	})
+	mutationsTotal = metrics.Counter("mutations_total",
+		"Cloud tag mutations by cloud, operation (set, delete) and result (ok, error); one per resource and operation.", "cloud", "op", "result")
+	resourcesGauge = metrics.Gauge("resources",
+		"Resources by CloudMetadata, cloud and state (matched, in_sync, failed) after the last pass.", "namespace", "cloudmetadata", "cloud", "state")
+	syncDuration = metrics.Histogram("sync_duration_seconds",
+		"Duration of one pass over one cloud's classified resources (discovery, planning, writes).", 0.01, 16, "cloud")
+	passesTotal = metrics.Counter("passes_total",
+		"Passes by cloud and result (ok: every resource in sync; partial; error: the request could not be carried out).", "cloud", "result")
+	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
-
-func init() {
-	crmetrics.Registry.MustRegister(mutationsTotal, resourcesGauge, syncDuration, passesTotal, auditErrors)
-}
 
 // countMutation counts one resource's write, per operation it contained.
 func countMutation(cloud string, patch tags.Patch, err error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -68,7 +69,7 @@ func (o *outcome) readFailed(err error) {
 		o.request = &condition{ReasonThrottled, fmt.Sprintf("discovery throttled by the cloud; retrying in %s: %v", d.Round(time.Second), err)}
 		return
 	}
-	if needsPerson(err) {
+	if kit.NeedsPerson(err) {
 		o.permanent = true
 		o.request = &condition{v1alpha1.ReasonPermanentError, fmt.Sprintf("could not list the classified resources: %v%s", err, personNote)}
 		return
@@ -91,7 +92,7 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 		names = append(names, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 		if d, ok := cloud.RetryAfter(f.Err); ok {
 			o.retryAfter = max(o.retryAfter, d)
-		} else if needsPerson(f.Err) {
+		} else if kit.NeedsPerson(f.Err) {
 			permanent++
 		} else {
 			o.transient = true

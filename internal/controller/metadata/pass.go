@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -134,7 +133,7 @@ func seenIDs(resources []cloud.Classified) map[string]bool {
 
 // next is when the CloudMetadata's next pass is due: after syncEvery, sooner
 // after transient failures, later after errors only a person can fix
-// (permanentBackoff), and never before a throttled scope reopens.
+// (kit.Backoff), and never before a throttled scope reopens.
 func (p *pass) next(outcomes []*outcome) time.Duration {
 	every := p.cm.Spec.ControllerConfig.SyncInterval()
 	next := every
@@ -149,44 +148,14 @@ func (p *pass) next(outcomes []*outcome) time.Duration {
 	case transient:
 		next = min(next, transientRetry)
 	case permanent:
-		next = permanentBackoff(every, p.st.failedAgain(specKey(p.cm, outcomes)))
+		next = p.st.backoff.Failed(specKey(p.cm, outcomes), every)
 	default:
-		p.st.failedAgain("")
+		p.st.backoff.Reset()
 	}
 	if throttled > 0 {
 		return throttled
 	}
 	return next
-}
-
-// maxPermanentBackoff is the longest wait between passes that meet the
-// same errors only a person can fix (unless syncEvery is longer).
-const maxPermanentBackoff = 30 * time.Minute
-
-// permanentBackoff is the wait after the n-th pass in a row (n >= 1) that
-// met errors only a person can fix: syncEvery, doubling each time, up to
-// maxPermanentBackoff.
-func permanentBackoff(every time.Duration, n int) time.Duration {
-	d := every
-	for i := 1; i < n && d < maxPermanentBackoff; i++ {
-		d *= 2
-	}
-	return max(every, min(d, maxPermanentBackoff))
-}
-
-// failedAgain counts a pass in a row that met errors only a person can fix
-// for the same specs (key); a new key (a spec changed) starts again at 1,
-// and "" (a pass without such errors) resets the count.
-func (st *state) failedAgain(key string) int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if key == "" || key != st.failedKey {
-		st.failedKey, st.failures = key, 0
-	}
-	if key != "" {
-		st.failures++
-	}
-	return st.failures
 }
 
 // specKey identifies the generations a pass served.
@@ -196,14 +165,6 @@ func specKey(cm *v1alpha1.CloudMetadata, outcomes []*outcome) string {
 		key += fmt.Sprintf("/%s=%d", o.t.key(), o.t.obj.GetGeneration())
 	}
 	return key
-}
-
-// needsPerson reports discovery errors that a retry does not cure: the
-// identity may not read the scope, the scope does not exist, or its name
-// resolves to no endpoint (a mistyped region).
-func needsPerson(err error) bool {
-	var dns *net.DNSError
-	return errors.Is(err, cloud.ErrForbidden) || errors.Is(err, cloud.ErrNotFound) || (errors.As(err, &dns) && dns.IsNotFound)
 }
 
 // isPermanent reports write errors that a retry does not cure.

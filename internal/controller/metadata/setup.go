@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -15,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // maxConcurrentPasses bounds how many CloudMetadata objects sync at once;
@@ -26,15 +25,8 @@ const maxConcurrentPasses = 4
 // or sync request, and a spec change of an AzureMetadata or AWSMetadata it
 // references, trigger a pass; each pass schedules the next after syncEvery.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	if r.recorder == nil {
-		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
-		if err != nil {
-			return err
-		}
-		r.recorder = rec
+	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+		return err
 	}
 	r.init()
 	r.wake = make(chan event.GenericEvent, maxConcurrentPasses)
@@ -50,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentPasses}).
+		WithOptions(kit.Options(maxConcurrentPasses)).
 		For(&v1alpha1.CloudMetadata{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.AzureMetadata{}, handler.EnqueueRequestsFromMapFunc(r.referrers(azureRefIndex)),

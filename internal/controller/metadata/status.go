@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -26,7 +27,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 		s := o.status(p.cm, *o.t.status, now)
 		steady := *s.DeepCopy()
 		steady.LastSyncTime = o.t.status.LastSyncTime
-		s.LastSyncTime = stampSyncTime(o.t.status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, *o.t.status), every)
+		s.LastSyncTime = kit.StampSyncTime(o.t.status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, *o.t.status), every)
 		*o.t.status = s
 		if err := p.patchStatus(ctx, o.t.obj, before); err != nil {
 			return err
@@ -36,33 +37,15 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 	s := p.cloudMetadataStatus(problems, outcomes, now)
 	steady := *s.DeepCopy()
 	steady.LastSyncTime = p.cm.Status.LastSyncTime
-	s.LastSyncTime = stampSyncTime(p.cm.Status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, p.cm.Status), every)
+	s.LastSyncTime = kit.StampSyncTime(p.cm.Status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, p.cm.Status), every)
 	p.cm.Status = s
 	return p.patchStatus(ctx, p.cm, before)
-}
-
-// stampSyncTime is the lastSyncTime to store: the pass's (next) when
-// anything else in the status changed, when none is stored, or when a
-// sync interval has passed since the stored one; else the stored one
-// (prev), so that a steady object's status is not rewritten by every pass
-// and its watchers are not woken.
-func stampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration) *metav1.Time {
-	if prev == nil || next == nil || !unchanged || next.Sub(prev.Time) >= every {
-		return next
-	}
-	return prev
 }
 
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
 func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
-	if equality.Semantic.DeepEqual(statusOf(obj), statusOf(before)) {
-		return nil
-	}
-	if err := p.r.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch status of %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
+	return kit.PatchStatus(ctx, p.r.client, obj, before, statusOf(obj), statusOf(before))
 }
 
 // status is the target's new status.
@@ -71,7 +54,7 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 	s.CloudMetadata = cm.Name
 	gen := o.t.obj.GetGeneration()
 	set := func(typ string, ok bool, reason, msg string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: boolStatus(ok), Reason: reason,
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: kit.ConditionStatus(ok), Reason: reason,
 			Message: notify.Fit(msg), ObservedGeneration: gen})
 	}
 	o.auditFailing(s.Conditions, set)
@@ -150,7 +133,7 @@ func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, n
 		s.Failed += int32(o.failed())
 	}
 	ready, reason, msg := readiness(problems, outcomes)
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: boolStatus(ready), Reason: reason,
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready), Reason: reason,
 		Message: notify.Fit(msg), ObservedGeneration: p.cm.Generation})
 	return s
 }
@@ -186,13 +169,6 @@ func readiness(problems []refProblem, outcomes []*outcome) (bool, string, string
 	return true, ReasonApplied, fmt.Sprintf("the requests are applied to all %d matched resource(s)", matched)
 }
 
-func boolStatus(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
-}
-
 // limitOf is the CloudMetadata's limit policy, defaulted.
 func limitOf(cm *v1alpha1.CloudMetadata) v1alpha1.LimitPolicy {
 	if cm.Spec.ControllerConfig.Limit == "" {
@@ -215,17 +191,4 @@ func statusOf(obj client.Object) any {
 		return o.Status
 	}
 	return nil
-}
-
-// kindOf names the kinds this controller writes.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *v1alpha1.CloudMetadata:
-		return "CloudMetadata"
-	case *v1alpha1.AzureMetadata:
-		return "AzureMetadata"
-	case *v1alpha1.AWSMetadata:
-		return "AWSMetadata"
-	}
-	return fmt.Sprintf("%T", obj)
 }

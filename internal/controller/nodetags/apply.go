@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -56,7 +57,7 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint6
 // removal.
 func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
 	u, skipped := nodeUpdateFor(cfg, m, mm)
-	u.taints, u.releaseTaint = withoutPendingTaint(m.node.Spec.Taints)
+	u.taints = kit.ReleaseTaint(m.node.Spec.Taints, PendingTaintKey)
 	return u, skipped
 }
 
@@ -74,10 +75,10 @@ func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK b
 		writesTotal.WithLabelValues(p.nts.Name, "node", "error").Inc()
 		p.notes.Warn(m.node, ReasonNodeWriteFailed, err.Error())
 	default:
-		p.r.notePending(m.node.Name, readAt)
+		p.r.inFlight.Mark(m.node.Name, readAt)
 		p.out.nodeWritten(cloudOK)
 		writesTotal.WithLabelValues(p.nts.Name, "node", "ok").Inc()
-		if u.releaseTaint {
+		if u.taints != nil {
 			log.FromContext(ctx).V(1).Info("pending taint removed: the node has its labels", "node", m.node.Name)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -29,7 +30,7 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 	a, _ := TrimNode(mk("a"))
 	b, _ := TrimNode(mk("b"))
 	na, nb := a.(*cachedNode), b.(*cachedNode)
-	if na.Spec.ProviderID != "azure:///x" || !hasPendingTaint(na) || na.Labels["agentpool"] != "pool1" ||
+	if na.Spec.ProviderID != "azure:///x" || !kit.HasTaint(na.Spec.Taints, PendingTaintKey) || na.Labels["agentpool"] != "pool1" ||
 		na.Annotations[BaseAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {
 		t.Fatalf("trimNode dropped something the controller reads: %+v", na)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -39,17 +39,17 @@ type Reconciler struct {
 	// nodeWriteConcurrency bounds parallel Node patches.
 	nodeWriteConcurrency int
 
-	once    sync.Once
-	nodes   nodeSource
-	mu      sync.Mutex
-	syncs   map[string]*syncState // by NodeTagSync name
-	pending map[string]string     // node name → version our last write replaced
+	once  sync.Once
+	nodes nodeSource
+	mu    sync.Mutex
+	syncs *kit.States[string, *syncState] // by NodeTagSync name
+	// inFlight are the Nodes written whose write the cache has not shown.
+	inFlight kit.InFlight[string]
 }
 
 // syncState is what the controller remembers about one NodeTagSync between
 // passes. It is dropped when the NodeTagSync is deleted.
 type syncState struct {
-	uid   types.UID
 	notes *notify.Notifier
 	// lastRead is when the cloud was last read fresh for it, and request
 	// the sync request that read served.
@@ -58,6 +58,8 @@ type syncState struct {
 	// steady are the nodes the last pass found fully in sync, with the
 	// state they were in (steady.go).
 	steady map[string]string
+	// backoff spaces passes whose cloud read met errors a person must fix.
+	backoff kit.Backoff
 	// lastStatus is the status this controller last wrote (nil: unknown).
 	lastStatus *v1alpha1.NodeTagSyncStatus
 }
@@ -81,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	st := r.stateFor(&nts)
+	st := r.syncs.For(nts.Name, nts.UID)
 	cfg, err := configFor(nts.Spec, r.providers)
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
@@ -117,44 +119,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.syncs = map[string]*syncState{}
-		r.pending = map[string]string{}
+		r.syncs = kit.NewStates[string](r.recorder, "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
 		if r.nodes.client == nil {
 			r.nodes.client = r.client
 		}
-		if rec, ok := r.recorder.(interface {
-			OnRefused(func(uid, reason, note string))
-		}); ok {
-			rec.OnRefused(r.refused)
-		}
 	})
-}
-
-// stateFor returns the NodeTagSync's state, new when the name is new or was
-// reused by a recreated object.
-func (r *Reconciler) stateFor(nts *v1alpha1.NodeTagSync) *syncState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, ok := r.syncs[nts.Name]
-	if !ok || st.uid != nts.UID {
-		st = &syncState{uid: nts.UID, notes: notify.NewNotifier(r.recorder, "Sync")}
-		r.syncs[nts.Name] = st
-	}
-	return st
-}
-
-// refused tells every NodeTagSync's notifier of an event the API server
-// refused, so the problem is reported again.
-func (r *Reconciler) refused(uid, reason, note string) {
-	r.mu.Lock()
-	states := make([]*syncState, 0, len(r.syncs))
-	for _, st := range r.syncs {
-		states = append(states, st)
-	}
-	r.mu.Unlock()
-	for _, st := range states {
-		st.notes.Refused(uid, reason, note)
-	}
 }
 
 func (r *Reconciler) now() time.Time { return r.clock.Now() }
@@ -183,9 +152,7 @@ func (r *Reconciler) nextPass(st *syncState, resync time.Duration) time.Duration
 
 // forget drops a deleted NodeTagSync's state and metrics.
 func (r *Reconciler) forget(name string) {
-	r.mu.Lock()
-	delete(r.syncs, name)
-	r.mu.Unlock()
+	r.syncs.Forget(name)
 	for _, state := range nodeStates {
 		nodesGauge.DeleteLabelValues(name, state)
 	}

@@ -4,23 +4,21 @@ package nodetags
 // bookkeeping for, so tests can check that deleted objects are forgotten.
 func (r *Reconciler) Tracked() (syncs, nodes int) {
 	r.init()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.syncs), len(r.pending)
+	return r.syncs.Len(), r.inFlight.Len()
 }
 
 // NotePending records a write in flight for a node, as a Node write does.
-func (r *Reconciler) NotePending(name, rv string) { r.notePending(name, rv) }
+func (r *Reconciler) NotePending(name, rv string) { r.inFlight.Mark(name, rv) }
 
 // Steady is how many of a NodeTagSync's nodes its last pass found steady
 // (in sync and unchanged, so the next pass skips their merge).
 func (r *Reconciler) Steady(name string) int {
-	r.mu.Lock()
-	st := r.syncs[name]
-	r.mu.Unlock()
-	if st == nil {
+	st, ok := r.syncs.Get(name)
+	if !ok {
 		return 0
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return len(st.steady)
 }
 

@@ -6,10 +6,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -51,51 +50,22 @@ func encodeBase(base tags.Set) string {
 type nodeUpdate struct {
 	labels tags.LabelChanges
 	base   string // new annotation value; "" when unchanged
-	// releaseTaint removes the pending taint: taints are the Node's taints
-	// without it.
-	releaseTaint bool
-	taints       []corev1.Taint
+	// taints, when not nil, are the Node's taints without the pending
+	// taint, which the update removes.
+	taints []corev1.Taint
 }
 
-func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && !u.releaseTaint }
+func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && u.taints == nil }
 
 // patchNode writes only the changed labels and the base annotation (and,
-// when the pending taint goes, the Node's taints without it) as a JSON merge
-// patch guarded by the Node's resourceVersion: if the Node changed since it
-// was read, the API server answers Conflict and the next pass re-reads it, so
-// a label or taint someone else just wrote is never overwritten.
+// when the pending taint goes, the Node's taints without it), guarded by the
+// Node's resourceVersion: if the Node changed since it was read, the API
+// server answers Conflict and the next pass re-reads it, so a label or taint
+// someone else just wrote is never overwritten.
 func patchNode(ctx context.Context, c client.Client, node *cachedNode, u nodeUpdate) error {
-	labels := map[string]any{}
-	for k, v := range u.labels.Set {
-		labels[k] = v
-	}
-	for _, k := range u.labels.Delete {
-		labels[k] = nil
-	}
-	meta := map[string]any{"resourceVersion": node.ResourceVersion}
-	if len(labels) > 0 {
-		meta["labels"] = labels
-	}
+	p := kit.NodePatch{Labels: u.labels, Taints: u.taints, Guard: true}
 	if u.base != "" {
-		meta["annotations"] = map[string]any{BaseAnnotation: u.base}
+		p.Annotations = map[string]string{BaseAnnotation: u.base}
 	}
-	patch := map[string]any{"metadata": meta}
-	if u.releaseTaint {
-		// A merge patch replaces the list whole; the resourceVersion guard
-		// makes that safe.
-		patch["spec"] = map[string]any{"taints": u.taints}
-	}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	// Patch through a metadata-only object: the API server answers with the
-	// Node's metadata alone, and the (shared, cached) node is never mutated.
-	target := &metav1.PartialObjectMetadata{}
-	target.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-	target.SetName(node.Name)
-	if err := c.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("patching node %s: %w", node.Name, err)
-	}
-	return nil
+	return kit.PatchNode(ctx, c, node.Name, node.ResourceVersion, p)
 }

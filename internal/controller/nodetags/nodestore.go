@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // nodeSource lists the cached Nodes a pass reads. The pass never modifies
@@ -43,7 +45,7 @@ func (s nodeSource) pending(ctx context.Context) ([]*cachedNode, error) {
 		all, err := s.list(ctx, labels.Everything())
 		var out []*cachedNode
 		for _, n := range all {
-			if hasPendingTaint(n) {
+			if kit.HasTaint(n.Spec.Taints, PendingTaintKey) {
 				out = append(out, n)
 			}
 		}

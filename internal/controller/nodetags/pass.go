@@ -11,6 +11,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -96,6 +97,7 @@ func (p *pass) next() (reconcile.Result, error) {
 	if wait, ok := cloud.RetryAfter(o.err()); ok {
 		return reconcile.Result{RequeueAfter: max(wait, time.Second)}, nil
 	}
+	p.st.backoff.Reset()
 	if o.errors > 0 {
 		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", o.errors, o.firstError)
 	}
@@ -119,6 +121,11 @@ func (p *pass) readFailed(ctx context.Context, fresh bool, err error) (reconcile
 	}
 	if wait, ok := cloud.RetryAfter(err); ok {
 		return reconcile.Result{RequeueAfter: max(wait, time.Second)}, nil
+	}
+	if kit.NeedsPerson(err) {
+		// Reported above; retried when the spec changes, or after the
+		// resync interval doubling up to kit.MaxPersonBackoff.
+		return reconcile.Result{RequeueAfter: p.st.backoff.Failed(fmt.Sprint(p.nts.Generation), p.cfg.resync)}, nil
 	}
 	return reconcile.Result{}, fmt.Errorf("reading the cloud: %w", err)
 }
@@ -153,7 +160,7 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 			p.out.unmanaged++
 			p.reportUnmanagedPending(node, pl.Reason)
 			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", pl.Reason)
-		case p.r.stale(node):
+		case p.r.inFlight.Stale(node.Name, node.ResourceVersion):
 			p.out.synced++
 			p.out.inFlight++
 		default:

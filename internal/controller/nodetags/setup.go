@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -18,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // ctrlManager is the controller-runtime manager the controller runs in.
@@ -28,15 +27,8 @@ type ctrlManager = manager.Manager
 const ControllerName = "nodetags"
 
 func setup(mgr ctrlManager, r *Reconciler) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	if r.recorder == nil {
-		rec, err := notify.AddRecorder(mgr, "tagsync-"+ControllerName)
-		if err != nil {
-			return err
-		}
-		r.recorder = rec
+	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+		return err
 	}
 	r.init()
 	nodes, err := nodeSourceFor(context.Background(), mgr, r.client)
@@ -46,7 +38,7 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 	r.nodes = nodes
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(kit.Options(1)).
 		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanged())).
@@ -61,7 +53,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 		CreateFunc: all.Create,
 		UpdateFunc: all.Update,
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.forgetNode(e.Object.GetName())
+			r.inFlight.Forget(e.Object.GetName())
 			all.Delete(ctx, e, q)
 		},
 		GenericFunc: all.Generic,

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -196,7 +197,7 @@ func orEmpty(s tags.Set) tags.Set {
 func taintTags(node *cachedNode) tags.Set {
 	taints := make([]tags.Taint, 0, len(node.Spec.Taints))
 	for _, t := range node.Spec.Taints {
-		if !isPendingTaint(t) { // tagsync's own, gone once synced
+		if !kit.IsTaint(t, PendingTaintKey) { // tagsync's own, gone once synced
 			taints = append(taints, tags.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 		}
 	}

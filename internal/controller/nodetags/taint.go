@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // PendingTaintKey is the taint (effect NoSchedule, any value) a node can be
@@ -18,36 +19,9 @@ const PendingTaintKey = "nodetags.tagsync.io/pending"
 // pendingIndex indexes cached Nodes that carry the pending taint.
 const pendingIndex = "nodetags.pendingTaint"
 
-// isPendingTaint reports whether t is the pending taint.
-func isPendingTaint(t corev1.Taint) bool {
-	return t.Key == PendingTaintKey && t.Effect == corev1.TaintEffectNoSchedule
-}
-
-// hasPendingTaint reports whether the node carries the pending taint.
-func hasPendingTaint(node *cachedNode) bool {
-	for _, t := range node.Spec.Taints {
-		if isPendingTaint(t) {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutPendingTaint returns the taints without the pending taint and
-// whether it was there.
-func withoutPendingTaint(taints []corev1.Taint) ([]corev1.Taint, bool) {
-	out := make([]corev1.Taint, 0, len(taints))
-	for _, t := range taints {
-		if !isPendingTaint(t) {
-			out = append(out, t)
-		}
-	}
-	return out, len(out) != len(taints)
-}
-
 // pendingIndexFunc indexes tainted Nodes under "true".
 func pendingIndexFunc(obj any) ([]string, error) {
-	if node, ok := obj.(*cachedNode); ok && hasPendingTaint(node) {
+	if node, ok := obj.(*cachedNode); ok && kit.HasTaint(node.Spec.Taints, PendingTaintKey) {
 		return []string{"true"}, nil
 	}
 	return nil, nil
@@ -56,7 +30,7 @@ func pendingIndexFunc(obj any) ([]string, error) {
 // reportUnmanagedPending warns, once, about a selected node that keeps the
 // pending taint because tagsync cannot sync it.
 func (p *pass) reportUnmanagedPending(node *cachedNode, reason string) {
-	if !hasPendingTaint(node) {
+	if !kit.HasTaint(node.Spec.Taints, PendingTaintKey) {
 		return
 	}
 	p.out.pending++

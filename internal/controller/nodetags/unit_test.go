@@ -2,6 +2,8 @@ package nodetags
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/scheme"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // unit is a Reconciler on a fake client and the in-memory provider: pure
@@ -47,11 +50,17 @@ func newUnitWithClock(t *testing.T, clk clock.PassiveClock, objs ...client.Objec
 
 func (u *unit) reconcile() reconcile.Result {
 	u.t.Helper()
-	res, err := u.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "nts"}})
-	if err != nil && res.RequeueAfter == 0 {
-		u.t.Logf("reconcile error (workqueue backoff): %v", err)
+	got := u.pass()
+	if got.Err != nil && got.Result.RequeueAfter == 0 {
+		u.t.Logf("reconcile error (workqueue backoff): %v", got.Err)
 	}
-	return res
+	return got.Result
+}
+
+// pass runs one Reconcile of the NodeTagSync "nts".
+func (u *unit) pass() testenv.Reconciled {
+	u.t.Helper()
+	return testenv.Reconcile(context.Background(), u.t, u.r, types.NamespacedName{Name: "nts"})
 }
 
 func (u *unit) ready() *metav1.Condition {
@@ -95,6 +104,35 @@ func TestUnitThrottledWriteRequeuesAfterRetryAfter(t *testing.T) {
 	}
 }
 
+// TestUnitForbiddenReadWaitsForAPerson: a cloud read the identity may not
+// make is not retried by the workqueue's backoff: the pass asks for the next
+// one after the resync interval, doubling while the spec stays the same,
+// and starts again at the interval when the spec changes. A transient
+// failure is an error, retried with the backoff.
+func TestUnitForbiddenReadWaitsForAPerson(t *testing.T) {
+	objs := unitObjects()
+	objs[0].(*v1alpha1.NodeTagSync).Spec.ResyncInterval = &metav1.Duration{Duration: 5 * time.Minute}
+	u := newUnit(t, objs...)
+	forbidden := fmt.Errorf("reading resource group rg: %w", cloud.ErrForbidden)
+	for _, want := range []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 30 * time.Minute} {
+		u.cloud.FailNext(cloudtest.OpSnapshot, forbidden)
+		u.pass().Requeue(want, want)
+	}
+	var nts v1alpha1.NodeTagSync
+	if err := u.c.Get(context.Background(), client.ObjectKey{Name: "nts"}, &nts); err != nil {
+		t.Fatal(err)
+	}
+	nts.Spec.ResyncInterval = &metav1.Duration{Duration: 6 * time.Minute}
+	nts.Generation++
+	if err := u.c.Update(context.Background(), &nts); err != nil {
+		t.Fatal(err)
+	}
+	u.cloud.FailNext(cloudtest.OpSnapshot, forbidden)
+	u.pass().Requeue(6*time.Minute, 6*time.Minute)
+	u.cloud.FailNext(cloudtest.OpSnapshot, errors.New("connection reset"))
+	u.pass().Failed("connection reset")
+}
+
 func TestUnitMissingResourceIsAnErrorWithAReason(t *testing.T) {
 	u := newUnit(t, unitObjects()...)
 	u.cloud.Place("n1", "/r/gone", false) // placed on a resource the read did not return
@@ -115,12 +153,12 @@ func TestUnitSteadyNodesCostNoMerge(t *testing.T) {
 	u.cloud.Place("n1", "/r/vm1", false)
 	u.reconcile() // writes team to the cloud and env to the node
 	u.reconcile() // sees both sides agree: steady
-	if n := len(u.r.syncs["nts"].steady); n != 1 {
+	if n := u.r.Steady("nts"); n != 1 {
 		t.Fatalf("%d steady nodes after agreement, want 1", n)
 	}
 	writes := u.cloud.Count(cloudtest.OpPatchTags)
 	u.reconcile()
-	if u.cloud.Count(cloudtest.OpPatchTags) != writes || len(u.r.syncs["nts"].steady) != 1 {
+	if u.cloud.Count(cloudtest.OpPatchTags) != writes || u.r.Steady("nts") != 1 {
 		t.Fatal("a steady node was merged or written again")
 	}
 }

@@ -169,7 +169,7 @@ func (out *Prediction) predictResource(cfg syncConfig, res cloud.Resource, nodes
 			continue
 		}
 		out.Nodes = append(out.Nodes, NodeWrite{Name: m.node.Name, Resource: res.ID, Labels: u.labels,
-			Before: labelsBefore(m.node, u.labels), Base: u.base, ReleaseTaint: u.releaseTaint, Conflicts: conflicts})
+			Before: labelsBefore(m.node, u.labels), Base: u.base, ReleaseTaint: u.taints != nil, Conflicts: conflicts})
 	}
 	if !rw.Patch.IsEmpty() || len(rw.Conflicts) > 0 || len(rw.Skipped) > 0 || rw.Wiped {
 		out.Resources = append(out.Resources, rw)

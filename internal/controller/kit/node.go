@@ -1,0 +1,155 @@
+package kit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// NodePatch is the change one pass makes to a Node.
+type NodePatch struct {
+	// Labels are the label keys to set and delete; others are untouched.
+	Labels tags.LabelChanges
+	// Annotations are annotations to set.
+	Annotations map[string]string
+	// Taints, when not nil, replace the Node's taints (a merge patch
+	// replaces a list whole): the pending taint released.
+	Taints []corev1.Taint
+	// Guard sends the resourceVersion read with every patch, not only with
+	// one that replaces the taints: a Node changed since is refused
+	// (Conflict) and read again, rather than patched.
+	Guard bool
+}
+
+// IsEmpty reports a patch that changes nothing.
+func (p NodePatch) IsEmpty() bool {
+	return p.Labels.IsEmpty() && len(p.Annotations) == 0 && p.Taints == nil
+}
+
+// PatchNode writes p to the Node name, read at resourceVersion rv, as a
+// JSON merge patch of the changed keys only (a deleted label as null). It
+// patches through a metadata-only object, so a cached Node is never
+// mutated and the answer is the Node's metadata alone.
+func PatchNode(ctx context.Context, c client.Client, name, rv string, p NodePatch) error {
+	meta := map[string]any{}
+	if !p.Labels.IsEmpty() {
+		labels := map[string]any{}
+		for k, v := range p.Labels.Set {
+			labels[k] = v
+		}
+		for _, k := range p.Labels.Delete {
+			labels[k] = nil
+		}
+		meta["labels"] = labels
+	}
+	if len(p.Annotations) > 0 {
+		meta["annotations"] = p.Annotations
+	}
+	patch := map[string]any{"metadata": meta}
+	if p.Guard || p.Taints != nil {
+		meta["resourceVersion"] = rv
+	}
+	if p.Taints != nil {
+		patch["spec"] = map[string]any{"taints": p.Taints}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	target := &metav1.PartialObjectMetadata{}
+	target.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	target.SetName(name)
+	if err := c.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patching node %s: %w", name, err)
+	}
+	return nil
+}
+
+// HasTaint reports whether taints hold the NoSchedule taint key.
+func HasTaint(taints []corev1.Taint, key string) bool {
+	for _, t := range taints {
+		if IsTaint(t, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReleaseTaint returns the Taints of a NodePatch that drops the NoSchedule
+// taint key (an empty, not nil, list when it was the only one), or nil when
+// the Node does not carry it.
+func ReleaseTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if !IsTaint(t, key) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == len(taints) {
+		return nil
+	}
+	return out
+}
+
+// IsTaint reports whether t is the NoSchedule taint key.
+func IsTaint(t corev1.Taint, key string) bool {
+	return t.Key == key && t.Effect == corev1.TaintEffectNoSchedule
+}
+
+// InFlight remembers, per Node (K), the resourceVersion our last write
+// replaced. The informer cache shows a write a moment after it is made, and
+// the write's own watch event triggers the next pass; until the cache shows
+// a newer version, a pass that compared the old one would redo the write
+// and be refused. Its zero value is ready.
+type InFlight[K comparable] struct {
+	mu       sync.Mutex
+	replaced map[K]string
+}
+
+// Mark records that our write replaced version rv of k.
+func (f *InFlight[K]) Mark(k K, rv string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.replaced == nil {
+		f.replaced = map[K]string{}
+	}
+	f.replaced[k] = rv
+}
+
+// Stale reports whether version rv of k is the one our write replaced;
+// once the cache shows a newer version the record is dropped.
+func (f *InFlight[K]) Stale(k K, rv string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.replaced[k]
+	if !ok {
+		return false
+	}
+	if v == rv {
+		return true
+	}
+	delete(f.replaced, k)
+	return false
+}
+
+// Forget drops the record of a deleted Node.
+func (f *InFlight[K]) Forget(k K) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.replaced, k)
+}
+
+// Len is how many writes are in flight.
+func (f *InFlight[K]) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.replaced)
+}

@@ -1,0 +1,53 @@
+package kit
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// StampSyncTime is the lastSyncTime to store: the pass's (next) when
+// anything else in the status changed (unchanged is false), when none is
+// stored, or when an interval (every) has passed since the stored one;
+// else the stored one (prev), so that a steady object's status is not
+// rewritten by every pass and its watchers are not woken.
+func StampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration) *metav1.Time {
+	if prev == nil || next == nil || !unchanged || next.Sub(prev.Time) >= every {
+		return next
+	}
+	return prev
+}
+
+// PatchStatus sends obj's status as a merge patch from before, unless
+// status (obj's new status) equals was (what the server holds): an
+// unchanged object costs no write.
+func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object, status, was any) error {
+	if equality.Semantic.DeepEqual(status, was) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status of %s %s: %w", KindOf(obj), client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// KindOf names a typed object's kind (its Go type's name).
+func KindOf(obj client.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return reflect.Indirect(reflect.ValueOf(obj)).Type().Name()
+}
+
+// ConditionStatus is True for ok, else False.
+func ConditionStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
