@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/openshift"
 )
 
@@ -163,7 +164,7 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 	case err != nil:
 		return err
 	}
-	if equality.Semantic.DeepEqual(specOf(current), specOf(obj)) && current.GetLabels()[managedByLabel] == managedBy &&
+	if equality.Semantic.DeepEqual(kit.Field(current, "Spec"), kit.Field(obj, "Spec")) && current.GetLabels()[managedByLabel] == managedBy &&
 		current.GetAnnotations()[sourceAnnotation] != "" {
 		return nil
 	}
@@ -178,17 +179,4 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 func (r *Reconciler) exists(ctx context.Context, obj client.Object) bool {
 	current := obj.DeepCopyObject().(client.Object)
 	return r.client.Get(ctx, client.ObjectKeyFromObject(obj), current) == nil
-}
-
-// specOf returns the spec of the engine kinds.
-func specOf(obj client.Object) any {
-	switch o := obj.(type) {
-	case *v1alpha1.CloudMetadata:
-		return o.Spec
-	case *v1alpha1.AzureMetadata:
-		return o.Spec
-	case *v1alpha1.AWSMetadata:
-		return o.Spec
-	}
-	return nil
 }

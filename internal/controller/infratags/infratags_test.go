@@ -10,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -140,8 +141,7 @@ func TestSeedSchema(t *testing.T) {
 	}
 	cm := &v1alpha1.CloudMetadata{}
 	cm.Namespace, cm.Name = namespace, infratags.CloudMetadataName
-	testenv.RequestPass(t, h.c, cm, "tagsync.io/sync-requested",
-		func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, waitFor)
+	testenv.RequestPass(t, h.c, cm, "tagsync.io/sync-requested", testenv.LastSyncRequest, waitFor)
 	h.waitTags([]string{disk}, map[string]string{"team": "b"})
 }
 
@@ -219,6 +219,11 @@ func TestEngineWriteRetried(t *testing.T) {
 			"resourceGroupName": e.ResourceGroup, "resourceTags": tagList("env", "late")}},
 	})
 	h.waitEvent(infratags.ReasonEngineWriteFailed, `namespaces "`+namespace+`" not found`)
+	// A pass returns the error (not a requeue), so the workqueue retries it
+	// with its backoff: a second reconciler on the same objects, called
+	// directly.
+	r := infratags.NewReconciler(h.c, events.NewFakeRecorder(100), infratags.Options{Namespace: namespace})
+	testenv.Reconcile(h.ctx, t, r, client.ObjectKey{Name: infratags.InfrastructureName}).Failed(`namespaces "` + namespace + `" not found`)
 	const retries = 6
 	eventually(t, "the failed write retried", func() string {
 		if n := failures() - before; n < retries {

@@ -6,21 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -32,19 +28,7 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
-	os.Exit(m.Run())
-}
-
-// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
-// errors only.
-func logVerbosity() int {
-	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
-		return v
-	}
-	return -2
-}
+func TestMain(m *testing.M) { testenv.Main(m, nil) }
 
 const (
 	sub       = armsimtest.SubscriptionID
@@ -136,15 +120,7 @@ func startWithoutNamespace(t *testing.T, extra []cloud.Provider, crds []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller manager: %v", err)
-		}
-	}
+	h.stop = testenv.StartManager(h.ctx, t, mgr)
 	t.Cleanup(func() {
 		h.stop()
 		h.az.HTTPClient.CloseIdleConnections()

@@ -7,7 +7,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/internal/notify"
@@ -52,3 +54,22 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 func Options(concurrent int) controller.Options {
 	return controller.Options{MaxConcurrentReconciles: concurrent, RateLimiter: RateLimiter()}
 }
+
+// UpdateChanged lets through every create, delete and generic event, and an
+// update of two T whose difference changed reports: what a controller reads
+// of T changed. An update of another type is let through.
+func UpdateChanged[T client.Object](changed func(old, new T) bool) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		a, ok1 := e.ObjectOld.(T)
+		b, ok2 := e.ObjectNew.(T)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return changed(a, b)
+	}}
+}
+
+// SyncRequestAnnotation on an object a controller serves asks for a pass
+// now: set it to any new value (for example a timestamp). The object's
+// status.lastSyncRequest says when a pass has served it.
+const SyncRequestAnnotation = "tagsync.io/sync-requested"

@@ -23,11 +23,11 @@ func StampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration)
 	return prev
 }
 
-// PatchStatus sends obj's status as a merge patch from before, unless
-// status (obj's new status) equals was (what the server holds): an
-// unchanged object costs no write.
-func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object, status, was any) error {
-	if equality.Semantic.DeepEqual(status, was) {
+// PatchStatus sends obj's status as a merge patch from before (what the
+// server holds), unless the two statuses are equal: an unchanged object
+// costs no write.
+func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
+	if equality.Semantic.DeepEqual(Field(obj, "Status"), Field(before, "Status")) {
 		return nil
 	}
 	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
@@ -50,4 +50,18 @@ func ConditionStatus(ok bool) metav1.ConditionStatus {
 		return metav1.ConditionTrue
 	}
 	return metav1.ConditionFalse
+}
+
+// Field is the top-level field name (Spec, Status) of a typed object, nil
+// when it has none: for comparing what one kind or another holds.
+func Field(obj client.Object, name string) any {
+	v := reflect.Indirect(reflect.ValueOf(obj))
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.FieldByName(name)
+	if !f.IsValid() {
+		return nil
+	}
+	return f.Interface()
 }

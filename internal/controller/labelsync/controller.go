@@ -58,10 +58,8 @@ import (
 // events.
 const ControllerName = "labelsync"
 
-// SyncRequestAnnotation on a LabelSyncProfile asks for a pass now: set it to
-// any new value (for example a timestamp). status.lastSyncRequest says when a
-// pass has served it.
-const SyncRequestAnnotation = "tagsync.io/sync-requested"
+// SyncRequestAnnotation asks for a pass over a LabelSyncProfile now.
+const SyncRequestAnnotation = kit.SyncRequestAnnotation
 
 // PendingTaintKey is the taint (effect NoSchedule, any value) a Node can be
 // registered with (kubelet --register-with-taints, e.g. from a

@@ -342,15 +342,10 @@ func nodeChanged() predicate.Predicate {
 // hostChanged lets through host creations, deletions and changes of
 // labels, annotations (pause) or consumer.
 func hostChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		a, ok1 := e.ObjectOld.(*BareMetalHost)
-		b, ok2 := e.ObjectNew.(*BareMetalHost)
-		if !ok1 || !ok2 {
-			return true
-		}
+	return kit.UpdateChanged(func(a, b *BareMetalHost) bool {
 		return !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) ||
 			!equalRef(a.Spec.ConsumerRef, b.Spec.ConsumerRef)
-	}}
+	})
 }
 
 // equalRef compares two optional object references.
@@ -373,26 +368,16 @@ func metal3MachineChanged() predicate.Predicate {
 // machineChanged lets through Machine changes label sync reads: its node,
 // cluster, infrastructure reference and pause annotation.
 func machineChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		a, ok1 := e.ObjectOld.(*clusterv1.Machine)
-		b, ok2 := e.ObjectNew.(*clusterv1.Machine)
-		if !ok1 || !ok2 {
-			return true
-		}
+	return kit.UpdateChanged(func(a, b *clusterv1.Machine) bool {
 		return a.Status.NodeRef != b.Status.NodeRef || a.Spec.ClusterName != b.Spec.ClusterName ||
 			a.Spec.InfrastructureRef != b.Spec.InfrastructureRef || !maps.Equal(a.Annotations, b.Annotations)
-	}}
+	})
 }
 
 // clusterChanged lets through Cluster changes label sync reads: pause and
 // infrastructure reference.
 func clusterChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		a, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-		b, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-		if !ok1 || !ok2 {
-			return true
-		}
+	return kit.UpdateChanged(func(a, b *clusterv1.Cluster) bool {
 		return clusterPaused(a) != clusterPaused(b) || a.Spec.InfrastructureRef != b.Spec.InfrastructureRef
-	}}
+	})
 }

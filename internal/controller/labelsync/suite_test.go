@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,9 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
@@ -37,19 +32,7 @@ import (
 // waitFor bounds every wait of the suite.
 const waitFor = 60 * time.Second
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
-	os.Exit(m.Run())
-}
-
-// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
-// errors only.
-func logVerbosity() int {
-	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
-		return v
-	}
-	return -2
-}
+func TestMain(m *testing.M) { testenv.Main(m, nil) }
 
 // crdDirs are the CRDs the management cluster needs: Cluster API's Cluster
 // and Machine from the module go.mod requires, and the minimal Metal3 CRDs.
@@ -155,15 +138,7 @@ func newHarnesses(t *testing.T, p *planes, n int) []*harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller manager: %v", err)
-		}
-	}
+	h.stop = testenv.StartManager(h.ctx, t, mgr)
 	t.Cleanup(h.stop)
 	for _, o := range hs[1:] {
 		o.stop = h.stop
@@ -310,8 +285,7 @@ func (h *harness) profile(name string, prefixes ...string) *v1alpha1.LabelSyncPr
 func (h *harness) pass(name string) *v1alpha1.LabelSyncProfile {
 	h.t.Helper()
 	p := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
-	testenv.RequestPass(h.t, h.c, p, labelsync.SyncRequestAnnotation,
-		func(o client.Object) string { return o.(*v1alpha1.LabelSyncProfile).Status.LastSyncRequest }, waitFor)
+	testenv.RequestPass(h.t, h.c, p, labelsync.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
 	return p
 }
 

@@ -33,10 +33,8 @@ import (
 // events.
 const ControllerName = "metadata"
 
-// SyncRequestAnnotation on a CloudMetadata asks for a pass now: set it to any
-// new value (for example a timestamp). status.lastSyncRequest says when a
-// pass has served it.
-const SyncRequestAnnotation = "tagsync.io/sync-requested"
+// SyncRequestAnnotation asks for a pass over a CloudMetadata now.
+const SyncRequestAnnotation = kit.SyncRequestAnnotation
 
 // Reconciler applies the requests of CloudMetadata objects. Build it with
 // NewReconciler.

@@ -45,7 +45,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
 func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
-	return kit.PatchStatus(ctx, p.r.client, obj, before, statusOf(obj), statusOf(before))
+	return kit.PatchStatus(ctx, p.r.client, obj, before)
 }
 
 // status is the target's new status.
@@ -179,16 +179,3 @@ func limitOf(cm *v1alpha1.CloudMetadata) v1alpha1.LimitPolicy {
 
 // joinErrs renders errors.Join'ed errors on one line.
 func joinErrs(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
-
-// statusOf returns the status of the kinds this controller writes.
-func statusOf(obj client.Object) any {
-	switch o := obj.(type) {
-	case *v1alpha1.CloudMetadata:
-		return o.Status
-	case *v1alpha1.AzureMetadata:
-		return o.Status
-	case *v1alpha1.AWSMetadata:
-		return o.Status
-	}
-	return nil
-}

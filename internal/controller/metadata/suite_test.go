@@ -4,21 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
@@ -35,19 +29,7 @@ import (
 // namespace), so tests run in parallel.
 var kube *testenv.Env
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
-	os.Exit(testenv.RunMain(m, func(env *testenv.Env) { kube = env }))
-}
-
-// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
-// errors only.
-func logVerbosity() int {
-	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
-		return v
-	}
-	return -2
-}
+func TestMain(m *testing.M) { testenv.Main(m, func(env *testenv.Env) { kube = env }) }
 
 const (
 	sub     = armsimtest.SubscriptionID
@@ -66,6 +48,9 @@ type harness struct {
 	extra []cloud.Provider
 	audit *auditSink
 	stop  func()
+	// cached reads through the controller manager's cache, with its
+	// field indexes.
+	cached client.Client
 	// other is a second namespace the controller also watches ("" if none).
 	other string
 }
@@ -115,6 +100,23 @@ func newHarness(t *testing.T, extra ...cloud.Provider) *harness {
 // startController starts a fresh provider and manager (as after a restart).
 func (h *harness) startController() {
 	h.t.Helper()
+	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		Providers:   append([]cloud.Provider{h.azureProvider()}, h.extra...),
+		Controllers: []string{metadata.ControllerName},
+		Namespaces:  h.namespaces(),
+		Audit:       audit.New(h.audit),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.stop = testenv.StartManager(h.ctx, h.t, mgr)
+	h.cached = mgr.GetClient()
+}
+
+// azureProvider is an Azure provider on the test's armsim.
+func (h *harness) azureProvider() *azure.Provider {
+	h.t.Helper()
 	az, err := azure.NewProvider(h.ctx, azure.Config{ARMEndpoint: h.az.Server.URL(), ARMAudience: h.az.Server.URL(),
 		DefaultSubscription: sub, HTTPClient: h.az.HTTPClient},
 		azure.WithCredential(h.az.Credential), azure.WithRegisterer(prometheus.NewRegistry()),
@@ -123,25 +125,7 @@ func (h *harness) startController() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
-		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Providers:   append([]cloud.Provider{az}, h.extra...),
-		Controllers: []string{metadata.ControllerName},
-		Namespaces:  h.namespaces(),
-		Audit:       audit.New(h.audit),
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("controller manager: %v", err)
-		}
-	}
+	return az
 }
 
 // namespaces are the namespaces the test's controller watches.
@@ -199,8 +183,7 @@ func (h *harness) cloudMetadata(name, azureRef string, limit v1alpha1.LimitPolic
 func (h *harness) pass(name string) *v1alpha1.CloudMetadata {
 	h.t.Helper()
 	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
-	testenv.RequestPass(h.t, h.c, cm, metadata.SyncRequestAnnotation,
-		func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, waitFor)
+	testenv.RequestPass(h.t, h.c, cm, metadata.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
 	return cm
 }
 
@@ -295,11 +278,7 @@ func (h *harness) auditRecords() []audit.Record {
 // auditLines parses every line of the audit log, pending records included.
 func (h *harness) auditLines() []audit.Record {
 	h.t.Helper()
-	out, err := audit.Read(strings.NewReader(h.audit.String()))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return testenv.AuditRecords(h.t, h.audit.String())
 }
 
 // allIDs are the estate's resource and group IDs.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // TestCloudWritesAreAudited: each PatchTags the node sync makes on a scale
@@ -52,9 +53,5 @@ func TestCloudWritesAreAudited(t *testing.T) {
 // auditRecords parses the controller's audit log.
 func (h *harness) auditRecords() []audit.Record {
 	h.t.Helper()
-	out, err := audit.Read(strings.NewReader(h.audit.String()))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return testenv.AuditRecords(h.t, h.audit.String())
 }

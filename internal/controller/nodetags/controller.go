@@ -23,10 +23,8 @@ import (
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
-// SyncRequestAnnotation on a NodeTagSync asks for a pass with fresh cloud
-// reads now: set it to any new value (for example a timestamp). The status
-// field lastSyncRequest says when a pass has served it.
-const SyncRequestAnnotation = "tagsync.io/sync-requested"
+// SyncRequestAnnotation asks for a pass over a NodeTagSync (with fresh cloud reads) now.
+const SyncRequestAnnotation = kit.SyncRequestAnnotation
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
 // Build it with NewReconciler.

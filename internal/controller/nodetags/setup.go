@@ -78,18 +78,9 @@ func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.
 // change what a sync reads: labels, taints, providerID, or the stored base.
 // Status heartbeats are ignored.
 func nodeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldNode, ok1 := e.ObjectOld.(*cachedNode)
-			newNode, ok2 := e.ObjectNew.(*cachedNode)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return !maps.Equal(oldNode.Labels, newNode.Labels) ||
-				oldNode.Spec.ProviderID != newNode.Spec.ProviderID ||
-				oldNode.Annotations[BaseAnnotation] != newNode.Annotations[BaseAnnotation] ||
-				!slices.EqualFunc(oldNode.Spec.Taints, newNode.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value })
-		},
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
+	return predicate.And(kit.UpdateChanged(func(a, b *cachedNode) bool {
+		return !maps.Equal(a.Labels, b.Labels) || a.Spec.ProviderID != b.Spec.ProviderID ||
+			a.Annotations[BaseAnnotation] != b.Annotations[BaseAnnotation] ||
+			!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value })
+	}), predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }})
 }

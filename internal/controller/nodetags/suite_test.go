@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,9 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -40,19 +35,7 @@ import (
 // its own nodes, NodeTagSyncs, armsim and controller manager.
 var kube *testenv.Env
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
-	os.Exit(testenv.RunMain(m, func(env *testenv.Env) { kube = env }))
-}
-
-// logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else
-// errors only.
-func logVerbosity() int {
-	if v, err := strconv.Atoi(os.Getenv("TAGSYNC_TEST_V")); err == nil {
-		return v
-	}
-	return -2
-}
+func TestMain(m *testing.M) { testenv.Main(m, func(env *testenv.Env) { kube = env }) }
 
 const (
 	sub     = armsimtest.SubscriptionID
@@ -181,15 +164,7 @@ func (h *harness) startController() {
 		h.t.Fatal(err)
 	}
 	h.rec = mgr.Controllers[nodetags.ControllerName].(*nodetags.Reconciler)
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("controller manager: %v", err)
-		}
-	}
+	h.stop = testenv.StartManager(h.ctx, h.t, mgr)
 }
 
 // cleanupObjects deletes the test's Nodes and NodeTagSyncs and waits until
@@ -257,8 +232,7 @@ func (h *harness) syncNow(name string) string {
 func (h *harness) syncAndWait(name string) *v1alpha1.NodeTagSync {
 	h.t.Helper()
 	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	testenv.RequestPass(h.t, h.c, nts, nodetags.SyncRequestAnnotation,
-		func(o client.Object) string { return o.(*v1alpha1.NodeTagSync).Status.LastSyncRequest }, waitFor)
+	testenv.RequestPass(h.t, h.c, nts, nodetags.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
 	return nts
 }
 
