@@ -2,7 +2,9 @@ package openshift
 
 import (
 	"errors"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -39,7 +41,7 @@ func ValidateAWSUserTags(tags map[string]string) error {
 	if len(tags) > MaxAWSUserTags {
 		errs = append(errs, tooMany(AWSUserTagsPath, len(tags), MaxAWSUserTags))
 	}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if err := validateAWSTag(k, tags[k]); err != nil {
 			errs = append(errs, err)
 		}

@@ -3,7 +3,9 @@ package openshift
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -48,7 +50,7 @@ func ValidateUserTags(tags map[string]string) error {
 	if err := duplicateKeys(tags); err != nil {
 		errs = append(errs, err)
 	}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if err := validateAzureTag(k, tags[k]); err != nil {
 			errs = append(errs, err)
 		}
@@ -114,13 +116,4 @@ func duplicateKeys(tags map[string]string) error {
 		Keys:   keys,
 		Detail: "found duplicate tag keys: " + strings.Join(parts, "; ") + " (tag keys are case-insensitive; keep one spelling)",
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,6 +1,10 @@
 package tags
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"sort"
+)
 
 // NodeProposal is what one Node's merge wants written to a shared cloud
 // resource (a uniform scale set): the Node's name and its CloudPatch.
@@ -51,7 +55,7 @@ func Aggregate(nc NameCase, cloud Set, proposals []NodeProposal) AggregateResult
 	ops, spelling := collectOps(nc, proposals)
 	idx := cloud.index(nc)
 	var res AggregateResult
-	for _, k := range sortedMapKeys(ops) {
+	for _, k := range slices.Sorted(maps.Keys(ops)) {
 		list := ops[k]
 		if !unanimous(list) {
 			res.Conflicts = append(res.Conflicts, AggregateConflict{Name: spelling[k], Ops: list})
@@ -122,13 +126,4 @@ func (p *Patch) addOp(nc NameCase, cloud Set, idx map[string]string, name string
 	default:
 		p.put(name, op.Value)
 	}
-}
-
-func sortedMapKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,6 +2,8 @@ package tags
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,7 +176,7 @@ func (c Codec) FromLabels(labels map[string]string) (Set, []Skipped) {
 	names := map[string]string{}   // label key -> tag name
 	values := map[string]string{}  // label key -> tag value
 	var skipped []Skipped
-	for _, lk := range sortedKeys(labels) {
+	for _, lk := range slices.Sorted(maps.Keys(labels)) {
 		name, value, err := c.decodeLabel(lk, labels[lk])
 		if err != nil {
 			skipped = append(skipped, skip(name, lk, labels[lk], err))
@@ -242,13 +244,4 @@ func caseCollision(name string) error {
 
 func labelCollision(all []string) error {
 	return tagErr("", ErrDuplicateName, "labels %q name the same tag (tag names are case-insensitive); remove all but one of them", all)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

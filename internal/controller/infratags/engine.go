@@ -43,22 +43,27 @@ func (r *Reconciler) applyClouds(ctx context.Context, infra *unstructured.Unstru
 	var refs v1alpha1.CloudProviderRefs
 	var errs []error
 	classifiers := map[string]string{}
-	if in.azure != nil {
-		ok, err := r.apply(ctx, infra, "azure", in.azure, openshift.ValidateUserTags, r.azureObject(in))
-		errs = append(errs, err)
-		if ok {
-			clouds = append(clouds, "azure")
-			refs.AzureRef = &v1alpha1.LocalObjectRef{Name: AzureMetadataName}
-			classifiers[ownedTag(r.opts.AzureOwnedTag, in.infraID)] = "owned"
+	for _, c := range []struct {
+		cloud    string
+		d        *desired
+		validate func(map[string]string) error
+		object   func(infrastructure) client.Object
+		ref      **v1alpha1.LocalObjectRef
+		name     string
+		owned    string
+	}{
+		{"azure", in.azure, openshift.ValidateUserTags, r.azureObject, &refs.AzureRef, AzureMetadataName, r.opts.AzureOwnedTag},
+		{"aws", in.aws, openshift.ValidateAWSUserTags, r.awsObject, &refs.AWSRef, AWSMetadataName, r.opts.AWSOwnedTag},
+	} {
+		if c.d == nil {
+			continue
 		}
-	}
-	if in.aws != nil {
-		ok, err := r.apply(ctx, infra, "aws", in.aws, openshift.ValidateAWSUserTags, r.awsObject(in))
+		ok, err := r.apply(ctx, infra, c.cloud, c.d, c.validate, c.object(in))
 		errs = append(errs, err)
 		if ok {
-			clouds = append(clouds, "aws")
-			refs.AWSRef = &v1alpha1.LocalObjectRef{Name: AWSMetadataName}
-			classifiers[ownedTag(r.opts.AWSOwnedTag, in.infraID)] = "owned"
+			clouds = append(clouds, c.cloud)
+			*c.ref = &v1alpha1.LocalObjectRef{Name: c.name}
+			classifiers[ownedTag(c.owned, in.infraID)] = "owned"
 		}
 	}
 	if len(clouds) == 0 {
@@ -116,7 +121,7 @@ func problems(d *desired, validate func(map[string]string) error) error {
 }
 
 // azureObject is the AzureMetadata for the Infrastructure's Azure tags.
-func (r *Reconciler) azureObject(in infrastructure) *v1alpha1.AzureMetadata {
+func (r *Reconciler) azureObject(in infrastructure) client.Object {
 	o := &v1alpha1.AzureMetadata{ObjectMeta: r.meta(AzureMetadataName), Spec: v1alpha1.AzureMetadataSpec{
 		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: in.azure.tags}}
 	if in.resourceGroup != "" && len(in.infraID) >= 3 {
@@ -126,7 +131,7 @@ func (r *Reconciler) azureObject(in infrastructure) *v1alpha1.AzureMetadata {
 }
 
 // awsObject is the AWSMetadata for the Infrastructure's AWS tags.
-func (r *Reconciler) awsObject(in infrastructure) *v1alpha1.AWSMetadata {
+func (r *Reconciler) awsObject(in infrastructure) client.Object {
 	o := &v1alpha1.AWSMetadata{ObjectMeta: r.meta(AWSMetadataName), Spec: v1alpha1.AWSMetadataSpec{
 		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]v1alpha1.AWSTagValue{}}}
 	for k, v := range in.aws.tags {

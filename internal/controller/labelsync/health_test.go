@@ -71,12 +71,7 @@ func (h *harness) kubeconfigSecret(cluster string) *corev1.Secret {
 
 func testSecretDeleted(t *testing.T, p *planes) {
 	h := newHarness(t, p)
-	h.cluster("alpha", p.workloadKC, nil)
-	node := h.node(p.workloadC, "n1", nil)
-	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
-	h.machine(b, "alpha", node)
-	h.profile("p1", "rack.example.com")
-	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	b, node := h.syncedHost(p)
 
 	// The Secret goes: the cluster is unreachable, and says why.
 	if err := h.c.Delete(h.ctx, h.kubeconfigSecret("alpha")); err != nil {
@@ -214,12 +209,7 @@ func testDeletedClusterForgotten(t *testing.T, p *planes) {
 
 func testPausedMetal3Cluster(t *testing.T, p *planes) {
 	h := newHarness(t, p)
-	h.cluster("alpha", p.workloadKC, nil)
-	node := h.node(p.workloadC, "n1", nil)
-	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
-	h.machine(b, "alpha", node)
-	h.profile("p1", "rack.example.com")
-	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	b, node := h.syncedHost(p)
 
 	// CAPM3 skips a Metal3Cluster annotated cluster.x-k8s.io/paused: so
 	// does label sync.

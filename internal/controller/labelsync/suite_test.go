@@ -270,6 +270,21 @@ func (h *harness) node(c client.Client, name string, labels map[string]string, t
 	return name
 }
 
+// syncedHost sets up the common case and waits until it is in sync: the
+// workload cluster alpha, its Node n1, the host h1 (rack r1) on that Node,
+// and the profile p1 syncing rack.example.com labels. It returns the host
+// and the Node's name.
+func (h *harness) syncedHost(p *planes) (*labelsync.BareMetalHost, string) {
+	h.t.Helper()
+	h.cluster("alpha", p.workloadKC, nil)
+	node := h.node(p.workloadC, "n1", nil)
+	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
+	h.machine(b, "alpha", node)
+	h.profile("p1", "rack.example.com")
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	return b, node
+}
+
 // profile creates a LabelSyncProfile selecting hosts labelled sync=<name>.
 func (h *harness) profile(name string, prefixes ...string) *v1alpha1.LabelSyncProfile {
 	h.t.Helper()

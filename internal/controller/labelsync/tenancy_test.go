@@ -82,12 +82,7 @@ func (h *harness) consume(b *labelsync.BareMetalHost, m3m types.NamespacedName) 
 func testLinksStayInTheirNamespace(t *testing.T, p *planes) {
 	hs := newHarnesses(t, p, 2)
 	metal, tenant := hs[0], hs[1]
-	metal.cluster("alpha", p.workloadKC, nil)
-	node := metal.node(p.workloadC, "n1", nil)
-	victim := metal.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
-	metal.machine(victim, "alpha", node)
-	metal.profile("p1", "rack.example.com")
-	metal.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	_, node := metal.syncedHost(p)
 	before := metal.resourceVersion(node)
 	victimMachine := types.NamespacedName{Namespace: metal.ns, Name: "h1-m"}
 

@@ -15,11 +15,7 @@ import (
 // the NodeTagSync that asked and the key's value before and after.
 func TestCloudWritesAreAudited(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-aud")
-	ssID, pids := h.scaleSet("rg-aud", "pool", 2, map[string]string{"env": "prod"})
-	for i, pid := range pids {
-		h.node(fmt.Sprintf("aud-%d", i), pid, nil, nil)
-	}
+	ssID := h.scaleSetOfNodes("aud", 2, map[string]string{"env": "prod"})
 	h.sync("aud", nil)
 	h.waitLabel("aud-1", "azure.tags/env", "prod")
 	setLabel(h, "aud-0", "azure.tags/team", "blue")

@@ -186,11 +186,7 @@ func TestDeletionsPropagateKeyByKey(t *testing.T) {
 // scale set and fans out to the other nodes.
 func TestLabelAddedReachesScaleSet(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-add")
-	ssID, pids := h.scaleSet("rg-add", "pool", 3, map[string]string{"env": "prod"})
-	for i, pid := range pids {
-		h.node(fmt.Sprintf("add-%d", i), pid, nil, nil)
-	}
+	ssID := h.scaleSetOfNodes("add", 3, map[string]string{"env": "prod"})
 	h.sync("add", nil)
 	h.waitLabel("add-2", "azure.tags/env", "prod")
 	setLabel(h, "add-0", "azure.tags/team", "blue")
@@ -238,12 +234,8 @@ func TestScaleOutAndNodeReplacement(t *testing.T) {
 // deletes no labels, is reported, and is repaired from the labels.
 func TestNodePoolReconcileWipe(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-wipe")
 	want := map[string]string{"env": "prod", "team": "blue", "costcenter": "42"}
-	ssID, pids := h.scaleSet("rg-wipe", "pool", 3, want)
-	for i, pid := range pids {
-		h.node(fmt.Sprintf("wipe-%d", i), pid, nil, nil)
-	}
+	ssID := h.scaleSetOfNodes("wipe", 3, want)
 	h.sync("wipe", nil)
 	h.waitLabel("wipe-2", "azure.tags/costcenter", "42")
 	h.passDone("wipe", 3)
@@ -256,7 +248,7 @@ func TestNodePoolReconcileWipe(t *testing.T) {
 		h.waitTag(ssID, k, v)
 	}
 	h.waitEvent("TagsWiped", "wipe")
-	for i := range pids {
+	for i := range 3 {
 		labels := h.labels(fmt.Sprintf("wipe-%d", i))
 		for k, v := range want {
 			if labels["azure.tags/"+k] != v {

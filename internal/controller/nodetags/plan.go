@@ -2,7 +2,8 @@ package nodetags
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -103,7 +104,7 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	}
 	out := Prediction{Claimed: claimed, Failed: snap.Failed}
 	groups := out.place(items, snap)
-	for _, id := range sortedKeys(groups) {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		res, ok := snap.Resources[id]
 		if !ok {
 			for _, n := range groups[id] {
@@ -189,15 +190,5 @@ func labelsBefore(node *cachedNode, changes tags.LabelChanges) map[string]string
 			out[k] = v
 		}
 	}
-	return out
-}
-
-// sortedKeys returns the map's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

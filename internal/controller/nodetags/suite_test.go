@@ -263,6 +263,19 @@ func (h *harness) scaleSet(rg, name string, n int, tags map[string]string) (stri
 	return id, pids
 }
 
+// scaleSetOfNodes creates the resource group rg-<name>, a scale set "pool"
+// of n instances tagged tags, and a Node <name>-<i> on each instance; it
+// returns the scale set's ID.
+func (h *harness) scaleSetOfNodes(name string, n int, tags map[string]string) string {
+	h.t.Helper()
+	h.resourceGroup("rg-" + name)
+	id, pids := h.scaleSet("rg-"+name, "pool", n, tags)
+	for i, pid := range pids {
+		h.node(fmt.Sprintf("%s-%d", name, i), pid, nil, nil)
+	}
+	return id
+}
+
 // vm creates a standalone VM and returns its ID and providerID.
 func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
 	h.t.Helper()
