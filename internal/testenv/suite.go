@@ -21,11 +21,17 @@ import (
 // the level TAGSYNC_TEST_V gives (errors only when unset), and, when use is
 // not nil, the package's tests share one control plane (RunMain).
 func Main(m *testing.M, use func(*Env)) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
+	setTestLogger()
 	if use == nil {
 		os.Exit(m.Run())
 	}
 	os.Exit(RunMain(m, use))
+}
+
+// setTestLogger sends controller logs to stderr at the level TAGSYNC_TEST_V
+// gives.
+func setTestLogger() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-logVerbosity()))))
 }
 
 // logVerbosity is the controller log level for tests: TAGSYNC_TEST_V, else

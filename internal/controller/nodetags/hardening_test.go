@@ -22,14 +22,16 @@ import (
 // TestResyncIntervalNotADuration: a resyncInterval that is not a duration
 // is refused with a message that says what a duration looks like.
 func TestResyncIntervalNotADuration(t *testing.T) {
+	t.Parallel()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tagsync.io/v1alpha1", "kind": "NodeTagSync",
 		"metadata": map[string]any{"name": "soon"},
 		"spec":     map[string]any{"resyncInterval": "soon"},
 	}}
-	err := kube.Client.Create(t.Context(), u)
+	c := planes.Acquire(t).Client
+	err := c.Create(t.Context(), u)
 	if err == nil {
-		_ = kube.Client.Delete(t.Context(), u)
+		_ = c.Delete(t.Context(), u)
 		t.Fatal("the API server accepted resyncInterval: soon")
 	}
 	if !strings.Contains(err.Error(), "must be a duration such as 90s, 5m or 1h30m") {
@@ -41,6 +43,7 @@ func TestResyncIntervalNotADuration(t *testing.T) {
 // a 40-tag initial sync stay within the API server's note limit, so they are
 // stored (an over-long note is refused and the event lost).
 func TestLongEventNotesArrive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-long")
 	longName := strings.Repeat("n", 300)
@@ -70,6 +73,7 @@ func TestLongEventNotesArrive(t *testing.T) {
 // TestInvalidSpecReportedOnce: a NodeTagSync the controller cannot use is
 // reported once, not again on every Node change in the cluster.
 func TestInvalidSpecReportedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.node("churn", "", map[string]string{"a": "0"}, nil)
 	h.sync("badglob", func(s *v1alpha1.NodeTagSyncSpec) { s.IncludeTags = []v1alpha1.TagPattern{"["} })
@@ -99,6 +103,7 @@ func TestInvalidSpecReportedOnce(t *testing.T) {
 // TestFilterExcludingEverythingWarns: includeTags and excludeTags that leave
 // no tag in scope give a Warning and say so in the Ready message.
 func TestFilterExcludingEverythingWarns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.sync("nothing", func(s *v1alpha1.NodeTagSyncSpec) {
 		s.IncludeTags = []v1alpha1.TagPattern{"cost*"}
@@ -114,6 +119,7 @@ func TestFilterExcludingEverythingWarns(t *testing.T) {
 // TestDeletedObjectsAreForgotten: the reconciler's per-NodeTagSync and
 // per-Node bookkeeping does not outlive the objects.
 func TestDeletedObjectsAreForgotten(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-forget")
 	_, pid := h.vm("rg-forget", "vm-forget", map[string]string{"env": "prod"})
@@ -141,6 +147,7 @@ func TestDeletedObjectsAreForgotten(t *testing.T) {
 // TestOneUnreadableResourceGroup: a resource group the controller may not
 // read does not stop the others; the status names it.
 func TestOneUnreadableResourceGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-open")
 	h.resourceGroup("rg-locked")
@@ -172,6 +179,7 @@ func TestOneUnreadableResourceGroup(t *testing.T) {
 // subscription's bucket however often a pass is asked for; the status says
 // the controller is throttled.
 func TestLongRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var lists []time.Time
 	h := newHarnessWithTransport(t, func(req *http.Request) {
@@ -211,6 +219,7 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 // same write that gives it its labels; a node tagsync cannot sync, and one
 // no NodeTagSync selects, keep it and are reported.
 func TestPendingTaint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-pending")
 	_, pid := h.vm("rg-pending", "vm-pending", map[string]string{"env": "prod"})

@@ -31,11 +31,14 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// kube is the control plane shared by the package's tests; each test uses
-// its own nodes, NodeTagSyncs, armsim and controller manager.
-var kube *testenv.Env
+// planes are the control planes the package's tests share. NodeTagSyncs
+// are cluster-scoped and select every Node, so a test that runs a
+// controller takes a plane to itself (planes.Acquire) with its own nodes,
+// NodeTagSyncs, armsim and controller manager; tests run in parallel, two
+// at a time.
+var planes *testenv.Pool
 
-func TestMain(m *testing.M) { testenv.Main(m, func(env *testenv.Env) { kube = env }) }
+func TestMain(m *testing.M) { testenv.MainPool(m, 2, func(p *testenv.Pool) { planes = p }) }
 
 const (
 	sub     = armsimtest.SubscriptionID
@@ -46,6 +49,7 @@ const (
 type harness struct {
 	t        *testing.T
 	ctx      context.Context
+	kube     *testenv.Env
 	c        client.Client
 	cloud    *armsim.Server
 	env      *armsimtest.Env
@@ -109,7 +113,8 @@ func newHarness(t *testing.T, opts ...azure.Option) *harness {
 func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
 	env := armsimtest.Start(t)
-	h := &harness{t: t, ctx: context.Background(), c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
+	kube := planes.Acquire(t)
+	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
 		gates: azure.NewThrottleGates(), audit: &testenv.SyncBuffer{}}
 	h.startController()
 	t.Cleanup(func() {
@@ -146,12 +151,12 @@ func (h *harness) startController() {
 	// The controller starts as `tagsync run` starts it (the registry,
 	// through operator.Build), with the real event recorder wrapped to
 	// count what it emits.
-	rec, err := notify.NewRecorder(kube.Config, kube.Scheme, "tagsync-nodetags")
+	rec, err := notify.NewRecorder(h.kube.Config, h.kube.Scheme, "tagsync-nodetags")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.emitted = &countingRecorder{Recorder: rec, counts: map[string]int{}}
-	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
+	mgr, err := operator.Build(h.ctx, h.kube.Config, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", Provider: provider, SkipNameValidation: true,
 		Controllers: []string{nodetags.ControllerName},
 		Recorder:    func(string) events.EventRecorder { return h.emitted },
