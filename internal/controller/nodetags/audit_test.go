@@ -14,7 +14,6 @@ import (
 // set has a pending record before it and a result record after it, with
 // the NodeTagSync that asked and the key's value before and after.
 func TestCloudWritesAreAudited(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	ssID := h.scaleSetOfNodes("aud", 2, map[string]string{"env": "prod"})
 	h.sync("aud", nil)

@@ -16,7 +16,6 @@ import (
 )
 
 func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
-	t.Parallel()
 	mk := func(name string) *corev1.Node {
 		return &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7",
@@ -47,7 +46,6 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 }
 
 func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T) {
-	t.Parallel()
 	mk := func(name, host string) *corev1.Node {
 		l := map[string]string{"agentpool": "pool1", "topology.kubernetes.io/zone": "westeurope-1"}
 		if host != "" {
@@ -113,7 +111,6 @@ func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T)
 }
 
 func TestMapTableStaysBounded(t *testing.T) {
-	t.Parallel()
 	table := newMapTable(8)
 	first := table.intern(map[string]string{"k": "0"})
 	for i := range 100 {

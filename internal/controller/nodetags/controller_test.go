@@ -12,7 +12,6 @@ import (
 // TestScaleSetFanOut: a Uniform scale set's tags reach every node, with one
 // bulk read and no writes.
 func TestScaleSetFanOut(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-fan")
 	ssID, pids := h.scaleSet("rg-fan", "pool1", 40, map[string]string{"env": "prod", "costcenter": "42"})
@@ -60,7 +59,6 @@ func TestScaleSetFanOut(t *testing.T) {
 // case starts from an agreed base env=prod, then the cloud sets env=cloud and
 // adds fromcloud, the node sets env=node and adds fromnode.
 func TestDirectionsAndPolicies(t *testing.T) {
-	t.Parallel()
 	type want struct {
 		label, tag          string // env on each side after the pass
 		fromCloud, fromNode bool   // propagated?
@@ -126,7 +124,6 @@ func TestDirectionsAndPolicies(t *testing.T) {
 // TestDisagreeingScaleSetNodes: two nodes of one scale set propose different
 // values: a conflict, nothing written, no flip-flop across passes.
 func TestDisagreeingScaleSetNodes(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-dis")
 	ssID, pids := h.scaleSet("rg-dis", "pool", 3, map[string]string{"env": "prod"})
@@ -161,7 +158,6 @@ func TestDisagreeingScaleSetNodes(t *testing.T) {
 // TestDeletionsPropagateKeyByKey: a tag removed in Azure removes the label, a
 // label removed on a node removes the tag; other keys stay.
 func TestDeletionsPropagateKeyByKey(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-del")
 	vmID, pid := h.vm("rg-del", "vm-del", map[string]string{"env": "prod", "owner": "ops", "team": "blue"})
@@ -189,7 +185,6 @@ func TestDeletionsPropagateKeyByKey(t *testing.T) {
 // TestLabelAddedReachesScaleSet: a label added on one node is written to its
 // scale set and fans out to the other nodes.
 func TestLabelAddedReachesScaleSet(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	ssID := h.scaleSetOfNodes("add", 3, map[string]string{"env": "prod"})
 	h.sync("add", nil)
@@ -203,7 +198,6 @@ func TestLabelAddedReachesScaleSet(t *testing.T) {
 // TestScaleOutAndNodeReplacement: a new instance's node gets the labels; a
 // node deleted and recreated (upgrade) gets them back and deletes nothing.
 func TestScaleOutAndNodeReplacement(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-scale")
 	ssID, pids := h.scaleSet("rg-scale", "pool", 2, map[string]string{"env": "prod", "team": "blue"})
@@ -239,7 +233,6 @@ func TestScaleOutAndNodeReplacement(t *testing.T) {
 // TestNodePoolReconcileWipe: a wholesale rewrite of the scale set's tags
 // deletes no labels, is reported, and is repaired from the labels.
 func TestNodePoolReconcileWipe(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	want := map[string]string{"env": "prod", "team": "blue", "costcenter": "42"}
 	ssID := h.scaleSetOfNodes("wipe", 3, want)

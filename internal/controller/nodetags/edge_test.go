@@ -26,7 +26,6 @@ import (
 // codec; a 200-character value cannot be a label: reported, never truncated,
 // and the tag is left alone.
 func TestAwkwardNamesAndValues(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-odd")
 	long := strings.Repeat("v", 200)
@@ -70,7 +69,6 @@ func TestAwkwardNamesAndValues(t *testing.T) {
 // TestTagLimit: labels beyond Azure's 50 tags are not written, are reported,
 // and are not deleted from the node; the first ones in name order fit.
 func TestTagLimit(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-limit")
 	initial := map[string]string{}
@@ -107,7 +105,6 @@ func TestTagLimit(t *testing.T) {
 // TestReservedPrefixesNeverWritten: labels that would create tags with
 // reserved prefixes are reported and never sent to ARM.
 func TestReservedPrefixesNeverWritten(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-res")
 	vmID, pid := h.vm("rg-res", "vm-res", map[string]string{"env": "prod"})
@@ -136,7 +133,6 @@ func TestReservedPrefixesNeverWritten(t *testing.T) {
 // and nodes without a usable providerID are counted, never errors, and cost
 // no cloud call.
 func TestCrossResourceGroupAndUnmanagedNodes(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-main")
 	h.resourceGroup("rg-other")
@@ -167,7 +163,6 @@ func TestCrossResourceGroupAndUnmanagedNodes(t *testing.T) {
 // TestResourceGroupFilter: only nodes in the listed groups (compared
 // case-insensitively) are synced.
 func TestResourceGroupFilter(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-in")
 	h.resourceGroup("rg-out")
@@ -196,7 +191,6 @@ func TestResourceGroupFilter(t *testing.T) {
 // controller is throttled, the sync converges, and the requests stay within
 // the client-side budget.
 func TestThrottleStormConverges(t *testing.T) {
-	t.Parallel()
 	const wait = 3 * time.Second // the harness's SDK waits at most 2 s
 	budget := azure.RateLimit{ReadsPerSecond: 5, ReadBurst: 5, WritesPerSecond: 2, WriteBurst: 2}
 	var mu sync.Mutex
@@ -271,7 +265,6 @@ func TestThrottleStormConverges(t *testing.T) {
 // stopped mid-way and a new one started: labels stay, tags arrive, bases are
 // consistent.
 func TestRestartMidSyncLosesNothing(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-restart")
 	var ids []string
@@ -324,7 +317,6 @@ func storedBase(h *harness, name string) map[string]string {
 // the VM between the controller's read and its write; ARM answers 412; the
 // controller re-reads and writes again, keeping the other writer's tag.
 func TestStaleETagRetriedWithoutClobbering(t *testing.T) {
-	t.Parallel()
 	var h *harness
 	var vmID atomic.Value
 	var raced atomic.Bool
@@ -362,8 +354,7 @@ func TestStaleETagRetriedWithoutClobbering(t *testing.T) {
 // TestInvalidSpecsRefused: the API server refuses bad specs with messages a
 // user understands.
 func TestInvalidSpecsRefused(t *testing.T) {
-	t.Parallel()
-	h := &harness{t: t, ctx: t.Context(), c: planes.Acquire(t).Client}
+	h := &harness{t: t, ctx: t.Context(), c: acquirePlane(t).Client}
 	bad := []struct {
 		name   string
 		mutate func(*v1alpha1.NodeTagSyncSpec)
@@ -423,7 +414,6 @@ func isWrite(op string) bool {
 // TestSyncTaints: with syncTaints, taints are exported as tags (one way),
 // follow the taints' changes, and never come back as labels.
 func TestSyncTaints(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-taint")
 	vmID, pid := h.vm("rg-taint", "vm-taint", map[string]string{"env": "prod"})
@@ -457,7 +447,6 @@ func TestSyncTaints(t *testing.T) {
 // TestOverlappingSyncsOldestWins: two NodeTagSyncs selecting one node do not
 // fight: the older syncs it, the newer counts it as not its own.
 func TestOverlappingSyncsOldestWins(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-overlap")
 	_, pid := h.vm("rg-overlap", "vm-overlap", map[string]string{"env": "prod"})
@@ -481,7 +470,6 @@ func TestOverlappingSyncsOldestWins(t *testing.T) {
 // TestCloudReadFailureReported: when ARM cannot be read, nothing is written,
 // the status says why, and the pass is retried once ARM answers again.
 func TestCloudReadFailureReported(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-down")
 	_, pid := h.vm("rg-down", "vm-down", map[string]string{"env": "prod"})

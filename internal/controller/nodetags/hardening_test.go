@@ -22,13 +22,12 @@ import (
 // TestResyncIntervalNotADuration: a resyncInterval that is not a duration
 // is refused with a message that says what a duration looks like.
 func TestResyncIntervalNotADuration(t *testing.T) {
-	t.Parallel()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tagsync.io/v1alpha1", "kind": "NodeTagSync",
 		"metadata": map[string]any{"name": "soon"},
 		"spec":     map[string]any{"resyncInterval": "soon"},
 	}}
-	c := planes.Acquire(t).Client
+	c := acquirePlane(t).Client
 	err := c.Create(t.Context(), u)
 	if err == nil {
 		_ = c.Delete(t.Context(), u)
@@ -43,7 +42,6 @@ func TestResyncIntervalNotADuration(t *testing.T) {
 // a 40-tag initial sync stay within the API server's note limit, so they are
 // stored (an over-long note is refused and the event lost).
 func TestLongEventNotesArrive(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-long")
 	longName := strings.Repeat("n", 300)
@@ -73,7 +71,6 @@ func TestLongEventNotesArrive(t *testing.T) {
 // TestInvalidSpecReportedOnce: a NodeTagSync the controller cannot use is
 // reported once, not again on every Node change in the cluster.
 func TestInvalidSpecReportedOnce(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.node("churn", "", map[string]string{"a": "0"}, nil)
 	h.sync("badglob", func(s *v1alpha1.NodeTagSyncSpec) { s.IncludeTags = []v1alpha1.TagPattern{"["} })
@@ -103,7 +100,6 @@ func TestInvalidSpecReportedOnce(t *testing.T) {
 // TestFilterExcludingEverythingWarns: includeTags and excludeTags that leave
 // no tag in scope give a Warning and say so in the Ready message.
 func TestFilterExcludingEverythingWarns(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.sync("nothing", func(s *v1alpha1.NodeTagSyncSpec) {
 		s.IncludeTags = []v1alpha1.TagPattern{"cost*"}
@@ -119,7 +115,6 @@ func TestFilterExcludingEverythingWarns(t *testing.T) {
 // TestDeletedObjectsAreForgotten: the reconciler's per-NodeTagSync and
 // per-Node bookkeeping does not outlive the objects.
 func TestDeletedObjectsAreForgotten(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-forget")
 	_, pid := h.vm("rg-forget", "vm-forget", map[string]string{"env": "prod"})
@@ -147,7 +142,6 @@ func TestDeletedObjectsAreForgotten(t *testing.T) {
 // TestOneUnreadableResourceGroup: a resource group the controller may not
 // read does not stop the others; the status names it.
 func TestOneUnreadableResourceGroup(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-open")
 	h.resourceGroup("rg-locked")
@@ -179,7 +173,6 @@ func TestOneUnreadableResourceGroup(t *testing.T) {
 // subscription's bucket however often a pass is asked for; the status says
 // the controller is throttled.
 func TestLongRetryAfterHonoured(t *testing.T) {
-	t.Parallel()
 	var mu sync.Mutex
 	var lists []time.Time
 	h := newHarnessWithTransport(t, func(req *http.Request) {
@@ -219,7 +212,6 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 // same write that gives it its labels; a node tagsync cannot sync, and one
 // no NodeTagSync selects, keep it and are reported.
 func TestPendingTaint(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.resourceGroup("rg-pending")
 	_, pid := h.vm("rg-pending", "vm-pending", map[string]string{"env": "prod"})

@@ -40,6 +40,13 @@ var planes *testenv.Pool
 
 func TestMain(m *testing.M) { testenv.MainPool(m, 2, func(p *testenv.Pool) { planes = p }) }
 
+// acquirePlane runs t in parallel with the package's other tests on a
+// control plane of its own.
+func acquirePlane(t *testing.T) *testenv.Env {
+	t.Parallel()
+	return planes.Acquire(t)
+}
+
 const (
 	sub     = armsimtest.SubscriptionID
 	waitFor = 30 * time.Second
@@ -113,7 +120,7 @@ func newHarness(t *testing.T, opts ...azure.Option) *harness {
 func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
 	env := armsimtest.Start(t)
-	kube := planes.Acquire(t)
+	kube := acquirePlane(t)
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
 		gates: azure.NewThrottleGates(), audit: &testenv.SyncBuffer{}}
 	h.startController()

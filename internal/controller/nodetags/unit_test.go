@@ -80,7 +80,6 @@ func unitObjects() []client.Object {
 }
 
 func TestUnitThrottledReadRequeuesAfterRetryAfter(t *testing.T) {
-	t.Parallel()
 	u := newUnit(t, unitObjects()...)
 	u.cloud.FailNext(cloudtest.OpSnapshot, &cloud.ThrottledError{Scope: "reads", RetryAfter: 90 * time.Second})
 	if res := u.reconcile(); res.RequeueAfter != 90*time.Second {
@@ -92,7 +91,6 @@ func TestUnitThrottledReadRequeuesAfterRetryAfter(t *testing.T) {
 }
 
 func TestUnitThrottledWriteRequeuesAfterRetryAfter(t *testing.T) {
-	t.Parallel()
 	u := newUnit(t, unitObjects()...)
 	u.cloud.SetResource("/r/vm1", tags.Set{"env": "prod"})
 	u.cloud.Place("n1", "/r/vm1", false)
@@ -112,7 +110,6 @@ func TestUnitThrottledWriteRequeuesAfterRetryAfter(t *testing.T) {
 // and starts again at the interval when the spec changes. A transient
 // failure is an error, retried with the backoff.
 func TestUnitForbiddenReadWaitsForAPerson(t *testing.T) {
-	t.Parallel()
 	objs := unitObjects()
 	objs[0].(*v1alpha1.NodeTagSync).Spec.ResyncInterval = &metav1.Duration{Duration: 5 * time.Minute}
 	u := newUnit(t, objs...)
@@ -137,7 +134,6 @@ func TestUnitForbiddenReadWaitsForAPerson(t *testing.T) {
 }
 
 func TestUnitMissingResourceIsAnErrorWithAReason(t *testing.T) {
-	t.Parallel()
 	u := newUnit(t, unitObjects()...)
 	u.cloud.Place("n1", "/r/gone", false) // placed on a resource the read did not return
 	u.reconcile()
@@ -152,7 +148,6 @@ func TestUnitMissingResourceIsAnErrorWithAReason(t *testing.T) {
 }
 
 func TestUnitSteadyNodesCostNoMerge(t *testing.T) {
-	t.Parallel()
 	u := newUnit(t, unitObjects()...)
 	u.cloud.SetResource("/r/vm1", tags.Set{"env": "prod"})
 	u.cloud.Place("n1", "/r/vm1", false)
@@ -172,7 +167,6 @@ func TestUnitSteadyNodesCostNoMerge(t *testing.T) {
 // resync interval reuse cached reads and are requeued for the time left; once
 // the interval has passed, the next pass reads fresh.
 func TestUnitResyncIntervalOnTheClock(t *testing.T) {
-	t.Parallel()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	objs := unitObjects()
 	objs[0].(*v1alpha1.NodeTagSync).Spec.ResyncInterval = &metav1.Duration{Duration: 5 * time.Minute}
@@ -206,7 +200,6 @@ func TestUnitResyncIntervalOnTheClock(t *testing.T) {
 // passes within the resync interval still use cached reads for the others
 // (the provider never caches a failed scope, so it is read again anyway).
 func TestUnitFailedScopeDoesNotForceFreshReads(t *testing.T) {
-	t.Parallel()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	u := newUnitWithClock(t, clk, unitObjects()...)
 	u.cloud.FailScope("resource group locked", cloud.ErrForbidden, "n1")
@@ -229,7 +222,6 @@ func TestUnitFailedScopeDoesNotForceFreshReads(t *testing.T) {
 // equal to that older one must still be written, or the stored status would
 // keep describing a pass that is no longer the latest.
 func TestUnitStatusWrittenWhenTheCacheLags(t *testing.T) {
-	t.Parallel()
 	u := newUnit(t, unitObjects()...)
 	ctx := context.Background()
 	older := v1alpha1.NodeTagSyncStatus{SyncedNodes: 3}
