@@ -20,7 +20,6 @@ import (
 // resource ARM wrote has its pending record. Once the sink works, the next
 // pass writes everything and AuditFailing turns False.
 func TestAuditSinkFailureStopsWrites(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("deaf", 3)
 	ids := allIDs(e)

@@ -25,7 +25,6 @@ func awsOwned(infra string) string { return "kubernetes.io/cluster/" + infra }
 // instances and volumes in one CreateTags call, an outside edit reverted,
 // update, delete; the audit log has one line per resource and mutation.
 func TestAWSLifecycle(t *testing.T) {
-	t.Parallel()
 	moto := testenv.StartMoto(t)
 	provider := motoProvider(t, moto)
 	h := newHarness(t, provider)
@@ -123,7 +122,6 @@ func motoProvider(t *testing.T, moto *testenv.Moto) *aws.Provider {
 // every 30 s as a transient error is; correcting the region retries at
 // once and applies.
 func TestMistypedRegionBacksOff(t *testing.T) {
-	t.Parallel()
 	moto := testenv.StartMoto(t)
 	provider := motoProvider(t, moto)
 	h := newHarness(t, provider)

@@ -22,7 +22,6 @@ import (
 // steady pass that writes nothing, a key released, then delete; the audit
 // log holds exactly the mutations.
 func TestAzureLifecycle(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("life", 1)
 	ids := allIDs(e)
@@ -128,7 +127,6 @@ func testenvEventuallyActive(t *testing.T, h *harness, name string, want map[str
 // TestAddOntoAnotherValue: add does not overwrite a value it did not
 // write; that key fails on that resource only, and is reported.
 func TestAddOntoAnotherValue(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("taken", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
@@ -155,7 +153,6 @@ func TestAddOntoAnotherValue(t *testing.T) {
 
 // TestIgnoreTags: an ignored tag is neither written nor overwritten.
 func TestIgnoreTags(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("ign", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
@@ -177,7 +174,6 @@ func TestLimitPolicy(t *testing.T) {
 	t.Parallel()
 	for _, limit := range []v1alpha1.LimitPolicy{v1alpha1.LimitPartial, v1alpha1.LimitStrict} {
 		t.Run(string(limit), func(t *testing.T) {
-			t.Parallel()
 			h := newHarness(t)
 			infra := strings.ToLower(strings.TrimPrefix(string(limit), "POLICY_APPLY_"))
 			e := h.estate(infra, 1)
@@ -233,7 +229,6 @@ func fill(t *testing.T, h *harness, id string, n int) {
 // loses its classifier leaves scope and keeps its tags, and an edit there
 // is no longer reverted.
 func TestClassifiersOrAndRemoval(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	one := h.estate("one", 1)
 	two := h.estate("two", 1)
@@ -262,7 +257,6 @@ func TestClassifiersOrAndRemoval(t *testing.T) {
 // TestInvalidRefWritesNothing: a reference to a missing object makes the
 // CloudMetadata not Ready and writes nothing; creating the object fixes it.
 func TestInvalidRefWritesNothing(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("ref", 1)
 	h.cloudMetadata("cm", "missing", "", map[string]string{classifierOf("ref"): "owned"})
@@ -284,7 +278,6 @@ func TestInvalidRefWritesNothing(t *testing.T) {
 // admission (two names Azure takes as one), is not Approved and writes
 // nothing.
 func TestInvalidTagsApplyNothing(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.estate("inv", 1)
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"Env": "a", "env": "b"})
@@ -306,7 +299,6 @@ func TestInvalidTagsApplyNothing(t *testing.T) {
 // applies a tag to many resources; after a restart every resource carries
 // it and none was written twice.
 func TestRestartLosesAndRepeatsNothing(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("rst", 20)                     // 201 resources and a group
 	h.az.Server.SetLatency(5 * time.Millisecond) // the apply takes a while
@@ -343,7 +335,6 @@ func TestRestartLosesAndRepeatsNothing(t *testing.T) {
 // controller waits as asked and converges, nothing lost and no resource
 // written twice.
 func TestThrottleStormConverges(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	// ARM answers the first 20 tag writes with 429 and a Retry-After longer
 	// than the SDK's retry ceiling (2 s in this harness): the provider's
@@ -376,7 +367,6 @@ func TestThrottleStormConverges(t *testing.T) {
 // TestResourceGroupNamePrefix: resources of a named group whose names start
 // with the prefix are in scope without the classifier; others are not.
 func TestResourceGroupNamePrefix(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	if _, err := h.az.Server.CreateResourceGroup(sub, armsim.ResourceGroup{Name: "rg-old"}); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 // and when one gives env up, or its CloudMetadata is deleted, the other
 // is passed again at once and writes.
 func TestConflictingObjectsWriteNeither(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	e := h.estate("dup", 1)
 	ids := allIDs(e)
@@ -124,7 +123,6 @@ func (h *harness) missing(ids []string, name, value string) string {
 // same resources and want different values for env are in conflict too,
 // each naming the other with its namespace.
 func TestConflictAcrossNamespaces(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	other := h.ns + "-b"
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {

@@ -27,7 +27,6 @@ import (
 // object's status that the tag is the object's) instead of reporting
 // TagTaken.
 func TestRestartKeepsOwnedTags(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.estate("own", 20)                           // 201 resources and a group
 	h.az.Server.SetLatency(20 * time.Millisecond) // the apply takes a while
@@ -69,7 +68,6 @@ func TestRestartKeepsOwnedTags(t *testing.T) {
 // the next after syncEvery, doubling up to 30 m (not after the 30 s of a
 // transient error); a spec change retries it at once.
 func TestForbiddenSubscriptionBacksOff(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.estate("denied", 1)
 	h.az.Server.AddFault(armsim.Fault{Operation: "ResourceGraph.Resources", Scope: "/subscriptions/" + sub, Status: 403})

@@ -15,7 +15,6 @@ import (
 // it is woken. (The CloudMetadata's status is written by each of these
 // passes only because each serves a new sync request.)
 func TestSteadyPassesWriteNoStatus(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	h.estate("steady", 1)
 	h.azureMetadata("tags", v1alpha1.OpcodeUpdate, map[string]string{"env": "prod"})

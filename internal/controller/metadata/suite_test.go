@@ -79,9 +79,11 @@ func (s *auditSink) Write(p []byte) (int, error) {
 func (s *auditSink) takeRecords(n int64) { s.left.Store(n) }
 
 // newHarness makes a namespace, starts armsim and the metadata controller
-// with the Azure provider on it and the extra providers given.
+// with the Azure provider on it and the extra providers given; the test
+// runs in parallel with the others (each has its own namespace).
 func newHarness(t *testing.T, extra ...cloud.Provider) *harness {
 	t.Helper()
+	t.Parallel()
 	ns := fmt.Sprintf("md-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
 	h := &harness{t: t, ctx: context.Background(), c: kube.Client, ns: ns, az: armsimtest.Start(t),
 		extra: extra, audit: &auditSink{}}
