@@ -80,8 +80,8 @@ func TestThrottleGate(t *testing.T) {
 	}
 
 	// Reads of the region (another bucket) and writes of another region.
-	if _, err := e.p.PatchTags(e.ctx, east[0], tags.Patch{}); err != nil {
-		t.Fatalf("read behind a closed write gate: %v", err)
+	if d, err := e.p.Discover(e.ctx, []cloud.Classifier{{Name: "team", Value: "a"}}, cloud.DiscoverOptions{Scopes: []string{"us-east-1"}}); err != nil || len(d.Failed) != 0 {
+		t.Fatalf("read behind a closed write gate: %+v, %v", d.Failed, err)
 	}
 	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: west, Patch: write}}, nil); res[0].Err != nil {
 		t.Fatalf("write in another region: %v", res[0].Err)

@@ -22,28 +22,10 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// TestSnapshotUnmanaged: every node is unmanaged with a reason, and no
-// request is sent.
-func TestSnapshotUnmanaged(t *testing.T) {
+// TestNameAndRules: the provider is "aws" with AWS's tag rules.
+func TestNameAndRules(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	nodes := []cloud.Node{{Name: "a", ProviderID: "aws:///us-east-1a/i-0123456789abcdef0"}, {Name: "b"}}
-	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(snap.Placements) != 2 || len(snap.Resources) != 0 || len(snap.Failed) != 0 {
-		t.Fatalf("Snapshot = %+v", snap)
-	}
-	for _, n := range nodes {
-		pl := snap.Placements[n.Name]
-		if pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, "AWS nodes") {
-			t.Errorf("%s: %+v", n.Name, pl)
-		}
-	}
-	if got := e.p.Calls(); len(got) != 0 {
-		t.Fatalf("Snapshot sent %v", got)
-	}
 	if e.p.Name() != "aws" || e.p.Rules().MaxTags != tags.AWSRules.MaxTags || e.p.Rules().CaseInsensitive {
 		t.Fatalf("Name %q, Rules %+v", e.p.Name(), e.p.Rules())
 	}
@@ -271,26 +253,26 @@ func TestMetricsCountEveryAttempt(t *testing.T) {
 	var failed sync.Once
 	e.tr.setInject(func(_ *http.Request, op, _ string) *http.Response {
 		var resp *http.Response
-		if op == "DescribeTags" {
+		if op == "CreateTags" {
 			failed.Do(func() { resp = ec2Error(http.StatusInternalServerError, "InternalError", "try again") })
 		}
 		return resp
 	})
-	if _, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"a": "b"}}); err != nil {
-		t.Fatal(err)
+	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{id}, Patch: tags.Patch{Set: tags.Set{"a": "b"}}}}, nil); res[0].Err != nil {
+		t.Fatal(res[0].Err)
 	}
-	if got := e.p.Calls(); got["ec2:DescribeTags"] != 2 || got["ec2:CreateTags"] != 1 {
-		t.Fatalf("calls = %v, want 2 DescribeTags (one retried) and 1 CreateTags", got)
+	if got := e.p.Calls(); got["ec2:CreateTags"] != 2 || len(got) != 1 {
+		t.Fatalf("calls = %v, want 2 CreateTags (one retried)", got)
 	}
 	for _, c := range []struct {
 		code string
 		want float64
 	}{{"500", 1}, {"200", 1}} {
-		if got := e.counterValue(cloud.MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags", "code": c.code}); got != c.want {
-			t.Errorf("requests{DescribeTags,%s} = %v, want %v", c.code, got, c.want)
+		if got := e.counterValue(cloud.MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "code": c.code}); got != c.want {
+			t.Errorf("requests{CreateTags,%s} = %v, want %v", c.code, got, c.want)
 		}
 	}
-	if got := e.counterValue(cloud.MetricRequestDuration, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags"}); got != 2 {
-		t.Errorf("duration samples of DescribeTags = %v, want 2", got)
+	if got := e.counterValue(cloud.MetricRequestDuration, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got != 2 {
+		t.Errorf("duration samples of CreateTags = %v, want 2", got)
 	}
 }

@@ -274,39 +274,6 @@ func TestWriteTagsEmpty(t *testing.T) {
 	}
 }
 
-// TestPatchTags: one resource by ARN or bare ID: delete, set, and the tags
-// after; a missing resource is ErrNotFound.
-func TestPatchTags(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	id := e.instances("eu-west-1", 1, map[string]string{"old": "1", "keep": "2"})[0]
-	r, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"new": "3"}, Delete: []string{"old"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.ID != id || !maps.Equal(r.Tags, tags.Set{"keep": "2", "new": "3"}) {
-		t.Fatalf("PatchTags = %+v", r)
-	}
-	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:DeleteTags": 1, "ec2:CreateTags": 1, "ec2:DescribeTags": 1}) {
-		t.Fatalf("calls = %v", got)
-	}
-
-	bare := e.instances("us-east-1", 1, nil)[0]
-	r, err = e.p.PatchTags(e.ctx, ec2ID(bare), tags.Patch{Set: tags.Set{"a": "b"}})
-	if err != nil || !maps.Equal(r.Tags, tags.Set{"a": "b"}) || r.ID != ec2ID(bare) {
-		t.Fatalf("PatchTags of a bare ID = %+v, %v", r, err)
-	}
-
-	_, err = e.p.PatchTags(e.ctx, e.arn("us-east-1", "volume", "vol-0000000000000dead"), tags.Patch{Set: tags.Set{"a": "b"}})
-	if !errors.Is(err, cloud.ErrNotFound) {
-		t.Fatalf("PatchTags of a missing volume: %v, want ErrNotFound", err)
-	}
-	t.Logf("missing: %v", err)
-	if _, err := e.p.PatchTags(e.ctx, "arn:aws:s3:::bucket", tags.Patch{Set: tags.Set{"a": "b"}}); err == nil {
-		t.Fatal("PatchTags of an S3 bucket succeeded")
-	}
-}
-
 // namesResource reports whether an EC2 query request lists resource ID id
 // (and restores its body).
 func namesResource(t *testing.T, r *http.Request, id string) bool {

@@ -52,7 +52,7 @@ import (
 // scale set's resource group is dropped, so the next Snapshot reads it
 // afresh.
 //
-// Each resource is reported to each (see cloud.Provider) as pending before
+// Each resource is reported to each (see cloud.ClassifiedProvider) as pending before
 // its first request and with its result as soon as its worker has it;
 // once each returns an error, the workers send nothing more and the
 // resources left fail with an error wrapping it.
