@@ -151,6 +151,15 @@ func (e *ThrottledError) Unwrap() error { return e.Err }
 // Is reports ErrThrottled.
 func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 
+// RoundWait renders a wait for messages: whole seconds, or milliseconds
+// under a second.
+func RoundWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
 // RetryAfter returns the longest wait any ThrottledError in err's tree asks
 // for, and whether there is one.
 func RetryAfter(err error) (time.Duration, bool) {
