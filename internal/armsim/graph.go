@@ -215,54 +215,55 @@ func (s *Server) graphCol(r graphRow, c string) any {
 		return s.subscriptionCol(r.sub, c)
 	}
 	o := r.o
-	switch c {
-	case "id":
-		return o.id
-	case "name":
-		return o.name
-	case "type":
-		return strings.ToLower(o.typ)
-	case "location":
-		return o.location
-	case "resourceGroup":
-		return strings.ToLower(o.rg)
-	case "subscriptionId":
-		return o.sub
-	case "tenantId":
-		return s.opts.TenantID
-	case "kind":
-		return o.kind
-	case "tags":
-		return o.tags.public()
-	case "zones":
+	if v, ok := s.commonCol(graphFields{id: o.id, name: o.name, typ: strings.ToLower(o.typ), location: o.location,
+		rg: strings.ToLower(o.rg), sub: o.sub, kind: o.kind, tags: o.tags}, c); ok {
+		return v
+	}
+	if c == "zones" {
 		return o.zones
 	}
 	full, _ := renderGeneric(o).(map[string]any)
 	return full[c]
 }
 
-// groupCol is a column of a resource group's resourcecontainers row.
-func (s *Server) groupCol(g *group, c string) any {
+// graphFields are the columns every Resource Graph row has.
+type graphFields struct {
+	id, name, typ, location, rg, sub, kind string
+	tags                                   tagSet
+}
+
+// commonCol returns column c when it is one every row has.
+func (s *Server) commonCol(f graphFields, c string) (any, bool) {
 	switch c {
 	case "id":
-		return g.id
+		return f.id, true
 	case "name":
-		return g.name
+		return f.name, true
 	case "type":
-		return GraphTypeResourceGroup
+		return f.typ, true
 	case "location":
-		return g.location
+		return f.location, true
 	case "resourceGroup":
-		return strings.ToLower(g.name)
+		return f.rg, true
 	case "subscriptionId":
-		return g.sub
+		return f.sub, true
 	case "tenantId":
-		return s.opts.TenantID
+		return s.opts.TenantID, true
 	case "kind":
-		return ""
+		return f.kind, true
 	case "tags":
-		return g.tags.public()
-	case "properties":
+		return f.tags.public(), true
+	}
+	return nil, false
+}
+
+// groupCol is a column of a resource group's resourcecontainers row.
+func (s *Server) groupCol(g *group, c string) any {
+	if v, ok := s.commonCol(graphFields{id: g.id, name: g.name, typ: GraphTypeResourceGroup, location: g.location,
+		rg: strings.ToLower(g.name), sub: g.sub, tags: g.tags}, c); ok {
+		return v
+	}
+	if c == "properties" {
 		return map[string]any{"provisioningState": statusSucceeded}
 	}
 	return nil
@@ -271,20 +272,11 @@ func (s *Server) groupCol(g *group, c string) any {
 // subscriptionCol is a column of a subscription's resourcecontainers row
 // (armsim has no display names: name is the ID).
 func (s *Server) subscriptionCol(sub *subscription, c string) any {
-	switch c {
-	case "id":
-		return "/subscriptions/" + sub.id
-	case "name", "subscriptionId":
-		return sub.id
-	case "type":
-		return GraphTypeSubscription
-	case "location", "resourceGroup", "kind":
-		return ""
-	case "tenantId":
-		return s.opts.TenantID
-	case "tags":
-		return sub.tags.public()
-	case "properties":
+	if v, ok := s.commonCol(graphFields{id: "/subscriptions/" + sub.id, name: sub.id, typ: GraphTypeSubscription,
+		sub: sub.id, tags: sub.tags}, c); ok {
+		return v
+	}
+	if c == "properties" {
 		return map[string]any{"state": "Enabled"}
 	}
 	return nil
