@@ -153,6 +153,27 @@ func (s *signedWith) sawOp(op string) bool {
 	return s.ops[op]
 }
 
+// discoverWithChain finds an instance through a provider with no static
+// keys (the SDK's default chain) and returns how its requests were signed.
+func discoverWithChain(t *testing.T, e *env) *signedWith {
+	t.Helper()
+	s := &signedWith{}
+	e.tr.setInject(s.hook())
+	discoverOne(t, e, e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL}))
+	return s
+}
+
+// tempFile writes content to a file named name in a temporary directory
+// and returns its path.
+func tempFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // discoverOne tags an instance and finds it through p.
 func discoverOne(t *testing.T, e *env, p *Provider) {
 	t.Helper()
@@ -170,10 +191,7 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 	t.Setenv(EnvAccessKeyID, "AKIAFROMENVIRONMENT1")
 	t.Setenv(EnvSecretAccessKey, "env-secret")
 	e := newEnv(t)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if !s.only("AKIAFROMENVIRONMENT1") {
 		t.Fatalf("requests were signed with %v, want the environment's key", s.keys)
 	}
@@ -186,17 +204,11 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 func TestCredentialsWebIdentity(t *testing.T) {
 	cleanAWSEnv(t)
 	e := newEnv(t)
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	token := tempFile(t, "token", "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln")
 	t.Setenv(EnvRoleARN, "arn:aws:iam::"+e.account+":role/tagsync")
 	t.Setenv(EnvWebIdentityTokenFile, token)
 	t.Setenv("AWS_ENDPOINT_URL_STS", moto.URL)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if !s.sawOp("AssumeRoleWithWebIdentity") {
 		t.Fatalf("no AssumeRoleWithWebIdentity call (operations seen: %v)", s.ops)
 	}
@@ -223,16 +235,10 @@ func TestCredentialsPodIdentity(t *testing.T) {
 		})
 	}))
 	t.Cleanup(agent.Close)
-	tokenFile := filepath.Join(t.TempDir(), "eks-pod-identity-token")
-	if err := os.WriteFile(tokenFile, []byte(podToken), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokenFile := tempFile(t, "eks-pod-identity-token", podToken)
 	t.Setenv(EnvContainerCredsFullURI, agent.URL+"/v1/credentials")
 	t.Setenv(EnvContainerAuthTokenFile, tokenFile)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if gotAuth != podToken {
 		t.Fatalf("the credentials agent got Authorization %q, want the pod token", gotAuth)
 	}
