@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )

@@ -101,6 +101,17 @@ var writeOps = []string{
 	"VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update",
 }
 
+// seedOwned seeds est, its resources tagged as the cluster's
+// (clusterTag: owned), into env's server.
+func seedOwned(t *testing.T, env *armsimtest.Env, est armsimtest.ClusterEstate) armsimtest.ClusterEstate {
+	t.Helper()
+	est.Tags = map[string]string{clusterTag: "owned"}
+	if err := est.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	return est
+}
+
 // counterValue sums a metric's samples whose labels include want.
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
