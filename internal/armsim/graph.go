@@ -215,8 +215,8 @@ func (s *Server) graphCol(r graphRow, c string) any {
 		return s.subscriptionCol(r.sub, c)
 	}
 	o := r.o
-	if v, ok := s.commonCol(graphFields{id: o.id, name: o.name, typ: strings.ToLower(o.typ), location: o.location,
-		rg: strings.ToLower(o.rg), sub: o.sub, kind: o.kind, tags: o.tags}, c); ok {
+	if v, ok := s.commonCol(graphFields{values: [7]string{o.id, o.name, strings.ToLower(o.typ), o.location,
+		strings.ToLower(o.rg), o.sub, o.kind}, tags: o.tags}, c); ok {
 		return v
 	}
 	if c == "zones" {
@@ -226,31 +226,24 @@ func (s *Server) graphCol(r graphRow, c string) any {
 	return full[c]
 }
 
-// graphFields are the columns every Resource Graph row has.
+// graphFields are the columns every Resource Graph row has: the string
+// ones in commonColumns' order, and the tags.
 type graphFields struct {
-	id, name, typ, location, rg, sub, kind string
-	tags                                   tagSet
+	values [7]string
+	tags   tagSet
 }
+
+// commonColumns index graphFields.values by column name.
+var commonColumns = map[string]int{"id": 0, "name": 1, "type": 2, "location": 3, "resourceGroup": 4, "subscriptionId": 5, "kind": 6}
 
 // commonCol returns column c when it is one every row has.
 func (s *Server) commonCol(f graphFields, c string) (any, bool) {
+	if i, ok := commonColumns[c]; ok {
+		return f.values[i], true
+	}
 	switch c {
-	case "id":
-		return f.id, true
-	case "name":
-		return f.name, true
-	case "type":
-		return f.typ, true
-	case "location":
-		return f.location, true
-	case "resourceGroup":
-		return f.rg, true
-	case "subscriptionId":
-		return f.sub, true
 	case "tenantId":
 		return s.opts.TenantID, true
-	case "kind":
-		return f.kind, true
 	case "tags":
 		return f.tags.public(), true
 	}
@@ -259,8 +252,8 @@ func (s *Server) commonCol(f graphFields, c string) (any, bool) {
 
 // groupCol is a column of a resource group's resourcecontainers row.
 func (s *Server) groupCol(g *group, c string) any {
-	if v, ok := s.commonCol(graphFields{id: g.id, name: g.name, typ: GraphTypeResourceGroup, location: g.location,
-		rg: strings.ToLower(g.name), sub: g.sub, tags: g.tags}, c); ok {
+	if v, ok := s.commonCol(graphFields{values: [7]string{g.id, g.name, GraphTypeResourceGroup, g.location,
+		strings.ToLower(g.name), g.sub, ""}, tags: g.tags}, c); ok {
 		return v
 	}
 	if c == "properties" {
@@ -272,8 +265,8 @@ func (s *Server) groupCol(g *group, c string) any {
 // subscriptionCol is a column of a subscription's resourcecontainers row
 // (armsim has no display names: name is the ID).
 func (s *Server) subscriptionCol(sub *subscription, c string) any {
-	if v, ok := s.commonCol(graphFields{id: "/subscriptions/" + sub.id, name: sub.id, typ: GraphTypeSubscription,
-		sub: sub.id, tags: sub.tags}, c); ok {
+	if v, ok := s.commonCol(graphFields{values: [7]string{"/subscriptions/" + sub.id, sub.id, GraphTypeSubscription, "",
+		"", sub.id, ""}, tags: sub.tags}, c); ok {
 		return v
 	}
 	if c == "properties" {

@@ -163,15 +163,15 @@ func discoverWithChain(t *testing.T, e *env) *signedWith {
 	return s
 }
 
-// tempFile writes content to a file named name in a temporary directory
-// and returns its path.
-func tempFile(t *testing.T, name, content string) string {
+// setenvFile writes content to a temporary file and points the
+// environment variable env at it for the test.
+func setenvFile(t *testing.T, env, content string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
+	path := filepath.Join(t.TempDir(), strings.ToLower(env))
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	t.Setenv(env, path)
 }
 
 // discoverOne tags an instance and finds it through p.
@@ -204,9 +204,8 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 func TestCredentialsWebIdentity(t *testing.T) {
 	cleanAWSEnv(t)
 	e := newEnv(t)
-	token := tempFile(t, "token", "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln")
+	setenvFile(t, EnvWebIdentityTokenFile, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln")
 	t.Setenv(EnvRoleARN, "arn:aws:iam::"+e.account+":role/tagsync")
-	t.Setenv(EnvWebIdentityTokenFile, token)
 	t.Setenv("AWS_ENDPOINT_URL_STS", moto.URL)
 	s := discoverWithChain(t, e)
 	if !s.sawOp("AssumeRoleWithWebIdentity") {
@@ -235,9 +234,8 @@ func TestCredentialsPodIdentity(t *testing.T) {
 		})
 	}))
 	t.Cleanup(agent.Close)
-	tokenFile := tempFile(t, "eks-pod-identity-token", podToken)
+	setenvFile(t, EnvContainerAuthTokenFile, podToken)
 	t.Setenv(EnvContainerCredsFullURI, agent.URL+"/v1/credentials")
-	t.Setenv(EnvContainerAuthTokenFile, tokenFile)
 	s := discoverWithChain(t, e)
 	if gotAuth != podToken {
 		t.Fatalf("the credentials agent got Authorization %q, want the pod token", gotAuth)

@@ -337,21 +337,25 @@ func (p *Provider) update(ctx context.Context, ref resourceRef, t tags.Set, etag
 		ifMatch = &etag
 	}
 	if ref.kind == refVM {
-		r, err := pollDone(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachinesClientUpdateResponse], error) {
+		return pollEntry(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachinesClientUpdateResponse], error) {
 			return c.vms.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineUpdate{Tags: fromSet(t)},
 				&armcompute.VirtualMachinesClientBeginUpdateOptions{IfMatch: ifMatch})
-		})
-		if err != nil {
-			return nil, err
-		}
-		return vmEntry(&r.VirtualMachine), nil
+		}, func(r armcompute.VirtualMachinesClientUpdateResponse) *entry { return vmEntry(&r.VirtualMachine) })
 	}
-	r, err := pollDone(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientUpdateResponse], error) {
+	return pollEntry(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientUpdateResponse], error) {
 		return c.vmss.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineScaleSetUpdate{Tags: fromSet(t)},
 			&armcompute.VirtualMachineScaleSetsClientBeginUpdateOptions{IfMatch: ifMatch})
+	}, func(r armcompute.VirtualMachineScaleSetsClientUpdateResponse) *entry {
+		return scaleSetEntry(&r.VirtualMachineScaleSet)
 	})
+}
+
+// pollEntry runs an update to completion and converts the resource it
+// answers with.
+func pollEntry[T any](ctx context.Context, p *Provider, begin func() (*runtime.Poller[T], error), toEntry func(T) *entry) (*entry, error) {
+	r, err := pollDone(ctx, p, begin)
 	if err != nil {
 		return nil, err
 	}
-	return scaleSetEntry(&r.VirtualMachineScaleSet), nil
+	return toEntry(r), nil
 }
