@@ -95,7 +95,7 @@ func (p *Provider) throttled(err error) *cloud.ThrottledError {
 	t := &cloud.ThrottledError{Scope: "ARM", RetryAfter: wait, Err: err}
 	if req := resp.Request; req != nil && req.URL != nil {
 		key := gateKeyOf(req.URL, req.Method)
-		t.Scope, t.RetryAfter = key.scope(), p.opts.Gates.remaining(key)
+		t.Scope, t.RetryAfter = key.scope(), p.opts.Gates.Remaining(key)
 	}
 	return t
 }
