@@ -11,39 +11,27 @@ import (
 // The admin API lives under /_admin, outside ARM's paths. It needs no
 // token, is never throttled, faulted or counted. See docs/armsim.md.
 func adminRoutes(rt *route) methods {
-	switch {
-	case rt.is("_admin", "state"):
-		return methods{
-			http.MethodGet:  {"Admin", (*Server).adminGetState},
-			http.MethodPut:  {"Admin", (*Server).adminPutState},
-			http.MethodPost: {"Admin", (*Server).adminAddState},
-		}
-	case rt.is("_admin", "reset"):
-		return methods{http.MethodPost: {"Admin", (*Server).adminReset}}
-	case rt.is("_admin", "calls"):
-		return methods{
-			http.MethodGet:    {"Admin", (*Server).adminGetCalls},
-			http.MethodDelete: {"Admin", (*Server).adminResetCalls},
-		}
-	case rt.is("_admin", "tags"):
-		return methods{
-			http.MethodGet:  {"Admin", (*Server).adminGetTags},
-			http.MethodPost: {"Admin", (*Server).adminEditTags},
-		}
-	case rt.is("_admin", "instances"):
-		return methods{http.MethodPost: {"Admin", (*Server).adminAddInstances}}
-	case rt.is("_admin", "resources"):
-		return methods{http.MethodDelete: {"Admin", (*Server).adminDeleteResource}}
-	case rt.is("_admin", "faults"):
-		return methods{
-			http.MethodGet:    {"Admin", (*Server).adminGetFaults},
-			http.MethodPost:   {"Admin", (*Server).adminAddFault},
-			http.MethodDelete: {"Admin", (*Server).adminClearFaults},
-		}
-	case rt.is("_admin", "config"):
-		return methods{http.MethodPut: {"Admin", (*Server).adminConfig}}
+	if len(rt.low) != 2 || adminHandlers[rt.low[1]] == nil {
+		return nil
 	}
-	return nil
+	m := methods{}
+	for method, h := range adminHandlers[rt.low[1]] {
+		m[method] = operation{"Admin", h}
+	}
+	return m
+}
+
+// adminHandlers are the admin API's handlers by path (/_admin/{path}) and
+// HTTP method.
+var adminHandlers = map[string]map[string]handlerFunc{
+	"state":     {http.MethodGet: (*Server).adminGetState, http.MethodPut: (*Server).adminPutState, http.MethodPost: (*Server).adminAddState},
+	"reset":     {http.MethodPost: (*Server).adminReset},
+	"calls":     {http.MethodGet: (*Server).adminGetCalls, http.MethodDelete: (*Server).adminResetCalls},
+	"tags":      {http.MethodGet: (*Server).adminGetTags, http.MethodPost: (*Server).adminEditTags},
+	"instances": {http.MethodPost: (*Server).adminAddInstances},
+	"resources": {http.MethodDelete: (*Server).adminDeleteResource},
+	"faults":    {http.MethodGet: (*Server).adminGetFaults, http.MethodPost: (*Server).adminAddFault, http.MethodDelete: (*Server).adminClearFaults},
+	"config":    {http.MethodPut: (*Server).adminConfig},
 }
 
 // adminError answers an admin request that failed.

@@ -152,26 +152,44 @@ func readJSON(r *http.Request, v any) *Error {
 // replace the resource's tags, the ETag changes, and the answer is an LRO.
 func (s *Server) computeUpdate(w http.ResponseWriter, r *http.Request, rt *route, typ string, render func(*object) any) {
 	var body tagsPatch
-	if e := readJSON(r, &body); e != nil {
+	s.serveComputeUpdate(w, r, &body, func() (any, lroTarget, *Error) {
+		o, e := s.st.lookupObject(rt.sub, rt.segs[3], typ, rt.segs[7])
+		if e == nil {
+			e = s.applyComputeUpdate(r, o, body.Tags)
+		}
+		if e != nil {
+			return nil, lroTarget{}, e
+		}
+		return render(o), lroTarget{sub: o.sub, location: o.location, finish: s.finisher(o)}, nil
+	})
+}
+
+// lroTarget is where an update's long-running operation runs: the
+// subscription and location of the resource, and what to do when it
+// completes (nil: nothing).
+type lroTarget struct {
+	sub, location string
+	finish        func()
+}
+
+// serveComputeUpdate reads the request body into body, runs update under
+// the state lock and answers with what it returns: an error, or the
+// resource as rendered, after a long-running operation when
+// Options.LROPolls asks for one.
+func (s *Server) serveComputeUpdate(w http.ResponseWriter, r *http.Request, body any, update func() (any, lroTarget, *Error)) {
+	if e := readJSON(r, body); e != nil {
 		writeError(w, e)
 		return
 	}
 	s.st.mu.Lock()
-	o, e := s.st.lookupObject(rt.sub, rt.segs[3], typ, rt.segs[7])
-	if e == nil {
-		e = s.applyComputeUpdate(r, o, body.Tags)
-	}
-	var out any
-	if e == nil {
-		out = render(o)
-	}
+	out, at, e := update()
 	s.st.mu.Unlock()
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	if s.opts.LROPolls > 0 {
-		s.startLRO(w, r, o.sub, "Microsoft.Compute", o.location, s.finisher(o), nil)
+		s.startLRO(w, r, at.sub, "Microsoft.Compute", at.location, at.finish, nil)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -370,27 +388,15 @@ func (s *Server) handleInstanceGet(w http.ResponseWriter, _ *http.Request, rt *r
 // instance keeps no tags of its own.
 func (s *Server) handleInstanceUpdate(w http.ResponseWriter, r *http.Request, rt *route) {
 	var body map[string]any
-	if e := readJSON(r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	s.st.mu.Lock()
-	in, e := s.lookupInstance(rt)
-	if e == nil {
-		e = checkPreconditions(r, in.etag)
-	}
-	var out any
-	if e == nil {
+	s.serveComputeUpdate(w, r, &body, func() (any, lroTarget, *Error) {
+		in, e := s.lookupInstance(rt)
+		if e == nil {
+			e = checkPreconditions(r, in.etag)
+		}
+		if e != nil {
+			return nil, lroTarget{}, e
+		}
 		in.etag++
-		out = renderInstance(in)
-	}
-	s.st.mu.Unlock()
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if s.opts.LROPolls > 0 {
-		s.startLRO(w, r, in.parent.sub, "Microsoft.Compute", in.parent.location, nil, nil)
-	}
-	writeJSON(w, http.StatusOK, out)
+		return renderInstance(in), lroTarget{sub: in.parent.sub, location: in.parent.location}, nil
+	})
 }

@@ -215,54 +215,48 @@ func (s *Server) graphCol(r graphRow, c string) any {
 		return s.subscriptionCol(r.sub, c)
 	}
 	o := r.o
-	switch c {
-	case "id":
-		return o.id
-	case "name":
-		return o.name
-	case "type":
-		return strings.ToLower(o.typ)
-	case "location":
-		return o.location
-	case "resourceGroup":
-		return strings.ToLower(o.rg)
-	case "subscriptionId":
-		return o.sub
-	case "tenantId":
-		return s.opts.TenantID
-	case "kind":
-		return o.kind
-	case "tags":
-		return o.tags.public()
-	case "zones":
+	if v, ok := s.commonCol(graphFields{values: [7]string{o.id, o.name, strings.ToLower(o.typ), o.location,
+		strings.ToLower(o.rg), o.sub, o.kind}, tags: o.tags}, c); ok {
+		return v
+	}
+	if c == "zones" {
 		return o.zones
 	}
 	full, _ := renderGeneric(o).(map[string]any)
 	return full[c]
 }
 
+// graphFields are the columns every Resource Graph row has: the string
+// ones in commonColumns' order, and the tags.
+type graphFields struct {
+	values [7]string
+	tags   tagSet
+}
+
+// commonColumns index graphFields.values by column name.
+var commonColumns = map[string]int{"id": 0, "name": 1, "type": 2, "location": 3, "resourceGroup": 4, "subscriptionId": 5, "kind": 6}
+
+// commonCol returns column c when it is one every row has.
+func (s *Server) commonCol(f graphFields, c string) (any, bool) {
+	if i, ok := commonColumns[c]; ok {
+		return f.values[i], true
+	}
+	switch c {
+	case "tenantId":
+		return s.opts.TenantID, true
+	case "tags":
+		return f.tags.public(), true
+	}
+	return nil, false
+}
+
 // groupCol is a column of a resource group's resourcecontainers row.
 func (s *Server) groupCol(g *group, c string) any {
-	switch c {
-	case "id":
-		return g.id
-	case "name":
-		return g.name
-	case "type":
-		return GraphTypeResourceGroup
-	case "location":
-		return g.location
-	case "resourceGroup":
-		return strings.ToLower(g.name)
-	case "subscriptionId":
-		return g.sub
-	case "tenantId":
-		return s.opts.TenantID
-	case "kind":
-		return ""
-	case "tags":
-		return g.tags.public()
-	case "properties":
+	if v, ok := s.commonCol(graphFields{values: [7]string{g.id, g.name, GraphTypeResourceGroup, g.location,
+		strings.ToLower(g.name), g.sub, ""}, tags: g.tags}, c); ok {
+		return v
+	}
+	if c == "properties" {
 		return map[string]any{"provisioningState": statusSucceeded}
 	}
 	return nil
@@ -271,20 +265,11 @@ func (s *Server) groupCol(g *group, c string) any {
 // subscriptionCol is a column of a subscription's resourcecontainers row
 // (armsim has no display names: name is the ID).
 func (s *Server) subscriptionCol(sub *subscription, c string) any {
-	switch c {
-	case "id":
-		return "/subscriptions/" + sub.id
-	case "name", "subscriptionId":
-		return sub.id
-	case "type":
-		return GraphTypeSubscription
-	case "location", "resourceGroup", "kind":
-		return ""
-	case "tenantId":
-		return s.opts.TenantID
-	case "tags":
-		return sub.tags.public()
-	case "properties":
+	if v, ok := s.commonCol(graphFields{values: [7]string{"/subscriptions/" + sub.id, sub.id, GraphTypeSubscription, "",
+		"", sub.id, ""}, tags: sub.tags}, c); ok {
+		return v
+	}
+	if c == "properties" {
 		return map[string]any{"state": "Enabled"}
 	}
 	return nil

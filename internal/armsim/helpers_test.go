@@ -80,44 +80,34 @@ func transports(t *testing.T, f func(t *testing.T, env *armsimtest.Env), opts ..
 	}
 }
 
-func vmClient(t testing.TB, env *armsimtest.Env) *armcompute.VirtualMachinesClient {
-	c, err := armcompute.NewVirtualMachinesClient(env.SubscriptionID, env.Credential, env.ClientOptions)
+// newClient builds an SDK client of the env's subscription.
+func newClient[C any](t testing.TB, env *armsimtest.Env, build func(string, azcore.TokenCredential, *arm.ClientOptions) (C, error)) C {
+	t.Helper()
+	c, err := build(env.SubscriptionID, env.Credential, env.ClientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func vmClient(t testing.TB, env *armsimtest.Env) *armcompute.VirtualMachinesClient {
+	return newClient(t, env, armcompute.NewVirtualMachinesClient)
 }
 
 func vmssClient(t testing.TB, env *armsimtest.Env) *armcompute.VirtualMachineScaleSetsClient {
-	c, err := armcompute.NewVirtualMachineScaleSetsClient(env.SubscriptionID, env.Credential, env.ClientOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newClient(t, env, armcompute.NewVirtualMachineScaleSetsClient)
 }
 
 func vmssVMClient(t testing.TB, env *armsimtest.Env) *armcompute.VirtualMachineScaleSetVMsClient {
-	c, err := armcompute.NewVirtualMachineScaleSetVMsClient(env.SubscriptionID, env.Credential, env.ClientOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newClient(t, env, armcompute.NewVirtualMachineScaleSetVMsClient)
 }
 
 func tagsClient(t testing.TB, env *armsimtest.Env) *armresources.TagsClient {
-	c, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, env.ClientOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newClient(t, env, armresources.NewTagsClient)
 }
 
 func resourcesClient(t testing.TB, env *armsimtest.Env) *armresources.Client {
-	c, err := armresources.NewClient(env.SubscriptionID, env.Credential, env.ClientOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newClient(t, env, armresources.NewClient)
 }
 
 // noRetry returns a copy of the env's client options without retries.

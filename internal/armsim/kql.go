@@ -347,34 +347,26 @@ func parseExpand(l *kqlLexer) error {
 
 // parseOr reads and-terms joined by "or".
 func parseOr(l *kqlLexer, depth int) (kqlExpr, error) {
-	var terms kqlOr
-	for {
-		t, err := parseAnd(l, depth)
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
-		if !strings.EqualFold(l.peek(), "or") {
-			break
-		}
-		l.next()
-	}
-	if len(terms) == 1 {
-		return terms[0], nil
-	}
-	return terms, nil
+	return parseJoined(l, depth, "or", parseAnd, func(terms []kqlExpr) kqlExpr { return kqlOr(terms) })
 }
 
 // parseAnd reads primaries joined by "and".
 func parseAnd(l *kqlLexer, depth int) (kqlExpr, error) {
-	var terms kqlAnd
+	return parseJoined(l, depth, "and", parsePrimary, func(terms []kqlExpr) kqlExpr { return kqlAnd(terms) })
+}
+
+// parseJoined reads one or more terms (each read by term) joined by the
+// keyword op: a single term as it is, several as join makes them.
+func parseJoined(l *kqlLexer, depth int, op string, term func(*kqlLexer, int) (kqlExpr, error),
+	join func([]kqlExpr) kqlExpr) (kqlExpr, error) {
+	var terms []kqlExpr
 	for {
-		t, err := parsePrimary(l, depth)
+		t, err := term(l, depth)
 		if err != nil {
 			return nil, err
 		}
 		terms = append(terms, t)
-		if !strings.EqualFold(l.peek(), "and") {
+		if !strings.EqualFold(l.peek(), op) {
 			break
 		}
 		l.next()
@@ -382,7 +374,7 @@ func parseAnd(l *kqlLexer, depth int) (kqlExpr, error) {
 	if len(terms) == 1 {
 		return terms[0], nil
 	}
-	return terms, nil
+	return join(terms), nil
 }
 
 // parsePrimary reads a parenthesised expression or a condition.

@@ -29,8 +29,11 @@ type route struct {
 	scope string   // Tags API scope
 }
 
-// methods maps an HTTP method to an operation name and handler.
-type methods map[string]struct {
+// methods maps an HTTP method to an operation.
+type methods map[string]operation
+
+// operation is an operation's name (as ARM's SDKs name it) and handler.
+type operation struct {
 	op string
 	h  handlerFunc
 }
@@ -176,30 +179,27 @@ func computeRoutes(rt *route) methods {
 	case at("virtualmachines"):
 		return get("VirtualMachines.List", (*Server).handleVMList)
 	case at("virtualmachines", "*"):
-		return methods{
-			http.MethodGet:   {"VirtualMachines.Get", (*Server).handleVMGet},
-			http.MethodPatch: {"VirtualMachines.Update", (*Server).handleVMUpdate},
-		}
+		return getAndUpdate("VirtualMachines", (*Server).handleVMGet, http.MethodPatch, (*Server).handleVMUpdate)
 	case at("virtualmachinescalesets"):
 		return get("VirtualMachineScaleSets.List", (*Server).handleVMSSList)
 	case at("virtualmachinescalesets", "*"):
-		return methods{
-			http.MethodGet:   {"VirtualMachineScaleSets.Get", (*Server).handleVMSSGet},
-			http.MethodPatch: {"VirtualMachineScaleSets.Update", (*Server).handleVMSSUpdate},
-		}
+		return getAndUpdate("VirtualMachineScaleSets", (*Server).handleVMSSGet, http.MethodPatch, (*Server).handleVMSSUpdate)
 	case at("virtualmachinescalesets", "*", "virtualmachines"):
 		return get("VirtualMachineScaleSetVMs.List", (*Server).handleInstanceList)
 	case at("virtualmachinescalesets", "*", "virtualmachines", "*"):
-		return methods{
-			http.MethodGet: {"VirtualMachineScaleSetVMs.Get", (*Server).handleInstanceGet},
-			http.MethodPut: {"VirtualMachineScaleSetVMs.Update", (*Server).handleInstanceUpdate},
-		}
+		return getAndUpdate("VirtualMachineScaleSetVMs", (*Server).handleInstanceGet, http.MethodPut, (*Server).handleInstanceUpdate)
 	}
 	return nil
 }
 
 func get(op string, h handlerFunc) methods {
 	return methods{http.MethodGet: {op, h}}
+}
+
+// getAndUpdate serves a resource of an ARM operation group: GET is
+// {group}.Get, update (PATCH or PUT) {group}.Update.
+func getAndUpdate(group string, get handlerFunc, update string, upd handlerFunc) methods {
+	return methods{http.MethodGet: {group + ".Get", get}, update: {group + ".Update", upd}}
 }
 
 var tagsRoutes = methods{

@@ -138,17 +138,7 @@ func (s *Server) newObject(g *group, typ, name, location string, tags map[string
 // CreateResource creates a resource of any type in a group (created if
 // missing) and returns its ID.
 func (s *Server) CreateResource(sub, rg string, r Resource) (string, error) {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	g, e := s.groupFor(sub, rg)
-	if e != nil {
-		return "", e
-	}
-	o, e := s.createResourceLocked(g, r)
-	if e != nil {
-		return "", e
-	}
-	return o.id, nil
+	return createInGroup(s, sub, rg, r, (*Server).createResourceLocked)
 }
 
 func (s *Server) createResourceLocked(g *group, r Resource) (*object, *Error) {
@@ -167,6 +157,22 @@ func (s *Server) createResourceLocked(g *group, r Resource) (*object, *Error) {
 	return o, s.st.insert(o)
 }
 
+// createInGroup runs create for spec in group rg of sub (created if
+// missing), under the state lock, and returns the new object's ID.
+func createInGroup[T any](s *Server, sub, rg string, spec T, create func(*Server, *group, T) (*object, *Error)) (string, error) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	g, e := s.groupFor(sub, rg)
+	if e != nil {
+		return "", e
+	}
+	o, e := create(s, g, spec)
+	if e != nil {
+		return "", e
+	}
+	return o.id, nil
+}
+
 // globalType reports whether resources of type typ live in location
 // "global" rather than a region (DNS zones, private DNS zones and their
 // links).
@@ -181,17 +187,7 @@ func globalType(typ string) bool {
 // CreateScaleSet creates a scale set (Uniform unless ss.Mode is Flexible)
 // with the Uniform instances listed in ss.Instances, and returns its ID.
 func (s *Server) CreateScaleSet(sub, rg string, ss ScaleSet) (string, error) {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	g, e := s.groupFor(sub, rg)
-	if e != nil {
-		return "", e
-	}
-	o, e := s.createScaleSetLocked(g, ss)
-	if e != nil {
-		return "", e
-	}
-	return o.id, nil
+	return createInGroup(s, sub, rg, ss, (*Server).createScaleSetLocked)
 }
 
 func (s *Server) createScaleSetLocked(g *group, ss ScaleSet) (*object, *Error) {
@@ -266,17 +262,7 @@ func (s *Server) AddInstances(scaleSetID string, n int) ([]string, error) {
 // (created if missing) and vm.ScaleSet (must be a Flexible set) take a name
 // in the same group or a full ID.
 func (s *Server) CreateVM(sub, rg string, vm VirtualMachine) (string, error) {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	g, e := s.groupFor(sub, rg)
-	if e != nil {
-		return "", e
-	}
-	o, e := s.createVMLocked(g, vm)
-	if e != nil {
-		return "", e
-	}
-	return o.id, nil
+	return createInGroup(s, sub, rg, vm, (*Server).createVMLocked)
 }
 
 func (s *Server) createVMLocked(g *group, vm VirtualMachine) (*object, *Error) {

@@ -120,7 +120,7 @@ func planRequest(ctx context.Context, providers cloud.Providers, cm *v1alpha1.Cl
 		return requestPlan{}, err
 	}
 	out := requestPlan{Kind: req.Kind, Name: obj.GetName(), Cloud: req.Cloud, Opcode: string(req.Lifecycle.Opcode)}
-	provider, err := providers.Get(req.Cloud)
+	provider, err := providers.ClassifiedProvider(req.Cloud)
 	if err != nil {
 		out.Problem = fmt.Sprintf("nothing would be written: %v (tagsync run needs the %s flags; give them to plan too)", err, req.Cloud)
 		return out, nil

@@ -1,7 +1,8 @@
 // Package cloud is the small interface through which tagsync's controllers
 // speak to clouds: locate the resource that carries a node's tags, read tags
 // in bulk, find resources by classifier tags, and patch tags key by key.
-// Providers live in sub-packages (azure, aws).
+// Providers live in sub-packages (azure, aws); each implements the
+// interfaces of the jobs it supports (NodeProvider, ClassifiedProvider).
 package cloud
 
 import (
@@ -150,6 +151,15 @@ func (e *ThrottledError) Unwrap() error { return e.Err }
 // Is reports ErrThrottled.
 func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 
+// RoundWait renders a wait for messages: whole seconds, or milliseconds
+// under a second.
+func RoundWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
 // RetryAfter returns the longest wait any ThrottledError in err's tree asks
 // for, and whether there is one.
 func RetryAfter(err error) (time.Duration, bool) {
@@ -177,12 +187,23 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return longest, found
 }
 
-// Provider is one cloud.
+// Provider is one cloud: its name and tag rules. What a provider can do
+// beyond that is in the narrower interfaces it implements: NodeProvider for
+// the node sync, ClassifiedProvider for resources found by classifier tags.
+// A provider implements only the ones it supports; Providers.NodeProvider
+// and Providers.ClassifiedProvider ask for them.
 type Provider interface {
 	// Name is the provider's name ("azure").
 	Name() string
 	// Rules are the cloud's tag rules.
 	Rules() tags.Rules
+}
+
+// NodeProvider is a cloud the node sync (NodeTagSync) can use: it locates
+// the resource that carries each node's tags, reads their tags in bulk and
+// patches them key by key.
+type NodeProvider interface {
+	Provider
 	// Snapshot locates the nodes and reads the tags of their resources,
 	// in bulk (per resource group or scale set, never one call per node).
 	// A scope that cannot be read is reported in Snapshot.Failed and does
@@ -195,6 +216,13 @@ type Provider interface {
 	// tags after the write. After a failed write, the provider's cached
 	// reads of that resource are dropped so the retry reads afresh.
 	PatchTags(ctx context.Context, id string, patch tags.Patch) (Resource, error)
+}
+
+// ClassifiedProvider is a cloud whose resources metadata objects
+// (CloudMetadata and the per-cloud kinds) tag: it finds resources by
+// classifier tags and writes their tags.
+type ClassifiedProvider interface {
+	Provider
 	// Discover lists, in bulk, every resource in opts.Scopes that carries
 	// any of the classifiers (OR-ed), with all its tags (Azure: Resource
 	// Graph pages of up to 1000 rows across subscriptions; AWS: Resource

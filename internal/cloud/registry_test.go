@@ -19,3 +19,28 @@ func TestProvidersGet(t *testing.T) {
 		t.Fatalf("Get(aws) error = %v, want it to name the configured providers", err)
 	}
 }
+
+// classifiedOnly is a provider that supports resources found by classifier
+// tags and not the node sync, as the AWS provider.
+type classifiedOnly struct{ cloud.ClassifiedProvider }
+
+// TestProvidersByJob: a provider is handed out for the jobs it supports, and
+// asking it for another says which job it lacks and which it has.
+func TestProvidersByJob(t *testing.T) {
+	full := cloudtest.New(tags.AzureRules)
+	ps := cloud.Providers{"azure": full, "aws": classifiedOnly{cloudtest.New(tags.AWSRules)}}
+	if p, err := ps.NodeProvider("azure"); err != nil || p != full {
+		t.Fatalf("NodeProvider(azure) = %v, %v", p, err)
+	}
+	if _, err := ps.ClassifiedProvider("aws"); err != nil {
+		t.Fatalf("ClassifiedProvider(aws): %v", err)
+	}
+	_, err := ps.NodeProvider("aws")
+	if err == nil || !strings.Contains(err.Error(), `provider "aws" does not support the node sync`) ||
+		!strings.Contains(err.Error(), "supports only resources found by classifier tags") {
+		t.Fatalf("NodeProvider(aws) error = %v, want it to name the missing job and the supported one", err)
+	}
+	if _, err := ps.ClassifiedProvider("gcp"); err == nil || !strings.Contains(err.Error(), `"gcp" is not configured`) {
+		t.Fatalf("ClassifiedProvider(gcp) error = %v, want not configured", err)
+	}
+}

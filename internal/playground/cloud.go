@@ -64,12 +64,12 @@ func newProvider(ctx context.Context, s *armsim.Server, subscription string) (*a
 	return p, nil
 }
 
-// gatedProvider is the controller's cloud.Provider with a gate the scenario
+// gatedProvider is the controller's Azure provider with a gate the scenario
 // can close: while closed, the controller's next cloud read waits. It lets
 // the scenario make two changes "during one sync pass" deterministically,
 // as a slow ARM read would, without sleeping.
 type gatedProvider struct {
-	cloud.Provider
+	*azure.Provider
 
 	mu   sync.Mutex
 	gate *gate

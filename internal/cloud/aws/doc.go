@@ -1,7 +1,8 @@
-// Package aws is tagsync's AWS provider (cloud.Provider) on the AWS SDK for
-// Go v2. On AWS tagsync syncs the tags of EC2 resources that it finds by
-// classifier tags; it does not sync nodes with their instances (Snapshot
-// places every node unmanaged, with a Reason, and sends no request).
+// Package aws is tagsync's AWS provider (cloud.ClassifiedProvider) on the
+// AWS SDK for Go v2. On AWS tagsync syncs the tags of EC2 resources that it
+// finds by classifier tags; it does not sync nodes with their instances (the
+// provider is no cloud.NodeProvider, so a NodeTagSync naming it is refused
+// as an invalid spec).
 //
 // Construct it with NewProvider(ctx, Config, ...Option). It keeps one EC2
 // client and one Resource Groups Tagging API client per region, created on
@@ -121,7 +122,6 @@
 // writes:
 //
 //   - tag:GetResources (Discover)
-//   - ec2:CreateTags (WriteTags, PatchTags)
-//   - ec2:DeleteTags (WriteTags, PatchTags)
-//   - ec2:DescribeTags (PatchTags)
+//   - ec2:CreateTags (WriteTags)
+//   - ec2:DeleteTags (WriteTags)
 package aws

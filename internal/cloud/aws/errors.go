@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -137,7 +136,7 @@ func (p *Provider) wrap(region, context string, err error) *awsError {
 			wait = p.opts.Gates.base
 		}
 		e.err = &cloud.ThrottledError{Scope: key.scope(), RetryAfter: wait, Err: err}
-		answer += fmt.Sprintf(" (calls held for %s)", roundWait(wait))
+		answer += fmt.Sprintf(" (calls held for %s)", cloud.RoundWait(wait))
 	}
 	if note := unknownRegionNote(region); note != "" && e.kind == nil && !isThrottle(err) && !errors.As(err, &held) {
 		// The call failed in a region AWS does not have: only a person
@@ -146,14 +145,6 @@ func (p *Provider) wrap(region, context string, err error) *awsError {
 	}
 	e.msg = context + ": " + answer
 	return e
-}
-
-// roundWait renders a wait: whole seconds, or milliseconds under a second.
-func roundWait(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(time.Second)
 }
 
 // describe summarises an error in one line: "EC2 answered 400

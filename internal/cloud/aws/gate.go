@@ -54,12 +54,6 @@ func (k gateKey) scope() string {
 	return fmt.Sprintf("%s %s in %s", k.service, k.bucket, k.region)
 }
 
-// gateState is one gate's closing time and throttle streak.
-type gateState struct {
-	until  time.Time
-	streak int
-}
-
 // ThrottleGates remember AWS's requests to slow down: when AWS answers a
 // request with a throttling error (EC2's RequestLimitExceeded, the Tagging
 // API's ThrottlingException, any Throttling* code), the gate of that
@@ -74,16 +68,13 @@ type gateState struct {
 // Provider its own: do that for Providers of different accounts, and in
 // tests. ThrottleGates are safe for concurrent use.
 type ThrottleGates struct {
-	mu    sync.Mutex
-	gates map[gateKey]*gateState
-	now   func() time.Time
-	base  time.Duration
-	max   time.Duration
+	gates     *cloud.Gates[gateKey]
+	base, max time.Duration
 }
 
 // NewThrottleGates returns gates that are all open.
 func NewThrottleGates() *ThrottleGates {
-	return &ThrottleGates{gates: map[gateKey]*gateState{}, now: time.Now, base: DefaultThrottleWait, max: MaxThrottleWait}
+	return &ThrottleGates{gates: cloud.NewGates[gateKey](), base: DefaultThrottleWait, max: MaxThrottleWait}
 }
 
 // defaultGates are the process-wide gates.
@@ -94,53 +85,17 @@ var defaultGates = NewThrottleGates()
 func DefaultThrottleGates() *ThrottleGates { return defaultGates }
 
 // remaining returns how long k's gate stays closed; 0 when open.
-func (g *ThrottleGates) remaining(k gateKey) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.gates[k]
-	if !ok {
-		return 0
-	}
-	return max(s.until.Sub(g.now()), 0)
-}
+func (g *ThrottleGates) remaining(k gateKey) time.Duration { return g.gates.Remaining(k) }
 
 // throttled closes k's gate after a throttled answer and returns how long
 // it stays closed.
 func (g *ThrottleGates) throttled(k gateKey) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.gates[k]
-	if !ok {
-		s = &gateState{}
-		g.gates[k] = s
-	}
-	s.streak++
-	wait := g.base
-	for i := 1; i < s.streak && wait < g.max; i++ {
-		wait *= 2
-	}
-	wait = min(wait, g.max)
-	if until := g.now().Add(wait); until.After(s.until) {
-		s.until = until
-	}
-	return s.until.Sub(g.now())
+	return g.gates.Throttled(k, g.base, g.max)
 }
 
 // answered records an answer through k's gate that was not a throttling
 // error: the streak ends (the gate stays closed until its time).
-func (g *ThrottleGates) answered(k gateKey) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.gates[k]
-	if !ok {
-		return
-	}
-	if !s.until.After(g.now()) {
-		delete(g.gates, k)
-		return
-	}
-	s.streak = 0
-}
+func (g *ThrottleGates) answered(k gateKey) { g.gates.Answered(k) }
 
 // heldError is an HTTP attempt the gate did not send. It unwraps to the
 // *cloud.ThrottledError, and tells the SDK's retryer not to retry it.

@@ -16,12 +16,7 @@ import (
 )
 
 // advance moves the gates' clock forward by d.
-func (g *ThrottleGates) advance(d time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.now
-	g.now = func() time.Time { return now().Add(d) }
-}
+func (g *ThrottleGates) advance(d time.Duration) { g.gates.Advance(d) }
 
 // throttleFirst answers the first n requests of op in region with EC2's
 // RequestLimitExceeded, then lets requests through; it counts the
@@ -80,8 +75,8 @@ func TestThrottleGate(t *testing.T) {
 	}
 
 	// Reads of the region (another bucket) and writes of another region.
-	if _, err := e.p.PatchTags(e.ctx, east[0], tags.Patch{}); err != nil {
-		t.Fatalf("read behind a closed write gate: %v", err)
+	if d, err := e.p.Discover(e.ctx, []cloud.Classifier{{Name: "team", Value: "a"}}, cloud.DiscoverOptions{Scopes: []string{"us-east-1"}}); err != nil || len(d.Failed) != 0 {
+		t.Fatalf("read behind a closed write gate: %+v, %v", d.Failed, err)
 	}
 	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: west, Patch: write}}, nil); res[0].Err != nil {
 		t.Fatalf("write in another region: %v", res[0].Err)
@@ -128,7 +123,7 @@ func TestGateWaits(t *testing.T) {
 	t.Parallel()
 	g := NewThrottleGates()
 	start := time.Now()
-	g.now = func() time.Time { return start }
+	g.gates.SetClock(func() time.Time { return start })
 	k := gateKey{service: "EC2", region: "us-east-1", bucket: bucketWrites}
 	other := k
 	other.bucket = bucketReads
@@ -144,7 +139,7 @@ func TestGateWaits(t *testing.T) {
 	if got := g.remaining(k); got != MaxThrottleWait {
 		t.Fatalf("after an answer the gate is open for %s, want still closed for %s", got, MaxThrottleWait)
 	}
-	g.now = func() time.Time { return start.Add(MaxThrottleWait) }
+	g.gates.SetClock(func() time.Time { return start.Add(MaxThrottleWait) })
 	if got := g.remaining(k); got != 0 {
 		t.Fatalf("after the wait: %s left", got)
 	}

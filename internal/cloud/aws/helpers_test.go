@@ -23,6 +23,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -319,32 +320,5 @@ func sorted(ss []string) []string {
 // counterValue reads a counter of the env's registry with the given labels.
 func (e *env) counterValue(name string, labels map[string]string) float64 {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-		}
-	}
-	return 0
+	return cloudtest.MetricSum(e.t, e.reg, name, labels)
 }

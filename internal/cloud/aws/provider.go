@@ -18,9 +18,10 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// Provider is the AWS implementation of cloud.Provider: it finds EC2
-// resources by classifier tags and writes their tags. It is safe for
-// concurrent use.
+// Provider is the AWS implementation of cloud.ClassifiedProvider: it finds
+// EC2 resources by classifier tags and writes their tags. It does not
+// implement cloud.NodeProvider: tagsync does not sync AWS nodes with their
+// instances. It is safe for concurrent use.
 type Provider struct {
 	cfg     Config
 	opts    Options
@@ -33,7 +34,7 @@ type Provider struct {
 	clients map[string]*clients // by region
 }
 
-var _ cloud.Provider = (*Provider)(nil)
+var _ cloud.ClassifiedProvider = (*Provider)(nil)
 
 // clients are the SDK clients of one region.
 type clients struct {
@@ -159,22 +160,5 @@ func (p *Provider) Rules() tags.Rules { return tags.AWSRules }
 
 // Calls returns how many HTTP requests the provider sent, by operation
 // named as its IAM action ("ec2:CreateTags", "ec2:DeleteTags",
-// "ec2:DescribeTags", "tag:GetResources"), SDK retries included.
+// "tag:GetResources"), SDK retries included.
 func (p *Provider) Calls() map[string]int { return p.metrics.Calls() }
-
-// unmanagedReason is the Reason of every AWS node's placement.
-const unmanagedReason = "tagsync does not sync the tags of AWS nodes with their instances: " +
-	"on AWS it syncs tags of EC2 resources found by classifier tags only"
-
-// Snapshot places every node unmanaged, with a Reason saying that the node
-// sync does not handle AWS nodes. It sends no request.
-func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, _ cloud.ReadOptions) (cloud.Snapshot, error) {
-	if err := ctx.Err(); err != nil {
-		return cloud.Snapshot{}, err
-	}
-	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
-	for _, n := range nodes {
-		snap.Placements[n.Name] = cloud.Placement{Reason: unmanagedReason}
-	}
-	return snap, nil
-}

@@ -22,28 +22,10 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// TestSnapshotUnmanaged: every node is unmanaged with a reason, and no
-// request is sent.
-func TestSnapshotUnmanaged(t *testing.T) {
+// TestNameAndRules: the provider is "aws" with AWS's tag rules.
+func TestNameAndRules(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	nodes := []cloud.Node{{Name: "a", ProviderID: "aws:///us-east-1a/i-0123456789abcdef0"}, {Name: "b"}}
-	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(snap.Placements) != 2 || len(snap.Resources) != 0 || len(snap.Failed) != 0 {
-		t.Fatalf("Snapshot = %+v", snap)
-	}
-	for _, n := range nodes {
-		pl := snap.Placements[n.Name]
-		if pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, "AWS nodes") {
-			t.Errorf("%s: %+v", n.Name, pl)
-		}
-	}
-	if got := e.p.Calls(); len(got) != 0 {
-		t.Fatalf("Snapshot sent %v", got)
-	}
 	if e.p.Name() != "aws" || e.p.Rules().MaxTags != tags.AWSRules.MaxTags || e.p.Rules().CaseInsensitive {
 		t.Fatalf("Name %q, Rules %+v", e.p.Name(), e.p.Rules())
 	}
@@ -171,6 +153,27 @@ func (s *signedWith) sawOp(op string) bool {
 	return s.ops[op]
 }
 
+// discoverWithChain finds an instance through a provider with no static
+// keys (the SDK's default chain) and returns how its requests were signed.
+func discoverWithChain(t *testing.T, e *env) *signedWith {
+	t.Helper()
+	s := &signedWith{}
+	e.tr.setInject(s.hook())
+	discoverOne(t, e, e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL}))
+	return s
+}
+
+// setenvFile writes content to a temporary file and points the
+// environment variable env at it for the test.
+func setenvFile(t *testing.T, env, content string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), strings.ToLower(env))
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(env, path)
+}
+
 // discoverOne tags an instance and finds it through p.
 func discoverOne(t *testing.T, e *env, p *Provider) {
 	t.Helper()
@@ -188,10 +191,7 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 	t.Setenv(EnvAccessKeyID, "AKIAFROMENVIRONMENT1")
 	t.Setenv(EnvSecretAccessKey, "env-secret")
 	e := newEnv(t)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if !s.only("AKIAFROMENVIRONMENT1") {
 		t.Fatalf("requests were signed with %v, want the environment's key", s.keys)
 	}
@@ -204,17 +204,10 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 func TestCredentialsWebIdentity(t *testing.T) {
 	cleanAWSEnv(t)
 	e := newEnv(t)
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	setenvFile(t, EnvWebIdentityTokenFile, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln")
 	t.Setenv(EnvRoleARN, "arn:aws:iam::"+e.account+":role/tagsync")
-	t.Setenv(EnvWebIdentityTokenFile, token)
 	t.Setenv("AWS_ENDPOINT_URL_STS", moto.URL)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if !s.sawOp("AssumeRoleWithWebIdentity") {
 		t.Fatalf("no AssumeRoleWithWebIdentity call (operations seen: %v)", s.ops)
 	}
@@ -241,16 +234,9 @@ func TestCredentialsPodIdentity(t *testing.T) {
 		})
 	}))
 	t.Cleanup(agent.Close)
-	tokenFile := filepath.Join(t.TempDir(), "eks-pod-identity-token")
-	if err := os.WriteFile(tokenFile, []byte(podToken), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	setenvFile(t, EnvContainerAuthTokenFile, podToken)
 	t.Setenv(EnvContainerCredsFullURI, agent.URL+"/v1/credentials")
-	t.Setenv(EnvContainerAuthTokenFile, tokenFile)
-	var s signedWith
-	e.tr.setInject(s.hook())
-	p := e.newProvider(Config{Region: "us-east-1", Endpoint: moto.URL})
-	discoverOne(t, e, p)
+	s := discoverWithChain(t, e)
 	if gotAuth != podToken {
 		t.Fatalf("the credentials agent got Authorization %q, want the pod token", gotAuth)
 	}
@@ -271,26 +257,26 @@ func TestMetricsCountEveryAttempt(t *testing.T) {
 	var failed sync.Once
 	e.tr.setInject(func(_ *http.Request, op, _ string) *http.Response {
 		var resp *http.Response
-		if op == "DescribeTags" {
+		if op == "CreateTags" {
 			failed.Do(func() { resp = ec2Error(http.StatusInternalServerError, "InternalError", "try again") })
 		}
 		return resp
 	})
-	if _, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"a": "b"}}); err != nil {
-		t.Fatal(err)
+	if res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{id}, Patch: tags.Patch{Set: tags.Set{"a": "b"}}}}, nil); res[0].Err != nil {
+		t.Fatal(res[0].Err)
 	}
-	if got := e.p.Calls(); got["ec2:DescribeTags"] != 2 || got["ec2:CreateTags"] != 1 {
-		t.Fatalf("calls = %v, want 2 DescribeTags (one retried) and 1 CreateTags", got)
+	if got := e.p.Calls(); got["ec2:CreateTags"] != 2 || len(got) != 1 {
+		t.Fatalf("calls = %v, want 2 CreateTags (one retried)", got)
 	}
 	for _, c := range []struct {
 		code string
 		want float64
 	}{{"500", 1}, {"200", 1}} {
-		if got := e.counterValue(cloud.MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags", "code": c.code}); got != c.want {
-			t.Errorf("requests{DescribeTags,%s} = %v, want %v", c.code, got, c.want)
+		if got := e.counterValue(cloud.MetricRequests, map[string]string{"provider": "aws", "operation": "ec2:CreateTags", "code": c.code}); got != c.want {
+			t.Errorf("requests{CreateTags,%s} = %v, want %v", c.code, got, c.want)
 		}
 	}
-	if got := e.counterValue(cloud.MetricRequestDuration, map[string]string{"provider": "aws", "operation": "ec2:DescribeTags"}); got != 2 {
-		t.Errorf("duration samples of DescribeTags = %v, want 2", got)
+	if got := e.counterValue(cloud.MetricRequestDuration, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got != 2 {
+		t.Errorf("duration samples of CreateTags = %v, want 2", got)
 	}
 }

@@ -52,14 +52,14 @@ func (p *Provider) parseRef(id string) (resourceRef, error) {
 	return resourceRef{id: id, region: region, ec2ID: rid}, nil
 }
 
-// Tag operations of WriteTags and PatchTags.
+// Tag operations of WriteTags.
 const (
 	opCreateTags = "CreateTags"
 	opDeleteTags = "DeleteTags"
 )
 
 // WriteTags applies each write's patch to its resources without reading
-// them (see cloud.Provider). IDs are EC2 ARNs (Classified.ID) or bare EC2
+// them (see cloud.ClassifiedProvider). IDs are EC2 ARNs (Classified.ID) or bare EC2
 // resource IDs (in the provider's region). Per write, region and batch of
 // up to 1000 resource IDs it sends one DeleteTags for Patch.Delete, each
 // name with its Expect value when there is one (EC2 then deletes the tag
@@ -80,7 +80,7 @@ const (
 // about all, e.g. a credential without ec2:CreateTags). Other errors (throttling, invalid
 // tags, transport) fail every resource of the call at once.
 //
-// Results stream to each (see cloud.Provider) per batch call: every
+// Results stream to each (see cloud.ClassifiedProvider) per batch call: every
 // resource of a batch is reported pending before its first call and with
 // its result once its last call has answered, so a batch's resources
 // complete together. Once each returns an error, no further call is sent
@@ -376,62 +376,4 @@ func namedIDs(err error, ids []string) map[string]bool {
 		}
 	}
 	return named
-}
-
-// PatchTags sets and deletes the named tags of one resource (an EC2 ARN or
-// EC2 resource ID): DeleteTags for Patch.Delete, then CreateTags for
-// Patch.Set, then a DescribeTags read of the tags it has afterwards. EC2
-// writes tags key by key, so no read is needed before: other keys, and
-// concurrent changes to them, are kept as they are. Errors report their
-// cloud kind to errors.Is (see the package doc).
-func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
-	ref, err := p.parseRef(id)
-	if err != nil {
-		return cloud.Resource{}, err
-	}
-	c := p.clientsFor(ref.region)
-	ids := []string{ref.ec2ID}
-	if len(patch.Delete) > 0 {
-		del := make([]ec2types.Tag, len(patch.Delete))
-		for i, n := range patch.Delete {
-			del[i] = ec2types.Tag{Key: sdkaws.String(n)}
-		}
-		if _, err := c.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: ids, Tags: del}); err != nil {
-			return cloud.Resource{}, p.wrap(ref.region, fmt.Sprintf("aws: delete tags %s of %s", strings.Join(patch.Delete, ", "), id), err)
-		}
-	}
-	if len(patch.Set) > 0 {
-		names := patch.Set.Names()
-		set := make([]ec2types.Tag, len(names))
-		for i, n := range names {
-			set[i] = ec2types.Tag{Key: sdkaws.String(n), Value: sdkaws.String(patch.Set[n])}
-		}
-		if _, err := c.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids, Tags: set}); err != nil {
-			return cloud.Resource{}, p.wrap(ref.region, fmt.Sprintf("aws: set tags %s of %s", strings.Join(names, ", "), id), err)
-		}
-	}
-	t, err := p.describeTags(ctx, c, ref)
-	if err != nil {
-		return cloud.Resource{}, err
-	}
-	return cloud.Resource{ID: id, Tags: t}, nil
-}
-
-// describeTags reads all tags of one resource with DescribeTags.
-func (p *Provider) describeTags(ctx context.Context, c *clients, ref resourceRef) (tags.Set, error) {
-	out := tags.Set{}
-	pages := ec2.NewDescribeTagsPaginator(c.ec2, &ec2.DescribeTagsInput{
-		Filters:    []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{ref.ec2ID}}},
-		MaxResults: sdkaws.Int32(1000),
-	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, p.wrap(ref.region, "aws: read tags of "+ref.id, err)
-		}
-		for _, t := range page.Tags {
-			out[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
-		}
-	}
-	return out, nil
 }

@@ -180,6 +180,16 @@ func TestMotoTagsMissingInstance(t *testing.T) {
 	checkResults(t, res, []string{gone}, nil)
 }
 
+// fullTags returns the 50 tags k00 ... k49, as many as an EC2 resource
+// may carry.
+func fullTags() map[string]string {
+	full := map[string]string{}
+	for i := range 50 {
+		full[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	return full
+}
+
 // TestWriteTagsTooManyTags: moto, like EC2, refuses CreateTags when a
 // resource would carry more than 50 tags, for the whole call and without
 // naming the resource; WriteTags halves the batch until it finds it, and
@@ -188,11 +198,7 @@ func TestWriteTagsTooManyTags(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.volumes("us-east-1", 7, nil)
-	full := map[string]string{}
-	for i := range 50 {
-		full[fmt.Sprintf("k%02d", i)] = "v"
-	}
-	e.setTags(full, ids[4])
+	e.setTags(fullTags(), ids[4])
 	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	checkResults(t, res, ids, map[string]error{ids[4]: cloud.ErrTooManyTags})
 	// The batch; [0 1 2] succeeds, so [3 4 5 6] holds the bad one and is
@@ -219,11 +225,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, WithMaxIsolationCalls(2))
 	ids := e.volumes("us-east-1", 8, nil)
-	full := map[string]string{}
-	for i := range 50 {
-		full[fmt.Sprintf("k%02d", i)] = "v"
-	}
-	e.setTags(full, ids[7])
+	e.setTags(fullTags(), ids[7])
 	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
 	// The batch fails; [0-3] succeeds (1 extra call), so [4-7] holds the bad
 	// one and is halved unsent; [4 5] succeeds (2); [6] is unresolved (the
@@ -242,7 +244,7 @@ func TestWriteTagsIsolationBudget(t *testing.T) {
 	// Every resource at its limit: no call succeeds, so the refusal is
 	// taken to be about all and the unresolved ones keep its kind.
 	fullIDs := e.volumes("us-east-1", 8, nil)
-	e.setTags(full, fullIDs...)
+	e.setTags(fullTags(), fullIDs...)
 	res = e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: fullIDs, Patch: tags.Patch{Set: tags.Set{"more": "c"}}}}, nil)
 	all := map[string]error{}
 	for _, id := range fullIDs {
@@ -271,39 +273,6 @@ func TestWriteTagsEmpty(t *testing.T) {
 	checkResults(t, res, ids, nil)
 	if got := e.p.Calls(); len(got) != 0 {
 		t.Fatalf("calls = %v, want none", got)
-	}
-}
-
-// TestPatchTags: one resource by ARN or bare ID: delete, set, and the tags
-// after; a missing resource is ErrNotFound.
-func TestPatchTags(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	id := e.instances("eu-west-1", 1, map[string]string{"old": "1", "keep": "2"})[0]
-	r, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"new": "3"}, Delete: []string{"old"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.ID != id || !maps.Equal(r.Tags, tags.Set{"keep": "2", "new": "3"}) {
-		t.Fatalf("PatchTags = %+v", r)
-	}
-	if got := e.p.Calls(); !maps.Equal(got, map[string]int{"ec2:DeleteTags": 1, "ec2:CreateTags": 1, "ec2:DescribeTags": 1}) {
-		t.Fatalf("calls = %v", got)
-	}
-
-	bare := e.instances("us-east-1", 1, nil)[0]
-	r, err = e.p.PatchTags(e.ctx, ec2ID(bare), tags.Patch{Set: tags.Set{"a": "b"}})
-	if err != nil || !maps.Equal(r.Tags, tags.Set{"a": "b"}) || r.ID != ec2ID(bare) {
-		t.Fatalf("PatchTags of a bare ID = %+v, %v", r, err)
-	}
-
-	_, err = e.p.PatchTags(e.ctx, e.arn("us-east-1", "volume", "vol-0000000000000dead"), tags.Patch{Set: tags.Set{"a": "b"}})
-	if !errors.Is(err, cloud.ErrNotFound) {
-		t.Fatalf("PatchTags of a missing volume: %v, want ErrNotFound", err)
-	}
-	t.Logf("missing: %v", err)
-	if _, err := e.p.PatchTags(e.ctx, "arn:aws:s3:::bucket", tags.Patch{Set: tags.Set{"a": "b"}}); err == nil {
-		t.Fatal("PatchTags of an S3 bucket succeeded")
 	}
 }
 

@@ -436,10 +436,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	env := armsimtest.Start(t)
 	big := armsim.Bucket{Capacity: 1000, RefillPerSecond: 1000}
 	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: big, Writes: armsim.Bucket{Capacity: 60, RefillPerSecond: 10}, Deletes: big, Graph: big})
-	est := armsimtest.ClusterEstate{Infra: "q1", PerType: 8, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "q1", PerType: 8})
 	ids := est.ResourceIDs()
 	rec := &responseRecorder{base: env.HTTPClient.Transport}
 	cfg := armsimConfig(env)

@@ -129,10 +129,7 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 // Discovery.Calls counts a retried request twice.
 func TestDiscoverPages(t *testing.T) {
 	env := armsimtest.Start(t)
-	est := armsimtest.ClusterEstate{Infra: "big", PerType: 250, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
 	p := newTestProvider(t, env, nil)
 	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{})
 	if err != nil {
@@ -197,10 +194,7 @@ func TestDiscoverQuotesInClassifiers(t *testing.T) {
 func TestDiscoverForbiddenSubscription(t *testing.T) {
 	env := armsimtest.Start(t)
 	a, b := env.SubscriptionID, otherSubscription
-	est := armsimtest.ClusterEstate{Infra: "c1", Subscriptions: []string{a, b}, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", Subscriptions: []string{a, b}})
 	env.Server.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + b,
 		Message: "The client does not have authorization to read subscription " + b + "."})
 	p := newTestProvider(t, env, nil)
@@ -258,10 +252,7 @@ func TestDiscoverThrottled(t *testing.T) {
 // for the reset instead of being throttled, and the search completes.
 func TestDiscoverWaitsForGraphQuota(t *testing.T) {
 	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{Graph: armsim.Bucket{Capacity: 2, RefillPerSecond: 2}}))
-	est := armsimtest.ClusterEstate{Infra: "big", PerType: 250, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
 	p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
 	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{})
 	if err != nil || len(d.Failed) != 0 || len(d.Resources) != 2501 || d.Calls != 3 {
@@ -605,10 +596,7 @@ func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
 	env := armsimtest.Start(t)
 	a, b := strings.ToLower(env.SubscriptionID), otherSubscription
-	est := armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Subscriptions: []string{a, b}, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Subscriptions: []string{a, b}})
 	ids := est.ResourceIDs() // 20 in a, then 20 in b
 	h := &holdingTransport{base: env.HTTPClient.Transport, held: a, release: make(chan struct{})}
 	h.onAnswer = func(answered []string) {
@@ -665,10 +653,7 @@ func TestWriteQueueRoundRobin(t *testing.T) {
 // after it, and the resources left fail wrapping it.
 func TestWriteTagsStreamsAndStops(t *testing.T) {
 	env := armsimtest.Start(t)
-	est := armsimtest.ClusterEstate{Infra: "st", PerType: 2, Tags: map[string]string{clusterTag: "owned"}}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
-	}
+	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "st", PerType: 2})
 	ids := est.ResourceIDs() // 20
 	cfg := armsimConfig(env)
 	p := newTestProvider(t, env, &cfg, WithWriteConcurrency(1))

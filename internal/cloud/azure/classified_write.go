@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
-
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -52,7 +50,7 @@ import (
 // scale set's resource group is dropped, so the next Snapshot reads it
 // afresh.
 //
-// Each resource is reported to each (see cloud.Provider) as pending before
+// Each resource is reported to each (see cloud.ClassifiedProvider) as pending before
 // its first request and with its result as soon as its worker has it;
 // once each returns an error, the workers send nothing more and the
 // resources left fail with an error wrapping it.
@@ -244,25 +242,9 @@ func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, 
 		return cloud.NotStarted(id, err)
 	}
 	defer p.forget(ref)
-	deleted := false
-	for _, op := range []struct {
-		kind armresources.TagsPatchOperation
-		tags tags.Set
-		verb string
-	}{{armresources.TagsPatchOperationDelete, del, "delete"}, {armresources.TagsPatchOperationMerge, merge, "set"}} {
-		if len(op.tags) == 0 {
-			continue
-		}
-		if _, err := p.tagsPatch(ctx, c, ref.id, op.kind, op.tags); err != nil {
-			format := "azure: %s tags %s on %s"
-			if deleted {
-				format = "azure: %s tags %s on %s (the patch's deletions were applied)"
-			}
-			e := p.wrapf(err, format, op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
-			memo.note(ref.sub, e)
-			return e
-		}
-		deleted = op.kind == armresources.TagsPatchOperationDelete
+	if _, err := p.deleteThenMerge(ctx, c, ref.id, del, merge); err != nil {
+		memo.note(ref.sub, err)
+		return err
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
-// Package azure is tagsync's Azure Resource Manager provider (cloud.Provider)
-// on the Azure SDK for Go. It owns:
+// Package azure is tagsync's Azure Resource Manager provider
+// (cloud.NodeProvider and cloud.ClassifiedProvider) on the Azure SDK for Go.
+// It owns:
 //
 //   - node resolution: a Node's providerID (Uniform instance, Flexible member,
 //     availability-set or standalone VM; ParseProviderID) or, without one, the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -54,7 +53,7 @@ func (p *Provider) armErr(context string, err error) *armError {
 	e := &armError{answer: describe(err), err: err, kind: kindOf(err)}
 	if t := p.throttled(err); t != nil {
 		e.err = t
-		e.answer += fmt.Sprintf(" (retry after %s)", roundWait(t.RetryAfter))
+		e.answer += fmt.Sprintf(" (retry after %s)", cloud.RoundWait(t.RetryAfter))
 	}
 	e.msg = context + ": " + e.answer
 	return e
@@ -96,17 +95,9 @@ func (p *Provider) throttled(err error) *cloud.ThrottledError {
 	t := &cloud.ThrottledError{Scope: "ARM", RetryAfter: wait, Err: err}
 	if req := resp.Request; req != nil && req.URL != nil {
 		key := gateKeyOf(req.URL, req.Method)
-		t.Scope, t.RetryAfter = key.scope(), p.opts.Gates.remaining(key)
+		t.Scope, t.RetryAfter = key.scope(), p.opts.Gates.Remaining(key)
 	}
 	return t
-}
-
-// roundWait renders a wait: whole seconds, or milliseconds under a second.
-func roundWait(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(time.Second)
 }
 
 // describe summarises an error in one line: "ARM answered 400

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -89,17 +88,12 @@ func subscriptionOf(path string) string {
 // Provider its own: do that for Providers that authenticate as different
 // principals against the same subscription, and in tests that close a gate
 // for long and may meet another server on the same loopback port.
-// ThrottleGates are safe for concurrent use.
-type ThrottleGates struct {
-	mu    sync.Mutex
-	until map[gateKey]time.Time
-	now   func() time.Time
-}
+// ThrottleGates are safe for concurrent use; they are cloud.Gates keyed by
+// ARM endpoint, subscription and bucket.
+type ThrottleGates struct{ *cloud.Gates[gateKey] }
 
 // NewThrottleGates returns gates that are all open.
-func NewThrottleGates() *ThrottleGates {
-	return &ThrottleGates{until: map[gateKey]time.Time{}, now: time.Now}
-}
+func NewThrottleGates() *ThrottleGates { return &ThrottleGates{cloud.NewGates[gateKey]()} }
 
 // defaultGates are the process-wide gates.
 var defaultGates = NewThrottleGates()
@@ -108,41 +102,9 @@ var defaultGates = NewThrottleGates()
 // uses unless WithThrottleGates gives it others.
 func DefaultThrottleGates() *ThrottleGates { return defaultGates }
 
-// remaining returns how long k's gate stays closed; 0 when open.
-func (g *ThrottleGates) remaining(k gateKey) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	until, ok := g.until[k]
-	if !ok {
-		return 0
-	}
-	left := until.Sub(g.now())
-	if left <= 0 {
-		delete(g.until, k)
-		return 0
-	}
-	return left
-}
-
-// close closes k's gate for d, unless it is closed for longer already.
-func (g *ThrottleGates) close(k gateKey, d time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	until := g.now().Add(d)
-	if old, ok := g.until[k]; !ok || until.After(old) {
-		g.until[k] = until
-	}
-}
-
 // forgetHost opens every gate of an ARM endpoint (tests).
 func (g *ThrottleGates) forgetHost(host string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for k := range g.until {
-		if k.host == strings.ToLower(host) {
-			delete(g.until, k)
-		}
-	}
+	g.Forget(func(k gateKey) bool { return k.host == strings.ToLower(host) })
 }
 
 // heldError is an HTTP attempt the gate did not send. It unwraps to the
@@ -210,16 +172,16 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 		p.budget.observe(t, resp)
 	}
 	if d := throttleWait(resp); d > 0 {
-		p.gates.close(key, d)
+		p.gates.Close(key, d)
 	} else if d := graphQuotaWait(key, resp); d > 0 {
-		p.gates.close(key, d)
+		p.gates.Close(key, d)
 	}
 	return resp, err
 }
 
 // hold returns a heldError when the request's gate is closed.
 func (p throttlePolicy) hold(key gateKey, raw *http.Request) error {
-	left := p.gates.remaining(key)
+	left := p.gates.Remaining(key)
 	if left <= 0 {
 		return nil
 	}

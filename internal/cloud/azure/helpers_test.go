@@ -12,6 +12,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 )
 
 // testProvider is a Provider pointed at a running armsim.
@@ -100,38 +101,21 @@ var writeOps = []string{
 	"VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update",
 }
 
+// seedOwned seeds est, its resources tagged as the cluster's
+// (clusterTag: owned), into env's server.
+func seedOwned(t *testing.T, env *armsimtest.Env, est armsimtest.ClusterEstate) armsimtest.ClusterEstate {
+	t.Helper()
+	est.Tags = map[string]string{clusterTag: "owned"}
+	if err := est.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	return est
+}
+
 // counterValue sums a metric's samples whose labels include want.
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
+	return cloudtest.MetricSum(t, reg, name, want)
 }
 
 // hookTransport calls hook before sending each request.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -197,34 +198,35 @@ func (p *Provider) dropCache(kind listKind, sub, rg string) {
 
 // listVMEntries lists a resource group's VMs, all pages.
 func listVMEntries(ctx context.Context, c *clients, rg string) ([]*entry, error) {
-	var out []*entry
-	pager := c.vms.NewListPager(rg, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, vm := range page.Value {
-			if vm != nil && vm.ID != nil {
-				out = append(out, vmEntry(vm))
-			}
-		}
-	}
-	return out, nil
+	return allEntries(ctx, c.vms.NewListPager(rg, nil),
+		func(page armcompute.VirtualMachinesClientListResponse) []*armcompute.VirtualMachine {
+			return page.Value
+		},
+		func(vm *armcompute.VirtualMachine) bool { return vm != nil && vm.ID != nil }, vmEntry)
 }
 
 // listScaleSetEntries lists a resource group's scale sets, all pages.
 func listScaleSetEntries(ctx context.Context, c *clients, rg string) ([]*entry, error) {
+	return allEntries(ctx, c.vmss.NewListPager(rg, nil),
+		func(page armcompute.VirtualMachineScaleSetsClientListResponse) []*armcompute.VirtualMachineScaleSet {
+			return page.Value
+		},
+		func(ss *armcompute.VirtualMachineScaleSet) bool { return ss != nil && ss.ID != nil }, scaleSetEntry)
+}
+
+// allEntries pages through pager and converts each item that has an ID
+// (hasID) to an entry.
+func allEntries[P, R any](ctx context.Context, pager *runtime.Pager[P], items func(P) []*R, hasID func(*R) bool,
+	toEntry func(*R) *entry) ([]*entry, error) {
 	var out []*entry
-	pager := c.vmss.NewListPager(rg, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, ss := range page.Value {
-			if ss != nil && ss.ID != nil {
-				out = append(out, scaleSetEntry(ss))
+		for _, it := range items(page) {
+			if hasID(it) {
+				out = append(out, toEntry(it))
 			}
 		}
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// Provider is the Azure Resource Manager implementation of cloud.Provider.
-// It is safe for concurrent use.
+// Provider is the Azure Resource Manager implementation of
+// cloud.NodeProvider and cloud.ClassifiedProvider. It is safe for concurrent
+// use.
 type Provider struct {
 	cfg     Config
 	opts    Options
@@ -36,7 +37,10 @@ type Provider struct {
 	flight  singleflight.Group
 }
 
-var _ cloud.Provider = (*Provider)(nil)
+var (
+	_ cloud.NodeProvider       = (*Provider)(nil)
+	_ cloud.ClassifiedProvider = (*Provider)(nil)
+)
 
 // clients are the SDK clients of one subscription.
 type clients struct {

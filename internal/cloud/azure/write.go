@@ -218,7 +218,24 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 	if err != nil {
 		return nil, err
 	}
-	result := apply(nc, cur.Tags, patch)
+	result, err := p.deleteThenMerge(ctx, c, ref.id, del, merge)
+	if err != nil {
+		return nil, err
+	}
+	if result == nil {
+		result = apply(nc, cur.Tags, patch)
+	}
+	// The Tags API does not return the resource's ETag: it is unknown now.
+	return &entry{ID: cur.ID, Name: cur.Name, Tags: result}, nil
+}
+
+// deleteThenMerge sends the Tags API's Delete of del, then its Merge of
+// merge (an empty one is not sent; see patchTagsAPI for the order), and
+// returns the tags the last answer carried (nil: none did). An error names
+// the operation that failed and whether the deletions were applied.
+func (p *Provider) deleteThenMerge(ctx context.Context, c *clients, id string, del, merge tags.Set) (tags.Set, error) {
+	var result tags.Set
+	deleted := false
 	for _, op := range []struct {
 		kind armresources.TagsPatchOperation
 		tags tags.Set
@@ -227,28 +244,40 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 		if len(op.tags) == 0 {
 			continue
 		}
-		r, err := p.tagsPatch(ctx, c, ref.id, op.kind, op.tags)
+		r, err := p.tagsPatch(ctx, c, id, op.kind, op.tags)
 		if err != nil {
-			return nil, p.wrapf(err, "azure: %s tags %s on %s", op.verb, strings.Join(op.tags.Names(), ", "), ref.id)
+			format := "azure: %s tags %s on %s"
+			if deleted {
+				format += " (the patch's deletions were applied)"
+			}
+			return nil, p.wrapf(err, format, op.verb, strings.Join(op.tags.Names(), ", "), id)
 		}
 		if r.Properties != nil {
 			result = toSet(r.Properties.Tags)
 		}
+		deleted = op.kind == armresources.TagsPatchOperationDelete
 	}
-	// The Tags API does not return the resource's ETag: it is unknown now.
-	return &entry{ID: cur.ID, Name: cur.Name, Tags: result}, nil
+	return result, nil
 }
 
 // tagsPatch runs one Tags API PATCH to completion.
 func (p *Provider) tagsPatch(ctx context.Context, c *clients, id string, op armresources.TagsPatchOperation, t tags.Set) (armresources.TagsResource, error) {
-	poller, err := c.tags.BeginUpdateAtScope(ctx, scope(id), armresources.TagsPatchResource{
-		Operation: to.Ptr(op), Properties: &armresources.Tags{Tags: fromSet(t)},
-	}, nil)
-	if err != nil {
-		return armresources.TagsResource{}, err
-	}
-	r, err := poller.PollUntilDone(ctx, p.pollOptions())
+	r, err := pollDone(ctx, p, func() (*runtime.Poller[armresources.TagsClientUpdateAtScopeResponse], error) {
+		return c.tags.BeginUpdateAtScope(ctx, scope(id), armresources.TagsPatchResource{
+			Operation: to.Ptr(op), Properties: &armresources.Tags{Tags: fromSet(t)},
+		}, nil)
+	})
 	return r.TagsResource, err
+}
+
+// pollDone starts a long-running operation and polls it to completion.
+func pollDone[T any](ctx context.Context, p *Provider, begin func() (*runtime.Poller[T], error)) (T, error) {
+	poller, err := begin()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return poller.PollUntilDone(ctx, p.pollOptions())
 }
 
 // pollOptions are the LRO poll settings.
@@ -308,25 +337,25 @@ func (p *Provider) update(ctx context.Context, ref resourceRef, t tags.Set, etag
 		ifMatch = &etag
 	}
 	if ref.kind == refVM {
-		poller, err := c.vms.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineUpdate{Tags: fromSet(t)},
-			&armcompute.VirtualMachinesClientBeginUpdateOptions{IfMatch: ifMatch})
-		if err != nil {
-			return nil, err
-		}
-		r, err := poller.PollUntilDone(ctx, p.pollOptions())
-		if err != nil {
-			return nil, err
-		}
-		return vmEntry(&r.VirtualMachine), nil
+		return pollEntry(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachinesClientUpdateResponse], error) {
+			return c.vms.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineUpdate{Tags: fromSet(t)},
+				&armcompute.VirtualMachinesClientBeginUpdateOptions{IfMatch: ifMatch})
+		}, func(r armcompute.VirtualMachinesClientUpdateResponse) *entry { return vmEntry(&r.VirtualMachine) })
 	}
-	poller, err := c.vmss.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineScaleSetUpdate{Tags: fromSet(t)},
-		&armcompute.VirtualMachineScaleSetsClientBeginUpdateOptions{IfMatch: ifMatch})
+	return pollEntry(ctx, p, func() (*runtime.Poller[armcompute.VirtualMachineScaleSetsClientUpdateResponse], error) {
+		return c.vmss.BeginUpdate(ctx, ref.rg, ref.name, armcompute.VirtualMachineScaleSetUpdate{Tags: fromSet(t)},
+			&armcompute.VirtualMachineScaleSetsClientBeginUpdateOptions{IfMatch: ifMatch})
+	}, func(r armcompute.VirtualMachineScaleSetsClientUpdateResponse) *entry {
+		return scaleSetEntry(&r.VirtualMachineScaleSet)
+	})
+}
+
+// pollEntry runs an update to completion and converts the resource it
+// answers with.
+func pollEntry[T any](ctx context.Context, p *Provider, begin func() (*runtime.Poller[T], error), toEntry func(T) *entry) (*entry, error) {
+	r, err := pollDone(ctx, p, begin)
 	if err != nil {
 		return nil, err
 	}
-	r, err := poller.PollUntilDone(ctx, p.pollOptions())
-	if err != nil {
-		return nil, err
-	}
-	return scaleSetEntry(&r.VirtualMachineScaleSet), nil
+	return toEntry(r), nil
 }

@@ -1,7 +1,8 @@
-// Package cloudtest is an in-memory cloud.Provider for pure unit tests of
-// controller logic: resources and node placements are set up directly, every
-// call is recorded, and errors can be injected per operation. Integration
-// tests use the real providers against armsim and moto_server instead.
+// Package cloudtest is an in-memory cloud provider (cloud.NodeProvider and
+// cloud.ClassifiedProvider) for pure unit tests of controller logic:
+// resources and node placements are set up directly, every call is recorded,
+// and errors can be injected per operation. Integration tests use the real
+// providers against armsim and moto_server instead.
 package cloudtest
 
 import (
@@ -51,7 +52,10 @@ type Provider struct {
 	calls      []Call
 }
 
-var _ cloud.Provider = (*Provider)(nil)
+var (
+	_ cloud.NodeProvider       = (*Provider)(nil)
+	_ cloud.ClassifiedProvider = (*Provider)(nil)
+)
 
 // New returns an empty fake with the given tag rules (e.g. tags.AzureRules).
 func New(rules tags.Rules) *Provider {

@@ -65,7 +65,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	o := &outcome{t: t, started: p.r.now()}
 	defer o.observe(p)
-	provider, err := p.r.providers.Get(t.cloud)
+	provider, err := p.r.providers.ClassifiedProvider(t.cloud)
 	if err != nil {
 		o.request = &condition{ReasonProviderNotConfigured,
 			fmt.Sprintf("%v: start tagsync with the %s flags (docs/metadata.md) to apply %s objects", err, t.cloud, t.kind)}

@@ -21,7 +21,7 @@ import (
 // written and the audit fails closed, the provider starts no further
 // request; o.auditErr keeps the sink's error (also probed when nothing is
 // written). It returns the result per written resource ID.
-func (p *pass) write(ctx context.Context, provider cloud.Provider, t *target, plans []Planned, o *outcome) map[string]error {
+func (p *pass) write(ctx context.Context, provider cloud.ClassifiedProvider, t *target, plans []Planned, o *outcome) map[string]error {
 	writes, byID := group(plans)
 	if len(writes) == 0 {
 		o.auditErr = p.r.audit.Probe()

@@ -20,8 +20,8 @@ const defaultResync = 5 * time.Minute
 // syncConfig is a NodeTagSync's spec, validated and turned into the values
 // the sync pass uses.
 type syncConfig struct {
-	provider       cloud.Provider // the cloud spec.provider names
-	rules          tags.Rules     // the provider's tag rules
+	provider       cloud.NodeProvider // the cloud spec.provider names
+	rules          tags.Rules         // the provider's tag rules
 	direction      tags.Direction
 	policy         tags.Policy
 	codec          tags.Codec
@@ -35,10 +35,10 @@ type syncConfig struct {
 	warnings []string
 }
 
-// configFor chooses the provider spec.provider names (azure when empty) and
-// validates the spec against its rules.
+// configFor chooses the provider spec.provider names (azure when empty),
+// which must support the node sync, and validates the spec against its rules.
 func configFor(spec v1alpha1.NodeTagSyncSpec, providers cloud.Providers) (syncConfig, error) {
-	p, err := providers.Get(orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure)))
+	p, err := providers.NodeProvider(orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure)))
 	if err != nil {
 		return syncConfig{}, err
 	}
