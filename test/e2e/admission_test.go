@@ -197,11 +197,13 @@ func grantNodesWrite(ctx context.Context, t testing.TB) {
 	})
 }
 
-// installRBAC creates the namespace and applies the chart's ServiceAccount,
-// ClusterRoles, Roles and their bindings.
+// installRBAC creates the namespace and those of the chart's objects, and
+// applies the chart's ServiceAccount, ClusterRoles, Roles and their
+// bindings.
 func installRBAC(ctx context.Context, t testing.TB, ns string, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ensureNamespace(ctx, t, ns)
+	ensureNamespaces(ctx, t, objs)
 	var rbac []*unstructured.Unstructured
 	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 		rbac = append(rbac, ofKind(objs, kind)...)

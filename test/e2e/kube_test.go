@@ -82,6 +82,18 @@ func ensureNamespace(ctx context.Context, t testing.TB, name string) {
 	}
 }
 
+// ensureNamespaces creates the namespaces objs are in.
+func ensureNamespaces(ctx context.Context, t testing.TB, objs []*unstructured.Unstructured) {
+	t.Helper()
+	seen := map[string]bool{"": true}
+	for _, o := range objs {
+		if ns := o.GetNamespace(); !seen[ns] {
+			seen[ns] = true
+			ensureNamespace(ctx, t, ns)
+		}
+	}
+}
+
 // deleteOnCleanup deletes cluster-scoped objects when the test ends.
 func deleteOnCleanup(t testing.TB, objs ...*unstructured.Unstructured) {
 	t.Cleanup(func() {

@@ -3,10 +3,10 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,103 +17,62 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 )
 
-// TestChartOpenShiftRBACIsEnough is the RBAC sufficiency proof of the
-// OpenShift adapter: the chart rendered with metadata.enabled,
-// openshift.enabled, nodeTagSync.enabled=false and metadata.namespaces set
-// to the release namespace (so the engine kinds are granted there only, and
-// the adapter's events about the cluster-scoped Infrastructure have only
-// the events Role in default), its ServiceAccount, roles and bindings
-// applied to the real API server with the proposal's Infrastructure CRD
-// (test/crds/openshift-seed), and the real `tagsync run` with the
-// Deployment's own arguments run as that ServiceAccount against armsim.
-// The adapter creates its CloudMetadata and AzureMetadata in the release
-// namespace, the engine tags the cluster's resources, the one resource
-// that cannot take the tags is listed in the Infrastructure's status (CRD
-// get, status patch), the outcome is an event in default, a Day-2 change
-// of the tags updates the AzureMetadata and reaches the resources, and no
-// request is forbidden. (That each verb is also needed -- the ablation half
-// of the metadata controller's proof -- is not shown here.)
-func TestChartOpenShiftRBACIsEnough(t *testing.T) {
-	ctx := context.Background()
-	const ns = "tagsync-system"
-	objs := renderChart(t, ns, "--set",
-		"azure.authMode=servicePrincipal,azure.clientID=from-chart,azure.tenantID=from-chart,azure.existingSecret=tagsync-azure,"+
-			"nodeTagSync.enabled=false,metadata.enabled=true,openshift.enabled=true,metadata.namespaces={"+ns+"}")
-	checkInfratagsRBACShape(t, objs, ns)
-	installRBAC(ctx, t, ns, objs)
-	deleteOnCleanup(t, append(ofKind(objs, "RoleBinding"), ofKind(objs, "Role")...)...)
+// openShiftSubject is the OpenShift adapter's part of the RBAC proof: the
+// proposal's Infrastructure (its CRD from test/crds/openshift-seed) and a
+// cluster's estate in armsim. The adapter creates its CloudMetadata and
+// AzureMetadata in the release namespace, the engine tags the cluster's
+// resources, the one resource that cannot take the tags is listed in the
+// Infrastructure's status (CRD get, status patch), the outcome is an event
+// in default, and a Day-2 change of the tags updates the AzureMetadata and
+// reaches the resources.
+type openShiftSubject struct {
+	*rbacFixture
+	infra  *unstructured.Unstructured
+	zone   string   // the resource at the tag limit
+	others []string // the estate's other resources and groups
+}
 
-	installInfrastructureCRD(ctx, t)
+func newOpenShiftSubject(f *rbacFixture) rbacSubject { return &openShiftSubject{rbacFixture: f} }
 
-	cloud := armsimtest.Start(t)
+// setup seeds the estate, one resource of it already at the tag limit, and
+// the Infrastructure.
+func (s *openShiftSubject) setup(t *testing.T) {
 	const infraID = "osrbac-1a2b3"
 	estate := armsimtest.ClusterEstate{Infra: infraID, Tags: map[string]string{"kubernetes.io_cluster." + infraID: "owned"}}
-	must(t, estate.Seed(cloud.Server))
-	ids := append(estate.ResourceIDs(), estate.GroupIDs()...)
-	// One resource already at the tag limit: it fails, and the adapter
-	// lists it in the Infrastructure's status.
-	zone := estate.ID(cloud.SubscriptionID, armsim.TypeDNSZone, 0)
+	must(t, estate.Seed(s.cloud.Server))
+	s.zone = estate.ID(s.cloud.SubscriptionID, armsim.TypeDNSZone, 0)
 	full := map[string]string{}
 	for i := range 14 {
 		full[fmt.Sprintf("x%02d", i)] = "v"
 	}
-	must(t, cloud.Server.SetTags(zone, full))
-	var others []string
-	for _, id := range ids {
-		if id != zone {
-			others = append(others, id)
-		}
-	}
+	must(t, s.cloud.Server.SetTags(s.zone, full))
+	s.others = slices.DeleteFunc(append(estate.ResourceIDs(), estate.GroupIDs()...), func(id string) bool { return id == s.zone })
 
-	infra := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"platformSpec": map[string]any{
+	s.infra = &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"platformSpec": map[string]any{
 		"azure": map[string]any{"resourceTags": []any{map[string]any{"key": "env", "value": "prod"}, map[string]any{"key": "team", "value": "a"}}}}}}}
-	infra.SetGroupVersionKind(infratags.InfrastructureGVK)
-	infra.SetName(infratags.InfrastructureName)
-	must(t, kube.Client.Create(ctx, infra))
+	s.infra.SetGroupVersionKind(infratags.InfrastructureGVK)
+	s.infra.SetName(infratags.InfrastructureName)
+	must(t, kube.Client.Create(s.ctx, s.infra))
 	t.Cleanup(func() {
-		if err := kube.Client.Delete(context.Background(), infra); err != nil && !apierrors.IsNotFound(err) {
+		if err := kube.Client.Delete(context.Background(), s.infra); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the Infrastructure: %v", err)
 		}
 	})
-	infra.Object["status"] = map[string]any{"infrastructureName": infraID,
+	s.infra.Object["status"] = map[string]any{"infrastructureName": infraID,
 		"platformStatus": map[string]any{"azure": map[string]any{"resourceGroupName": estate.ResourceGroup}}}
-	must(t, kube.Client.Status().Update(ctx, infra))
+	must(t, kube.Client.Status().Update(s.ctx, s.infra))
 	for _, o := range []client.Object{&v1alpha1.CloudMetadata{}, &v1alpha1.AzureMetadata{}} {
-		t.Cleanup(func() { _ = kube.Client.DeleteAllOf(context.Background(), o, client.InNamespace(ns)) })
+		t.Cleanup(func() { _ = kube.Client.DeleteAllOf(context.Background(), o, client.InNamespace(s.ns)) })
 	}
+}
 
-	sa := oneOfKind(t, objs, "ServiceAccount").GetName()
-	args := append(deploymentArgs(t, objs), "--kubeconfig="+writeKubeconfig(t, serviceAccountUser(ns, sa), serviceAccountGroups(ns)...),
-		"--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms", "--zap-log-level=debug")
-	wantArgs(t, args, "--controllers=metadata,infratags", "--openshift-namespace="+ns, "--namespaces="+ns)
-	args = append(args, armsimFlags(t, cloud)...)
-	p := startTagsync(t, "tagsync openshift (chart RBAC)", args...)
-
-	waitAzureTags := func(ids []string, want map[string]string) {
-		t.Helper()
-		eventually(t, fmt.Sprintf("%v on %d resources", want, len(ids)), func() string {
-			for _, id := range ids {
-				got, err := cloud.Server.Tags(id)
-				if err != nil {
-					return err.Error()
-				}
-				for k, v := range want {
-					if got[k] != v {
-						return fmt.Sprintf("%s has %v", id, got)
-					}
-				}
-			}
-			return ""
-		})
-	}
-	waitAzureTags(others, map[string]string{"env": "prod", "team": "a"})
-	for _, o := range []client.Object{&v1alpha1.CloudMetadata{}, &v1alpha1.AzureMetadata{}} {
-		name := infratags.CloudMetadataName
-		if _, ok := o.(*v1alpha1.AzureMetadata); ok {
-			name = infratags.AzureMetadataName
-		}
-		must(t, kube.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o))
-	}
+// fullSync: the tags on the estate, the adapter's objects, the failing
+// zone in the Infrastructure's status, the event, and a Day-2 change.
+func (s *openShiftSubject) fullSync(t *testing.T, _ *tagsyncProc) {
+	ctx := s.ctx
+	waitARMTags(t, s.cloud, s.others, map[string]string{"env": "prod", "team": "a"})
+	must(t, kube.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: infratags.CloudMetadataName}, &v1alpha1.CloudMetadata{}))
+	must(t, kube.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: infratags.AzureMetadataName}, &v1alpha1.AzureMetadata{}))
 	eventually(t, "the failing zone listed in the Infrastructure's status", func() string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(infratags.InfrastructureGVK)
@@ -121,37 +80,26 @@ func TestChartOpenShiftRBACIsEnough(t *testing.T) {
 			return err.Error()
 		}
 		items, _, _ := unstructured.NestedSlice(u.Object, "status", "platformStatus", "azure", "resourceTags")
-		if len(items) != 1 || !strings.EqualFold(fmt.Sprint(items[0].(map[string]any)["name"]), zone) {
+		if len(items) != 1 || !strings.EqualFold(fmt.Sprint(items[0].(map[string]any)["name"]), s.zone) {
 			return fmt.Sprintf("status lists %v", items)
 		}
 		return ""
 	})
-	eventually(t, "a UserTagsFailed event about the Infrastructure in default", func() string {
-		var list eventsv1.EventList
-		if err := kube.Client.List(ctx, &list, client.InNamespace("default")); err != nil {
-			return err.Error()
-		}
-		for _, e := range list.Items {
-			if e.ReportingController == "tagsync-"+infratags.ControllerName && e.Regarding.Name == infratags.InfrastructureName &&
-				e.Reason == infratags.ReasonUserTagsFailed {
-				return ""
-			}
-		}
-		return fmt.Sprintf("%d events, none", len(list.Items))
-	})
+	waitEvents(ctx, t, "default", infratags.ControllerName,
+		wantEvent{regarding: infratags.InfrastructureName, reason: infratags.ReasonUserTagsFailed})
 
 	// Day 2: the tags change; the adapter updates its AzureMetadata.
-	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(infra), infra))
-	must(t, unstructured.SetNestedSlice(infra.Object, []any{map[string]any{"key": "team", "value": "b"}},
+	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(s.infra), s.infra))
+	must(t, unstructured.SetNestedSlice(s.infra.Object, []any{map[string]any{"key": "team", "value": "b"}},
 		"spec", "platformSpec", "azure", "resourceTags"))
-	must(t, kube.Client.Update(ctx, infra))
-	waitAzureTags(others, map[string]string{"team": "b"})
-
-	p.stop(t)
-	if strings.Contains(p.logs(), "forbidden") {
-		t.Fatalf("with the chart's RBAC some request was forbidden:\n%s", grep(p.logs(), "forbidden"))
-	}
+	must(t, kube.Client.Update(ctx, s.infra))
+	waitARMTags(t, s.cloud, s.others, map[string]string{"team": "b"})
 }
+
+func (s *openShiftSubject) checks() []rbacCheck { return nil }
+
+// trigger is never called: the adapter's row ablates nothing.
+func (s *openShiftSubject) trigger(*ablation) {}
 
 // installInfrastructureCRD installs OpenShift's Infrastructure CRD
 // (test/crds/openshift-seed), waits until it is served, and removes it when
