@@ -33,10 +33,8 @@ const (
 // administrators may still write synced labels.
 func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 	ctx := context.Background()
-	const ns = "tagsync-system"
-	cleanupSyncObjects(t)
-	objs := renderChart(t, ns)
-	installRBAC(ctx, t, ns, objs)
+	const ns = chartNS
+	objs := installDefaultChart(ctx, t)
 
 	node := "vap-node-0"
 	base := `{"env":"prod"}`
@@ -195,6 +193,17 @@ func grantNodesWrite(ctx context.Context, t testing.TB) {
 		_ = kube.Client.Delete(context.Background(), binding)
 		_ = kube.Client.Delete(context.Background(), role)
 	})
+}
+
+// installDefaultChart renders the chart with its defaults for chartNS,
+// installs its RBAC (installRBAC) and returns it; every Node and
+// NodeTagSync is deleted when the test ends.
+func installDefaultChart(ctx context.Context, t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	cleanupSyncObjects(t)
+	objs := renderChart(t, chartNS)
+	installRBAC(ctx, t, chartNS, objs)
+	return objs
 }
 
 // installRBAC creates the namespace and those of the chart's objects, and

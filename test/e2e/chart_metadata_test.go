@@ -1,21 +1,15 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/operator"
 )
@@ -250,50 +244,4 @@ func flattenRules(rules []rbacv1.PolicyRule) []string {
 		}
 	}
 	return out
-}
-
-// TestAWSOnlyValuesStartTheMetadataController runs `tagsync run` with the
-// arguments the chart renders for ci/aws-irsa-values.yaml: no Azure
-// identity at all (azure.authMode default), the metadata controller alone,
-// two namespaces, an AWS region. The process must start (no Azure setting
-// is required of it) and serve an AWSMetadata of a served namespace with
-// its AWS provider configured: without AWS credentials here (no IRSA token,
-// instance metadata off) the pass reports why it could not discover, and
-// not ProviderNotConfigured.
-func TestAWSOnlyValuesStartTheMetadataController(t *testing.T) {
-	ctx := context.Background()
-	objs := renderChart(t, "tagsync-system", "--values", filepath.Join(kube.RootDir, awsModes["awsIRSA"]))
-	args := deploymentArgs(t, objs)
-	wantArgs(t, append([]string{"run"}, args...), "--azure-auth-mode=default", "--controllers=metadata", "--aws-region=us-east-1")
-	for _, ns := range []string{"platform", "team-a"} {
-		ensureNamespace(ctx, t, ns)
-	}
-	args = append(args, "--kubeconfig="+writeKubeconfig(t, ""), "--leader-elect=false")
-	p := startTagsyncEnv(t, "tagsync (aws-irsa values)", []string{"AWS_EC2_METADATA_DISABLED=true"}, args...)
-
-	req := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa-aws"},
-		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa"},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io/cluster/irsa": "owned"},
-			CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: req.Name}}}}
-	for _, o := range []client.Object{req, cm} {
-		must(t, kube.Client.Create(ctx, o))
-		t.Cleanup(func() { _ = kube.Client.Delete(context.Background(), o) })
-	}
-	eventually(t, "AWSMetadata platform/irsa-aws served with the AWS provider configured", func() string {
-		var o v1alpha1.AWSMetadata
-		if err := kube.Client.Get(ctx, client.ObjectKeyFromObject(req), &o); err != nil {
-			return err.Error()
-		}
-		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionRequest)
-		if c == nil || c.Reason == metadata.ReasonProviderNotConfigured {
-			return fmt.Sprintf("conditions %+v", o.Status.Conditions)
-		}
-		t.Logf("served: Request=%s %s: %s", c.Status, c.Reason, c.Message)
-		return ""
-	})
-	if !p.running() {
-		t.Fatalf("the process exited:\n%s", tail(p.logs(), 40))
-	}
-	p.stop(t)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,11 +360,16 @@ func requestSync(ctx context.Context, t testing.TB, name, value string) {
 	must(t, mergePatch(ctx, kube.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch))
 }
 
-// leaseHolder is the holder of the tagsync-leader Lease in ns.
+// leaderLease is the Lease `tagsync run` elects its leader with in ns.
+func leaderLease(ns string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tagsync-leader"}}
+}
+
+// leaseHolder is the holder of the leader Lease in ns.
 func leaseHolder(ctx context.Context, t testing.TB, ns string) string {
 	t.Helper()
-	var l coordinationv1.Lease
-	must(t, kube.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tagsync-leader"}, &l))
+	l := leaderLease(ns)
+	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(l), l))
 	if l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -443,6 +447,6 @@ func (w *armWrites) failed() []string {
 	for id, s := range w.fail {
 		out = append(out, id+": "+strings.Join(s, ", "))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

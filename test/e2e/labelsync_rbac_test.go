@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
-	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // The objects of the label sync's RBAC proof, in the fixture's namespace:
@@ -64,52 +61,7 @@ type labelSyncSubject struct {
 
 func newLabelSyncSubject(objNS string, roles bool) func(*rbacFixture) rbacSubject {
 	return func(f *rbacFixture) rbacSubject {
-		s := testenv.Scheme()
-		must(f.t, clusterv1.AddToScheme(s))
-		must(f.t, labelsync.AddToScheme(s))
-		c, err := client.New(kube.Config, client.Options{Scheme: s})
-		must(f.t, err)
-		return &labelSyncSubject{rbacFixture: f, c: c, objNS: objNS, roles: roles, node: objNS + "-node"}
-	}
-}
-
-// installLabelSyncCRDs installs Cluster API's Cluster and Machine CRDs and
-// the Metal3 ones, waits until they are served, and removes them when the
-// test ends.
-func installLabelSyncCRDs(t testing.TB) {
-	ctx := context.Background()
-	dir, err := testenv.ModuleDir("sigs.k8s.io/cluster-api")
-	must(t, err)
-	bases := filepath.Join(dir, "core", "config", "crd", "bases")
-	files := []string{filepath.Join(bases, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
-	metal3, err := filepath.Glob(filepath.Join(kube.RootDir, "test", "crds", "metal3", "*.yaml"))
-	must(t, err)
-	var crds []*unstructured.Unstructured
-	for _, file := range append(files, metal3...) {
-		b, err := os.ReadFile(file)
-		must(t, err)
-		objs, err := decodeObjects(b)
-		must(t, err)
-		crds = append(crds, objs...)
-	}
-	apply(ctx, t, crds)
-	deleteOnCleanup(t, crds...)
-	for _, gvk := range []struct{ group, version, kind string }{
-		{clusterv1.GroupVersion.Group, clusterv1.GroupVersion.Version, "ClusterList"},
-		{clusterv1.GroupVersion.Group, clusterv1.GroupVersion.Version, "MachineList"},
-		{labelsync.HostGVK.Group, labelsync.HostGVK.Version, "BareMetalHostList"},
-		{labelsync.Metal3MachineGVK.Group, labelsync.Metal3MachineGVK.Version, "Metal3MachineList"},
-		{labelsync.Metal3ClusterGVK.Group, labelsync.Metal3ClusterGVK.Version, "Metal3ClusterList"},
-	} {
-		eventually(t, gvk.kind+" served", func() string {
-			var list unstructured.UnstructuredList
-			list.SetAPIVersion(gvk.group + "/" + gvk.version)
-			list.SetKind(gvk.kind)
-			if err := kube.Client.List(ctx, &list); err != nil {
-				return err.Error()
-			}
-			return ""
-		})
+		return &labelSyncSubject{rbacFixture: f, c: labelSyncClient(f.t), objNS: objNS, roles: roles, node: objNS + "-node"}
 	}
 }
 
@@ -124,7 +76,7 @@ func (f *labelSyncSubject) setup(t *testing.T) {
 	create := createDeletedAtEnd(t, ctx, f.c)
 	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.node, Labels: map[string]string{"other.example.com/keep": "yes"}}})
 	mk := lsObjects{t: t, ctx: ctx, c: f.c, ns: ns, create: create}
-	mk.selfHostedCluster(lsCluster)
+	mk.connectedCluster(lsCluster, kube.KubeConfig)
 	mk.hostOn(lsHost, lsProfile, lsCluster, f.node, map[string]string{lsLabel: lsValue, "not-owned.example.com/x": "y"})
 	// Two more hosts, of a second profile, in two clusters that have no
 	// kubeconfig Secret: one pass reports both unreachable, two
@@ -149,7 +101,7 @@ func (f *labelSyncSubject) secretsElsewhereForbidden(t *testing.T) {
 	create := createDeletedAtEnd(t, f.ctx, f.c)
 	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	mk := lsObjects{t: t, ctx: f.ctx, c: f.c, ns: lsElsewhere, create: create}
-	mk.selfHostedCluster(cluster)
+	mk.connectedCluster(cluster, kube.KubeConfig)
 	mk.hostOn(cluster+"-host", profile, cluster, node, map[string]string{lsLabel: lsValue})
 	mk.profile(profile)
 
@@ -258,13 +210,13 @@ func (o lsObjects) profile(name string) {
 	}})
 }
 
-// selfHostedCluster creates a workload cluster whose kubeconfig Secret
-// holds the API server's admin credentials.
-func (o lsObjects) selfHostedCluster(name string) {
+// connectedCluster creates a workload cluster and its kubeconfig Secret
+// holding kubeconfig.
+func (o lsObjects) connectedCluster(name string, kubeconfig []byte) {
 	o.t.Helper()
 	o.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name + "-kubeconfig",
 		Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Data: map[string][]byte{"value": kube.KubeConfig}})
+		Data: map[string][]byte{"value": kubeconfig}})
 	o.workloadCluster(name)
 }
 

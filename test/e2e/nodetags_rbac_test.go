@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"testing"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -36,12 +34,11 @@ func newNodeSyncSubject(f *rbacFixture) rbacSubject { return &nodeSyncSubject{rb
 // cloud and the Nodes.
 func (s *nodeSyncSubject) setup(t *testing.T) {
 	cleanupSyncObjects(t)
-	policy := oneOfKind(t, s.objs, "ValidatingAdmissionPolicy")
-	binding := oneOfKind(t, s.objs, "ValidatingAdmissionPolicyBinding")
-	apply(s.ctx, t, []*unstructured.Unstructured{policy, binding})
-	deleteOnCleanup(t, binding, policy)
+	policy := append(ofKind(s.objs, "ValidatingAdmissionPolicy"), ofKind(s.objs, "ValidatingAdmissionPolicyBinding")...)
+	apply(s.ctx, t, policy)
+	deleteOnCleanup(t, policy...)
 	s.seed(t)
-	apply(s.ctx, t, []*unstructured.Unstructured{oneOfKind(t, s.objs, "NodeTagSync")})
+	apply(s.ctx, t, ofKind(s.objs, "NodeTagSync"))
 }
 
 // seed creates a scale set with two instances and a VM, and their Nodes.
@@ -109,8 +106,7 @@ func (s *nodeSyncSubject) trigger(a *ablation) {
 	case a.resource == "leases" && a.verb == "create":
 		// Only a missing Lease is created.
 		a.prepare = func(t *testing.T) {
-			err := kube.Client.Delete(s.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "tagsync-leader"}})
-			if err != nil && !apierrors.IsNotFound(err) {
+			if err := kube.Client.Delete(s.ctx, leaderLease(s.ns)); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
 		}

@@ -98,7 +98,7 @@ type access struct {
 // (test/crds/metal3) and OpenShift's Infrastructure (test/crds/openshift-seed).
 func TestChartRBACIsEnoughAndEveryRuleIsNeeded(t *testing.T) {
 	installLabelSyncCRDs(t)
-	installInfrastructureCRD(context.Background(), t)
+	installInfrastructureCRD(t)
 	for _, r := range rbacProofs() {
 		t.Run(r.name, r.run)
 	}
@@ -467,11 +467,7 @@ func (f *rbacFixture) ablate(t *testing.T, a ablation) {
 // token or the access (the refusal it logs is what the ablation waits for).
 func scrapeRefused(t *testing.T, p *tagsyncProc) {
 	t.Helper()
-	status, body, err := get(insecureClient, "https://"+p.metrics+"/metrics", prometheus(t))
-	if err != nil {
-		t.Fatalf("scraping %s: %v", p.name, err)
-	}
-	if status != http.StatusInternalServerError {
+	if status, body := scrapeStatus(t, p); status != http.StatusInternalServerError {
 		t.Fatalf("scraping %s without the review right: HTTP %d %q, want 500", p.name, status, strings.TrimSpace(body))
 	}
 }
