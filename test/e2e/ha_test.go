@@ -13,7 +13,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -328,17 +327,8 @@ func (e *haEstate) expectTags(t *testing.T) {
 // no conflict and no error.
 func (e *haEstate) waitSynced(t *testing.T, what string) {
 	t.Helper()
-	eventually(t, what, func() string {
-		var nts v1alpha1.NodeTagSync
-		if err := kube.Client.Get(e.ctx, client.ObjectKey{Name: "ha"}, &nts); err != nil {
-			return err.Error()
-		}
-		st := nts.Status
-		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || int(st.SyncedNodes) != len(e.nodes) ||
-			st.ConflictCount != 0 || st.ErrorCount != 0 {
-			return fmt.Sprintf("status %+v", st)
-		}
-		return ""
+	waitNodeTagSync(e.ctx, t, "ha", what, func(st v1alpha1.NodeTagSyncStatus) bool {
+		return readyWith(st, len(e.nodes)) && st.ConflictCount == 0 && st.ErrorCount == 0
 	})
 }
 

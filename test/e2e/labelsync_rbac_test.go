@@ -65,7 +65,7 @@ func newLabelSyncSubject(objNS string, roles bool) func(*rbacFixture) rbacSubjec
 	}
 }
 
-// seed creates, in objNS, the workload cluster (its kubeconfig Secret with
+// setup creates, in objNS, the workload cluster (its kubeconfig Secret with
 // the API server's admin credentials, Metal3Cluster and Cluster, marked
 // provisioned), a host labelled under lsPrefix whose Metal3Machine's
 // Machine runs on the Node f.node, that Node, and a profile owning lsPrefix;

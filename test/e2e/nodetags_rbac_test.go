@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -158,27 +159,28 @@ func (s *nodeSyncSubject) waitLabel(t testing.TB, node, key, value string) {
 }
 
 // waitReady waits until NodeTagSync default is Ready with n synced nodes.
-func (s *nodeSyncSubject) waitReady(t testing.TB, n int32) {
+func (s *nodeSyncSubject) waitReady(t testing.TB, n int) {
 	t.Helper()
-	s.waitStatus(t, "Ready", func(st v1alpha1.NodeTagSyncStatus) bool {
-		return meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) && st.SyncedNodes == n
+	waitNodeTagSync(s.ctx, t, "default", "NodeTagSync default Ready", func(st v1alpha1.NodeTagSyncStatus) bool {
+		return readyWith(st, n)
 	})
 }
 
 // waitDegraded waits until NodeTagSync default reports sync errors.
 func (s *nodeSyncSubject) waitDegraded(t *testing.T) {
 	t.Helper()
-	s.waitStatus(t, "Degraded", func(st v1alpha1.NodeTagSyncStatus) bool {
+	waitNodeTagSync(s.ctx, t, "default", "NodeTagSync default Degraded", func(st v1alpha1.NodeTagSyncStatus) bool {
 		return meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded) && st.ErrorCount != 0
 	})
 }
 
-// waitStatus waits until NodeTagSync default's status is what ok wants.
-func (s *nodeSyncSubject) waitStatus(t testing.TB, what string, ok func(v1alpha1.NodeTagSyncStatus) bool) {
+// waitNodeTagSync waits, saying what, until NodeTagSync name's status is
+// one ok accepts.
+func waitNodeTagSync(ctx context.Context, t testing.TB, name, what string, ok func(v1alpha1.NodeTagSyncStatus) bool) {
 	t.Helper()
-	eventually(t, "NodeTagSync default "+what, func() string {
+	eventually(t, what, func() string {
 		var nts v1alpha1.NodeTagSync
-		if err := kube.Client.Get(s.ctx, client.ObjectKey{Name: "default"}, &nts); err != nil {
+		if err := kube.Client.Get(ctx, client.ObjectKey{Name: name}, &nts); err != nil {
 			return err.Error()
 		}
 		if !ok(nts.Status) {
@@ -186,4 +188,10 @@ func (s *nodeSyncSubject) waitStatus(t testing.TB, what string, ok func(v1alpha1
 		}
 		return ""
 	})
+}
+
+// readyWith reports whether a NodeTagSync's status is Ready with n synced
+// nodes.
+func readyWith(st v1alpha1.NodeTagSyncStatus, n int) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) && int(st.SyncedNodes) == n
 }
