@@ -33,10 +33,8 @@ const (
 // administrators may still write synced labels.
 func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 	ctx := context.Background()
-	const ns = "tagsync-system"
-	cleanupSyncObjects(t)
-	objs := renderChart(t, ns)
-	installRBAC(ctx, t, ns, objs)
+	const ns = chartNS
+	objs := installDefaultChart(ctx, t)
 
 	node := "vap-node-0"
 	base := `{"env":"prod"}`
@@ -197,11 +195,24 @@ func grantNodesWrite(ctx context.Context, t testing.TB) {
 	})
 }
 
-// installRBAC creates the namespace and applies the chart's ServiceAccount,
-// ClusterRoles, Roles and their bindings.
+// installDefaultChart renders the chart with its defaults for chartNS,
+// installs its RBAC (installRBAC) and returns it; every Node and
+// NodeTagSync is deleted when the test ends.
+func installDefaultChart(ctx context.Context, t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	cleanupSyncObjects(t)
+	objs := renderChart(t, chartNS)
+	installRBAC(ctx, t, chartNS, objs)
+	return objs
+}
+
+// installRBAC creates the namespace and those of the chart's objects, and
+// applies the chart's ServiceAccount, ClusterRoles, Roles and their
+// bindings.
 func installRBAC(ctx context.Context, t testing.TB, ns string, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ensureNamespace(ctx, t, ns)
+	ensureNamespaces(ctx, t, objs)
 	var rbac []*unstructured.Unstructured
 	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 		rbac = append(rbac, ofKind(objs, kind)...)

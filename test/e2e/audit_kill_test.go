@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +74,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 		switch results := lines[cloud.CanonicalID(id)]; {
 		case len(results) == 0:
 			missing = append(missing, id)
-		case !strings.Contains(strings.Join(results, ","), "ok"):
+		case !slices.Contains(results, audit.ResultOK):
 			pendingOnly = append(pendingOnly, id)
 		}
 	}

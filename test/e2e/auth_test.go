@@ -14,6 +14,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
 )
 
 // federatedToken is a JWT-shaped service account token, as the workload
@@ -77,4 +78,41 @@ func TestEachAuthModeOfTheChartGetsTokensAndSyncs(t *testing.T) {
 			p.stop(t)
 		})
 	}
+}
+
+// TestAWSOnlyValuesStartTheMetadataController runs `tagsync run` with the
+// arguments the chart renders for ci/aws-irsa-values.yaml: no Azure
+// identity at all (azure.authMode default), the metadata controller alone,
+// two namespaces, an AWS region. The process must start (no Azure setting
+// is required of it) and serve an AWSMetadata of a served namespace with
+// its AWS provider configured: without AWS credentials here (no IRSA token,
+// instance metadata off) the pass reports why it could not discover, and
+// not ProviderNotConfigured.
+func TestAWSOnlyValuesStartTheMetadataController(t *testing.T) {
+	ctx := context.Background()
+	objs := renderChart(t, "tagsync-system", "--values", filepath.Join(kube.RootDir, awsModes["awsIRSA"]))
+	args := deploymentArgs(t, objs)
+	wantArgs(t, append([]string{"run"}, args...), "--azure-auth-mode=default", "--controllers=metadata", "--aws-region=us-east-1")
+	for _, ns := range []string{"platform", "team-a"} {
+		ensureNamespace(ctx, t, ns)
+	}
+	args = append(args, "--kubeconfig="+writeKubeconfig(t, ""), "--leader-elect=false")
+	p := startTagsyncEnv(t, "tagsync (aws-irsa values)", []string{"AWS_EC2_METADATA_DISABLED=true"}, args...)
+
+	req := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa-aws"},
+		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"}}}
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa"},
+		Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io/cluster/irsa": "owned"},
+			CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: req.Name}}}}
+	create := createDeletedAtEnd(t, ctx, kube.Client)
+	create(req)
+	create(cm)
+	c := waitAWSRequest(ctx, t, req.Namespace, req.Name, "served with the AWS provider configured", func(c *metav1.Condition) bool {
+		return c.Reason != metadata.ReasonProviderNotConfigured
+	})
+	t.Logf("served: Request=%s %s: %s", c.Status, c.Reason, c.Message)
+	if !p.running() {
+		t.Fatalf("the process exited:\n%s", tail(p.logs(), 40))
+	}
+	p.stop(t)
 }

@@ -41,7 +41,7 @@ func TestChartDeploymentStartsTheBinary(t *testing.T) {
 	}
 	ctx := context.Background()
 	installLabelSyncCRDs(t)
-	installInfrastructureCRD(ctx, t)
+	installInfrastructureCRD(t)
 	const ns = "tagsync-system"
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), "-values.yaml"), func(t *testing.T) {

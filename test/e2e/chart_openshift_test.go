@@ -1,86 +1,53 @@
 package e2e_test
 
 import (
-	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 )
 
-// openshiftValues is the chart's values file for the OpenShift adapter (the
-// same file `make helm-check` lints and renders).
-const openshiftValues = "charts/tagsync/ci/openshift-values.yaml"
-
-// TestChartRendersTheOpenShiftAdapter renders the chart with the OpenShift
-// adapter -- ci/openshift-values.yaml, with owned tags set, and with
-// metadata.namespaces -- and checks the wiring: --controllers gains
-// infratags after metadata, --openshift-namespace is the release namespace,
-// the owned-tag flags appear only when set, every flag is one `tagsync run`
-// knows, the adapter's RBAC has the shape the chart documents
-// (checkInfratagsRBACShape), the metadata controller keeps its own, and the
-// real API server accepts every object (server-side dry-run apply, strict
-// fields). Without openshift.enabled its values change nothing.
-func TestChartRendersTheOpenShiftAdapter(t *testing.T) {
-	ctx := context.Background()
-	const ns = "tagsync-system"
-	ensureNamespace(ctx, t, ns)
-	runFlags := tagsyncRunFlags(t)
-	file := filepath.Join(kube.RootDir, openshiftValues)
-	cases := []struct {
-		name, controllers string
-		flags             []string
-		owned             []string // the owned-tag flags expected
-		scoped            []string // metadata.namespaces
-	}{
-		{name: "ci/openshift-values.yaml", controllers: "metadata,infratags", flags: []string{"--values", file}},
-		{name: "owned tags set", controllers: "metadata,infratags",
-			flags: []string{"--values", file, "--set", "openshift.azureOwnedTag=owner.{infraID},openshift.awsOwnedTag=example.com/owner/{infraID}"},
-			owned: []string{"--openshift-azure-owned-tag=owner.{infraID}", "--openshift-aws-owned-tag=example.com/owner/{infraID}"}},
+// openShiftCases are the chart's rows for the OpenShift adapter:
+// ci/openshift-values.yaml, with owned tags set, with the node sync and
+// metadata.namespaces, and without openshift.enabled (its values then
+// change nothing). They check that --controllers gains infratags after
+// metadata, --openshift-namespace is the release namespace, the owned-tag
+// flags appear only when set, the adapter's RBAC has the shape the chart
+// documents (checkInfratagsRBACShape), and the metadata controller keeps
+// its own.
+func openShiftCases() []chartCase {
+	const values = "charts/tagsync/ci/openshift-values.yaml"
+	owned := []string{"--openshift-azure-owned-tag", "--openshift-aws-owned-tag"}
+	shape := func(scoped []string) func(*testing.T, []*unstructured.Unstructured) {
+		return func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkInfratagsRBACShape(t, objs, chartNS)
+			checkMetadataRBACShape(t, objs, scoped)
+		}
+	}
+	adapter := []string{"--openshift-namespace=" + chartNS, "--audit-log=stderr"}
+	return []chartCase{
+		{name: "ci/openshift-values.yaml", values: values, controllers: "metadata,infratags",
+			args: adapter, noArgs: append([]string{"--openshift-crd-poll-interval"}, owned...), check: shape(nil)},
+		{name: "owned tags set", values: values, controllers: "metadata,infratags",
+			set:    "openshift.azureOwnedTag=owner.{infraID},openshift.awsOwnedTag=example.com/owner/{infraID}",
+			args:   append([]string{"--openshift-azure-owned-tag=owner.{infraID}", "--openshift-aws-owned-tag=example.com/owner/{infraID}"}, adapter...),
+			noArgs: []string{"--openshift-crd-poll-interval"}, check: shape(nil)},
 		{name: "with the node sync and metadata.namespaces", controllers: "nodetags,metadata,infratags",
-			flags:  []string{"--set", "metadata.enabled=true,openshift.enabled=true,metadata.namespaces={tagsync-system,platform}"},
-			scoped: []string{"tagsync-system", "platform"}},
+			set:  "metadata.enabled=true,openshift.enabled=true,metadata.namespaces={tagsync-system,platform}",
+			args: adapter, noArgs: append([]string{"--openshift-crd-poll-interval"}, owned...),
+			namespaces: []string{"tagsync-system", "platform"}, check: shape([]string{"tagsync-system", "platform"})},
+		{name: "ci/openshift-values.yaml without openshift.enabled", values: values, set: "openshift.enabled=false,openshift.azureOwnedTag=owner.{infraID}",
+			controllers: "metadata", noArgs: append([]string{"--openshift-namespace"}, owned...), check: checkNoOpenShift},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			objs := renderChart(t, ns, tc.flags...)
-			c := deployment(t, objs).Spec.Template.Spec.Containers[0]
-			for _, arg := range c.Args[1:] {
-				flag, _, _ := strings.Cut(arg, "=")
-				if !slices.Contains(runFlags, flag) {
-					t.Errorf("the chart passes %s, which `tagsync run` does not know", flag)
-				}
-			}
-			wantArgs(t, c.Args, append([]string{"--controllers=" + tc.controllers, "--openshift-namespace=" + ns, "--audit-log=stderr"}, tc.owned...)...)
-			if len(tc.owned) == 0 {
-				noArgs(t, c.Args, "--openshift-azure-owned-tag", "--openshift-aws-owned-tag")
-			}
-			noArgs(t, c.Args, "--openshift-crd-poll-interval")
-			checkInfratagsRBACShape(t, objs, ns)
-			checkMetadataRBACShape(t, objs, tc.scoped)
-			for _, n := range tc.scoped {
-				ensureNamespace(ctx, t, n)
-			}
-			var serverSide []*unstructured.Unstructured
-			for _, o := range objs {
-				if o.GetKind() != "ServiceMonitor" {
-					serverSide = append(serverSide, o)
-				}
-			}
-			apply(ctx, t, serverSide, client.DryRunAll)
-		})
-	}
+}
 
-	// Without openshift.enabled the adapter's values change nothing.
-	objs := renderChart(t, ns, "--values", file, "--set", "openshift.enabled=false,openshift.azureOwnedTag=owner.{infraID}")
-	args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
-	wantArgs(t, args, "--controllers=metadata")
-	noArgs(t, args, "--openshift-namespace", "--openshift-azure-owned-tag", "--openshift-aws-owned-tag")
+// checkNoOpenShift: without openshift.enabled (and no node sync), no role
+// or binding of the adapter, and no events Role.
+func checkNoOpenShift(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
 	for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"} {
 		for _, o := range ofKind(objs, kind) {
 			if strings.HasSuffix(o.GetName(), "-infratags") || o.GetName() == "tagsync-events" {

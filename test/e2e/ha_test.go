@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -329,17 +327,8 @@ func (e *haEstate) expectTags(t *testing.T) {
 // no conflict and no error.
 func (e *haEstate) waitSynced(t *testing.T, what string) {
 	t.Helper()
-	eventually(t, what, func() string {
-		var nts v1alpha1.NodeTagSync
-		if err := kube.Client.Get(e.ctx, client.ObjectKey{Name: "ha"}, &nts); err != nil {
-			return err.Error()
-		}
-		st := nts.Status
-		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) || int(st.SyncedNodes) != len(e.nodes) ||
-			st.ConflictCount != 0 || st.ErrorCount != 0 {
-			return fmt.Sprintf("status %+v", st)
-		}
-		return ""
+	waitNodeTagSync(e.ctx, t, "ha", what, func(st v1alpha1.NodeTagSyncStatus) bool {
+		return readyWith(st, len(e.nodes)) && st.ConflictCount == 0 && st.ErrorCount == 0
 	})
 }
 
@@ -361,11 +350,16 @@ func requestSync(ctx context.Context, t testing.TB, name, value string) {
 	must(t, mergePatch(ctx, kube.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch))
 }
 
-// leaseHolder is the holder of the tagsync-leader Lease in ns.
+// leaderLease is the Lease `tagsync run` elects its leader with in ns.
+func leaderLease(ns string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tagsync-leader"}}
+}
+
+// leaseHolder is the holder of the leader Lease in ns.
 func leaseHolder(ctx context.Context, t testing.TB, ns string) string {
 	t.Helper()
-	var l coordinationv1.Lease
-	must(t, kube.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tagsync-leader"}, &l))
+	l := leaderLease(ns)
+	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(l), l))
 	if l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -443,6 +437,6 @@ func (w *armWrites) failed() []string {
 	for id, s := range w.fail {
 		out = append(out, id+": "+strings.Join(s, ", "))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

@@ -11,9 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -52,24 +52,18 @@ func impersonatingClient(t testing.TB, user string, groups ...string) client.Cli
 	return c
 }
 
-// writeKubeconfig writes a kubeconfig that reaches the test API server as
-// the admin impersonating user in groups (no impersonation when user is "").
+// writeKubeconfig writes the admin kubeconfig of the test API server,
+// impersonating user in groups (no impersonation when user is "").
 func writeKubeconfig(t testing.TB, user string, groups ...string) string {
 	t.Helper()
-	cfg := kube.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
-		Impersonate: user, ImpersonateGroups: groups,
+	kc, err := clientcmd.Load(kube.KubeConfig)
+	must(t, err)
+	for _, a := range kc.AuthInfos {
+		a.Impersonate, a.ImpersonateGroups = user, groups
 	}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	b, err := clientcmd.Write(*kc)
+	must(t, err)
+	return tempFile(t, "kubeconfig", string(b))
 }
 
 // ensureNamespace creates a namespace unless it exists. Namespaces are left
@@ -82,6 +76,18 @@ func ensureNamespace(ctx context.Context, t testing.TB, name string) {
 	}
 }
 
+// ensureNamespaces creates the namespaces objs are in.
+func ensureNamespaces(ctx context.Context, t testing.TB, objs []*unstructured.Unstructured) {
+	t.Helper()
+	seen := map[string]bool{"": true}
+	for _, o := range objs {
+		if ns := o.GetNamespace(); !seen[ns] {
+			seen[ns] = true
+			ensureNamespace(ctx, t, ns)
+		}
+	}
+}
+
 // deleteOnCleanup deletes cluster-scoped objects when the test ends.
 func deleteOnCleanup(t testing.TB, objs ...*unstructured.Unstructured) {
 	t.Cleanup(func() {
@@ -91,6 +97,40 @@ func deleteOnCleanup(t testing.TB, objs ...*unstructured.Unstructured) {
 			}
 		}
 	})
+}
+
+// installCRDs applies crds and waits until lists (the List kinds of their
+// resources) are served. When the test ends it deletes them and waits until
+// they are gone, so that a later test installing them again does not meet
+// them still terminating.
+func installCRDs(t testing.TB, crds []*unstructured.Unstructured, lists ...schema.GroupVersionKind) {
+	t.Helper()
+	ctx := t.Context()
+	apply(ctx, t, crds)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, crd := range crds {
+			must(t, client.IgnoreNotFound(kube.Client.Delete(ctx, crd.DeepCopy())))
+		}
+		for _, crd := range crds {
+			eventually(t, "CRD "+crd.GetName()+" deleted", func() string {
+				if err := kube.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); !apierrors.IsNotFound(err) {
+					return fmt.Sprintf("still there (%v)", err)
+				}
+				return ""
+			})
+		}
+	})
+	for _, gvk := range lists {
+		eventually(t, gvk.Kind+" served", func() string {
+			var list unstructured.UnstructuredList
+			list.SetGroupVersionKind(gvk)
+			if err := kube.Client.List(ctx, &list); err != nil {
+				return err.Error()
+			}
+			return ""
+		})
+	}
 }
 
 // cleanupSyncObjects deletes every Node and NodeTagSync when the test ends,
@@ -119,9 +159,40 @@ func must(t testing.TB, err error) {
 // tempFile writes content to a new file in the test's temp dir.
 func tempFile(t testing.TB, name, content string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
+	return filepath.Join(tempFiles(t, map[string][]byte{name: []byte(content)}), name)
+}
+
+// tempFiles writes files (name to content) into a new directory in the
+// test's temp dir, and returns the directory.
+func tempFiles(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		must(t, os.WriteFile(filepath.Join(dir, name), content, 0o600))
 	}
-	return p
+	return dir
+}
+
+// fieldOwner is the server-side-apply field manager of these tests.
+const fieldOwner = client.FieldOwner("tagsync-e2e")
+
+// apply server-side-applies objects as the cluster admin, with strict field
+// validation (an unknown or misspelt field is an error).
+func apply(ctx context.Context, t testing.TB, objs []*unstructured.Unstructured, opts ...client.ApplyOption) {
+	t.Helper()
+	for _, o := range objs {
+		if err := applyOne(ctx, o, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func applyOne(ctx context.Context, o *unstructured.Unstructured, opts ...client.ApplyOption) error {
+	o = o.DeepCopy()
+	o.SetResourceVersion("")
+	all := append([]client.ApplyOption{fieldOwner, client.ForceOwnership}, opts...)
+	if err := kube.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), all...); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+	return nil
 }

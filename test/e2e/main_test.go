@@ -3,8 +3,9 @@
 // what it renders; each auth mode's rendered flags get tokens and sync; its
 // CRDs are the generated ones; the plain-YAML sample is the chart; its admission policy
 // keeps kubelets away from synced labels; its RBAC is enough for a full sync
-// and every rule in it is needed, for the node sync and for the metadata
-// controller (ClusterRole or per-namespace Roles); its metadata and AWS
+// and every rule in it is needed, for each controller (ClusterRole or
+// per-namespace Roles; the rows of rbacProofs), and every rendering of it
+// (the rows of chartCases) is checked; its metadata and AWS
 // values wire what they say; and two `tagsync run` replicas fail over
 // without repeating an ARM write.
 //

@@ -2,8 +2,7 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,8 +13,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -61,14 +58,23 @@ var (
 // Anything but a 200 fails the test.
 func scrape(t testing.TB, p *tagsyncProc) string {
 	t.Helper()
-	status, body, err := get(insecureClient, "https://"+p.metrics+"/metrics", prometheus(t))
-	if err != nil {
-		t.Fatalf("scraping %s: %v", p.name, err)
-	}
+	status, body := scrapeStatus(t, p)
 	if status != http.StatusOK {
 		t.Fatalf("scraping %s: HTTP %d: %s", p.name, status, strings.TrimSpace(body))
 	}
 	return body
+}
+
+// scrapeStatus scrapes p's metrics as Prometheus (the package scraper's
+// token, the self-signed certificate accepted) and returns the HTTP status
+// and body.
+func scrapeStatus(t testing.TB, p *tagsyncProc) (int, string) {
+	t.Helper()
+	status, body, err := get(insecureClient, "https://"+p.metrics+"/metrics", prometheus(t))
+	if err != nil {
+		t.Fatalf("scraping %s: %v", p.name, err)
+	}
+	return status, body
 }
 
 // prometheus returns the package scraper's token, creating the scraper on
@@ -207,10 +213,8 @@ func get(c *http.Client, url, token string) (int, string, error) {
 // ClusterRole; the RBAC proof shows each is needed.
 func TestMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 	ctx := context.Background()
-	const ns = "tagsync-system"
-	cleanupSyncObjects(t)
-	objs := renderChart(t, ns)
-	installRBAC(ctx, t, ns, objs)
+	const ns = chartNS
+	objs := installDefaultChart(ctx, t)
 	reader := metricsReaderRole(t, objs)
 	if rules, _, _ := unstructured.NestedSlice(reader.Object, "rules"); fmt.Sprint(rules) != "[map[nonResourceURLs:[/metrics] verbs:[get]]]" {
 		t.Fatalf("the metrics-reader ClusterRole grants %v, want get on /metrics only", rules)
@@ -267,28 +271,29 @@ func TestMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 // a pool holding the CA.
 func servingCertificate(t testing.TB) (string, *x509.CertPool) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caPub, caKey, err := ed25519.GenerateKey(rand.Reader)
 	must(t, err)
 	now := time.Now()
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tagsync-e2e-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caPub, caKey)
 	must(t, err)
 	caCert, err := x509.ParseCertificate(caDER)
 	must(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	must(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "tagsync-metrics"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, pub, caKey)
 	must(t, err)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	must(t, err)
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	dir := tempFiles(t, map[string][]byte{
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	})
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
 	return dir, pool

@@ -9,15 +9,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
-	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // gracefulShutdown is the --graceful-shutdown-timeout the SIGTERM test
@@ -45,25 +37,15 @@ func TestSIGTERMStopsLabelSyncWhileConnecting(t *testing.T) {
 	const ns = "ls-sigterm"
 	ensureNamespace(ctx, t, ns)
 	silent := startSilentServer(t)
-	s := testenv.Scheme()
-	must(t, clusterv1.AddToScheme(s))
-	must(t, labelsync.AddToScheme(s))
-	c, err := client.New(kube.Config, client.Options{Scheme: s})
-	must(t, err)
+	c := labelSyncClient(t)
 	create := createDeletedAtEnd(t, ctx, c)
 	mk := lsObjects{t: t, ctx: ctx, c: c, ns: ns, create: create}
 	for i := range silentClusters {
 		name := fmt.Sprintf("silent-%d", i)
-		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig",
-			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-			Data: map[string][]byte{"value": kubeconfigFor(t, "https://"+silent.addr())}})
-		mk.workloadCluster(name)
+		mk.connectedCluster(name, kubeconfigFor(t, "https://"+silent.addr()))
 		mk.hostOn(name+"-host", "silent", name, name+"-node", map[string]string{lsLabel: lsValue})
 	}
-	create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "silent"}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": "silent"}},
-		Prefixes:     []string{lsPrefix},
-	}})
+	mk.profile("silent")
 
 	p := startTagsync(t, "tagsync labelsync (SIGTERM while connecting)",
 		"--kubeconfig="+writeKubeconfig(t, ""), "--controllers=labelsync", "--azure-auth-mode=default",
