@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -168,6 +167,3 @@ func countWritten(nodes []nodeDiff) int {
 	}
 	return n
 }
-
-// isNotFound reports a Kubernetes NotFound.
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
