@@ -190,12 +190,12 @@ func (p profilePlan) writes() int {
 func (p *planPrinter) profile(s profilePlan) {
 	p.line(0, "", "LabelSyncProfile %s/%s (prefixes %s; %d host(s))", s.Namespace, s.Name, strings.Join(s.Prefixes, ", "), s.Matched)
 	for _, n := range s.Nodes {
-		p.line(1, planCyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
+		p.line(1, cyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
 		for _, c := range n.Labels {
 			p.change(2, c)
 		}
 		if n.ReleaseTaint {
-			p.line(2, planRed, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
+			p.line(2, red, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
@@ -174,8 +173,8 @@ func (w *statusWatcher) render(r *statusReport) error {
 func (w *statusWatcher) separate() error {
 	var err error
 	switch {
-	case w.f.output == "table" && printers.IsTerminal(w.out):
-		_, err = fmt.Fprintf(w.out, "\x1b[H\x1b[2J%s  (watching; Ctrl-C to stop)\n\n", w.f.now().Format(time.TimeOnly))
+	case w.f.output == "table" && isTerminal(w.out):
+		_, err = fmt.Fprintf(w.out, clearScreen+"%s  (watching; Ctrl-C to stop)\n\n", w.f.now().Format(time.TimeOnly))
 	case w.count == 1:
 	case w.f.output == "yaml":
 		_, err = io.WriteString(w.out, "---\n")
