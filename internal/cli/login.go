@@ -63,7 +63,6 @@ Exit codes:
 		ValidArgs: []string{"azure", "aws"},
 		RunE:      func(cmd *cobra.Command, args []string) error { return runLogin(cmd, f, args) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	fl := cmd.Flags()
 	f.cloud.bindAzure(fl)
 	f.cloud.bindAWS(fl)

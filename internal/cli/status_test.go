@@ -231,10 +231,3 @@ func TestStatusEmptyNamespace(t *testing.T) {
 		t.Errorf("-o json of an empty namespace: %s %s", out, errOut)
 	}
 }
-
-func TestStatusRefusesBadOutput(t *testing.T) {
-	_, _, err := runCLI(context.Background(), "status", "-o", "wide")
-	if ExitCode(err) != ExitUsage {
-		t.Fatalf("-o wide gave %v (exit %d), want exit %d", err, ExitCode(err), ExitUsage)
-	}
-}
