@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -15,14 +14,8 @@ import (
 
 // runVerbs runs args under a root command with every verb that has -o.
 func runVerbs(args ...string) (string, string, error) {
-	root := NewRootCommand()
-	root.AddCommand(NewVersionCommand(), NewStatusCommand(), NewPlanCommand(), NewValidateCommand(), NewTagsCommand())
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	verbs := []*cobra.Command{NewVersionCommand(), NewStatusCommand(), NewPlanCommand(), NewValidateCommand(), NewTagsCommand()}
+	return runWith(context.Background(), verbs, args...)
 }
 
 // outputVerbs are the verbs with -o, as typed.

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
@@ -171,21 +170,13 @@ func printPlan(cmd *cobra.Command, f *planFlags, r *planReport) error {
 // Azure always (it sends nothing until asked), AWS when a region is set.
 // The providers have their own throttle gates and register no metrics.
 func planProviders(ctx context.Context, f *planFlags) (cloud.Providers, error) {
-	azCfg, err := f.cloud.azureConfig()
-	if err != nil {
-		return nil, err
-	}
-	az, err := azure.NewProvider(ctx, azCfg, azure.WithThrottleGates(azure.NewThrottleGates()), azure.WithCacheTTL(-1))
+	az, _, err := f.cloud.azureProvider(ctx, azure.WithCacheTTL(-1))
 	if err != nil {
 		return nil, err
 	}
 	ps := []cloud.Provider{az}
 	if f.cloud.awsEnabled() {
-		awsCfg, err := f.cloud.awsConfig()
-		if err != nil {
-			return nil, err
-		}
-		a, err := aws.NewProvider(ctx, awsCfg, aws.WithThrottleGates(aws.NewThrottleGates()))
+		a, err := f.cloud.awsProvider(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -27,12 +28,8 @@ import (
 // operator verbs' types, Cluster API's and the BareMetalHost.
 var planScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := scheme.New()
-	if err := clusterv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := labelsync.AddToScheme(s); err != nil {
-		panic(err)
-	}
+	builder := runtime.NewSchemeBuilder(clusterv1.AddToScheme, labelsync.AddToScheme)
+	utilruntime.Must(builder.AddToScheme(s))
 	return s
 })
 

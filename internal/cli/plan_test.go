@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -498,19 +496,6 @@ func planMetadataChanges(plan planReport) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
-}
-
-// runVerb runs one verb under the root command and returns its standard
-// output, standard error and error.
-func runVerb(ctx context.Context, cmd *cobra.Command, args ...string) (string, string, error) {
-	root := NewRootCommand()
-	root.AddCommand(cmd)
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
 }
 
 // TestPlanWithoutCredentialsFails: with a credential that cannot obtain a

@@ -1,23 +1,20 @@
 package cli
 
 import (
-	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // runArgs runs `tagsync run` with args and returns its error.
 func runArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	root := NewRootCommand()
-	root.AddCommand(NewRunCommand())
-	root.SetArgs(append([]string{"run"}, args...))
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	return root.ExecuteContext(t.Context())
+	return executeTo(t.Context(), io.Discard, io.Discard, []*cobra.Command{NewRunCommand()}, append([]string{"run"}, args...)...)
 }
 
 // unreachableKubeconfig writes a kubeconfig for an API server nobody

@@ -130,6 +130,16 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// usageArgs makes the errors of args usage errors.
+func usageArgs(args cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := args(cmd, a); err != nil {
+			return usageError(err)
+		}
+		return nil
+	}
+}
+
 // usageError marks err as wrong flags or arguments (exit code 2).
 func usageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 

@@ -57,23 +57,7 @@ func mentions(problems []string, tag string) bool {
 // azureAdmission mirrors the AzureMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func azureAdmission(s providerSpec) []string {
-	var p []string
-	for _, k := range sortedKeys(*s.tags) {
-		v := (*s.tags)[k]
-		switch {
-		case k == "":
-			p = append(p, "tag names may not be empty")
-		case utf8.RuneCountInString(k) > maxAzureNameLen:
-			p = append(p, fmt.Sprintf("tag name %q: Azure tag names must be at most %d characters long", k, maxAzureNameLen))
-		case strings.ContainsAny(k, azureForbiddenCh):
-			p = append(p, fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k))
-		case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
-			p = append(p, fmt.Sprintf("tag name %q: Azure reserves tag names starting with microsoft, azure or windows (in any case)", k))
-		}
-		if utf8.RuneCountInString(v) > maxTagValueLen {
-			p = append(p, fmt.Sprintf("tag %q: Azure tag values must be at most %d characters long", k, maxTagValueLen))
-		}
-	}
+	p := tagProblems(s, "Azure", azureTagProblem)
 	p = append(p, listLimits(s, maxAzureNameLen)...)
 	for _, i := range *s.ignore {
 		for k := range *s.tags {
@@ -85,30 +69,62 @@ func azureAdmission(s providerSpec) []string {
 	return p
 }
 
+// azureTagProblem is what the AzureMetadata schema refuses in a tag's
+// name; "" when nothing.
+func azureTagProblem(k, _ string) string {
+	switch {
+	case k == "":
+		return "tag names may not be empty"
+	case utf8.RuneCountInString(k) > maxAzureNameLen:
+		return fmt.Sprintf("tag name %q: Azure tag names must be at most %d characters long", k, maxAzureNameLen)
+	case strings.ContainsAny(k, azureForbiddenCh):
+		return fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k)
+	case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
+		return fmt.Sprintf("tag name %q: Azure reserves tag names starting with microsoft, azure or windows (in any case)", k)
+	}
+	return ""
+}
+
 // awsAdmission mirrors the AWSMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func awsAdmission(s providerSpec) []string {
-	var p []string
-	for _, k := range sortedKeys(*s.tags) {
-		v := (*s.tags)[k]
-		switch {
-		case k == "":
-			p = append(p, "tag keys may not be empty")
-		case utf8.RuneCountInString(k) > maxAWSKeyLen:
-			p = append(p, fmt.Sprintf("tag key %q: AWS tag keys must be at most %d characters long", k, maxAWSKeyLen))
-		case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
-			p = append(p, fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k))
-		case hasASCIIPrefix(k, "aws:"):
-			p = append(p, fmt.Sprintf("tag key %q: AWS reserves tag keys starting with aws: (in any case)", k))
-		}
-		if utf8.RuneCountInString(v) > maxTagValueLen {
-			p = append(p, fmt.Sprintf("tag %q: AWS tag values must be at most %d characters long", k, maxTagValueLen))
-		}
-	}
+	p := tagProblems(s, "AWS", awsTagProblem)
 	p = append(p, listLimits(s, maxAWSKeyLen)...)
 	for _, i := range *s.ignore {
 		if _, both := (*s.tags)[i]; both {
 			p = append(p, fmt.Sprintf("tag %q is both in resourceTags and ignoreTags: ignored tags are never written, so remove it from one of them", i))
+		}
+	}
+	return p
+}
+
+// awsTagProblem is what the AWSMetadata schema refuses in a tag's key or
+// value; "" when nothing.
+func awsTagProblem(k, v string) string {
+	switch {
+	case k == "":
+		return "tag keys may not be empty"
+	case utf8.RuneCountInString(k) > maxAWSKeyLen:
+		return fmt.Sprintf("tag key %q: AWS tag keys must be at most %d characters long", k, maxAWSKeyLen)
+	case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
+		return fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k)
+	case hasASCIIPrefix(k, "aws:"):
+		return fmt.Sprintf("tag key %q: AWS reserves tag keys starting with aws: (in any case)", k)
+	}
+	return ""
+}
+
+// tagProblems checks each requested tag, in name order, with the cloud's
+// check, and its value's length.
+func tagProblems(s providerSpec, cloud string, check func(k, v string) string) []string {
+	var p []string
+	for _, k := range sortedKeys(*s.tags) {
+		v := (*s.tags)[k]
+		if msg := check(k, v); msg != "" {
+			p = append(p, msg)
+		}
+		if utf8.RuneCountInString(v) > maxTagValueLen {
+			p = append(p, fmt.Sprintf("tag %q: %s tag values must be at most %d characters long", k, cloud, maxTagValueLen))
 		}
 	}
 	return p

@@ -104,12 +104,7 @@ See docs/validate.md.`,
   tagsync validate --cloud aws --tags env=prod,team=web
   tagsync validate -f tags.yaml --cloud azure -o json
   tagsync validate --cloud aws --openshift -f user-tags.yaml`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return unreadable(fmt.Errorf("unexpected argument %q; validate takes flags only", args[0]))
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runValidate(cmd, f)
 		},

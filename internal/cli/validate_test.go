@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,24 +10,22 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tagsync/tagsync/internal/openshift"
 )
 
 // runValidateCmd runs `tagsync validate args...` in process and returns its
 // stdout, stderr and the exit code main would use.
 func runValidateCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	root := NewRootCommand()
-	root.AddCommand(NewValidateCommand())
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"validate"}, args...))
-	err := root.Execute()
+	stdout, stderr, err := runWith(context.Background(), []*cobra.Command{NewValidateCommand()}, append([]string{"validate"}, args...)...)
 	code = ExitCode(err)
 	if err != nil && code == 0 {
 		t.Fatalf("error %v with exit code 0", err)
 	}
-	return out.String(), errOut.String(), code
+	return stdout, stderr, code
 }
 
 // writeFile writes content to name in a fresh temporary directory.
@@ -41,13 +39,9 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 const validAzureConfig = `apiVersion: v1
-baseDomain: example.com
-metadata:
-  name: demo
 platform:
   azure:
     region: eastus
-    baseDomainResourceGroupName: dns
     userTags:
       env: prod
       query: "a<b"
@@ -72,35 +66,21 @@ func TestValidateInstallConfigValid(t *testing.T) {
 	}
 }
 
+// TestValidateInstallConfigInvalid: every problem the installer's rules
+// find (openshift.ValidateUserTags) is one line on stderr, in their order.
 func TestValidateInstallConfigInvalid(t *testing.T) {
 	out, errOut, code := runValidateCmd(t, "--install-config", writeFile(t, "install-config.yaml", invalidAzureConfig))
 	if code != ExitInvalid || out != "" {
 		t.Fatalf("code %d, stdout %q", code, out)
 	}
-	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-	want := []string{
-		"platform.azure.userTags: Forbidden: found duplicate tag keys",
-		"platform.azure.userTags[Name]: Invalid value:",
-		"platform.azure.userTags[app]: Invalid value:",
-		"platform.azure.userTags[owner-]: Invalid value:",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("stderr has %d lines, want %d:\n%s", len(lines), len(want), errOut)
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i], w) {
-			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
-		}
+	want := openshift.ValidateUserTags(map[string]string{"Env": "prod", "env": "dev", "owner-": "team1", "Name": "web", "app": ""})
+	if want == nil || errOut != want.Error()+"\n" || strings.Count(errOut, "\n") != 4 {
+		t.Errorf("stderr:\n%s\nwant the installer's 4 problems, one a line:\n%v", errOut, want)
 	}
 }
 
 func TestValidateInstallConfigError(t *testing.T) {
-	root := NewRootCommand()
-	root.AddCommand(NewValidateCommand())
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"validate", "--install-config", writeFile(t, "ic.yaml", invalidAzureConfig)})
-	err := root.Execute()
+	_, _, err := runWith(context.Background(), []*cobra.Command{NewValidateCommand()}, "validate", "--install-config", writeFile(t, "ic.yaml", invalidAzureConfig))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitInvalid || err.Error() != "invalid: 4 problems" {
 		t.Fatalf("error %v (%T)", err, err)
