@@ -117,3 +117,13 @@ func executeTo(ctx context.Context, out, errOut io.Writer, verbs []*cobra.Comman
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }
+
+// writeFile writes content to name in a fresh temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

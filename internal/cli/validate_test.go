@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -26,16 +25,6 @@ func runValidateCmd(t *testing.T, args ...string) (stdout, stderr string, code i
 		t.Fatalf("error %v with exit code 0", err)
 	}
 	return stdout, stderr, code
-}
-
-// writeFile writes content to name in a fresh temporary directory.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 const validAzureConfig = `apiVersion: v1
