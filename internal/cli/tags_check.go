@@ -57,7 +57,7 @@ func mentions(problems []string, tag string) bool {
 // azureAdmission mirrors the AzureMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func azureAdmission(s providerSpec) []string {
-	p := tagProblems(s, "Azure", azureTagProblem)
+	p := tagProblems(s, "Azure", "name", maxAzureNameLen, azureTagProblem)
 	p = append(p, listLimits(s, maxAzureNameLen)...)
 	for _, i := range *s.ignore {
 		for k := range *s.tags {
@@ -69,14 +69,10 @@ func azureAdmission(s providerSpec) []string {
 	return p
 }
 
-// azureTagProblem is what the AzureMetadata schema refuses in a tag's
+// azureTagProblem is what else the AzureMetadata schema refuses in a tag's
 // name; "" when nothing.
 func azureTagProblem(k, _ string) string {
 	switch {
-	case k == "":
-		return "tag names may not be empty"
-	case utf8.RuneCountInString(k) > maxAzureNameLen:
-		return fmt.Sprintf("tag name %q: Azure tag names must be at most %d characters long", k, maxAzureNameLen)
 	case strings.ContainsAny(k, azureForbiddenCh):
 		return fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k)
 	case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
@@ -88,7 +84,7 @@ func azureTagProblem(k, _ string) string {
 // awsAdmission mirrors the AWSMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func awsAdmission(s providerSpec) []string {
-	p := tagProblems(s, "AWS", awsTagProblem)
+	p := tagProblems(s, "AWS", "key", maxAWSKeyLen, awsTagProblem)
 	p = append(p, listLimits(s, maxAWSKeyLen)...)
 	for _, i := range *s.ignore {
 		if _, both := (*s.tags)[i]; both {
@@ -98,14 +94,10 @@ func awsAdmission(s providerSpec) []string {
 	return p
 }
 
-// awsTagProblem is what the AWSMetadata schema refuses in a tag's key or
-// value; "" when nothing.
+// awsTagProblem is what else the AWSMetadata schema refuses in a tag's key
+// or value; "" when nothing.
 func awsTagProblem(k, v string) string {
 	switch {
-	case k == "":
-		return "tag keys may not be empty"
-	case utf8.RuneCountInString(k) > maxAWSKeyLen:
-		return fmt.Sprintf("tag key %q: AWS tag keys must be at most %d characters long", k, maxAWSKeyLen)
 	case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
 		return fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k)
 	case hasASCIIPrefix(k, "aws:"):
@@ -114,13 +106,23 @@ func awsTagProblem(k, v string) string {
 	return ""
 }
 
-// tagProblems checks each requested tag, in name order, with the cloud's
-// check, and its value's length.
-func tagProblems(s providerSpec, cloud string, check func(k, v string) string) []string {
+// tagProblems checks each requested tag, in name order: an empty or too
+// long name (noun: "name" or "key", of at most maxName characters), else
+// the cloud's own check; and the value's length.
+func tagProblems(s providerSpec, cloud, noun string, maxName int, check func(k, v string) string) []string {
 	var p []string
 	for _, k := range sortedKeys(*s.tags) {
 		v := (*s.tags)[k]
-		if msg := check(k, v); msg != "" {
+		var msg string
+		switch {
+		case k == "":
+			msg = fmt.Sprintf("tag %ss may not be empty", noun)
+		case utf8.RuneCountInString(k) > maxName:
+			msg = fmt.Sprintf("tag %s %q: %s tag %ss must be at most %d characters long", noun, k, cloud, noun, maxName)
+		default:
+			msg = check(k, v)
+		}
+		if msg != "" {
 			p = append(p, msg)
 		}
 		if utf8.RuneCountInString(v) > maxTagValueLen {
