@@ -38,7 +38,9 @@ type Referencing func(ctx context.Context, namespace, kind, name string) ([]v1al
 // Resolve reads the provider objects cm drives, as a pass does, and says
 // what is wrong with its references (a missing object, one an older
 // CloudMetadata drives, no reference at all); a pass of a CloudMetadata
-// with problems writes nothing. c reads the provider objects.
+// with problems writes nothing. c reads the provider objects. A
+// CloudMetadata being deleted (a finalizer holds it) still drives its
+// objects until it is gone.
 func Resolve(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing) ([]client.Object, []string, error) {
 	res, err := resolveRefs(ctx, c, cm, referencing)
 	var objs []client.Object
