@@ -30,6 +30,7 @@ func main() {
 		cli.NewLoginCommand(),
 		cli.NewTagsCommand(),
 	)
+	cli.RejectUnknownCommands(root)
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -137,8 +137,13 @@ func TestSIGTERMStopsWithoutErrors(t *testing.T) {
 	cloud := armsimtest.Start(t)
 	node := seed(ctx, t, kube, cloud)
 
-	kubeconfig := writeFile(t, "kubeconfig", string(kube.KubeConfig))
-	secret := writeFile(t, "client-secret", armsimtest.ClientSecret)
+	dir := t.TempDir()
+	kubeconfig, secret := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "client-secret")
+	for path, content := range map[string]string{kubeconfig: string(kube.KubeConfig), secret: armsimtest.ClientSecret} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s := cloud.Server
 	args := []string{"run", "--kubeconfig=" + kubeconfig, "--leader-election-namespace=default",
 		"--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms",
@@ -256,13 +261,4 @@ func seed(ctx context.Context, t *testing.T, kube *testenv.Env, cloud *armsimtes
 		}
 	}
 	return "vm-0"
-}
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

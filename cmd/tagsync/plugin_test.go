@@ -40,3 +40,24 @@ func TestCompletionScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCommandsExitTwo: an unknown verb, at the top or under a verb
+// that groups others, is a usage error (exit code 2) naming it; the group
+// alone prints its help (exit code 0).
+func TestUnknownCommandsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"frobnicate"}, {"tags", "frobnicate"}, {"completion", "frobnicate"}, {"help", "frobnicate"}} {
+		p := start(t, nil, args...)
+		if code := p.wait(t); code != 2 {
+			t.Errorf("tagsync %s: exit code %d, want 2", strings.Join(args, " "), code)
+		}
+		if out := p.out.String(); !strings.Contains(out, `tagsync: unknown command "frobnicate"`) || strings.Contains(out, "Usage:") {
+			t.Errorf("tagsync %s: want one error naming the verb, no help:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	for _, args := range [][]string{{}, {"tags"}} {
+		p := start(t, nil, args...)
+		if code := p.wait(t); code != 0 || !strings.Contains(p.out.String(), "Available Commands:") {
+			t.Errorf("tagsync %s: exit code %d, want 0 and the help:\n%s", strings.Join(args, " "), code, p.out.String())
+		}
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,10 +13,7 @@ import (
 )
 
 func TestArmsimCommand(t *testing.T) {
-	seed := filepath.Join(t.TempDir(), "seed.yaml")
-	if err := os.WriteFile(seed, []byte("subscriptions:\n- id: sub1\n  resourceGroups:\n  - name: rg1\n    virtualMachines:\n    - name: vm1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	seed := writeFile(t, "seed.yaml", "subscriptions:\n- id: sub1\n  resourceGroups:\n  - name: rg1\n    virtualMachines:\n    - name: vm1\n")
 	cmd := NewArmsimCommand()
 	out := &testenv.SyncBuffer{}
 	cmd.SetOut(out)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -89,6 +90,28 @@ func (f *cloudFlags) awsConfig() (aws.Config, error) {
 		*s.dst = aws.Secret(strings.TrimSpace(string(b)))
 	}
 	return cfg, cfg.Validate()
+}
+
+// azureProvider builds the Azure provider from the flags as tagsync run
+// does, with throttle gates of its own and opts, and returns it with its
+// configuration.
+func (f *cloudFlags) azureProvider(ctx context.Context, opts ...azure.Option) (*azure.Provider, azure.Config, error) {
+	cfg, err := f.azureConfig()
+	if err != nil {
+		return nil, cfg, err
+	}
+	p, err := azure.NewProvider(ctx, cfg, append([]azure.Option{azure.WithThrottleGates(azure.NewThrottleGates())}, opts...)...)
+	return p, cfg, err
+}
+
+// awsProvider builds the AWS provider from the flags as tagsync run does,
+// with throttle gates of its own.
+func (f *cloudFlags) awsProvider(ctx context.Context) (*aws.Provider, error) {
+	cfg, err := f.awsConfig()
+	if err != nil {
+		return nil, err
+	}
+	return aws.NewProvider(ctx, cfg, aws.WithThrottleGates(aws.NewThrottleGates()))
 }
 
 // awsEnabled reports whether the AWS provider starts: a region is given by

@@ -1,12 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tagsync/tagsync/internal/playground"
 )
@@ -22,12 +24,8 @@ func executeDemo(t *testing.T, fake func(context.Context, playground.Options) er
 		got = o
 		return fake(ctx, o)
 	}
-	root := NewRootCommand()
-	root.AddCommand(NewDemoCommand())
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(append([]string{"demo"}, args...))
-	return got, root.ExecuteContext(context.Background())
+	err := executeTo(context.Background(), io.Discard, io.Discard, []*cobra.Command{NewDemoCommand()}, append([]string{"demo"}, args...)...)
+	return got, err
 }
 
 func TestDemoFailedStepIsAnErrorNamingTheStep(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -89,12 +91,39 @@ func newNamespace(t *testing.T, env *testenv.Env) string {
 // runCLI runs `tagsync args...` (with status, tags and validate) in the process and
 // returns its standard output, standard error and error.
 func runCLI(ctx context.Context, args ...string) (string, string, error) {
-	root := NewRootCommand()
-	root.AddCommand(NewStatusCommand(), NewTagsCommand(), NewValidateCommand())
+	return runWith(ctx, []*cobra.Command{NewStatusCommand(), NewTagsCommand(), NewValidateCommand()}, args...)
+}
+
+// runVerb runs `tagsync args...` with the one verb cmd.
+func runVerb(ctx context.Context, cmd *cobra.Command, args ...string) (string, string, error) {
+	return runWith(ctx, []*cobra.Command{cmd}, args...)
+}
+
+// runWith runs `tagsync args...` with verbs in the process and returns its
+// standard output, standard error and error.
+func runWith(ctx context.Context, verbs []*cobra.Command, args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := executeTo(ctx, &out, &errOut, verbs, args...)
 	return out.String(), errOut.String(), err
+}
+
+// executeTo runs `tagsync args...` with verbs in the process, its standard
+// output and error going to out and errOut, and returns its error.
+func executeTo(ctx context.Context, out, errOut io.Writer, verbs []*cobra.Command, args ...string) error {
+	root := NewRootCommand()
+	root.AddCommand(verbs...)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// writeFile writes content to name in a fresh temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -8,9 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tagsync/tagsync/internal/cloud/aws"
-	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
 // Exit codes of `tagsync login` besides 0 (identity obtained, every check
@@ -59,11 +56,10 @@ Exit codes:
   3  identity obtained, but a permission is missing or could not be checked`,
 		Example: `  tagsync login azure --azure-auth-mode=workload-identity --subscription 0000...
   tagsync login aws --aws-region eu-west-1 --classifier kubernetes.io/cluster/prod-7lpkm=owned`,
-		Args:      cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs),
+		Args:      usageArgs(cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs)),
 		ValidArgs: []string{"azure", "aws"},
 		RunE:      func(cmd *cobra.Command, args []string) error { return runLogin(cmd, f, args) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	fl := cmd.Flags()
 	f.cloud.bindAzure(fl)
 	f.cloud.bindAWS(fl)
@@ -135,11 +131,7 @@ func loginExit(results []loginResult) error {
 
 // loginAzure builds the provider as tagsync run does and checks it.
 func (f *loginFlags) loginAzure(ctx context.Context, w io.Writer) (loginResult, error) {
-	cfg, err := f.cloud.azureConfig()
-	if err != nil {
-		return loginResult{}, usageError(err)
-	}
-	p, err := azure.NewProvider(ctx, cfg, azure.WithThrottleGates(azure.NewThrottleGates()))
+	p, cfg, err := f.cloud.azureProvider(ctx)
 	if err != nil {
 		return loginResult{}, usageError(err)
 	}
@@ -173,11 +165,7 @@ func (f *loginFlags) loginAzure(ctx context.Context, w io.Writer) (loginResult, 
 
 // loginAWS builds the provider as tagsync run does and checks it.
 func (f *loginFlags) loginAWS(ctx context.Context, w io.Writer) (loginResult, error) {
-	cfg, err := f.cloud.awsConfig()
-	if err != nil {
-		return loginResult{}, usageError(err)
-	}
-	p, err := aws.NewProvider(ctx, cfg, aws.WithThrottleGates(aws.NewThrottleGates()))
+	p, err := f.cloud.awsProvider(ctx)
 	if err != nil {
 		return loginResult{}, usageError(err)
 	}

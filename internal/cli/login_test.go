@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,14 +30,11 @@ func assertNoSecret(t *testing.T, output string, secrets ...string) {
 	}
 }
 
-// armsimLoginFlags reach armsim through tagsync run's client-secret chain
-// with the secret in a file.
-func armsimLoginFlags(t *testing.T, sim *armsimtest.Env, secret string) []string {
+// armsimCloudFlags are the cloud flags that reach armsim through tagsync run's
+// client-secret chain, with the secret in a file.
+func armsimCloudFlags(t *testing.T, sim *armsimtest.Env, secret string) []string {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeFile(t, "secret", secret)
 	url := sim.Server.URL()
 	return []string{"--azure-arm-endpoint=" + url, "--azure-arm-audience=" + url, "--azure-authority-host=" + url,
 		"--azure-ca-file=" + sim.Server.CAFile(), "--azure-auth-mode=client-secret", "--azure-tenant-id=" + sim.Server.TenantID(),
@@ -62,7 +57,7 @@ func TestLoginAzure(t *testing.T) {
 	sim := armsimtest.Start(t, armsimtest.WithOptions(func(o *armsim.Options) {
 		o.ClientSecrets = map[string]string{armsimtest.ClientID: armsimtest.ClientSecret}
 	}))
-	out, err := runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure")...)
+	out, err := runLoginCLI(t, append(armsimCloudFlags(t, sim, armsimtest.ClientSecret), "azure")...)
 	if err != nil {
 		t.Fatalf("login: %v\n%s", err, out)
 	}
@@ -75,14 +70,14 @@ func TestLoginAzure(t *testing.T) {
 	assertNoSecret(t, out, armsimtest.ClientSecret)
 
 	sim.Server.SetPermissions(armsimtest.ClientID, "*/read")
-	out, err = runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure")...)
+	out, err = runLoginCLI(t, append(armsimCloudFlags(t, sim, armsimtest.ClientSecret), "azure")...)
 	if ExitCode(err) != ExitLoginMissing || !strings.Contains(out, "MISSING Microsoft.Resources/tags/write") ||
 		!strings.Contains(out, "ok      Microsoft.Resources/tags/read") {
 		t.Errorf("a reader: exit %d (%v), want %d naming tags/write missing:\n%s", ExitCode(err), err, ExitLoginMissing, out)
 	}
 	assertNoSecret(t, out, armsimtest.ClientSecret)
 
-	out, err = runLoginCLI(t, append(armsimLoginFlags(t, sim, "not-the-secret-42"), "azure")...)
+	out, err = runLoginCLI(t, append(armsimCloudFlags(t, sim, "not-the-secret-42"), "azure")...)
 	if ExitCode(err) != 1 || !strings.Contains(out, "no identity") {
 		t.Errorf("a wrong secret: exit %d (%v), want 1 saying there is no identity:\n%s", ExitCode(err), err, out)
 	}
@@ -95,7 +90,7 @@ func TestLoginAzure(t *testing.T) {
 func TestLoginAzureUnknownSubscription(t *testing.T) {
 	sim := armsimtest.Start(t)
 	const unknown = "99999999-0000-4000-8000-000000000099"
-	out, err := runLoginCLI(t, append(armsimLoginFlags(t, sim, armsimtest.ClientSecret), "azure", "--subscription", unknown)...)
+	out, err := runLoginCLI(t, append(armsimCloudFlags(t, sim, armsimtest.ClientSecret), "azure", "--subscription", unknown)...)
 	if ExitCode(err) != ExitLoginMissing {
 		t.Errorf("exit %d (%v), want %d:\n%s", ExitCode(err), err, ExitLoginMissing, out)
 	}

@@ -4,13 +4,85 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
 )
+
+// The -o names every verb accepts: table is the verb's readable form (the
+// default), json and yaml its structured output.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+// outputFormats are the -o names, in the order help and errors list them.
+var outputFormats = []string{outputTable, outputJSON, outputYAML}
+
+// outputFlag is the value of a verb's -o/--output. Set refuses a name
+// outside outputFormats, naming the allowed ones, so that a wrong -o is a
+// usage error (exit code 2) before the verb runs.
+type outputFlag struct {
+	format *string
+	// aliases are older names of table that the docs promise.
+	aliases []string
+}
+
+// String implements pflag.Value.
+func (o *outputFlag) String() string { return *o.format }
+
+// Type implements pflag.Value.
+func (o *outputFlag) Type() string { return "format" }
+
+// Set implements pflag.Value.
+func (o *outputFlag) Set(name string) error {
+	for _, a := range o.aliases {
+		if name == a {
+			name = outputTable
+		}
+	}
+	for _, f := range outputFormats {
+		if name == f {
+			*o.format = name
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown output format %q: use %s", name, strings.Join(outputFormats, ", "))
+}
+
+// addOutputFlag registers -o/--output on cmd, bound to format (default
+// table), with its completion; structured says what json and yaml print.
+// aliases are older names of table that still work.
+func addOutputFlag(cmd *cobra.Command, format *string, structured string, aliases ...string) {
+	*format = outputTable
+	cmd.Flags().VarP(&outputFlag{format: format, aliases: aliases}, "output", "o",
+		"output format: "+strings.Join(outputFormats, ", ")+" ("+structured+")")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// printData prints v, a verb's own report (not an API object), as indented
+// JSON or as YAML.
+func printData(w io.Writer, format string, v any) error {
+	if format == outputYAML {
+		data, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
 
 // printObjects prints objs as one v1 List in format json or yaml, as
 // `kubectl get -o json|yaml` prints several objects: with apiVersion and
@@ -39,7 +111,7 @@ func printObject(w io.Writer, format string, o client.Object) error {
 
 // printerFor returns cli-runtime's printer for json or yaml.
 func printerFor(format string) printers.ResourcePrinter {
-	if format == "json" {
+	if format == outputJSON {
 		return &printers.JSONPrinter{}
 	}
 	return &printers.YAMLPrinter{}

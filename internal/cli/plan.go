@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
@@ -75,23 +73,18 @@ Exit codes:
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return runPlan(cmd, f, args) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	f.kube = addKubeFlags(cmd)
 	fl := cmd.Flags()
 	f.cloud.bindAzure(fl)
 	f.cloud.bindAWS(fl)
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan the CloudMetadata and LabelSyncProfiles of every namespace")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit with 3 when something would be written")
-	registerOutputCompletion(cmd, "text", "json")
+	addOutputFlag(cmd, &f.output, "json and yaml: the plan as data", "text")
 	return cmd, f
 }
 
 // runPlan reads, plans and prints.
 func runPlan(cmd *cobra.Command, f *planFlags, args []string) error {
-	if f.output != "text" && f.output != "json" {
-		return usageError(fmt.Errorf("--output %q is not text or json", f.output))
-	}
 	ctx := cmd.Context()
 	sel, err := f.selection(args)
 	if err != nil {
@@ -164,13 +157,11 @@ func (f *planFlags) selection(args []string) (planSelection, error) {
 	return sel, nil
 }
 
-// printPlan prints the report as text or JSON.
+// printPlan prints the report as a diff, or as JSON or YAML.
 func printPlan(cmd *cobra.Command, f *planFlags, r *planReport) error {
 	out := cmd.OutOrStdout()
-	if f.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+	if f.output != outputTable {
+		return printData(out, f.output, r)
 	}
 	return r.print(out, useColour(out))
 }
@@ -179,21 +170,13 @@ func printPlan(cmd *cobra.Command, f *planFlags, r *planReport) error {
 // Azure always (it sends nothing until asked), AWS when a region is set.
 // The providers have their own throttle gates and register no metrics.
 func planProviders(ctx context.Context, f *planFlags) (cloud.Providers, error) {
-	azCfg, err := f.cloud.azureConfig()
-	if err != nil {
-		return nil, err
-	}
-	az, err := azure.NewProvider(ctx, azCfg, azure.WithThrottleGates(azure.NewThrottleGates()), azure.WithCacheTTL(-1))
+	az, _, err := f.cloud.azureProvider(ctx, azure.WithCacheTTL(-1))
 	if err != nil {
 		return nil, err
 	}
 	ps := []cloud.Provider{az}
 	if f.cloud.awsEnabled() {
-		awsCfg, err := f.cloud.awsConfig()
-		if err != nil {
-			return nil, err
-		}
-		a, err := aws.NewProvider(ctx, awsCfg, aws.WithThrottleGates(aws.NewThrottleGates()))
+		a, err := f.cloud.awsProvider(ctx)
 		if err != nil {
 			return nil, err
 		}

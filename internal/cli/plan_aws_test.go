@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -34,10 +32,7 @@ func awsFlags(t *testing.T, moto *testenv.Moto) []string {
 // awsFlagsWith is awsFlags with another secret key (moto takes any).
 func awsFlagsWith(t *testing.T, moto *testenv.Moto, key string) []string {
 	t.Helper()
-	secret := filepath.Join(t.TempDir(), "aws-secret")
-	if err := os.WriteFile(secret, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeFile(t, "aws-secret", key)
 	return []string{"--aws-region=" + testenv.MotoRegion, "--aws-endpoint=" + moto.URL,
 		"--aws-access-key-id=" + testenv.MotoAccessKeyID, "--aws-secret-access-key-file=" + secret}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -103,7 +102,7 @@ func planSync(ctx context.Context, nts *v1alpha1.NodeTagSync, all []v1alpha1.Nod
 		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 	}
 	for _, u := range pred.Unmanaged {
-		out.Unsynced = append(out.Unsynced, unsyncedNode(u))
+		out.Unsynced = append(out.Unsynced, namedReason(u))
 	}
 	provider, _ := providers.Get(orDefaultProvider(string(nts.Spec.Provider)))
 	nc := provider.Rules().NameCase()
@@ -114,7 +113,7 @@ func planSync(ctx context.Context, nts *v1alpha1.NodeTagSync, all []v1alpha1.Nod
 	for _, w := range pred.Nodes {
 		d := nodeDiff{Name: w.Name, Resource: w.Resource, Labels: labelChanges(w), Base: w.Base, ReleaseTaint: w.ReleaseTaint}
 		for _, c := range w.Conflicts {
-			d.Conflicts = append(d.Conflicts, notWritten{Name: c.Name, Reason: conflictReason(c.CloudValue, c.CloudPresent, c.NodeValue, c.NodePresent)})
+			d.Conflicts = append(d.Conflicts, namedReason{Name: c.Name, Reason: conflictReason(c.CloudValue, c.CloudPresent, c.NodeValue, c.NodePresent)})
 		}
 		out.Nodes = append(out.Nodes, d)
 	}
@@ -131,8 +130,8 @@ func orDefaultProvider(p string) string {
 }
 
 // aggregateNotes reports the tags a resource's Nodes disagree on.
-func aggregateNotes(w nodetags.ResourceWrite) []notWritten {
-	out := make([]notWritten, 0, len(w.Conflicts))
+func aggregateNotes(w nodetags.ResourceWrite) []namedReason {
+	out := make([]namedReason, 0, len(w.Conflicts))
 	for _, c := range w.Conflicts {
 		var ops []string
 		for _, op := range c.Ops {
@@ -142,7 +141,7 @@ func aggregateNotes(w nodetags.ResourceWrite) []notWritten {
 			}
 			ops = append(ops, fmt.Sprintf("%s: %q", op.Node, op.Value))
 		}
-		out = append(out, notWritten{Name: c.Name, Reason: "the Nodes disagree (" + strings.Join(ops, "; ") + ")"})
+		out = append(out, namedReason{Name: c.Name, Reason: "the Nodes disagree (" + strings.Join(ops, "; ") + ")"})
 	}
 	return out
 }
@@ -168,6 +167,3 @@ func countWritten(nodes []nodeDiff) int {
 	}
 	return n
 }
-
-// isNotFound reports a Kubernetes NotFound.
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -27,12 +28,8 @@ import (
 // operator verbs' types, Cluster API's and the BareMetalHost.
 var planScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := scheme.New()
-	if err := clusterv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := labelsync.AddToScheme(s); err != nil {
-		panic(err)
-	}
+	builder := runtime.NewSchemeBuilder(clusterv1.AddToScheme, labelsync.AddToScheme)
+	utilruntime.Must(builder.AddToScheme(s))
 	return s
 })
 
@@ -190,12 +187,12 @@ func (p profilePlan) writes() int {
 func (p *planPrinter) profile(s profilePlan) {
 	p.line(0, "", "LabelSyncProfile %s/%s (prefixes %s; %d host(s))", s.Namespace, s.Name, strings.Join(s.Prefixes, ", "), s.Matched)
 	for _, n := range s.Nodes {
-		p.line(1, planCyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
+		p.line(1, cyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
 		for _, c := range n.Labels {
 			p.change(2, c)
 		}
 		if n.ReleaseTaint {
-			p.line(2, planRed, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
+			p.line(2, red, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)

@@ -37,14 +37,14 @@ func (r *planReport) collectMetadata(ctx context.Context, c client.Reader, provi
 	return nil
 }
 
-// planMetadata plans one CloudMetadata: its references resolved as the
-// controller resolves them (a broken one: nothing is written at all), then
-// each request.
+// planMetadata plans one CloudMetadata: its references resolved by the
+// controller's own metadata.Resolve (a broken one: nothing is written at
+// all), then each request.
 func planMetadata(ctx context.Context, c client.Reader, providers cloud.Providers, cm *v1alpha1.CloudMetadata, all []v1alpha1.CloudMetadata) (metadataPlan, error) {
 	out := metadataPlan{Namespace: cm.Namespace, Name: cm.Name}
-	objs, problems, err := resolveRefs(ctx, c, cm, all)
+	objs, problems, err := metadata.Resolve(ctx, c, cm, metadata.ReferencingIn(all))
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("CloudMetadata %s/%s: reading its references: %w", cm.Namespace, cm.Name, err)
 	}
 	if len(problems) > 0 {
 		out.Problem = "nothing would be written: " + strings.Join(problems, "; ")
@@ -58,58 +58,6 @@ func planMetadata(ctx context.Context, c client.Reader, providers cloud.Provider
 		out.Requests = append(out.Requests, q)
 	}
 	return out, nil
-}
-
-// resolveRefs reads the objects cm references and says what is wrong with
-// its references: a missing object, one an older CloudMetadata drives, no
-// reference at all.
-func resolveRefs(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, all []v1alpha1.CloudMetadata) ([]client.Object, []string, error) {
-	refs := cm.Spec.CloudProvider
-	if refs.AzureRef == nil && refs.AWSRef == nil {
-		return nil, []string{"spec.cloudProvider names no azureRef or awsRef"}, nil
-	}
-	var objs []client.Object
-	var problems []string
-	add := func(kind string, ref *v1alpha1.LocalObjectRef, obj client.Object, pick func(v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRef) error {
-		if ref == nil {
-			return nil
-		}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: ref.Name}, obj); err != nil {
-			if !isNotFound(err) {
-				return fmt.Errorf("reading %s %s/%s: %w", kind, cm.Namespace, ref.Name, err)
-			}
-			problems = append(problems, fmt.Sprintf("%s %q does not exist in namespace %s", kind, ref.Name, cm.Namespace))
-			return nil
-		}
-		if d := metadata.Driver(referencing(all, cm.Namespace, ref.Name, pick)); d != cm.Name {
-			problems = append(problems, fmt.Sprintf("%s %q is applied by CloudMetadata %q (the oldest that references it)", kind, ref.Name, d))
-			return nil
-		}
-		objs = append(objs, obj)
-		return nil
-	}
-	if err := add("AzureMetadata", refs.AzureRef, &v1alpha1.AzureMetadata{}, azureRefOf); err != nil {
-		return nil, nil, err
-	}
-	if err := add("AWSMetadata", refs.AWSRef, &v1alpha1.AWSMetadata{}, awsRefOf); err != nil {
-		return nil, nil, err
-	}
-	return objs, problems, nil
-}
-
-func azureRefOf(r v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRef { return r.AzureRef }
-func awsRefOf(r v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRef   { return r.AWSRef }
-
-// referencing returns the CloudMetadata of namespace whose reference (as
-// pick reads it) names name.
-func referencing(all []v1alpha1.CloudMetadata, namespace, name string, pick func(v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRef) []v1alpha1.CloudMetadata {
-	var out []v1alpha1.CloudMetadata
-	for _, cm := range all {
-		if ref := pick(cm.Spec.CloudProvider); cm.Namespace == namespace && ref != nil && ref.Name == name && cm.DeletionTimestamp == nil {
-			out = append(out, cm)
-		}
-	}
-	return out
 }
 
 // planRequest plans one AzureMetadata or AWSMetadata with the controller's

@@ -6,15 +6,6 @@ import (
 	"strings"
 )
 
-// ANSI colours of the plan's diff lines (only on a terminal).
-const (
-	planGreen  = "\x1b[32m"
-	planYellow = "\x1b[33m"
-	planRed    = "\x1b[31m"
-	planCyan   = "\x1b[36m"
-	planReset  = "\x1b[0m"
-)
-
 // planPrinter writes the text form of a plan.
 type planPrinter struct {
 	w      io.Writer
@@ -23,13 +14,13 @@ type planPrinter struct {
 }
 
 // line writes one line, indented; col colours it on a terminal.
-func (p *planPrinter) line(indent int, col, format string, args ...any) {
+func (p *planPrinter) line(indent int, col colour, format string, args ...any) {
 	if p.err != nil {
 		return
 	}
 	text := strings.Repeat("  ", indent) + fmt.Sprintf(format, args...)
-	if p.colour && col != "" {
-		text = col + text + planReset
+	if p.colour {
+		text = col.paint(text)
 	}
 	_, p.err = fmt.Fprintln(p.w, text)
 }
@@ -61,7 +52,7 @@ func (r *planReport) print(w io.Writer, colour bool) error {
 func (p *planPrinter) sync(s syncPlan) {
 	p.line(0, "", "NodeTagSync %s", s.Name)
 	if s.Problem != "" {
-		p.line(1, planRed, "! %s", s.Problem)
+		p.line(1, red, "! %s", s.Problem)
 		return
 	}
 	for _, res := range s.Resources {
@@ -78,7 +69,7 @@ func (p *planPrinter) sync(s syncPlan) {
 		p.line(1, "", "%d node(s) synced by an older NodeTagSync", s.Claimed)
 	}
 	for _, f := range s.Failed {
-		p.line(1, planRed, "! unreadable: %s", f)
+		p.line(1, red, "! unreadable: %s", f)
 	}
 }
 
@@ -86,51 +77,51 @@ func (p *planPrinter) sync(s syncPlan) {
 func (p *planPrinter) metadata(m metadataPlan) {
 	p.line(0, "", "CloudMetadata %s/%s", m.Namespace, m.Name)
 	if m.Problem != "" {
-		p.line(1, planRed, "! %s", m.Problem)
+		p.line(1, red, "! %s", m.Problem)
 		return
 	}
 	for _, q := range m.Requests {
 		p.line(1, "", "%s %s (%s, opcode %s): %d matched, %d in sync", q.Kind, q.Name, q.Cloud, q.Opcode, q.Matched, q.InSync)
 		if q.Problem != "" {
-			p.line(2, planRed, "! %s", q.Problem)
+			p.line(2, red, "! %s", q.Problem)
 		}
 		for _, res := range q.Resources {
 			p.resource(2, res)
 		}
 		for _, f := range q.Failed {
-			p.line(2, planRed, "! unreadable: %s", f)
+			p.line(2, red, "! unreadable: %s", f)
 		}
 	}
 }
 
 // resource prints one cloud resource's diff.
 func (p *planPrinter) resource(indent int, d resourceDiff) {
-	p.line(indent, planCyan, "%s %s", d.Cloud, d.ID)
+	p.line(indent, cyan, "%s %s", d.Cloud, d.ID)
 	for _, c := range d.Changes {
 		p.change(indent+1, c)
 	}
 	for _, n := range d.NotWritten {
-		p.line(indent+1, planRed, "! %s not written: %s", n.Name, n.Reason)
+		p.line(indent+1, red, "! %s not written: %s", n.Name, n.Reason)
 	}
 	if d.Wiped {
-		p.line(indent+1, planRed, "! every synced tag vanished at once (a wipe): reported; restored from the labels under TwoWay")
+		p.line(indent+1, red, "! every synced tag vanished at once (a wipe): reported; restored from the labels under TwoWay")
 	}
 }
 
 // node prints one Node's diff.
 func (p *planPrinter) node(n nodeDiff) {
-	p.line(1, planCyan, "node %s", n.Name)
+	p.line(1, cyan, "node %s", n.Name)
 	for _, c := range n.Labels {
 		p.change(2, c)
 	}
 	if n.Base != "" {
-		p.line(2, planYellow, "~ annotation tagsync.io/last-synced-tags = %s", n.Base)
+		p.line(2, yellow, "~ annotation tagsync.io/last-synced-tags = %s", n.Base)
 	}
 	if n.ReleaseTaint {
-		p.line(2, planRed, "- taint nodetags.tagsync.io/pending:NoSchedule")
+		p.line(2, red, "- taint nodetags.tagsync.io/pending:NoSchedule")
 	}
 	for _, c := range n.Conflicts {
-		p.line(2, planRed, "! %s not written: %s", c.Name, c.Reason)
+		p.line(2, red, "! %s not written: %s", c.Name, c.Reason)
 	}
 }
 
@@ -138,10 +129,10 @@ func (p *planPrinter) node(n nodeDiff) {
 func (p *planPrinter) change(indent int, c change) {
 	switch c.Op {
 	case opAdd:
-		p.line(indent, planGreen, "+ %s = %q", c.Name, *c.After)
+		p.line(indent, green, "+ %s = %q", c.Name, *c.After)
 	case opChange:
-		p.line(indent, planYellow, "~ %s: %q -> %q", c.Name, *c.Before, *c.After)
+		p.line(indent, yellow, "~ %s: %q -> %q", c.Name, *c.Before, *c.After)
 	default:
-		p.line(indent, planRed, "- %s (was %q)", c.Name, *c.Before)
+		p.line(indent, red, "- %s (was %q)", c.Name, *c.Before)
 	}
 }

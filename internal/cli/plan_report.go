@@ -28,7 +28,7 @@ type syncPlan struct {
 	Problem   string         `json:"problem,omitempty"`
 	Resources []resourceDiff `json:"resources,omitempty"`
 	Nodes     []nodeDiff     `json:"nodes,omitempty"`
-	Unsynced  []unsyncedNode `json:"unsynced,omitempty"`
+	Unsynced  []namedReason  `json:"unsynced,omitempty"`
 	Claimed   int            `json:"claimedByOlder,omitempty"`
 	Failed    []string       `json:"unreadableScopes,omitempty"`
 	InSync    int            `json:"inSyncNodes"`
@@ -65,7 +65,7 @@ type resourceDiff struct {
 	// Changes are the writes the pass would make.
 	Changes []change `json:"changes,omitempty"`
 	// NotWritten are tags reported instead of written, with the reason.
-	NotWritten []notWritten `json:"notWritten,omitempty"`
+	NotWritten []namedReason `json:"notWritten,omitempty"`
 	// Wiped is set when every synced tag vanished at once.
 	Wiped bool     `json:"wiped,omitempty"`
 	Nodes []string `json:"nodes,omitempty"`
@@ -79,8 +79,8 @@ type nodeDiff struct {
 	// Base is the new value of the base annotation when it changes.
 	Base string `json:"baseAnnotation,omitempty"`
 	// ReleaseTaint is set when the pending taint is removed.
-	ReleaseTaint bool         `json:"releasePendingTaint,omitempty"`
-	Conflicts    []notWritten `json:"conflicts,omitempty"`
+	ReleaseTaint bool          `json:"releasePendingTaint,omitempty"`
+	Conflicts    []namedReason `json:"conflicts,omitempty"`
 }
 
 // change is one tag or label added (+), changed (~) or removed (-).
@@ -91,14 +91,9 @@ type change struct {
 	After  *string `json:"after,omitempty"`
 }
 
-// notWritten is a tag the pass reports instead of writing.
-type notWritten struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
-
-// unsyncedNode is a selected Node the pass would not sync.
-type unsyncedNode struct {
+// namedReason is a tag the pass reports instead of writing, or a selected
+// Node it would not sync, and why.
+type namedReason struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
 }
@@ -114,28 +109,26 @@ const (
 func (r *planReport) Writes() int {
 	n := 0
 	for _, s := range r.NodeTagSyncs {
-		for _, res := range s.Resources {
-			if len(res.Changes) > 0 {
-				n++
-			}
-		}
-		for _, nd := range s.Nodes {
-			if len(nd.Labels) > 0 || nd.Base != "" || nd.ReleaseTaint {
-				n++
-			}
-		}
+		n += changedResources(s.Resources) + countWritten(s.Nodes)
 	}
 	for _, m := range r.CloudMetadata {
 		for _, q := range m.Requests {
-			for _, res := range q.Resources {
-				if len(res.Changes) > 0 {
-					n++
-				}
-			}
+			n += changedResources(q.Resources)
 		}
 	}
 	for _, p := range r.LabelSyncProfiles {
 		n += p.writes()
+	}
+	return n
+}
+
+// changedResources counts the resources that would be written.
+func changedResources(resources []resourceDiff) int {
+	n := 0
+	for _, res := range resources {
+		if len(res.Changes) > 0 {
+			n++
+		}
 	}
 	return n
 }
@@ -168,14 +161,14 @@ func labelChanges(w nodetags.NodeWrite) []change {
 }
 
 // skippedNotes renders skipped tags.
-func skippedNotes(s []tags.Skipped) []notWritten {
-	out := make([]notWritten, 0, len(s))
+func skippedNotes(s []tags.Skipped) []namedReason {
+	out := make([]namedReason, 0, len(s))
 	for _, sk := range s {
 		name := sk.Name
 		if name == "" {
 			name = sk.Label
 		}
-		out = append(out, notWritten{Name: name, Reason: sk.Reason})
+		out = append(out, namedReason{Name: name, Reason: sk.Reason})
 	}
 	return out
 }

@@ -2,19 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -60,10 +56,7 @@ type planEstate struct {
 func newPlanEstate(t *testing.T) *planEstate {
 	t.Helper()
 	e := &planEstate{kube: testenv.Start(t), sim: armsimtest.Start(t), ns: "platform"}
-	e.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(e.kubeconfig, e.kube.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.kubeconfig = writeFile(t, "kubeconfig", string(e.kube.KubeConfig))
 	owned := map[string]string{classifier: "owned"}
 	disk := func(name string, extra map[string]string) armsim.Resource {
 		tg := map[string]string{classifier: "owned"}
@@ -146,14 +139,7 @@ func planNode(name, providerID, base string, labels map[string]string, taints []
 // client secret, through the credential chain tagsync run uses.
 func (e *planEstate) azureFlags(t *testing.T) []string {
 	t.Helper()
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte(armsimtest.ClientSecret), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	url := e.sim.Server.URL()
-	return []string{"--azure-arm-endpoint=" + url, "--azure-arm-audience=" + url, "--azure-authority-host=" + url,
-		"--azure-ca-file=" + e.sim.Server.CAFile(), "--azure-auth-mode=client-secret", "--azure-tenant-id=" + e.sim.Server.TenantID(),
-		"--azure-client-id=" + armsimtest.ClientID, "--azure-client-secret-file=" + secret, "--azure-subscription=" + planSub}
+	return armsimCloudFlags(t, e.sim, armsimtest.ClientSecret)
 }
 
 // runPlanCLI runs `tagsync plan args...` and returns its output and error.
@@ -498,19 +484,6 @@ func planMetadataChanges(plan planReport) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
-}
-
-// runVerb runs one verb under the root command and returns its standard
-// output, standard error and error.
-func runVerb(ctx context.Context, cmd *cobra.Command, args ...string) (string, string, error) {
-	root := NewRootCommand()
-	root.AddCommand(cmd)
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
 }
 
 // TestPlanWithoutCredentialsFails: with a credential that cannot obtain a

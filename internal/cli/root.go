@@ -3,6 +3,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tagsync/tagsync/internal/version"
@@ -23,5 +26,62 @@ cheaply on cloud API quota.`,
 		Version:       version.Get(),
 	}
 	root.SetVersionTemplate(version.Read().String() + "\n")
+	// Wrong flags are usage errors (exit code 2) in every verb.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return root
+}
+
+// RejectUnknownCommands makes root, once its verbs are added, refuse an
+// unknown verb as a usage error (exit code 2) instead of printing help with
+// exit code 0: every command that only groups verbs (tagsync, tags,
+// completion) prints its help when given none and refuses any other
+// argument, and `help` refuses an unknown topic.
+func RejectUnknownCommands(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = runGroup
+		}
+		if c.Name() == "help" {
+			c.RunE = runHelp
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// runGroup runs a command that only groups verbs: its help, or an
+// unknown-verb error.
+func runGroup(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return unknownCommand(cmd, args[0])
+}
+
+// runHelp runs `help [VERB...]`: the verb's help, or an unknown-verb error.
+func runHelp(cmd *cobra.Command, args []string) error {
+	target, rest, err := cmd.Root().Find(args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(rest) > 0 {
+		return unknownCommand(target, rest[0])
+	}
+	return target.Help()
+}
+
+// unknownCommand is the usage error for an argument of group that names
+// none of its verbs, with cobra's suggestions.
+func unknownCommand(group *cobra.Command, arg string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", arg, group.CommandPath())
+	if s := group.SuggestionsFor(arg); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return usageError(fmt.Errorf("%s; see '%s --help'", msg, group.CommandPath()))
 }

@@ -1,40 +1,32 @@
 package cli
 
 import (
-	"bytes"
-	"os"
+	"io"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // runArgs runs `tagsync run` with args and returns its error.
 func runArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	root := NewRootCommand()
-	root.AddCommand(NewRunCommand())
-	root.SetArgs(append([]string{"run"}, args...))
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	return root.ExecuteContext(t.Context())
+	return executeTo(t.Context(), io.Discard, io.Discard, []*cobra.Command{NewRunCommand()}, append([]string{"run"}, args...)...)
 }
 
 // unreachableKubeconfig writes a kubeconfig for an API server nobody
 // serves: enough for checks that happen before the first request.
 func unreachableKubeconfig(t *testing.T) string {
 	t.Helper()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+	return writeFile(t, "kubeconfig", `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 users: [{name: u, user: {token: t}}]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig
+`)
 }
 
 // clearAzureEnv empties the variables the Azure credentials read.
@@ -157,10 +149,7 @@ func TestRunRejectsMissingKubeconfig(t *testing.T) {
 }
 
 func TestRunCaFileMustHoldPEM(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(file, []byte("not a certificate"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeFile(t, "ca.crt", "not a certificate")
 	if _, err := httpClientTrusting(file); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v, want one saying the file holds no PEM certificate", err)
 	}

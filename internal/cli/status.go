@@ -49,21 +49,16 @@ Exit codes:
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd, f) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	f.kube = addKubeFlags(cmd)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 	fl.BoolVarP(&f.watch, "watch", "w", false, "after showing the status, show it again whenever a tagsync object changes")
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "show the objects of every namespace")
-	registerOutputCompletion(cmd, "table", "json", "yaml")
+	addOutputFlag(cmd, &f.output, "json and yaml: the objects themselves, as a List")
 	return cmd
 }
 
 // runStatus reads the objects once, or keeps watching them with --watch.
 func runStatus(cmd *cobra.Command, f *statusFlags) error {
-	if f.output != "table" && f.output != "json" && f.output != "yaml" {
-		return usageError(fmt.Errorf("-o %q: must be table, json or yaml", f.output))
-	}
 	ns := ""
 	if !f.allNamespaces {
 		var err error
@@ -93,7 +88,7 @@ func writeStatus(out, errOut io.Writer, f *statusFlags, r *statusReport) error {
 	if len(r.Forbidden) > 0 {
 		fmt.Fprintf(errOut, "tagsync: not allowed to list %s: left out\n", strings.Join(r.Forbidden, ", "))
 	}
-	if f.output != "table" {
+	if f.output != outputTable {
 		return printObjects(out, f.output, r.objects())
 	}
 	if r.empty() {
@@ -133,6 +128,16 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usageError(fmt.Errorf("unexpected argument %q; %s takes flags only", args[0], cmd.Name()))
 	}
 	return nil
+}
+
+// usageArgs makes the errors of args usage errors.
+func usageArgs(args cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := args(cmd, a); err != nil {
+			return usageError(err)
+		}
+		return nil
+	}
 }
 
 // usageError marks err as wrong flags or arguments (exit code 2).

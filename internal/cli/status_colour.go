@@ -6,17 +6,9 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
-// ANSI colours of status cells.
-const (
-	ansiGreen  = "\x1b[32m"
-	ansiRed    = "\x1b[31m"
-	ansiYellow = "\x1b[33m"
-	ansiReset  = "\x1b[0m"
-)
-
 // colouredColumns says how each coloured column colours its cells: the
 // conditions by whether they are healthy, the problem counts red when not 0.
-var colouredColumns = map[string]func(string) string{
+var colouredColumns = map[string]func(string) colour{
 	"READY":     conditionColour(v1alpha1.ConditionReady),
 	"APPROVED":  conditionColour(v1alpha1.ConditionReady),
 	"APPLIED":   conditionColour(v1alpha1.ConditionReady),
@@ -31,25 +23,25 @@ var colouredColumns = map[string]func(string) string{
 
 // conditionColour colours a condition's status: green when healthy, red
 // when not, yellow when Unknown; a cell without a condition stays plain.
-func conditionColour(typ string) func(string) string {
+func conditionColour(typ string) func(string) colour {
 	good := string(healthyStatus(typ))
-	return func(cell string) string {
+	return func(cell string) colour {
 		switch cell {
 		case good:
-			return ansiGreen
+			return green
 		case "True", "False":
-			return ansiRed
+			return red
 		case "Unknown":
-			return ansiYellow
+			return yellow
 		}
 		return ""
 	}
 }
 
 // countColour colours a problem count red when it is not 0.
-func countColour(cell string) string {
+func countColour(cell string) colour {
 	if cell != "0" && cell != "-" && cell != "" {
-		return ansiRed
+		return red
 	}
 	return ""
 }
@@ -103,7 +95,7 @@ func colourLine(line string, columns []string, starts []int) string {
 		if code == "" {
 			continue
 		}
-		coloured := []rune(code + string(r[starts[i]:end]) + ansiReset)
+		coloured := []rune(code.paint(string(r[starts[i]:end])))
 		r = append(r[:starts[i]], append(coloured, r[end:]...)...)
 	}
 	return string(r)

@@ -27,15 +27,15 @@ func TestColourTableKeepsAlignment(t *testing.T) {
 		t.Fatalf("colouring changed the text:\n%s\nwant\n%s", stripped, plain.String())
 	}
 	for _, want := range []string{
-		ansiGreen + "True" + ansiReset, ansiGreen + "False" + ansiReset, // Approved=True, Degraded=False
-		ansiRed + "False" + ansiReset, ansiRed + "True" + ansiReset, ansiRed + "3" + ansiReset,
-		ansiYellow + "Unknown" + ansiReset,
+		green.paint("True"), green.paint("False"), // Approved=True, Degraded=False
+		red.paint("False"), red.paint("True"), red.paint("3"),
+		yellow.paint("Unknown"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%q", want, got)
 		}
 	}
-	if strings.Contains(got, ansiGreen+"True"+ansiReset+"\n") || strings.Contains(got, "0"+ansiReset) {
+	if strings.Contains(got, green.paint("True")+"\n") || strings.Contains(got, "0"+ansiReset) {
 		t.Errorf("an uncoloured column (TAGS) or a count of 0 was coloured:\n%q", got)
 	}
 }

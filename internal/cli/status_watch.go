@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
@@ -154,7 +153,7 @@ func (w *statusWatcher) render(r *statusReport) error {
 	if err := writeStatus(&buf, io.Discard, w.f, r); err != nil {
 		return err
 	}
-	if r.empty() && w.f.output == "table" {
+	if r.empty() && w.f.output == outputTable {
 		buf.WriteString("No tagsync objects found.\n")
 	}
 	if bytes.Equal(buf.Bytes(), w.last) {
@@ -174,12 +173,12 @@ func (w *statusWatcher) render(r *statusReport) error {
 func (w *statusWatcher) separate() error {
 	var err error
 	switch {
-	case w.f.output == "table" && printers.IsTerminal(w.out):
-		_, err = fmt.Fprintf(w.out, "\x1b[H\x1b[2J%s  (watching; Ctrl-C to stop)\n\n", w.f.now().Format(time.TimeOnly))
+	case w.f.output == outputTable && isTerminal(w.out):
+		_, err = fmt.Fprintf(w.out, clearScreen+"%s  (watching; Ctrl-C to stop)\n\n", w.f.now().Format(time.TimeOnly))
 	case w.count == 1:
-	case w.f.output == "yaml":
+	case w.f.output == outputYAML:
 		_, err = io.WriteString(w.out, "---\n")
-	case w.f.output == "table":
+	case w.f.output == outputTable:
 		_, err = io.WriteString(w.out, "\n")
 	}
 	return err

@@ -85,16 +85,14 @@ func newTagsVerbCommand(verb string) *cobra.Command {
 	if verb == "ignore" {
 		cmd.Short = "Add names to an object's ignoreTags (KEY- removes them)"
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	f.kube = addKubeFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.dryRun, "dry-run", "none", `"client" shows the result without sending it; "server" also has the API server check it (admission) without storing it`)
 	fl.Lookup("dry-run").NoOptDefVal = "client"
-	fl.StringVarP(&f.output, "output", "o", "", "print the resulting object as json or yaml instead of the change")
 	if verb != "ignore" {
 		fl.BoolVar(&f.replace, "replace", false, "make the given tags the whole request (other tags are released)")
 	}
-	registerOutputCompletion(cmd, "json", "yaml")
+	addOutputFlag(cmd, &f.output, "json and yaml: the resulting object instead of the change")
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -21,24 +21,18 @@ import (
 // cannot know of refuses the edit; tags says so naming the object, exits 3
 // and the object is unchanged.
 func TestTagsSurfacesAnAdmissionRefusal(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	denyTag(t, env, ns, "blocked")
+	f := newTagsFixture(t)
+	denyTag(t, f.env, f.ns, "blocked")
 	testenv.Eventually(t, 30*time.Second, "the policy refusing a server dry run", func() string {
-		_, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "blocked=1", "--dry-run=server")
+		_, errOut, code := f.run("add", "azuremetadata/azure", "blocked=1", "--dry-run=server")
 		if code != ExitRefused {
 			return "not refused yet: " + errOut
 		}
 		return ""
 	})
-	before := getAzure(t, env, ns)
-	_, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "blocked=1")
-	if code != ExitRefused {
-		t.Fatalf("exit %d, want %d: %s", code, ExitRefused, errOut)
-	}
-	mustContain(t, "the refusal", errOut, "AzureMetadata "+ns+"/azure: the API server refused the change", "the tag blocked is not allowed")
-	if after := getAzure(t, env, ns); after.ResourceVersion != before.ResourceVersion {
+	before := f.azure()
+	f.edit(ExitRefused, "add azuremetadata/azure blocked=1", "AzureMetadata "+f.ns+"/azure: the API server refused the change", "the tag blocked is not allowed")
+	if after := f.azure(); after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("the refused edit changed the object: %+v", after.Spec)
 	}
 }
@@ -111,15 +105,9 @@ func TestAdmissionMirrorAgreesWithTheAPIServer(t *testing.T) {
 		"ignored other":         {tags: map[string]string{"env": "x"}, ignore: []string{"owner"}},
 		"ignored too long":      {ignore: []string{strings.Repeat("i", 129)}},
 	}
-	ctx := context.Background()
 	for name, c := range cases {
 		for _, k := range []providerKind{azureKind, awsKind} {
-			obj := k.newObject()
-			obj.SetNamespace(ns)
-			obj.SetName("parity")
-			s := k.view(obj)
-			*s.opcode, *s.tags, *s.ignore = v1alpha1.OpcodeUpdate, c.tags, c.ignore
-			serverErr := env.Client.Create(ctx, obj, client.DryRunAll)
+			s, serverErr := dryRunCreate(env, k, ns, c.tags, c.ignore)
 			mine := k.admission(s)
 			if (serverErr != nil) != (len(mine) > 0) {
 				t.Errorf("%s %s: the API server says %v, the CLI %q", k.kind, name, serverErr, mine)
@@ -144,15 +132,9 @@ func TestValidateAgreesWithAdmission(t *testing.T) {
 		"value 257": {"k": strings.Repeat("v", 257)}, "case twins": {"Env": "a", "env": "b"},
 		"semicolon among valid": {"env": "prod", "x;y": "1"},
 	}
-	ctx := context.Background()
 	for name, set := range cases {
 		for _, k := range []providerKind{azureKind, awsKind} {
-			obj := k.newObject()
-			obj.SetNamespace(ns)
-			obj.SetName("validate")
-			s := k.view(obj)
-			*s.opcode, *s.tags = v1alpha1.OpcodeUpdate, set
-			serverErr := env.Client.Create(ctx, obj, client.DryRunAll)
+			_, serverErr := dryRunCreate(env, k, ns, set, nil)
 			data, err := yaml.Marshal(set)
 			if err != nil {
 				t.Fatal(err)
@@ -169,4 +151,19 @@ func TestValidateAgreesWithAdmission(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dryRunCreate asks the API server to admit (a server dry run: nothing is
+// stored) an object of kind k in ns with opcode update requesting request
+// and ignoring ignore. It returns the object's spec and the server's refusal.
+func dryRunCreate(env *testenv.Env, k providerKind, ns string, request map[string]string, ignore []string) (providerSpec, error) {
+	obj := k.newObject()
+	obj.SetNamespace(ns)
+	obj.SetName("dry-run")
+	s := k.view(obj)
+	*s.opcode, *s.tags = v1alpha1.OpcodeUpdate, request
+	if ignore != nil {
+		*s.ignore = ignore
+	}
+	return s, env.Client.Create(context.Background(), obj, client.DryRunAll)
 }

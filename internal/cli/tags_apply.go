@@ -24,9 +24,6 @@ func runTags(cmd *cobra.Command, f *tagsFlags, verb string, args []string) error
 	if f.dryRun != "none" && f.dryRun != "client" && f.dryRun != "server" {
 		return usageError(fmt.Errorf("--dry-run %q: must be none, client or server", f.dryRun))
 	}
-	if f.output != "" && f.output != "json" && f.output != "yaml" {
-		return usageError(fmt.Errorf("-o %q: must be json or yaml", f.output))
-	}
 	ns, err := f.kube.namespace()
 	if err != nil {
 		return err
@@ -121,7 +118,7 @@ func refused(err error) error { return &ExitError{Code: ExitRefused, Err: err} }
 
 // reportEdit prints the resulting object (-o) or the change.
 func reportEdit(w io.Writer, ref objectRef, res tagsResult, f *tagsFlags) error {
-	if f.output != "" {
+	if f.output != outputTable {
 		return printObject(w, f.output, res.after)
 	}
 	lines := specDiff(ref.kind.view(res.before), ref.kind.view(res.after))

@@ -57,23 +57,7 @@ func mentions(problems []string, tag string) bool {
 // azureAdmission mirrors the AzureMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func azureAdmission(s providerSpec) []string {
-	var p []string
-	for _, k := range sortedKeys(*s.tags) {
-		v := (*s.tags)[k]
-		switch {
-		case k == "":
-			p = append(p, "tag names may not be empty")
-		case utf8.RuneCountInString(k) > maxAzureNameLen:
-			p = append(p, fmt.Sprintf("tag name %q: Azure tag names must be at most %d characters long", k, maxAzureNameLen))
-		case strings.ContainsAny(k, azureForbiddenCh):
-			p = append(p, fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k))
-		case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
-			p = append(p, fmt.Sprintf("tag name %q: Azure reserves tag names starting with microsoft, azure or windows (in any case)", k))
-		}
-		if utf8.RuneCountInString(v) > maxTagValueLen {
-			p = append(p, fmt.Sprintf("tag %q: Azure tag values must be at most %d characters long", k, maxTagValueLen))
-		}
-	}
+	p := tagProblems(s, "Azure", "name", maxAzureNameLen, azureTagProblem)
 	p = append(p, listLimits(s, maxAzureNameLen)...)
 	for _, i := range *s.ignore {
 		for k := range *s.tags {
@@ -85,30 +69,64 @@ func azureAdmission(s providerSpec) []string {
 	return p
 }
 
+// azureTagProblem is what else the AzureMetadata schema refuses in a tag's
+// name; "" when nothing.
+func azureTagProblem(k, _ string) string {
+	switch {
+	case strings.ContainsAny(k, azureForbiddenCh):
+		return fmt.Sprintf(`tag name %q: Azure tag names may not contain any of < > %% & \ ? / ;`, k)
+	case hasASCIIPrefix(k, "microsoft", "azure", "windows"):
+		return fmt.Sprintf("tag name %q: Azure reserves tag names starting with microsoft, azure or windows (in any case)", k)
+	}
+	return ""
+}
+
 // awsAdmission mirrors the AWSMetadata schema and CEL rules on
 // resourceTags and ignoreTags.
 func awsAdmission(s providerSpec) []string {
-	var p []string
-	for _, k := range sortedKeys(*s.tags) {
-		v := (*s.tags)[k]
-		switch {
-		case k == "":
-			p = append(p, "tag keys may not be empty")
-		case utf8.RuneCountInString(k) > maxAWSKeyLen:
-			p = append(p, fmt.Sprintf("tag key %q: AWS tag keys must be at most %d characters long", k, maxAWSKeyLen))
-		case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
-			p = append(p, fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k))
-		case hasASCIIPrefix(k, "aws:"):
-			p = append(p, fmt.Sprintf("tag key %q: AWS reserves tag keys starting with aws: (in any case)", k))
-		}
-		if utf8.RuneCountInString(v) > maxTagValueLen {
-			p = append(p, fmt.Sprintf("tag %q: AWS tag values must be at most %d characters long", k, maxTagValueLen))
-		}
-	}
+	p := tagProblems(s, "AWS", "key", maxAWSKeyLen, awsTagProblem)
 	p = append(p, listLimits(s, maxAWSKeyLen)...)
 	for _, i := range *s.ignore {
 		if _, both := (*s.tags)[i]; both {
 			p = append(p, fmt.Sprintf("tag %q is both in resourceTags and ignoreTags: ignored tags are never written, so remove it from one of them", i))
+		}
+	}
+	return p
+}
+
+// awsTagProblem is what else the AWSMetadata schema refuses in a tag's key
+// or value; "" when nothing.
+func awsTagProblem(k, v string) string {
+	switch {
+	case !awsCharset.MatchString(k) || !awsCharset.MatchString(v):
+		return fmt.Sprintf("tag %q: AWS tag keys and values may only contain letters, digits, spaces and + - = . _ : / @", k)
+	case hasASCIIPrefix(k, "aws:"):
+		return fmt.Sprintf("tag key %q: AWS reserves tag keys starting with aws: (in any case)", k)
+	}
+	return ""
+}
+
+// tagProblems checks each requested tag, in name order: an empty or too
+// long name (noun: "name" or "key", of at most maxName characters), else
+// the cloud's own check; and the value's length.
+func tagProblems(s providerSpec, cloud, noun string, maxName int, check func(k, v string) string) []string {
+	var p []string
+	for _, k := range sortedKeys(*s.tags) {
+		v := (*s.tags)[k]
+		var msg string
+		switch {
+		case k == "":
+			msg = fmt.Sprintf("tag %ss may not be empty", noun)
+		case utf8.RuneCountInString(k) > maxName:
+			msg = fmt.Sprintf("tag %s %q: %s tag %ss must be at most %d characters long", noun, k, cloud, noun, maxName)
+		default:
+			msg = check(k, v)
+		}
+		if msg != "" {
+			p = append(p, msg)
+		}
+		if utf8.RuneCountInString(v) > maxTagValueLen {
+			p = append(p, fmt.Sprintf("tag %q: %s tag values must be at most %d characters long", k, cloud, maxTagValueLen))
 		}
 	}
 	return p

@@ -11,7 +11,59 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// tagsCase runs `tagsync tags args...` against ns and returns the output
+// tagsFixture is a namespace holding the estate's objects (AzureMetadata
+// azure, AWSMetadata aws), which `tagsync tags` edits.
+type tagsFixture struct {
+	t      *testing.T
+	env    *testenv.Env
+	kc, ns string
+}
+
+func newTagsFixture(t *testing.T) *tagsFixture {
+	t.Helper()
+	env, kc := kube(t)
+	ns := newNamespace(t, env)
+	estate(t, env, ns)
+	return &tagsFixture{t: t, env: env, kc: kc, ns: ns}
+}
+
+// run runs `tagsync tags args...` against the namespace and returns the
+// output and exit code.
+func (f *tagsFixture) run(args ...string) (string, string, int) {
+	return tagsRun(f.t, f.kc, f.ns, args...)
+}
+
+// edit runs `tagsync tags ARGS` (ARGS split at spaces), which must exit
+// with code and say wants (on stdout when it succeeds, else on stderr);
+// it returns what it said.
+func (f *tagsFixture) edit(code int, args string, wants ...string) string {
+	f.t.Helper()
+	out, errOut, got := f.run(strings.Fields(args)...)
+	if got != code {
+		f.t.Fatalf("tags %s: exit %d, want %d: %s", args, got, code, errOut)
+	}
+	if code != 0 {
+		out = errOut
+	}
+	mustContain(f.t, "tags "+args, out, wants...)
+	return out
+}
+
+func (f *tagsFixture) azure() *v1alpha1.AzureMetadata {
+	f.t.Helper()
+	return getAzure(f.t, f.env, f.ns)
+}
+
+func (f *tagsFixture) aws() *v1alpha1.AWSMetadata {
+	f.t.Helper()
+	o := &v1alpha1.AWSMetadata{}
+	if err := f.env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "aws"}, o); err != nil {
+		f.t.Fatal(err)
+	}
+	return o
+}
+
+// tagsRun runs `tagsync tags args...` against ns and returns the output
 // and exit code.
 func tagsRun(t *testing.T, kc, ns string, args ...string) (string, string, int) {
 	t.Helper()
@@ -31,15 +83,6 @@ func getAzure(t *testing.T, env *testenv.Env, ns string) *v1alpha1.AzureMetadata
 	return o
 }
 
-func getAWS(t *testing.T, env *testenv.Env, ns string) *v1alpha1.AWSMetadata {
-	t.Helper()
-	o := &v1alpha1.AWSMetadata{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "aws"}, o); err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
 func mustContain(t *testing.T, what, got string, wants ...string) {
 	t.Helper()
 	for _, w := range wants {
@@ -50,140 +93,84 @@ func mustContain(t *testing.T, what, got string, wants ...string) {
 }
 
 func TestTagsAdd(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	out, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "team=web", "query=a=b")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the output", out, "+ team=web", "+ query=a=b", "azuremetadata.tagsync.io/azure edited")
-	got := getAzure(t, env, ns).Spec
+	f := newTagsFixture(t)
+	f.edit(0, "add azuremetadata/azure team=web query=a=b", "+ team=web", "+ query=a=b", "azuremetadata.tagsync.io/azure edited")
+	got := f.azure().Spec
 	if got.Opcode != v1alpha1.OpcodeAdd || got.ResourceTags["team"] != "web" || got.ResourceTags["query"] != "a=b" || got.ResourceTags["env"] != "demo" {
 		t.Errorf("spec after add: %+v", got)
 	}
-	if out, _, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "team=web"); code != 0 || !strings.Contains(out, "unchanged") {
-		t.Errorf("the same add again: exit %d, %s", code, out)
-	}
+	f.edit(0, "add azuremetadata/azure team=web", "unchanged")
 }
 
 func TestTagsUpdateAndRelease(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	out, errOut, code := tagsRun(t, kc, ns, "update", "aws/aws", "env=prod", "tier=gold")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the output", out, "~ env: demo -> prod", "+ tier=gold", "awsmetadata.tagsync.io/aws edited")
-	if got := getAWS(t, env, ns).Spec; got.ResourceTags["env"] != "prod" || got.ResourceTags["tier"] != "gold" {
+	f := newTagsFixture(t)
+	f.edit(0, "update aws/aws env=prod tier=gold", "~ env: demo -> prod", "+ tier=gold", "awsmetadata.tagsync.io/aws edited")
+	if got := f.aws().Spec; got.ResourceTags["env"] != "prod" || got.ResourceTags["tier"] != "gold" {
 		t.Errorf("spec after update: %+v", got)
 	}
-	out, errOut, code = tagsRun(t, kc, ns, "update", "awsmetadata/aws", "tier-")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the output", out, "- tier=gold (released")
-	if _, ok := getAWS(t, env, ns).Spec.ResourceTags["tier"]; ok {
+	f.edit(0, "update awsmetadata/aws tier-", "- tier=gold (released")
+	if _, ok := f.aws().Spec.ResourceTags["tier"]; ok {
 		t.Error("tier- left tier in the request")
 	}
 }
 
 func TestTagsDeleteNeedsReplaceToChangeTheOpcode(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	_, errOut, code := tagsRun(t, kc, ns, "delete", "azuremetadata/azure", "env")
-	if code != ExitRefused {
-		t.Fatalf("delete on an add request with other tags: exit %d, want %d: %s", code, ExitRefused, errOut)
-	}
-	mustContain(t, "the refusal", errOut, "AzureMetadata "+ns+"/azure", "opcode is add", "cost-center", "--replace")
-	out, errOut, code := tagsRun(t, kc, ns, "delete", "azuremetadata/azure", "env", "--replace")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the output", out, "opcode: add -> delete", "- cost-center=eng-42 (released", "~ env: demo -> (any value)")
-	got := getAzure(t, env, ns).Spec
+	f := newTagsFixture(t)
+	f.edit(ExitRefused, "delete azuremetadata/azure env", "AzureMetadata "+f.ns+"/azure", "opcode is add", "cost-center", "--replace")
+	f.edit(0, "delete azuremetadata/azure env --replace", "opcode: add -> delete", "- cost-center=eng-42 (released", "~ env: demo -> (any value)")
+	got := f.azure().Spec
 	if got.Opcode != v1alpha1.OpcodeDelete || len(got.ResourceTags) != 1 || got.ResourceTags["env"] != "" {
 		t.Errorf("spec after delete --replace: %+v", got)
 	}
 }
 
 func TestTagsIgnore(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	out, errOut, code := tagsRun(t, kc, ns, "ignore", "awsmetadata/aws", "created-by", "owner-")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the output", out, "+ ignore created-by", "- ignore owner")
-	if got := getAWS(t, env, ns).Spec.IgnoreTags; len(got) != 1 || got[0] != "created-by" {
+	f := newTagsFixture(t)
+	f.edit(0, "ignore awsmetadata/aws created-by owner-", "+ ignore created-by", "- ignore owner")
+	if got := f.aws().Spec.IgnoreTags; len(got) != 1 || got[0] != "created-by" {
 		t.Errorf("ignoreTags %v, want [created-by]", got)
 	}
-	_, errOut, code = tagsRun(t, kc, ns, "ignore", "awsmetadata/aws", "env")
-	if code != ExitRefused {
-		t.Fatalf("ignoring a requested tag: exit %d: %s", code, errOut)
-	}
-	mustContain(t, "the refusal", errOut, `tag "env" is both in resourceTags and ignoreTags`, "nothing was sent")
+	f.edit(ExitRefused, "ignore awsmetadata/aws env", `tag "env" is both in resourceTags and ignoreTags`, "nothing was sent")
 }
 
 func TestTagsDryRunChangesNothing(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	before := getAzure(t, env, ns)
+	f := newTagsFixture(t)
+	before := f.azure()
 	for _, mode := range []string{"--dry-run", "--dry-run=server"} {
-		out, errOut, code := tagsRun(t, kc, ns, "update", "azuremetadata/azure", "env=prod", "cost-center-", mode)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", mode, code, errOut)
-		}
-		mustContain(t, mode, out, "opcode: add -> update", "~ env: demo -> prod", "- cost-center=eng-42", "edited (")
-		if after := getAzure(t, env, ns); after.ResourceVersion != before.ResourceVersion {
+		f.edit(0, "update azuremetadata/azure env=prod cost-center- "+mode, "opcode: add -> update", "~ env: demo -> prod", "- cost-center=eng-42", "edited (")
+		if after := f.azure(); after.ResourceVersion != before.ResourceVersion {
 			t.Errorf("%s changed the object: %+v", mode, after.Spec)
 		}
 	}
-	out, _, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "team=web", "--dry-run", "-o", "yaml")
-	if code != 0 {
-		t.Fatal(out)
-	}
-	mustContain(t, "-o yaml", out, "kind: AzureMetadata", "team: web", "env: demo")
+	f.edit(0, "add azuremetadata/azure team=web --dry-run -o yaml", "kind: AzureMetadata", "team: web", "env: demo")
 }
 
 func TestTagsMissingObject(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	_, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/nope", "env=x")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1: %s", code, errOut)
-	}
-	mustContain(t, "the error", errOut, "AzureMetadata "+ns+"/nope not found", "AzureMetadata in namespace "+ns+": azure")
+	f := newTagsFixture(t)
+	f.edit(1, "add azuremetadata/nope env=x", "AzureMetadata "+f.ns+"/nope not found", "AzureMetadata in namespace "+f.ns+": azure")
 }
 
 func TestTagsRefusedBeforeTheAPICall(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
-	before := getAzure(t, env, ns)
+	f := newTagsFixture(t)
+	before := f.azure()
 	for args, want := range map[string]string{
 		"a;b=x":       `tag name "a;b": Azure tag names may not contain`,
 		"Azure-x=1":   "Azure reserves tag names",
 		"Env=x":       "differ only in case",
 		"k=" + long(): "Azure tag values must be at most 256 characters long",
 	} {
-		_, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", args)
+		_, errOut, code := f.run("add", "azuremetadata/azure", args)
 		if code != ExitRefused {
 			t.Errorf("%s: exit %d, want %d: %s", args, code, ExitRefused, errOut)
 		}
-		mustContain(t, args, errOut, "AzureMetadata "+ns+"/azure", want)
+		mustContain(t, args, errOut, "AzureMetadata "+f.ns+"/azure", want)
 	}
-	if after := getAzure(t, env, ns); after.ResourceVersion != before.ResourceVersion {
+	if after := f.azure(); after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("a refused edit changed the object: %+v", after.Spec)
 	}
 	for _, args := range [][]string{{"add", "azuremetadata/azure"}, {"add", "azure", "x=1"}, {"add", "pods/x", "a=1"},
 		{"add", "azure/azure", "novalue"}, {"ignore", "azure/azure", "k=v"}, {"add", "azure/azure", "a=1", "a=2"}} {
-		if _, errOut, code := tagsRun(t, kc, ns, args...); code != ExitUsage {
+		if _, errOut, code := f.run(args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d: %s", args, code, ExitUsage, errOut)
 		}
 	}
@@ -196,28 +183,24 @@ func long() string { return strings.Repeat("v", 257) }
 // refused as a conflict, and the edit is made again on the fresh object, so
 // neither change is lost.
 func TestTagsRetriesAConcurrentEdit(t *testing.T) {
-	env, kc := kube(t)
-	ns := newNamespace(t, env)
-	estate(t, env, ns)
+	f := newTagsFixture(t)
 	calls := 0
 	beforeTagsPatch = func() {
 		calls++
 		if calls == 1 {
-			o := getAzure(t, env, ns)
+			o := f.azure()
 			o.Spec.ResourceTags["other"] = "writer"
-			if err := env.Client.Update(context.Background(), o); err != nil {
+			if err := f.env.Client.Update(context.Background(), o); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	t.Cleanup(func() { beforeTagsPatch = nil })
-	if _, errOut, code := tagsRun(t, kc, ns, "add", "azuremetadata/azure", "team=web"); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	f.edit(0, "add azuremetadata/azure team=web")
 	if calls != 2 {
 		t.Errorf("%d patches, want 2 (one conflict, one retry)", calls)
 	}
-	if got := getAzure(t, env, ns).Spec.ResourceTags; got["other"] != "writer" || got["team"] != "web" {
+	if got := f.azure().Spec.ResourceTags; got["other"] != "writer" || got["team"] != "web" {
 		t.Errorf("resourceTags %v: a change was lost", got)
 	}
 }

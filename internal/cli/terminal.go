@@ -5,14 +5,7 @@ import (
 	"io"
 	"sync"
 	"time"
-
-	"k8s.io/cli-runtime/pkg/printers"
 )
-
-// useColour reports whether output written to w may carry ANSI colours: only
-// on a terminal, never with NO_COLOR set or TERM=dumb (cli-runtime's rules,
-// the same as kubectl's).
-func useColour(w io.Writer) bool { return printers.AllowsColorOutput(w) }
 
 // progressDelay is how long work runs before the progress display appears:
 // quick work shows nothing.
@@ -32,7 +25,7 @@ type progress struct {
 // the work ends.
 func startProgress(w io.Writer, what string) *progress {
 	p := &progress{w: w, what: what, done: make(chan struct{})}
-	if !printers.IsTerminal(w) {
+	if !isTerminal(w) {
 		return p
 	}
 	p.wg.Go(p.spin)
@@ -53,7 +46,7 @@ func (p *progress) spin() {
 		fmt.Fprintf(p.w, "\r%c %s...", frames[i%len(frames)], p.what)
 		select {
 		case <-p.done:
-			fmt.Fprint(p.w, "\r\x1b[2K")
+			fmt.Fprint(p.w, clearLine)
 			return
 		case <-tick.C:
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,7 +91,7 @@ installer's userTags rules for that cloud (Azure's above when --cloud is not
 given). Without --cloud and --openshift the installer's Azure rules apply, as
 before --cloud existed; --rules openshift|azure|aws is the deprecated spelling.
 
-Every problem is reported, one per line on stderr (or in the JSON with -o json).
+Every problem is reported, one per line on stderr (or in the data with -o json|yaml).
 
 Exit codes:
   0  valid (prints "valid: N userTags", or "valid: N tags" for --tags and -f)
@@ -105,17 +104,11 @@ See docs/validate.md.`,
   tagsync validate --cloud aws --tags env=prod,team=web
   tagsync validate -f tags.yaml --cloud azure -o json
   tagsync validate --cloud aws --openshift -f user-tags.yaml`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return unreadable(fmt.Errorf("unexpected argument %q; validate takes flags only", args[0]))
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runValidate(cmd, f)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return unreadable(err) })
 	fl := cmd.Flags()
 	fl.StringVar(&f.installConfig, "install-config", "", "OpenShift install-config.yaml whose userTags to check")
 	fl.StringArrayVar(&f.tags, "tags", nil, "tags to check, as key=value pairs separated by commas (repeatable; a value may contain '=')")
@@ -125,8 +118,7 @@ See docs/validate.md.`,
 	fl.StringVar(&f.rules, "rules", "", "rules for --tags and -f: openshift, azure or aws")
 	_ = fl.MarkHidden("rules") // deprecated: runValidate says so on stderr (cobra's notice would go to stdout)
 	_ = cmd.RegisterFlagCompletionFunc("cloud", cobra.FixedCompletions([]string{"azure", "aws"}, cobra.ShellCompDirectiveNoFileComp))
-	registerOutputCompletion(cmd, "text", "json")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(cmd, &f.output, "json and yaml: valid and the problems, as data", "text")
 	return cmd
 }
 
@@ -145,9 +137,6 @@ type report struct {
 }
 
 func runValidate(cmd *cobra.Command, f *validateFlags) error {
-	if f.output != "text" && f.output != "json" {
-		return unreadable(fmt.Errorf("-o %q: must be text or json", f.output))
-	}
 	var (
 		err  error
 		n    int
@@ -312,12 +301,8 @@ func collectTags(flags []string, file string) (map[string]string, error) {
 // not.
 func reportValidation(stdout, stderr io.Writer, output string, n int, noun string, err error) error {
 	ps := problemsOf(err)
-	if output == "json" {
-		r := report{Valid: len(ps) == 0, Problems: ps}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if werr := enc.Encode(r); werr != nil {
+	if output != outputTable {
+		if werr := printData(stdout, output, report{Valid: len(ps) == 0, Problems: ps}); werr != nil {
 			return werr
 		}
 	} else if len(ps) == 0 {

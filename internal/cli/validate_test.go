@@ -1,53 +1,36 @@
 package cli
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tagsync/tagsync/internal/openshift"
 )
 
 // runValidateCmd runs `tagsync validate args...` in process and returns its
 // stdout, stderr and the exit code main would use.
 func runValidateCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	root := NewRootCommand()
-	root.AddCommand(NewValidateCommand())
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"validate"}, args...))
-	err := root.Execute()
+	stdout, stderr, err := runWith(context.Background(), []*cobra.Command{NewValidateCommand()}, append([]string{"validate"}, args...)...)
 	code = ExitCode(err)
 	if err != nil && code == 0 {
 		t.Fatalf("error %v with exit code 0", err)
 	}
-	return out.String(), errOut.String(), code
-}
-
-// writeFile writes content to name in a fresh temporary directory.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return stdout, stderr, code
 }
 
 const validAzureConfig = `apiVersion: v1
-baseDomain: example.com
-metadata:
-  name: demo
 platform:
   azure:
     region: eastus
-    baseDomainResourceGroupName: dns
     userTags:
       env: prod
       query: "a<b"
@@ -72,35 +55,21 @@ func TestValidateInstallConfigValid(t *testing.T) {
 	}
 }
 
+// TestValidateInstallConfigInvalid: every problem the installer's rules
+// find (openshift.ValidateUserTags) is one line on stderr, in their order.
 func TestValidateInstallConfigInvalid(t *testing.T) {
 	out, errOut, code := runValidateCmd(t, "--install-config", writeFile(t, "install-config.yaml", invalidAzureConfig))
 	if code != ExitInvalid || out != "" {
 		t.Fatalf("code %d, stdout %q", code, out)
 	}
-	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-	want := []string{
-		"platform.azure.userTags: Forbidden: found duplicate tag keys",
-		"platform.azure.userTags[Name]: Invalid value:",
-		"platform.azure.userTags[app]: Invalid value:",
-		"platform.azure.userTags[owner-]: Invalid value:",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("stderr has %d lines, want %d:\n%s", len(lines), len(want), errOut)
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i], w) {
-			t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
-		}
+	want := openshift.ValidateUserTags(map[string]string{"Env": "prod", "env": "dev", "owner-": "team1", "Name": "web", "app": ""})
+	if want == nil || errOut != want.Error()+"\n" || strings.Count(errOut, "\n") != 4 {
+		t.Errorf("stderr:\n%s\nwant the installer's 4 problems, one a line:\n%v", errOut, want)
 	}
 }
 
 func TestValidateInstallConfigError(t *testing.T) {
-	root := NewRootCommand()
-	root.AddCommand(NewValidateCommand())
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs([]string{"validate", "--install-config", writeFile(t, "ic.yaml", invalidAzureConfig)})
-	err := root.Execute()
+	_, _, err := runWith(context.Background(), []*cobra.Command{NewValidateCommand()}, "validate", "--install-config", writeFile(t, "ic.yaml", invalidAzureConfig))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitInvalid || err.Error() != "invalid: 4 problems" {
 		t.Fatalf("error %v (%T)", err, err)
@@ -178,7 +147,9 @@ func TestValidateTags(t *testing.T) {
 		{"pair without '='", []string{"--tags", "env=prod,team"}, ExitUnreadable, ""},
 		{"same key twice", []string{"--tags", "env=a", "--tags", "env=b"}, ExitUnreadable, ""},
 		{"unknown rules", []string{"--rules", "gcp", "--tags", "a=b"}, ExitUnreadable, ""},
-		{"unknown output", []string{"-o", "yaml", "--tags", "a=b"}, ExitUnreadable, ""},
+		{"unknown output", []string{"-o", "wide", "--tags", "a=b"}, ExitUnreadable, ""},
+		{"-o text is -o table", []string{"-o", "text", "--tags", "a=b"}, 0, "valid: 1 tag\n"},
+		{"-o yaml", []string{"-o", "yaml", "--tags", "a=b"}, 0, "problems: []\nvalid: true\n"},
 		{"unknown flag", []string{"--tag", "a=b"}, ExitUnreadable, ""},
 		{"positional argument", []string{"a=b"}, ExitUnreadable, ""},
 		{"nothing to validate", nil, ExitUnreadable, ""},

@@ -1,10 +1,12 @@
 package cli
 
 import (
-	"bytes"
+	"context"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tagsync/tagsync/internal/version"
 )
@@ -17,16 +19,12 @@ func TestVersionCommandAndFlagPrintVersionCommitDateAndGo(t *testing.T) {
 	want := "tagsync v9.8.7 (commit 0123456789abcdef0123456789abcdef01234567, built 2026-01-02T03:04:05Z, " +
 		runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
-		root := NewRootCommand()
-		root.AddCommand(NewVersionCommand())
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetArgs(args)
-		if err := root.Execute(); err != nil {
+		out, _, err := runWith(context.Background(), []*cobra.Command{NewVersionCommand()}, args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if out.String() != want {
-			t.Errorf("tagsync %s printed %q, want %q", strings.Join(args, " "), out.String(), want)
+		if out != want {
+			t.Errorf("tagsync %s printed %q, want %q", strings.Join(args, " "), out, want)
 		}
 	}
 }
@@ -50,12 +48,7 @@ func setVersion(v, commit, date string) func() {
 }
 
 func TestVersionCommandRejectsArguments(t *testing.T) {
-	root := NewRootCommand()
-	root.AddCommand(NewVersionCommand())
-	root.SetArgs([]string{"version", "extra"})
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	if err := root.Execute(); err == nil {
-		t.Fatal("version accepted an unexpected argument")
+	if _, _, err := runWith(context.Background(), []*cobra.Command{NewVersionCommand()}, "version", "extra"); ExitCode(err) != ExitUsage {
+		t.Fatalf("version with an unexpected argument: %v (exit %d), want exit %d", err, ExitCode(err), ExitUsage)
 	}
 }

@@ -29,15 +29,67 @@ type resolved struct {
 	problems []refProblem
 }
 
-// resolve reads the objects cm references. A reference to a missing object,
-// or to one that an older CloudMetadata of the namespace already drives,
-// is a problem and yields no target.
+// Referencing lists the CloudMetadata of namespace whose reference to a
+// kind (AzureMetadata or AWSMetadata) names name. The controller answers
+// from its cache's field index, `tagsync plan` from one list
+// (ReferencingIn).
+type Referencing func(ctx context.Context, namespace, kind, name string) ([]v1alpha1.CloudMetadata, error)
+
+// Resolve reads the provider objects cm drives, as a pass does, and says
+// what is wrong with its references (a missing object, one an older
+// CloudMetadata drives, no reference at all); a pass of a CloudMetadata
+// with problems writes nothing. c reads the provider objects. A
+// CloudMetadata being deleted (a finalizer holds it) still drives its
+// objects until it is gone.
+func Resolve(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing) ([]client.Object, []string, error) {
+	res, err := resolveRefs(ctx, c, cm, referencing)
+	var objs []client.Object
+	for _, t := range res.targets {
+		objs = append(objs, t.obj)
+	}
+	var problems []string
+	for _, p := range res.problems {
+		problems = append(problems, p.message)
+	}
+	return objs, problems, err
+}
+
+// ReferencingIn answers Referencing from all, the CloudMetadata already
+// read.
+func ReferencingIn(all []v1alpha1.CloudMetadata) Referencing {
+	return func(_ context.Context, namespace, kind, name string) ([]v1alpha1.CloudMetadata, error) {
+		var out []v1alpha1.CloudMetadata
+		for _, cm := range all {
+			if ref := refOf(kind, cm.Spec.CloudProvider); cm.Namespace == namespace && ref != nil && ref.Name == name {
+				out = append(out, cm)
+			}
+		}
+		return out, nil
+	}
+}
+
+// refOf is a CloudMetadata's reference to kind.
+func refOf(kind string, refs v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRef {
+	if kind == "AWSMetadata" {
+		return refs.AWSRef
+	}
+	return refs.AzureRef
+}
+
+// resolve reads the objects cm references, through the cache.
 func (r *Reconciler) resolve(ctx context.Context, cm *v1alpha1.CloudMetadata) (resolved, error) {
+	return resolveRefs(ctx, r.client, cm, r.referencing)
+}
+
+// resolveRefs reads the objects cm references. A reference to a missing
+// object, or to one that an older CloudMetadata of the namespace already
+// drives, is a problem and yields no target.
+func resolveRefs(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing) (resolved, error) {
 	var out resolved
 	refs := cm.Spec.CloudProvider
 	if refs.AzureRef != nil {
 		var o v1alpha1.AzureMetadata
-		if err := r.resolveOne(ctx, cm, "AzureMetadata", refs.AzureRef.Name, azureRefIndex, &o, &out); err != nil {
+		if err := resolveOne(ctx, c, cm, referencing, refs.AzureRef.Name, &o, &out); err != nil {
 			return out, err
 		}
 		if o.Name != "" {
@@ -46,7 +98,7 @@ func (r *Reconciler) resolve(ctx context.Context, cm *v1alpha1.CloudMetadata) (r
 	}
 	if refs.AWSRef != nil {
 		var o v1alpha1.AWSMetadata
-		if err := r.resolveOne(ctx, cm, "AWSMetadata", refs.AWSRef.Name, awsRefIndex, &o, &out); err != nil {
+		if err := resolveOne(ctx, c, cm, referencing, refs.AWSRef.Name, &o, &out); err != nil {
 			return out, err
 		}
 		if o.Name != "" {
@@ -60,12 +112,15 @@ func (r *Reconciler) resolve(ctx context.Context, cm *v1alpha1.CloudMetadata) (r
 	return out, nil
 }
 
-// resolveOne reads one referenced object into obj, leaving obj's name empty
-// (and recording a problem) when it is missing or driven by another
-// CloudMetadata.
-func (r *Reconciler) resolveOne(ctx context.Context, cm *v1alpha1.CloudMetadata, kind, name, index string, obj client.Object, out *resolved) error {
-	key := client.ObjectKey{Namespace: cm.Namespace, Name: name}
-	if err := r.client.Get(ctx, key, obj); err != nil {
+// resolveOne reads one referenced object into obj (an *AzureMetadata or
+// *AWSMetadata), leaving obj's name empty (and recording a problem) when it
+// is missing or driven by another CloudMetadata.
+func resolveOne(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing, name string, obj client.Object, out *resolved) error {
+	kind := "AzureMetadata"
+	if _, ok := obj.(*v1alpha1.AWSMetadata); ok {
+		kind = "AWSMetadata"
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cm.Namespace, Name: name}, obj); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -74,11 +129,11 @@ func (r *Reconciler) resolveOne(ctx context.Context, cm *v1alpha1.CloudMetadata,
 			fmt.Sprintf("%s %q does not exist in namespace %s: create it, or fix the reference", kind, name, cm.Namespace)})
 		return nil
 	}
-	driver, err := r.driverOf(ctx, cm.Namespace, name, index)
+	others, err := referencing(ctx, cm.Namespace, kind, name)
 	if err != nil {
 		return err
 	}
-	if driver != cm.Name {
+	if driver := Driver(others); driver != cm.Name {
 		obj.SetName("")
 		out.problems = append(out.problems, refProblem{ReasonRefInUse,
 			fmt.Sprintf("%s %q is already applied by CloudMetadata %q (the oldest that references it): an object is applied by one CloudMetadata; give this one its own %s", kind, name, driver, kind)})
@@ -86,14 +141,18 @@ func (r *Reconciler) resolveOne(ctx context.Context, cm *v1alpha1.CloudMetadata,
 	return nil
 }
 
-// driverOf returns the name of the CloudMetadata that drives the provider
-// object name: the oldest (then first by name) that references it.
-func (r *Reconciler) driverOf(ctx context.Context, namespace, name, index string) (string, error) {
+// referencing lists, from the cache's field index, the CloudMetadata that
+// reference the provider object name of kind.
+func (r *Reconciler) referencing(ctx context.Context, namespace, kind, name string) ([]v1alpha1.CloudMetadata, error) {
+	index := azureRefIndex
+	if kind == "AWSMetadata" {
+		index = awsRefIndex
+	}
 	var list v1alpha1.CloudMetadataList
 	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: name}); err != nil {
-		return "", fmt.Errorf("list CloudMetadata referencing %s: %w", name, err)
+		return nil, fmt.Errorf("list CloudMetadata referencing %s: %w", name, err)
 	}
-	return Driver(list.Items), nil
+	return list.Items, nil
 }
 
 // indexRefs returns the index functions of azureRefIndex and awsRefIndex.

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// TestPlanAgreesWithTheControllerOnADeletedCloudMetadata: the oldest
+// CloudMetadata referencing an AzureMetadata is being deleted (a finalizer
+// holds it) and a newer one references the same object. plan and the
+// metadata controller resolve the references with the same code, so both
+// say the object is still the deleted one's, in the same words.
+func TestPlanAgreesWithTheControllerOnADeletedCloudMetadata(t *testing.T) {
+	e := newPlanEstate(t)
+	ctx, c := t.Context(), e.kube.Client
+	newer := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "newer", Namespace: e.ns}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:   map[string]string{classifier: "owned"},
+		CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "tags"}}}}
+	if err := c.Create(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	deleted := &v1alpha1.CloudMetadata{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "cluster"}, deleted); err != nil {
+		t.Fatal(err)
+	}
+	deleted.Finalizers = append(deleted.Finalizers, "test.tagsync.io/hold")
+	if err := c.Update(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+
+	planned := planProblems(t, e)
+	if planned["cluster"] != "" {
+		t.Errorf("plan: the deleted CloudMetadata still drives its AzureMetadata, yet plan says %q", planned["cluster"])
+	}
+	const inUse = `AzureMetadata "tags" is already applied by CloudMetadata "cluster"`
+	if !strings.Contains(planned["newer"], inUse) {
+		t.Errorf("plan says of the newer CloudMetadata %q, want %q", planned["newer"], inUse)
+	}
+
+	startControllers(t, e)
+	testenv.RequestPass(t, c, newer, metadata.SyncRequestAnnotation,
+		func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
+	ready := meta.FindStatusCondition(newer.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil || ready.Reason != metadata.ReasonRefInUse {
+		t.Fatalf("the controller's Ready condition of the newer CloudMetadata: %+v, want reason %s", ready, metadata.ReasonRefInUse)
+	}
+	if want := "nothing would be written: " + ready.Message; planned["newer"] != want {
+		t.Errorf("plan and the controller disagree:\nplan       %q\ncontroller %q", planned["newer"], want)
+	}
+}
+
+// planProblems runs plan -o json over the estate's namespace and returns
+// each CloudMetadata's problem by name ("" when it would be planned).
+func planProblems(t *testing.T, e *planEstate) map[string]string {
+	t.Helper()
+	out, errOut, err := runPlanCLI(t.Context(), append(e.azureFlags(t), "--kubeconfig="+e.kubeconfig, "-n", e.ns, "-o", "json")...)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	var plan planReport
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	problems := map[string]string{}
+	for _, m := range plan.CloudMetadata {
+		problems[m.Name] = m.Problem
+	}
+	return problems
+}
