@@ -75,35 +75,29 @@ func newBulkReader(c client.Reader) *bulkReader {
 }
 
 func (b *bulkReader) metal3Machine(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
-	idx, err := b.index(ctx, key.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	return idx.metal3Machines[key.Name], nil
+	return lookup(ctx, b, key, func(i *namespaceIndex) map[string]*metav1.PartialObjectMetadata { return i.metal3Machines })
 }
 
 func (b *bulkReader) machine(ctx context.Context, key types.NamespacedName) (*clusterv1.Machine, error) {
-	idx, err := b.index(ctx, key.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	return idx.machines[key.Name], nil
+	return lookup(ctx, b, key, func(i *namespaceIndex) map[string]*clusterv1.Machine { return i.machines })
 }
 
 func (b *bulkReader) cluster(ctx context.Context, key types.NamespacedName) (*clusterv1.Cluster, error) {
-	idx, err := b.index(ctx, key.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	return idx.clusters[key.Name], nil
+	return lookup(ctx, b, key, func(i *namespaceIndex) map[string]*clusterv1.Cluster { return i.clusters })
 }
 
 func (b *bulkReader) metal3Cluster(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
+	return lookup(ctx, b, key, func(i *namespaceIndex) map[string]*metav1.PartialObjectMetadata { return i.metal3Clusters })
+}
+
+// lookup finds key in the map pick chooses of its namespace's index.
+func lookup[T any](ctx context.Context, b *bulkReader, key types.NamespacedName, pick func(*namespaceIndex) map[string]T) (T, error) {
 	idx, err := b.index(ctx, key.Namespace)
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
-	return idx.metal3Clusters[key.Name], nil
+	return pick(idx)[key.Name], nil
 }
 
 // index lists a namespace's Metal3Machines, Machines, Clusters and

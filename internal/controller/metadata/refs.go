@@ -81,29 +81,38 @@ func (r *Reconciler) resolve(ctx context.Context, cm *v1alpha1.CloudMetadata) (r
 	return resolveRefs(ctx, r.client, cm, r.referencing)
 }
 
+// resolveRef reads the object ref names (nil: none) into a new T and adds
+// its target to out, unless it is missing or driven by another
+// CloudMetadata (a problem resolveOne records).
+func resolveRef[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing,
+	ref *v1alpha1.LocalObjectRef, target func(P) *target, out *resolved) error {
+	if ref == nil {
+		return nil
+	}
+	o := P(new(T))
+	if err := resolveOne(ctx, c, cm, referencing, ref.Name, o, out); err != nil {
+		return err
+	}
+	if o.GetName() != "" {
+		out.targets = append(out.targets, target(o))
+	}
+	return nil
+}
+
 // resolveRefs reads the objects cm references. A reference to a missing
 // object, or to one that an older CloudMetadata of the namespace already
 // drives, is a problem and yields no target.
 func resolveRefs(ctx context.Context, c client.Reader, cm *v1alpha1.CloudMetadata, referencing Referencing) (resolved, error) {
 	var out resolved
 	refs := cm.Spec.CloudProvider
-	if refs.AzureRef != nil {
-		var o v1alpha1.AzureMetadata
-		if err := resolveOne(ctx, c, cm, referencing, refs.AzureRef.Name, &o, &out); err != nil {
-			return out, err
-		}
-		if o.Name != "" {
-			out.targets = append(out.targets, azureTarget(&o))
-		}
+	if err := resolveRef(ctx, c, cm, referencing, refs.AzureRef, azureTarget, &out); err != nil {
+		return out, err
 	}
-	if refs.AWSRef != nil {
-		var o v1alpha1.AWSMetadata
-		if err := resolveOne(ctx, c, cm, referencing, refs.AWSRef.Name, &o, &out); err != nil {
-			return out, err
-		}
-		if o.Name != "" {
-			out.targets = append(out.targets, awsTarget(&o))
-		}
+	if err := resolveRef(ctx, c, cm, referencing, refs.AWSRef, awsTarget, &out); err != nil {
+		return out, err
 	}
 	if refs.AzureRef == nil && refs.AWSRef == nil {
 		out.problems = append(out.problems, refProblem{ReasonNoProviderRef,

@@ -217,16 +217,7 @@ func TestThrottleStormConverges(t *testing.T) {
 	start := time.Now()
 	h.node("storm", pid, map[string]string{"azure.tags/team": "blue"}, nil)
 	h.sync("storm", nil)
-	h.eventually("a throttled status", func() string {
-		var nts v1alpha1.NodeTagSync
-		if err := h.c.Get(h.ctx, clientKey("storm"), &nts); err != nil {
-			return err.Error()
-		}
-		if c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != "Throttled" {
-			return fmt.Sprintf("Ready = %+v", c)
-		}
-		return ""
-	})
+	h.waitStatus("storm", "a throttled status", readyBecause("Throttled"))
 	h.waitLabel("storm", "azure.tags/env", "prod")
 	h.waitTag(vmID, "team", "blue")
 	elapsed := time.Since(start)
@@ -420,11 +411,7 @@ func TestSyncTaints(t *testing.T) {
 	h.node("taint", pid, nil, nil)
 	setTaints(h, "taint", `[{"key":"example.com/gpu","value":"true","effect":"NoSchedule"}]`)
 	h.sync("taint", func(s *v1alpha1.NodeTagSyncSpec) { s.SyncTaints = true })
-	h.eventually("the node synced by this NodeTagSync", func() string {
-		var nts v1alpha1.NodeTagSync
-		if err := h.c.Get(h.ctx, clientKey("taint"), &nts); err != nil {
-			return err.Error()
-		}
+	h.waitStatus("taint", "the node synced by this NodeTagSync", func(nts *v1alpha1.NodeTagSync) string {
 		if nts.Status.SyncedNodes != 1 {
 			return fmt.Sprintf("status %+v", nts.Status)
 		}
@@ -476,18 +463,7 @@ func TestCloudReadFailureReported(t *testing.T) {
 	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Status: http.StatusInternalServerError})
 	h.node("down", pid, map[string]string{"azure.tags/team": "blue"}, nil)
 	h.sync("down", nil)
-	h.eventually("a CloudReadFailed status", func() string {
-		var nts v1alpha1.NodeTagSync
-		if err := h.c.Get(h.ctx, clientKey("down"), &nts); err != nil {
-			return err.Error()
-		}
-		for _, c := range nts.Status.Conditions {
-			if c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason == "CloudReadFailed" {
-				return ""
-			}
-		}
-		return fmt.Sprintf("conditions %+v", nts.Status.Conditions)
-	})
+	h.waitStatus("down", "a CloudReadFailed status", readyBecause("CloudReadFailed"))
 	h.waitEvent("CloudReadFailed", "down")
 	if h.writes() != 0 {
 		t.Fatal("something was written while the cloud could not be read")

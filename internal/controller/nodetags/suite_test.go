@@ -349,34 +349,27 @@ func (h *harness) eventually(what string, cond func() string) {
 // waits for it to be gone).
 func (h *harness) waitLabel(node, key, value string) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("label %s=%s on %s", key, value, node), func() string {
-		got, ok := h.labels(node)[key]
-		if value == absent {
-			if ok {
-				return fmt.Sprintf("label still %q", got)
-			}
-			return ""
-		}
-		if !ok || got != value {
-			return fmt.Sprintf("label is %q (present %v)", got, ok)
-		}
-		return ""
-	})
+	h.waitValue("label on "+node, key, value, func() map[string]string { return h.labels(node) })
 }
 
 // waitTag waits until the resource's tag has the value (or is absent).
 func (h *harness) waitTag(id, name, value string) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("tag %s=%s on %s", name, value, id), func() string {
-		got, ok := h.tags(id)[name]
-		if value == absent {
-			if ok {
-				return fmt.Sprintf("tag still %q", got)
-			}
-			return ""
-		}
-		if !ok || got != value {
-			return fmt.Sprintf("tag is %q (present %v); all tags %v", got, ok, h.tags(id))
+	h.waitValue("tag on "+id, name, value, func() map[string]string { return h.tags(id) })
+}
+
+// waitValue waits until read()[key] is value, or is gone when value is
+// absent.
+func (h *harness) waitValue(what, key, value string, read func() map[string]string) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("%s %s=%s", what, key, value), func() string {
+		all := read()
+		got, ok := all[key]
+		switch {
+		case value == absent && ok:
+			return fmt.Sprintf("still %q", got)
+		case value != absent && (!ok || got != value):
+			return fmt.Sprintf("is %q (present %v); all %v", got, ok, all)
 		}
 		return ""
 	})
@@ -389,11 +382,7 @@ const absent = "\x00absent"
 // generation and sync request, after a pass that counted want nodes.
 func (h *harness) passDone(name string, want int32) *v1alpha1.NodeTagSync {
 	h.t.Helper()
-	var nts v1alpha1.NodeTagSync
-	h.eventually("a finished pass of "+name, func() string {
-		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
-			return err.Error()
-		}
+	return h.waitStatus(name, "a finished pass of "+name, func(nts *v1alpha1.NodeTagSync) string {
 		ready := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady)
 		if ready == nil || nts.Status.ObservedGeneration != nts.Generation {
 			return "no status for the current generation yet"
@@ -403,7 +392,30 @@ func (h *harness) passDone(name string, want int32) *v1alpha1.NodeTagSync {
 		}
 		return ""
 	})
+}
+
+// waitStatus waits until check passes on the NodeTagSync name and returns
+// it as check saw it.
+func (h *harness) waitStatus(name, what string, check func(*v1alpha1.NodeTagSync) string) *v1alpha1.NodeTagSync {
+	h.t.Helper()
+	var nts v1alpha1.NodeTagSync
+	h.eventually(what, func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
+			return err.Error()
+		}
+		return check(&nts)
+	})
 	return &nts
+}
+
+// readyBecause checks that Ready is False for reason.
+func readyBecause(reason string) func(*v1alpha1.NodeTagSync) string {
+	return func(nts *v1alpha1.NodeTagSync) string {
+		if c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+			return fmt.Sprintf("Ready = %+v", c)
+		}
+		return ""
+	}
 }
 
 // events lists the events with reason about an object.
