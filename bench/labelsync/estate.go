@@ -33,6 +33,7 @@ type workload struct {
 // bench is the estate and the harness's clients and watches.
 type bench struct {
 	o         options
+	res       *Results
 	dir       string
 	mgmt      *testenv.Env
 	c         client.Client
@@ -59,21 +60,20 @@ var managementResources = []schema.GroupVersionResource{
 	{Group: "events.k8s.io", Version: "v1", Resource: "events"},
 }
 
-// newBench starts the control planes, seeds the estate and starts the
+// Start starts the control planes, seeds the estate and starts the
 // harness's watches.
-func newBench(ctx context.Context, o options) (*bench, error) {
-	dir, err := os.MkdirTemp("", "tagsync-lsbench-")
-	if err != nil {
-		return nil, err
+func (b *bench) Start(ctx context.Context) (string, error) {
+	var err error
+	if b.dir, err = os.MkdirTemp("", "tagsync-lsbench-"); err != nil {
+		return "", err
 	}
-	b := &bench{o: o, dir: dir}
 	if err := b.startPlanes(); err != nil {
-		return b, err
+		return "", err
 	}
 	if err := b.seed(ctx); err != nil {
-		return b, err
+		return "", err
 	}
-	return b, b.startWatches(ctx)
+	return b.mgmt.RootDir, b.startWatches(ctx)
 }
 
 // startPlanes starts the management control plane (with the Cluster API
@@ -186,8 +186,8 @@ func (b *bench) startWatches(ctx context.Context) error {
 	return nil
 }
 
-// close stops the controller, the watches and the control planes.
-func (b *bench) close() {
+// Close stops the controller, the watches and the control planes.
+func (b *bench) Close() {
 	if b.ctrl != nil {
 		if err := b.ctrl.Stop(); err != nil {
 			benchkit.Logf("stopping tagsync: %v", err)
@@ -220,35 +220,15 @@ func stopEnv(e *testenv.Env) {
 }
 
 // startController runs `tagsync run --controllers=labelsync` against the
-// management cluster: leader election off, plain metrics on loopback,
-// default client budgets; the workload clusters are reached through their
-// kubeconfig Secrets only.
+// management cluster with default client budgets; the workload clusters
+// are reached through their kubeconfig Secrets only.
 func (b *bench) startController(ctx context.Context) error {
-	bin, err := benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.mgmt.RootDir, b.dir)
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.mgmt.RootDir, b.dir)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := benchkit.WriteKubeconfig(b.mgmt, b.dir)
-	if err != nil {
-		return err
-	}
-	metricsAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return err
-	}
-	probeAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return err
-	}
-	args := []string{"run",
-		"--kubeconfig", kubeconfig,
-		"--controllers=labelsync",
+	args := []string{"--controllers=labelsync",
 		"--azure-auth-mode=default", // as the Helm chart runs labelsync alone: no cloud is used
-		"--leader-elect=false",
-		"--metrics-secure=false",
-		"--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", probeAddr,
-		"--zap-log-level", "info",
 	}
 	if b.o.memoryLimit != "" {
 		args = append(args, "--memory-limit", b.o.memoryLimit)
@@ -259,13 +239,9 @@ func (b *bench) startController(ctx context.Context) error {
 		}
 		args = append(args, "--pprof-bind-address", b.pprofAddr)
 	}
-	p, err := benchkit.Start(ctx, benchkit.Command{Bin: bin, Args: args, Dir: b.dir, MetricsAddr: metricsAddr,
-		Timeout: b.o.timeout, PeakEvery: 200 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	b.ctrl = p
-	return nil
+	b.ctrl, err = benchkit.StartRun(ctx, b.mgmt, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
+		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})
+	return err
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and returns the first

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,20 +117,12 @@ func (r *SteadyResult) judge() {
 
 // MemoryResult is goal D.
 type MemoryResult struct {
-	Scenarios string                  `json:"scenarios"`
-	Hosts     int                     `json:"hosts"`
-	Clusters  int                     `json:"workloadClusters"`
-	Samples   []benchkit.MemorySample `json:"samples"`
+	benchkit.Memory
+	Hosts    int `json:"hosts"`
+	Clusters int `json:"workloadClusters"`
 	// Parts split VmRSS, sample by sample, into anonymous memory and file
 	// pages (mostly the tagsync binary's code and data, mapped).
 	Parts []RSSParts `json:"rssParts"`
-	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
-	RSSMiB     float64 `json:"rssMiB"`
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	// SampledPeakMiB is the highest VmRSS of the 200 ms sampler.
-	SampledPeakMiB float64 `json:"sampledPeakMiB"`
-	GoalMiB        float64 `json:"goalMiB"`
-	Met            bool    `json:"met"`
 }
 
 // RSSParts is one sample's VmRSS split.
@@ -166,8 +157,12 @@ func (b *bench) settleWrites(ctx context.Context, before snapshot) (map[string]i
 	if err := b.quiet(ctx); err != nil {
 		benchkit.Logf("writes did not settle: %v", err)
 	}
-	after := b.snapshot()
-	return diffWrites(before.writes, after.writes), benchkit.DiffCalls(before.controller, after.controller)
+	return b.snapshot().since(before)
+}
+
+// since is the writes and controller counts from before to s.
+func (s snapshot) since(before snapshot) (writes, controller map[string]int) {
+	return benchkit.DiffCalls(before.writes, s.writes), benchkit.DiffCalls(before.controller, s.controller)
 }
 
 // writesSeen sums the harness's write counts: Nodes over every workload
@@ -199,29 +194,22 @@ func (b *bench) resetWrites() {
 	}
 }
 
-// diffWrites is after - before, without zeros.
-func diffWrites(before, after map[string]int) map[string]int {
-	return benchkit.DiffCalls(before, after)
-}
-
 // controllerCounts reads, from the controller's metrics, its requests by
 // cluster (management or workload) and method, and its Node writes by
 // result.
 func (b *bench) controllerCounts(text string) map[string]int {
 	mgmt := hostOf(b.mgmt.Config.Host)
 	out := map[string]int{}
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "rest_client_requests_total{"):
-			where := "workload"
-			if label(line, "host") == mgmt {
-				where = "management"
-			}
-			out["requests."+where+"."+label(line, "method")] += value(line)
-		case strings.HasPrefix(line, "tagsync_labelsync_node_writes_total{"):
-			out["nodeWrites."+label(line, "result")] += value(line)
+	benchkit.EachSample(text, "rest_client_requests_total", func(series string, v float64) {
+		where := "workload"
+		if benchkit.Label(series, "host") == mgmt {
+			where = "management"
 		}
-	}
+		out["requests."+where+"."+benchkit.Label(series, "method")] += int(v)
+	})
+	benchkit.EachSample(text, "tagsync_labelsync_node_writes_total", func(series string, v float64) {
+		out["nodeWrites."+benchkit.Label(series, "result")] += int(v)
+	})
 	return out
 }
 
@@ -232,25 +220,9 @@ func hostOf(server string) string {
 	return server
 }
 
-// label is a label's value in one Prometheus text line.
-func label(line, name string) string {
-	_, rest, ok := strings.Cut(line, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
-}
-
-// value is the sample value of one Prometheus text line.
-func value(line string) int {
-	v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-	return int(v)
-}
-
 func (o options) settings() map[string]any {
 	return map[string]any{
-		"scenarios": o.scenarios,
+		"scenarios": o.Scenarios,
 		"estate": fmt.Sprintf("1 management + %d workload control planes; %d BareMetalHosts per workload cluster, each with Metal3Machine, Machine (nodeRef) and Node",
 			o.clusters, o.hostsPer),
 		"profile":       fmt.Sprintf("one LabelSyncProfile selecting every host, prefixes %s and %s, resyncInterval %s", rackPrefix, securityPrefix, o.resync),
@@ -263,8 +235,12 @@ func (o options) settings() map[string]any {
 	}
 }
 
-// goals renders the verdicts.
-func (r *Results) goals(o options) []benchkit.Goal {
+// Results are what the scenarios measured.
+func (b *bench) Results() benchkit.Results { return b.res }
+
+// Goals renders the verdicts.
+func (b *bench) Goals() []benchkit.Goal {
+	r, o := b.res, b.o
 	var g []benchkit.Goal
 	lat := func(name string, l *LatencyResult) {
 		if l == nil || len(l.Seconds) == 0 {
@@ -280,7 +256,7 @@ func (r *Results) goals(o options) []benchkit.Goal {
 			Target:   "0 Node, host and Cluster API writes",
 			Measured: fmt.Sprintf("%d Node, %d host/CAPI writes; %d profile status patches", s.NodeWrites, s.HostWrites, s.StatusWrites), Met: s.Met})
 	}
-	if m := r.Memory; m != nil && o.has("memory") {
+	if m := r.Memory; m != nil && o.Has("memory") {
 		limit := ""
 		if o.memoryLimit != "" {
 			limit = ", --memory-limit " + o.memoryLimit
@@ -291,11 +267,9 @@ func (r *Results) goals(o options) []benchkit.Goal {
 	return g
 }
 
-func printReport(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nLabelSync benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
-		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
-	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
-	benchkit.PrintGoals(w, r.Goals)
+// Report prints the scenarios' details.
+func (b *bench) Report(w io.Writer) {
+	r := b.res
 	if i := r.Initial; i != nil {
 		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; writes %s; controller %s\n",
 			i.LabelsSeconds, i.StatusSeconds, benchkit.OpsLine(i.Writes), benchkit.OpsLine(i.Controller))
@@ -331,24 +305,8 @@ func printReport(w io.Writer, r *Results) {
 // heap, stacks, runtime) and how much file pages (the mapped binary), in
 // MiB.
 func rssParts(pid int) (anon, file float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "RssAnon:":
-			anon = benchkit.MiB(kb * 1024)
-		case "RssFile:":
-			file = benchkit.MiB(kb * 1024)
-		}
-	}
-	return anon, file
+	v, _ := benchkit.ProcStatus(pid, "RssAnon", "RssFile")
+	return benchkit.MiB(v[0]), benchkit.MiB(v[1])
 }
 
 // saveHeapProfile writes the controller's heap profile to path.

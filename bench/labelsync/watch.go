@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
 // objState is what a watch keeps of one object: its resourceVersion (an
@@ -51,20 +51,14 @@ type watch struct {
 func startWatch(ctx context.Context, mc metadata.Interface, gvr schema.GroupVersionResource, namespace string) (*watch, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watch{resource: gvr.Resource, cancel: cancel, objs: map[string]objState{}, writes: map[string]int{}, waiters: map[string][]*waiter{}}
-	inf := metadatainformer.NewFilteredMetadataInformer(mc, gvr, namespace, 0, nil, nil).Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { w.observe(o, "create") },
-		UpdateFunc: func(_, o any) { w.observe(o, "update") },
-		DeleteFunc: func(o any) { w.observe(o, "delete") },
+	err := benchkit.WatchMetadata(ctx, mc, gvr, namespace, benchkit.MetaEvents{
+		Add:    func(m *metav1.PartialObjectMetadata) { w.observe(m, "create") },
+		Update: func(m *metav1.PartialObjectMetadata) { w.observe(m, "update") },
+		Delete: func(m *metav1.PartialObjectMetadata) { w.observe(m, "delete") },
 	})
 	if err != nil {
 		cancel()
 		return nil, err
-	}
-	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return nil, fmt.Errorf("the harness's watch of %s did not sync", gvr.Resource)
 	}
 	w.resetWrites()
 	return w, nil
@@ -83,15 +77,8 @@ func inScope(labels map[string]string) map[string]string {
 	return out
 }
 
-func (w *watch) observe(o any, op string) {
+func (w *watch) observe(m *metav1.PartialObjectMetadata, op string) {
 	now := time.Now()
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	m, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
-	}
 	key := m.Namespace + "/" + m.Name
 	rv, _ := strconv.ParseUint(m.ResourceVersion, 10, 64)
 	w.mu.Lock()

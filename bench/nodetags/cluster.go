@@ -46,6 +46,7 @@ const labelPrefix = "azure.tags/"
 // controller gets `tagsync run`'s defaults (QPS 100, burst 200).
 type bench struct {
 	o       options
+	res     *Results
 	env     *testenv.Env
 	dir     string
 	cfg     *rest.Config // the harness's
@@ -57,46 +58,42 @@ type bench struct {
 	request int
 }
 
-func newBench(ctx context.Context, o options) (*bench, error) {
-	level := zapcore.Level(-o.verbosity)
-	if o.verbosity == 0 {
+// Start starts the control plane, the harness's clients and its watch of
+// the Nodes, and warms the API server up.
+func (b *bench) Start(ctx context.Context) (string, error) {
+	if b.o.Has("resync") && !b.o.Has("cold") {
+		return "", errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
+	}
+	level := zapcore.Level(-b.o.verbosity)
+	if b.o.verbosity == 0 {
 		level = zapcore.ErrorLevel
 	}
-	logger := zap.New(zap.WriteTo(os.Stderr), zap.Level(level), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	b.log = zap.New(zap.WriteTo(os.Stderr), zap.Level(level), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })
+	ctrl.SetLogger(b.log)
+	klog.SetLogger(b.log)
 	// Time spent waiting for client-go's client-side rate limiter (opt-in).
 	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
 
-	env, dir, err := benchkit.StartControlPlane("tagsync-bench-")
-	if err != nil {
-		return nil, err
+	var err error
+	if b.env, b.dir, err = benchkit.StartControlPlane("tagsync-bench-"); err != nil {
+		return "", err
 	}
-	b := &bench{o: o, env: env, dir: dir, log: logger}
-	b.cfg = rest.CopyConfig(env.Config)
+	b.cfg = rest.CopyConfig(b.env.Config)
 	b.cfg.QPS, b.cfg.Burst = 2000, 4000
 	b.cfg.UserAgent = "tagsync-bench"
 	if b.kube, err = kubernetes.NewForConfig(b.cfg); err != nil {
-		b.close()
-		return nil, err
+		return "", err
 	}
-	if b.c, err = client.New(b.cfg, client.Options{Scheme: env.Scheme}); err != nil {
-		b.close()
-		return nil, err
+	if b.c, err = client.New(b.cfg, client.Options{Scheme: b.env.Scheme}); err != nil {
+		return "", err
 	}
 	if b.meta, err = metadata.NewForConfig(b.cfg); err != nil {
-		b.close()
-		return nil, err
+		return "", err
 	}
 	if b.nodes, err = startTracker(ctx, b.meta); err != nil {
-		b.close()
-		return nil, err
+		return "", err
 	}
-	if err := b.warmUp(ctx); err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
+	return b.env.RootDir, b.warmUp(ctx)
 }
 
 // warmUp writes and watches a NodeTagSync once before any controller runs:
@@ -131,12 +128,14 @@ func (b *bench) warmUp(ctx context.Context) error {
 	}
 }
 
-// close stops the control plane and removes the temporary files.
-func (b *bench) close() {
+// Close stops the control plane and removes the temporary files.
+func (b *bench) Close() {
 	if b.nodes != nil {
 		b.nodes.stop()
 	}
-	benchkit.StopControlPlane(b.env, b.dir)
+	if b.env != nil {
+		benchkit.StopControlPlane(b.env, b.dir)
+	}
 }
 
 // scenarioDir is a fresh directory for one scenario's files.
@@ -153,7 +152,7 @@ func (b *bench) reset(ctx context.Context) error {
 	if err := b.c.DeleteAllOf(ctx, &corev1.Node{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
 		return b.nodes.count() == 0, nil
 	})
 }
@@ -198,7 +197,7 @@ feed:
 	if err != nil {
 		return err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
 		return b.nodes.count() == len(nodes), nil
 	}); err != nil {
 		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.count(), len(nodes), err)
@@ -280,7 +279,7 @@ func (b *bench) lastFullSync(ctx context.Context) (time.Time, error) {
 func (b *bench) waitFullSyncAfter(ctx context.Context, prev time.Time) (time.Time, *v1alpha1.NodeTagSync, error) {
 	var nts *v1alpha1.NodeTagSync
 	var seen time.Time
-	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if nts, err = b.getSync(ctx); err != nil {
 			return false, nil
@@ -318,7 +317,7 @@ func statusOf(nts *v1alpha1.NodeTagSync) any {
 func (b *bench) waitQuiet(ctx context.Context, quiet time.Duration, passes func() (int, error)) error {
 	lastPasses, _ := passes()
 	lastChange := time.Now()
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
 		p, err := passes()
 		if err != nil {
 			return false, nil

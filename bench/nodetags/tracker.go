@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
@@ -37,39 +35,21 @@ type tracker struct {
 func startTracker(ctx context.Context, mc metadata.Interface) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &tracker{cancel: cancel, labels: map[string]map[string]string{}, rv: map[string]string{}, notify: make(chan struct{})}
-	inf := metadatainformer.NewFilteredMetadataInformer(mc, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", 0, nil, nil).Informer()
-	if err := inf.SetTransform(func(o any) (any, error) {
-		if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-			m.ManagedFields, m.Annotations = nil, nil
-		}
-		return o, nil
-	}); err != nil {
+	err := benchkit.WatchMetadata(ctx, mc, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", benchkit.MetaEvents{
+		Add:    func(m *metav1.PartialObjectMetadata) { t.update(m, false) },
+		Update: func(m *metav1.PartialObjectMetadata) { t.update(m, true) },
+		Delete: t.remove,
+	})
+	if err != nil {
 		cancel()
 		return nil, err
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.update(o, false) },
-		UpdateFunc: func(_, o any) { t.update(o, true) },
-		DeleteFunc: t.remove,
-	}); err != nil {
-		cancel()
-		return nil, err
-	}
-	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		cancel()
-		return nil, fmt.Errorf("the harness's node watch did not sync")
 	}
 	return t, nil
 }
 
 func (t *tracker) stop() { t.cancel() }
 
-func (t *tracker) update(o any, isUpdate bool) {
-	m, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
-	}
+func (t *tracker) update(m *metav1.PartialObjectMetadata, isUpdate bool) {
 	managed := map[string]string{}
 	for k, v := range m.Labels {
 		if strings.HasPrefix(k, labelPrefix) {
@@ -89,14 +69,7 @@ func (t *tracker) update(o any, isUpdate bool) {
 	t.signal()
 }
 
-func (t *tracker) remove(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	m, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
-	}
+func (t *tracker) remove(m *metav1.PartialObjectMetadata) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.labels, m.Name)

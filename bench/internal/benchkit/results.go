@@ -100,11 +100,28 @@ type Header struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Goals    []Goal    `json:"goals"`
+
+	// title names the benchmark in the report.
+	title string
 }
 
-// NewHeader starts the header of a run with the given settings.
-func NewHeader(settings map[string]any) Header {
-	return Header{Machine: NewMachine(), Started: time.Now().UTC(), Settings: settings}
+// NewHeader starts the header of a run of the benchmark title (as the
+// report names it) with the given settings.
+func NewHeader(title string, settings map[string]any) Header {
+	return Header{Machine: NewMachine(), Started: time.Now().UTC(), Settings: settings, title: title}
+}
+
+// PrintTitle prints the report's first lines: the benchmark, commit and
+// machine, the controller's command line when it ran as its own process,
+// and the verdict table.
+func (h *Header) PrintTitle(w io.Writer) {
+	fmt.Fprintf(w, "\n%s benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
+		h.title, h.Commit, h.Machine.CPUs, h.Machine.CPUModel, h.Machine.GoVer, h.Machine.LoadStart, h.Machine.LoadEnd)
+	if len(h.Command) > 0 {
+		fmt.Fprintf(w, "controller: %s\n", strings.Join(h.Command, " "))
+	}
+	fmt.Fprintln(w)
+	PrintGoals(w, h.Goals)
 }
 
 // Finish records the end of the run and the machine's load then.
