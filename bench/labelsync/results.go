@@ -35,9 +35,22 @@ type InitialResult struct {
 	// saw the last Node carry its labels.
 	LabelsSeconds float64 `json:"labelsSeconds"`
 	// StatusSeconds: until the profile was Ready with every host in sync.
-	StatusSeconds float64        `json:"statusSeconds"`
-	Writes        map[string]int `json:"writes"`
-	Controller    map[string]int `json:"controller"`
+	StatusSeconds float64 `json:"statusSeconds"`
+	Traffic
+}
+
+// Traffic is what a phase wrote: Writes every write the harness's watches
+// saw, by resource and operation ("nodes.update"); Controller the
+// controller's own counts from its metrics (its requests by cluster and
+// method, its Node writes by result).
+type Traffic struct {
+	Writes     map[string]int `json:"writes"`
+	Controller map[string]int `json:"controller"`
+}
+
+// summary is "writes ...; controller ...".
+func (t Traffic) summary() string {
+	return fmt.Sprintf("writes %s; controller %s", benchkit.OpsLine(t.Writes), benchkit.OpsLine(t.Controller))
 }
 
 // LatencyResult is goal A or B: one latency per edit, from just before the
@@ -49,11 +62,9 @@ type LatencyResult struct {
 	Median      float64              `json:"median"`
 	P99         float64              `json:"p99"`
 	Max         float64              `json:"max"`
-	// Writes are all writes seen during the scenario and until it settled,
-	// Controller the controller's own counts (metrics) over the same time.
-	Writes     map[string]int `json:"writes"`
-	Controller map[string]int `json:"controller"`
-	Met        bool           `json:"met"`
+	// Traffic is during the scenario and until it settled.
+	Traffic
+	Met bool `json:"met"`
 }
 
 func (r *LatencyResult) add(op string, d time.Duration) {
@@ -66,8 +77,8 @@ func (r *LatencyResult) add(op string, d time.Duration) {
 }
 
 // finish computes the quantiles (nearest rank) and the verdict.
-func (r *LatencyResult) finish(writes, controller map[string]int) {
-	r.Writes, r.Controller = writes, controller
+func (r *LatencyResult) finish(t Traffic) {
+	r.Traffic = t
 	s := append([]float64(nil), r.Seconds...)
 	sort.Float64s(s)
 	if len(s) == 0 {
@@ -85,13 +96,10 @@ type SteadyResult struct {
 	WindowSeconds  float64 `json:"windowSeconds"`
 	Passes         int     `json:"passes"`
 	PassSeconds    float64 `json:"passSecondsMean"`
-	// Writes are every write the harness's watches saw in the window, by
-	// resource and operation; Controller the controller's requests (its
-	// rest_client_requests_total by cluster and method) and Node writes.
-	Writes     map[string]int `json:"writes"`
-	Controller map[string]int `json:"controller"`
-	NodeWrites int            `json:"nodeWrites"`
-	HostWrites int            `json:"hostAndClusterAPIWrites"`
+	// Traffic is in the window.
+	Traffic
+	NodeWrites int `json:"nodeWrites"`
+	HostWrites int `json:"hostAndClusterAPIWrites"`
 	// StatusWrites are patches of the profile's status.
 	StatusWrites int  `json:"profileStatusWrites"`
 	Met          bool `json:"met"`
@@ -152,17 +160,17 @@ func (b *bench) snapshot() snapshot {
 }
 
 // settleWrites waits until no write has been seen for 2 s and returns the
-// writes and controller counts since before.
-func (b *bench) settleWrites(ctx context.Context, before snapshot) (map[string]int, map[string]int) {
+// traffic since before.
+func (b *bench) settleWrites(ctx context.Context, before snapshot) Traffic {
 	if err := b.quiet(ctx); err != nil {
 		benchkit.Logf("writes did not settle: %v", err)
 	}
 	return b.snapshot().since(before)
 }
 
-// since is the writes and controller counts from before to s.
-func (s snapshot) since(before snapshot) (writes, controller map[string]int) {
-	return benchkit.DiffCalls(before.writes, s.writes), benchkit.DiffCalls(before.controller, s.controller)
+// since is the traffic from before to s.
+func (s snapshot) since(before snapshot) Traffic {
+	return Traffic{Writes: benchkit.DiffCalls(before.writes, s.writes), Controller: benchkit.DiffCalls(before.controller, s.controller)}
 }
 
 // writesSeen sums the harness's write counts: Nodes over every workload
@@ -271,8 +279,8 @@ func (b *bench) Goals() []benchkit.Goal {
 func (b *bench) Report(w io.Writer) {
 	r := b.res
 	if i := r.Initial; i != nil {
-		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; writes %s; controller %s\n",
-			i.LabelsSeconds, i.StatusSeconds, benchkit.OpsLine(i.Writes), benchkit.OpsLine(i.Controller))
+		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; %s\n",
+			i.LabelsSeconds, i.StatusSeconds, i.Traffic.summary())
 	}
 	for _, l := range []struct {
 		name string
@@ -281,12 +289,10 @@ func (b *bench) Report(w io.Writer) {
 		if l.r == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%s: median %.3fs, p99 %.3fs, max %.3fs; writes %s; controller %s\n", l.name, l.r.Median, l.r.P99, l.r.Max,
-			benchkit.OpsLine(l.r.Writes), benchkit.OpsLine(l.r.Controller))
+		fmt.Fprintf(w, "%s: median %.3fs, p99 %.3fs, max %.3fs; %s\n", l.name, l.r.Median, l.r.P99, l.r.Max, l.r.Traffic.summary())
 	}
 	if s := r.Steady; s != nil {
-		fmt.Fprintf(w, "C (steady): %d periodic passes, %.3fs each, in %.1fs; writes %s; controller %s\n", s.Passes, s.PassSeconds, s.WindowSeconds,
-			benchkit.OpsLine(s.Writes), benchkit.OpsLine(s.Controller))
+		fmt.Fprintf(w, "C (steady): %d periodic passes, %.3fs each, in %.1fs; %s\n", s.Passes, s.PassSeconds, s.WindowSeconds, s.Traffic.summary())
 	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "Memory of tagsync run (%d hosts, %d workload clusters):\n", m.Hosts, m.Clusters)

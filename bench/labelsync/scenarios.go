@@ -85,9 +85,9 @@ func (b *bench) initialSync(ctx context.Context) (*InitialResult, error) {
 		return r, err
 	}
 	r.StatusSeconds = benchkit.Secs(time.Since(start))
-	r.Writes, r.Controller = b.snapshot().since(before)
-	benchkit.Logf("initial sync: %d Nodes labelled %.2fs after the profile was created (status %.2fs); writes %s; controller %s",
-		len(b.workloads)*b.o.hostsPer, r.LabelsSeconds, r.StatusSeconds, benchkit.OpsLine(r.Writes), benchkit.OpsLine(r.Controller))
+	r.Traffic = b.snapshot().since(before)
+	benchkit.Logf("initial sync: %d Nodes labelled %.2fs after the profile was created (status %.2fs); %s",
+		len(b.workloads)*b.o.hostsPer, r.LabelsSeconds, r.StatusSeconds, r.Traffic.summary())
 	return r, nil
 }
 
@@ -301,10 +301,9 @@ func (b *bench) steadyScenario(ctx context.Context) (*SteadyResult, error) {
 	r.WindowSeconds = benchkit.Secs(time.Since(start))
 	r.Passes = int(after.passes - before.passes)
 	r.PassSeconds = benchkit.Round3((after.passSeconds - before.passSeconds) / max(1, after.passes-before.passes))
-	r.Writes, r.Controller = after.since(before)
+	r.Traffic = after.since(before)
 	r.judge()
-	benchkit.Logf("C: %d periodic passes (%.3fs each) in %.1fs: writes %s; controller %s", r.Passes, r.PassSeconds, r.WindowSeconds,
-		benchkit.OpsLine(r.Writes), benchkit.OpsLine(r.Controller))
+	benchkit.Logf("C: %d periodic passes (%.3fs each) in %.1fs: %s", r.Passes, r.PassSeconds, r.WindowSeconds, r.Traffic.summary())
 	return r, nil
 }
 

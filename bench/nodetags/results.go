@@ -13,11 +13,10 @@ import (
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
 	benchkit.Header
-	Cold   *ColdResult       `json:"coldSync,omitempty"`
-	Resync *ResyncResult     `json:"resync,omitempty"`
-	FanOut *FanOutResult     `json:"fanOut,omitempty"`
-	Memory *MemoryResult     `json:"memory,omitempty"`
-	Notes  map[string]string `json:"notes,omitempty"`
+	Cold   *ColdResult   `json:"coldSync,omitempty"`
+	Resync *ResyncResult `json:"resync,omitempty"`
+	FanOut *FanOutResult `json:"fanOut,omitempty"`
+	Memory *MemoryResult `json:"memory,omitempty"`
 }
 
 // Phase is what one measured phase cost and how long it took.
