@@ -168,7 +168,7 @@ func (b *bench) startWatches(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if w.nodes, err = startWatch(ctx, mc, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, ""); err != nil {
+		if w.nodes, err = startWatch(ctx, mc, benchkit.Nodes, ""); err != nil {
 			return err
 		}
 	}

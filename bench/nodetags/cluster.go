@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -90,7 +89,7 @@ func (b *bench) Start(ctx context.Context) (string, error) {
 	if b.meta, err = metadata.NewForConfig(b.cfg); err != nil {
 		return "", err
 	}
-	if b.nodes, err = startTracker(ctx, b.meta); err != nil {
+	if b.nodes, err = b.startTracker(ctx); err != nil {
 		return "", err
 	}
 	return b.env.RootDir, b.warmUp(ctx)
@@ -218,7 +217,7 @@ func (b *bench) nodeSize(spec nodeSpec) int {
 // listVersions lists every Node's resourceVersion from the API server
 // (independently of the harness's watch).
 func (b *bench) listVersions(ctx context.Context) (map[string]string, error) {
-	list, err := b.meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}).List(ctx, metav1.ListOptions{})
+	list, err := b.meta.Resource(benchkit.Nodes).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

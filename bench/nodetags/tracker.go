@@ -8,8 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
@@ -32,10 +30,11 @@ type tracker struct {
 	notify      chan struct{}
 }
 
-func startTracker(ctx context.Context, mc metadata.Interface) (*tracker, error) {
+// startTracker starts the harness's watch of the Nodes.
+func (b *bench) startTracker(ctx context.Context) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &tracker{cancel: cancel, labels: map[string]map[string]string{}, rv: map[string]string{}, notify: make(chan struct{})}
-	err := benchkit.WatchMetadata(ctx, mc, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", benchkit.MetaEvents{
+	err := benchkit.WatchMetadata(ctx, b.meta, benchkit.Nodes, "", benchkit.MetaEvents{
 		Add:    func(m *metav1.PartialObjectMetadata) { t.update(m, false) },
 		Update: func(m *metav1.PartialObjectMetadata) { t.update(m, true) },
 		Delete: t.remove,

@@ -2,10 +2,13 @@ package benchkit
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -103,6 +106,30 @@ func Run(ctx context.Context, out string, b Bench) error {
 	h.PrintTitle(os.Stdout)
 	b.Report(os.Stdout)
 	return Save(out, b.Results(), runErr)
+}
+
+// Save writes the results as indented JSON to path (the -out flag; nothing
+// when it is empty) and returns runErr, joined with the write's error.
+func Save(path string, results any, runErr error) error {
+	if path == "" {
+		return runErr
+	}
+	if err := writeJSON(path, results); err != nil {
+		return errors.Join(runErr, err)
+	}
+	Logf("results written to %s", path)
+	return runErr
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 // Memory is the memory goal of a controller process that serves every

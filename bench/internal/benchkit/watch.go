@@ -11,6 +11,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// Nodes is the Node resource.
+var Nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
 // MetaEvents are told of the harness's watch events: the object's
 // metadata as delivered (a delete's last known state included).
 type MetaEvents struct {
