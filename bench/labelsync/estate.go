@@ -244,46 +244,6 @@ func (b *bench) startController(ctx context.Context) error {
 	return err
 }
 
-// parallel runs fn(0..n-1) on workers goroutines and returns the first
-// error.
-func parallel(n, workers int, fn func(i int) error) error {
-	work := make(chan int)
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					first = cmp(first, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return first
-}
-
-// cmp keeps the first error.
-func cmp(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
 // nodeKey is a Node's key in its watch (cluster-scoped: "/name").
 func nodeKey(host int) string { return "/" + nodeName(host) }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -160,39 +159,13 @@ func (b *bench) reset(ctx context.Context) error {
 func (b *bench) createNodes(ctx context.Context, nodes []nodeSpec) error {
 	start := time.Now()
 	images := nodeImages(b.o.nodeImages)
-	work := make(chan int)
-	errs := make(chan error, 32)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				n := realisticNode(nodes[i], i, images, b.o.nodeStatus)
-				if _, err := b.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("creating node %s: %w", n.Name, err)
-					return
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range nodes {
-		select {
-		case work <- i:
-		case err = <-errs:
-			break feed
+	err := benchkit.Parallel(ctx, len(nodes), 32, func(ctx context.Context, i int) error {
+		n := realisticNode(nodes[i], i, images, b.o.nodeStatus)
+		if _, err := b.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}
-	}
-	close(work)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // run calls fn until it returns or the process is interrupted (SIGINT,
@@ -84,4 +86,15 @@ func OpsLine(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// Parallel calls fn(ctx, i) for i in [0, n) on at most workers goroutines
+// and returns the first error; after one, ctx is cancelled.
+func Parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, workers))
+	for i := range n {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
 }
