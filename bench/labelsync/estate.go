@@ -27,7 +27,7 @@ type workload struct {
 	name  string
 	env   *testenv.Env
 	kube  kubernetes.Interface
-	nodes *watch
+	nodes *benchkit.Watch
 }
 
 // bench is the estate and the harness's clients and watches.
@@ -39,7 +39,7 @@ type bench struct {
 	c         client.Client
 	workloads []*workload
 	// mgmtWatches count the writes to the management cluster's objects.
-	mgmtWatches []*watch
+	mgmtWatches []*benchkit.Watch
 	// want are the in-scope labels each host carries (and its Node must),
 	// by workload cluster index and host index.
 	want [][]map[string]string
@@ -168,7 +168,7 @@ func (b *bench) startWatches(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if w.nodes, err = startWatch(ctx, mc, benchkit.Nodes, ""); err != nil {
+		if w.nodes, err = benchkit.StartWatch(ctx, mc, benchkit.Nodes, "", inScope); err != nil {
 			return err
 		}
 	}
@@ -177,7 +177,7 @@ func (b *bench) startWatches(ctx context.Context) error {
 		return err
 	}
 	for _, gvr := range managementResources {
-		w, err := startWatch(ctx, mc, gvr, namespace)
+		w, err := benchkit.StartWatch(ctx, mc, gvr, namespace, inScope)
 		if err != nil {
 			return err
 		}
@@ -194,7 +194,7 @@ func (b *bench) Close() {
 		}
 	}
 	for _, w := range b.mgmtWatches {
-		w.stop()
+		w.Stop()
 	}
 	var wg sync.WaitGroup
 	for _, w := range b.workloads {
@@ -202,7 +202,7 @@ func (b *bench) Close() {
 			continue
 		}
 		if w.nodes != nil {
-			w.nodes.stop()
+			w.nodes.Stop()
 		}
 		wg.Go(func() { stopEnv(w.env) })
 	}

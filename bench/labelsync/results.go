@@ -178,9 +178,10 @@ func (s snapshot) since(before snapshot) Traffic {
 // "baremetalhosts.update", ...).
 func (b *bench) writesSeen() map[string]int {
 	out := map[string]int{}
-	add := func(w *watch) {
-		for op, n := range w.writesSeen() {
-			out[w.resource+"."+op] += n
+	add := func(w *benchkit.Watch) {
+		writes, _ := w.WritesSeen()
+		for op, n := range writes {
+			out[w.Resource+"."+op] += n
 		}
 	}
 	for _, w := range b.workloads {
@@ -195,10 +196,10 @@ func (b *bench) writesSeen() map[string]int {
 // resetWrites zeroes every watch's write counts.
 func (b *bench) resetWrites() {
 	for _, w := range b.workloads {
-		w.nodes.resetWrites()
+		w.nodes.ResetWrites()
 	}
 	for _, w := range b.mgmtWatches {
-		w.resetWrites()
+		w.ResetWrites()
 	}
 }
 

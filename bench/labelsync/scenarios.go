@@ -99,7 +99,7 @@ func (b *bench) awaitAllNodes(ctx context.Context) (time.Time, error) {
 	for c, w := range b.workloads {
 		for h := range b.o.hostsPer {
 			want := b.want[c][h]
-			at, err := w.nodes.await(ctx, nodeKey(h), func(s objState) bool { return maps.Equal(s.labels, want) }, time.Until(deadline))
+			at, err := w.nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool { return maps.Equal(s.Labels, want) }, time.Until(deadline))
 			if err != nil {
 				return last, fmt.Errorf("%s: %w", clusterName(c), err)
 			}
@@ -229,7 +229,7 @@ func (b *bench) changeScenario(ctx context.Context) (*LatencyResult, error) {
 			return "", 0, err
 		}
 		b.want[c][h] = want
-		at, err := b.workloads[c].nodes.await(ctx, nodeKey(h), func(s objState) bool { return maps.Equal(s.labels, want) }, oneWait)
+		at, err := b.workloads[c].nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool { return maps.Equal(s.Labels, want) }, oneWait)
 		if err != nil {
 			return "", 0, fmt.Errorf("change %d (%s %s on %s): %w", i, e.op, e.key, hostName(c, h), err)
 		}
@@ -258,8 +258,8 @@ func (b *bench) revertScenario(ctx context.Context) (*LatencyResult, error) {
 		if _, err := fmt.Sscan(n.ResourceVersion, &edited); err != nil {
 			return "", 0, fmt.Errorf("resourceVersion %q of node %s: %w", n.ResourceVersion, n.Name, err)
 		}
-		at, err := b.workloads[c].nodes.await(ctx, nodeKey(h), func(s objState) bool {
-			return s.rv > edited && maps.Equal(s.labels, want)
+		at, err := b.workloads[c].nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool {
+			return s.RV > edited && maps.Equal(s.Labels, want)
 		}, oneWait)
 		if err != nil {
 			return "", 0, fmt.Errorf("revert %d (%s %s on node %s of %s): %w", i, e.op, e.key, nodeName(h), clusterName(c), err)

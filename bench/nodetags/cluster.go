@@ -129,7 +129,7 @@ func (b *bench) warmUp(ctx context.Context) error {
 // Close stops the control plane and removes the temporary files.
 func (b *bench) Close() {
 	if b.nodes != nil {
-		b.nodes.stop()
+		b.nodes.Stop()
 	}
 	if b.env != nil {
 		benchkit.StopControlPlane(b.env, b.dir)
@@ -151,7 +151,7 @@ func (b *bench) reset(ctx context.Context) error {
 		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
-		return b.nodes.count() == 0, nil
+		return b.nodes.Len() == 0, nil
 	})
 }
 
@@ -170,9 +170,9 @@ func (b *bench) createNodes(ctx context.Context, nodes []nodeSpec) error {
 		return err
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
-		return b.nodes.count() == len(nodes), nil
+		return b.nodes.Len() == len(nodes), nil
 	}); err != nil {
-		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.count(), len(nodes), err)
+		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.Len(), len(nodes), err)
 	}
 	benchkit.Logf("created %d nodes in %s", len(nodes), time.Since(start).Round(time.Millisecond))
 	return nil

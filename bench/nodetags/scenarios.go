@@ -189,7 +189,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud *simCloud, ctl con
 	prev time.Time, trigger func(context.Context) error) (Phase, error) {
 	var ph Phase
 	b.nodes.expectLabels(expect)
-	b.nodes.resetWrites()
+	b.nodes.ResetWrites()
 	cloud.srv.ResetCalls()
 	provBefore := ctl.Calls()
 	rec := recordPasses(ctl)
@@ -241,7 +241,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller)
 	}
 	cloud.srv.ResetCalls()
 	provBefore := ctl.Calls()
-	b.nodes.resetWrites()
+	b.nodes.ResetWrites()
 	p0, err := readPasses(ctl)
 	if err != nil {
 		return r, err
