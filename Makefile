@@ -91,6 +91,21 @@ VERSION_LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION:v%=%) -X $(VERSION_PKG).C
 build: ## Build bin/tagsync, stamped with its version, commit and commit time (tagsync version).
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/tagsync ./cmd/tagsync
 
+##@ Benchmarks
+
+# More flags for a bench-* target, e.g. BENCH_FLAGS="-scenarios cold -out ''".
+BENCH_FLAGS ?=
+
+.PHONY: bench-nodetags bench-metadata bench-labelsync
+bench-nodetags: $(KUBE_APISERVER) $(ETCD) build ## Benchmark the node sync (~6 min): a table on stdout, bench/results/nodetags.json (BENCH_FLAGS: more flags).
+	go run ./bench/nodetags -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
+
+bench-metadata: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the metadata controller (~6 min): a table on stdout, bench/results/metadata.json.
+	go run ./bench/metadata -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
+
+bench-labelsync: $(KUBE_APISERVER) $(ETCD) build ## Benchmark label sync (~4 min): a table on stdout, bench/results/labelsync.json.
+	go run ./bench/labelsync -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
+
 ##@ Release
 
 DIST := $(ROOT)/dist

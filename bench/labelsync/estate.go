@@ -27,18 +27,19 @@ type workload struct {
 	name  string
 	env   *testenv.Env
 	kube  kubernetes.Interface
-	nodes *watch
+	nodes *benchkit.Watch
 }
 
 // bench is the estate and the harness's clients and watches.
 type bench struct {
 	o         options
+	res       *Results
 	dir       string
 	mgmt      *testenv.Env
 	c         client.Client
 	workloads []*workload
 	// mgmtWatches count the writes to the management cluster's objects.
-	mgmtWatches []*watch
+	mgmtWatches []*benchkit.Watch
 	// want are the in-scope labels each host carries (and its Node must),
 	// by workload cluster index and host index.
 	want [][]map[string]string
@@ -59,21 +60,20 @@ var managementResources = []schema.GroupVersionResource{
 	{Group: "events.k8s.io", Version: "v1", Resource: "events"},
 }
 
-// newBench starts the control planes, seeds the estate and starts the
+// Start starts the control planes, seeds the estate and starts the
 // harness's watches.
-func newBench(ctx context.Context, o options) (*bench, error) {
-	dir, err := os.MkdirTemp("", "tagsync-lsbench-")
-	if err != nil {
-		return nil, err
+func (b *bench) Start(ctx context.Context) (string, error) {
+	var err error
+	if b.dir, err = os.MkdirTemp("", "tagsync-lsbench-"); err != nil {
+		return "", err
 	}
-	b := &bench{o: o, dir: dir}
 	if err := b.startPlanes(); err != nil {
-		return b, err
+		return "", err
 	}
 	if err := b.seed(ctx); err != nil {
-		return b, err
+		return "", err
 	}
-	return b, b.startWatches(ctx)
+	return b.mgmt.RootDir, b.startWatches(ctx)
 }
 
 // startPlanes starts the management control plane (with the Cluster API
@@ -168,7 +168,7 @@ func (b *bench) startWatches(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if w.nodes, err = startWatch(ctx, mc, schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, ""); err != nil {
+		if w.nodes, err = benchkit.StartWatch(ctx, mc, benchkit.Nodes, "", inScope); err != nil {
 			return err
 		}
 	}
@@ -177,7 +177,7 @@ func (b *bench) startWatches(ctx context.Context) error {
 		return err
 	}
 	for _, gvr := range managementResources {
-		w, err := startWatch(ctx, mc, gvr, namespace)
+		w, err := benchkit.StartWatch(ctx, mc, gvr, namespace, inScope)
 		if err != nil {
 			return err
 		}
@@ -186,15 +186,15 @@ func (b *bench) startWatches(ctx context.Context) error {
 	return nil
 }
 
-// close stops the controller, the watches and the control planes.
-func (b *bench) close() {
+// Close stops the controller, the watches and the control planes.
+func (b *bench) Close() {
 	if b.ctrl != nil {
 		if err := b.ctrl.Stop(); err != nil {
 			benchkit.Logf("stopping tagsync: %v", err)
 		}
 	}
 	for _, w := range b.mgmtWatches {
-		w.stop()
+		w.Stop()
 	}
 	var wg sync.WaitGroup
 	for _, w := range b.workloads {
@@ -202,7 +202,7 @@ func (b *bench) close() {
 			continue
 		}
 		if w.nodes != nil {
-			w.nodes.stop()
+			w.nodes.Stop()
 		}
 		wg.Go(func() { stopEnv(w.env) })
 	}
@@ -220,35 +220,15 @@ func stopEnv(e *testenv.Env) {
 }
 
 // startController runs `tagsync run --controllers=labelsync` against the
-// management cluster: leader election off, plain metrics on loopback,
-// default client budgets; the workload clusters are reached through their
-// kubeconfig Secrets only.
+// management cluster with default client budgets; the workload clusters
+// are reached through their kubeconfig Secrets only.
 func (b *bench) startController(ctx context.Context) error {
-	bin, err := benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.mgmt.RootDir, b.dir)
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.mgmt.RootDir, b.dir)
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := benchkit.WriteKubeconfig(b.mgmt, b.dir)
-	if err != nil {
-		return err
-	}
-	metricsAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return err
-	}
-	probeAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return err
-	}
-	args := []string{"run",
-		"--kubeconfig", kubeconfig,
-		"--controllers=labelsync",
+	args := []string{"--controllers=labelsync",
 		"--azure-auth-mode=default", // as the Helm chart runs labelsync alone: no cloud is used
-		"--leader-elect=false",
-		"--metrics-secure=false",
-		"--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", probeAddr,
-		"--zap-log-level", "info",
 	}
 	if b.o.memoryLimit != "" {
 		args = append(args, "--memory-limit", b.o.memoryLimit)
@@ -259,52 +239,8 @@ func (b *bench) startController(ctx context.Context) error {
 		}
 		args = append(args, "--pprof-bind-address", b.pprofAddr)
 	}
-	p, err := benchkit.Start(ctx, benchkit.Command{Bin: bin, Args: args, Dir: b.dir, MetricsAddr: metricsAddr,
-		Timeout: b.o.timeout, PeakEvery: 200 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	b.ctrl = p
-	return nil
-}
-
-// parallel runs fn(0..n-1) on workers goroutines and returns the first
-// error.
-func parallel(n, workers int, fn func(i int) error) error {
-	work := make(chan int)
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					first = cmp(first, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return first
-}
-
-// cmp keeps the first error.
-func cmp(first, err error) error {
-	if first != nil {
-		return first
-	}
+	b.ctrl, err = benchkit.StartRun(ctx, b.mgmt, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
+		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})
 	return err
 }
 

@@ -25,7 +25,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"os"
 	"time"
@@ -39,10 +38,7 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	scenarios     string
-	out           string
-	tagsyncBin    string
-	timeout       time.Duration
+	benchkit.Flags
 	clusters      int
 	hostsPer      int
 	changes       int
@@ -57,14 +53,11 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "change,revert,steady,memory", "comma-separated scenarios after the initial sync: change (A), revert (B), steady (C), memory (D: RSS of the one controller process over the others)")
-	flag.StringVar(&o.out, "out", "bench/results/labelsync.json", "where to write the JSON results (empty: do not write)")
-	flag.StringVar(&o.tagsyncBin, "tagsync", "", "tagsync binary to measure (default: go build ./cmd/tagsync into a temporary directory)")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on any single wait after this long (one change or revert: at most 30 s)")
+	o.Register("labelsync", "change,revert,steady,memory", "comma-separated scenarios after the initial sync: change (A), revert (B), steady (C), memory (D: RSS of the one controller process over the others)", 10*time.Minute)
 	flag.IntVar(&o.clusters, "clusters", 10, "workload clusters (one control plane each)")
 	flag.IntVar(&o.hostsPer, "hosts-per-cluster", 100, "BareMetalHosts (and Nodes) per workload cluster")
-	flag.IntVar(&o.changes, "changes", 100, "A: host label changes, one after the other")
-	flag.IntVar(&o.reverts, "reverts", 100, "B: Node label edits, one after the other")
+	flag.IntVar(&o.changes, "changes", 100, "A: host label changes, one after the other (each waited for at most 30 s)")
+	flag.IntVar(&o.reverts, "reverts", 100, "B: Node label edits, one after the other (each waited for at most 30 s)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "the profile's resyncInterval (C waits for -steady-resyncs periodic passes)")
 	flag.IntVar(&o.steadyResyncs, "steady-resyncs", 2, "C: periodic resyncs to measure")
 	flag.IntVar(&o.nodeImages, "node-images", 20, "container images in each Node's status (its size on the wire)")
@@ -75,26 +68,8 @@ func parseFlags() options {
 	return o
 }
 
-// has reports whether -scenarios names s.
-func (o options) has(s string) bool { return benchkit.Has(o.scenarios, s) }
-
 func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	benchkit.Main(func(ctx context.Context) error { return run(ctx, parseFlags()) })
-}
-
-func run(ctx context.Context, o options) error {
-	res := &Results{Header: benchkit.NewHeader(o.settings())}
-	b, err := newBench(ctx, o)
-	if b != nil {
-		defer b.close()
-	}
-	if err != nil {
-		return err
-	}
-	res.Commit = benchkit.Commit(b.mgmt.RootDir)
-	runErr := b.scenarios(ctx, res)
-	res.Finish(res.goals(o))
-	printReport(os.Stdout, res)
-	return benchkit.Save(o.out, res, runErr)
+	o := parseFlags()
+	benchkit.Main(o.Out, &bench{o: o, res: &Results{Header: benchkit.NewHeader("LabelSync", o.settings())}})
 }

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,9 +35,22 @@ type InitialResult struct {
 	// saw the last Node carry its labels.
 	LabelsSeconds float64 `json:"labelsSeconds"`
 	// StatusSeconds: until the profile was Ready with every host in sync.
-	StatusSeconds float64        `json:"statusSeconds"`
-	Writes        map[string]int `json:"writes"`
-	Controller    map[string]int `json:"controller"`
+	StatusSeconds float64 `json:"statusSeconds"`
+	Traffic
+}
+
+// Traffic is what a phase wrote: Writes every write the harness's watches
+// saw, by resource and operation ("nodes.update"); Controller the
+// controller's own counts from its metrics (its requests by cluster and
+// method, its Node writes by result).
+type Traffic struct {
+	Writes     map[string]int `json:"writes"`
+	Controller map[string]int `json:"controller"`
+}
+
+// summary is "writes ...; controller ...".
+func (t Traffic) summary() string {
+	return fmt.Sprintf("writes %s; controller %s", benchkit.OpsLine(t.Writes), benchkit.OpsLine(t.Controller))
 }
 
 // LatencyResult is goal A or B: one latency per edit, from just before the
@@ -50,11 +62,9 @@ type LatencyResult struct {
 	Median      float64              `json:"median"`
 	P99         float64              `json:"p99"`
 	Max         float64              `json:"max"`
-	// Writes are all writes seen during the scenario and until it settled,
-	// Controller the controller's own counts (metrics) over the same time.
-	Writes     map[string]int `json:"writes"`
-	Controller map[string]int `json:"controller"`
-	Met        bool           `json:"met"`
+	// Traffic is during the scenario and until it settled.
+	Traffic
+	Met bool `json:"met"`
 }
 
 func (r *LatencyResult) add(op string, d time.Duration) {
@@ -67,8 +77,8 @@ func (r *LatencyResult) add(op string, d time.Duration) {
 }
 
 // finish computes the quantiles (nearest rank) and the verdict.
-func (r *LatencyResult) finish(writes, controller map[string]int) {
-	r.Writes, r.Controller = writes, controller
+func (r *LatencyResult) finish(t Traffic) {
+	r.Traffic = t
 	s := append([]float64(nil), r.Seconds...)
 	sort.Float64s(s)
 	if len(s) == 0 {
@@ -86,13 +96,10 @@ type SteadyResult struct {
 	WindowSeconds  float64 `json:"windowSeconds"`
 	Passes         int     `json:"passes"`
 	PassSeconds    float64 `json:"passSecondsMean"`
-	// Writes are every write the harness's watches saw in the window, by
-	// resource and operation; Controller the controller's requests (its
-	// rest_client_requests_total by cluster and method) and Node writes.
-	Writes     map[string]int `json:"writes"`
-	Controller map[string]int `json:"controller"`
-	NodeWrites int            `json:"nodeWrites"`
-	HostWrites int            `json:"hostAndClusterAPIWrites"`
+	// Traffic is in the window.
+	Traffic
+	NodeWrites int `json:"nodeWrites"`
+	HostWrites int `json:"hostAndClusterAPIWrites"`
 	// StatusWrites are patches of the profile's status.
 	StatusWrites int  `json:"profileStatusWrites"`
 	Met          bool `json:"met"`
@@ -118,20 +125,12 @@ func (r *SteadyResult) judge() {
 
 // MemoryResult is goal D.
 type MemoryResult struct {
-	Scenarios string                  `json:"scenarios"`
-	Hosts     int                     `json:"hosts"`
-	Clusters  int                     `json:"workloadClusters"`
-	Samples   []benchkit.MemorySample `json:"samples"`
+	benchkit.Memory
+	Hosts    int `json:"hosts"`
+	Clusters int `json:"workloadClusters"`
 	// Parts split VmRSS, sample by sample, into anonymous memory and file
 	// pages (mostly the tagsync binary's code and data, mapped).
 	Parts []RSSParts `json:"rssParts"`
-	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
-	RSSMiB     float64 `json:"rssMiB"`
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	// SampledPeakMiB is the highest VmRSS of the 200 ms sampler.
-	SampledPeakMiB float64 `json:"sampledPeakMiB"`
-	GoalMiB        float64 `json:"goalMiB"`
-	Met            bool    `json:"met"`
 }
 
 // RSSParts is one sample's VmRSS split.
@@ -161,13 +160,17 @@ func (b *bench) snapshot() snapshot {
 }
 
 // settleWrites waits until no write has been seen for 2 s and returns the
-// writes and controller counts since before.
-func (b *bench) settleWrites(ctx context.Context, before snapshot) (map[string]int, map[string]int) {
+// traffic since before.
+func (b *bench) settleWrites(ctx context.Context, before snapshot) Traffic {
 	if err := b.quiet(ctx); err != nil {
 		benchkit.Logf("writes did not settle: %v", err)
 	}
-	after := b.snapshot()
-	return diffWrites(before.writes, after.writes), benchkit.DiffCalls(before.controller, after.controller)
+	return b.snapshot().since(before)
+}
+
+// since is the traffic from before to s.
+func (s snapshot) since(before snapshot) Traffic {
+	return Traffic{Writes: benchkit.DiffCalls(before.writes, s.writes), Controller: benchkit.DiffCalls(before.controller, s.controller)}
 }
 
 // writesSeen sums the harness's write counts: Nodes over every workload
@@ -175,9 +178,10 @@ func (b *bench) settleWrites(ctx context.Context, before snapshot) (map[string]i
 // "baremetalhosts.update", ...).
 func (b *bench) writesSeen() map[string]int {
 	out := map[string]int{}
-	add := func(w *watch) {
-		for op, n := range w.writesSeen() {
-			out[w.resource+"."+op] += n
+	add := func(w *benchkit.Watch) {
+		writes, _ := w.WritesSeen()
+		for op, n := range writes {
+			out[w.Resource+"."+op] += n
 		}
 	}
 	for _, w := range b.workloads {
@@ -192,16 +196,11 @@ func (b *bench) writesSeen() map[string]int {
 // resetWrites zeroes every watch's write counts.
 func (b *bench) resetWrites() {
 	for _, w := range b.workloads {
-		w.nodes.resetWrites()
+		w.nodes.ResetWrites()
 	}
 	for _, w := range b.mgmtWatches {
-		w.resetWrites()
+		w.ResetWrites()
 	}
-}
-
-// diffWrites is after - before, without zeros.
-func diffWrites(before, after map[string]int) map[string]int {
-	return benchkit.DiffCalls(before, after)
 }
 
 // controllerCounts reads, from the controller's metrics, its requests by
@@ -210,18 +209,16 @@ func diffWrites(before, after map[string]int) map[string]int {
 func (b *bench) controllerCounts(text string) map[string]int {
 	mgmt := hostOf(b.mgmt.Config.Host)
 	out := map[string]int{}
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "rest_client_requests_total{"):
-			where := "workload"
-			if label(line, "host") == mgmt {
-				where = "management"
-			}
-			out["requests."+where+"."+label(line, "method")] += value(line)
-		case strings.HasPrefix(line, "tagsync_labelsync_node_writes_total{"):
-			out["nodeWrites."+label(line, "result")] += value(line)
+	benchkit.EachSample(text, "rest_client_requests_total", func(series string, v float64) {
+		where := "workload"
+		if benchkit.Label(series, "host") == mgmt {
+			where = "management"
 		}
-	}
+		out["requests."+where+"."+benchkit.Label(series, "method")] += int(v)
+	})
+	benchkit.EachSample(text, "tagsync_labelsync_node_writes_total", func(series string, v float64) {
+		out["nodeWrites."+benchkit.Label(series, "result")] += int(v)
+	})
 	return out
 }
 
@@ -232,25 +229,9 @@ func hostOf(server string) string {
 	return server
 }
 
-// label is a label's value in one Prometheus text line.
-func label(line, name string) string {
-	_, rest, ok := strings.Cut(line, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
-}
-
-// value is the sample value of one Prometheus text line.
-func value(line string) int {
-	v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-	return int(v)
-}
-
 func (o options) settings() map[string]any {
 	return map[string]any{
-		"scenarios": o.scenarios,
+		"scenarios": o.Scenarios,
 		"estate": fmt.Sprintf("1 management + %d workload control planes; %d BareMetalHosts per workload cluster, each with Metal3Machine, Machine (nodeRef) and Node",
 			o.clusters, o.hostsPer),
 		"profile":       fmt.Sprintf("one LabelSyncProfile selecting every host, prefixes %s and %s, resyncInterval %s", rackPrefix, securityPrefix, o.resync),
@@ -263,8 +244,12 @@ func (o options) settings() map[string]any {
 	}
 }
 
-// goals renders the verdicts.
-func (r *Results) goals(o options) []benchkit.Goal {
+// Results are what the scenarios measured.
+func (b *bench) Results() benchkit.Results { return b.res }
+
+// Goals renders the verdicts.
+func (b *bench) Goals() []benchkit.Goal {
+	r, o := b.res, b.o
 	var g []benchkit.Goal
 	lat := func(name string, l *LatencyResult) {
 		if l == nil || len(l.Seconds) == 0 {
@@ -280,7 +265,7 @@ func (r *Results) goals(o options) []benchkit.Goal {
 			Target:   "0 Node, host and Cluster API writes",
 			Measured: fmt.Sprintf("%d Node, %d host/CAPI writes; %d profile status patches", s.NodeWrites, s.HostWrites, s.StatusWrites), Met: s.Met})
 	}
-	if m := r.Memory; m != nil && o.has("memory") {
+	if m := r.Memory; m != nil && o.Has("memory") {
 		limit := ""
 		if o.memoryLimit != "" {
 			limit = ", --memory-limit " + o.memoryLimit
@@ -291,14 +276,12 @@ func (r *Results) goals(o options) []benchkit.Goal {
 	return g
 }
 
-func printReport(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nLabelSync benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
-		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
-	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
-	benchkit.PrintGoals(w, r.Goals)
+// Report prints the scenarios' details.
+func (b *bench) Report(w io.Writer) {
+	r := b.res
 	if i := r.Initial; i != nil {
-		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; writes %s; controller %s\n",
-			i.LabelsSeconds, i.StatusSeconds, benchkit.OpsLine(i.Writes), benchkit.OpsLine(i.Controller))
+		fmt.Fprintf(w, "Initial sync: labels on every Node %.2fs after the profile was created, status %.2fs; %s\n",
+			i.LabelsSeconds, i.StatusSeconds, i.Traffic.summary())
 	}
 	for _, l := range []struct {
 		name string
@@ -307,12 +290,10 @@ func printReport(w io.Writer, r *Results) {
 		if l.r == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%s: median %.3fs, p99 %.3fs, max %.3fs; writes %s; controller %s\n", l.name, l.r.Median, l.r.P99, l.r.Max,
-			benchkit.OpsLine(l.r.Writes), benchkit.OpsLine(l.r.Controller))
+		fmt.Fprintf(w, "%s: median %.3fs, p99 %.3fs, max %.3fs; %s\n", l.name, l.r.Median, l.r.P99, l.r.Max, l.r.Traffic.summary())
 	}
 	if s := r.Steady; s != nil {
-		fmt.Fprintf(w, "C (steady): %d periodic passes, %.3fs each, in %.1fs; writes %s; controller %s\n", s.Passes, s.PassSeconds, s.WindowSeconds,
-			benchkit.OpsLine(s.Writes), benchkit.OpsLine(s.Controller))
+		fmt.Fprintf(w, "C (steady): %d periodic passes, %.3fs each, in %.1fs; %s\n", s.Passes, s.PassSeconds, s.WindowSeconds, s.Traffic.summary())
 	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "Memory of tagsync run (%d hosts, %d workload clusters):\n", m.Hosts, m.Clusters)
@@ -331,24 +312,8 @@ func printReport(w io.Writer, r *Results) {
 // heap, stacks, runtime) and how much file pages (the mapped binary), in
 // MiB.
 func rssParts(pid int) (anon, file float64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "RssAnon:":
-			anon = benchkit.MiB(kb * 1024)
-		case "RssFile:":
-			file = benchkit.MiB(kb * 1024)
-		}
-	}
-	return anon, file
+	v, _ := benchkit.ProcStatus(pid, "RssAnon", "RssFile")
+	return benchkit.MiB(v[0]), benchkit.MiB(v[1])
 }
 
 // saveHeapProfile writes the controller's heap profile to path.

@@ -19,47 +19,35 @@ import (
 // oneWait bounds the wait for one change or revert.
 const oneWait = 30 * time.Second
 
-// scenarios starts the controller, creates the profile, waits for the
+// Scenarios starts the controller, creates the profile, waits for the
 // initial sync and runs the selected scenarios in order: change, revert,
 // steady, then the memory verdict over all of them.
-func (b *bench) scenarios(ctx context.Context, res *Results) error {
+func (b *bench) Scenarios(ctx context.Context) error {
+	res := b.res
 	if err := b.startController(ctx); err != nil {
 		return err
 	}
 	res.Command = b.ctrl.Command
-	mem := &MemoryResult{GoalMiB: 150, Hosts: len(b.workloads) * b.o.hostsPer, Clusters: len(b.workloads)}
+	mem := &MemoryResult{Memory: benchkit.Memory{GoalMiB: 150}, Hosts: len(b.workloads) * b.o.hostsPer, Clusters: len(b.workloads)}
 	res.Memory = mem
 	mem.sample(b, "informers synced, no profile yet")
-	init, err := b.initialSync(ctx)
-	res.Initial = init
-	if err != nil {
+	var err error
+	if res.Initial, err = b.initialSync(ctx); err != nil {
 		return fmt.Errorf("initial sync: %w", err)
 	}
 	mem.sample(b, "initial sync done")
-	steps := []struct {
-		name string
-		run  func(context.Context, *Results) error
-	}{{"change", b.changeScenario}, {"revert", b.revertScenario}, {"steady", b.steadyScenario}}
-	for _, s := range steps {
-		if !b.o.has(s.name) {
-			continue
-		}
-		if err := s.run(ctx, res); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		mem.sample(b, "after "+s.name)
+	err = b.o.RunSteps(ctx, []benchkit.Step{
+		{Name: "change", After: "after change", Run: func(ctx context.Context) (err error) { res.Change, err = b.changeScenario(ctx); return err }},
+		{Name: "revert", After: "after revert", Run: func(ctx context.Context) (err error) { res.Revert, err = b.revertScenario(ctx); return err }},
+		{Name: "steady", After: "after steady", Run: func(ctx context.Context) (err error) { res.Steady, err = b.steadyScenario(ctx); return err }},
+	}, func(at string) { mem.sample(b, at) })
+	if err != nil {
+		return err
 	}
-	time.Sleep(10 * time.Second) // memory settles; nothing is awaited
-	last := mem.sample(b, "10 s later (settled)")
+	mem.Settle(b.ctrl, b.o.Scenarios, func(at string) benchkit.MemorySample { return mem.sample(b, at) })
 	if b.o.heapProfile != "" {
-		if err := b.saveHeapProfile(b.o.heapProfile); err != nil {
-			return err
-		}
+		return b.saveHeapProfile(b.o.heapProfile)
 	}
-	mem.RSSMiB, mem.PeakRSSMiB = last.RSSMiB, last.HWMMiB
-	mem.SampledPeakMiB = benchkit.MiB(b.ctrl.PeakRSS())
-	mem.Scenarios = b.o.scenarios
-	mem.Met = mem.PeakRSSMiB <= mem.GoalMiB && mem.RSSMiB <= mem.GoalMiB
 	return nil
 }
 
@@ -97,10 +85,9 @@ func (b *bench) initialSync(ctx context.Context) (*InitialResult, error) {
 		return r, err
 	}
 	r.StatusSeconds = benchkit.Secs(time.Since(start))
-	after := b.snapshot()
-	r.Writes, r.Controller = diffWrites(before.writes, after.writes), benchkit.DiffCalls(before.controller, after.controller)
-	benchkit.Logf("initial sync: %d Nodes labelled %.2fs after the profile was created (status %.2fs); writes %s; controller %s",
-		len(b.workloads)*b.o.hostsPer, r.LabelsSeconds, r.StatusSeconds, benchkit.OpsLine(r.Writes), benchkit.OpsLine(r.Controller))
+	r.Traffic = b.snapshot().since(before)
+	benchkit.Logf("initial sync: %d Nodes labelled %.2fs after the profile was created (status %.2fs); %s",
+		len(b.workloads)*b.o.hostsPer, r.LabelsSeconds, r.StatusSeconds, r.Traffic.summary())
 	return r, nil
 }
 
@@ -108,11 +95,11 @@ func (b *bench) initialSync(ctx context.Context) (*InitialResult, error) {
 // and returns the time of the last event that made one so.
 func (b *bench) awaitAllNodes(ctx context.Context) (time.Time, error) {
 	var last time.Time
-	deadline := time.Now().Add(b.o.timeout)
+	deadline := time.Now().Add(b.o.Timeout)
 	for c, w := range b.workloads {
 		for h := range b.o.hostsPer {
 			want := b.want[c][h]
-			at, err := w.nodes.await(ctx, nodeKey(h), func(s objState) bool { return maps.Equal(s.labels, want) }, time.Until(deadline))
+			at, err := w.nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool { return maps.Equal(s.Labels, want) }, time.Until(deadline))
 			if err != nil {
 				return last, fmt.Errorf("%s: %w", clusterName(c), err)
 			}
@@ -134,7 +121,7 @@ func later(a, b time.Time) time.Time {
 func (b *bench) waitReady(ctx context.Context) error {
 	n := int32(len(b.workloads) * b.o.hostsPer)
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
@@ -207,14 +194,29 @@ func (e labelEdit) patchBody() []byte {
 	return fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, e.key, v)
 }
 
+// latency makes n edits one after the other, each with edit(i), which
+// returns the edit's operation and how long the Node took to show it, and
+// judges the latencies; what is logged starts with what (given n).
+func (b *bench) latency(ctx context.Context, what string, n int, edit func(i int) (string, time.Duration, error)) (*LatencyResult, error) {
+	r := &LatencyResult{GoalSeconds: 1}
+	before := b.snapshot()
+	for i := range n {
+		op, took, err := edit(i)
+		if err != nil {
+			return r, err
+		}
+		r.add(op, took)
+	}
+	r.finish(b.settleWrites(ctx, before))
+	benchkit.Logf(what+": median %.3fs, p99 %.3fs, max %.3fs; writes %s", len(r.Seconds), r.Median, r.P99, r.Max, benchkit.OpsLine(r.Writes))
+	return r, nil
+}
+
 // changeScenario (A) edits host labels one after the other and measures,
 // for each, from just before the request until the harness's watch of the
 // workload cluster sees the Node carry the host's in-scope labels.
-func (b *bench) changeScenario(ctx context.Context, res *Results) error {
-	r := &LatencyResult{GoalSeconds: 1}
-	res.Change = r
-	before := b.snapshot()
-	for i := range b.o.changes {
+func (b *bench) changeScenario(ctx context.Context) (*LatencyResult, error) {
+	return b.latency(ctx, "A: %d host label changes", b.o.changes, func(i int) (string, time.Duration, error) {
 		c, h := b.pick(i, 0)
 		e := editFor(i, "c")
 		want := e.apply(b.want[c][h])
@@ -224,29 +226,23 @@ func (b *bench) changeScenario(ctx context.Context, res *Results) error {
 		host.SetName(hostName(c, h))
 		start := time.Now()
 		if err := b.c.Patch(ctx, host, client.RawPatch(types.MergePatchType, e.patchBody())); err != nil {
-			return err
+			return "", 0, err
 		}
 		b.want[c][h] = want
-		at, err := b.workloads[c].nodes.await(ctx, nodeKey(h), func(s objState) bool { return maps.Equal(s.labels, want) }, oneWait)
+		at, err := b.workloads[c].nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool { return maps.Equal(s.Labels, want) }, oneWait)
 		if err != nil {
-			return fmt.Errorf("change %d (%s %s on %s): %w", i, e.op, e.key, hostName(c, h), err)
+			return "", 0, fmt.Errorf("change %d (%s %s on %s): %w", i, e.op, e.key, hostName(c, h), err)
 		}
-		r.add(e.op, at.Sub(start))
-	}
-	r.finish(b.settleWrites(ctx, before))
-	benchkit.Logf("A: %d host label changes: median %.3fs, p99 %.3fs, max %.3fs; writes %s", len(r.Seconds), r.Median, r.P99, r.Max, benchkit.OpsLine(r.Writes))
-	return nil
+		return e.op, at.Sub(start), nil
+	})
 }
 
 // revertScenario (B) edits in-scope labels on Nodes one after the other
 // (a changed value, an added key, a removed key in turn) and measures,
 // for each, from just before the request until the harness's watch sees a
 // newer version of the Node with the host's labels back.
-func (b *bench) revertScenario(ctx context.Context, res *Results) error {
-	r := &LatencyResult{GoalSeconds: 1}
-	res.Revert = r
-	before := b.snapshot()
-	for i := range b.o.reverts {
+func (b *bench) revertScenario(ctx context.Context) (*LatencyResult, error) {
+	return b.latency(ctx, "B: %d Node edits reverted", b.o.reverts, func(i int) (string, time.Duration, error) {
 		c, h := b.pick(i, 3)
 		e := editFor(i, "edited")
 		if e.op == "remove" {
@@ -256,38 +252,34 @@ func (b *bench) revertScenario(ctx context.Context, res *Results) error {
 		start := time.Now()
 		n, err := b.workloads[c].kube.CoreV1().Nodes().Patch(ctx, nodeName(h), types.MergePatchType, e.patchBody(), metav1.PatchOptions{})
 		if err != nil {
-			return err
+			return "", 0, err
 		}
 		var edited uint64
 		if _, err := fmt.Sscan(n.ResourceVersion, &edited); err != nil {
-			return fmt.Errorf("resourceVersion %q of node %s: %w", n.ResourceVersion, n.Name, err)
+			return "", 0, fmt.Errorf("resourceVersion %q of node %s: %w", n.ResourceVersion, n.Name, err)
 		}
-		at, err := b.workloads[c].nodes.await(ctx, nodeKey(h), func(s objState) bool {
-			return s.rv > edited && maps.Equal(s.labels, want)
+		at, err := b.workloads[c].nodes.Await(ctx, nodeKey(h), func(s benchkit.ObjState) bool {
+			return s.RV > edited && maps.Equal(s.Labels, want)
 		}, oneWait)
 		if err != nil {
-			return fmt.Errorf("revert %d (%s %s on node %s of %s): %w", i, e.op, e.key, nodeName(h), clusterName(c), err)
+			return "", 0, fmt.Errorf("revert %d (%s %s on node %s of %s): %w", i, e.op, e.key, nodeName(h), clusterName(c), err)
 		}
-		r.add(e.op, at.Sub(start))
-	}
-	r.finish(b.settleWrites(ctx, before))
-	benchkit.Logf("B: %d Node edits reverted: median %.3fs, p99 %.3fs, max %.3fs; writes %s", len(r.Seconds), r.Median, r.P99, r.Max, benchkit.OpsLine(r.Writes))
-	return nil
+		return e.op, at.Sub(start), nil
+	})
 }
 
 // steadyScenario (C) waits, with nothing changing, for o.steadyResyncs
 // periodic passes of the profile and counts every write in the management
 // and workload clusters meanwhile, and the controller's own requests.
-func (b *bench) steadyScenario(ctx context.Context, res *Results) error {
+func (b *bench) steadyScenario(ctx context.Context) (*SteadyResult, error) {
 	r := &SteadyResult{Resyncs: b.o.steadyResyncs, ResyncInterval: b.o.resync.String()}
-	res.Steady = r
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return r, err
 	}
 	before := b.snapshot()
 	start := time.Now()
 	var passes float64
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Duration(b.o.steadyResyncs+1)*b.o.resync+b.o.timeout, true,
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Duration(b.o.steadyResyncs+1)*b.o.resync+b.o.Timeout, true,
 		func(context.Context) (bool, error) {
 			if err := b.ctrl.Running(); err != nil {
 				return false, err
@@ -300,7 +292,7 @@ func (b *bench) steadyScenario(ctx context.Context, res *Results) error {
 			return passes >= float64(b.o.steadyResyncs), nil
 		})
 	if err != nil {
-		return fmt.Errorf("%d periodic passes after %s: %w", int(passes), time.Since(start).Round(time.Second), err)
+		return r, fmt.Errorf("%d periodic passes after %s: %w", int(passes), time.Since(start).Round(time.Second), err)
 	}
 	// The last pass's status patch, if any, comes after its pass is
 	// counted: count what arrives within the next 2 s too.
@@ -309,19 +301,17 @@ func (b *bench) steadyScenario(ctx context.Context, res *Results) error {
 	r.WindowSeconds = benchkit.Secs(time.Since(start))
 	r.Passes = int(after.passes - before.passes)
 	r.PassSeconds = benchkit.Round3((after.passSeconds - before.passSeconds) / max(1, after.passes-before.passes))
-	r.Writes = diffWrites(before.writes, after.writes)
-	r.Controller = benchkit.DiffCalls(before.controller, after.controller)
+	r.Traffic = after.since(before)
 	r.judge()
-	benchkit.Logf("C: %d periodic passes (%.3fs each) in %.1fs: writes %s; controller %s", r.Passes, r.PassSeconds, r.WindowSeconds,
-		benchkit.OpsLine(r.Writes), benchkit.OpsLine(r.Controller))
-	return nil
+	benchkit.Logf("C: %d periodic passes (%.3fs each) in %.1fs: %s", r.Passes, r.PassSeconds, r.WindowSeconds, r.Traffic.summary())
+	return r, nil
 }
 
 // quiet waits until no write has been seen for 2 s (the follow-up passes
 // of the last scenario are done), polling with a deadline.
 func (b *bench) quiet(ctx context.Context) error {
 	last, lastChange := total(b.writesSeen()), time.Now()
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
 		if n := total(b.writesSeen()); n != last {
 			last, lastChange = n, time.Now()
 		}

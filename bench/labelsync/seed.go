@@ -66,12 +66,12 @@ func (b *bench) seed(ctx context.Context) error {
 		}
 	}
 	n := len(b.workloads) * b.o.hostsPer
-	if err := parallel(n, seedWorkers, func(i int) error { return b.seedHost(ctx, i/b.o.hostsPer, i%b.o.hostsPer) }); err != nil {
+	if err := benchkit.Parallel(ctx, n, seedWorkers, func(ctx context.Context, i int) error { return b.seedHost(ctx, i/b.o.hostsPer, i%b.o.hostsPer) }); err != nil {
 		return err
 	}
 	benchkit.Logf("management: %d clusters, %d hosts with Metal3Machines and Machines created in %s", len(b.workloads), n, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	if err := parallel(n, seedWorkers, func(i int) error { return b.createNode(ctx, i/b.o.hostsPer, i%b.o.hostsPer) }); err != nil {
+	if err := benchkit.Parallel(ctx, n, seedWorkers, func(ctx context.Context, i int) error { return b.createNode(ctx, i/b.o.hostsPer, i%b.o.hostsPer) }); err != nil {
 		return err
 	}
 	benchkit.Logf("workload clusters: %d Nodes (%d bytes each) created in %s", n, b.nodeObjectBytes(), time.Since(start).Round(time.Millisecond))

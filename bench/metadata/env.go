@@ -40,6 +40,7 @@ const (
 // bench is the control plane, the simulated clouds and the harness's clients.
 type bench struct {
 	o   options
+	res *Results
 	env *testenv.Env
 	dir string
 	c   client.Client
@@ -66,8 +67,6 @@ type writeLog struct {
 	last   time.Time
 	ops    map[string]int
 }
-
-func newWriteLog() *writeLog { return &writeLog{} }
 
 // start clears the log and records from now on.
 func (w *writeLog) start() {
@@ -120,31 +119,35 @@ func (w *writeLog) snapshot() (ok, throttled int, last time.Time) {
 	return ok, w.status[http.StatusTooManyRequests], w.last
 }
 
-func newBench(ctx context.Context, o options) (*bench, error) {
-	env, dir, err := benchkit.StartControlPlane("tagsync-mdbench-")
-	if err != nil {
-		return nil, err
+// Start starts the control plane and the clouds the scenarios need.
+func (b *bench) Start(ctx context.Context) (string, error) {
+	if b.o.auditLog != "none" && b.o.auditLog != "stderr" && b.o.auditLog != "file" {
+		return "", fmt.Errorf("-audit-log %q: want none, stderr or file", b.o.auditLog)
 	}
-	b := &bench{o: o, env: env, dir: dir, writes: newWriteLog()}
-	cfg := rest.CopyConfig(env.Config)
+	var err error
+	b.writes = &writeLog{}
+	if b.env, b.dir, err = benchkit.StartControlPlane("tagsync-mdbench-"); err != nil {
+		return "", err
+	}
+	cfg := rest.CopyConfig(b.env.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
-	if b.c, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
-		return b, err
+	if b.c, err = client.New(cfg, client.Options{Scheme: b.env.Scheme}); err != nil {
+		return "", err
 	}
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return b, err
+		return "", err
 	}
-	if o.azure() {
+	if b.o.azure() {
 		if err := b.startARM(); err != nil {
-			return b, err
+			return "", err
 		}
 	}
-	if o.aws() {
+	if b.o.aws() {
 		if err := b.startMoto(ctx); err != nil {
-			return b, err
+			return "", err
 		}
 	}
-	return b, nil
+	return b.env.RootDir, nil
 }
 
 // subscriptionID is the i-th benchmark subscription.
@@ -234,8 +237,8 @@ func (b *bench) countEC2Tag(ctx context.Context, key, value string) (int, error)
 	return n, nil
 }
 
-// close stops the controller, the clouds and the control plane.
-func (b *bench) close() {
+// Close stops the controller, the clouds and the control plane.
+func (b *bench) Close() {
 	if b.ctrl != nil {
 		if err := b.ctrl.Stop(); err != nil {
 			benchkit.Logf("stopping tagsync: %v", err)
@@ -247,27 +250,16 @@ func (b *bench) close() {
 	if b.arm != nil {
 		_ = b.arm.Close()
 	}
-	benchkit.StopControlPlane(b.env, b.dir)
+	if b.env != nil {
+		benchkit.StopControlPlane(b.env, b.dir)
+	}
 }
 
 // startController runs `tagsync run --controllers=metadata` against the
-// control plane, armsim and moto: leader election off, plain metrics on
-// loopback, default budgets (but -azure-write-qps), static AWS test
-// credentials from a file.
+// control plane, armsim and moto: default budgets (but -azure-write-qps),
+// static AWS test credentials from a file.
 func (b *bench) startController(ctx context.Context) error {
-	bin, err := benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.env.RootDir, b.dir)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := benchkit.WriteKubeconfig(b.env, b.dir)
-	if err != nil {
-		return err
-	}
-	metricsAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return err
-	}
-	probeAddr, err := benchkit.FreeAddr()
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
 	if err != nil {
 		return err
 	}
@@ -275,16 +267,7 @@ func (b *bench) startController(ctx context.Context) error {
 	if audit == "file" {
 		audit = filepath.Join(b.dir, "audit.jsonl")
 	}
-	args := []string{"run",
-		"--kubeconfig", kubeconfig,
-		"--controllers=metadata",
-		"--leader-elect=false",
-		"--metrics-secure=false",
-		"--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", probeAddr,
-		"--audit-log", audit,
-		"--zap-log-level", "info",
-	}
+	args := []string{"--controllers=metadata", "--audit-log", audit}
 	if b.arm != nil {
 		azureFlags, err := benchkit.AzureFlags(b.arm, b.dir)
 		if err != nil {
@@ -307,11 +290,7 @@ func (b *bench) startController(ctx context.Context) error {
 			"--aws-secret-access-key-file", secret,
 		)
 	}
-	p, err := benchkit.Start(ctx, benchkit.Command{Bin: bin, Args: args, Dir: b.dir, MetricsAddr: metricsAddr,
-		Timeout: b.o.timeout, PeakEvery: 200 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	b.ctrl = p
-	return nil
+	b.ctrl, err = benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
+		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})
+	return err
 }

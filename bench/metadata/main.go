@@ -23,10 +23,7 @@
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
@@ -34,10 +31,7 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	scenarios    string
-	out          string
-	tagsyncBin   string
-	timeout      time.Duration
+	benchkit.Flags
 	resyncs      int
 	subs         int
 	perType      int
@@ -49,10 +43,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "steady,apply,aws,memory", "comma-separated scenarios: steady (A), apply (B), aws (C), memory (D: RSS of the one controller process over the others)")
-	flag.StringVar(&o.out, "out", "bench/results/metadata.json", "where to write the JSON results (empty: do not write)")
-	flag.StringVar(&o.tagsyncBin, "tagsync", "", "tagsync binary to measure (default: go build ./cmd/tagsync into a temporary directory)")
-	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on any single wait after this long")
+	o.Register("metadata", "steady,apply,aws,memory", "comma-separated scenarios: steady (A), apply (B), aws (C), memory (D: RSS of the one controller process over the others)", 15*time.Minute)
 	flag.IntVar(&o.resyncs, "resyncs", 3, "steady: unchanged resync passes to measure")
 	flag.IntVar(&o.subs, "subscriptions", 5, "Azure: subscriptions, one resource group each")
 	flag.IntVar(&o.perType, "per-type", 200, "Azure: resources of each of the 10 cluster types per subscription (200: 2000 per subscription, 10,000 in 5)")
@@ -64,35 +55,13 @@ func parseFlags() options {
 	return o
 }
 
-// has reports whether -scenarios names s.
-func (o options) has(s string) bool { return benchkit.Has(o.scenarios, s) }
-
 // azure reports whether a scenario needs the Azure estate.
-func (o options) azure() bool { return o.has("steady") || o.has("apply") || o.has("memory") }
+func (o options) azure() bool { return o.Has("steady") || o.Has("apply") || o.Has("memory") }
 
 // aws reports whether a scenario needs the EC2 resources.
-func (o options) aws() bool { return o.has("aws") || o.has("memory") }
+func (o options) aws() bool { return o.Has("aws") || o.Has("memory") }
 
 func main() {
-	benchkit.Main(func(ctx context.Context) error { return run(ctx, parseFlags()) })
-}
-
-func run(ctx context.Context, o options) error {
-	if o.auditLog != "none" && o.auditLog != "stderr" && o.auditLog != "file" {
-		return fmt.Errorf("-audit-log %q: want none, stderr or file", o.auditLog)
-	}
-	res := &Results{Header: benchkit.NewHeader(o.settings())}
-
-	b, err := newBench(ctx, o)
-	if b != nil {
-		defer b.close()
-	}
-	if err != nil {
-		return err
-	}
-	res.Commit = benchkit.Commit(b.env.RootDir)
-	runErr := b.scenarios(ctx, res)
-	res.Finish(res.goals(o))
-	printReport(os.Stdout, res)
-	return benchkit.Save(o.out, res, runErr)
+	o := parseFlags()
+	benchkit.Main(o.Out, &bench{o: o, res: &Results{Header: benchkit.NewHeader("Metadata", o.settings())}})
 }

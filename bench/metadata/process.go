@@ -1,9 +1,6 @@
 package main
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
 
@@ -19,15 +16,10 @@ func (b *bench) memory(at string) benchkit.MemorySample {
 // operation (tagsync_cloud_requests_total), all status codes.
 func cloudCalls(text, provider string) map[string]int {
 	out := map[string]int{}
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, "tagsync_cloud_requests_total{") || !strings.Contains(line, `provider="`+provider+`"`) {
-			continue
+	benchkit.EachSample(text, "tagsync_cloud_requests_total", func(series string, v float64) {
+		if benchkit.Label(series, "provider") == provider {
+			out[benchkit.Label(series, "operation")] += int(v)
 		}
-		_, rest, _ := strings.Cut(line, `operation="`)
-		op, _, _ := strings.Cut(rest, `"`)
-		sp := strings.LastIndexByte(line, ' ')
-		v, _ := strconv.ParseFloat(line[sp+1:], 64)
-		out[op] += int(v)
-	}
+	})
 	return out
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -33,26 +31,11 @@ type ARMCalls struct {
 	ByOp      map[string]int `json:"byOperation"`
 }
 
-// armCalls classifies armsim's counts (identity requests are left out of
-// reads and writes).
+// armCalls is armsim's counts in a phase (identity requests are left out
+// of reads and writes).
 func armCalls(c armsim.Calls) ARMCalls {
-	r := ARMCalls{ByOp: map[string]int{}}
-	for _, op := range c.Ops() {
-		n := c.Count(op)
-		r.ByOp[op] = n
-		r.Throttled += c.CountStatus(op, http.StatusTooManyRequests)
-		switch {
-		case strings.HasPrefix(op, "Identity."):
-		case op == "ResourceGraph.Resources":
-			r.Discovery += n
-			r.Reads += n
-		case strings.Contains(op, ".Get") || strings.Contains(op, ".List") || strings.HasPrefix(op, "Operations."):
-			r.Reads += n
-		default:
-			r.Writes += n
-		}
-	}
-	return r
+	t := benchkit.TallyARM(c)
+	return ARMCalls{Discovery: t.Discovery, Reads: t.Reads, Writes: t.Writes, Throttled: t.Throttled, ByOp: t.ByOp}
 }
 
 // InitialResult is the first pass of each CloudMetadata over an estate
@@ -145,18 +128,10 @@ type ApplyResult struct {
 
 // MemoryResult is goal D.
 type MemoryResult struct {
-	Scenarios      string                  `json:"scenarios"`
-	AzureResources int                     `json:"azureResources"`
-	AWSResources   int                     `json:"awsResources"`
-	AuditLog       string                  `json:"auditLog,omitempty"`
-	Samples        []benchkit.MemorySample `json:"samples"`
-	// RSSMiB is VmRSS settled at the end, PeakRSSMiB VmHWM.
-	RSSMiB     float64 `json:"rssMiB"`
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	// SampledPeakMiB is the highest VmRSS of the 200 ms sampler.
-	SampledPeakMiB float64 `json:"sampledPeakMiB"`
-	GoalMiB        float64 `json:"goalMiB"`
-	Met            bool    `json:"met"`
+	benchkit.Memory
+	AzureResources int    `json:"azureResources"`
+	AWSResources   int    `json:"awsResources"`
+	AuditLog       string `json:"auditLog,omitempty"`
 }
 
 func (o options) settings() map[string]any {
@@ -165,7 +140,7 @@ func (o options) settings() map[string]any {
 		wq = fmt.Sprint(o.writeQPS)
 	}
 	return map[string]any{
-		"scenarios": o.scenarios, "resyncs": o.resyncs, "applyWait": o.applyWait.String(), "auditLog": o.auditLog,
+		"scenarios": o.Scenarios, "resyncs": o.resyncs, "applyWait": o.applyWait.String(), "auditLog": o.auditLog,
 		"azure":         fmt.Sprintf("%d subscriptions x (10 types x %d + 1 resource group)", o.subs, o.perType),
 		"aws":           fmt.Sprintf("%d EC2 instances in moto", o.awsResources),
 		"azureWriteQPS": wq,
@@ -176,8 +151,12 @@ func (o options) settings() map[string]any {
 	}
 }
 
-// goals renders the verdicts.
-func (r *Results) goals(o options) []benchkit.Goal {
+// Results are what the scenarios measured.
+func (b *bench) Results() benchkit.Results { return b.res }
+
+// Goals renders the verdicts.
+func (b *bench) Goals() []benchkit.Goal {
+	r, o := b.res, b.o
 	var g []benchkit.Goal
 	if s := r.Steady; s != nil && len(s.Runs) > 0 {
 		g = append(g,
@@ -200,18 +179,16 @@ func (r *Results) goals(o options) []benchkit.Goal {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("C. add one tag to %d EC2 instances: write calls", a.Resources),
 			Target: fmt.Sprintf("<= %d", a.WriteBudget), Measured: fmt.Sprintf("%d (%.1f s)", a.Writes, a.Seconds), Met: a.Met})
 	}
-	if m := r.Memory; m != nil && o.has("memory") {
+	if m := r.Memory; m != nil && o.Has("memory") {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("D. controller RSS (%d Azure + %d AWS resources; scenarios %s)", m.AzureResources, m.AWSResources, m.Scenarios),
 			Target: "<= 200 MiB", Measured: fmt.Sprintf("peak %.0f MiB, settled %.0f MiB", m.PeakRSSMiB, m.RSSMiB), Met: m.Met})
 	}
 	return g
 }
 
-func printReport(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nMetadata benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n",
-		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
-	fmt.Fprintf(w, "controller: %s\n\n", strings.Join(r.Command, " "))
-	benchkit.PrintGoals(w, r.Goals)
+// Report prints the phases' details.
+func (b *bench) Report(w io.Writer) {
+	r := b.res
 	if i := r.Initial; i != nil {
 		fmt.Fprintf(w, "Initial passes (already in sync): Azure %.1fs, ARM %s; AWS %.1fs, calls %s\n",
 			i.AzureSeconds, benchkit.OpsLine(i.AzureARM.ByOp), i.AWSSeconds, benchkit.OpsLine(i.AWSCalls))
@@ -240,8 +217,6 @@ func printReport(w io.Writer, r *Results) {
 	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "Memory of tagsync run (%d Azure + %d AWS resources):\n", m.AzureResources, m.AWSResources)
-		for _, s := range m.Samples {
-			fmt.Fprintf(w, "  %-50s VmRSS %6.1f MiB  VmHWM %6.1f MiB  Go heap in use %6.1f MiB  CPU %6.1fs  goroutines %d\n", s.At, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds, s.Goroutines)
-		}
+		benchkit.PrintSamples(w, 50, m.Samples)
 	}
 }

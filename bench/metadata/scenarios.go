@@ -27,57 +27,38 @@ const (
 	syncEvery = "24h"
 )
 
-// scenarios starts the controller, creates the objects, waits for the
+// Scenarios starts the controller, creates the objects, waits for the
 // initial pass and runs the selected scenarios in order: steady, aws,
 // apply, then the memory verdict over all of them.
-func (b *bench) scenarios(ctx context.Context, res *Results) error {
+func (b *bench) Scenarios(ctx context.Context) error {
+	res := b.res
 	if err := b.startController(ctx); err != nil {
 		return err
 	}
 	res.Command = b.ctrl.Command
-	mem := &MemoryResult{GoalMiB: 200}
+	mem := &MemoryResult{Memory: benchkit.Memory{GoalMiB: 200}}
 	res.Memory = mem
-	mem.Samples = append(mem.Samples, b.memory("informers synced, no objects yet"))
-
-	init, err := b.initial(ctx)
-	res.Initial = init
-	if err != nil {
+	sample := func(at string) benchkit.MemorySample {
+		s := b.memory(at)
+		mem.Samples = append(mem.Samples, s)
+		return s
+	}
+	sample("informers synced, no objects yet")
+	var err error
+	if res.Initial, err = b.initial(ctx); err != nil {
 		return fmt.Errorf("initial pass: %w", err)
 	}
-	mem.Samples = append(mem.Samples, b.memory("initial passes done (everything already in sync)"))
-
-	if b.o.has("steady") {
-		s, err := b.steady(ctx)
-		res.Steady = s
-		if err != nil {
-			return fmt.Errorf("steady: %w", err)
-		}
-		mem.Samples = append(mem.Samples, b.memory("after the steady resyncs"))
+	sample("initial passes done (everything already in sync)")
+	err = b.o.RunSteps(ctx, []benchkit.Step{
+		{Name: "steady", After: "after the steady resyncs", Run: func(ctx context.Context) (err error) { res.Steady, err = b.steady(ctx); return err }},
+		{Name: "aws", After: "after the AWS tag add", Run: func(ctx context.Context) (err error) { res.AWS, err = b.awsApply(ctx); return err }},
+		{Name: "apply", After: "after the Azure tag add", Run: func(ctx context.Context) (err error) { res.Apply, err = b.azureApply(ctx); return err }},
+	}, func(at string) { sample(at) })
+	if err != nil {
+		return err
 	}
-	if b.o.has("aws") {
-		a, err := b.awsApply(ctx)
-		res.AWS = a
-		if err != nil {
-			return fmt.Errorf("aws: %w", err)
-		}
-		mem.Samples = append(mem.Samples, b.memory("after the AWS tag add"))
-	}
-	if b.o.has("apply") {
-		a, err := b.azureApply(ctx)
-		res.Apply = a
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		mem.Samples = append(mem.Samples, b.memory("after the Azure tag add"))
-	}
-	time.Sleep(10 * time.Second)
-	last := b.memory("10 s later (settled)")
-	mem.Samples = append(mem.Samples, last)
-	mem.RSSMiB, mem.PeakRSSMiB = last.RSSMiB, last.HWMMiB
-	mem.SampledPeakMiB = benchkit.MiB(b.ctrl.PeakRSS())
-	mem.Scenarios = b.o.scenarios
+	mem.Settle(b.ctrl, b.o.Scenarios, sample)
 	mem.AzureResources, mem.AWSResources = b.azureCount(), len(b.ec2IDs)
-	mem.Met = mem.PeakRSSMiB <= mem.GoalMiB && mem.RSSMiB <= mem.GoalMiB
 	if b.o.auditLog == "file" {
 		mem.AuditLog = "file"
 	}
@@ -152,7 +133,7 @@ func cloudMetadata(name, classifier string, refs *v1alpha1.CloudProviderRefs) *v
 // every resource matched and in sync.
 func (b *bench) waitMatched(ctx context.Context, name string, want int) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
@@ -189,7 +170,7 @@ func (b *bench) requestPass(ctx context.Context, name string) (float64, error) {
 	if err := b.c.Patch(ctx, cm, patch); err != nil {
 		return 0, err
 	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}
@@ -303,7 +284,7 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 			r.Incomplete = true
 			break
 		}
-		if el > b.o.timeout && b.o.applyWait == 0 {
+		if el > b.o.Timeout && b.o.applyWait == 0 {
 			return r, fmt.Errorf("%d of %d writes after %s", ok, n, el.Round(time.Second))
 		}
 		if time.Since(lastLog) >= 15*time.Second {
@@ -398,7 +379,7 @@ func (b *bench) updateSpec(ctx context.Context, name string, obj metadataObject,
 // generation (its Applied condition says so) with want resources in sync.
 func (b *bench) waitServed(ctx context.Context, name string, obj metadataObject, status func() *v1alpha1.ProviderMetadataStatus, want int) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := b.ctrl.Running(); err != nil {
 			return false, err
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"strings"
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -23,6 +22,8 @@ const sub = armsimtest.SubscriptionID
 // complete synchronously, and a service principal the controller logs in as.
 type simCloud struct {
 	srv *armsim.Server
+	// dir holds the scenario's files (armsim's CA, secrets, logs).
+	dir string
 }
 
 func startCloud(dir string) (*simCloud, error) {
@@ -35,7 +36,7 @@ func startCloud(dir string) (*simCloud, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	return &simCloud{srv: s}, nil
+	return &simCloud{srv: s, dir: dir}, nil
 }
 
 func (c *simCloud) close() { _ = c.srv.Close() }
@@ -196,30 +197,6 @@ type callStats struct {
 
 // armStats classifies armsim's call counts.
 func armStats(calls armsim.Calls, provider map[string]int) callStats {
-	st := callStats{ByOp: map[string]int{}, Provider: provider}
-	for _, op := range calls.Ops() {
-		n := calls.Count(op)
-		st.ByOp[op] = n
-		st.Throttled += calls.CountStatus(op, http.StatusTooManyRequests)
-		switch {
-		case strings.HasPrefix(op, "Identity."):
-			st.Identity += n
-		case isRead(op):
-			st.Reads += n
-		default:
-			st.Writes += n
-		}
-	}
-	return st
-}
-
-// isRead reports whether an armsim operation is a read (ARM's GET bucket;
-// Resource Graph queries count as reads too).
-func isRead(op string) bool {
-	for _, s := range []string{".Get", ".List", ".ListAll", ".GetAtScope", ".GetByID", ".ListByResourceGroup"} {
-		if strings.HasSuffix(op, s) {
-			return true
-		}
-	}
-	return strings.HasPrefix(op, "Operations.") || op == "ResourceGraph.Resources"
+	t := benchkit.TallyARM(calls)
+	return callStats{Reads: t.Reads, Writes: t.Writes, Throttled: t.Throttled, Identity: t.Identity, ByOp: t.ByOp, Provider: provider}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -46,57 +44,54 @@ const labelPrefix = "azure.tags/"
 // controller gets `tagsync run`'s defaults (QPS 100, burst 200).
 type bench struct {
 	o       options
+	res     *Results
 	env     *testenv.Env
 	dir     string
 	cfg     *rest.Config // the harness's
 	kube    kubernetes.Interface
 	meta    metadata.Interface
-	c       client.Client
+	c       client.WithWatch
 	nodes   *tracker
 	log     logr.Logger
 	request int
 }
 
-func newBench(ctx context.Context, o options) (*bench, error) {
-	level := zapcore.Level(-o.verbosity)
-	if o.verbosity == 0 {
+// Start starts the control plane, the harness's clients and its watch of
+// the Nodes, and warms the API server up.
+func (b *bench) Start(ctx context.Context) (string, error) {
+	if b.o.Has("resync") && !b.o.Has("cold") {
+		return "", errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
+	}
+	level := zapcore.Level(-b.o.verbosity)
+	if b.o.verbosity == 0 {
 		level = zapcore.ErrorLevel
 	}
-	logger := zap.New(zap.WriteTo(os.Stderr), zap.Level(level), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	b.log = zap.New(zap.WriteTo(os.Stderr), zap.Level(level), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder })
+	ctrl.SetLogger(b.log)
+	klog.SetLogger(b.log)
 	// Time spent waiting for client-go's client-side rate limiter (opt-in).
 	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
 
-	env, dir, err := benchkit.StartControlPlane("tagsync-bench-")
-	if err != nil {
-		return nil, err
+	var err error
+	if b.env, b.dir, err = benchkit.StartControlPlane("tagsync-bench-"); err != nil {
+		return "", err
 	}
-	b := &bench{o: o, env: env, dir: dir, log: logger}
-	b.cfg = rest.CopyConfig(env.Config)
+	b.cfg = rest.CopyConfig(b.env.Config)
 	b.cfg.QPS, b.cfg.Burst = 2000, 4000
 	b.cfg.UserAgent = "tagsync-bench"
 	if b.kube, err = kubernetes.NewForConfig(b.cfg); err != nil {
-		b.close()
-		return nil, err
+		return "", err
 	}
-	if b.c, err = client.New(b.cfg, client.Options{Scheme: env.Scheme}); err != nil {
-		b.close()
-		return nil, err
+	if b.c, err = client.NewWithWatch(b.cfg, client.Options{Scheme: b.env.Scheme}); err != nil {
+		return "", err
 	}
 	if b.meta, err = metadata.NewForConfig(b.cfg); err != nil {
-		b.close()
-		return nil, err
+		return "", err
 	}
-	if b.nodes, err = startTracker(ctx, b.meta); err != nil {
-		b.close()
-		return nil, err
+	if b.nodes, err = b.startTracker(ctx); err != nil {
+		return "", err
 	}
-	if err := b.warmUp(ctx); err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
+	return b.env.RootDir, b.warmUp(ctx)
 }
 
 // warmUp writes and watches a NodeTagSync once before any controller runs:
@@ -131,12 +126,14 @@ func (b *bench) warmUp(ctx context.Context) error {
 	}
 }
 
-// close stops the control plane and removes the temporary files.
-func (b *bench) close() {
+// Close stops the control plane and removes the temporary files.
+func (b *bench) Close() {
 	if b.nodes != nil {
-		b.nodes.stop()
+		b.nodes.Stop()
 	}
-	benchkit.StopControlPlane(b.env, b.dir)
+	if b.env != nil {
+		benchkit.StopControlPlane(b.env, b.dir)
+	}
 }
 
 // scenarioDir is a fresh directory for one scenario's files.
@@ -153,8 +150,8 @@ func (b *bench) reset(ctx context.Context) error {
 	if err := b.c.DeleteAllOf(ctx, &corev1.Node{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
-		return b.nodes.count() == 0, nil
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
+		return b.nodes.Len() == 0, nil
 	})
 }
 
@@ -162,46 +159,20 @@ func (b *bench) reset(ctx context.Context) error {
 func (b *bench) createNodes(ctx context.Context, nodes []nodeSpec) error {
 	start := time.Now()
 	images := nodeImages(b.o.nodeImages)
-	work := make(chan int)
-	errs := make(chan error, 32)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				n := realisticNode(nodes[i], i, images, b.o.nodeStatus)
-				if _, err := b.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("creating node %s: %w", n.Name, err)
-					return
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range nodes {
-		select {
-		case work <- i:
-		case err = <-errs:
-			break feed
+	err := benchkit.Parallel(ctx, len(nodes), 32, func(ctx context.Context, i int) error {
+		n := realisticNode(nodes[i], i, images, b.o.nodeStatus)
+		if _, err := b.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}
-	}
-	close(work)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
-		return b.nodes.count() == len(nodes), nil
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
+		return b.nodes.Len() == len(nodes), nil
 	}); err != nil {
-		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.count(), len(nodes), err)
+		return fmt.Errorf("the harness saw %d of %d nodes: %w", b.nodes.Len(), len(nodes), err)
 	}
 	benchkit.Logf("created %d nodes in %s", len(nodes), time.Since(start).Round(time.Millisecond))
 	return nil
@@ -219,7 +190,7 @@ func (b *bench) nodeSize(spec nodeSpec) int {
 // listVersions lists every Node's resourceVersion from the API server
 // (independently of the harness's watch).
 func (b *bench) listVersions(ctx context.Context) (map[string]string, error) {
-	list, err := b.meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}).List(ctx, metav1.ListOptions{})
+	list, err := b.meta.Resource(benchkit.Nodes).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -276,26 +247,36 @@ func (b *bench) lastFullSync(ctx context.Context) (time.Time, error) {
 
 // waitFullSyncAfter waits until lastFullSyncTime differs from prev (a fresh
 // pass finished without errors) and returns when that was observed and the
-// status then.
+// status then. It watches the NodeTagSync: a follow-up pass that reads a
+// stale copy from its cache may write the older time back a moment later.
 func (b *bench) waitFullSyncAfter(ctx context.Context, prev time.Time) (time.Time, *v1alpha1.NodeTagSync, error) {
-	var nts *v1alpha1.NodeTagSync
-	var seen time.Time
-	err := wait.PollUntilContextTimeout(ctx, 25*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if nts, err = b.getSync(ctx); err != nil {
-			return false, nil
-		}
-		t := nts.Status.LastFullSyncTime
-		if t != nil && !t.Time.Equal(prev) {
-			seen = time.Now()
-			return true, nil
-		}
-		return false, nil
-	})
+	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	nts, err := b.getSync(ctx)
 	if err != nil {
-		return time.Time{}, nts, fmt.Errorf("no fresh pass finished (lastFullSyncTime still %s; status %+v): %w", prev.Format(time.RFC3339), statusOf(nts), err)
+		return time.Time{}, nts, err
 	}
-	return seen, nts, nil
+	w, err := b.c.Watch(ctx, &v1alpha1.NodeTagSyncList{}, &client.ListOptions{Raw: &metav1.ListOptions{
+		FieldSelector: "metadata.name=" + syncName, ResourceVersion: nts.ResourceVersion}})
+	if err != nil {
+		return time.Time{}, nts, err
+	}
+	defer w.Stop()
+	for {
+		if t := nts.Status.LastFullSyncTime; t != nil && !t.Time.Equal(prev) {
+			return time.Now(), nts, nil
+		}
+		select {
+		case e, ok := <-w.ResultChan():
+			if n, isSync := e.Object.(*v1alpha1.NodeTagSync); isSync {
+				nts = n
+			} else if !ok {
+				return time.Time{}, nts, errors.New("the watch of the NodeTagSync ended")
+			}
+		case <-ctx.Done():
+			return time.Time{}, nts, fmt.Errorf("no fresh pass finished (lastFullSyncTime still %s; status %+v): %w", prev.Format(time.RFC3339), nts.Status, ctx.Err())
+		}
+	}
 }
 
 // nextSecond sleeps until the wall clock is in a later second than t:
@@ -307,18 +288,11 @@ func nextSecond(t time.Time) {
 	}
 }
 
-func statusOf(nts *v1alpha1.NodeTagSync) any {
-	if nts == nil {
-		return nil
-	}
-	return nts.Status
-}
-
 // waitQuiet waits until no Node was written and no pass finished for quiet.
 func (b *bench) waitQuiet(ctx context.Context, quiet time.Duration, passes func() (int, error)) error {
 	lastPasses, _ := passes()
 	lastChange := time.Now()
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.timeout, true, func(context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
 		p, err := passes()
 		if err != nil {
 			return false, nil

@@ -23,8 +23,17 @@ import (
 type controller interface {
 	// Metrics returns the controller's Prometheus metrics in text format.
 	Metrics() (string, error)
+	// Calls are the Azure provider's counts by operation (nil when the
+	// provider is not in this process).
+	Calls() map[string]int
 	Stop() error
 }
+
+// separate is `tagsync run` as its own process.
+type separate struct{ *benchkit.Process }
+
+// Calls is nil: the provider is in the other process.
+func (separate) Calls() map[string]int { return nil }
 
 // inProcess is the nodetags controller in a controller-runtime manager in
 // this process: leader election off, metrics off, the Kubernetes client
@@ -58,7 +67,7 @@ func (b *bench) startInProcess(ctx context.Context, cloud *simCloud) (*inProcess
 	// The controller starts its workers once its Node and NodeTagSync
 	// informers have synced; wait for the same informers (the manager's
 	// cache shares them).
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-c.done:
 			return false, fmt.Errorf("the manager stopped: %w", err)
@@ -114,6 +123,9 @@ func (c *inProcess) Metrics() (string, error) {
 	return sb.String(), nil
 }
 
+// Calls are the provider's counts by operation.
+func (c *inProcess) Calls() map[string]int { return c.provider.Calls() }
+
 func (c *inProcess) Stop() error {
 	c.cancel()
 	select {
@@ -125,34 +137,14 @@ func (c *inProcess) Stop() error {
 }
 
 // startSeparate runs `tagsync run` against the control plane and armsim:
-// leader election off, default Kubernetes client budget, default Azure
-// provider settings (no --azure-* tuning flags), client-secret login.
-func (b *bench) startSeparate(ctx context.Context, bin, dir string, cloud *simCloud, extra []string) (*benchkit.Process, error) {
-	kubeconfig, err := benchkit.WriteKubeconfig(b.env, dir)
+// default Kubernetes client budget, default Azure provider settings (no
+// --azure-* tuning flags), client-secret login.
+func (b *bench) startSeparate(ctx context.Context, bin string, cloud *simCloud, extra []string) (*benchkit.Process, error) {
+	azureFlags, err := benchkit.AzureFlags(cloud.srv, cloud.dir)
 	if err != nil {
 		return nil, err
 	}
-	azureFlags, err := benchkit.AzureFlags(cloud.srv, dir)
-	if err != nil {
-		return nil, err
-	}
-	metricsAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	probeAddr, err := benchkit.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"run",
-		"--kubeconfig", kubeconfig,
-		"--leader-elect=false",
-		"--metrics-secure=false", // the harness scrapes plain HTTP on loopback
-		"--metrics-bind-address", metricsAddr,
-		"--health-probe-bind-address", probeAddr,
-	}
-	args = append(append(args, azureFlags...), "--zap-log-level", "info")
-	return benchkit.Start(ctx, benchkit.Command{Bin: bin, Args: append(args, extra...), Dir: dir, MetricsAddr: metricsAddr, Timeout: b.o.timeout})
+	return benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: append(azureFlags, extra...), Dir: cloud.dir, Timeout: b.o.Timeout})
 }
 
 // passStats are the nodetags pass counters of a controller.

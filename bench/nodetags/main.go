@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -36,14 +35,11 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	scenarios      string
-	out            string
+	benchkit.Flags
 	cpuProfile     string
 	nodeImages     int
 	nodeStatus     bool
-	timeout        time.Duration
 	verbosity      int
-	tagsyncBin     string
 	resyncs        int
 	memoryMode     string
 	memProfile     string
@@ -56,14 +52,11 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "cold,resync,fanout,memory", "comma-separated scenarios to run: cold, resync (needs cold), fanout, memory")
-	flag.StringVar(&o.out, "out", "bench/results/nodetags.json", "where to write the JSON results (empty: do not write)")
+	o.Register("nodetags", "cold,resync,fanout,memory", "comma-separated scenarios to run: cold, resync (needs cold), fanout, memory", 10*time.Minute)
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process scenarios (cold, resync, fanout) to this file")
 	flag.IntVar(&o.nodeImages, "node-images", 40, "container images listed in each Node's status (realistic Node size; 0 makes minimal Nodes)")
 	flag.BoolVar(&o.nodeStatus, "node-status", true, "give Nodes a kubelet-like status (conditions, capacity, node info, -node-images images); false: labels, annotations and spec only")
-	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on any single wait after this long")
 	flag.IntVar(&o.verbosity, "v", 0, "controller log verbosity (0: errors only; 1: info; 2: the controller's pass logs)")
-	flag.StringVar(&o.tagsyncBin, "tagsync", "", "tagsync binary for the memory scenario (default: go build ./cmd/tagsync into a temporary directory)")
 	flag.StringVar(&o.memoryMode, "memory-mode", "separate", "memory scenario: separate (tagsync run as its own process) or in-process (for -memprofile)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "with -memory-mode in-process: write a heap profile after convergence to this file")
 	flag.StringVar(&o.memExperiments, "memory-experiments", "", "extra memory runs after the goal measurement, comma-separated: memory-limit (tagsync run --memory-limit "+experimentLimit+")")
@@ -79,64 +72,46 @@ func parseFlags() options {
 	return o
 }
 
-// has reports whether -scenarios names s.
-func (o options) has(s string) bool { return benchkit.Has(o.scenarios, s) }
-
 func main() {
-	benchkit.Main(func(ctx context.Context) error { return run(ctx, parseFlags()) })
+	o := parseFlags()
+	benchkit.Main(o.Out, &bench{o: o, res: &Results{Header: benchkit.NewHeader("NodeTagSync", o.settings())}})
 }
 
-func run(ctx context.Context, o options) error {
-	if o.has("resync") && !o.has("cold") {
-		return errors.New("the resync scenario measures the cluster the cold scenario built: add cold to -scenarios")
-	}
-	res := &Results{Header: benchkit.NewHeader(o.settings())}
-
-	b, err := newBench(ctx, o)
-	if err != nil {
+// Scenarios runs the in-process scenarios (cold with resync, fanout;
+// under -cpuprofile), then memory with `tagsync run` as its own process.
+func (b *bench) Scenarios(ctx context.Context) error {
+	if err := b.inProcess(ctx); err != nil {
 		return err
 	}
-	defer b.close()
-	res.Commit = benchkit.Commit(b.env.RootDir)
-
-	var runErr error
-	inProcess := func() error {
-		if o.cpuProfile != "" {
-			f, err := os.Create(o.cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
-		}
-		if o.has("cold") {
-			cold, resync, err := b.coldAndResync(ctx, o.has("resync"))
-			res.Cold, res.Resync = cold, resync
-			if err != nil {
-				return fmt.Errorf("cold/resync: %w", err)
-			}
-		}
-		if o.has("fanout") {
-			f, err := b.fanOut(ctx)
-			res.FanOut = f
-			if err != nil {
-				return fmt.Errorf("fan-out: %w", err)
-			}
-		}
+	if !b.o.Has("memory") {
 		return nil
 	}
-	runErr = inProcess()
-	if runErr == nil && o.has("memory") {
-		m, err := b.memory(ctx)
-		res.Memory = m
-		if err != nil {
-			runErr = fmt.Errorf("memory: %w", err)
-		}
+	var err error
+	if b.res.Memory, err = b.memory(ctx); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	res.Finish(res.goals())
-	printTable(os.Stdout, res)
-	return benchkit.Save(o.out, res, runErr)
+	return nil
+}
+
+// inProcess runs the scenarios that run the controller in this process.
+func (b *bench) inProcess(ctx context.Context) error {
+	if b.o.cpuProfile != "" {
+		f, err := os.Create(b.o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res := b.res
+	return b.o.RunSteps(ctx, []benchkit.Step{
+		{Name: "cold", Run: func(ctx context.Context) (err error) {
+			res.Cold, res.Resync, err = b.coldAndResync(ctx, b.o.Has("resync"))
+			return err
+		}},
+		{Name: "fanout", Run: func(ctx context.Context) (err error) { res.FanOut, err = b.fanOut(ctx); return err }},
+	}, func(string) {})
 }

@@ -13,11 +13,10 @@ import (
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
 	benchkit.Header
-	Cold   *ColdResult       `json:"coldSync,omitempty"`
-	Resync *ResyncResult     `json:"resync,omitempty"`
-	FanOut *FanOutResult     `json:"fanOut,omitempty"`
-	Memory *MemoryResult     `json:"memory,omitempty"`
-	Notes  map[string]string `json:"notes,omitempty"`
+	Cold   *ColdResult   `json:"coldSync,omitempty"`
+	Resync *ResyncResult `json:"resync,omitempty"`
+	FanOut *FanOutResult `json:"fanOut,omitempty"`
+	Memory *MemoryResult `json:"memory,omitempty"`
 }
 
 // Phase is what one measured phase cost and how long it took.
@@ -138,7 +137,7 @@ type MemoryResult struct {
 func (o options) settings() map[string]any {
 	return map[string]any{
 		"nodeShape": o.nodeShape(),
-		"scenarios": o.scenarios, "nodeImages": o.nodeImages, "nodeStatus": o.nodeStatus, "resyncs": o.resyncs,
+		"scenarios": o.Scenarios, "nodeImages": o.nodeImages, "nodeStatus": o.nodeStatus, "resyncs": o.resyncs,
 		"cold":                 fmt.Sprintf("%d scale sets x %d + %d VMs", o.coldScaleSets, o.coldPerSet, o.coldVMs),
 		"fanOut":               fmt.Sprintf("1 scale set x %d", o.fanOutNodes),
 		"memory":               fmt.Sprintf("%d scale sets x %d in %d resource groups", o.memSets, o.memPerSet, o.memGroups),
@@ -149,8 +148,12 @@ func (o options) settings() map[string]any {
 	}
 }
 
-// goals renders the verdicts.
-func (r *Results) goals() []benchkit.Goal {
+// Results are what the scenarios measured.
+func (b *bench) Results() benchkit.Results { return b.res }
+
+// Goals renders the verdicts.
+func (b *bench) Goals() []benchkit.Goal {
+	r := b.res
 	var g []benchkit.Goal
 	if c := r.Cold; c != nil {
 		g = append(g, benchkit.Goal{
@@ -182,10 +185,9 @@ func (r *Results) goals() []benchkit.Goal {
 	return g
 }
 
-func printTable(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nNodeTagSync benchmark at %s — %d CPUs (%s), %s; load average %.1f at start, %.1f at end\n\n",
-		r.Commit, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVer, r.Machine.LoadStart, r.Machine.LoadEnd)
-	benchkit.PrintGoals(w, r.Goals)
+// Report prints the phases' details.
+func (b *bench) Report(w io.Writer) {
+	r := b.res
 	if c := r.Cold; c != nil && c.Phase.LabelsSeconds > 0 {
 		fmt.Fprintf(w, "Cold sync: labels %.2fs, status %.2fs; %d passes (%s); %d Node writes; status synced=%d errors=%d\n",
 			c.Phase.LabelsSeconds, c.Phase.StatusSeconds, passCount(c.Phase.PassLog), passLine(c.Phase.PassLog), c.Phase.NodeWrites, c.Phase.Synced, c.Phase.Errors)
@@ -212,9 +214,7 @@ func printTable(w io.Writer, r *Results) {
 
 func printMemory(w io.Writer, m *MemoryResult) {
 	fmt.Fprintf(w, "Memory (%s), %d nodes of %d bytes each (%s):\n", m.Mode, m.Nodes, m.NodeObjectBytes, m.NodeShape)
-	for _, s := range m.Samples {
-		fmt.Fprintf(w, "  %-58s VmRSS %6.1f MiB  VmHWM %6.1f MiB  Go heap in use %6.1f MiB  CPU %5.1fs  goroutines %d\n", s.At, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds, s.Goroutines)
-	}
+	benchkit.PrintSamples(w, 58, m.Samples)
 	if m.Sync.LabelsSeconds > 0 {
 		fmt.Fprintf(w, "  cold sync of %d nodes: %.2fs; ARM %d reads, %d writes, %d 429s; %d passes (%s)\n",
 			m.Nodes, m.Sync.LabelsSeconds, m.Sync.Calls.Reads, m.Sync.Calls.Writes, m.Sync.Calls.Throttled, passCount(m.Sync.PassLog), passLine(m.Sync.PassLog))

@@ -81,18 +81,48 @@ func (r *passRecorder) stop() ([]PassSample, float64) {
 	return r.passes, benchkit.Round3(r.last.throttled - r.first.throttled)
 }
 
-// coldAndResync runs goal 1 (cold sync of 1000 scale-set nodes and 50 VMs)
-// and, on the converged cluster, goal 2 (unchanged-cluster resyncs).
-func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult, *ResyncResult, error) {
-	dir, err := b.scenarioDir("cold")
+// scene is one scenario's layout, built in a fresh armsim, with its Nodes.
+type scene struct {
+	cloud *simCloud
+	l     layout
+	bl    built
+}
+
+// prepare builds l on a fresh armsim (its files in the scenario's
+// directory) and creates its Nodes in a cluster emptied of the earlier
+// scenarios'; close the scene's cloud when done.
+func (b *bench) prepare(ctx context.Context, name string, l layout) (*scene, error) {
+	dir, err := b.scenarioDir(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cloud, err := startCloud(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer cloud.close()
+	s := &scene{cloud: cloud, l: l}
+	if s.bl, err = cloud.build(l); err == nil {
+		if err = b.reset(ctx); err == nil {
+			err = b.createNodes(ctx, s.bl.nodes)
+		}
+	}
+	if err != nil {
+		cloud.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// stop stops a controller, logging a failure.
+func stop(c controller) {
+	if err := c.Stop(); err != nil {
+		benchkit.Logf("stopping the controller: %v", err)
+	}
+}
+
+// coldAndResync runs goal 1 (cold sync of 1000 scale-set nodes and 50 VMs)
+// and, on the converged cluster, goal 2 (unchanged-cluster resyncs).
+func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult, *ResyncResult, error) {
 	var l layout
 	for i := range b.o.coldScaleSets {
 		name := fmt.Sprintf("pool%02d", i)
@@ -101,31 +131,22 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 	for i := range b.o.coldVMs {
 		l.vms = append(l.vms, vm{rg: "rg-legacy-vms", name: fmt.Sprintf("vm-legacy-%03d", i), tags: vmTags(i)})
 	}
-	bl, err := cloud.build(l)
+	s, err := b.prepare(ctx, "cold", l)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.reset(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := b.createNodes(ctx, bl.nodes); err != nil {
-		return nil, nil, err
-	}
-	ctl, err := b.startInProcess(ctx, cloud)
+	defer s.cloud.close()
+	ctl, err := b.startInProcess(ctx, s.cloud)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err := ctl.Stop(); err != nil {
-			benchkit.Logf("stopping the controller: %v", err)
-		}
-	}()
+	defer stop(ctl)
 
 	cold := &ColdResult{
-		Nodes: len(bl.nodes), ScaleSets: len(l.pools), NodesPerScaleSet: b.o.coldPerSet, VMs: len(l.vms),
-		ResourceGroups: len(bl.groups), NodeObjectBytes: b.nodeSize(bl.nodes[0]), GoalSeconds: 30,
+		Nodes: len(s.bl.nodes), ScaleSets: len(l.pools), NodesPerScaleSet: b.o.coldPerSet, VMs: len(l.vms),
+		ResourceGroups: len(s.bl.groups), NodeObjectBytes: b.nodeSize(s.bl.nodes[0]), GoalSeconds: 30,
 	}
-	cold.Phase, err = b.initialSync(ctx, "cold sync", cloud, ctl, ctl.provider.Calls, bl.expected())
+	cold.Phase, err = b.initialSync(ctx, "cold sync", s.cloud, ctl, s.bl.expected())
 	if err != nil {
 		return cold, nil, err
 	}
@@ -138,12 +159,12 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 	}
 
 	rs := &ResyncResult{
-		Nodes: len(bl.nodes), ScaleSets: len(l.pools), ResourceGroups: len(bl.groups),
-		ReadBudget: len(l.pools) + len(bl.groups), PassesPerHour: 12,
-		NaiveReadsPerPass: len(bl.nodes), NaiveReadsPerHour: 12 * len(bl.nodes),
+		Nodes: len(s.bl.nodes), ScaleSets: len(l.pools), ResourceGroups: len(s.bl.groups),
+		ReadBudget: len(l.pools) + len(s.bl.groups), PassesPerHour: 12,
+		NaiveReadsPerPass: len(s.bl.nodes), NaiveReadsPerHour: 12 * len(s.bl.nodes),
 	}
 	for i := range b.o.resyncs {
-		r, err := b.resyncOnce(ctx, cloud, ctl, ctl.provider.Calls)
+		r, err := b.resyncOnce(ctx, s.cloud, ctl)
 		if err != nil {
 			return cold, rs, fmt.Errorf("resync %d: %w", i+1, err)
 		}
@@ -157,36 +178,27 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 
 // initialSync creates the NodeTagSync and measures until every node
 // carries its labels, then until the controller is quiet.
-func (b *bench) initialSync(ctx context.Context, what string, cloud *simCloud, ctl controller, provCalls func() map[string]int, expect map[string]map[string]string) (Phase, error) {
+func (b *bench) initialSync(ctx context.Context, what string, cloud *simCloud, ctl controller, expect map[string]map[string]string) (Phase, error) {
+	return b.phase(ctx, what, cloud, ctl, expect, time.Time{}, b.createSync)
+}
+
+// phase measures from trigger until every node carries its expected
+// labels, until the status shows a fresh pass finished after prev, and
+// until the controller is quiet; and what that cost.
+func (b *bench) phase(ctx context.Context, what string, cloud *simCloud, ctl controller, expect map[string]map[string]string,
+	prev time.Time, trigger func(context.Context) error) (Phase, error) {
 	var ph Phase
 	b.nodes.expectLabels(expect)
-	b.nodes.resetWrites()
+	b.nodes.ResetWrites()
 	cloud.srv.ResetCalls()
-	provBefore := provCalls()
+	provBefore := ctl.Calls()
 	rec := recordPasses(ctl)
-	t0 := time.Now()
-	if err := b.createSync(ctx); err != nil {
-		rec.stop()
-		return ph, err
-	}
-	at, err := b.nodes.waitExpected(ctx, what, b.o.timeout)
-	if err != nil {
-		rec.stop()
-		return ph, err
-	}
-	ph.LabelsSeconds = benchkit.Secs(at.Sub(t0))
-	seen, _, err := b.waitFullSyncAfter(ctx, time.Time{})
-	if err != nil {
-		rec.stop()
-		return ph, err
-	}
-	ph.StatusSeconds = benchkit.Secs(seen.Sub(t0))
-	if err := b.waitQuiet(ctx, 3*time.Second, rec.count); err != nil {
-		rec.stop()
-		return ph, err
-	}
+	err := b.awaitPhase(ctx, what, prev, trigger, rec, &ph)
 	ph.PassLog, ph.KubeRateLimitWaitSeconds = rec.stop()
-	ph.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, provCalls()))
+	if err != nil {
+		return ph, err
+	}
+	ph.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.Calls()))
 	ph.NodeWrites = b.nodes.writesSeen()
 	if nts, err := b.getSync(ctx); err == nil {
 		ph.Synced, ph.Errors, ph.Conflicts = int(nts.Status.SyncedNodes), int(nts.Status.ErrorCount), int(nts.Status.ConflictCount)
@@ -194,9 +206,29 @@ func (b *bench) initialSync(ctx context.Context, what string, cloud *simCloud, c
 	return ph, nil
 }
 
+// awaitPhase triggers a phase and waits for its labels, its status and
+// the quiet after it.
+func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, trigger func(context.Context) error, rec *passRecorder, ph *Phase) error {
+	t0 := time.Now()
+	if err := trigger(ctx); err != nil {
+		return err
+	}
+	at, err := b.nodes.waitExpected(ctx, what, b.o.Timeout)
+	if err != nil {
+		return err
+	}
+	ph.LabelsSeconds = benchkit.Secs(at.Sub(t0))
+	seen, _, err := b.waitFullSyncAfter(ctx, prev)
+	if err != nil {
+		return err
+	}
+	ph.StatusSeconds = benchkit.Secs(seen.Sub(t0))
+	return b.waitQuiet(ctx, 3*time.Second, rec.count)
+}
+
 // resyncOnce asks for a pass with fresh cloud reads on an unchanged cluster
 // and counts what it cost.
-func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller, provCalls func() map[string]int) (ResyncRun, error) {
+func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller) (ResyncRun, error) {
 	var r ResyncRun
 	prev, err := b.lastFullSync(ctx)
 	if err != nil {
@@ -208,8 +240,8 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller,
 		return r, err
 	}
 	cloud.srv.ResetCalls()
-	provBefore := provCalls()
-	b.nodes.resetWrites()
+	provBefore := ctl.Calls()
+	b.nodes.ResetWrites()
 	p0, err := readPasses(ctl)
 	if err != nil {
 		return r, err
@@ -238,7 +270,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller,
 	}
 	r.Passes = int(p1.count - p0.count)
 	r.PassSeconds = benchkit.Round3(p1.sum - p0.sum)
-	r.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, provCalls()))
+	r.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.Calls()))
 	r.NodeWrites = b.nodes.writesSeen()
 	r.NodesChanged = changedVersions(before, after)
 	return r, nil
@@ -247,44 +279,25 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller,
 // fanOut runs goal 3: a portal edit on one 500-node scale set, then a sync
 // request; time until all 500 nodes show the new values.
 func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
-	dir, err := b.scenarioDir("fanout")
+	s, err := b.prepare(ctx, "fanout", layout{pools: []pool{{rg: "mc_fanout_aks_westeurope", name: "bigpool", size: b.o.fanOutNodes, tags: poolTags(0, "bigpool")}}})
 	if err != nil {
 		return nil, err
 	}
-	cloud, err := startCloud(dir)
+	defer s.cloud.close()
+	ctl, err := b.startInProcess(ctx, s.cloud)
 	if err != nil {
 		return nil, err
 	}
-	defer cloud.close()
-	l := layout{pools: []pool{{rg: "mc_fanout_aks_westeurope", name: "bigpool", size: b.o.fanOutNodes, tags: poolTags(0, "bigpool")}}}
-	bl, err := cloud.build(l)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.reset(ctx); err != nil {
-		return nil, err
-	}
-	if err := b.createNodes(ctx, bl.nodes); err != nil {
-		return nil, err
-	}
-	ctl, err := b.startInProcess(ctx, cloud)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := ctl.Stop(); err != nil {
-			benchkit.Logf("stopping the controller: %v", err)
-		}
-	}()
-	res := &FanOutResult{Nodes: len(bl.nodes), GoalSeconds: 10}
-	if res.Initial, err = b.initialSync(ctx, "fan-out initial sync", cloud, ctl, ctl.provider.Calls, bl.expected()); err != nil {
+	defer stop(ctl)
+	res := &FanOutResult{Nodes: len(s.bl.nodes), GoalSeconds: 10}
+	if res.Initial, err = b.initialSync(ctx, "fan-out initial sync", s.cloud, ctl, s.bl.expected()); err != nil {
 		return res, err
 	}
 
 	edit := map[string]string{"env": "canary", "release": "r42"}
 	res.Edit = edit
 	expect := map[string]map[string]string{}
-	for _, n := range bl.nodes {
+	for _, n := range s.bl.nodes {
 		expect[n.name] = labelsFor(edit)
 	}
 	prev, err := b.lastFullSync(ctx)
@@ -292,40 +305,11 @@ func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
 		return res, err
 	}
 	nextSecond(prev)
-	b.nodes.expectLabels(expect)
-	b.nodes.resetWrites()
-	if err := cloud.srv.SetTags(bl.scaleSets["bigpool"], edit); err != nil {
+	if err := s.cloud.srv.SetTags(s.bl.scaleSets["bigpool"], edit); err != nil {
 		return res, err
 	}
-	cloud.srv.ResetCalls()
-	provBefore := ctl.provider.Calls()
-	rec := recordPasses(ctl)
-	t0 := time.Now()
-	if err := b.requestSync(ctx); err != nil {
-		rec.stop()
+	if res.Phase, err = b.phase(ctx, "fan-out", s.cloud, ctl, expect, prev, b.requestSync); err != nil {
 		return res, err
-	}
-	at, err := b.nodes.waitExpected(ctx, "fan-out", b.o.timeout)
-	if err != nil {
-		rec.stop()
-		return res, err
-	}
-	res.Phase.LabelsSeconds = benchkit.Secs(at.Sub(t0))
-	seen, _, err := b.waitFullSyncAfter(ctx, prev)
-	if err != nil {
-		rec.stop()
-		return res, err
-	}
-	res.Phase.StatusSeconds = benchkit.Secs(seen.Sub(t0))
-	if err := b.waitQuiet(ctx, 3*time.Second, rec.count); err != nil {
-		rec.stop()
-		return res, err
-	}
-	res.Phase.PassLog, res.Phase.KubeRateLimitWaitSeconds = rec.stop()
-	res.Phase.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.provider.Calls()))
-	res.Phase.NodeWrites = b.nodes.writesSeen()
-	if nts, err := b.getSync(ctx); err == nil {
-		res.Phase.Synced, res.Phase.Errors, res.Phase.Conflicts = int(nts.Status.SyncedNodes), int(nts.Status.ErrorCount), int(nts.Status.ConflictCount)
 	}
 	res.Met = res.Phase.LabelsSeconds <= res.GoalSeconds
 	benchkit.Logf("fan-out: %d nodes show the edit %.2fs after the sync request; ARM %d reads, %d writes; %d node writes",
@@ -374,69 +358,36 @@ const experimentLimit = "100Mi"
 // memoryRun builds the 5000-node layout on a fresh armsim, starts the
 // controller process of the variant and measures its memory.
 func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, error) {
-	dir, err := b.scenarioDir("memory-" + variant)
-	if err != nil {
-		return nil, err
-	}
-	cloud, err := startCloud(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer cloud.close()
 	var l layout
 	for i := range b.o.memSets {
 		name := fmt.Sprintf("mpool%02d", i)
 		rg := fmt.Sprintf("mc_mem_aks_%d", i%max(b.o.memGroups, 1))
 		l.pools = append(l.pools, pool{rg: rg, name: name, size: b.o.memPerSet, tags: poolTags(i, name)})
 	}
-	bl, err := cloud.build(l)
+	s, err := b.prepare(ctx, "memory-"+variant, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.reset(ctx); err != nil {
-		return nil, err
-	}
-	if err := b.createNodes(ctx, bl.nodes); err != nil {
-		return nil, err
-	}
-	res := &MemoryResult{Variant: variant, Nodes: len(bl.nodes), ScaleSets: len(l.pools), ResourceGroups: len(bl.groups),
-		NodeObjectBytes: b.nodeSize(bl.nodes[0]), NodeShape: b.o.nodeShape(), GoalMiB: 150}
+	defer s.cloud.close()
+	res := &MemoryResult{Variant: variant, Nodes: len(s.bl.nodes), ScaleSets: len(l.pools), ResourceGroups: len(s.bl.groups),
+		NodeObjectBytes: b.nodeSize(s.bl.nodes[0]), NodeShape: b.o.nodeShape(), GoalMiB: 150}
 
 	if b.o.memoryMode == "in-process" && variant == variantTagsyncRun {
 		res.Mode = "in-process (requested): RSS includes armsim and the harness"
-		return res, b.memoryInProcess(ctx, cloud, bl, res)
+		return res, b.memoryInProcess(ctx, s, res)
 	}
-	var sep *benchkit.Process
-	var bin string
-	bin, err = benchkit.BuildTagsync(ctx, b.o.tagsyncBin, b.env.RootDir, b.dir)
-	if err == nil {
-		var extra []string
-		switch variant {
-		case variantTagsyncRun:
-			res.Mode = "separate process: tagsync run"
-		case variantMemoryLimit:
-			res.Mode = "separate process: tagsync run --memory-limit " + experimentLimit
-			extra = []string{"--memory-limit", experimentLimit}
-		default:
-			return nil, fmt.Errorf("unknown memory variant %q (want %s or %s)", variant, variantTagsyncRun, variantMemoryLimit)
-		}
-		sep, err = b.startSeparate(ctx, bin, dir, cloud, extra)
-	}
+	sep, err := b.startVariant(ctx, s, variant, res)
 	if err != nil {
 		if variant != variantTagsyncRun {
 			return res, err
 		}
 		res.SeparateProcessError = err.Error()
 		benchkit.Logf("memory: `tagsync run` as a separate process failed, falling back to in-process numbers: %v", err)
-		return res, b.memoryInProcess(ctx, cloud, bl, res)
+		return res, b.memoryInProcess(ctx, s, res)
 	}
-	defer func() {
-		if err := sep.Stop(); err != nil {
-			benchkit.Logf("stopping the controller process: %v", err)
-		}
-	}()
+	defer stop(sep)
 	res.Command = sep.Command
-	sample := func(what string) error {
+	return res, b.memoryPhases(ctx, variant, s, sep, res, func(what string) error {
 		if err := sep.Running(); err != nil {
 			return err
 		}
@@ -447,47 +398,73 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 		res.Samples = append(res.Samples, s)
 		benchkit.Logf("memory %s (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB, CPU %.1fs", variant, what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds)
 		return nil
+	})
+}
+
+// startVariant starts `tagsync run` as the memory variant has it.
+func (b *bench) startVariant(ctx context.Context, s *scene, variant string, res *MemoryResult) (separate, error) {
+	var extra []string
+	switch variant {
+	case variantTagsyncRun:
+		res.Mode = "separate process: tagsync run"
+	case variantMemoryLimit:
+		res.Mode = "separate process: tagsync run --memory-limit " + experimentLimit
+		extra = []string{"--memory-limit", experimentLimit}
+	default:
+		return separate{}, fmt.Errorf("unknown memory variant %q (want %s or %s)", variant, variantTagsyncRun, variantMemoryLimit)
 	}
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
+	if err != nil {
+		return separate{}, err
+	}
+	p, err := b.startSeparate(ctx, bin, s.cloud, extra)
+	return separate{p}, err
+}
+
+// memoryPhases runs the controller through a cold sync, a fresh resync and
+// 10 s idle, sampling its memory before and after each, and judges the
+// last sample.
+func (b *bench) memoryPhases(ctx context.Context, what string, s *scene, ctl controller, res *MemoryResult, sample func(what string) error) error {
 	if err := sample("started, informers synced over all nodes, no NodeTagSync"); err != nil {
-		return res, err
+		return err
 	}
-	res.Sync, err = b.initialSync(ctx, "memory cold sync ("+variant+")", cloud, sep, func() map[string]int { return nil }, bl.expected())
-	if err != nil {
-		return res, err
+	var err error
+	if res.Sync, err = b.initialSync(ctx, "memory cold sync ("+what+")", s.cloud, ctl, s.bl.expected()); err != nil {
+		return err
 	}
-	benchkit.Logf("memory %s: %d nodes labelled in %.2fs", variant, res.Nodes, res.Sync.LabelsSeconds)
+	benchkit.Logf("memory %s: %d nodes labelled in %.2fs", what, res.Nodes, res.Sync.LabelsSeconds)
 	if err := sample("converged (all labels written)"); err != nil {
-		return res, err
+		return err
 	}
-	r, err := b.resyncOnce(ctx, cloud, sep, func() map[string]int { return nil })
+	r, err := b.resyncOnce(ctx, s.cloud, ctl)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Resync = &r
 	time.Sleep(10 * time.Second)
 	if err := sample("after a fresh resync and 10s idle"); err != nil {
-		return res, err
+		return err
 	}
 	last := res.Samples[len(res.Samples)-1]
 	res.RSSMiB, res.PeakRSSMiB = last.RSSMiB, last.HWMMiB
 	res.Met = res.PeakRSSMiB <= res.GoalMiB
-	return res, nil
+	return nil
 }
 
 // memoryInProcess runs the controller in this process (the fallback, or
 // -memory-mode in-process for a heap profile): the RSS then includes armsim,
 // the harness and its watch, so it over-states the controller; the Go heap
 // numbers are given too.
-func (b *bench) memoryInProcess(ctx context.Context, cloud *simCloud, bl built, res *MemoryResult) error {
+func (b *bench) memoryInProcess(ctx context.Context, s *scene, res *MemoryResult) error {
 	if res.Mode == "" {
 		res.Mode = "in-process (fallback): RSS includes armsim and the harness"
 	}
-	ctl, err := b.startInProcess(ctx, cloud)
+	ctl, err := b.startInProcess(ctx, s.cloud)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = ctl.Stop() }()
-	sample := func(what string) {
+	err = b.memoryPhases(ctx, "in-process", s, ctl, res, func(what string) error {
 		rss, hwm, _ := benchkit.ProcMemory(os.Getpid())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -495,34 +472,26 @@ func (b *bench) memoryInProcess(ctx context.Context, cloud *simCloud, bl built, 
 			Goroutines: runtime.NumGoroutine(), CPUSeconds: benchkit.ProcCPU(os.Getpid())}
 		res.Samples = append(res.Samples, s)
 		benchkit.Logf("memory (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB", what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB)
-	}
-	sample("started, informers synced over all nodes, no NodeTagSync")
-	if res.Sync, err = b.initialSync(ctx, "memory cold sync (in-process)", cloud, ctl, ctl.provider.Calls, bl.expected()); err != nil {
+		return nil
+	})
+	if err != nil || b.o.memProfile == "" {
 		return err
 	}
-	sample("converged (all labels written)")
-	r, err := b.resyncOnce(ctx, cloud, ctl, ctl.provider.Calls)
+	return b.writeHeapProfile()
+}
+
+// writeHeapProfile writes this process's heap profile to -memprofile.
+func (b *bench) writeHeapProfile() error {
+	f, err := os.Create(b.o.memProfile)
 	if err != nil {
 		return err
 	}
-	res.Resync = &r
-	time.Sleep(10 * time.Second)
-	sample("after a fresh resync and 10s idle")
-	if b.o.memProfile != "" {
-		f, err := os.Create(b.o.memProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		runtime.GC() // the profile shows the heap as of the last GC: drop the harness's garbage
-		runtime.GC()
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			return err
-		}
-		benchkit.Logf("heap profile written to %s", b.o.memProfile)
+	defer f.Close()
+	runtime.GC() // the profile shows the heap as of the last GC: drop the harness's garbage
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		return err
 	}
-	last := res.Samples[len(res.Samples)-1]
-	res.RSSMiB, res.PeakRSSMiB = last.RSSMiB, last.HWMMiB
-	res.Met = res.PeakRSSMiB <= res.GoalMiB
+	benchkit.Logf("heap profile written to %s", b.o.memProfile)
 	return nil
 }

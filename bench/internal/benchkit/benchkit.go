@@ -1,11 +1,12 @@
-// Package benchkit is what the benchmarks under bench/ share: the command's
-// plumbing (Main, Logf, the -scenarios list), the machine description and
-// the verdict table of a results file, the control plane and armsim they
-// run against, and `tagsync run` as a child process whose memory they read
-// from /proc.
+// Package benchkit is the runner the benchmarks under bench/ share: the
+// command (Main, Run: start, scenarios, verdicts, report, results file),
+// the common flags and the scenario loop, the results' header (commit,
+// machine, verdict table) and the memory goal, the control plane, armsim
+// and the harness's metadata watches they run against, and `tagsync run`
+// as a child process whose memory they read from /proc.
 //
-// Each benchmark keeps its scenarios, its results' shape and its report in
-// its own package.
+// Each benchmark keeps its estate, its scenarios, its results' fields and
+// its report in its own package.
 package benchkit
 
 import (
@@ -19,15 +20,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// Main runs a benchmark until it returns or the process is interrupted
-// (SIGINT, SIGTERM cancel the context); an error is printed on stderr and
-// exits with status 1.
-func Main(run func(ctx context.Context) error) {
+// run calls fn until it returns or the process is interrupted (SIGINT,
+// SIGTERM cancel the context); an error is printed on stderr and exits
+// with status 1.
+func run(fn func(ctx context.Context) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := fn(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		stop()
 		os.Exit(1)
@@ -83,4 +86,15 @@ func OpsLine(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// Parallel calls fn(ctx, i) for i in [0, n) on at most workers goroutines
+// and returns the first error; after one, ctx is cancelled.
+func Parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, workers))
+	for i := range n {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
 }

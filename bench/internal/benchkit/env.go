@@ -1,8 +1,10 @@
 package benchkit
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
@@ -82,4 +84,39 @@ func AzureFlags(s *armsim.Server, dir string) ([]string, error) {
 		"--azure-client-id", armsimtest.ClientID,
 		"--azure-client-secret-file", secret,
 	}, nil
+}
+
+// ARMTally is armsim's counts of a phase, classified.
+type ARMTally struct {
+	// Discovery counts Resource Graph queries (one per page).
+	Discovery int
+	// Reads counts every read (ARM's GET bucket), Discovery included.
+	Reads int
+	// Writes counts every other call but identity requests.
+	Writes    int
+	Identity  int
+	Throttled int
+	ByOp      map[string]int
+}
+
+// TallyARM classifies armsim's call counts.
+func TallyARM(c armsim.Calls) ARMTally {
+	t := ARMTally{ByOp: map[string]int{}}
+	for _, op := range c.Ops() {
+		n := c.Count(op)
+		t.ByOp[op] = n
+		t.Throttled += c.CountStatus(op, http.StatusTooManyRequests)
+		switch {
+		case strings.HasPrefix(op, "Identity."):
+			t.Identity += n
+		case op == "ResourceGraph.Resources":
+			t.Discovery += n
+			t.Reads += n
+		case strings.Contains(op, ".Get") || strings.Contains(op, ".List") || strings.HasPrefix(op, "Operations."):
+			t.Reads += n
+		default:
+			t.Writes += n
+		}
+	}
+	return t
 }

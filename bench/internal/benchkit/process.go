@@ -1,7 +1,6 @@
 package benchkit
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // BuildTagsync returns the tagsync binary to measure: named (a -tagsync
@@ -216,26 +218,29 @@ func (p *Process) Sample(at string) (MemorySample, error) {
 
 // ProcMemory reads VmRSS and VmHWM (peak RSS) of a process, in bytes.
 func ProcMemory(pid int) (rss, hwm int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := ProcStatus(pid, "VmRSS", "VmHWM")
+	return v[0], v[1], err
+}
+
+// ProcStatus reads the given kB fields of /proc/<pid>/status (VmRSS,
+// RssAnon, ...) in bytes, in the order asked (0 for a field not there).
+func ProcStatus(pid int, fields ...string) ([]int64, error) {
+	out := make([]int64, len(fields))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return out, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
 			continue
 		}
-		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb * 1024
-		case "VmHWM:":
-			hwm = kb * 1024
+		if i := slices.Index(fields, strings.TrimSuffix(f[0], ":")); i >= 0 {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			out[i] = kb * 1024
 		}
 	}
-	return rss, hwm, sc.Err()
+	return out, nil
 }
 
 // ProcCPU is the CPU time (user + system) a process has used, in seconds
@@ -266,37 +271,43 @@ func ProcCPU(pid int) float64 {
 // given `key="value"` pair, in Prometheus text format.
 func MetricValue(text, name string, labels ...string) float64 {
 	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		series, val := line[:sp], line[sp+1:]
-		metric, lbls := series, ""
-		if i := strings.IndexByte(series, '{'); i >= 0 {
-			metric, lbls = series[:i], series[i:]
-		}
-		if metric != name {
-			continue
-		}
-		ok := true
+	EachSample(text, name, func(series string, v float64) {
 		for _, l := range labels {
-			if !strings.Contains(lbls, l) {
-				ok = false
-				break
+			if !strings.Contains(series, l) {
+				return
 			}
 		}
-		if !ok {
+		sum += v
+	})
+	return sum
+}
+
+// EachSample calls fn with the series (labels included) and value of
+// every sample of the metric name in Prometheus text format.
+func EachSample(text, name string, fn func(series string, v float64)) {
+	for _, line := range strings.Split(text, "\n") {
+		sp := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || sp < 0 {
 			continue
 		}
-		if v, err := strconv.ParseFloat(val, 64); err == nil {
-			sum += v
+		series := line[:sp]
+		if metric, _, _ := strings.Cut(series, "{"); metric != name {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[sp+1:], 64); err == nil {
+			fn(series, v)
 		}
 	}
-	return sum
+}
+
+// Label is a label's value in a series (`name{key="value",...}`).
+func Label(series, key string) string {
+	_, rest, ok := strings.Cut(series, key+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }
 
 // FreeAddr is a free TCP address on loopback.
@@ -307,6 +318,29 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// StartRun starts `tagsync run` as c describes against the control plane
+// env, with the flags every benchmark passes before c.Args: the control
+// plane's kubeconfig (written into c.Dir), leader election off, plain
+// metrics and the health probes on free loopback ports, info logs.
+func StartRun(ctx context.Context, env *testenv.Env, c Command) (*Process, error) {
+	kubeconfig, err := WriteKubeconfig(env, c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	probeAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	if c.MetricsAddr, err = FreeAddr(); err != nil {
+		return nil, err
+	}
+	c.Args = append([]string{"run", "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--metrics-secure=false", // the harness scrapes plain HTTP on loopback
+		"--metrics-bind-address", c.MetricsAddr, "--health-probe-bind-address", probeAddr,
+		"--zap-log-level", "info"}, c.Args...)
+	return Start(ctx, c)
 }
 
 // CleanEnv is this process's environment without AZURE_*, AWS_*,
