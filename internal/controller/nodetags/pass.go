@@ -85,7 +85,7 @@ func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError
 	passDuration.WithLabelValues(nts.Name).Observe(p.r.now().Sub(p.start).Seconds())
 	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
-	return p.r.writeStatus(ctx, nts, o.status(nts, p.cfg, failed, fresh, p.start), p.st)
+	return p.r.writeStatus(ctx, nts, o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start), p.st)
 }
 
 // next schedules the next pass: after the cloud's Retry-After when it

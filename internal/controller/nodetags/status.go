@@ -107,9 +107,15 @@ func (o *outcome) record(name string) {
 // nodeStates are the values of the nodes gauge's state label.
 var nodeStates = []string{"synced", "unmanaged", "error", "pending"}
 
-// status renders the pass as the NodeTagSync's status.
-func (o *outcome) status(nts *v1alpha1.NodeTagSync, cfg syncConfig, failed []cloud.ScopeError, fresh bool, at time.Time) v1alpha1.NodeTagSyncStatus {
+// status renders the pass as the NodeTagSync's status. last is the status
+// this controller last wrote (nil: unknown): the cached nts may not show it
+// yet, and a lastFullSyncTime it set must not be written away by the next
+// pass, which reads no fresh state of its own.
+func (o *outcome) status(nts *v1alpha1.NodeTagSync, last *v1alpha1.NodeTagSyncStatus, cfg syncConfig, failed []cloud.ScopeError, fresh bool, at time.Time) v1alpha1.NodeTagSyncStatus {
 	st := *nts.Status.DeepCopy()
+	if last != nil && last.LastFullSyncTime != nil && (st.LastFullSyncTime == nil || st.LastFullSyncTime.Before(last.LastFullSyncTime)) {
+		st.LastFullSyncTime = last.LastFullSyncTime.DeepCopy()
+	}
 	st.ObservedGeneration = nts.Generation
 	st.LastSyncRequest = nts.Annotations[SyncRequestAnnotation]
 	st.SyncedNodes = int32(o.synced)

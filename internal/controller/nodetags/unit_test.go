@@ -246,3 +246,20 @@ func TestUnitStatusWrittenWhenTheCacheLags(t *testing.T) {
 		t.Fatalf("stored status counts %d synced nodes, want 3: the write was skipped because the lagging cache already showed it", stored.Status.SyncedNodes)
 	}
 }
+
+// TestUnitStaleCacheKeepsLastFullSyncTime: a pass that reads no fresh state
+// builds its status from the cached NodeTagSync, which may not show the
+// lastFullSyncTime the pass before it wrote; it keeps the written one.
+func TestUnitStaleCacheKeepsLastFullSyncTime(t *testing.T) {
+	written := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	last := &v1alpha1.NodeTagSyncStatus{LastFullSyncTime: &written}
+	stale := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "nts", Generation: 1}}
+	o := &outcome{}
+	if got := o.status(stale, last, syncConfig{}, nil, false, written.Add(time.Second)); got.LastFullSyncTime == nil || !got.LastFullSyncTime.Equal(&written) {
+		t.Fatalf("lastFullSyncTime = %v after a pass on a stale cached copy, want the %v written before", got.LastFullSyncTime, written)
+	}
+	fresh := written.Add(time.Minute)
+	if got := o.status(stale, last, syncConfig{}, nil, true, fresh); got.LastFullSyncTime == nil || !got.LastFullSyncTime.Time.Equal(fresh) {
+		t.Fatalf("lastFullSyncTime = %v after a fresh pass, want %v", got.LastFullSyncTime, fresh)
+	}
+}
