@@ -5,12 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -111,8 +108,7 @@ func TestLoginAzureUnknownSubscription(t *testing.T) {
 // as dry runs on a classified instance without writing a tag.
 func TestLoginAWS(t *testing.T) {
 	moto := testenv.StartMoto(t)
-	ec2c := ec2.NewFromConfig(moto.Config)
-	id := motoInstances(t, ec2c, 1, map[string]string{"kubernetes.io/cluster/login": "owned"})[0]
+	id := awstest.RunInstances(t, moto, 1, map[string]string{"kubernetes.io/cluster/login": "owned"})[0]
 	const secret = "moto-secret-never-printed-7f3a"
 	out, err := runLoginCLI(t, append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned")...)
 	if err != nil {
@@ -125,11 +121,7 @@ func TestLoginAWS(t *testing.T) {
 		}
 	}
 	assertNoSecret(t, out, secret)
-	tagsOut, err := ec2c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{id}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tagsOut.Tags) != 1 {
-		t.Errorf("the dry runs wrote tags: %v", tagsOut.Tags)
+	if tags := awstest.Tags(t, moto, id); len(tags) != 1 {
+		t.Errorf("the dry runs wrote tags: %v", tags)
 	}
 }

@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +13,7 @@ import (
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -45,11 +42,10 @@ func TestPlanAWSPredictsTheAuditRecords(t *testing.T) {
 	env, kubeconfig := kube(t)
 	ns := newNamespace(t, env)
 	moto := testenv.StartMoto(t)
-	ec2c := ec2.NewFromConfig(moto.Config)
 	owned := "kubernetes.io/cluster/plan-aws"
-	ids := motoInstances(t, ec2c, 3, map[string]string{owned: "owned"})
-	ids = append(ids, motoInstances(t, ec2c, 1, map[string]string{owned: "owned", "env": "old", "keep": "me"})...)
-	motoInstances(t, ec2c, 1, map[string]string{"unrelated": "owned"})
+	ids := awstest.RunInstances(t, moto, 3, map[string]string{owned: "owned"})
+	ids = append(ids, awstest.RunInstances(t, moto, 1, map[string]string{owned: "owned", "env": "old", "keep": "me"})...)
+	awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})
 	for _, o := range []client.Object{
 		&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns}, Spec: v1alpha1.AWSMetadataSpec{
 			Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "prod", "team": "a"}}},
@@ -94,36 +90,11 @@ func TestPlanAWSPredictsTheAuditRecords(t *testing.T) {
 	}
 }
 
-// motoInstances starts n instances with tags.
-func motoInstances(t *testing.T, c *ec2.Client, n int, tg map[string]string) []string {
-	t.Helper()
-	var tl []ec2types.Tag
-	for k, v := range tg {
-		tl = append(tl, ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)})
-	}
-	out, err := c.RunInstances(t.Context(), &ec2.RunInstancesInput{ImageId: sdkaws.String("ami-12c6146b"),
-		MinCount: sdkaws.Int32(int32(n)), MaxCount: sdkaws.Int32(int32(n)), InstanceType: ec2types.InstanceTypeT3Micro,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tl}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, len(out.Instances))
-	for i, in := range out.Instances {
-		ids[i] = *in.InstanceId
-	}
-	return ids
-}
-
 // startAWSController runs the metadata controller for ns with an AWS
 // provider on moto, and returns its audit log.
 func startAWSController(t *testing.T, env *testenv.Env, ns string, moto *testenv.Moto) *testenv.SyncBuffer {
 	t.Helper()
-	p, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
-		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := awstest.Provider(t, moto)
 	log := &testenv.SyncBuffer{}
 	mgr, err := operator.Build(t.Context(), env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		Providers: []cloud.Provider{p}, Controllers: []string{metadata.ControllerName}, Namespaces: []string{ns}, Audit: audit.New(log)})

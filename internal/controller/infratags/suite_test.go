@@ -21,6 +21,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
@@ -224,11 +225,6 @@ func (h *harness) waitEvent(reason string, fragments ...string) string {
 // newHarnessWithAWS is newHarness with an AWS provider on moto as well.
 func newHarnessWithAWS(t *testing.T, moto *testenv.Moto, crds ...string) (*harness, *aws.Provider) {
 	t.Helper()
-	p, err := aws.NewProvider(context.Background(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
-		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := awstest.Provider(t, moto)
 	return startHarness(t, []cloud.Provider{p}, crds), p
 }

@@ -8,13 +8,12 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -26,12 +25,12 @@ func awsOwned(infra string) string { return "kubernetes.io/cluster/" + infra }
 // update, delete; the audit log has one line per resource and mutation.
 func TestAWSLifecycle(t *testing.T) {
 	moto := testenv.StartMoto(t)
-	provider := motoProvider(t, moto)
+	provider := awstest.Provider(t, moto)
 	h := newHarness(t, provider)
 	ec2c := ec2.NewFromConfig(moto.Config)
-	ids := runInstances(t, ec2c, 25, awsOwned("aws1"))
+	ids := awstest.RunInstances(t, moto, 25, map[string]string{awsOwned("aws1"): "owned"})
 	ids = append(ids, createVolumes(t, ec2c, 5, awsOwned("aws1"))...)
-	stray := runInstances(t, ec2c, 1, "unrelated")[0]
+	stray := awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})[0]
 
 	h.create(&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"},
 		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod", "team": "a"}}})
@@ -45,11 +44,11 @@ func TestAWSLifecycle(t *testing.T) {
 		t.Fatalf("matched %d, want %d", got.Status.Matched, len(ids))
 	}
 	for _, id := range ids {
-		if tg := ec2Tags(t, ec2c, id); tg["env"] != "prod" || tg["team"] != "a" {
+		if tg := awstest.Tags(t, moto, id); tg["env"] != "prod" || tg["team"] != "a" {
 			t.Errorf("%s has %v", id, tg)
 		}
 	}
-	if tg := ec2Tags(t, ec2c, stray); tg["env"] != "" {
+	if tg := awstest.Tags(t, moto, stray); tg["env"] != "" {
 		t.Errorf("an unclassified instance was tagged: %v", tg)
 	}
 	if n := provider.Calls()["ec2:CreateTags"]; n != 1 {
@@ -65,7 +64,7 @@ func TestAWSLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.pass("cm")
-	if v := ec2Tags(t, ec2c, ids[0])["env"]; v != "prod" {
+	if v := awstest.Tags(t, moto, ids[0])["env"]; v != "prod" {
 		t.Errorf("outside edit not reverted: env=%q", v)
 	}
 
@@ -77,7 +76,7 @@ func TestAWSLifecycle(t *testing.T) {
 	})
 	eventually(t, "env=staging everywhere", func() string {
 		for _, id := range ids {
-			if v := ec2Tags(t, ec2c, id)["env"]; v != "staging" {
+			if v := awstest.Tags(t, moto, id)["env"]; v != "staging" {
 				return fmt.Sprintf("%s has env=%s", id, v)
 			}
 		}
@@ -94,7 +93,7 @@ func TestAWSLifecycle(t *testing.T) {
 	h.waitReady("cm", metav1.ConditionTrue)
 	eventually(t, "team deleted everywhere", func() string {
 		for _, id := range ids {
-			if v, ok := ec2Tags(t, ec2c, id)["team"]; ok {
+			if v, ok := awstest.Tags(t, moto, id)["team"]; ok {
 				return fmt.Sprintf("%s still has team=%s", id, v)
 			}
 		}
@@ -105,27 +104,15 @@ func TestAWSLifecycle(t *testing.T) {
 	}
 }
 
-// motoProvider is an AWS provider on moto, in moto's region.
-func motoProvider(t *testing.T, moto *testenv.Moto) *aws.Provider {
-	t.Helper()
-	provider, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
-		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return provider
-}
-
 // TestMistypedRegionBacksOff: a region that does not exist (us-esat-1) is
 // a PermanentError, reported once (one event) and not searched again
 // every 30 s as a transient error is; correcting the region retries at
 // once and applies.
 func TestMistypedRegionBacksOff(t *testing.T) {
 	moto := testenv.StartMoto(t)
-	provider := motoProvider(t, moto)
+	provider := awstest.Provider(t, moto)
 	h := newHarness(t, provider)
-	id := runInstances(t, ec2.NewFromConfig(moto.Config), 1, awsOwned("aws1"))[0]
+	id := awstest.RunInstances(t, moto, 1, map[string]string{awsOwned("aws1"): "owned"})[0]
 	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AWSMetadataSpec{
 		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}, Regions: []string{"us-esat-1"}}}
 	h.create(aw)
@@ -159,7 +146,7 @@ func TestMistypedRegionBacksOff(t *testing.T) {
 	}
 	h.update(aw, func() { aw.Spec.Regions = []string{testenv.MotoRegion} })
 	eventually(t, "env=prod on the instance once the region is corrected", func() string {
-		if tg := ec2Tags(t, ec2.NewFromConfig(moto.Config), id); tg["env"] != "prod" {
+		if tg := awstest.Tags(t, moto, id); tg["env"] != "prod" {
 			return fmt.Sprintf("%s has %v", id, tg)
 		}
 		return ""
@@ -177,23 +164,6 @@ func (h *harness) awsStatus(name string) *v1alpha1.AWSMetadata {
 	return o
 }
 
-// runInstances starts n instances carrying the tag name=owned.
-func runInstances(t *testing.T, c *ec2.Client, n int, name string) []string {
-	t.Helper()
-	out, err := c.RunInstances(t.Context(), &ec2.RunInstancesInput{ImageId: sdkaws.String("ami-12c6146b"),
-		MinCount: sdkaws.Int32(int32(n)), MaxCount: sdkaws.Int32(int32(n)), InstanceType: ec2types.InstanceTypeT3Micro,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance,
-			Tags: []ec2types.Tag{{Key: sdkaws.String(name), Value: sdkaws.String("owned")}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, len(out.Instances))
-	for i, in := range out.Instances {
-		ids[i] = *in.InstanceId
-	}
-	return ids
-}
-
 // createVolumes creates n volumes carrying the tag name=owned.
 func createVolumes(t *testing.T, c *ec2.Client, n int, name string) []string {
 	t.Helper()
@@ -208,18 +178,4 @@ func createVolumes(t *testing.T, c *ec2.Client, n int, name string) []string {
 		ids = append(ids, *out.VolumeId)
 	}
 	return ids
-}
-
-// ec2Tags reads a resource's tags.
-func ec2Tags(t *testing.T, c *ec2.Client, id string) map[string]string {
-	t.Helper()
-	out, err := c.DescribeTags(t.Context(), &ec2.DescribeTagsInput{Filters: []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{id}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := map[string]string{}
-	for _, d := range out.Tags {
-		tg[*d.Key] = *d.Value
-	}
-	return tg
 }
