@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -83,9 +84,8 @@ func (o Options) withDefaults() Options {
 // Reconciler keeps the engine objects in line with the Infrastructure.
 // Build it with NewReconciler.
 type Reconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	opts     Options
+	kit.Base
+	opts Options
 
 	once  sync.Once
 	notes *notify.Notifier
@@ -98,7 +98,7 @@ type Reconciler struct {
 // NewReconciler builds a Reconciler; nil c and recorder are filled in at
 // SetupWithManager.
 func NewReconciler(c client.Client, recorder events.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, opts: opts.withDefaults()}
+	return &Reconciler{Base: kit.NewBase(c, recorder, nil), opts: opts.withDefaults()}
 }
 
 // The adapter reads the Infrastructure and its CRD, writes the engine's
@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.init()
 	infra := &unstructured.Unstructured{}
 	infra.SetGroupVersionKind(InfrastructureGVK)
-	if err := r.client.Get(ctx, req.NamespacedName, infra); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, infra); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -138,5 +138,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) init() {
-	r.once.Do(func() { r.notes = notify.NewNotifier(r.recorder, "Apply") })
+	r.once.Do(func() { r.notes = notify.NewNotifier(r.Recorder, "Apply") })
 }

@@ -159,10 +159,10 @@ func (r *Reconciler) meta(name string) metav1.ObjectMeta {
 func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
 	obj.SetAnnotations(map[string]string{sourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
 	current := obj.DeepCopyObject().(client.Object)
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), current)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.client.Create(ctx, obj); err != nil {
+		if err := r.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 		return nil
@@ -174,7 +174,7 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 		return nil
 	}
 	obj.SetResourceVersion(current.GetResourceVersion())
-	if err := r.client.Update(ctx, obj); err != nil {
+	if err := r.Client.Update(ctx, obj); err != nil {
 		return fmt.Errorf("update %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
@@ -183,5 +183,5 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 // exists reports whether an engine object is there (from an earlier pass).
 func (r *Reconciler) exists(ctx context.Context, obj client.Object) bool {
 	current := obj.DeepCopyObject().(client.Object)
-	return r.client.Get(ctx, client.ObjectKeyFromObject(obj), current) == nil
+	return r.Client.Get(ctx, client.ObjectKeyFromObject(obj), current) == nil
 }

@@ -55,7 +55,7 @@ func (r *Reconciler) engineStatus(ctx context.Context, cloud string) (v1alpha1.P
 	if cloud == "aws" {
 		obj, name = &v1alpha1.AWSMetadata{}, AWSMetadataName
 	}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, obj); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, obj); err != nil {
 		return v1alpha1.ProviderMetadataStatus{}, 0, false
 	}
 	switch o := obj.(type) {
@@ -108,7 +108,7 @@ func (r *Reconciler) reportFailures(ctx context.Context, infra *unstructured.Uns
 	if err := unstructured.SetNestedSlice(infra.Object, failures, "status", "platformStatus", "azure", "resourceTags"); err != nil {
 		return err
 	}
-	if err := r.client.Status().Patch(ctx, infra, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Status().Patch(ctx, infra, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patch the Infrastructure's status: %w", err)
 	}
 	return nil
@@ -125,7 +125,7 @@ func (r *Reconciler) isSeedShape(ctx context.Context) (bool, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
-	if err := r.client.Get(ctx, client.ObjectKey{Name: InfrastructureCRD}, crd); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: InfrastructureCRD}, crd); err != nil {
 		return false, fmt.Errorf("read the Infrastructure CRD: %w", err)
 	}
 	seed := false

@@ -22,7 +22,7 @@ import (
 // exists; otherwise it adds a runnable that looks for the CRD every
 // Options.CRDPollInterval and registers the adapter once it appears.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+	if err := r.UseManager(mgr, ControllerName); err != nil {
 		return err
 	}
 	r.init()

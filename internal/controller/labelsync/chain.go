@@ -197,7 +197,7 @@ func hostOfMachine(annotations map[string]string) (types.NamespacedName, bool) {
 // Machines and Metal3Machines.
 func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost, error) {
 	if src.profile != nil {
-		return profileHosts(ctx, r.client, src.profile)
+		return profileHosts(ctx, r.Client, src.profile)
 	}
 	return r.hostsOfInfra(ctx, *src.infra)
 }
@@ -226,7 +226,7 @@ func profileHosts(ctx context.Context, c client.Reader, p *v1alpha1.LabelSyncPro
 // Metal3Machine → the host its metal3.io/BareMetalHost annotation names.
 func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedName) ([]*BareMetalHost, error) {
 	var clusters clusterv1.ClusterList
-	if err := r.client.List(ctx, &clusters, client.InNamespace(infra.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(infra.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
 	var out []*BareMetalHost
@@ -237,7 +237,7 @@ func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedNam
 			continue
 		}
 		var machines clusterv1.MachineList
-		if err := r.client.List(ctx, &machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+		if err := r.Client.List(ctx, &machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 			return nil, fmt.Errorf("listing Machines of Cluster %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		for j := range machines.Items {
@@ -262,7 +262,7 @@ func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machi
 		return nil, nil
 	}
 	m3m := metadataOf(Metal3MachineGVK)
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, m3m); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, m3m); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	key, ok := hostOfMachine(m3m.Annotations)
@@ -270,7 +270,7 @@ func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machi
 		return nil, nil
 	}
 	var h BareMetalHost
-	if err := r.client.Get(ctx, key, &h); err != nil {
+	if err := r.Client.Get(ctx, key, &h); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	return &h, nil

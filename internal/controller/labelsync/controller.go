@@ -40,7 +40,6 @@ package labelsync
 import (
 	"context"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,9 +75,7 @@ const infraRequestPrefix = "Metal3Cluster:"
 // Reconciler syncs the hosts of each source to their Nodes. Build it with
 // NewReconciler.
 type Reconciler struct {
-	client    client.Client
-	recorder  events.EventRecorder
-	clock     clock.PassiveClock
+	kit.Base
 	workloads Workloads
 
 	once sync.Once
@@ -128,10 +125,7 @@ type nodeKey struct {
 // API's clustercache, set up at SetupWithManager); clk is the clock (nil:
 // the real one).
 func NewReconciler(c client.Client, recorder events.EventRecorder, w Workloads, clk clock.PassiveClock) *Reconciler {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	return &Reconciler{client: c, recorder: recorder, workloads: w, clock: clk}
+	return &Reconciler{Base: kit.NewBase(c, recorder, clk), workloads: w}
 }
 
 // The controller reads the management cluster through its cache, writes
@@ -175,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.sources = kit.NewStates[types.NamespacedName](r.recorder, "Sync", func(n *notify.Notifier) *state { return &state{notes: n} })
+		r.sources = kit.NewStates[types.NamespacedName](r.Recorder, "Sync", func(n *notify.Notifier) *state { return &state{notes: n} })
 		r.clusters = map[types.NamespacedName]*clusterHealth{}
 		r.claims = newClaimRegistry()
 	})
@@ -240,8 +234,6 @@ func (r *Reconciler) known(key types.NamespacedName) bool {
 	return ok
 }
 
-func (r *Reconciler) now() time.Time { return r.clock.Now() }
-
 // isProfileRequest reports a request for a LabelSyncProfile (not a
 // Metal3Cluster).
 func isProfileRequest(key types.NamespacedName) bool {
@@ -259,7 +251,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, src *source, st *state, 
 	msg := missing + "; label sync starts by itself once they are installed (it looks every 30s)"
 	st.notes.Once(src.obj, "missing", ReasonCRDsMissing, msg)
 	st.notes.EndPass(true)
-	return r.writeProfileStatus(ctx, src, notReadyStatus(src.profile, ReasonCRDsMissing, msg, r.now()))
+	return r.writeProfileStatus(ctx, src, notReadyStatus(src.profile, ReasonCRDsMissing, msg, r.Now()))
 }
 
 // invalidSource reports a source that cannot be used (an invalid

@@ -74,7 +74,7 @@ type contestNote struct {
 }
 
 func (r *Reconciler) newPass(src *source, st *state) *pass {
-	return &pass{r: r, src: src, st: st, started: r.now(), out: outcome{
+	return &pass{r: r, src: src, st: st, started: r.Now(), out: outcome{
 		waiting: map[v1alpha1.WaitReason][]string{}, unreachable: map[types.NamespacedName]time.Duration{},
 		clusters: map[types.NamespacedName]bool{}, nodes: map[nodeKey]bool{}, hosts: map[types.NamespacedName]bool{},
 		staked: map[types.UID]map[claimant]bool{},
@@ -90,7 +90,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	byCluster := map[types.NamespacedName][]*link{}
-	rd := newBulkReader(p.r.client)
+	rd := newBulkReader(p.r.Client)
 	for _, h := range hosts {
 		l, err := resolve(ctx, rd, h)
 		if err != nil {
@@ -382,7 +382,7 @@ func (p *pass) next() time.Duration {
 		next = min(next, inFlightRetry)
 	}
 	if !p.stamp.IsZero() {
-		next = min(next, max(p.stamp.Add(p.src.resync).Sub(p.r.now()), minStampWait))
+		next = min(next, max(p.stamp.Add(p.src.resync).Sub(p.r.Now()), minStampWait))
 	}
 	return next
 }

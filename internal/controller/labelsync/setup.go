@@ -72,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 // prepare gives the reconciler its client and recorder and the manager's
 // scheme the Cluster API and BareMetalHost types.
 func (r *Reconciler) prepare(mgr manager.Manager) error {
-	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+	if err := r.UseManager(mgr, ControllerName); err != nil {
 		return err
 	}
 	if err := clusterv1.AddToScheme(mgr.GetScheme()); err != nil {
@@ -117,7 +117,7 @@ func (r *Reconciler) connectWorkloads(mgr manager.Manager, ctl controller.Contro
 	var cc clustercache.ClusterCache
 	kc := newKubeconfigs(mgr.GetAPIReader(), mgr.GetClient(), func(ctx context.Context, cluster types.NamespacedName) {
 		reconcileCluster(ctx, cc, cluster)
-	}, r.clock)
+	}, r.Clock)
 	cc, err := r.setupClusterCache(mgr, kc.usable)
 	if err != nil {
 		return err
@@ -205,7 +205,7 @@ func nodeCache() map[client.Object]ctrlcache.ByObject {
 func (r *Reconciler) hostSources(ctx context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	var list v1alpha1.LabelSyncProfileList
-	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err == nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err == nil {
 		for _, p := range list.Items {
 			if sel, err := metav1.LabelSelectorAsSelector(&p.Spec.HostSelector); err == nil && sel.Matches(labels.Set(o.GetLabels())) {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
@@ -215,7 +215,7 @@ func (r *Reconciler) hostSources(ctx context.Context, o client.Object) []reconci
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	out = append(out, r.sourcesWhere(func(st *state) bool { return st.hosts[key] })...)
 	if h, ok := o.(*BareMetalHost); ok {
-		if l, err := resolve(ctx, getReader{r.client}, h); err == nil && l.infra.Name != "" {
+		if l, err := resolve(ctx, getReader{r.Client}, h); err == nil && l.infra.Name != "" {
 			out = append(out, infraRequest(l.infra))
 		}
 	}
@@ -229,7 +229,7 @@ func (r *Reconciler) metal3MachineSources(ctx context.Context, o client.Object) 
 		return nil
 	}
 	var h BareMetalHost
-	if err := r.client.Get(ctx, key, &h); err != nil {
+	if err := r.Client.Get(ctx, key, &h); err != nil {
 		return nil
 	}
 	return r.hostSources(ctx, &h)
@@ -286,7 +286,7 @@ func (r *Reconciler) clusterEvents() handler.EventHandler {
 func (r *Reconciler) infraSources(ctx context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	var clusters clusterv1.ClusterList
-	if err := r.client.List(ctx, &clusters, client.InNamespace(o.GetNamespace())); err == nil {
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(o.GetNamespace())); err == nil {
 		for _, c := range clusters.Items {
 			if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group && ref.Name == o.GetName() {
 				key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}

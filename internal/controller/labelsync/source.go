@@ -52,14 +52,14 @@ func (s *source) name() string {
 func (r *Reconciler) sourceFor(ctx context.Context, key types.NamespacedName) (*source, error) {
 	if isProfileRequest(key) {
 		var p v1alpha1.LabelSyncProfile
-		if err := r.client.Get(ctx, key, &p); err != nil {
+		if err := r.Client.Get(ctx, key, &p); err != nil {
 			return nil, err
 		}
 		return &source{key: key, obj: &p, profile: &p, prefixes: p.Spec.Prefixes, resync: p.Spec.Resync()}, nil
 	}
 	infra := types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimPrefix(key.Name, infraRequestPrefix)}
 	m3c := metadataOf(Metal3ClusterGVK)
-	if err := r.client.Get(ctx, infra, m3c); err != nil {
+	if err := r.Client.Get(ctx, infra, m3c); err != nil {
 		return nil, err
 	}
 	src := &source{key: key, obj: m3c, infra: &infra}

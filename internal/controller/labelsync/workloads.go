@@ -83,7 +83,7 @@ const (
 func (r *Reconciler) clusterFailed(cluster types.NamespacedName, err error) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.now()
+	now := r.Now()
 	h, ok := r.clusters[cluster]
 	if !ok {
 		h = &clusterHealth{since: now}

@@ -12,7 +12,6 @@ package metadata
 import (
 	"context"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,11 +38,9 @@ const SyncRequestAnnotation = kit.SyncRequestAnnotation
 // Reconciler applies the requests of CloudMetadata objects. Build it with
 // NewReconciler.
 type Reconciler struct {
-	client    client.Client
+	kit.Base
 	providers cloud.Providers
-	recorder  events.EventRecorder
 	audit     *audit.Log
-	clock     clock.PassiveClock
 
 	once   sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
@@ -71,13 +68,10 @@ type state struct {
 // receives an audit record per cloud mutation (nil: none); clk is the clock
 // (nil: the real one).
 func NewReconciler(c client.Client, providers cloud.Providers, recorder events.EventRecorder, log *audit.Log, clk clock.PassiveClock) *Reconciler {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
 	if log == nil {
 		log = audit.Discard()
 	}
-	return &Reconciler{client: c, providers: providers, recorder: recorder, audit: log, clock: clk}
+	return &Reconciler{Base: kit.NewBase(c, recorder, clk), providers: providers, audit: log}
 }
 
 // The controller reads through its cache and writes status with patches;
@@ -90,7 +84,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
 	var cm v1alpha1.CloudMetadata
-	if err := r.client.Get(ctx, req.NamespacedName, &cm); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(ctx, req.NamespacedName)
 			return reconcile.Result{}, nil
@@ -103,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.states = kit.NewStates[types.NamespacedName](r.recorder, "Sync", func(n *notify.Notifier) *state {
+		r.states = kit.NewStates[types.NamespacedName](r.Recorder, "Sync", func(n *notify.Notifier) *state {
 			return &state{notes: n, held: map[string]*heldTags{}}
 		})
 		r.claims = newClaimBook()
@@ -117,5 +111,3 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	forgetMetrics(key)
 	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
 }
-
-func (r *Reconciler) now() time.Time { return r.clock.Now() }

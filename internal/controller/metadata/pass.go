@@ -31,7 +31,7 @@ type pass struct {
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
-	return &pass{r: r, cm: cm, st: st, started: r.now(), claimed: map[claimant]bool{}}
+	return &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
 }
 
 // run resolves the references, syncs each target (unless a reference is
@@ -63,7 +63,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 // syncTarget is the pass over one target: check, discover, plan, write,
 // tally.
 func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
-	o := &outcome{t: t, started: p.r.now()}
+	o := &outcome{t: t, started: p.r.Now()}
 	defer o.observe(p)
 	provider, err := p.r.providers.ClassifiedProvider(t.cloud)
 	if err != nil {

@@ -78,7 +78,7 @@ func refOf(kind string, refs v1alpha1.CloudProviderRefs) *v1alpha1.LocalObjectRe
 
 // resolve reads the objects cm references, through the cache.
 func (r *Reconciler) resolve(ctx context.Context, cm *v1alpha1.CloudMetadata) (resolved, error) {
-	return resolveRefs(ctx, r.client, cm, r.referencing)
+	return resolveRefs(ctx, r.Client, cm, r.referencing)
 }
 
 // resolveRef reads the object ref names (nil: none) into a new T and adds
@@ -158,7 +158,7 @@ func (r *Reconciler) referencing(ctx context.Context, namespace, kind, name stri
 		index = awsRefIndex
 	}
 	var list v1alpha1.CloudMetadataList
-	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: name}); err != nil {
 		return nil, fmt.Errorf("list CloudMetadata referencing %s: %w", name, err)
 	}
 	return list.Items, nil

@@ -25,7 +25,7 @@ const maxConcurrentPasses = 4
 // or sync request, and a spec change of an AzureMetadata or AWSMetadata it
 // references, trigger a pass; each pass schedules the next after syncEvery.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+	if err := r.UseManager(mgr, ControllerName); err != nil {
 		return err
 	}
 	r.init()
@@ -58,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 func (r *Reconciler) referrers(index string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list v1alpha1.CloudMetadataList
-		if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, len(list.Items))

@@ -20,7 +20,7 @@ import (
 // writeStatuses patches the status of every target and of the
 // CloudMetadata, each only when it changed.
 func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcomes []*outcome) error {
-	now := metav1.NewTime(p.r.now().Truncate(time.Second))
+	now := metav1.NewTime(p.r.Now().Truncate(time.Second))
 	every := p.cm.Spec.ControllerConfig.SyncInterval()
 	for _, o := range outcomes {
 		before := o.t.obj.DeepCopyObject().(client.Object)
@@ -45,7 +45,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
 func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
-	return kit.PatchStatus(ctx, p.r.client, obj, before)
+	return kit.PatchStatus(ctx, p.r.Client, obj, before)
 }
 
 // status is the target's new status.

@@ -91,7 +91,7 @@ func patchKey(plan tags.ResourcePlan) string {
 // lost and the audit fails closed.
 func (p *pass) audit(t *target, pl Planned, res cloud.WriteResult) error {
 	rec := audit.Record{
-		Time:     p.r.now().UTC(),
+		Time:     p.r.Now().UTC(),
 		Object:   audit.Object{Kind: t.kind, Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Generation: t.obj.GetGeneration()},
 		Cloud:    t.cloud,
 		Resource: pl.Resource.ID,

@@ -66,7 +66,7 @@ func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags
 // sees the change, so nothing failed.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK bool) {
 	readAt := m.node.ResourceVersion
-	err := patchNode(ctx, p.r.client, m.node, u)
+	err := patchNode(ctx, p.r.Client, m.node, u)
 	switch {
 	case apierrors.IsConflict(err):
 		p.out.nodeInFlight()

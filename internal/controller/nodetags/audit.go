@@ -32,7 +32,7 @@ func (p *pass) patchAudited(ctx context.Context, res cloud.Resource, patch tags.
 // record was lost and the audit fails closed.
 func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, result string, err error) error {
 	rec := audit.Record{
-		Time:     p.r.now().UTC(),
+		Time:     p.r.Now().UTC(),
 		Object:   audit.Object{Kind: "NodeTagSync", Name: p.nts.Name, Generation: p.nts.Generation},
 		Cloud:    p.cfg.provider.Name(),
 		Resource: res.ID,

@@ -29,11 +29,9 @@ const SyncRequestAnnotation = kit.SyncRequestAnnotation
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
 // Build it with NewReconciler.
 type Reconciler struct {
-	client    ctrl.Client
+	kit.Base
 	providers cloud.Providers
-	recorder  events.EventRecorder
 	audit     *audit.Log
-	clock     clock.PassiveClock
 	// nodeWriteConcurrency bounds parallel Node patches.
 	nodeWriteConcurrency int
 
@@ -74,7 +72,7 @@ type syncState struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
 	var nts v1alpha1.NodeTagSync
-	if err := r.client.Get(ctx, req.NamespacedName, &nts); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, &nts); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
 			return reconcile.Result{}, nil
@@ -99,13 +97,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // receives an audit record per cloud write (nil: none); clk is the clock
 // (nil: the real one). A nil c means the manager's client.
 func NewReconciler(c ctrl.Client, providers cloud.Providers, recorder events.EventRecorder, log *audit.Log, clk clock.PassiveClock) *Reconciler {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
 	if log == nil {
 		log = audit.Discard()
 	}
-	return &Reconciler{client: c, providers: providers, recorder: recorder, audit: log, clock: clk, nodeWriteConcurrency: 16}
+	return &Reconciler{Base: kit.NewBase(c, recorder, clk), providers: providers, audit: log, nodeWriteConcurrency: 16}
 }
 
 // SetupWithManager registers the controller: NodeTagSyncs (spec changes and
@@ -117,14 +112,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.syncs = kit.NewStates[string](r.recorder, "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
+		r.syncs = kit.NewStates[string](r.Recorder, "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
 		if r.nodes.client == nil {
-			r.nodes.client = r.client
+			r.nodes.client = r.Client
 		}
 	})
 }
-
-func (r *Reconciler) now() time.Time { return r.clock.Now() }
 
 // freshRead reports whether this pass must bypass the provider's read cache:
 // the resync interval has passed since the last fresh read, or a new sync
@@ -132,7 +125,7 @@ func (r *Reconciler) now() time.Time { return r.clock.Now() }
 func (r *Reconciler) freshRead(nts *v1alpha1.NodeTagSync, st *syncState, resync time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return st.lastRead.IsZero() || r.now().Sub(st.lastRead) >= resync || st.request != nts.Annotations[SyncRequestAnnotation]
+	return st.lastRead.IsZero() || r.Now().Sub(st.lastRead) >= resync || st.request != nts.Annotations[SyncRequestAnnotation]
 }
 
 func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, st *syncState, at time.Time) {
@@ -145,7 +138,7 @@ func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, st *syncState, at time.
 func (r *Reconciler) nextPass(st *syncState, resync time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return max(st.lastRead.Add(resync).Sub(r.now()), time.Second)
+	return max(st.lastRead.Add(resync).Sub(r.Now()), time.Second)
 }
 
 // forget drops a deleted NodeTagSync's state and metrics.

@@ -22,7 +22,7 @@ type validSync struct {
 // no node.
 func (r *Reconciler) validSyncs(ctx context.Context) ([]validSync, error) {
 	var list v1alpha1.NodeTagSyncList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing NodeTagSyncs: %w", err)
 	}
 	return validSyncsOf(list.Items, r.providers), nil

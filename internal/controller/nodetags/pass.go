@@ -31,7 +31,7 @@ type pass struct {
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
-	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.now(),
+	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.Now(),
 		nextSteady: map[string]string{}}
 }
 
@@ -82,7 +82,7 @@ func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError
 	p.notes.EndPass(len(failed) == 0)
 	o.record(nts.Name)
 	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
-	passDuration.WithLabelValues(nts.Name).Observe(p.r.now().Sub(p.start).Seconds())
+	passDuration.WithLabelValues(nts.Name).Observe(p.r.Now().Sub(p.start).Seconds())
 	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
 	return p.r.writeStatus(ctx, nts, o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start), p.st)

@@ -27,11 +27,11 @@ type ctrlManager = manager.Manager
 const ControllerName = "nodetags"
 
 func setup(mgr ctrlManager, r *Reconciler) error {
-	if err := kit.UseManager(mgr, ControllerName, &r.client, &r.recorder); err != nil {
+	if err := r.UseManager(mgr, ControllerName); err != nil {
 		return err
 	}
 	r.init()
-	nodes, err := nodeSourceFor(context.Background(), mgr, r.client)
+	nodes, err := nodeSourceFor(context.Background(), mgr, r.Client)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 // burst of Node events into one pass per NodeTagSync.
 func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list v1alpha1.NodeTagSyncList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, len(list.Items))

@@ -232,7 +232,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync,
 		orig.Status = *last.DeepCopy()
 	}
 	nts.Status = st
-	if err := r.client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
+	if err := r.Client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
 		state.lastStatus = nil
 		return fmt.Errorf("updating status of NodeTagSync %s: %w", nts.Name, err)
 	}
