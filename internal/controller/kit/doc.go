@@ -5,6 +5,8 @@
 //
 // What the kit gives a controller:
 //
+//   - Base: the client, event recorder and clock a reconciler embeds, with
+//     their defaults (NewBase, UseManager).
 //   - States: what the controller remembers per object (keyed by name, a new
 //     state when the object is recreated under its name, forgotten on
 //     delete), each with its event Notifier, and the fan-out of events the
