@@ -147,7 +147,9 @@ func TestStampSyncTime(t *testing.T) {
 
 func TestUpdateChanged(t *testing.T) {
 	p := UpdateChanged(func(a, b *corev1.Node) bool { return a.Labels["x"] != b.Labels["x"] })
-	n := func(x string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"x": x}}} }
+	n := func(x string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"x": x}}}
+	}
 	if p.Update(event.UpdateEvent{ObjectOld: n("1"), ObjectNew: n("1")}) {
 		t.Error("an update that changed nothing read passed")
 	}
