@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -30,9 +28,9 @@ func fullTags() map[string]string {
 // their cloud kind to errors.Is, still unwrap to *azcore.ResponseError and
 // read as one line naming the resource and ARM's answer.
 func TestErrorKinds(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	vm := must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm", Tags: fullTags()}))
+	vm := env.vm("rg", armsim.VirtualMachine{Name: "vm", Tags: fullTags()})
 	ghost := VirtualMachineResourceID(sub, "rg", "ghost")
 	kinds := []error{cloud.ErrThrottled, cloud.ErrForbidden, cloud.ErrNotFound, cloud.ErrTooManyTags}
 	for _, c := range []struct {
@@ -69,7 +67,7 @@ func TestErrorKinds(t *testing.T) {
 			}
 			// Own gates: a throttled case must not hold the next one's calls.
 			p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
-			_, err := p.PatchTags(context.Background(), c.id, c.patch)
+			_, err := p.PatchTags(t.Context(), c.id, c.patch)
 			if err == nil {
 				t.Fatal("no error")
 			}
