@@ -253,8 +253,8 @@ func TestConfigRedaction(t *testing.T) {
 			t.Errorf("%s lost the non-secret fields: %s", name, out)
 		}
 	}
-	if !strings.Contains(cfg.String(), redacted) {
-		t.Errorf("String() = %s, want %s in place of the secret", cfg.String(), redacted)
+	if !strings.Contains(cfg.String(), cloud.Redacted) {
+		t.Errorf("String() = %s, want %s in place of the secret", cfg.String(), cloud.Redacted)
 	}
 	if cfg.Auth.ClientSecret.Reveal() != secret {
 		t.Error("Reveal lost the secret")
