@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -435,7 +434,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	env := startArmsim(t)
 	big := armsim.Bucket{Capacity: 1000, RefillPerSecond: 1000}
 	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: big, Writes: armsim.Bucket{Capacity: 60, RefillPerSecond: 10}, Deletes: big, Graph: big})
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "q1", PerType: 8})
+	est := env.seedOwned("q1", 8)
 	ids := est.ResourceIDs()
 	rec := &responseRecorder{base: env.HTTPClient.Transport}
 	cfg := armsimConfig(env)

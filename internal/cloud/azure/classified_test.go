@@ -128,7 +128,7 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 // Discovery.Calls counts a retried request twice.
 func TestDiscoverPages(t *testing.T) {
 	env := startArmsim(t)
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
+	env.seedOwned("big", 250)
 	p := env.provider()
 	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{})
 	if err != nil {
@@ -192,7 +192,7 @@ func TestDiscoverQuotesInClassifiers(t *testing.T) {
 func TestDiscoverForbiddenSubscription(t *testing.T) {
 	env := startArmsim(t)
 	a, b := env.SubscriptionID, otherSubscription
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", Subscriptions: []string{a, b}})
+	env.seedOwned("c1", 0, a, b)
 	env.Server.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + b,
 		Message: "The client does not have authorization to read subscription " + b + "."})
 	p := env.provider()
@@ -250,7 +250,7 @@ func TestDiscoverThrottled(t *testing.T) {
 // for the reset instead of being throttled, and the search completes.
 func TestDiscoverWaitsForGraphQuota(t *testing.T) {
 	env := startArmsim(t, armsimtest.WithThrottle(armsim.ThrottleOptions{Graph: armsim.Bucket{Capacity: 2, RefillPerSecond: 2}}))
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
+	env.seedOwned("big", 250)
 	p := env.provider(WithThrottleGates(NewThrottleGates()))
 	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{})
 	if err != nil || len(d.Failed) != 0 || len(d.Resources) != 2501 || d.Calls != 3 {
@@ -594,7 +594,7 @@ func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
 	env := startArmsim(t)
 	a, b := strings.ToLower(env.SubscriptionID), otherSubscription
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Subscriptions: []string{a, b}})
+	est := env.seedOwned("c1", 2, a, b)
 	ids := est.ResourceIDs() // 20 in a, then 20 in b
 	h := &holdingTransport{base: env.HTTPClient.Transport, held: a, release: make(chan struct{})}
 	h.onAnswer = func(answered []string) {
@@ -651,7 +651,7 @@ func TestWriteQueueRoundRobin(t *testing.T) {
 // after it, and the resources left fail wrapping it.
 func TestWriteTagsStreamsAndStops(t *testing.T) {
 	env := startArmsim(t)
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "st", PerType: 2})
+	est := env.seedOwned("st", 2)
 	ids := est.ResourceIDs() // 20
 	cfg := armsimConfig(env)
 	p := newTestProvider(t, env, &cfg, WithWriteConcurrency(1))

@@ -145,13 +145,14 @@ var writeOps = []string{
 	"VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update",
 }
 
-// seedOwned seeds est, its resources tagged as the cluster's
-// (clusterTag: owned), into env's server.
-func seedOwned(t *testing.T, env *armsimEnv, est armsimtest.ClusterEstate) armsimtest.ClusterEstate {
-	t.Helper()
-	est.Tags = map[string]string{clusterTag: "owned"}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
+// seedOwned seeds a cluster estate (armsimtest.ClusterEstate) named infra
+// with perType resources of each type in each of subs (the default
+// subscription when none), tagged as the cluster's (clusterTag: owned).
+func (e *armsimEnv) seedOwned(infra string, perType int, subs ...string) armsimtest.ClusterEstate {
+	e.t.Helper()
+	est := armsimtest.ClusterEstate{Infra: infra, PerType: perType, Subscriptions: subs, Tags: map[string]string{clusterTag: "owned"}}
+	if err := est.Seed(e.Server); err != nil {
+		e.t.Fatal(err)
 	}
 	return est
 }
