@@ -78,10 +78,7 @@ func cloudMeta(mut func(*v1alpha1.CloudMetadataSpec)) *v1alpha1.CloudMetadata {
 	o := &v1alpha1.CloudMetadata{Spec: v1alpha1.CloudMetadataSpec{
 		Classifiers: map[string]string{"kubernetes.io_cluster.demo-7lpkm": "owned"},
 	}}
-	if mut != nil {
-		mut(&o.Spec)
-	}
-	return o
+	return withSpec(o, &o.Spec, mut)
 }
 
 func azureMeta(mut func(*v1alpha1.AzureMetadataSpec)) *v1alpha1.AzureMetadata {
@@ -89,10 +86,7 @@ func azureMeta(mut func(*v1alpha1.AzureMetadataSpec)) *v1alpha1.AzureMetadata {
 		Opcode:       v1alpha1.OpcodeUpdate,
 		ResourceTags: map[string]string{"env": "prod", "cost-center": "eng-42"},
 	}}
-	if mut != nil {
-		mut(&o.Spec)
-	}
-	return o
+	return withSpec(o, &o.Spec, mut)
 }
 
 func awsMeta(mut func(*v1alpha1.AWSMetadataSpec)) *v1alpha1.AWSMetadata {
@@ -100,10 +94,36 @@ func awsMeta(mut func(*v1alpha1.AWSMetadataSpec)) *v1alpha1.AWSMetadata {
 		Opcode:       v1alpha1.OpcodeUpdate,
 		ResourceTags: map[string]string{"env": "prod", "cost-center": "eng-42"},
 	}}
+	return withSpec(o, &o.Spec, mut)
+}
+
+// withSpec applies mut, when given, to spec (o's) and returns o.
+func withSpec[O, S any](o O, spec *S, mut func(*S)) O {
 	if mut != nil {
-		mut(&o.Spec)
+		mut(spec)
 	}
 	return o
+}
+
+// createStatusObject creates o in ns as "status", deleted when the test
+// ends.
+func createStatusObject(ctx context.Context, t *testing.T, o client.Object) {
+	t.Helper()
+	o.SetName("status")
+	o.SetNamespace(ns)
+	if err := kube.Client.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Client.Delete(context.Background(), o) })
+}
+
+// statusRefused fails t unless the API server refuses o's status (a dry
+// run) with an error naming want; what describes o's status.
+func statusRefused(ctx context.Context, t *testing.T, o client.Object, want, what string) {
+	t.Helper()
+	if err := kube.Client.Status().Update(ctx, o, client.DryRunAll); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s: got %v, want refused", what, err)
+	}
 }
 
 // tags returns n tags named t0, t1, ...
@@ -321,11 +341,7 @@ func TestDefaults(t *testing.T) {
 func TestStatus(t *testing.T) {
 	ctx := context.Background()
 	o := azureMeta(nil)
-	o.Name, o.Namespace = "status", ns
-	if err := kube.Client.Create(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Client.Delete(context.Background(), o) })
+	createStatusObject(ctx, t, o)
 
 	now := metav1.Now()
 	failures := make([]v1alpha1.ResourceFailure, v1alpha1.MaxFailures)
@@ -356,14 +372,10 @@ func TestStatus(t *testing.T) {
 
 	tooMany := o.DeepCopy()
 	tooMany.Status.Failures = append(tooMany.Status.Failures, failures[0])
-	if err := kube.Client.Status().Update(ctx, tooMany, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "must have at most 20 items") {
-		t.Fatalf("MaxFailures+1 failures: got %v, want refused", err)
-	}
+	statusRefused(ctx, t, tooMany, "must have at most 20 items", "MaxFailures+1 failures")
 	badReason := o.DeepCopy()
 	badReason.Status.Failures[0].Reason = "tag limit exceeded"
-	if err := kube.Client.Status().Update(ctx, badReason, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "status.failures[0].reason") {
-		t.Fatalf("a reason with spaces: got %v, want refused", err)
-	}
+	statusRefused(ctx, t, badReason, "status.failures[0].reason", "a reason with spaces")
 }
 
 // TestSample: config/samples/tagsync_v1alpha1_cloudmetadata.yaml is

@@ -22,10 +22,7 @@ func labelSync(mut func(*v1alpha1.LabelSyncProfileSpec)) *v1alpha1.LabelSyncProf
 		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rack.example.com/sync": "true"}},
 		Prefixes:     []string{"rack.example.com"},
 	}}
-	if mut != nil {
-		mut(&o.Spec)
-	}
-	return o
+	return withSpec(o, &o.Spec, mut)
 }
 
 func TestLabelSyncProfileAdmission(t *testing.T) {
@@ -126,11 +123,7 @@ func TestLabelSyncProfileDefaults(t *testing.T) {
 func TestLabelSyncProfileStatus(t *testing.T) {
 	ctx := context.Background()
 	o := labelSync(nil)
-	o.Name, o.Namespace = "status", ns
-	if err := kube.Client.Create(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.Client.Delete(context.Background(), o) })
+	createStatusObject(ctx, t, o)
 	now := metav1.Now()
 	problems := make([]v1alpha1.HostProblem, v1alpha1.MaxHostProblems)
 	for i := range problems {
@@ -154,19 +147,13 @@ func TestLabelSyncProfileStatus(t *testing.T) {
 	}
 	tooMany := o.DeepCopy()
 	tooMany.Status.Problems = append(tooMany.Status.Problems, problems[0])
-	if err := kube.Client.Status().Update(ctx, tooMany, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "must have at most 20 items") {
-		t.Fatalf("MaxHostProblems+1 problems: got %v, want refused", err)
-	}
+	statusRefused(ctx, t, tooMany, "must have at most 20 items", "MaxHostProblems+1 problems")
 	badWait := o.DeepCopy()
 	badWait.Status.Waiting[0].Reason = "Sleeping"
-	if err := kube.Client.Status().Update(ctx, badWait, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "status.waiting[0].reason") {
-		t.Fatalf("an unknown wait reason: got %v, want refused", err)
-	}
+	statusRefused(ctx, t, badWait, "status.waiting[0].reason", "an unknown wait reason")
 	badReason := o.DeepCopy()
 	badReason.Status.Problems[0].Reason = "node write failed"
-	if err := kube.Client.Status().Update(ctx, badReason, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "status.problems[0].reason") {
-		t.Fatalf("a reason with spaces: got %v, want refused", err)
-	}
+	statusRefused(ctx, t, badReason, "status.problems[0].reason", "a reason with spaces")
 }
 
 // TestLabelSyncProfileSample: config/samples/tagsync_v1alpha1_labelsyncprofile.yaml

@@ -1,7 +1,8 @@
 package armsim
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -33,11 +34,8 @@ func (c Calls) CountStatus(op string, status int) int { return c[op].ByStatus[st
 
 // Ops returns the operation names, sorted.
 func (c Calls) Ops() []string {
-	out := make([]string, 0, len(c))
-	for k := range c {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]string, 0, len(c)), maps.Keys(c))
+	slices.Sort(out)
 	return out
 }
 

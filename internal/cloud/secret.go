@@ -2,8 +2,8 @@ package cloud
 
 import "fmt"
 
-// redacted replaces secrets wherever a configuration is printed.
-const redacted = "[redacted]"
+// Redacted replaces secrets wherever a configuration is printed.
+const Redacted = "[redacted]"
 
 // Secret is a credential value (a client secret, an access key). It prints,
 // formats and marshals as "[redacted]" so that logging a provider's
@@ -15,7 +15,7 @@ func (s Secret) String() string {
 	if s == "" {
 		return ""
 	}
-	return redacted
+	return Redacted
 }
 
 // GoString redacts the secret under %#v.

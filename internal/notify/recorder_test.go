@@ -1,7 +1,6 @@
 package notify_test
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +19,7 @@ import (
 // fitted note is accepted and stored.
 func TestRecorderReportsRefusedEvents(t *testing.T) {
 	env := testenv.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := t.Context()
 	rec, err := notify.NewRecorder(env.Config, env.Scheme, "tagsync-test")
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,7 @@
 package openshift
 
 import (
-	"errors"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -34,19 +31,7 @@ var (
 // joined: too many tags first, then at most one per key, by key. Keys are
 // case-sensitive on AWS, so "Env" and "env" are two valid tags.
 func ValidateAWSUserTags(tags map[string]string) error {
-	if len(tags) == 0 {
-		return nil
-	}
-	var errs []error
-	if len(tags) > MaxAWSUserTags {
-		errs = append(errs, tooMany(AWSUserTagsPath, len(tags), MaxAWSUserTags))
-	}
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		if err := validateAWSTag(k, tags[k]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return validateTags(tags, AWSUserTagsPath, MaxAWSUserTags, nil, validateAWSTag)
 }
 
 // validateAWSTag returns the first rule key=value breaks, in the installer's

@@ -1,11 +1,8 @@
 package openshift
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -40,22 +37,7 @@ const azureRestrictedRule = "the key name and keys beginning with kubernetes.io,
 // tags, then keys differing only in case), then at most one per key, by key.
 // Each problem is a *FieldError.
 func ValidateUserTags(tags map[string]string) error {
-	if len(tags) == 0 {
-		return nil
-	}
-	var errs []error
-	if len(tags) > MaxAzureUserTags {
-		errs = append(errs, tooMany(AzureUserTagsPath, len(tags), MaxAzureUserTags))
-	}
-	if err := duplicateKeys(tags); err != nil {
-		errs = append(errs, err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		if err := validateAzureTag(k, tags[k]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return validateTags(tags, AzureUserTagsPath, MaxAzureUserTags, duplicateKeys, validateAzureTag)
 }
 
 // validateAzureTag returns the first rule key=value breaks, in the

@@ -1,7 +1,10 @@
 package openshift
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -77,4 +80,25 @@ func keyError(base string, reason Reason, key, value, format string, args ...any
 
 func tooMany(base string, n, limit int) *FieldError {
 	return &FieldError{Field: base, Reason: ReasonTooMany, Count: n, Detail: fmt.Sprintf("must have at most %d items", limit)}
+}
+
+// validateTags returns nil or every problem of the userTags map at path,
+// joined: too many tags (over limit) first, then what wholeMap (if any)
+// finds in the map, then the first problem of each key, by key.
+func validateTags(tags map[string]string, path string, limit int, wholeMap func(map[string]string) error, tag func(key, value string) error) error {
+	var errs []error
+	if len(tags) > limit {
+		errs = append(errs, tooMany(path, len(tags), limit))
+	}
+	if wholeMap != nil {
+		if err := wholeMap(tags); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if err := tag(k, tags[k]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -121,21 +121,29 @@ func (pg *playground) portalEdit() Step {
 func (pg *playground) labelToScaleSet() Step {
 	r := pg.layout.Pool1
 	n := pg.layout.nodesOf(r)[0]
-	key := pg.labelKey("owner")
+	return pg.labelStep("label → scale set", r, n, "owner", "team-a", func(ctx context.Context) (string, error) {
+		if err := pg.inSync(ctx, r); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s=team-a on node %s → tag owner=team-a on %s → its other %d nodes",
+			pg.labelKey("owner"), short(n), r.Name, len(pg.layout.nodesOf(r))-1), nil
+	})
+}
+
+// labelStep sets the label of tag on n to value; its check waits for r's
+// tag to follow and then runs rest.
+func (pg *playground) labelStep(name string, r *resource, n *node, tag, value string, rest func(context.Context) (string, error)) Step {
+	key := pg.labelKey(tag)
 	return Step{
-		Name: "label → scale set",
+		Name: name,
 		Action: func(ctx context.Context) error {
-			return pg.setLabel(ctx, n, key, strp("team-a"))
+			return pg.setLabel(ctx, n, key, strp(value))
 		},
 		Check: func(ctx context.Context) (string, error) {
-			if err := pg.tagIs(r, "owner", "team-a"); err != nil {
+			if err := pg.tagIs(r, tag, value); err != nil {
 				return "", err
 			}
-			if err := pg.inSync(ctx, r); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s=team-a on node %s → tag owner=team-a on %s → its other %d nodes",
-				key, short(n), r.Name, len(pg.layout.nodesOf(r))-1), nil
+			return rest(ctx)
 		},
 	}
 }
@@ -225,29 +233,19 @@ func (pg *playground) conflictListed(ctx context.Context, r *resource, tag strin
 func (pg *playground) conflictResolved() Step {
 	r := pg.layout.Pool2
 	b := pg.layout.nodesOf(r)[1]
-	key := pg.labelKey("env")
-	return Step{
-		Name: "conflict resolved",
-		Action: func(ctx context.Context) error {
-			return pg.setLabel(ctx, b, key, strp("qa"))
-		},
-		Check: func(ctx context.Context) (string, error) {
-			if err := pg.tagIs(r, "env", "qa"); err != nil {
-				return "", err
-			}
-			if err := pg.inSync(ctx, r); err != nil {
-				return "", err
-			}
-			nts, err := pg.nodeTagSync(ctx)
-			if err != nil {
-				return "", err
-			}
-			if n := nts.Status.ConflictCount; n != 0 {
-				return "", fmt.Errorf("NodeTagSync status still reports %d conflicts", n)
-			}
-			return fmt.Sprintf("%s agrees (env=qa) → tag env=qa on %s, its third node follows, no conflict left", short(b), r.Name), nil
-		},
-	}
+	return pg.labelStep("conflict resolved", r, b, "env", "qa", func(ctx context.Context) (string, error) {
+		if err := pg.inSync(ctx, r); err != nil {
+			return "", err
+		}
+		nts, err := pg.nodeTagSync(ctx)
+		if err != nil {
+			return "", err
+		}
+		if n := nts.Status.ConflictCount; n != 0 {
+			return "", fmt.Errorf("NodeTagSync status still reports %d conflicts", n)
+		}
+		return fmt.Sprintf("%s agrees (env=qa) → tag env=qa on %s, its third node follows, no conflict left", short(b), r.Name), nil
+	})
 }
 
 // wipeRepaired rewrites a scale set's tags wholesale, as an AKS node-pool
@@ -335,24 +333,14 @@ func (pg *playground) spacedTagToLabel() Step {
 func (pg *playground) labelToSpacedTag() Step {
 	r := pg.layout.AvSet
 	n := pg.layout.nodesOf(r)[0]
-	key := pg.labelKey(costCenter)
-	return Step{
-		Name: "label → tag with a space",
-		Action: func(ctx context.Context) error {
-			return pg.setLabel(ctx, n, key, strp("4712"))
-		},
-		Check: func(ctx context.Context) (string, error) {
-			if err := pg.tagIs(r, costCenter, "4712"); err != nil {
-				return "", err
-			}
-			want := maps.Clone(r.Tags)
-			want[costCenter] = "4712"
-			if t, _ := pg.sim.Tags(r.ID); !maps.Equal(t, want) {
-				return "", permanent(fmt.Errorf("%s has tags %s, want exactly %s", r.Name, show(t), show(want)))
-			}
-			return fmt.Sprintf("%s=4712 on its node → tag %q=4712 on %s, no other tag added", key, costCenter, r.Name), nil
-		},
-	}
+	return pg.labelStep("label → tag with a space", r, n, costCenter, "4712", func(context.Context) (string, error) {
+		want := maps.Clone(r.Tags)
+		want[costCenter] = "4712"
+		if t, _ := pg.sim.Tags(r.ID); !maps.Equal(t, want) {
+			return "", permanent(fmt.Errorf("%s has tags %s, want exactly %s", r.Name, show(t), show(want)))
+		}
+		return fmt.Sprintf("%s=4712 on its node → tag %q=4712 on %s, no other tag added", pg.labelKey(costCenter), costCenter, r.Name), nil
+	})
 }
 
 // labelKey is the label key a tag name maps to.

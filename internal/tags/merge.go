@@ -2,7 +2,9 @@ package tags
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Direction says which sides a merge may write.
@@ -20,11 +22,7 @@ const (
 // Validate returns an error for an unknown Direction. Merge writes neither side
 // for an unknown Direction.
 func (d Direction) Validate() error {
-	switch d {
-	case "", TwoWay, CloudToNode, NodeToCloud:
-		return nil
-	}
-	return fmt.Errorf("unknown sync direction %q: use %s, %s or %s", string(d), TwoWay, CloudToNode, NodeToCloud)
+	return oneOf("sync direction", d, TwoWay, CloudToNode, NodeToCloud)
 }
 
 // writes reports whether d may write side s.
@@ -63,11 +61,21 @@ const (
 // Validate returns an error for an unknown Policy. Merge treats an unknown
 // Policy as Ignore.
 func (p Policy) Validate() error {
-	switch p {
-	case "", Ignore, CloudWins, NodeWins:
+	return oneOf("conflict policy", p, Ignore, CloudWins, NodeWins)
+}
+
+// oneOf returns an error naming what and the choices unless v is empty (the
+// default) or one of them.
+func oneOf[T ~string](what string, v T, choices ...T) error {
+	if v == "" || slices.Contains(choices, v) {
 		return nil
 	}
-	return fmt.Errorf("unknown conflict policy %q: use %s, %s or %s", string(p), Ignore, CloudWins, NodeWins)
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		names[i] = string(c)
+	}
+	last := len(names) - 1
+	return fmt.Errorf("unknown %s %q: use %s or %s", what, string(v), strings.Join(names[:last], ", "), names[last])
 }
 
 // winner returns the side whose state p propagates.

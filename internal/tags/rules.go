@@ -60,13 +60,12 @@ var AzureRules = Rules{
 
 // AzureStorageRules are AzureRules for storage accounts, whose tag names are
 // limited to 128 characters. Treat it as read-only.
-var AzureStorageRules = Rules{
-	MaxTags:            50,
-	MaxNameLen:         128,
-	MaxValueLen:        256,
-	ForbiddenNameChars: `<>%&\?/`,
-	ReservedPrefixes:   []string{"microsoft", "azure", "windows"},
-	CaseInsensitive:    true,
+var AzureStorageRules = withMaxNameLen(AzureRules, 128)
+
+// withMaxNameLen returns r with names limited to n.
+func withMaxNameLen(r Rules, n int) Rules {
+	r.MaxNameLen = n
+	return r
 }
 
 // AWSRules are AWS's tag rules: at most 50 tags, keys up to 128 and values up

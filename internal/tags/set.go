@@ -1,6 +1,8 @@
 package tags
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -87,11 +89,8 @@ func (s Set) Has(c NameCase, name string) bool {
 
 // Names returns the names in s, sorted in byte order.
 func (s Set) Names() []string {
-	names := make([]string, 0, len(s))
-	for n := range s {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.AppendSeq(make([]string, 0, len(s)), maps.Keys(s))
+	slices.Sort(names)
 	return names
 }
 

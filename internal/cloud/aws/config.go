@@ -40,9 +40,6 @@ const (
 // "[redacted]" (see cloud.Secret).
 type Secret = cloud.Secret
 
-// redacted is how a Secret prints.
-const redacted = "[redacted]"
-
 // Config says where the provider talks to AWS and as whom. Every field is
 // optional: empty fields fall back to the AWS SDK's defaults (AWS_REGION,
 // AWS_PROFILE and the shared config files, and the default credential

@@ -54,7 +54,7 @@ func TestConfigRedacted(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(cfg.String(), "eu-west-1") || !strings.Contains(cfg.String(), redacted) {
+	if !strings.Contains(cfg.String(), "eu-west-1") || !strings.Contains(cfg.String(), cloud.Redacted) {
 		t.Fatalf("String() = %s, want the region and [redacted]", cfg)
 	}
 	if cfg.SecretAccessKey.Reveal() != secret {

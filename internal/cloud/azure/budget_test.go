@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"context"
 	"math"
 	"math/rand"
 	"net/http"
@@ -11,19 +10,18 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
 func TestThrottledRequestsAreRetriedAndCounted(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm"}))
-	p := newTestProvider(t, env, nil)
+	env.vm("rg", armsim.VirtualMachine{Name: "vm"})
+	p := env.provider()
 	env.Server.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Count: 2, Status: http.StatusTooManyRequests,
 		Code: "SubscriptionRequestsThrottled", RetryAfter: 10 * time.Millisecond})
-	snap, err := p.Snapshot(context.Background(), []cloud.Node{node("vm", vmProviderID(sub, "rg", "vm"), nil)}, cloud.ReadOptions{})
+	snap, err := p.Snapshot(t.Context(), []cloud.Node{node("vm", vmProviderID(sub, "rg", "vm"), nil)}, cloud.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +54,9 @@ func TestThrottledRequestsAreRetriedAndCounted(t *testing.T) {
 // client-side budget the server throttles (and the SDK retries until every
 // read succeeds); with a budget of 20/s (burst 5) it never has to.
 func TestClientBudgetKeepsUnderServerLimit(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: "vm"}))
+	env.vm("rg", armsim.VirtualMachine{Name: "vm"})
 	big := armsim.Bucket{Capacity: 1000, RefillPerSecond: 1000}
 	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: armsim.Bucket{Capacity: 10, RefillPerSecond: 40}, Writes: big, Deletes: big, Graph: big})
 	nodes := []cloud.Node{node("vm", vmProviderID(sub, "rg", "vm"), nil)}
@@ -68,7 +66,7 @@ func TestClientBudgetKeepsUnderServerLimit(t *testing.T) {
 		t.Helper()
 		env.Server.ResetCalls()
 		for range reads {
-			if _, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{Fresh: true}); err != nil {
+			if _, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{Fresh: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -79,11 +77,11 @@ func TestClientBudgetKeepsUnderServerLimit(t *testing.T) {
 		return c.CountStatus("VirtualMachines.List", http.StatusTooManyRequests)
 	}
 
-	budgeted := newTestProvider(t, env, nil, WithRateLimit(RateLimit{ReadsPerSecond: 20, ReadBurst: 5}))
+	budgeted := env.provider(WithRateLimit(RateLimit{ReadsPerSecond: 20, ReadBurst: 5}))
 	if throttled := burst(budgeted); throttled != 0 {
 		t.Errorf("with the client budget the server throttled %d requests, want 0", throttled)
 	}
-	unbudgeted := newTestProvider(t, env, nil, WithRateLimit(RateLimit{Disabled: true}))
+	unbudgeted := env.provider(WithRateLimit(RateLimit{Disabled: true}))
 	if throttled := burst(unbudgeted); throttled == 0 {
 		t.Error("without the client budget the server never throttled: the test proves nothing")
 	}
@@ -433,10 +431,10 @@ func providerBudget(t *testing.T, p *Provider) *budget {
 // budget: the budget spends ARM's bucket down to the reserve (6 tokens),
 // beyond its conservative burst of 20, without a single 429.
 func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	big := armsim.Bucket{Capacity: 1000, RefillPerSecond: 1000}
 	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: big, Writes: armsim.Bucket{Capacity: 60, RefillPerSecond: 10}, Deletes: big, Graph: big})
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "q1", PerType: 8})
+	est := env.seedOwned("q1", 8)
 	ids := est.ResourceIDs()
 	rec := &responseRecorder{base: env.HTTPClient.Transport}
 	cfg := armsimConfig(env)
@@ -444,7 +442,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
 	env.Server.ResetCalls()
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatalf("%s: %v", r.ID, r.Err)

@@ -1,13 +1,11 @@
 package azure
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 )
 
@@ -20,7 +18,7 @@ import (
 // Resource Graph requests: the expanded tags that do not match never
 // become rows.
 func TestDiscoverNamesIgnoreCase(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	const classified, others, extraTags = 10_000, 2_000, 10
 	name := "kubernetes.io_cluster.qa"
 	spellings := []string{name, strings.ToUpper(name), "Kubernetes.IO_Cluster.QA"}
@@ -45,9 +43,9 @@ func TestDiscoverNamesIgnoreCase(t *testing.T) {
 	if err := env.Server.Add(st); err != nil {
 		t.Fatal(err)
 	}
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	env.Server.ResetCalls()
-	d, err := p.Discover(context.Background(), []cloud.Classifier{{Name: name, Value: "owned"}}, cloud.DiscoverOptions{})
+	d, err := p.Discover(t.Context(), []cloud.Classifier{{Name: name, Value: "owned"}}, cloud.DiscoverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package azure
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +51,7 @@ func sortedCanonical(ids []string) []string {
 // and resource group once, with all its tags and its type's rules, and
 // nothing else.
 func TestDiscoverTwoSubscriptions(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	a, b := env.SubscriptionID, otherSubscription
 	s := env.Server
 	est := armsimtest.ClusterEstate{Infra: "c1", Subscriptions: []string{a, b}, Tags: map[string]string{clusterTag: "owned", "env": "prod"}}
@@ -78,10 +77,10 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 	if err := s.SetTags("/subscriptions/"+a, map[string]string{clusterTag: "owned"}); err != nil {
 		t.Fatal(err)
 	}
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	s.ResetCalls()
 
-	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, strings.ToUpper(b), a}})
+	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, strings.ToUpper(b), a}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +118,7 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 	}
 
 	// No classifier: nothing to find, no call.
-	if d, err := p.Discover(context.Background(), nil, cloud.DiscoverOptions{}); err != nil || d.Calls != 0 || len(d.Resources) != 0 {
+	if d, err := p.Discover(t.Context(), nil, cloud.DiscoverOptions{}); err != nil || d.Calls != 0 || len(d.Resources) != 0 {
 		t.Errorf("no classifiers: %+v, %v", d, err)
 	}
 }
@@ -128,10 +127,10 @@ func TestDiscoverTwoSubscriptions(t *testing.T) {
 // default subscription is searched when no scope is given, and
 // Discovery.Calls counts a retried request twice.
 func TestDiscoverPages(t *testing.T) {
-	env := armsimtest.Start(t)
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
-	p := newTestProvider(t, env, nil)
-	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{})
+	env := startArmsim(t)
+	env.seedOwned("big", 250)
+	p := env.provider()
+	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +138,7 @@ func TestDiscoverPages(t *testing.T) {
 		t.Errorf("%d resources in %d calls, want 2501 in 3", n, d.Calls)
 	}
 	env.Server.FailNext("ResourceGraph.Resources", 1, http.StatusInternalServerError)
-	d, err = p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{})
+	d, err = p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{})
 	if err != nil || len(d.Resources) != 2501 || d.Calls != 4 || len(d.Failed) != 0 {
 		t.Errorf("with a retry: %d resources in %d calls, failed %v, err %v", len(d.Resources), d.Calls, d.Failed, err)
 	}
@@ -147,7 +146,7 @@ func TestDiscoverPages(t *testing.T) {
 	cfg := armsimConfig(env)
 	cfg.DefaultSubscription = ""
 	bare := newTestProvider(t, env, &cfg)
-	if _, err := bare.Discover(context.Background(), classifiers, cloud.DiscoverOptions{}); err == nil || !strings.Contains(err.Error(), FlagSubscription) {
+	if _, err := bare.Discover(t.Context(), classifiers, cloud.DiscoverOptions{}); err == nil || !strings.Contains(err.Error(), FlagSubscription) {
 		t.Errorf("no subscription: err = %v", err)
 	}
 }
@@ -156,15 +155,14 @@ func TestDiscoverPages(t *testing.T) {
 // are escaped in the query: the value matches literally and cannot add a
 // condition.
 func TestDiscoverQuotesInClassifiers(t *testing.T) {
-	env := armsimtest.Start(t)
-	s, sub := env.Server, env.SubscriptionID
+	env := startArmsim(t)
 	tricky := cloud.Classifier{Name: `o'brien "x"`, Value: `it's a \ "test"` + "\t"}
 	injection := cloud.Classifier{Name: "team", Value: `x' or tags['env'] == 'prod`}
-	found := must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "tricky", Tags: map[string]string{tricky.Name: tricky.Value}}))
-	must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "prod", Tags: map[string]string{"env": "prod", "team": "x"}}))
-	must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "near", Tags: map[string]string{tricky.Name: "it's a "}}))
-	p := newTestProvider(t, env, nil)
-	d, err := p.Discover(context.Background(), []cloud.Classifier{tricky, injection}, cloud.DiscoverOptions{})
+	found := env.resource("rg", armsim.Resource{Type: armsim.TypeDisk, Name: "tricky", Tags: map[string]string{tricky.Name: tricky.Value}})
+	env.resource("rg", armsim.Resource{Type: armsim.TypeDisk, Name: "prod", Tags: map[string]string{"env": "prod", "team": "x"}})
+	env.resource("rg", armsim.Resource{Type: armsim.TypeDisk, Name: "near", Tags: map[string]string{tricky.Name: "it's a "}})
+	p := env.provider()
+	d, err := p.Discover(t.Context(), []cloud.Classifier{tricky, injection}, cloud.DiscoverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +179,7 @@ func TestDiscoverQuotesInClassifiers(t *testing.T) {
 		t.Errorf("query\n%s\nwant\n%s (%v)", q, want, err)
 	}
 	for _, bad := range []cloud.Classifier{{Name: "", Value: "x"}, {Name: "a", Value: "bell\a"}, {Name: "a", Value: "\xff"}} {
-		if _, err := p.Discover(context.Background(), []cloud.Classifier{bad}, cloud.DiscoverOptions{}); err == nil {
+		if _, err := p.Discover(t.Context(), []cloud.Classifier{bad}, cloud.DiscoverOptions{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -192,13 +190,13 @@ func TestDiscoverQuotesInClassifiers(t *testing.T) {
 // asks each subscription alone, reports the forbidden one and returns the
 // other's resources.
 func TestDiscoverForbiddenSubscription(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	a, b := env.SubscriptionID, otherSubscription
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", Subscriptions: []string{a, b}})
+	env.seedOwned("c1", 0, a, b)
 	env.Server.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + b,
 		Message: "The client does not have authorization to read subscription " + b + "."})
-	p := newTestProvider(t, env, nil)
-	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, b}})
+	p := env.provider()
+	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, b}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,12 +218,12 @@ func TestDiscoverForbiddenSubscription(t *testing.T) {
 // quota is per principal, not per subscription) with a ThrottledError, and
 // closes the Resource Graph gate: the next search is not sent.
 func TestDiscoverThrottled(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	a, b := env.SubscriptionID, otherSubscription
 	env.Server.AddFault(armsim.Fault{Operation: "ResourceGraph.Resources", Status: http.StatusTooManyRequests, RetryAfter: time.Hour})
-	p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
+	p := env.provider(WithThrottleGates(NewThrottleGates()))
 	for i, wantCalls := range []int{1, 0} {
-		d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, b}})
+		d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{Scopes: []string{a, b}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,10 +249,10 @@ func TestDiscoverThrottled(t *testing.T) {
 // spent until a reset (x-ms-user-quota-remaining 0), the next page waits
 // for the reset instead of being throttled, and the search completes.
 func TestDiscoverWaitsForGraphQuota(t *testing.T) {
-	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{Graph: armsim.Bucket{Capacity: 2, RefillPerSecond: 2}}))
-	seedOwned(t, env, armsimtest.ClusterEstate{Infra: "big", PerType: 250})
-	p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
-	d, err := p.Discover(context.Background(), classifiers, cloud.DiscoverOptions{})
+	env := startArmsim(t, armsimtest.WithThrottle(armsim.ThrottleOptions{Graph: armsim.Bucket{Capacity: 2, RefillPerSecond: 2}}))
+	env.seedOwned("big", 250)
+	p := env.provider(WithThrottleGates(NewThrottleGates()))
+	d, err := p.Discover(t.Context(), classifiers, cloud.DiscoverOptions{})
 	if err != nil || len(d.Failed) != 0 || len(d.Resources) != 2501 || d.Calls != 3 {
 		t.Fatalf("%d resources in %d calls, failed %v, err %v", len(d.Resources), d.Calls, d.Failed, err)
 	}
@@ -314,7 +312,7 @@ func (r *patchRecorder) ops() map[string][]string {
 }
 
 // recordingProvider is a test provider whose requests rec sees.
-func recordingProvider(t *testing.T, env *armsimtest.Env, rec *patchRecorder, opts ...Option) *testProvider {
+func recordingProvider(t *testing.T, env *armsimEnv, rec *patchRecorder, opts ...Option) *testProvider {
 	cfg := armsimConfig(env)
 	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: rec.hook}}
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
@@ -326,7 +324,7 @@ func recordingProvider(t *testing.T, env *armsimtest.Env, rec *patchRecorder, op
 // the DNS zone at its 15-tag limit refuses the new tag while the others
 // take it; results come in input order.
 func TestWriteTagsMixedResources(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	s, sub := env.Server, env.SubscriptionID
 	est := armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Tags: map[string]string{clusterTag: "owned", "old": "x"}}
 	if err := est.Seed(s); err != nil {
@@ -349,7 +347,7 @@ func TestWriteTagsMixedResources(t *testing.T) {
 	p := recordingProvider(t, env, rec, WithRateLimit(RateLimit{WritesPerSecond: 1000, WriteBurst: 50}))
 	env.Server.ResetCalls()
 	ids[3] = strings.ToUpper(ids[3]) // IDs are case-insensitive; results keep the caller's spelling
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{
 		{IDs: ids[:7], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"old"}}},
 		{IDs: ids[7:], Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}, Delete: []string{"OLD"}}},
 	}, nil)
@@ -360,7 +358,7 @@ func TestWriteTagsMixedResources(t *testing.T) {
 		if r.ID != ids[i] {
 			t.Errorf("result %d is %s, want %s", i, r.ID, ids[i])
 		}
-		got := must[map[string]string](t)(s.Tags(r.ID))
+		got := env.tags(r.ID)
 		if cloud.CanonicalID(r.ID) == cloud.CanonicalID(zone) {
 			if !errors.Is(r.Err, cloud.ErrTooManyTags) || !containsAll(r.Err.Error(), zone, "owner", "TooManyTags") || fmt.Sprint(got) != fmt.Sprint(full) {
 				t.Errorf("zone: err %v, tags %v", r.Err, got)
@@ -410,17 +408,17 @@ func firstValue(m map[string]string) string {
 // while it has the expected value; an unguarded one removes any value; a
 // name the patch also sets is set, not deleted.
 func TestWriteTagsExpect(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	s, sub := env.Server, env.SubscriptionID
-	unchanged := must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "unchanged", Tags: map[string]string{"Owner": "a", "stale": "1", "env": "dev"}}))
-	changed := must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypePublicIP, Name: "changed", Tags: map[string]string{"owner": "b", "stale": "2", "env": "dev"}}))
+	unchanged := env.resource("rg", armsim.Resource{Type: armsim.TypeDisk, Name: "unchanged", Tags: map[string]string{"Owner": "a", "stale": "1", "env": "dev"}})
+	changed := env.resource("rg", armsim.Resource{Type: armsim.TypePublicIP, Name: "changed", Tags: map[string]string{"owner": "b", "stale": "2", "env": "dev"}})
 	group, err := s.CreateResourceGroup(sub, armsim.ResourceGroup{Name: "rg-tagged", Tags: map[string]string{"owner": "a", "stale": "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &patchRecorder{}
 	p := recordingProvider(t, env, rec)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{
 		IDs:    []string{unchanged, changed, group},
 		Patch:  tags.Patch{Set: tags.Set{"Env": "prod"}, Delete: []string{"env", "owner", "stale"}},
 		Expect: tags.Set{"OWNER": "a", "env": "dev"},
@@ -435,7 +433,7 @@ func TestWriteTagsExpect(t *testing.T) {
 		changed:   {"owner": "b", "env": "prod"}, // someone changed owner: kept
 		group:     {"Env": "prod"},
 	} {
-		if got := must[map[string]string](t)(s.Tags(id)); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := env.tags(id); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: tags %v, want %v", id, got, want)
 		}
 	}
@@ -449,23 +447,23 @@ func TestWriteTagsExpect(t *testing.T) {
 // TestWriteTagsErrors: each resource's error has its cloud kind; the
 // others are written.
 func TestWriteTagsErrors(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	s, sub := env.Server, env.SubscriptionID
-	ok := must[string](t)(s.CreateResource(sub, "rg", armsim.Resource{Type: armsim.TypeDisk, Name: "ok"}))
-	locked := must[string](t)(s.CreateResource(sub, "rg-locked", armsim.Resource{Type: armsim.TypeDisk, Name: "locked"}))
+	ok := env.resource("rg", armsim.Resource{Type: armsim.TypeDisk, Name: "ok"})
+	locked := env.resource("rg-locked", armsim.Resource{Type: armsim.TypeDisk, Name: "locked"})
 	s.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + sub + "/resourceGroups/rg-locked"})
 	gone := "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Compute/disks/gone"
-	p := newTestProvider(t, env, nil)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}}, nil)
+	p := env.provider()
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: []string{locked, gone, "not-an-id", ok}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}}, nil)
 	for i, want := range []error{cloud.ErrForbidden, cloud.ErrNotFound, nil, nil} {
 		if r := res[i]; want != nil && !errors.Is(r.Err, want) {
 			t.Errorf("%s: err %v, want %v", r.ID, r.Err, want)
 		}
 	}
-	if res[2].Err == nil || res[3].Err != nil || must[map[string]string](t)(s.Tags(ok))["a"] != "1" {
+	if res[2].Err == nil || res[3].Err != nil || env.tags(ok)["a"] != "1" {
 		t.Errorf("bad ID: %v; ok: %v", res[2].Err, res[3].Err)
 	}
-	if res := p.WriteTags(context.Background(), nil, nil); len(res) != 0 {
+	if res := p.WriteTags(t.Context(), nil, nil); len(res) != 0 {
 		t.Errorf("no writes: %v", res)
 	}
 }
@@ -475,7 +473,7 @@ func TestWriteTagsErrors(t *testing.T) {
 // requests already in flight when the first answer came were sent (at
 // most one per worker); the Merges after throttled Deletes are not sent.
 func TestWriteTagsThrottleStorm(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	s, sub := env.Server, env.SubscriptionID
 	est := armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Tags: map[string]string{"old": "x"}}
 	if err := est.Seed(s); err != nil {
@@ -485,7 +483,7 @@ func TestWriteTagsThrottleStorm(t *testing.T) {
 	c := &sentCounter{n: map[string]int{}}
 	const workers = 4
 	p := newTestProvider(t, env, countingConfig(t, env, c), WithThrottleGates(NewThrottleGates()), WithWriteConcurrency(workers))
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}}, nil)
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: est.ResourceIDs(), Patch: tags.Patch{Set: tags.Set{"new": "1"}, Delete: []string{"old"}}}}, nil)
 	for _, r := range res {
 		if wait, ok := cloud.RetryAfter(r.Err); !errors.Is(r.Err, cloud.ErrThrottled) || !ok || wait < 30*time.Minute {
 			t.Errorf("%s: %v", r.ID, r.Err)
@@ -497,7 +495,7 @@ func TestWriteTagsThrottleStorm(t *testing.T) {
 	if n := s.Calls().Count("Tags.UpdateAtScope"); n != c.get(sub, "writes") {
 		t.Errorf("armsim saw %d writes, the wire %d", n, c.get(sub, "writes"))
 	}
-	if got := must[map[string]string](t)(s.Tags(est.ID(sub, armsim.TypeDisk, 0))); got["old"] != "x" || got["new"] != "" {
+	if got := env.tags(est.ID(sub, armsim.TypeDisk, 0)); got["old"] != "x" || got["new"] != "" {
 		t.Errorf("tags %v", got)
 	}
 }
@@ -594,9 +592,9 @@ func (h *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // workers are shared among the subscriptions. Results keep the input
 // order.
 func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	a, b := strings.ToLower(env.SubscriptionID), otherSubscription
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "c1", PerType: 2, Subscriptions: []string{a, b}})
+	est := env.seedOwned("c1", 2, a, b)
 	ids := est.ResourceIDs() // 20 in a, then 20 in b
 	h := &holdingTransport{base: env.HTTPClient.Transport, held: a, release: make(chan struct{})}
 	h.onAnswer = func(answered []string) {
@@ -608,7 +606,7 @@ func TestWriteTagsSubscriptionsInParallel(t *testing.T) {
 	cfg.HTTPClient = &http.Client{Transport: h}
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	p := newTestProvider(t, env, &cfg)
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, nil)
 	for i, r := range res {
 		if r.ID != ids[i] || r.Err != nil {
 			t.Errorf("result %d: %s %v, want %s written", i, r.ID, r.Err, ids[i])
@@ -652,8 +650,8 @@ func TestWriteQueueRoundRobin(t *testing.T) {
 // unwritten; an error from the report stops the writes: ARM sees no write
 // after it, and the resources left fail wrapping it.
 func TestWriteTagsStreamsAndStops(t *testing.T) {
-	env := armsimtest.Start(t)
-	est := seedOwned(t, env, armsimtest.ClusterEstate{Infra: "st", PerType: 2})
+	env := startArmsim(t)
+	est := env.seedOwned("st", 2)
 	ids := est.ResourceIDs() // 20
 	cfg := armsimConfig(env)
 	p := newTestProvider(t, env, &cfg, WithWriteConcurrency(1))
@@ -680,7 +678,7 @@ func TestWriteTagsStreamsAndStops(t *testing.T) {
 		}
 		return nil
 	}
-	res := p.WriteTags(context.Background(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, each)
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: ids, Patch: tags.Patch{Set: tags.Set{"owner": "team-a"}}}}, each)
 	if got := strings.Join(reports, ","); got != "pending,done,pending,done,pending,done" {
 		t.Errorf("reports %s, want three resources pending then done", got)
 	}

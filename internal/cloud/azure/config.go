@@ -70,9 +70,6 @@ const (
 // "[redacted]" (see tagsync's cloud.Secret).
 type Secret = tscloud.Secret
 
-// redacted is how a Secret prints.
-const redacted = "[redacted]"
-
 // AuthConfig says how to obtain Entra ID tokens. Empty fields fall back to
 // the azidentity environment variables (Env*).
 type AuthConfig struct {

@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -44,9 +43,9 @@ func selfSignedPEM(t *testing.T) []byte {
 // TestCredentialModes gets a token in each mode from armsim over HTTPS and
 // uses it for an ARM read through a Provider built from the AuthConfig.
 func TestCredentialModes(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	s := env.Server
-	must[string](t)(s.CreateVM(env.SubscriptionID, "rg", armsim.VirtualMachine{Name: "vm"}))
+	env.vm("rg", armsim.VirtualMachine{Name: "vm"})
 	host := s.URL()
 	jwt := []byte("eyJhbGciOiJub25lIn0.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnc3luYzp0YWdzeW5jIn0.c2ln")
 
@@ -99,14 +98,14 @@ func TestCredentialModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, err := cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{host + "/.default"}})
+			tok, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{host + "/.default"}})
 			if err != nil || tok.Token == "" {
 				t.Fatalf("GetToken: %v", err)
 			}
 			cfg := armsimConfig(env)
 			cfg.Auth = c.auth // HTTPClient comes from cfg.HTTPClient
 			p := newTestProvider(t, env, &cfg)
-			snap, err := p.Snapshot(context.Background(), []cloud.Node{node("vm", vmProviderID(env.SubscriptionID, "rg", "vm"), nil)}, cloud.ReadOptions{})
+			snap, err := p.Snapshot(t.Context(), []cloud.Node{node("vm", vmProviderID(env.SubscriptionID, "rg", "vm"), nil)}, cloud.ReadOptions{})
 			if err != nil || !snap.Placements["vm"].Managed {
 				t.Fatalf("Snapshot: %v %+v", err, snap.Placements["vm"])
 			}
@@ -150,10 +149,10 @@ func TestAuthConfigValidation(t *testing.T) {
 	if err == nil || !containsAll(err.Error(), "bad.pem", "--azure-client-certificate-file or $AZURE_CLIENT_CERTIFICATE_PATH") {
 		t.Errorf("bad certificate: %v", err)
 	}
-	if _, err := NewProvider(context.Background(), Config{Auth: AuthConfig{Mode: AuthClientSecret}}); err == nil || !strings.Contains(err.Error(), "credential") {
+	if _, err := NewProvider(t.Context(), Config{Auth: AuthConfig{Mode: AuthClientSecret}}); err == nil || !strings.Contains(err.Error(), "credential") {
 		t.Errorf("NewProvider with invalid auth: %v", err)
 	}
-	if _, err := NewProvider(context.Background(), Config{}, WithWriteMethod("PUT")); err == nil || !strings.Contains(err.Error(), "write method") {
+	if _, err := NewProvider(t.Context(), Config{}, WithWriteMethod("PUT")); err == nil || !strings.Contains(err.Error(), "write method") {
 		t.Errorf("NewProvider with a bad write method: %v", err)
 	}
 }
@@ -254,8 +253,8 @@ func TestConfigRedaction(t *testing.T) {
 			t.Errorf("%s lost the non-secret fields: %s", name, out)
 		}
 	}
-	if !strings.Contains(cfg.String(), redacted) {
-		t.Errorf("String() = %s, want %s in place of the secret", cfg.String(), redacted)
+	if !strings.Contains(cfg.String(), cloud.Redacted) {
+		t.Errorf("String() = %s, want %s in place of the secret", cfg.String(), cloud.Redacted)
 	}
 	if cfg.Auth.ClientSecret.Reveal() != secret {
 		t.Error("Reveal lost the secret")

@@ -13,7 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -52,7 +51,7 @@ func (c *sentCounter) get(sub, b string) int {
 }
 
 // countingConfig is armsimConfig with every request counted by c.
-func countingConfig(t *testing.T, env *armsimtest.Env, c *sentCounter) *Config {
+func countingConfig(t *testing.T, env *armsimEnv, c *sentCounter) *Config {
 	cfg := armsimConfig(env)
 	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: c.hook}}
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
@@ -76,7 +75,7 @@ func wantThrottledFor(t *testing.T, what string, err error, want time.Duration) 
 // carry on.
 func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
 	const wait = 100 * time.Second
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	subA, subB := env.SubscriptionID, otherSubscription
 	if err := env.Server.CreateSubscription(subB, nil); err != nil {
 		t.Fatal(err)
@@ -91,7 +90,7 @@ func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
 	u, _ := url.Parse(env.Server.URL())
 	t.Cleanup(func() { DefaultThrottleGates().forgetHost(u.Host) })
 	providers := []*testProvider{newTestProvider(t, env, cfg), newTestProvider(t, env, cfg)}
-	ctx := context.Background()
+	ctx := t.Context()
 	const rounds = 3
 
 	// Writes of subscription A.
@@ -165,16 +164,16 @@ func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
 // TestClientBudgetIsPerSubscription: a budget of one read (refilled once in
 // 1000s) spent on subscription A leaves subscription B's untouched.
 func TestClientBudgetIsPerSubscription(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	subA, subB := env.SubscriptionID, otherSubscription
 	if err := env.Server.CreateSubscription(subB, nil); err != nil {
 		t.Fatal(err)
 	}
 	must[string](t)(env.Server.CreateVM(subA, "rg", armsim.VirtualMachine{Name: "vm-a"}))
 	must[string](t)(env.Server.CreateVM(subB, "rg", armsim.VirtualMachine{Name: "vm-b"}))
-	p := newTestProvider(t, env, nil, WithRateLimit(RateLimit{ReadsPerSecond: 0.001, ReadBurst: 1}))
+	p := env.provider(WithRateLimit(RateLimit{ReadsPerSecond: 0.001, ReadBurst: 1}))
 	// With a deadline, a token that comes later fails the wait at once.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	snapshot := func(sub, name string) cloud.Snapshot {
 		t.Helper()

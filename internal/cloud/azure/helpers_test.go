@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,14 +17,59 @@ import (
 // testProvider is a Provider pointed at a running armsim.
 type testProvider struct {
 	*Provider
-	env *armsimtest.Env
+	env *armsimEnv
 	reg *prometheus.Registry
+}
+
+// armsimEnv is the armsim one test runs: the server, its default
+// subscription and the SDK settings, with seeding and reading helpers that
+// fail the test on error. Call its helpers from the test that started it,
+// not from its subtests.
+type armsimEnv struct {
+	*armsimtest.Env
+	t *testing.T
+}
+
+// startArmsim starts armsim for t (see armsimtest.Start).
+func startArmsim(t *testing.T, opts ...armsimtest.Option) *armsimEnv {
+	t.Helper()
+	return &armsimEnv{Env: armsimtest.Start(t, opts...), t: t}
+}
+
+// vm creates a VM in the default subscription and returns its ID.
+func (e *armsimEnv) vm(rg string, vm armsim.VirtualMachine) string {
+	e.t.Helper()
+	return must[string](e.t)(e.Server.CreateVM(e.SubscriptionID, rg, vm))
+}
+
+// scaleSet creates a scale set in the default subscription and returns its ID.
+func (e *armsimEnv) scaleSet(rg string, ss armsim.ScaleSet) string {
+	e.t.Helper()
+	return must[string](e.t)(e.Server.CreateScaleSet(e.SubscriptionID, rg, ss))
+}
+
+// resource creates a resource in the default subscription and returns its ID.
+func (e *armsimEnv) resource(rg string, r armsim.Resource) string {
+	e.t.Helper()
+	return must[string](e.t)(e.Server.CreateResource(e.SubscriptionID, rg, r))
+}
+
+// tags returns the tags armsim holds for id.
+func (e *armsimEnv) tags(id string) map[string]string {
+	e.t.Helper()
+	return must[map[string]string](e.t)(e.Server.Tags(id))
+}
+
+// provider builds a Provider against e (see newTestProvider).
+func (e *armsimEnv) provider(opts ...Option) *testProvider {
+	e.t.Helper()
+	return newTestProvider(e.t, e, nil, opts...)
 }
 
 // armsimConfig points a Config at armsim: ARM endpoint and audience and the
 // authority host are the server's URL, the HTTP client trusts its CA, and
 // the credential is a client secret (any secret works there).
-func armsimConfig(env *armsimtest.Env) Config {
+func armsimConfig(env *armsimEnv) Config {
 	return Config{
 		ARMEndpoint:         env.Server.URL(),
 		ARMAudience:         env.Server.URL(),
@@ -43,7 +87,7 @@ func armsimConfig(env *armsimtest.Env) Config {
 
 // newTestProvider builds a Provider against env with fast retries and polls
 // and a fresh metrics registry; opts override.
-func newTestProvider(t *testing.T, env *armsimtest.Env, cfg *Config, opts ...Option) *testProvider {
+func newTestProvider(t *testing.T, env *armsimEnv, cfg *Config, opts ...Option) *testProvider {
 	t.Helper()
 	c := armsimConfig(env)
 	if cfg != nil {
@@ -58,7 +102,7 @@ func newTestProvider(t *testing.T, env *armsimtest.Env, cfg *Config, opts ...Opt
 		WithRetry(Retry{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
 		WithPollFrequency(5 * time.Millisecond),
 	}, opts...)
-	p, err := NewProvider(context.Background(), c, all...)
+	p, err := NewProvider(t.Context(), c, all...)
 	if err != nil {
 		t.Fatalf("NewProvider: %v", err)
 	}
@@ -101,13 +145,14 @@ var writeOps = []string{
 	"VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update",
 }
 
-// seedOwned seeds est, its resources tagged as the cluster's
-// (clusterTag: owned), into env's server.
-func seedOwned(t *testing.T, env *armsimtest.Env, est armsimtest.ClusterEstate) armsimtest.ClusterEstate {
-	t.Helper()
-	est.Tags = map[string]string{clusterTag: "owned"}
-	if err := est.Seed(env.Server); err != nil {
-		t.Fatal(err)
+// seedOwned seeds a cluster estate (armsimtest.ClusterEstate) named infra
+// with perType resources of each type in each of subs (the default
+// subscription when none), tagged as the cluster's (clusterTag: owned).
+func (e *armsimEnv) seedOwned(infra string, perType int, subs ...string) armsimtest.ClusterEstate {
+	e.t.Helper()
+	est := armsimtest.ClusterEstate{Infra: infra, PerType: perType, Subscriptions: subs, Tags: map[string]string{clusterTag: "owned"}}
+	if err := est.Seed(e.Server); err != nil {
+		e.t.Fatal(err)
 	}
 	return est
 }

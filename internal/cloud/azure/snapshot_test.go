@@ -16,18 +16,17 @@ import (
 )
 
 // estate seeds the placement scenario and returns resource IDs by name.
-func estate(t *testing.T, s *armsim.Server, sub string) map[string]string {
-	t.Helper()
-	ids := map[string]string{}
-	m := must[string](t)
-	ids["pool1"] = m(s.CreateScaleSet(sub, "rg-aks", armsim.ScaleSet{Name: "pool1", Tags: map[string]string{"env": "prod"}, Instances: []string{"0", "1"}}))
-	ids["flex"] = m(s.CreateScaleSet(sub, "rg-aks", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"pool": "flex"}}))
-	ids["flex-0"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "flex-0", ScaleSet: "flex", Tags: map[string]string{"own": "vm"}}))
-	ids["as-vm"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "as-vm", AvailabilitySet: "as1", Tags: map[string]string{"kind": "as"}}))
-	ids["solo"] = m(s.CreateVM(sub, "rg-aks", armsim.VirtualMachine{Name: "solo"}))
-	ids["cross"] = m(s.CreateVM(sub, "rg-other", armsim.VirtualMachine{Name: "cross", Tags: map[string]string{"rg": "other"}}))
-	ids["byname"] = m(s.CreateVM(sub, "rg-other", armsim.VirtualMachine{Name: "byname-vm", ComputerName: "byname-node"}))
-	return ids
+func estate(env *armsimEnv) map[string]string {
+	env.t.Helper()
+	return map[string]string{
+		"pool1":  env.scaleSet("rg-aks", armsim.ScaleSet{Name: "pool1", Tags: map[string]string{"env": "prod"}, Instances: []string{"0", "1"}}),
+		"flex":   env.scaleSet("rg-aks", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"pool": "flex"}}),
+		"flex-0": env.vm("rg-aks", armsim.VirtualMachine{Name: "flex-0", ScaleSet: "flex", Tags: map[string]string{"own": "vm"}}),
+		"as-vm":  env.vm("rg-aks", armsim.VirtualMachine{Name: "as-vm", AvailabilitySet: "as1", Tags: map[string]string{"kind": "as"}}),
+		"solo":   env.vm("rg-aks", armsim.VirtualMachine{Name: "solo"}),
+		"cross":  env.vm("rg-other", armsim.VirtualMachine{Name: "cross", Tags: map[string]string{"rg": "other"}}),
+		"byname": env.vm("rg-other", armsim.VirtualMachine{Name: "byname-vm", ComputerName: "byname-node"}),
+	}
 }
 
 // placementNodes are the nodes of the placement scenario.
@@ -52,9 +51,9 @@ func placementNodes(sub string) []cloud.Node {
 }
 
 func TestSnapshotPlacements(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	ids := estate(t, env.Server, sub)
+	ids := estate(env)
 	nodes := placementNodes(sub)
 
 	type want struct {
@@ -91,7 +90,7 @@ func TestSnapshotPlacements(t *testing.T) {
 		t.Run(string(target), func(t *testing.T) {
 			p := newTestProvider(t, env, nil)
 			env.Server.ResetCalls()
-			snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{Target: target})
+			snap, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{Target: target})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,11 +126,11 @@ func TestSnapshotPlacements(t *testing.T) {
 }
 
 func TestSnapshotResourceGroupFilter(t *testing.T) {
-	env := armsimtest.Start(t)
-	ids := estate(t, env.Server, env.SubscriptionID)
-	p := newTestProvider(t, env, nil)
+	env := startArmsim(t)
+	ids := estate(env)
+	p := env.provider()
 	env.Server.ResetCalls()
-	snap, err := p.Snapshot(context.Background(), placementNodes(env.SubscriptionID), cloud.ReadOptions{Scopes: []string{"RG-AKS"}})
+	snap, err := p.Snapshot(t.Context(), placementNodes(env.SubscriptionID), cloud.ReadOptions{Scopes: []string{"RG-AKS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,15 +149,15 @@ func TestSnapshotResourceGroupFilter(t *testing.T) {
 }
 
 func TestSnapshotFlexibleScaleSetInOtherGroup(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	ss := must[string](t)(env.Server.CreateScaleSet(sub, "rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"a": "1"}}))
+	ss := env.scaleSet("rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible, Tags: map[string]string{"a": "1"}})
 	vm, err := env.Server.CreateVM(sub, "rg-vms", armsim.VirtualMachine{Name: "member", ScaleSet: ss})
 	if err != nil {
 		t.Fatalf("seeding a Flexible member in another resource group: %v", err)
 	}
-	p := newTestProvider(t, env, nil)
-	snap, err := p.Snapshot(context.Background(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
+	p := env.provider()
+	snap, err := p.Snapshot(t.Context(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +173,13 @@ func TestSnapshotFlexibleScaleSetInOtherGroup(t *testing.T) {
 // TestSnapshotFlexibleScaleSetUnreadable: a Flexible member whose VM was
 // read but whose scale set's group could not be carries that group's error.
 func TestSnapshotFlexibleScaleSetUnreadable(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	sub := env.SubscriptionID
-	ss := must[string](t)(env.Server.CreateScaleSet(sub, "rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible}))
-	must[string](t)(env.Server.CreateVM(sub, "rg-vms", armsim.VirtualMachine{Name: "member", ScaleSet: ss}))
+	ss := env.scaleSet("rg-sets", armsim.ScaleSet{Name: "flex", Mode: armsim.Flexible})
+	env.vm("rg-vms", armsim.VirtualMachine{Name: "member", ScaleSet: ss})
 	env.Server.AddFault(armsim.Fault{Status: http.StatusForbidden, Scope: "/subscriptions/" + sub + "/resourceGroups/rg-sets"})
-	p := newTestProvider(t, env, nil)
-	snap, err := p.Snapshot(context.Background(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
+	p := env.provider()
+	snap, err := p.Snapshot(t.Context(), []cloud.Node{node("member", vmProviderID(sub, "rg-vms", "member"), nil)}, cloud.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +193,7 @@ func TestSnapshotFlexibleScaleSetUnreadable(t *testing.T) {
 }
 
 // bulkEstate seeds 20 Uniform nodes in 2 scale sets and 5 VMs in one group.
-func bulkEstate(t *testing.T, env *armsimtest.Env) []cloud.Node {
+func bulkEstate(t *testing.T, env *armsimEnv) []cloud.Node {
 	t.Helper()
 	sub := env.SubscriptionID
 	var nodes []cloud.Node
@@ -204,23 +203,23 @@ func bulkEstate(t *testing.T, env *armsimtest.Env) []cloud.Node {
 			inst = append(inst, fmt.Sprint(i))
 			nodes = append(nodes, node(fmt.Sprintf("%s-%d", ss, i), instanceProviderID(sub, "rg", ss, fmt.Sprint(i)), nil))
 		}
-		must[string](t)(env.Server.CreateScaleSet(sub, "rg", armsim.ScaleSet{Name: ss, Instances: inst, Tags: map[string]string{"pool": ss}}))
+		env.scaleSet("rg", armsim.ScaleSet{Name: ss, Instances: inst, Tags: map[string]string{"pool": ss}})
 	}
 	for i := range 5 {
 		name := fmt.Sprintf("vm-%d", i)
-		must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: name}))
+		env.vm("rg", armsim.VirtualMachine{Name: name})
 		nodes = append(nodes, node(name, vmProviderID(sub, "rg", name), nil))
 	}
 	return nodes
 }
 
 func TestSnapshotBulkReadsAndCache(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	nodes := bulkEstate(t, env)
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	now := time.Unix(1_000_000, 0)
 	p.now = func() time.Time { return now }
-	ctx := context.Background()
+	ctx := t.Context()
 
 	snapshot := func(opts cloud.ReadOptions) map[string]int {
 		t.Helper()
@@ -259,22 +258,22 @@ func TestSnapshotBulkReadsAndCache(t *testing.T) {
 }
 
 func TestSnapshotPaging(t *testing.T) {
-	env := armsimtest.Start(t, armsimtest.WithPageSize(2))
+	env := startArmsim(t, armsimtest.WithPageSize(2))
 	sub := env.SubscriptionID
 	var nodes []cloud.Node
 	for i := range 5 {
 		ss := fmt.Sprintf("pool-%d", i)
-		must[string](t)(env.Server.CreateScaleSet(sub, "rg", armsim.ScaleSet{Name: ss, Instances: []string{"0"}, Tags: map[string]string{"i": fmt.Sprint(i)}}))
+		env.scaleSet("rg", armsim.ScaleSet{Name: ss, Instances: []string{"0"}, Tags: map[string]string{"i": fmt.Sprint(i)}})
 		nodes = append(nodes, node(ss+"-0", instanceProviderID(sub, "rg", ss, "0"), nil))
 	}
 	for i := range 7 {
 		name := fmt.Sprintf("vm-%d", i)
-		must[string](t)(env.Server.CreateVM(sub, "rg", armsim.VirtualMachine{Name: name, Tags: map[string]string{"i": fmt.Sprint(i)}}))
+		env.vm("rg", armsim.VirtualMachine{Name: name, Tags: map[string]string{"i": fmt.Sprint(i)}})
 		nodes = append(nodes, node(name, vmProviderID(sub, "rg", name), nil))
 	}
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	env.Server.ResetCalls()
-	snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	snap, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,15 +292,15 @@ func TestSnapshotPaging(t *testing.T) {
 }
 
 func TestSnapshotConcurrentCallersShareOneList(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	nodes := bulkEstate(t, env)
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	env.Server.SetLatency(20 * time.Millisecond) // keep the first list in flight
 	env.Server.ResetCalls()
 	errs := make(chan error, 8)
 	for range 8 {
 		go func() {
-			_, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+			_, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{})
 			errs <- err
 		}()
 	}
@@ -320,11 +319,11 @@ func TestSnapshotConcurrentCallersShareOneList(t *testing.T) {
 // TestSnapshotReadErrors: a listing that fails after the retries fails
 // only its nodes, and the failure is not cached.
 func TestSnapshotReadErrors(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	nodes := bulkEstate(t, env)
-	p := newTestProvider(t, env, nil)
+	p := env.provider()
 	env.Server.FailNext("VirtualMachines.List", 10, http.StatusInternalServerError)
-	snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	snap, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{})
 	if err != nil {
 		t.Fatalf("Snapshot failed as a whole: %v", err)
 	}
@@ -352,7 +351,7 @@ func TestSnapshotReadErrors(t *testing.T) {
 	}
 	// Not cached: the next Snapshot lists again, and is complete.
 	env.Server.ClearFaults()
-	snap, err = p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+	snap, err = p.Snapshot(t.Context(), nodes, cloud.ReadOptions{})
 	if err != nil || len(snap.Failed) != 0 || len(snap.Resources) != 7 {
 		t.Errorf("second snapshot: err %v, failed %+v, %d resources", err, snap.Failed, len(snap.Resources))
 	}
@@ -373,7 +372,7 @@ func TestSnapshotOneUnreadableGroup(t *testing.T) {
 		{"server error", armsim.Fault{Status: http.StatusInternalServerError}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env := armsimtest.Start(t)
+			env := startArmsim(t)
 			subA, subB := env.SubscriptionID, otherSubscription
 			if err := env.Server.CreateSubscription(subB, nil); err != nil {
 				t.Fatal(err)
@@ -391,8 +390,8 @@ func TestSnapshotOneUnreadableGroup(t *testing.T) {
 			f := c.fault
 			f.Scope = "/subscriptions/" + subA + "/resourceGroups/rg-bad"
 			env.Server.AddFault(f)
-			p := newTestProvider(t, env, nil, WithThrottleGates(NewThrottleGates()))
-			snap, err := p.Snapshot(context.Background(), nodes, cloud.ReadOptions{})
+			p := env.provider(WithThrottleGates(NewThrottleGates()))
+			snap, err := p.Snapshot(t.Context(), nodes, cloud.ReadOptions{})
 			if err != nil {
 				t.Fatalf("Snapshot failed as a whole: %v", err)
 			}
@@ -441,10 +440,10 @@ func TestSnapshotOneUnreadableGroup(t *testing.T) {
 
 // TestSnapshotContextEnded: a Snapshot whose context ends fails as a whole.
 func TestSnapshotContextEnded(t *testing.T) {
-	env := armsimtest.Start(t)
+	env := startArmsim(t)
 	nodes := bulkEstate(t, env)
-	p := newTestProvider(t, env, nil)
-	ctx, cancel := context.WithCancel(context.Background())
+	p := env.provider()
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := p.Snapshot(ctx, nodes, cloud.ReadOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
