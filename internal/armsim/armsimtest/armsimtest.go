@@ -139,3 +139,20 @@ func Cloud(s *armsim.Server) cloud.Configuration {
 func (e *Env) IdentityClientOptions() azcore.ClientOptions {
 	return policy.ClientOptions{Cloud: Cloud(e.Server), Transport: e.HTTPClient}
 }
+
+// HookedClient is the Env's HTTP client with hook called on each request
+// before it is sent: for tests that watch or steer the provider's calls.
+func (e *Env) HookedClient(hook func(*http.Request)) *http.Client {
+	return &http.Client{Transport: hookTransport{next: e.HTTPClient.Transport, hook: hook}}
+}
+
+// hookTransport calls hook before sending each request.
+type hookTransport struct {
+	next http.RoundTripper
+	hook func(*http.Request)
+}
+
+func (t hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.hook(req)
+	return t.next.RoundTrip(req)
+}

@@ -314,7 +314,7 @@ func (r *patchRecorder) ops() map[string][]string {
 // recordingProvider is a test provider whose requests rec sees.
 func recordingProvider(t *testing.T, env *armsimEnv, rec *patchRecorder, opts ...Option) *testProvider {
 	cfg := armsimConfig(env)
-	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: rec.hook}}
+	cfg.HTTPClient = env.HookedClient(rec.hook)
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	return newTestProvider(t, env, &cfg, opts...)
 }

@@ -53,7 +53,7 @@ func (c *sentCounter) get(sub, b string) int {
 // countingConfig is armsimConfig with every request counted by c.
 func countingConfig(t *testing.T, env *armsimEnv, c *sentCounter) *Config {
 	cfg := armsimConfig(env)
-	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: c.hook}}
+	cfg.HTTPClient = env.HookedClient(c.hook)
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 	return &cfg
 }

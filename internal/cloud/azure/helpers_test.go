@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -161,17 +160,6 @@ func (e *armsimEnv) seedOwned(infra string, perType int, subs ...string) armsimt
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
 	return cloudtest.MetricSum(t, reg, name, want)
-}
-
-// hookTransport calls hook before sending each request.
-type hookTransport struct {
-	base http.RoundTripper
-	hook func(*http.Request)
-}
-
-func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	h.hook(r)
-	return h.base.RoundTrip(r)
 }
 
 // vmProviderID is a VM's providerID.

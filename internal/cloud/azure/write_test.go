@@ -122,14 +122,14 @@ func TestPatchTagsResourcePatchStaleETag(t *testing.T) {
 	vm := env.vm("rg", armsim.VirtualMachine{Name: "vm", Tags: map[string]string{"env": "prod", "old": "x"}})
 	var patches, concurrent atomic.Int32
 	cfg := armsimConfig(env)
-	cfg.HTTPClient = &http.Client{Transport: hookTransport{base: env.HTTPClient.Transport, hook: func(r *http.Request) {
+	cfg.HTTPClient = env.HookedClient(func(r *http.Request) {
 		// Another writer changes the VM between our GET and our first PATCH.
 		if r.Method == http.MethodPatch && patches.Add(1) <= concurrent.Load() {
 			if err := env.Server.SetTags(vm, map[string]string{fmt.Sprintf("other%d", patches.Load()): "y"}); err != nil {
 				t.Error(err)
 			}
 		}
-	}}}
+	})
 	p := newTestProvider(t, env, &cfg, WithWriteMethod(WriteResourcePatch))
 	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
 

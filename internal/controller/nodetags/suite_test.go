@@ -99,17 +99,6 @@ func (c *countingRecorder) count(reason, objectName string) int {
 	return c.counts[reason+"/"+objectName]
 }
 
-// hookTransport calls hook before sending each request.
-type hookTransport struct {
-	next http.RoundTripper
-	hook func(*http.Request)
-}
-
-func (t hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.hook(req)
-	return t.next.RoundTrip(req)
-}
-
 // newHarness starts armsim and a controller manager for one test.
 func newHarness(t *testing.T, opts ...azure.Option) *harness {
 	return newHarnessWithTransport(t, nil, opts...)
@@ -144,7 +133,7 @@ func (h *harness) startController() {
 	}, h.opts...)
 	httpClient := h.env.HTTPClient
 	if h.hook != nil {
-		httpClient = &http.Client{Transport: hookTransport{next: h.env.HTTPClient.Transport, hook: h.hook}}
+		httpClient = h.env.HookedClient(h.hook)
 	}
 	provider, err := azure.NewProvider(h.ctx, azure.Config{
 		ARMEndpoint:         h.cloud.URL(),
