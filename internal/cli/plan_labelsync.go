@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -197,7 +197,7 @@ func (p *planPrinter) profile(s profilePlan) {
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)
 	if len(s.Paused) > 0 {
-		sort.Strings(s.Paused)
+		slices.Sort(s.Paused)
 		p.line(1, "", "%d host(s) paused: %v", len(s.Paused), s.Paused)
 	}
 	for _, w := range s.Waiting {

@@ -1,10 +1,11 @@
 package nodetags
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -240,28 +241,24 @@ func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync,
 	return nil
 }
 
+// sortedConflicts orders conflicts by resource and tag, and keeps the
+// first maxListed.
 func sortedConflicts(in []v1alpha1.TagConflict) []v1alpha1.TagConflict {
-	sort.Slice(in, func(i, j int) bool {
-		if in[i].Resource != in[j].Resource {
-			return in[i].Resource < in[j].Resource
-		}
-		return strings.ToLower(in[i].Tag) < strings.ToLower(in[j].Tag)
+	return firstSorted(in, func(a, b v1alpha1.TagConflict) int {
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(strings.ToLower(a.Tag), strings.ToLower(b.Tag)))
 	})
-	if len(in) > maxListed {
-		in = in[:maxListed]
-	}
-	return in
 }
 
+// sortedSkipped orders skipped tags by object and name, and keeps the
+// first maxListed.
 func sortedSkipped(in []v1alpha1.SkippedTag) []v1alpha1.SkippedTag {
-	sort.Slice(in, func(i, j int) bool {
-		if in[i].Object != in[j].Object {
-			return in[i].Object < in[j].Object
-		}
-		return in[i].Name < in[j].Name
+	return firstSorted(in, func(a, b v1alpha1.SkippedTag) int {
+		return cmp.Or(cmp.Compare(a.Object, b.Object), cmp.Compare(a.Name, b.Name))
 	})
-	if len(in) > maxListed {
-		in = in[:maxListed]
-	}
-	return in
+}
+
+// firstSorted sorts in by compare and keeps the first maxListed.
+func firstSorted[T any](in []T, compare func(a, b T) int) []T {
+	slices.SortFunc(in, compare)
+	return in[:min(len(in), maxListed)]
 }
