@@ -175,7 +175,11 @@ func checkSBOM(t *testing.T, path string) {
 	var bom struct {
 		BOMFormat string `json:"bomFormat"`
 		Metadata  struct {
-			Component struct{ Name, Version string } `json:"component"`
+			Component struct {
+				Name, Version string
+				Hashes        []struct{ Alg, Content string }
+			} `json:"component"`
+			Properties []struct{ Name, Value string } `json:"properties"`
 		} `json:"metadata"`
 		Components []struct{ Name, Version string } `json:"components"`
 	}
@@ -184,6 +188,16 @@ func checkSBOM(t *testing.T, path string) {
 	}
 	if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/tagsync/tagsync" || bom.Metadata.Component.Version != "v"+version {
 		t.Errorf("SBOM %s: format %q, component %+v", path, bom.BOMFormat, bom.Metadata.Component)
+	}
+	props := map[string]string{}
+	for _, p := range bom.Metadata.Properties {
+		props[p.Name] = p.Value
+	}
+	if props["go.GOOS"] != "linux" || props["go.GOARCH"] != runtime.GOARCH {
+		t.Errorf("SBOM %s names the platform %s/%s", path, props["go.GOOS"], props["go.GOARCH"])
+	}
+	if h := bom.Metadata.Component.Hashes; len(h) != 1 || h[0].Alg != "SHA-256" || len(h[0].Content) != 64 {
+		t.Errorf("SBOM %s: the binary's hashes are %+v, want one hex SHA-256", path, h)
 	}
 	names := map[string]bool{}
 	for _, c := range bom.Components {

@@ -1,23 +1,38 @@
 package main
 
 import (
+	"crypto/sha256"
 	"debug/buildinfo"
+	"encoding/hex"
+	"io"
 	"os"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 )
 
-// writeSBOM writes a CycloneDX JSON SBOM of bin to path: the modules the Go
-// toolchain recorded in the binary (what `go version -m` prints), with the
-// commit time as its timestamp so it is reproducible too.
+// writeSBOM writes a CycloneDX JSON SBOM of bin to path: the binary (its
+// SHA-256, platform and Go version) and the modules the Go toolchain
+// recorded in it (what `go version -m` prints), with the commit time as its
+// timestamp so it is reproducible too.
 func (b *build) writeSBOM(path, bin string) error {
 	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		return err
 	}
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		return err
+	}
 	main := cdx.Component{BOMRef: "pkg:golang/" + info.Main.Path + "@v" + b.version, Type: cdx.ComponentTypeApplication,
-		Name: info.Main.Path, Version: "v" + b.version, PackageURL: "pkg:golang/" + info.Main.Path + "@v" + b.version}
+		Name: info.Main.Path, Version: "v" + b.version, PackageURL: "pkg:golang/" + info.Main.Path + "@v" + b.version,
+		Hashes: &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: sum}}}
+	props := []cdx.Property{{Name: "go.version", Value: info.GoVersion}, {Name: "vcs.revision", Value: b.commit}}
+	for _, s := range info.Settings {
+		if s.Key == "GOOS" || s.Key == "GOARCH" {
+			props = append(props, cdx.Property{Name: "go." + s.Key, Value: s.Value})
+		}
+	}
 	var deps []cdx.Component
 	var refs []string
 	for _, m := range info.Deps {
@@ -26,13 +41,12 @@ func (b *build) writeSBOM(path, bin string) error {
 		}
 		purl := "pkg:golang/" + m.Path + "@" + m.Version
 		deps = append(deps, cdx.Component{BOMRef: purl, Type: cdx.ComponentTypeLibrary, Name: m.Path,
-			Version: m.Version, PackageURL: purl, Hashes: moduleHash(m.Sum)})
+			Version: m.Version, PackageURL: purl, Properties: moduleSum(m.Sum)})
 		refs = append(refs, purl)
 	}
 	bom := cdx.NewBOM()
 	bom.SerialNumber = ""
-	bom.Metadata = &cdx.Metadata{Timestamp: b.date().Format(time.RFC3339), Component: &main,
-		Properties: &[]cdx.Property{{Name: "go.version", Value: info.GoVersion}, {Name: "vcs.revision", Value: b.commit}}}
+	bom.Metadata = &cdx.Metadata{Timestamp: b.date().Format(time.RFC3339), Component: &main, Properties: &props}
 	bom.Components = &deps
 	bom.Dependencies = &[]cdx.Dependency{{Ref: main.BOMRef, Dependencies: &refs}}
 	f, err := os.Create(path)
@@ -48,11 +62,26 @@ func (b *build) writeSBOM(path, bin string) error {
 	return f.Close()
 }
 
-// moduleHash is the module's go.sum hash (h1:, a SHA-256 of its file tree)
-// as a CycloneDX property-free hash list; nil when the binary has none.
-func moduleHash(sum string) *[]cdx.Hash {
+// moduleSum is the module's go.sum line hash (h1:, base64 of a SHA-256
+// over its file tree, not of an artifact) as a property; nil when the
+// binary records none.
+func moduleSum(sum string) *[]cdx.Property {
 	if sum == "" {
 		return nil
 	}
-	return &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: sum}}
+	return &[]cdx.Property{{Name: "go.sum", Value: sum}}
+}
+
+// fileSHA256 is the hex SHA-256 of a file.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
