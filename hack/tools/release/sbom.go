@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
-	"io"
 	"os"
 	"time"
 
@@ -20,7 +17,7 @@ func (b *build) writeSBOM(path, bin string) error {
 	if err != nil {
 		return err
 	}
-	sum, err := fileSHA256(bin)
+	sum, err := sha256File(bin)
 	if err != nil {
 		return err
 	}
@@ -70,18 +67,4 @@ func moduleSum(sum string) *[]cdx.Property {
 		return nil
 	}
 	return &[]cdx.Property{{Name: "go.sum", Value: sum}}
-}
-
-// fileSHA256 is the hex SHA-256 of a file.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -10,10 +10,13 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -130,16 +133,13 @@ func TestMistypedRegionBacksOff(t *testing.T) {
 	if c := meta.FindStatusCondition(h.waitReady("cm", metav1.ConditionFalse).Status.Conditions, v1alpha1.ConditionReady); c.Reason != v1alpha1.ReasonPermanentError {
 		t.Errorf("CloudMetadata Ready = %+v, want reason %s", c, v1alpha1.ReasonPermanentError)
 	}
-	searches := func() int { return provider.Calls()["tag:GetResources"] }
-	first := searches()
-	// A transient error is retried after 30 s, syncEvery is the default
-	// 10m: over 35 s a retry would add searches, a back-off none.
-	window := time.Now().Add(35 * time.Second)
-	for time.Now().Before(window) {
-		if n := searches(); n != first {
-			t.Fatalf("the mistyped region was searched again within 35 s: %d searches, then %d", first, n)
-		}
-		time.Sleep(500 * time.Millisecond)
+	// A pass asks for the next after syncEvery (the default 10m), doubling
+	// up to 30m, not after the 30 s of a transient error: a second
+	// reconciler on the same objects (and the manager's cache), called
+	// directly.
+	r := metadata.NewReconciler(h.cached, cloud.Providers{"aws": provider}, events.NewFakeRecorder(100), nil, nil)
+	for _, want := range []time.Duration{10 * time.Minute, 20 * time.Minute, 30 * time.Minute} {
+		testenv.Reconcile(h.ctx, t, r, client.ObjectKey{Namespace: h.ns, Name: "cm"}).Requeue(want, want)
 	}
 	if n := h.countEvents(v1alpha1.ReasonPermanentError, "tags"); n != 1 {
 		t.Errorf("%d PermanentError events, want 1", n)
