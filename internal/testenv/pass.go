@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // passRequests numbers the requests of this process, so that two requests
@@ -66,4 +68,14 @@ func describe(c client.Client, obj client.Object, key client.ObjectKey) string {
 		return gvk.Kind + " " + key.String()
 	}
 	return fmt.Sprintf("%T %s", obj, key)
+}
+
+// Pass asks a tagsync controller for one pass over obj and waits for
+// exactly that pass: RequestPass with the sync-request annotation every
+// tagsync kind takes and its status.lastSyncRequest. obj, returned, then
+// holds the state that pass wrote.
+func Pass[O client.Object](t testing.TB, c client.Client, obj O, timeout time.Duration) O {
+	t.Helper()
+	RequestPass(t, c, obj, kit.SyncRequestAnnotation, LastSyncRequest, timeout)
+	return obj
 }

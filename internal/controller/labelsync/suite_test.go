@@ -158,37 +158,13 @@ func (h *harness) create(obj client.Object) {
 // update changes an object with fn, retrying on conflicts.
 func (h *harness) update(c client.Client, obj client.Object, fn func()) {
 	h.t.Helper()
-	for i := 0; ; i++ {
-		if err := c.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			h.t.Fatal(err)
-		}
-		fn()
-		err := c.Update(h.ctx, obj)
-		if err == nil {
-			return
-		}
-		if i > 5 {
-			h.t.Fatalf("update %s: %v", obj.GetName(), err)
-		}
-	}
+	testenv.Update(h.ctx, h.t, c, obj, fn)
 }
 
 // updateStatus changes an object's status with fn, retrying on conflicts.
 func (h *harness) updateStatus(obj client.Object, fn func()) {
 	h.t.Helper()
-	for i := 0; ; i++ {
-		if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			h.t.Fatal(err)
-		}
-		fn()
-		err := h.c.Status().Update(h.ctx, obj)
-		if err == nil {
-			return
-		}
-		if i > 5 {
-			h.t.Fatalf("update status of %s: %v", obj.GetName(), err)
-		}
-	}
+	testenv.UpdateStatus(h.ctx, h.t, h.c, obj, fn)
 }
 
 // cluster creates a workload cluster reached with kubeconfig: its Secret,
@@ -299,9 +275,7 @@ func (h *harness) profile(name string, prefixes ...string) *v1alpha1.LabelSyncPr
 // pass asks for one pass over the profile and waits for exactly it.
 func (h *harness) pass(name string) *v1alpha1.LabelSyncProfile {
 	h.t.Helper()
-	p := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
-	testenv.RequestPass(h.t, h.c, p, labelsync.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
-	return p
+	return testenv.Pass(h.t, h.c, &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}, waitFor)
 }
 
 // labels reads a Node's labels.

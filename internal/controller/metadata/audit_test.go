@@ -20,9 +20,7 @@ import (
 // resource ARM wrote has its pending record. Once the sink works, the next
 // pass writes everything and AuditFailing turns False.
 func TestAuditSinkFailureStopsWrites(t *testing.T) {
-	h := newHarness(t)
-	e := h.estate("deaf", 3)
-	ids := allIDs(e)
+	h, _, ids := newEstateHarness(t, "deaf", 3)
 	h.audit.takeRecords(0)
 	h.azureMetadata("cluster-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
 	h.cloudMetadata("cluster", "cluster-tags", "", map[string]string{classifierOf("deaf"): "owned"})

@@ -22,9 +22,7 @@ import (
 // steady pass that writes nothing, a key released, then delete; the audit
 // log holds exactly the mutations.
 func TestAzureLifecycle(t *testing.T) {
-	h := newHarness(t)
-	e := h.estate("life", 1)
-	ids := allIDs(e)
+	h, e, ids := newEstateHarness(t, "life", 1)
 	stray, err := h.az.Server.CreateResource(sub, "rg-life", armsim.Resource{Type: armsim.TypeDisk, Name: "unclassified"})
 	if err != nil {
 		t.Fatal(err)

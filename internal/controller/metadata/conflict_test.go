@@ -22,9 +22,7 @@ import (
 // and when one gives env up, or its CloudMetadata is deleted, the other
 // is passed again at once and writes.
 func TestConflictingObjectsWriteNeither(t *testing.T) {
-	h := newHarness(t)
-	e := h.estate("dup", 1)
-	ids := allIDs(e)
+	h, _, ids := newEstateHarness(t, "dup", 1)
 	classifiers := map[string]string{classifierOf("dup"): "owned"}
 	h.azureMetadata("a", v1alpha1.OpcodeUpdate, map[string]string{"env": "a", "team": "x"})
 	h.cloudMetadata("cm-a", "a", "", classifiers)

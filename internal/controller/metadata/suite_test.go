@@ -130,6 +130,16 @@ func (h *harness) azureProvider() *azure.Provider {
 	return az
 }
 
+// newEstateHarness is newHarness with an estate classified for infra
+// (perType resources of each type), and the IDs of its resources and
+// group.
+func newEstateHarness(t *testing.T, infra string, perType int) (*harness, armsimtest.ClusterEstate, []string) {
+	t.Helper()
+	h := newHarness(t)
+	e := h.estate(infra, perType)
+	return h, e, allIDs(e)
+}
+
 // namespaces are the namespaces the test's controller watches.
 func (h *harness) namespaces() []string {
 	if h.other == "" {
@@ -184,9 +194,7 @@ func (h *harness) cloudMetadata(name, azureRef string, limit v1alpha1.LimitPolic
 // pass asks for one pass over the CloudMetadata and waits for exactly it.
 func (h *harness) pass(name string) *v1alpha1.CloudMetadata {
 	h.t.Helper()
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
-	testenv.RequestPass(h.t, h.c, cm, metadata.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
-	return cm
+	return testenv.Pass(h.t, h.c, &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}, waitFor)
 }
 
 // waitReady waits until the CloudMetadata's Ready condition has status want
@@ -234,19 +242,7 @@ func (h *harness) azureStatus(name string) *v1alpha1.AzureMetadata {
 // update changes an object with fn, retrying on conflicts.
 func (h *harness) update(obj client.Object, fn func()) {
 	h.t.Helper()
-	for i := 0; ; i++ {
-		if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			h.t.Fatal(err)
-		}
-		fn()
-		err := h.c.Update(h.ctx, obj)
-		if err == nil {
-			return
-		}
-		if i > 5 {
-			h.t.Fatalf("update %s: %v", obj.GetName(), err)
-		}
-	}
+	testenv.Update(h.ctx, h.t, h.c, obj, fn)
 }
 
 // tags reads a resource's tags from armsim.
