@@ -13,16 +13,12 @@ import (
 // bulk read and no writes.
 func TestScaleSetFanOut(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-fan")
-	ssID, pids := h.scaleSet("rg-fan", "pool1", 40, map[string]string{"env": "prod", "costcenter": "42"})
-	for i, pid := range pids {
-		h.node(fmt.Sprintf("fan-%02d", i), pid, nil, nil)
-	}
+	ssID := h.scaleSetOfNodes("fan", 40, map[string]string{"env": "prod", "costcenter": "42"})
 	h.cloud.ResetCalls()
 	h.sync("fan", nil)
-	for i := range pids {
-		h.waitLabel(fmt.Sprintf("fan-%02d", i), "azure.tags/env", "prod")
-		h.waitLabel(fmt.Sprintf("fan-%02d", i), "azure.tags/costcenter", "42")
+	for i := range 40 {
+		h.waitLabel(fmt.Sprintf("fan-%d", i), "azure.tags/env", "prod")
+		h.waitLabel(fmt.Sprintf("fan-%d", i), "azure.tags/costcenter", "42")
 	}
 	nts := h.passDone("fan", 40)
 	if !h.rec.ReadsInformerStore() {
@@ -50,8 +46,8 @@ func TestScaleSetFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.syncNow("fan")
-	for i := range pids {
-		h.waitLabel(fmt.Sprintf("fan-%02d", i), "azure.tags/env", "canary")
+	for i := range 40 {
+		h.waitLabel(fmt.Sprintf("fan-%d", i), "azure.tags/env", "canary")
 	}
 }
 
@@ -186,9 +182,7 @@ func TestDeletionsPropagateKeyByKey(t *testing.T) {
 // scale set and fans out to the other nodes.
 func TestLabelAddedReachesScaleSet(t *testing.T) {
 	h := newHarness(t)
-	ssID := h.scaleSetOfNodes("add", 3, map[string]string{"env": "prod"})
-	h.sync("add", nil)
-	h.waitLabel("add-2", "azure.tags/env", "prod")
+	ssID := h.syncedScaleSetOfNodes("add", 3, map[string]string{"env": "prod"})
 	setLabel(h, "add-0", "azure.tags/team", "blue")
 	h.waitTag(ssID, "team", "blue")
 	h.waitLabel("add-1", "azure.tags/team", "blue")
@@ -235,9 +229,7 @@ func TestScaleOutAndNodeReplacement(t *testing.T) {
 func TestNodePoolReconcileWipe(t *testing.T) {
 	h := newHarness(t)
 	want := map[string]string{"env": "prod", "team": "blue", "costcenter": "42"}
-	ssID := h.scaleSetOfNodes("wipe", 3, want)
-	h.sync("wipe", nil)
-	h.waitLabel("wipe-2", "azure.tags/costcenter", "42")
+	ssID := h.syncedScaleSetOfNodes("wipe", 3, want)
 	h.passDone("wipe", 3)
 
 	if err := h.cloud.ReplaceTags(ssID, map[string]string{"aks-managed-poolName": "pool"}); err != nil {

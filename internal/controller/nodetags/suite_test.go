@@ -277,6 +277,20 @@ func (h *harness) scaleSetOfNodes(name string, n int, tags map[string]string) st
 	return id
 }
 
+// syncedScaleSetOfNodes is scaleSetOfNodes with the NodeTagSync <name>
+// created and every Node labelled with the scale set's tags.
+func (h *harness) syncedScaleSetOfNodes(name string, n int, tags map[string]string) string {
+	h.t.Helper()
+	id := h.scaleSetOfNodes(name, n, tags)
+	h.sync(name, nil)
+	for i := range n {
+		for k, v := range tags {
+			h.waitLabel(fmt.Sprintf("%s-%d", name, i), "azure.tags/"+k, v)
+		}
+	}
+	return id
+}
+
 // vm creates a standalone VM and returns its ID and providerID.
 func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
 	h.t.Helper()
