@@ -7,6 +7,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/tagsync/tagsync/internal/notify"
 )
 
 // Base is what every reconciler holds: the client it reads and writes
@@ -31,9 +33,20 @@ func NewBase(c client.Client, recorder events.EventRecorder, clk clock.PassiveCl
 }
 
 // UseManager gives the Base what it was not built with: the manager's
-// client, and an event recorder of its own reporting as tagsync-<name>.
+// client, and an event recorder of its own reporting as tagsync-<name>
+// that tells of the events the API server refuses.
 func (b *Base) UseManager(mgr manager.Manager, name string) error {
-	return UseManager(mgr, name, &b.Client, &b.Recorder)
+	if b.Client == nil {
+		b.Client = mgr.GetClient()
+	}
+	if b.Recorder == nil {
+		rec, err := notify.AddRecorder(mgr, "tagsync-"+name)
+		if err != nil {
+			return err
+		}
+		b.Recorder = rec
+	}
+	return nil
 }
 
 // Now is the clock's time.

@@ -11,9 +11,8 @@
 //     state when the object is recreated under its name, forgotten on
 //     delete), each with its event Notifier, and the fan-out of events the
 //     API server refused to every notifier (so the problem is told again).
-//   - UseManager and Options: the client and event recorder defaulted from
-//     the manager, and one workqueue rate limiter for every controller
-//     (failures back off exponentially from 1 s to 5 min per object).
+//   - Options: one workqueue rate limiter for every controller
+//     (failures back off exponentially from 100 ms to 5 min per object).
 //   - Backoff and NeedsPerson: errors a retry cannot cure (forbidden, not
 //     found, invalid) wait for a spec change or an interval that doubles up
 //     to a long ceiling, instead of being retried every few seconds.

@@ -3,35 +3,13 @@ package kit
 import (
 	"time"
 
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/tagsync/tagsync/internal/notify"
 )
-
-// UseManager gives a reconciler what it was not built with: the manager's
-// client when *c is nil, and when *recorder is nil an event recorder of its
-// own, reporting as tagsync-<name>, that tells of the events the API
-// server refuses.
-func UseManager(mgr manager.Manager, name string, c *client.Client, recorder *events.EventRecorder) error {
-	if *c == nil {
-		*c = mgr.GetClient()
-	}
-	if *recorder == nil {
-		rec, err := notify.AddRecorder(mgr, "tagsync-"+name)
-		if err != nil {
-			return err
-		}
-		*recorder = rec
-	}
-	return nil
-}
 
 // The retry policy of every controller's workqueue: a failed pass of one
 // object is retried after FirstRetry, doubling up to MaxRetry (the tenth
@@ -44,15 +22,15 @@ const (
 	MaxRetry   = 5 * time.Minute
 )
 
-// RateLimiter is the per-object exponential backoff of every controller.
-func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+// rateLimiter is the per-object exponential backoff of every controller.
+func rateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FirstRetry, MaxRetry)
 }
 
 // Options are the controller options every controller uses: at most
-// concurrent passes at once, retried with RateLimiter.
+// concurrent passes at once, retried with rateLimiter.
 func Options(concurrent int) controller.Options {
-	return controller.Options{MaxConcurrentReconciles: concurrent, RateLimiter: RateLimiter()}
+	return controller.Options{MaxConcurrentReconciles: concurrent, RateLimiter: rateLimiter()}
 }
 
 // UpdateChanged lets through every create, delete and generic event, and an

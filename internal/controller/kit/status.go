@@ -31,13 +31,13 @@ func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object
 		return nil
 	}
 	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch status of %s %s: %w", KindOf(obj), client.ObjectKeyFromObject(obj), err)
+		return fmt.Errorf("patch status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }
 
-// KindOf names a typed object's kind (its Go type's name).
-func KindOf(obj client.Object) string {
+// kindOf names a typed object's kind (its Go type's name).
+func kindOf(obj client.Object) string {
 	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
 		return k
 	}
