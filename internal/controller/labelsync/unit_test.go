@@ -162,25 +162,40 @@ func TestOneBackoffPerCluster(t *testing.T) {
 	}
 }
 
-func TestCauseOf(t *testing.T) {
+// TestErrorsReachingACluster: which errors mean a workload cluster cannot
+// be reached (its hosts wait instead of failing), and the cause each names.
+func TestErrorsReachingACluster(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
 	gr := schema.GroupResource{Resource: "nodes"}
 	cases := []struct {
-		err  error
-		want UnreachableCause
+		err         error
+		unreachable bool
+		cause       UnreachableCause
 	}{
-		{refused, CauseConnectionRefused},
-		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: context.DeadlineExceeded}, CauseTimedOut},
-		{apierrors.NewUnauthorized("bad token"), CauseAuthRefused},
-		{apierrors.NewForbidden(gr, "n1", errors.New("no")), CauseAuthRefused},
-		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: x509.UnknownAuthorityError{}}, CauseTLS},
-		{fmt.Errorf("get client: %w", clustercache.ErrClusterNotConnected), CauseConnecting},
-		{errors.New("something else"), CauseNoAnswer},
+		{refused, true, CauseConnectionRefused},
+		{fmt.Errorf("patching node n1: %w", refused), true, CauseConnectionRefused},
+		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: context.DeadlineExceeded}, true, CauseTimedOut},
+		{&url.Error{Op: "Get", URL: "https://10.0.0.1", Err: x509.UnknownAuthorityError{}}, true, CauseTLS},
+		{clustercache.ErrClusterNotConnected, true, CauseConnecting},
+		{fmt.Errorf("get client: %w", clustercache.ErrClusterNotConnected), true, CauseConnecting},
+		{apierrors.NewServiceUnavailable("shutting down"), true, CauseNoAnswer},
+		{apierrors.NewTimeoutError("slow", 1), true, CauseNoAnswer},
+		{apierrors.NewUnauthorized("bad token"), false, CauseAuthRefused},
+		{apierrors.NewForbidden(gr, "n1", errors.New("no")), false, CauseAuthRefused},
+		{apierrors.NewNotFound(gr, "n1"), false, CauseNoAnswer},
+		{apierrors.NewConflict(gr, "n1", errors.New("changed")), false, CauseNoAnswer},
+		{errors.New("something else"), false, CauseNoAnswer},
 	}
 	for _, c := range cases {
-		if got := causeOf(c.err); got != c.want {
-			t.Errorf("causeOf(%v) = %q, want %q", c.err, got, c.want)
+		if got := isUnreachable(c.err); got != c.unreachable {
+			t.Errorf("isUnreachable(%v) = %v, want %v", c.err, got, c.unreachable)
 		}
+		if got := causeOf(c.err); got != c.cause {
+			t.Errorf("causeOf(%v) = %q, want %q", c.err, got, c.cause)
+		}
+	}
+	if isUnreachable(nil) {
+		t.Error("isUnreachable(nil) = true")
 	}
 }
 
@@ -201,32 +216,6 @@ func TestWithdrawn(t *testing.T) {
 	for _, tc := range cases {
 		if got := withdrawn(tc.bad); got != tc.want {
 			t.Errorf("withdrawn(%v) = %v, want %v", tc.bad, got, tc.want)
-		}
-	}
-}
-
-func TestIsUnreachable(t *testing.T) {
-	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
-	gr := schema.GroupResource{Resource: "nodes"}
-	cases := []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{clustercache.ErrClusterNotConnected, true},
-		{fmt.Errorf("getting client: %w", clustercache.ErrClusterNotConnected), true},
-		{refused, true},
-		{fmt.Errorf("patching node n1: %w", refused), true},
-		{apierrors.NewServiceUnavailable("shutting down"), true},
-		{apierrors.NewTimeoutError("slow", 1), true},
-		{apierrors.NewForbidden(gr, "n1", errors.New("no")), false},
-		{apierrors.NewNotFound(gr, "n1"), false},
-		{apierrors.NewConflict(gr, "n1", errors.New("changed")), false},
-		{errors.New("something else"), false},
-	}
-	for _, c := range cases {
-		if got := isUnreachable(c.err); got != c.want {
-			t.Errorf("isUnreachable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

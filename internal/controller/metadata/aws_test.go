@@ -157,11 +157,7 @@ func TestMistypedRegionBacksOff(t *testing.T) {
 // awsStatus reads an AWSMetadata.
 func (h *harness) awsStatus(name string) *v1alpha1.AWSMetadata {
 	h.t.Helper()
-	o := &v1alpha1.AWSMetadata{}
-	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, o); err != nil {
-		h.t.Fatal(err)
-	}
-	return o
+	return read(h, name, &v1alpha1.AWSMetadata{})
 }
 
 // createVolumes creates n volumes carrying the tag name=owned.

@@ -54,12 +54,8 @@ func TestAzureLifecycle(t *testing.T) {
 	// An outside edit of an owned tag is reverted; another writer's tag stays.
 	disk := e.ID(sub, armsim.TypeDisk, 0)
 	nic := e.ID(sub, armsim.TypeNetworkInterface, 0)
-	if err := h.az.Server.SetTags(disk, map[string]string{"env": "hacked"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.az.Server.SetTags(nic, map[string]string{"owner": "someone"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(disk, map[string]string{"env": "hacked"})
+	h.setTags(nic, map[string]string{"owner": "someone"})
 	h.pass("cluster")
 	if got := h.tags(disk)["env"]; got != "prod" {
 		t.Errorf("outside edit not reverted: env=%q", got)
@@ -128,9 +124,7 @@ func TestAddOntoAnotherValue(t *testing.T) {
 	h := newHarness(t)
 	e := h.estate("taken", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
-	if err := h.az.Server.SetTags(disk, map[string]string{"env": "dev"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(disk, map[string]string{"env": "dev"})
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod", "team": "a"})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("taken"): "owned"})
 	cm := h.waitReady("cm", metav1.ConditionFalse)
@@ -154,9 +148,7 @@ func TestIgnoreTags(t *testing.T) {
 	h := newHarness(t)
 	e := h.estate("ign", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
-	if err := h.az.Server.SetTags(disk, map[string]string{"cost-center": "policy-set"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(disk, map[string]string{"cost-center": "policy-set"})
 	h.azureMetadata("tags", v1alpha1.OpcodeUpdate, map[string]string{"env": "prod"}, "cost-center")
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("ign"): "owned"})
 	h.waitReady("cm", metav1.ConditionTrue)
@@ -218,9 +210,7 @@ func fill(t *testing.T, h *harness, id string, n int) {
 	for i := range n {
 		tg[fmt.Sprintf("x%02d", i)] = "v"
 	}
-	if err := h.az.Server.SetTags(id, tg); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(id, tg)
 }
 
 // TestClassifiersOrAndRemoval: two classifiers are OR-ed; a resource that
@@ -240,9 +230,7 @@ func TestClassifiersOrAndRemoval(t *testing.T) {
 	if err := h.az.Server.DeleteTags(disk, classifierOf("two")); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.az.Server.SetTags(disk, map[string]string{"env": "mine-now"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(disk, map[string]string{"env": "mine-now"})
 	cm = h.pass("cm")
 	if want := len(allIDs(one)) + len(allIDs(two)) - 1; int(cm.Status.Matched) != want {
 		t.Errorf("matched %d after the classifier was removed, want %d", cm.Status.Matched, want)

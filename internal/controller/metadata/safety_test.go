@@ -45,9 +45,7 @@ func TestRestartKeepsOwnedTags(t *testing.T) {
 	h.stop()
 	t.Logf("stopped with %d of 202 resources written", len(h.auditRecords()))
 	h.az.Server.SetLatency(0)
-	if err := h.az.Server.SetTags(written, map[string]string{"env": "edited"}); err != nil {
-		t.Fatal(err)
-	}
+	h.setTags(written, map[string]string{"env": "edited"})
 	h.startController()
 	h.pass("cm")
 	h.waitReady("cm", metav1.ConditionTrue)

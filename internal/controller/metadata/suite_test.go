@@ -229,14 +229,28 @@ func (h *harness) waitServed(name string) {
 	})
 }
 
-// azureStatus reads an AzureMetadata.
-func (h *harness) azureStatus(name string) *v1alpha1.AzureMetadata {
+// read reads the named object of the test's namespace into o.
+func read[O client.Object](h *harness, name string, o O) O {
 	h.t.Helper()
-	o := &v1alpha1.AzureMetadata{}
 	if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, o); err != nil {
 		h.t.Fatal(err)
 	}
 	return o
+}
+
+// azureStatus reads an AzureMetadata.
+func (h *harness) azureStatus(name string) *v1alpha1.AzureMetadata {
+	h.t.Helper()
+	return read(h, name, &v1alpha1.AzureMetadata{})
+}
+
+// setTags sets tags on an armsim resource as an outside writer would,
+// keeping its other tags.
+func (h *harness) setTags(id string, set map[string]string) {
+	h.t.Helper()
+	if err := h.az.Server.SetTags(id, set); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // update changes an object with fn, retrying on conflicts.
