@@ -13,6 +13,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // graphAll runs q over subs (all pages of top rows) and returns the rows
@@ -59,13 +60,7 @@ func ids(rows []map[string]any) []string {
 }
 
 // nTags returns n tags t00..t(n-1).
-func nTags(n int) map[string]string {
-	m := map[string]string{}
-	for i := range n {
-		m[fmt.Sprintf("t%02d", i)] = "v"
-	}
-	return m
-}
+func nTags(n int) map[string]string { return tagstest.Numbered("t", n) }
 
 // TestClusterTypesEndToEnd: every type a cluster owns can be read by ID,
 // tagged through the Tags API at its scope within its type's limits, and

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // tagOps wraps the Tags API LROs.
@@ -130,13 +131,7 @@ func TestTagRules(t *testing.T) {
 	env := armsimtest.Start(t)
 	e := seedEstate(t, env.Server, env.SubscriptionID)
 	ops := tagOps{t, tagsClient(t, env)}
-	many := func(n int) map[string]string {
-		m := map[string]string{}
-		for i := 0; i < n; i++ {
-			m[fmt.Sprintf("k%02d", i)] = "v"
-		}
-		return m
-	}
+	many := func(n int) map[string]string { return tagstest.Numbered("k", n) }
 	cases := []struct {
 		name  string
 		scope string

@@ -1,10 +1,11 @@
 package openshift
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 func TestValidateAWSUserTags(t *testing.T) {
@@ -12,13 +13,7 @@ func TestValidateAWSUserTags(t *testing.T) {
 	val := func(k string) []got { return []got{{ReasonInvalidValue, k}} }
 	restricted := func(k string) []got { return []got{{ReasonRestrictedKey, k}} }
 	a := strings.Repeat
-	awsN := func(n int) map[string]string {
-		m := map[string]string{}
-		for i := range n {
-			m[fmt.Sprintf("k%02d", i)] = "v"
-		}
-		return m
-	}
+	awsN := func(n int) map[string]string { return tagstest.Numbered("k", n) }
 	cases := []struct {
 		name string
 		tags map[string]string

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // got is one problem as the tests compare it: the reason and the key ("" for
@@ -33,13 +35,7 @@ func problems(t *testing.T, err error) []got {
 }
 
 // tagsN returns n valid tags k00=v, k01=v, ...
-func tagsN(n int) map[string]string {
-	m := map[string]string{}
-	for i := range n {
-		m[fmt.Sprintf("k%02d", i)] = "v"
-	}
-	return m
-}
+func tagsN(n int) map[string]string { return tagstest.Numbered("k", n) }
 
 func one(k, v string) map[string]string { return map[string]string{k: v} }
 

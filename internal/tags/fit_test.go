@@ -4,16 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // fullSet returns n tags t00..t(n-1).
-func fullSet(n int) Set {
-	s := Set{}
-	for i := 0; i < n; i++ {
-		s[fmt.Sprintf("t%02d", i)] = "v"
-	}
-	return s
-}
+func fullSet(n int) Set { return Set(tagstest.Numbered("t", n)) }
 
 func TestFit(t *testing.T) {
 	small := Rules{MaxTags: 3, MaxNameLen: 512, MaxValueLen: 256, ForbiddenNameChars: "/", ReservedPrefixes: []string{"azure"}, CaseInsensitive: true}

@@ -17,6 +17,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // The metadata objects of the RBAC proof, in the fixture's namespace.
@@ -246,11 +247,7 @@ func (s *openShiftSubject) setup(t *testing.T) {
 	estate := armsimtest.ClusterEstate{Infra: infraID, Tags: map[string]string{"kubernetes.io_cluster." + infraID: "owned"}}
 	must(t, estate.Seed(s.cloud.Server))
 	s.zone = estate.ID(s.cloud.SubscriptionID, armsim.TypeDNSZone, 0)
-	full := map[string]string{}
-	for i := range 14 {
-		full[fmt.Sprintf("x%02d", i)] = "v"
-	}
-	must(t, s.cloud.Server.SetTags(s.zone, full))
+	must(t, s.cloud.Server.SetTags(s.zone, tagstest.Numbered("x", 14)))
 	s.others = slices.DeleteFunc(append(estate.ResourceIDs(), estate.GroupIDs()...), func(id string) bool { return id == s.zone })
 
 	s.infra = &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"platformSpec": map[string]any{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -182,13 +183,7 @@ func TestMotoTagsMissingInstance(t *testing.T) {
 
 // fullTags returns the 50 tags k00 ... k49, as many as an EC2 resource
 // may carry.
-func fullTags() map[string]string {
-	full := map[string]string{}
-	for i := range 50 {
-		full[fmt.Sprintf("k%02d", i)] = "v"
-	}
-	return full
-}
+func fullTags() map[string]string { return tagstest.Numbered("k", 50) }
 
 // TestWriteTagsTooManyTags: moto, like EC2, refuses CreateTags when a
 // resource would carry more than 50 tags, for the whole call and without

@@ -19,6 +19,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // Classifier tags of the tests.
@@ -335,10 +336,8 @@ func TestWriteTagsMixedResources(t *testing.T) {
 		t.Fatalf("%d resources", len(ids))
 	}
 	zone := est.ID(sub, armsim.TypeDNSZone, 1)
-	full := map[string]string{clusterTag: "owned"}
-	for i := range 14 {
-		full[fmt.Sprintf("z%02d", i)] = "v"
-	}
+	full := tagstest.Numbered("z", 14)
+	full[clusterTag] = "owned"
 	if err := s.ReplaceTags(zone, full); err != nil { // 15 tags, none of them "old"
 		t.Fatal(err)
 	}

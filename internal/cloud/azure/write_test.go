@@ -15,6 +15,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 func TestPatchTagsTagsAPI(t *testing.T) {
@@ -246,13 +247,7 @@ func TestPatchTagsTagsAPIDeleteAndSetOneNameInTwoSpellings(t *testing.T) {
 }
 
 // fullTags returns armsim.MaxTags tags t00, t01, ...
-func fullTags() map[string]string {
-	out := map[string]string{}
-	for i := range armsim.MaxTags {
-		out[fmt.Sprintf("t%02d", i)] = "v"
-	}
-	return out
-}
+func fullTags() map[string]string { return tagstest.Numbered("t", armsim.MaxTags) }
 
 // TestErrorKinds: ARM's refusals reach the caller as errors that report
 // their cloud kind to errors.Is, still unwrap to *azcore.ResponseError and

@@ -17,6 +17,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -35,11 +36,7 @@ func TestShippingSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	zone := e.ID(sub, armsim.TypeDNSZone, 0)
-	full := map[string]string{}
-	for i := range 14 {
-		full[fmt.Sprintf("x%02d", i)] = "v"
-	}
-	if err := h.az.Server.SetTags(zone, full); err != nil {
+	if err := h.az.Server.SetTags(zone, tagstest.Numbered("x", 14)); err != nil {
 		t.Fatal(err)
 	}
 	h.infrastructure(map[string]any{}, map[string]any{
@@ -94,11 +91,7 @@ func TestSeedSchema(t *testing.T) {
 			others = append(others, id)
 		}
 	}
-	full := map[string]string{}
-	for i := range 14 {
-		full[fmt.Sprintf("x%02d", i)] = "v"
-	}
-	if err := h.az.Server.SetTags(zone, full); err != nil {
+	if err := h.az.Server.SetTags(zone, tagstest.Numbered("x", 14)); err != nil {
 		t.Fatal(err)
 	}
 	infra := h.infrastructure(map[string]any{"platformSpec": map[string]any{"azure": map[string]any{

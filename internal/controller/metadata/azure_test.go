@@ -14,6 +14,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
 
 // TestAzureLifecycle walks one request through its life on a cluster's
@@ -206,11 +207,7 @@ func TestLimitPolicy(t *testing.T) {
 // fill adds n filler tags to a resource.
 func fill(t *testing.T, h *harness, id string, n int) {
 	t.Helper()
-	tg := map[string]string{}
-	for i := range n {
-		tg[fmt.Sprintf("x%02d", i)] = "v"
-	}
-	h.setTags(id, tg)
+	h.setTags(id, tagstest.Numbered("x", n))
 }
 
 // TestClassifiersOrAndRemoval: two classifiers are OR-ed; a resource that
