@@ -43,6 +43,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -128,7 +129,7 @@ type Log struct {
 	closer io.Closer
 	path   string // of a file sink
 	// failOpen lets mutations go on while records cannot be written.
-	failOpen bool
+	failOpen atomic.Bool
 	// failing is the error of the last write, nil once one succeeded.
 	failing error
 }
@@ -258,19 +259,11 @@ func (l *Log) Probe() error {
 
 // SetFailOpen chooses what a lost record means: false (the default) stops
 // mutations until records can be written again; true lets them go on.
-func (l *Log) SetFailOpen(open bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failOpen = open
-}
+func (l *Log) SetFailOpen(open bool) { l.failOpen.Store(open) }
 
 // FailOpen reports whether mutations go on while records cannot be
 // written.
-func (l *Log) FailOpen() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.failOpen
-}
+func (l *Log) FailOpen() bool { return l.failOpen.Load() }
 
 // Close closes a file sink; other sinks are left open.
 func (l *Log) Close() error {

@@ -40,6 +40,7 @@ package labelsync
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -99,7 +100,7 @@ type Reconciler struct {
 	// missing, when set, says which CRDs this cluster lacks (Metal3 or
 	// Cluster API): profiles then report it and nothing is synced until
 	// they appear (awaitCRDs). Read it with crdsMissing.
-	missing string
+	missing atomic.Pointer[string]
 }
 
 // state is what the controller remembers about one source between passes;

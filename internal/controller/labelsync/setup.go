@@ -474,15 +474,12 @@ func onlyExisting() predicate.Predicate {
 }
 
 // setMissing records which CRDs are missing ("" once all are served).
-func (r *Reconciler) setMissing(missing string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.missing = missing
-}
+func (r *Reconciler) setMissing(missing string) { r.missing.Store(&missing) }
 
 // crdsMissing says which CRDs are missing, "" when none.
 func (r *Reconciler) crdsMissing() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.missing
+	if m := r.missing.Load(); m != nil {
+		return *m
+	}
+	return ""
 }
