@@ -15,10 +15,7 @@ import (
 // the NodeTagSync that asked and the key's value before and after.
 func TestCloudWritesAreAudited(t *testing.T) {
 	h := newHarness(t)
-	ssID := h.syncedScaleSetOfNodes("aud", 2, map[string]string{"env": "prod"})
-	setLabel(h, "aud-0", "azure.tags/team", "blue")
-	h.waitTag(ssID, "team", "blue")
-	h.waitLabel("aud-1", "azure.tags/team", "blue")
+	ssID := h.labelFansOut("aud", 2)
 	setLabel(h, "aud-0", "azure.tags/team", "green")
 	h.waitTag(ssID, "team", "green")
 

@@ -182,11 +182,7 @@ func TestDeletionsPropagateKeyByKey(t *testing.T) {
 // scale set and fans out to the other nodes.
 func TestLabelAddedReachesScaleSet(t *testing.T) {
 	h := newHarness(t)
-	ssID := h.syncedScaleSetOfNodes("add", 3, map[string]string{"env": "prod"})
-	setLabel(h, "add-0", "azure.tags/team", "blue")
-	h.waitTag(ssID, "team", "blue")
-	h.waitLabel("add-1", "azure.tags/team", "blue")
-	h.waitLabel("add-2", "azure.tags/team", "blue")
+	h.labelFansOut("add", 3)
 }
 
 // TestScaleOutAndNodeReplacement: a new instance's node gets the labels; a

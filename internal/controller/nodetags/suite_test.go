@@ -291,6 +291,20 @@ func (h *harness) syncedScaleSetOfNodes(name string, n int, tags map[string]stri
 	return id
 }
 
+// labelFansOut starts from a synced scale set of n Nodes (env=prod), sets
+// team=blue on the first Node and waits for the tag on the scale set and
+// the label on every other Node. It returns the scale set's ID.
+func (h *harness) labelFansOut(name string, n int) string {
+	h.t.Helper()
+	ssID := h.syncedScaleSetOfNodes(name, n, map[string]string{"env": "prod"})
+	setLabel(h, name+"-0", "azure.tags/team", "blue")
+	h.waitTag(ssID, "team", "blue")
+	for i := 1; i < n; i++ {
+		h.waitLabel(fmt.Sprintf("%s-%d", name, i), "azure.tags/team", "blue")
+	}
+	return ssID
+}
+
 // vm creates a standalone VM and returns its ID and providerID.
 func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
 	h.t.Helper()
