@@ -1,6 +1,8 @@
 package eventgrid
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/tagsync/tagsync/internal/events"
@@ -76,4 +78,18 @@ func classify(e gridEvent) (kind events.Kind, resource string, ok bool) {
 		return events.KindWrite, resource[:cut], true
 	}
 	return kind, resource, true
+}
+
+// complete checks that a delivery has events, each with an ID, a type and
+// a time.
+func complete(evs []gridEvent) error {
+	if len(evs) == 0 {
+		return errors.New("no event in the delivery")
+	}
+	for i, e := range evs {
+		if e.ID == "" || e.EventType == "" || e.Time.IsZero() {
+			return fmt.Errorf("event %d lacks an id, a type or a time", i)
+		}
+	}
+	return nil
 }

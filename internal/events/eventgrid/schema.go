@@ -3,7 +3,6 @@ package eventgrid
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,15 +55,7 @@ func parseDelivery(r *http.Request, body []byte) ([]gridEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 {
-		return nil, errors.New("no event in the delivery")
-	}
-	for i, e := range evs {
-		if e.ID == "" || e.EventType == "" || e.Time.IsZero() {
-			return nil, fmt.Errorf("event %d lacks an id, a type or a time", i)
-		}
-	}
-	return evs, nil
+	return evs, complete(evs)
 }
 
 // parseGridSchema reads a JSON array of Event Grid schema events.

@@ -131,13 +131,8 @@ func TestStartServesTLSReloadsTheCertificateAndStops(t *testing.T) {
 	})
 
 	cancel()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("Start returned %v after its context ended", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Start did not return within 10s of its context ending")
+	if err := returned(t, stopped); err != nil {
+		t.Fatalf("Start returned %v after its context ended", err)
 	}
 	if h := w.Health(); h.Up || w.Addr() != "" {
 		t.Errorf("after the stop: health %+v, address %q", h, w.Addr())
@@ -167,9 +162,23 @@ func TestStartServesPlainHTTPWithoutCertDir(t *testing.T) {
 		t.Fatalf("status %d: %s", status, msg)
 	}
 	cancel()
-	if err := <-stopped; err != nil {
+	if err := returned(t, stopped); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// returned waits for Start's result.
+func returned(t *testing.T, stopped <-chan error) (err error) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "Start returns after its context ended", func() string {
+		select {
+		case err = <-stopped:
+			return ""
+		default:
+			return "still serving"
+		}
+	})
+	return err
 }
 
 func TestStartFailsWhenTheAddressIsTaken(t *testing.T) {

@@ -47,9 +47,8 @@ type Webhook struct {
 	recentMu sync.Mutex
 	recent   *lru.Cache
 
-	mu     sync.Mutex
-	health events.Health
-	addr   string
+	mu      sync.Mutex
+	serving serving
 }
 
 var (
@@ -68,7 +67,8 @@ func New(cfg Config, sink events.Sink) (*Webhook, error) {
 	}
 	cfg = cfg.withDefaults()
 	w := &Webhook{cfg: cfg, sink: sink, log: ctrl.Log.WithName(SourceName), now: time.Now,
-		recent: lru.New(cfg.DuplicateIDs), health: events.Health{Reason: "not started", Since: time.Now()}}
+		recent:  lru.New(cfg.DuplicateIDs),
+		serving: serving{health: events.Health{Reason: "not started", Since: time.Now()}}}
 	if cfg.SecretFile != "" {
 		keys, err := newKeyFile(cfg.SecretFile)
 		if err != nil {
@@ -99,17 +99,22 @@ func (w *Webhook) Name() string { return SourceName }
 func (w *Webhook) NeedLeaderElection() bool { return false }
 
 // Health implements events.Source: up while the listener serves.
-func (w *Webhook) Health() events.Health {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.health
-}
+func (w *Webhook) Health() events.Health { return w.state().health }
 
 // Addr is the listener's address while it serves, else "".
-func (w *Webhook) Addr() string {
+func (w *Webhook) Addr() string { return w.state().addr }
+
+// serving is what Health and Addr report.
+type serving struct {
+	health events.Health
+	addr   string
+}
+
+// state reads what Health and Addr report, together.
+func (w *Webhook) state() serving {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.addr
+	return w.serving
 }
 
 // Handler serves the endpoint at Config.Path (and answers 404 elsewhere).
@@ -126,22 +131,22 @@ func (w *Webhook) Start(ctx context.Context) error {
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	serve, err := w.tls(ctx, srv)
 	if err != nil {
-		w.setDown(err.Error())
+		w.setServing("", err.Error())
 		return err
 	}
 	ln, err := net.Listen("tcp", w.cfg.BindAddress)
 	if err != nil {
-		w.setDown(err.Error())
+		w.setServing("", err.Error())
 		return fmt.Errorf("eventgrid: %w", err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
-	w.setUp(ln.Addr().String())
+	w.setServing(ln.Addr().String(), "")
 	w.log.Info("serving Event Grid deliveries", "address", ln.Addr().String(), "path", w.cfg.Path, "tls", w.cfg.CertDir != "")
 	select {
 	case <-ctx.Done():
 	case err := <-served:
-		w.setDown(err.Error())
+		w.setServing("", err.Error())
 		return fmt.Errorf("eventgrid: serving: %w", err)
 	}
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownTimeout)
@@ -150,7 +155,7 @@ func (w *Webhook) Start(ctx context.Context) error {
 		w.log.Info("deliveries still in flight at the shutdown deadline were cut", "error", err.Error())
 		_ = srv.Close()
 	}
-	w.setDown("stopped")
+	w.setServing("", "stopped")
 	return nil
 }
 
@@ -176,25 +181,21 @@ func (w *Webhook) tls(ctx context.Context, srv *http.Server) (func(net.Listener)
 	return func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }, nil
 }
 
-func (w *Webhook) setUp(addr string) {
+// setServing records that the listener serves at addr, or, with addr "",
+// why it does not.
+func (w *Webhook) setServing(addr, reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.addr = addr
-	w.health.Up, w.health.Reason, w.health.Since = true, "", w.now()
-}
-
-func (w *Webhook) setDown(reason string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.addr = ""
-	w.health.Up, w.health.Reason, w.health.Since = false, reason, w.now()
+	h := &w.serving.health
+	w.serving.addr = addr
+	h.Up, h.Reason, h.Since = addr != "", reason, w.now()
 }
 
 // delivered records a publish in the health.
 func (w *Webhook) delivered() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.health.LastDelivery = w.now()
+	w.serving.health.LastDelivery = w.now()
 }
 
 // leader says whether this replica may publish.
