@@ -36,7 +36,7 @@ type authenticator struct {
 // file, unreachable authority).
 func (a *authenticator) check(r *http.Request) *refusal {
 	key, hasKey := r.URL.Query()[KeyParameter]
-	raw, hasToken := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	raw, hasToken := bearerToken(r.Header.Get("Authorization"))
 	var failed *refusal
 	if a.keys != nil && hasKey {
 		ok, err := a.keys.matches(key[0])
@@ -46,7 +46,7 @@ func (a *authenticator) check(r *http.Request) *refusal {
 		failed = keyRefusal(err)
 	}
 	if a.bearer != nil && hasToken {
-		err := a.bearer.verify(r.Context(), strings.TrimSpace(raw))
+		err := a.bearer.verify(r.Context(), raw)
 		if err == nil {
 			return nil
 		}
@@ -57,6 +57,16 @@ func (a *authenticator) check(r *http.Request) *refusal {
 	}
 	return &refusal{status: http.StatusUnauthorized, reason: reasonUnauthenticated,
 		msg: "no credential: the delivery URL's key or an Entra ID bearer token"}
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme (named in any case).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
 }
 
 func keyRefusal(err error) *refusal {

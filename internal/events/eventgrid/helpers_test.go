@@ -56,12 +56,19 @@ type endpoint struct {
 // handler on an httptest server.
 func serve(t *testing.T, cfg Config) *endpoint {
 	t.Helper()
+	return serveWith(t, cfg, func(*Webhook) {})
+}
+
+// serveWith is serve with a change to the webhook before it serves.
+func serveWith(t *testing.T, cfg Config, change func(*Webhook)) *endpoint {
+	t.Helper()
 	cfg.BindAddress = or(cfg.BindAddress, "127.0.0.1:0")
 	sink := &recordingSink{}
 	w, err := New(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
+	change(w)
 	srv := httptest.NewServer(w.Handler())
 	t.Cleanup(srv.Close)
 	return &endpoint{w: w, sink: sink, url: srv.URL + DefaultPath}

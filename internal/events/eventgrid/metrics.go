@@ -43,3 +43,14 @@ const (
 	reasonNotLeader       = "not_leader"
 	reasonMethod          = "method"
 )
+
+// The series alerts compare exist from the start, at zero.
+func init() {
+	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable} {
+		deliveriesTotal.WithLabelValues(r)
+	}
+	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonAuthUnavailable,
+		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonMethod} {
+		refusedTotal.WithLabelValues(r)
+	}
+}

@@ -42,13 +42,12 @@ type Webhook struct {
 	log  logr.Logger
 	now  func() time.Time
 
-	elected <-chan struct{}
-
 	recentMu sync.Mutex
 	recent   *lru.Cache
 
 	mu      sync.Mutex
 	serving serving
+	elected <-chan struct{}
 }
 
 var (
@@ -89,7 +88,11 @@ func New(cfg Config, sink events.Sink) (*Webhook, error) {
 // the leader runs the controllers that consume the changes. Handshakes are
 // answered on every replica. Without AwaitLeader the webhook publishes at
 // once (a single replica, or leader election off).
-func (w *Webhook) AwaitLeader(elected <-chan struct{}) { w.elected = elected }
+func (w *Webhook) AwaitLeader(elected <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.elected = elected
+}
 
 // Name implements events.Source.
 func (w *Webhook) Name() string { return SourceName }
@@ -200,11 +203,14 @@ func (w *Webhook) delivered() {
 
 // leader says whether this replica may publish.
 func (w *Webhook) leader() bool {
-	if w.elected == nil {
+	w.mu.Lock()
+	elected := w.elected
+	w.mu.Unlock()
+	if elected == nil {
 		return true
 	}
 	select {
-	case <-w.elected:
+	case <-elected:
 		return true
 	default:
 		return false

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/tagsync/tagsync/internal/events"
 )
@@ -375,5 +377,32 @@ func TestValidationIsAnsweredBeforeElection(t *testing.T) {
 		"data": map[string]any{"validationCode": "code"}})
 	if status, body := post(t, e.keyURL(testKey), validation, nil); status != http.StatusOK || !strings.Contains(body, `"code"`) {
 		t.Errorf("a replica that is not the leader answered the validation %d %s", status, body)
+	}
+}
+
+func TestLogsNeverShowTheKey(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	e := serveWith(t, Config{SecretFile: writeSecret(t, testKey)}, func(w *Webhook) {
+		w.log = funcr.New(func(prefix, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged.WriteString(prefix + " " + args + "\n")
+		}, funcr.Options{Verbosity: 9})
+	})
+	const wrong = "a-wrong-key-of-20-chars"
+	post(t, e.keyURL(wrong), gridBody(t, writeEvent("l1")), nil)
+	post(t, e.keyURL(testKey), []byte("{oops"), nil)
+	post(t, e.keyURL(testKey), gridBody(t, writeEvent("l2")), nil)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), reasonBadKey) {
+		t.Fatalf("the refusals were not logged at V(1): %s", logged.String())
+	}
+	for _, secret := range []string{testKey, wrong} {
+		if strings.Contains(logged.String(), secret) {
+			t.Errorf("the log shows a key: %s", logged.String())
+		}
 	}
 }
