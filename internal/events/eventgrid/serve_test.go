@@ -201,3 +201,16 @@ func TestStartFailsWhenTheAddressIsTaken(t *testing.T) {
 		t.Errorf("health after a failed start: %+v", h)
 	}
 }
+
+func TestStartFailsWithoutCertificateFiles(t *testing.T) {
+	w, err := New(Config{BindAddress: "127.0.0.1:0", CertDir: t.TempDir(), SecretFile: writeSecret(t, testKey)}, &recordingSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("Start with an empty certificate directory: %v, want a certificate error", err)
+	}
+	if h := w.Health(); h.Up {
+		t.Errorf("health after a failed start: %+v", h)
+	}
+}

@@ -132,15 +132,16 @@ func (w *Webhook) Handler() http.Handler {
 func (w *Webhook) Start(ctx context.Context) error {
 	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
-	serve, err := w.tls(ctx, srv)
-	if err != nil {
-		w.setServing("", err.Error())
-		return err
-	}
 	ln, err := net.Listen("tcp", w.cfg.BindAddress)
 	if err != nil {
 		w.setServing("", err.Error())
 		return fmt.Errorf("eventgrid: %w", err)
+	}
+	serve, err := w.servingMode(ctx, srv)
+	if err != nil {
+		_ = ln.Close()
+		w.setServing("", err.Error())
+		return err
 	}
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
@@ -148,10 +149,17 @@ func (w *Webhook) Start(ctx context.Context) error {
 	w.log.Info("serving Event Grid deliveries", "address", ln.Addr().String(), "path", w.cfg.Path, "tls", w.cfg.CertDir != "")
 	select {
 	case <-ctx.Done():
+		w.shutdown(ctx, srv)
+		return nil
 	case err := <-served:
 		w.setServing("", err.Error())
 		return fmt.Errorf("eventgrid: serving: %w", err)
 	}
+}
+
+// shutdown stops srv, letting deliveries in flight finish within
+// Config.ShutdownTimeout.
+func (w *Webhook) shutdown(ctx context.Context, srv *http.Server) {
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(stop); err != nil {
@@ -159,13 +167,12 @@ func (w *Webhook) Start(ctx context.Context) error {
 		_ = srv.Close()
 	}
 	w.setServing("", "stopped")
-	return nil
 }
 
-// tls configures srv for the certificate directory (reloaded when its files
-// change, until ctx ends) and returns how to serve on a listener; without a
-// certificate directory it serves plain HTTP.
-func (w *Webhook) tls(ctx context.Context, srv *http.Server) (func(net.Listener) error, error) {
+// servingMode configures srv for the certificate directory (reloaded when
+// its files change, until ctx ends) and returns how to serve on a listener;
+// without a certificate directory it serves plain HTTP.
+func (w *Webhook) servingMode(ctx context.Context, srv *http.Server) (func(net.Listener) error, error) {
 	if w.cfg.CertDir == "" {
 		w.log.Info("WARNING: serving plain HTTP (no certificate directory): terminate TLS in front, " +
 			"deliveries carry their credential in the URL or a header")
