@@ -1,0 +1,136 @@
+package eventgrid
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of the Config fields left zero.
+const (
+	DefaultPath            = "/eventgrid"
+	DefaultAuthority       = "https://login.microsoftonline.com"
+	DefaultMaxBodyBytes    = 1<<20 + 64<<10 // Event Grid's 1 MiB batch limit and room for the envelope
+	DefaultMaxAge          = time.Hour
+	DefaultDuplicateIDs    = 10000
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// KeyParameter is the query parameter of the delivery URL that carries the
+// shared secret: https://tagsync.example.com/eventgrid?key=<secret>.
+const KeyParameter = "key"
+
+// Config configures the webhook. Zero values take the defaults above. At
+// least one authentication mode (SecretFile, or TenantID with Audience) must
+// be configured.
+type Config struct {
+	// BindAddress is the listener's address, e.g. ":9443".
+	BindAddress string
+	// Path is the endpoint's URL path; default /eventgrid.
+	Path string
+	// CertDir holds tls.crt and tls.key (a mounted kubernetes.io/tls
+	// Secret); the files are reloaded when they change. Empty serves plain
+	// HTTP, for an Ingress that terminates TLS in front.
+	CertDir string
+
+	// SecretFile holds the shared secret the delivery URL carries in
+	// KeyParameter: one secret a line, each at least 16 characters; every
+	// line is accepted, so a rotation lists the new secret next to the old
+	// one until the subscription uses the new URL. Re-read when it changes.
+	SecretFile string
+
+	// Authority is the Entra ID authority; default
+	// https://login.microsoftonline.com.
+	Authority string
+	// TenantID is the Entra ID tenant whose tokens are accepted. Setting it
+	// (with Audience) turns on bearer token authentication.
+	TenantID string
+	// Audience is the Entra application ID or application ID URI the event
+	// subscription names; a token's aud must equal it.
+	Audience string
+	// AcceptV1Issuer also accepts tokens issued by
+	// https://sts.windows.net/<TenantID>/ (Entra v1 access tokens, what an
+	// application without accessTokenAcceptedVersion 2 receives). The
+	// signature is checked against the same tenant keys.
+	AcceptV1Issuer bool
+	// AuthorityClient fetches the discovery document and the keys; nil is
+	// http.DefaultClient. Give one trusting a private CA for a simulator.
+	AuthorityClient *http.Client
+
+	// MaxBodyBytes bounds a delivery's body; default 1 MiB + 64 KiB.
+	MaxBodyBytes int64
+	// MaxAge drops events whose time is older; default 1h.
+	MaxAge time.Duration
+	// DuplicateIDs is how many recent event IDs are remembered to drop
+	// redeliveries; default 10000.
+	DuplicateIDs int
+	// ShutdownTimeout bounds the graceful shutdown when Start's context
+	// ends; default 5s.
+	ShutdownTimeout time.Duration
+}
+
+// Validate reports what makes the configuration unusable, without reading
+// any file.
+func (c Config) Validate() error {
+	var errs []error
+	if c.BindAddress == "" {
+		errs = append(errs, errors.New("eventgrid: BindAddress is empty: give the listener's address, e.g. :9443"))
+	}
+	if c.Path != "" && !strings.HasPrefix(c.Path, "/") {
+		errs = append(errs, fmt.Errorf("eventgrid: Path %q does not begin with /", c.Path))
+	}
+	if (c.TenantID == "") != (c.Audience == "") {
+		errs = append(errs, errors.New("eventgrid: bearer tokens need both TenantID and Audience (the Entra application ID or URI)"))
+	}
+	if c.SecretFile == "" && c.TenantID == "" && c.Audience == "" {
+		errs = append(errs, errors.New("eventgrid: no authentication configured: set SecretFile (a shared secret in the delivery URL), "+
+			"TenantID and Audience (Entra ID bearer tokens), or both"))
+	}
+	if c.Authority != "" {
+		if u, err := url.Parse(c.Authority); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("eventgrid: Authority %q is not an http(s) URL", c.Authority))
+		}
+	}
+	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout must not be negative (0 takes the default)"))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with its zero fields set to the defaults.
+func (c Config) withDefaults() Config {
+	c.Path = or(c.Path, DefaultPath)
+	c.Authority = strings.TrimSuffix(or(c.Authority, DefaultAuthority), "/")
+	c.MaxBodyBytes = or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.MaxAge = or(c.MaxAge, DefaultMaxAge)
+	c.DuplicateIDs = or(c.DuplicateIDs, DefaultDuplicateIDs)
+	c.ShutdownTimeout = or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.AuthorityClient == nil {
+		c.AuthorityClient = http.DefaultClient
+	}
+	return c
+}
+
+// or returns v, or def when v is the zero value.
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// issuer is the v2.0 issuer of the tenant's tokens, also the base of its
+// discovery document.
+func (c Config) issuer() string { return c.Authority + "/" + c.TenantID + "/v2.0" }
+
+// issuers are the token issuers accepted, exactly.
+func (c Config) issuers() []string {
+	if c.AcceptV1Issuer {
+		return []string{c.issuer(), "https://sts.windows.net/" + c.TenantID + "/"}
+	}
+	return []string{c.issuer()}
+}
