@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -17,9 +18,9 @@ import (
 	"github.com/tagsync/tagsync/internal/events"
 )
 
-// flushTimeout bounds the deletes of messages done before Start's context
-// ended that Start still sends as it returns.
-const flushTimeout = 5 * time.Second
+// deleteTimeout bounds a delete call, and the deletes Start still sends
+// as it returns.
+const deleteTimeout = 10 * time.Second
 
 // message is one received message in flight.
 type message struct {
@@ -84,31 +85,39 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // inspect reads the queue's redrive policy and visibility timeout, logs
-// them and keeps a warning for Health when the queue has no dead-letter
-// queue. Being denied sqs:GetQueueAttributes is no failure: the source
-// receives without knowing.
+// them when they changed and keeps a warning for Health when the queue has
+// no dead-letter queue. Being denied sqs:GetQueueAttributes is no failure:
+// the source receives without knowing.
 func (s *Source) inspect(ctx context.Context) error {
 	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.cfg.QueueURL,
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameRedrivePolicy, types.QueueAttributeNameVisibilityTimeout}})
 	if err != nil {
-		if f := classify(err, s.cfg.QueueURL); f.label == reasonAccessDenied {
-			s.warning = "whether the queue has a dead-letter queue is unknown: " + f.reason
-			s.log.Info("cannot read the SQS queue's attributes; receiving anyway", "queue", s.cfg.QueueURL, "error", err.Error())
-			return nil
+		f := classify(err, s.cfg.QueueURL)
+		if f.label != reasonAccessDenied {
+			return err
 		}
-		return err
+		s.warning = "whether the queue has a dead-letter queue is unknown: " + f.reason
+		s.logQueue("cannot read the SQS queue's attributes; receiving anyway", "error", f.reason)
+		return nil
 	}
 	dlq, maxReceives := redrivePolicy(out.Attributes[string(types.QueueAttributeNameRedrivePolicy)])
 	visibility := out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)]
 	s.warning = ""
 	if dlq == "" {
 		s.warning = "the queue has no dead-letter queue (RedrivePolicy): a message that cannot be read is received again and again until the queue's retention period ends"
-		s.log.Info("the SQS queue has no dead-letter queue: give it a RedrivePolicy", "queue", s.cfg.QueueURL, "visibilityTimeoutSeconds", visibility)
+		s.logQueue("the SQS queue has no dead-letter queue: give it a RedrivePolicy", "visibilityTimeoutSeconds", visibility)
 		return nil
 	}
-	s.log.Info("reading the SQS queue", "queue", s.cfg.QueueURL, "visibilityTimeoutSeconds", visibility,
-		"deadLetterQueue", dlq, "maxReceiveCount", maxReceives)
+	s.logQueue("reading the SQS queue", "visibilityTimeoutSeconds", visibility, "deadLetterQueue", dlq, "maxReceiveCount", maxReceives)
 	return nil
+}
+
+// logQueue logs what inspect found, unless it found the same last time.
+func (s *Source) logQueue(msg string, kv ...any) {
+	if said := fmt.Sprint(msg, kv); said != s.lastQueueLog {
+		s.lastQueueLog = said
+		s.log.Info(msg, append([]any{"queue", s.cfg.QueueURL}, kv...)...)
+	}
 }
 
 // redrivePolicy returns the dead-letter queue's ARN and the receives after
@@ -244,19 +253,23 @@ func (s *Source) down(err error) {
 
 // deleteLoop deletes the messages done, several in one DeleteMessageBatch
 // when several are done together, until ctx ends; then it deletes those
-// already done, within flushTimeout.
+// already done. Deletes outlive ctx by up to deleteTimeout, so that a
+// message done before the end is not received again.
 func (s *Source) deleteLoop(ctx context.Context) {
+	calls := context.WithoutCancel(ctx)
 	for {
 		select {
 		case <-ctx.Done():
-			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			flush, cancel := context.WithTimeout(calls, deleteTimeout)
 			defer cancel()
 			for batch := s.takeDone(nil); len(batch) > 0; batch = s.takeDone(nil) {
 				s.delete(flush, batch)
 			}
 			return
 		case m := <-s.acks:
-			s.delete(ctx, s.takeDone([]message{m}))
+			call, cancel := context.WithTimeout(calls, deleteTimeout)
+			s.delete(call, s.takeDone([]message{m}))
+			cancel()
 		}
 	}
 }

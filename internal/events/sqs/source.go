@@ -45,8 +45,9 @@ type Source struct {
 	health healthState
 
 	// Owned by the receive loop.
-	lastReason string // the last reason logged
-	warning    string // the Health reason while up (no dead-letter queue)
+	lastReason   string // the last reason logged
+	lastQueueLog string // what inspect last logged
+	warning      string // the Health reason while up (no dead-letter queue)
 }
 
 var _ events.Source = (*Source)(nil)
@@ -135,6 +136,3 @@ func (s *Source) Health() events.Health { return s.health.get() }
 // ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch",
 // "sqs:GetQueueAttributes"), SDK retries included.
 func (s *Source) Calls() map[string]int { return s.requests.Calls() }
-
-// Config returns the configuration in use, defaults filled in.
-func (s *Source) Config() Config { return s.cfg }
