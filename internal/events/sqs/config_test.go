@@ -16,19 +16,23 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 )
 
+// TestRegionOf: the region is the label after "sqs" or before "queue" in
+// the queue URL's host; a host without one (moto) names none.
 func TestRegionOf(t *testing.T) {
-	for url, want := range map[string]string{
-		"https://sqs.us-east-1.amazonaws.com/123456789012/tagsync":                    "us-east-1",
-		"https://sqs.cn-north-1.amazonaws.com.cn/123456789012/tagsync":                "cn-north-1",
-		"https://sqs-fips.us-gov-west-1.amazonaws.com/123456789012/tagsync":           "us-gov-west-1",
-		"https://eu-west-1.queue.amazonaws.com/123456789012/tagsync":                  "eu-west-1",
-		"https://vpce-0a1b2c3d-4e5f.sqs.eu-west-1.vpce.amazonaws.com/123456789012/ts": "eu-west-1",
-		"https://sqs.amazonaws.com/123456789012/tagsync":                              "",
-		"http://127.0.0.1:5000/123456789012/tagsync":                                  "",
-		"::not a URL": "",
-	} {
-		if got := RegionOf(url); got != want {
-			t.Errorf("RegionOf(%q) = %q, want %q", url, got, want)
+	cases := []struct{ url, region string }{
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/tagsync", "us-east-1"},
+		{"https://sqs.cn-north-1.amazonaws.com.cn/123456789012/tagsync", "cn-north-1"},
+		{"https://sqs-fips.us-gov-west-1.amazonaws.com/123456789012/tagsync", "us-gov-west-1"},
+		{"https://eu-west-1.queue.amazonaws.com/123456789012/tagsync", "eu-west-1"},
+		{"https://vpce-0a1b2c3d-4e5f.sqs.eu-west-1.vpce.amazonaws.com/123456789012/tagsync", "eu-west-1"},
+		{"https://sqs.amazonaws.com/123456789012/tagsync", ""},
+		{"http://127.0.0.1:5000/123456789012/tagsync", ""},
+		{"::not a URL", ""},
+	}
+	for _, tc := range cases {
+		got := RegionOf(tc.url)
+		if got != tc.region {
+			t.Errorf("RegionOf(%q) = %q, want %q", tc.url, got, tc.region)
 		}
 	}
 }

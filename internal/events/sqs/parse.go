@@ -91,13 +91,9 @@ func Parse(body string) (events.Change, error) {
 // Tags are the resource's whole tag set after the change (nil when the
 // detail has no "tags", so that a pass reads them).
 func parseTagChange(env envelope) (events.Change, error) {
-	c, err := change(env)
+	c, d, err := changeWithDetail[tagChangeDetail](env)
 	if err != nil {
 		return c, err
-	}
-	var d tagChangeDetail
-	if err := json.Unmarshal(env.Detail, &d); err != nil {
-		return c, fmt.Errorf("%s %s: detail: %w", env.DetailType, env.ID, err)
 	}
 	c.Kind = events.KindWrite
 	if d.Tags != nil {
@@ -110,13 +106,9 @@ func parseTagChange(env envelope) (events.Change, error) {
 // state change, or a delete when the instance is terminated. It carries no
 // tags.
 func parseStateChange(env envelope) (events.Change, error) {
-	c, err := change(env)
+	c, d, err := changeWithDetail[stateChangeDetail](env)
 	if err != nil {
 		return c, err
-	}
-	var d stateChangeDetail
-	if err := json.Unmarshal(env.Detail, &d); err != nil {
-		return c, fmt.Errorf("%s %s: detail: %w", env.DetailType, env.ID, err)
 	}
 	if d.State == "" {
 		return c, fmt.Errorf("%s %s: the detail has no state", env.DetailType, env.ID)
@@ -126,6 +118,20 @@ func parseStateChange(env envelope) (events.Change, error) {
 		c.Kind = events.KindDelete
 	}
 	return c, nil
+}
+
+// changeWithDetail returns the Change of env (see change) and its detail
+// read as a D.
+func changeWithDetail[D any](env envelope) (events.Change, D, error) {
+	var d D
+	c, err := change(env)
+	if err != nil {
+		return c, d, err
+	}
+	if err := json.Unmarshal(env.Detail, &d); err != nil {
+		return c, d, fmt.Errorf("%s %s: detail: %w", env.DetailType, env.ID, err)
+	}
+	return c, d, nil
 }
 
 // change returns the Change of env's fields every event tagsync reads has:

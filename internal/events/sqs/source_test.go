@@ -3,11 +3,10 @@ package sqs
 import (
 	"context"
 	"fmt"
-	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,44 +23,52 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// moto is the moto_server the package's tests share; each test makes its
-// own queues.
+// moto is the moto_server of TestSourceOnMoto, which every test of the
+// source shares; each makes its own queues.
 var moto *testenv.Moto
 
-// TestMain starts the shared moto_server; a missing one fails the package.
-func TestMain(m *testing.M) {
-	var err error
-	moto, err = testenv.NewMoto()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sqs tests need moto_server: %v\n", err)
-		os.Exit(1)
+// TestSourceOnMoto runs the source's tests, in parallel, on one
+// moto_server.
+func TestSourceOnMoto(t *testing.T) {
+	moto = testenv.StartMoto(t)
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"TagChangeIsDeletedOnlyAfterItsPassesCompleted", testTagChangeIsDeletedOnlyAfterItsPassesCompleted},
+		{"MessagesDoneBeforeStopAreDeletedAsStartReturns", testMessagesDoneBeforeStopAreDeletedAsStartReturns},
+		{"FailedPassLeavesTheMessageToBeReceivedAgain", testFailedPassLeavesTheMessageToBeReceivedAgain},
+		{"EventsTagsyncDoesNotReadAreDeletedUnpublished", testEventsTagsyncDoesNotReadAreDeletedUnpublished},
+		{"PoisonMessageMovesToTheDeadLetterQueue", testPoisonMessageMovesToTheDeadLetterQueue},
+		{"MessageReceivedTooOftenIsCountedAsPoisonAndStillPublished", testMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished},
+		{"DeletedQueueTakesTheSourceDownUntilItIsBack", testDeletedQueueTakesTheSourceDownUntilItIsBack},
+		{"UnreachableSQSTakesTheSourceDown", testUnreachableSQSTakesTheSourceDown},
+		{"MessagesInFlightAreBounded", testMessagesInFlightAreBounded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.test(t)
+		})
 	}
-	code := m.Run()
-	if err := moto.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping moto_server: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
 }
 
 // waitLimit bounds every wait of these tests (moto on a loaded machine).
 const waitLimit = 60 * time.Second
 
-// queues hands out queue names no other test uses.
-var queues atomic.Int64
+// newQueue creates a queue with attrs (VisibilityTimeout, RedrivePolicy),
+// named after the test (and role, if any).
+func newQueue(t *testing.T, role string, attrs map[string]string) testQueue {
+	t.Helper()
+	name := "tagsync-" + path.Base(t.Name())
+	if role != "" {
+		name += "-" + role
+	}
+	return createQueue(t, name, attrs)
+}
 
 // testQueue is a queue on moto.
 type testQueue struct {
 	name, url, arn string
-}
-
-// newQueue creates a queue with attrs (VisibilityTimeout, RedrivePolicy).
-func newQueue(t *testing.T, attrs map[string]string) testQueue {
-	t.Helper()
-	name := fmt.Sprintf("tagsync-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), queues.Add(1))
-	return createQueue(t, name, attrs)
 }
 
 // createQueue creates the queue name with attrs.
@@ -217,8 +224,8 @@ func waitHealth(t *testing.T, s *Source, up bool, words string) {
 	})
 }
 
-func TestTagChangeIsDeletedOnlyAfterItsPassesCompleted(t *testing.T) {
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "60"})
+func testTagChangeIsDeletedOnlyAfterItsPassesCompleted(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
 	sink := &recordingSink{}
 	s := start(t, config(q.url), sink)
 	waitHealth(t, s, true, "no dead-letter queue")
@@ -237,9 +244,13 @@ func TestTagChangeIsDeletedOnlyAfterItsPassesCompleted(t *testing.T) {
 	}
 	d.done(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
-	if got := testutil.ToFloat64(s.metrics.deleted); got != 1 {
-		t.Errorf("deleted metric %v, want 1", got)
-	}
+	// The source counts the delete once SQS has answered it.
+	testenv.Eventually(t, waitLimit, "one message deleted", func() string {
+		if got := testutil.ToFloat64(s.metrics.deleted); got != 1 {
+			return fmt.Sprintf("deleted metric %v", got)
+		}
+		return ""
+	})
 	if h := s.Health(); h.LastDelivery.IsZero() {
 		t.Errorf("Health %+v: no last delivery", h)
 	}
@@ -248,8 +259,8 @@ func TestTagChangeIsDeletedOnlyAfterItsPassesCompleted(t *testing.T) {
 	}
 }
 
-func TestMessagesDoneBeforeStopAreDeletedAsStartReturns(t *testing.T) {
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "60"})
+func testMessagesDoneBeforeStopAreDeletedAsStartReturns(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
 	sink := &recordingSink{}
 	s, stop := startStoppable(t, config(q.url), sink)
 	send(t, q.url, tagChangeBody, stateBody("running"))
@@ -265,8 +276,8 @@ func TestMessagesDoneBeforeStopAreDeletedAsStartReturns(t *testing.T) {
 	}
 }
 
-func TestFailedPassLeavesTheMessageToBeReceivedAgain(t *testing.T) {
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "1"})
+func testFailedPassLeavesTheMessageToBeReceivedAgain(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "1"})
 	sink := &recordingSink{}
 	s := start(t, config(q.url), sink)
 
@@ -287,8 +298,8 @@ func TestFailedPassLeavesTheMessageToBeReceivedAgain(t *testing.T) {
 	waitCounts(t, q.url, "visible=0 notVisible=0")
 }
 
-func TestEventsTagsyncDoesNotReadAreDeletedUnpublished(t *testing.T) {
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "60"})
+func testEventsTagsyncDoesNotReadAreDeletedUnpublished(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
 	sink := &recordingSink{}
 	s := start(t, config(q.url), sink)
 
@@ -302,10 +313,10 @@ func TestEventsTagsyncDoesNotReadAreDeletedUnpublished(t *testing.T) {
 	}
 }
 
-func TestPoisonMessageMovesToTheDeadLetterQueue(t *testing.T) {
-	dlq := newQueue(t, nil)
+func testPoisonMessageMovesToTheDeadLetterQueue(t *testing.T) {
+	dlq := newQueue(t, "dlq", nil)
 	policy := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":2}`, dlq.arn)
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "1", "RedrivePolicy": policy})
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "1", "RedrivePolicy": policy})
 	sink := &recordingSink{}
 	s := start(t, config(q.url), sink)
 	waitHealth(t, s, true, "")
@@ -324,8 +335,8 @@ func TestPoisonMessageMovesToTheDeadLetterQueue(t *testing.T) {
 	}
 }
 
-func TestMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished(t *testing.T) {
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "1"})
+func testMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "1"})
 	sink := &recordingSink{}
 	cfg := config(q.url)
 	cfg.PoisonReceiveCount = 1
@@ -341,8 +352,8 @@ func TestMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished(t *testing.T)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
 }
 
-func TestDeletedQueueTakesTheSourceDownUntilItIsBack(t *testing.T) {
-	q := newQueue(t, nil)
+func testDeletedQueueTakesTheSourceDownUntilItIsBack(t *testing.T) {
+	q := newQueue(t, "", nil)
 	sink := &recordingSink{}
 	s := start(t, config(q.url), sink)
 	waitHealth(t, s, true, "")
@@ -365,7 +376,7 @@ func TestDeletedQueueTakesTheSourceDownUntilItIsBack(t *testing.T) {
 	waitCounts(t, q.url, "visible=0 notVisible=0")
 }
 
-func TestUnreachableSQSTakesTheSourceDown(t *testing.T) {
+func testUnreachableSQSTakesTheSourceDown(t *testing.T) {
 	cfg := config("http://127.0.0.1:1/123456789012/nowhere")
 	cfg.AWS.Endpoint = "http://127.0.0.1:1"
 	// After moto's load options, so that this endpoint wins.
@@ -377,9 +388,9 @@ func TestUnreachableSQSTakesTheSourceDown(t *testing.T) {
 	}
 }
 
-func TestMessagesInFlightAreBounded(t *testing.T) {
+func testMessagesInFlightAreBounded(t *testing.T) {
 	const total, bound = 12, 3
-	q := newQueue(t, map[string]string{"VisibilityTimeout": "60"})
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
 	var bodies []string
 	for i := range total {
 		bodies = append(bodies, strings.Replace(tagChangeBody, "bddcf1d6-0251", "event-"+strconv.Itoa(i), 1))
