@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -96,6 +97,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("operation error SQS: ReceiveMessage, get identity: get credentials: failed to refresh cached credentials"),
 			reasonCredentials, "no usable AWS credentials"},
 		{fmt.Errorf("send: %w", refused), reasonUnreachable, "connection refused"},
+		{fmt.Errorf("operation error SQS: ReceiveMessage: %w", context.DeadlineExceeded), reasonUnreachable, "did not answer"},
 		{api("ThrottlingException"), reasonThrottled, "throttles"},
 		{api("InternalError"), reasonOther, "InternalError: the message"},
 		{errors.New("something else"), reasonOther, "something else"},

@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -91,6 +92,9 @@ func classifyTransport(err error) failure {
 	s := err.Error()
 	if strings.Contains(s, "retrieve credentials") || strings.Contains(s, "get identity") {
 		return failure{reasonCredentials, "no usable AWS credentials: " + s}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return failure{reasonUnreachable, "SQS did not answer in time"}
 	}
 	var op *net.OpError
 	if errors.As(err, &op) {

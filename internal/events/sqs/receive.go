@@ -18,9 +18,15 @@ import (
 	"github.com/tagsync/tagsync/internal/events"
 )
 
-// deleteTimeout bounds a delete call, and the deletes Start still sends
-// as it returns.
-const deleteTimeout = 10 * time.Second
+// Timeouts of the calls to SQS.
+const (
+	// callTimeout bounds a call beyond its long-poll wait, so that a
+	// connection that went silent does not hold the source.
+	callTimeout = 30 * time.Second
+	// deleteTimeout bounds a delete call, and the deletes Start still
+	// sends as it returns.
+	deleteTimeout = 10 * time.Second
+)
 
 // message is one received message in flight.
 type message struct {
@@ -89,6 +95,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // no dead-letter queue. Being denied sqs:GetQueueAttributes is no failure:
 // the source receives without knowing.
 func (s *Source) inspect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	out, err := s.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.cfg.QueueURL,
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameRedrivePolicy, types.QueueAttributeNameVisibilityTimeout}})
 	if err != nil {
@@ -145,7 +153,9 @@ func (s *Source) receiveOnce(ctx context.Context) error {
 	if !s.health.get().Up {
 		wait = 0
 	}
-	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &s.cfg.QueueURL,
+	call, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Second+callTimeout)
+	defer cancel()
+	out, err := s.client.ReceiveMessage(call, &sqs.ReceiveMessageInput{QueueUrl: &s.cfg.QueueURL,
 		MaxNumberOfMessages: int32(n), WaitTimeSeconds: wait,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}})
 	if err != nil {
