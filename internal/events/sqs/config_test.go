@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,5 +108,20 @@ func TestClassify(t *testing.T) {
 		if f.label != tc.label || !strings.Contains(f.reason, tc.words) {
 			t.Errorf("classify(%v) = %+v, want label %s and words %q", tc.err, f, tc.label, tc.words)
 		}
+	}
+}
+
+// TestBackoff: 1 s doubling to 1 min, then 1 min while failures go on.
+func TestBackoff(t *testing.T) {
+	s := &Source{first: DefaultFirstBackoff, max: DefaultMaxBackoff}
+	b := s.newBackoff()
+	var got []time.Duration
+	for range 9 {
+		got = append(got, b.Step())
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, time.Minute, time.Minute, time.Minute}
+	if !slices.Equal(got, want) {
+		t.Errorf("backoff steps %v, want %v", got, want)
 	}
 }

@@ -34,14 +34,16 @@ type message struct {
 	receipt string
 }
 
-// Start receives and publishes until ctx ends, then returns nil. Failures
-// never end it: the source goes down (Health), waits (the backoff) and
-// tries again.
+// Start receives and publishes until ctx ends, then returns nil, the
+// source down ("stopped"). Failures never end it: the source goes down
+// (Health), waits (the backoff) and tries again.
 func (s *Source) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.deleteLoop(ctx) })
 	s.receiveLoop(ctx)
 	wg.Wait()
+	s.metrics.up.Set(0)
+	s.health.set(false, "stopped", time.Now())
 	return nil
 }
 

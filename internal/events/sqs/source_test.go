@@ -268,6 +268,9 @@ func testMessagesDoneBeforeStopAreDeletedAsStartReturns(t *testing.T) {
 	got[0].done(nil)
 	got[1].done(nil)
 	stop()
+	if h := s.Health(); h.Up || h.Reason != "stopped" {
+		t.Errorf("Health after Start returned: %+v, want down, stopped", h)
+	}
 	if c := counts(t, q.url); c != "visible=0 notVisible=0" {
 		t.Errorf("after Start returned: queue %s, want both messages deleted", c)
 	}
