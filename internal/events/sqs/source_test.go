@@ -44,6 +44,7 @@ func TestSourceOnMoto(t *testing.T) {
 		{"DeletedQueueTakesTheSourceDownUntilItIsBack", testDeletedQueueTakesTheSourceDownUntilItIsBack},
 		{"UnreachableSQSTakesTheSourceDown", testUnreachableSQSTakesTheSourceDown},
 		{"MessagesInFlightAreBounded", testMessagesInFlightAreBounded},
+		{"MessagesDoneTogetherAreDeletedInOneBatch", testMessagesDoneTogetherAreDeletedInOneBatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -417,5 +418,40 @@ func testMessagesInFlightAreBounded(t *testing.T) {
 	defer sink.mu.Unlock()
 	if len(sink.got) != total || sink.most != bound {
 		t.Errorf("%d deliveries, at most %d outstanding; want %d and %d", len(sink.got), sink.most, total, bound)
+	}
+}
+
+func testMessagesDoneTogetherAreDeletedInOneBatch(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
+	send(t, q.url, tagChangeBody, stateBody("running"), stateBody("stopped"))
+	var batch []message
+	testenv.Eventually(t, waitLimit, "three messages received", func() string {
+		out, err := sqs.NewFromConfig(moto.Config).ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &q.url, MaxNumberOfMessages: 10})
+		if err != nil {
+			return err.Error()
+		}
+		for _, m := range out.Messages {
+			batch = append(batch, message{id: *m.MessageId, receipt: *m.ReceiptHandle})
+		}
+		if len(batch) < 3 {
+			return fmt.Sprintf("%d received", len(batch))
+		}
+		return ""
+	})
+	s, err := New(config(q.url), &recordingSink{}, WithRegisterer(prometheus.NewRegistry()), WithLogger(testr.New(t)),
+		WithAWSOptions(aws.WithLoadOptions(moto.LoadOptions()...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.slots.Acquire(t.Context(), int64(len(batch))); err != nil { // as receives do
+		t.Fatal(err)
+	}
+	s.delete(t.Context(), batch)
+	waitCounts(t, q.url, "visible=0 notVisible=0")
+	if calls := s.Calls(); calls["sqs:DeleteMessageBatch"] != 1 || calls["sqs:DeleteMessage"] != 0 {
+		t.Errorf("calls %v, want one DeleteMessageBatch", calls)
+	}
+	if got := testutil.ToFloat64(s.metrics.deleted); got != 3 {
+		t.Errorf("deleted metric %v, want 3", got)
 	}
 }
