@@ -202,7 +202,7 @@ func (s *Source) handle(m types.Message) {
 		return
 	case err != nil:
 		s.metrics.poison.WithLabelValues(poisonUnparseable).Inc()
-		s.log.Info("cannot read an SQS message; it stays on the queue for its dead-letter queue", "message", msg.id,
+		s.log.Info("cannot read an SQS message; it stays on the queue, whose redrive policy moves it to the dead-letter queue", "message", msg.id,
 			"receiveCount", receives, "error", err.Error())
 		s.finish(1)
 		return
