@@ -2,14 +2,11 @@ package aws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	"github.com/aws/smithy-go/middleware"
@@ -61,35 +58,9 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("aws: %w", err)
 	}
-	var load []func(*config.LoadOptions) error
-	if cfg.Region != "" {
-		load = append(load, config.WithRegion(cfg.Region))
-	}
-	if cfg.Endpoint != "" {
-		load = append(load, config.WithBaseEndpoint(cfg.Endpoint))
-	}
-	if cfg.Profile != "" {
-		load = append(load, config.WithSharedConfigProfile(cfg.Profile))
-	}
-	if cfg.staticCredentials() {
-		load = append(load, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(
-			cfg.AccessKeyID.Reveal(), cfg.SecretAccessKey.Reveal(), cfg.SessionToken.Reveal())))
-	}
-	if o.HTTPClient != nil {
-		load = append(load, config.WithHTTPClient(o.HTTPClient))
-	}
-	if o.RetryMaxAttempts > 0 {
-		load = append(load, config.WithRetryMaxAttempts(o.RetryMaxAttempts))
-	}
-	load = append(load, o.LoadOptions...)
-	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	awsCfg, err := loadConfig(ctx, cfg, o)
 	if err != nil {
-		var noProfile config.SharedConfigProfileNotExistError
-		if errors.As(err, &noProfile) {
-			return nil, fmt.Errorf("aws: the AWS profile %q (%s or %s) is in none of the shared config files: %w",
-				noProfile.Profile, FlagProfile, EnvProfile, err)
-		}
-		return nil, fmt.Errorf("aws: loading the AWS configuration: %w", err)
+		return nil, err
 	}
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("aws: no AWS region: set %s or %s (or a region in the AWS profile)", FlagRegion, EnvRegion)
@@ -125,9 +96,7 @@ func (p *Provider) apiOptions(service, region string) []func(*middleware.Stack) 
 		func(s *middleware.Stack) error {
 			return s.Finalize.Insert(budgetMiddleware{b: p.budget, region: region}, gate.ID(), middleware.After)
 		},
-		func(s *middleware.Stack) error {
-			return s.Deserialize.Add(metricsMiddleware{m: p.metrics}, middleware.Before)
-		},
+		CountRequests(p.metrics),
 	}
 }
 

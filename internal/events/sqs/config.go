@@ -1,0 +1,121 @@
+package sqs
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+)
+
+// Defaults and limits of Config.
+const (
+	// DefaultWaitTime is the long-poll wait of a ReceiveMessage: SQS's
+	// maximum, so that an idle queue costs three requests a minute.
+	DefaultWaitTime = 20 * time.Second
+	// MaxWaitTime is the longest wait SQS accepts.
+	MaxWaitTime = 20 * time.Second
+	// DefaultMaxInFlight bounds the messages received and not yet done.
+	DefaultMaxInFlight = 100
+	// DefaultPoisonReceiveCount is how often a message may be received
+	// before it is counted and reported as poison.
+	DefaultPoisonReceiveCount = 5
+	// maxPerReceive is the most messages one ReceiveMessage returns.
+	maxPerReceive = 10
+)
+
+// Config says which queue the source reads and how. Zero fields take the
+// defaults; Validate checks the rest.
+type Config struct {
+	// QueueURL is the URL of the queue EventBridge delivers to, e.g.
+	// https://sqs.us-east-1.amazonaws.com/123456789012/tagsync-events.
+	// Required.
+	QueueURL string `json:"queueURL"`
+	// AWS says where and as whom to call SQS, as for the AWS provider
+	// (region, endpoint, profile, static keys; empty fields fall back to
+	// the SDK's default chain: environment, IRSA, EKS Pod Identity,
+	// instance profile). An empty AWS.Region takes the region in
+	// QueueURL's host (sqs.REGION.amazonaws.com), then the SDK's.
+	// AWS.Endpoint (a moto_server in tests) replaces SQS's endpoint.
+	AWS aws.Config `json:"aws"`
+	// WaitTime is how long one ReceiveMessage waits for a message (long
+	// polling), in whole seconds from 1 s to 20 s; 0 means
+	// DefaultWaitTime.
+	WaitTime time.Duration `json:"waitTime,omitempty"`
+	// MaxInFlight bounds the messages received and not yet done (their
+	// passes running, their deletes pending), so that memory stays
+	// bounded however full the queue is; 0 means DefaultMaxInFlight.
+	MaxInFlight int `json:"maxInFlight,omitempty"`
+	// PoisonReceiveCount: a message received more often than this
+	// (ApproximateReceiveCount) is counted and reported as poison; it is
+	// still published, and the queue's redrive policy moves it to the
+	// dead-letter queue. 0 means DefaultPoisonReceiveCount.
+	PoisonReceiveCount int `json:"poisonReceiveCount,omitempty"`
+}
+
+// Validate checks the configuration without calling AWS: a queue URL, a
+// wait of whole seconds up to 20 s, no negative bound, and the AWS part
+// (aws.Config.Validate).
+func (c Config) Validate() error {
+	var errs []error
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("no SQS queue URL: give the URL of the queue the EventBridge rule delivers to, such as https://sqs.us-east-1.amazonaws.com/123456789012/tagsync-events"))
+	} else if u, err := url.Parse(c.QueueURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || strings.Trim(u.Path, "/") == "" {
+		errs = append(errs, fmt.Errorf("the SQS queue URL %q is not a queue's URL such as https://sqs.us-east-1.amazonaws.com/123456789012/tagsync-events", c.QueueURL))
+	}
+	if c.WaitTime < 0 || c.WaitTime > MaxWaitTime || c.WaitTime%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("the SQS wait time %s is not a whole number of seconds from 1s to %s", c.WaitTime, MaxWaitTime))
+	}
+	if c.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("the most SQS messages in flight (%d) is negative", c.MaxInFlight))
+	}
+	if c.PoisonReceiveCount < 0 {
+		errs = append(errs, fmt.Errorf("the poison receive count (%d) is negative", c.PoisonReceiveCount))
+	}
+	if err := c.AWS.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero fields with the defaults and the region from the
+// queue URL.
+func (c Config) withDefaults() Config {
+	if c.WaitTime == 0 {
+		c.WaitTime = DefaultWaitTime
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.PoisonReceiveCount == 0 {
+		c.PoisonReceiveCount = DefaultPoisonReceiveCount
+	}
+	if c.AWS.Region == "" {
+		c.AWS.Region = RegionOf(c.QueueURL)
+	}
+	return c
+}
+
+// RegionOf returns the region in a queue URL's host, or "" when it names
+// none (a moto_server's http://127.0.0.1:PORT/ACCOUNT/NAME): the label
+// after "sqs" (sqs.us-east-1.amazonaws.com, sqs-fips.us-gov-west-1...,
+// vpce-....sqs.eu-west-1.vpce.amazonaws.com) or before "queue" (the legacy
+// us-east-1.queue.amazonaws.com).
+func RegionOf(queueURL string) string {
+	u, err := url.Parse(queueURL)
+	if err != nil {
+		return ""
+	}
+	labels := strings.Split(u.Hostname(), ".")
+	for i, l := range labels {
+		switch {
+		case (l == "sqs" || l == "sqs-fips") && i+1 < len(labels) && labels[i+1] != "amazonaws":
+			return labels[i+1]
+		case l == "queue" && i > 0:
+			return labels[i-1]
+		}
+	}
+	return ""
+}
