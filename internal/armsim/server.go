@@ -29,6 +29,8 @@ type Server struct {
 	perms    permissionTable
 	signKey  []byte
 	idHeader string
+	eg       *eventGrid
+	rsaKey   signingKey
 
 	ca      *certAuthority // nil without TLS
 	tempDir string         // removed on Close
@@ -52,6 +54,7 @@ func New(opts Options) (*Server, error) {
 		signKey:  make([]byte, 32),
 		idHeader: o.IdentityHeader,
 	}
+	s.eg = newEventGrid(s, o.EventGrid, o.Seed)
 	if _, err := rand.Read(s.signKey); err != nil {
 		return nil, err
 	}
@@ -151,6 +154,7 @@ func (s *Server) Close() error {
 		err = hs.Shutdown(ctx)
 		s.serveWG.Wait()
 	}
+	s.eg.close()
 	if s.tempDir != "" {
 		_ = os.RemoveAll(s.tempDir)
 	}
@@ -208,6 +212,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	s.serve(rec, r, rt)
+	s.emitServed(r, rt, rec.status)
 }
 
 // serve runs latency, auth, throttling and faults, then the handler.
