@@ -211,8 +211,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.opts.Logf("armsim: %s %s -> %s %d", r.Method, r.URL.Path, rt.op, rec.status)
 		}
 	}()
+	// A write's event is queued before its answer leaves: whoever has the
+	// answer can wait for the event's delivery.
+	rec.onStatus = func(status int) { s.emitServed(r, rt, status) }
 	s.serve(rec, r, rt)
-	s.emitServed(r, rt, rec.status)
+	if !rec.wrote {
+		rec.WriteHeader(rec.status)
+	}
 }
 
 // serve runs latency, auth, throttling and faults, then the handler.
@@ -258,16 +263,31 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// statusRecorder remembers the status written.
+// statusRecorder remembers the status written and calls onStatus (if
+// set) with it before the answer goes out.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status   int
+	wrote    bool
+	onStatus func(status int)
 }
 
 // WriteHeader records the status.
 func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote && r.onStatus != nil {
+		r.onStatus(code)
+	}
+	r.wrote = true
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write sends the header first, as http.ResponseWriter does.
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 // Flush forwards to the underlying writer when it can flush.
