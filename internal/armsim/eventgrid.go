@@ -26,17 +26,6 @@ const (
 	provisioningAwaitingHook = "AwaitingManualAction"
 )
 
-// Limits and defaults of an event subscription, as Event Grid has them.
-const (
-	defaultMaxEventsPerBatch = 1
-	maxMaxEventsPerBatch     = 5000
-	defaultBatchKilobytes    = 64
-	maxBatchKilobytes        = 1024
-	defaultDeliveryAttempts  = 30
-	defaultTTLMinutes        = 1440
-	maxAdvancedFilters       = 25
-)
-
 // EventSubscription is an Event Grid event subscription on a subscription
 // scope, in ARM's wire shape.
 type EventSubscription struct {
@@ -112,22 +101,6 @@ type EventSubscriptionFilter struct {
 	AdvancedFilters []AdvancedFilter `json:"advancedFilters,omitempty"`
 }
 
-// AdvancedFilter is one advanced filter. armsim supports the string
-// operators StringIn, StringNotIn, StringContains, StringNotContains,
-// StringBeginsWith, StringNotBeginsWith, StringEndsWith and
-// StringNotEndsWith (case-insensitive, as in Event Grid) on the keys id,
-// topic/source, subject, eventType/type and data.<path> (e.g.
-// data.operationName, data.resourceUri, data.authorization.action). A key
-// the event lacks fails the positive operators and passes the Not ones.
-type AdvancedFilter struct {
-	// OperatorType is one of the operators above.
-	OperatorType string `json:"operatorType"`
-	// Key is the event field compared.
-	Key string `json:"key"`
-	// Values are the strings it is compared with.
-	Values []string `json:"values,omitempty"`
-}
-
 // RetryPolicy bounds how long and how often an event is redelivered.
 type RetryPolicy struct {
 	// MaxDeliveryAttempts is 1..30 (default 30).
@@ -135,6 +108,17 @@ type RetryPolicy struct {
 	// EventTimeToLiveInMinutes is 1..1440 (default 1440).
 	EventTimeToLiveInMinutes int `json:"eventTimeToLiveInMinutes,omitempty"`
 }
+
+// Limits and defaults of an event subscription, as Event Grid has them.
+const (
+	defaultMaxEventsPerBatch = 1
+	maxMaxEventsPerBatch     = 5000
+	defaultBatchKilobytes    = 64
+	maxBatchKilobytes        = 1024
+	defaultDeliveryAttempts  = 30
+	defaultTTLMinutes        = 1440
+	maxAdvancedFilters       = 25
+)
 
 // eventSubNamePattern is Event Grid's rule for subscription names.
 var eventSubNamePattern = regexp.MustCompile(`^[A-Za-z0-9-]{3,64}$`)

@@ -39,7 +39,7 @@ type resourceEvent struct {
 	ID, Topic, Subject, EventType, DataVersion string
 	Time                                       time.Time
 	Data                                       any
-	fields                                     map[string]any // Data as JSON, for filters
+	fields                                     map[string]any // Data as JSON with lower-cased keys, for filters
 }
 
 // resourceEventData is the data of a Microsoft.Resources event.
@@ -120,12 +120,15 @@ func (ev *resourceEvent) field(key string) (string, bool) {
 		return "", false
 	}
 	if ev.fields == nil {
-		raw, _ := json.Marshal(ev.Data)
-		_ = json.Unmarshal(raw, &ev.fields)
+		var raw any
+		data, _ := json.Marshal(ev.Data)
+		_ = json.Unmarshal(data, &raw)
+		ev.fields, _ = lowerKeys(raw).(map[string]any)
 	}
 	var cur any = ev.fields
-	for _, name := range strings.Split(key[5:], ".") {
-		if cur = lookupFold(cur, name); cur == nil {
+	for _, name := range strings.Split(strings.ToLower(key[5:]), ".") {
+		obj, _ := cur.(map[string]any)
+		if cur = obj[name]; cur == nil {
 			return "", false
 		}
 	}
@@ -133,19 +136,18 @@ func (ev *resourceEvent) field(key string) (string, bool) {
 	return s, ok
 }
 
-// lookupFold returns m[name] for a JSON object m, matching name without
-// regard to case; nil if there is none.
-func lookupFold(m any, name string) any {
-	obj, ok := m.(map[string]any)
+// lowerKeys returns decoded JSON with every object key in lower case, so
+// that filter keys match without regard to case.
+func lowerKeys(v any) any {
+	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil
+		return v
 	}
-	for k, v := range obj {
-		if strings.EqualFold(k, name) {
-			return v
-		}
+	out := make(map[string]any, len(obj))
+	for k, x := range obj {
+		out[strings.ToLower(k)] = lowerKeys(x)
 	}
-	return nil
+	return out
 }
 
 // writeOrigin is who made a write: the caller's claims and request for an

@@ -4,6 +4,22 @@ import (
 	"strings"
 )
 
+// AdvancedFilter is one advanced filter. armsim supports the string
+// operators StringIn, StringNotIn, StringContains, StringNotContains,
+// StringBeginsWith, StringNotBeginsWith, StringEndsWith and
+// StringNotEndsWith (case-insensitive, as in Event Grid) on the keys id,
+// topic/source, subject, eventType/type and data.<path> (e.g.
+// data.operationName, data.resourceUri, data.authorization.action). A key
+// the event lacks fails the positive operators and passes the Not ones.
+type AdvancedFilter struct {
+	// OperatorType is one of the operators above.
+	OperatorType string `json:"operatorType"`
+	// Key is the event field compared.
+	Key string `json:"key"`
+	// Values are the strings it is compared with.
+	Values []string `json:"values,omitempty"`
+}
+
 // stringOps are the advanced filter operators armsim evaluates: a
 // predicate on (field, value), and whether the operator negates it.
 var stringOps = map[string]struct {

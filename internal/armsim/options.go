@@ -1,6 +1,7 @@
 package armsim
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 )
@@ -155,12 +156,8 @@ func (o EventGridOptions) withDefaults() EventGridOptions {
 	if len(o.RetrySchedule) == 0 {
 		o.RetrySchedule = DefaultRetrySchedule
 	}
-	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultWebhookTimeout
-	}
-	if o.DeliveryTimeout <= 0 {
-		o.DeliveryTimeout = DefaultWebhookTimeout
-	}
+	o.HandshakeTimeout = cmp.Or(o.HandshakeTimeout, DefaultWebhookTimeout)
+	o.DeliveryTimeout = cmp.Or(o.DeliveryTimeout, DefaultWebhookTimeout)
 	return o
 }
 
