@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -96,6 +97,11 @@ func TestEventGridCloudEvents(t *testing.T) {
 		t.Errorf("CloudEvent %v", ev)
 	}
 
+	if got, err := cehttp.NewEventFromHTTPRequest(single.request()); err != nil || got.ID() != ev.str("id") ||
+		got.Type() != armsim.EventResourceWriteSuccess || got.Subject() != e.disk {
+		t.Errorf("the CloudEvents SDK reads %v: %v", got, err)
+	}
+
 	p.Destination.Properties.MaxEventsPerBatch = 5
 	env.Subscribe(t, "cloud", p)
 	heldEvents(t, env, e, 2, armsim.EventGridFaults{})
@@ -103,6 +109,9 @@ func TestEventGridCloudEvents(t *testing.T) {
 	batch := rc.got()[1]
 	if ct := batch.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/cloudevents-batch+json") || len(decodePost(t, batch)) != 2 {
 		t.Errorf("batch Content-Type %q, %s", ct, batch.body)
+	}
+	if got, err := cehttp.NewEventsFromHTTPRequest(batch.request()); err != nil || len(got) != 2 || got[1].Source() != "/subscriptions/"+env.SubscriptionID {
+		t.Errorf("the CloudEvents SDK reads the batch as %v: %v", got, err)
 	}
 }
 
@@ -290,8 +299,7 @@ func TestEventGridBearerToken(t *testing.T) {
 	env := armsimtest.Start(t, armsimtest.WithRetrySchedule(10*time.Millisecond)) // HTTPS
 	e := seedEstate(t, env.Server, env.SubscriptionID)
 	const audience = "api://tagsync-webhook"
-	issuer := env.Server.URL() + "/" + env.Server.TenantID() + "/v2.0"
-	provider, err := oidc.NewProvider(oidc.ClientContext(ctx(t), env.HTTPClient), issuer)
+	provider, err := oidc.NewProvider(oidc.ClientContext(ctx(t), env.HTTPClient), env.Server.Issuer(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,5 +339,27 @@ func TestEventGridBearerToken(t *testing.T) {
 	defer mu.Unlock()
 	if st.Delivered != 1 || strings.Join(verified, ",") != "SubscriptionValidation,Notification" {
 		t.Errorf("verified %v, stats %+v", verified, st)
+	}
+}
+
+// BenchmarkEventGridDelivery measures out-of-band edits from publication
+// to acknowledgement by a local webhook, one event per POST and up to 100.
+func BenchmarkEventGridDelivery(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run("batch"+itoa(batch), func(b *testing.B) {
+			env := armsimtest.Start(b, armsimtest.WithPlainHTTP())
+			e := seedEstate(b, env.Server, env.SubscriptionID)
+			rc := startReceiver(b)
+			p := onlyUnder(armsimtest.WebHook(rc.srv.URL), e.disk)
+			p.Destination.Properties.MaxEventsPerBatch = batch
+			env.Subscribe(b, "bench", p)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := env.Server.SetTags(e.disk, map[string]string{"n": itoa(i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			waitIdle(b, env)
+		})
 	}
 }

@@ -352,6 +352,13 @@ type post struct {
 	at     time.Time
 }
 
+// request rebuilds the request a post was.
+func (p post) request() *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(p.body))
+	r.Header = p.header.Clone()
+	return r
+}
+
 // event is a delivered event in either schema, as JSON.
 type event map[string]any
 
@@ -371,7 +378,7 @@ type receiver struct {
 	fail      func(n int) int                                   // status for notification n (0-based)
 }
 
-func startReceiver(t *testing.T) *receiver {
+func startReceiver(t testing.TB) *receiver {
 	rc := &receiver{}
 	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)

@@ -50,6 +50,14 @@ func (s *Server) handleJWKS(w http.ResponseWriter, _ *http.Request, _ *route) {
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k.Public()}})
 }
 
+// Issuer is the issuer of the RS256 tokens armsim signs for tenant (""
+// means the server's tenant): {URL}/{tenant}/v2.0, the issuer of the
+// tenant's OpenID configuration, so go-oidc's NewProvider(ctx, Issuer(""))
+// finds the jwks_uri that verifies Event Grid's delivery tokens.
+func (s *Server) Issuer(tenant string) string {
+	return s.URL() + "/" + firstNonEmpty(tenant, s.opts.TenantID) + "/v2.0"
+}
+
 // deliveryClaims are the claims of the token Event Grid presents to a
 // webhook protected by Entra ID.
 type deliveryClaims struct {
@@ -78,7 +86,7 @@ func (s *Server) deliveryToken(tenant, audience string) (string, error) {
 	now := s.opts.Clock.Now()
 	c := deliveryClaims{
 		Claims: jwt.Claims{
-			Issuer: s.URL() + "/" + tenant + "/v2.0", Subject: EventGridAppID,
+			Issuer: s.Issuer(tenant), Subject: EventGridAppID,
 			Audience: jwt.Audience{audience}, IssuedAt: jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Minute)), Expiry: jwt.NewNumericDate(now.Add(time.Hour)),
 			ID: newUUID(),
