@@ -188,6 +188,15 @@ func TestEventGridDuplicatesAndReorder(t *testing.T) {
 		}
 	}
 
+	const latency = 30 * time.Millisecond
+	env.Server.SetEventGridFaults(armsim.EventGridFaults{Latency: latency})
+	start := time.Now()
+	editTags(t, env, e, 1)
+	waitIdle(t, env)
+	if late := rc.got()[4]; late.at.Sub(start) < latency {
+		t.Errorf("delivered %v after the write, before the latency %v", late.at.Sub(start), latency)
+	}
+
 	env.Server.SetEventGridFaults(armsim.EventGridFaults{Reorder: true, Paused: true})
 	edited := []string{e.disk, e.nic, e.lb}
 	for _, id := range edited {
@@ -198,7 +207,7 @@ func TestEventGridDuplicatesAndReorder(t *testing.T) {
 	env.Server.SetEventGridFaults(armsim.EventGridFaults{Reorder: true})
 	waitIdle(t, env)
 	var order []string
-	for _, ev := range rc.events(t)[4:] {
+	for _, ev := range rc.events(t)[5:] {
 		order = append(order, ev.str("subject"))
 	}
 	if strings.Join(order, ",") != strings.Join([]string{e.lb, e.nic, e.disk}, ",") {
@@ -243,6 +252,13 @@ func TestEventGridAdminAPI(t *testing.T) {
 	editTags(t, env, e, 1)
 	if n := len(rc.got()); n != 1 || len(env.Server.EventGridStats().Subscriptions) != 0 {
 		t.Errorf("%d POSTs after delete", n)
+	}
+
+	// Reset forgets event subscriptions with the estate.
+	env.Subscribe(t, "again", onlyUnder(armsimtest.WebHook(rc.srv.URL), e.disk))
+	rawRequestToken(t, env, http.MethodPost, "/_admin/reset", nil, "")
+	if st := env.Server.EventGridStats(); len(st.Subscriptions) != 0 {
+		t.Errorf("after reset: %+v", st)
 	}
 }
 
@@ -296,7 +312,8 @@ func TestEventGridFilters(t *testing.T) {
 
 func TestEventGridBearerToken(t *testing.T) {
 	t.Parallel()
-	env := armsimtest.Start(t, armsimtest.WithRetrySchedule(10*time.Millisecond)) // HTTPS
+	rc := startTLSReceiver(t)
+	env := armsimtest.Start(t, armsimtest.WithRetrySchedule(10*time.Millisecond), armsimtest.WithWebhookClient(rc.srv.Client())) // HTTPS
 	e := seedEstate(t, env.Server, env.SubscriptionID)
 	const audience = "api://tagsync-webhook"
 	provider, err := oidc.NewProvider(oidc.ClientContext(ctx(t), env.HTTPClient), env.Server.Issuer(""))
@@ -305,7 +322,6 @@ func TestEventGridBearerToken(t *testing.T) {
 	}
 	verifier := provider.Verifier(&oidc.Config{ClientID: audience})
 	other := provider.Verifier(&oidc.Config{ClientID: "api://someone-else"})
-	rc := startReceiver(t)
 	var mu sync.Mutex
 	var verified []string
 	rc.setHandshake(func(w http.ResponseWriter, r *http.Request) bool {

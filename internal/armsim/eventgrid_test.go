@@ -378,9 +378,15 @@ type receiver struct {
 	fail      func(n int) int                                   // status for notification n (0-based)
 }
 
-func startReceiver(t testing.TB) *receiver {
+func startReceiver(t testing.TB) *receiver { return listen(t, httptest.NewServer) }
+
+// startTLSReceiver is a receiver on HTTPS; armsim reaches it with its
+// srv.Client().
+func startTLSReceiver(t testing.TB) *receiver { return listen(t, httptest.NewTLSServer) }
+
+func listen(t testing.TB, start func(http.Handler) *httptest.Server) *receiver {
 	rc := &receiver{}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	rc.srv = start(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
 }

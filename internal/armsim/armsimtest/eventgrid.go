@@ -25,6 +25,12 @@ func WithRetrySchedule(waits ...time.Duration) Option {
 	return func(o *armsim.Options) { o.EventGrid.RetrySchedule = waits }
 }
 
+// WithWebhookClient makes Event Grid's handshakes and deliveries go
+// through c, e.g. an httptest TLS server's Client().
+func WithWebhookClient(c *http.Client) Option {
+	return func(o *armsim.Options) { o.EventGrid.Client = c }
+}
+
 // WebHook is an event subscription delivering every event to url in the
 // Event Grid schema, with Event Grid's defaults for the rest; change the
 // fields a test needs before Subscribe.
