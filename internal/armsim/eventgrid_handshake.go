@@ -89,7 +89,7 @@ func (eg *eventGrid) cloudEventsHandshake(ctx context.Context, spec EventSubscri
 // answered with a status other than 2xx; nil otherwise.
 func answerFailed(spec EventSubscription, method string, ans hookAnswer, err error) *Error {
 	if err != nil {
-		return errHandshake(spec, fmt.Sprintf("Http %s request failed with response code Unknown: %v.", method, err))
+		return errHandshake(spec, fmt.Sprintf("Http %s request failed with response code Unknown: %v.", method, withoutURL(err)))
 	}
 	if ans.status < 200 || ans.status > 299 {
 		return errHandshake(spec, fmt.Sprintf("Http %s request failed with response code %d.", method, ans.status))

@@ -3,8 +3,10 @@ package armsim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -107,7 +109,23 @@ func (d *deliverer) deliver(batch []*pendingEvent) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.eg.opts.DeliveryTimeout)
 	defer cancel()
 	ans, err := d.eg.send(ctx, http.MethodPost, spec, body, h)
+	d.eg.logDelivery(spec, len(batch), ans.status, err)
 	d.settle(batch, ans.status, err, f.DuplicateRate)
+}
+
+// logDelivery writes one line per delivery to Options.Logf, if set (the
+// endpoint without its query, never a token).
+func (eg *eventGrid) logDelivery(spec EventSubscription, events, status int, err error) {
+	logf := eg.s.opts.Logf
+	if logf == nil {
+		return
+	}
+	outcome := strconv.Itoa(status)
+	if err != nil {
+		outcome = withoutURL(err).Error()
+	}
+	logf("armsim: eventgrid %s: %d event(s) to %s -> %s", spec.Name, events,
+		spec.Properties.Destination.Properties.EndpointBaseURL, outcome)
 }
 
 // sleepFor waits d (real time); false if the deliverer stopped meanwhile.
@@ -204,6 +222,16 @@ func noRetryStatus(status int) bool {
 		return true
 	}
 	return false
+}
+
+// withoutURL drops the request URL (its query may hold a secret) from a
+// client error.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // hookAnswer is a webhook's answer.

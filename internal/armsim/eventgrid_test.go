@@ -206,6 +206,14 @@ func TestEventGridRefusesWhatItCannotDo(t *testing.T) {
 	if len(rc.got()) != 0 {
 		t.Errorf("refused subscriptions delivered %d POSTs", len(rc.got()))
 	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	_, err = env.PutEventSubscription(ctx(t), "unreachable", armsimtest.WebHook(closed.URL+"/hook?code=secret"))
+	if ae := wantRefused(t, err, http.StatusBadRequest, "Url validation"); strings.Contains(ae.Message, "secret") ||
+		!strings.Contains(ae.Message, "response code Unknown") {
+		t.Errorf("unreachable endpoint: %s", ae.Message)
+	}
 }
 
 // write is one write armsim serves or makes out of band, and the event it
