@@ -3,6 +3,7 @@ package armsim
 import (
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -11,11 +12,12 @@ import (
 // The admin API lives under /_admin, outside ARM's paths. It needs no
 // token, is never throttled, faulted or counted. See docs/armsim.md.
 func adminRoutes(rt *route) methods {
-	if len(rt.low) != 2 || adminHandlers[rt.low[1]] == nil {
+	path := strings.Join(rt.low[min(1, len(rt.low)):], "/")
+	if adminHandlers[path] == nil {
 		return nil
 	}
 	m := methods{}
-	for method, h := range adminHandlers[rt.low[1]] {
+	for method, h := range adminHandlers[path] {
 		m[method] = operation{"Admin", h}
 	}
 	return m
@@ -32,6 +34,10 @@ var adminHandlers = map[string]map[string]handlerFunc{
 	"resources": {http.MethodDelete: (*Server).adminDeleteResource},
 	"faults":    {http.MethodGet: (*Server).adminGetFaults, http.MethodPost: (*Server).adminAddFault, http.MethodDelete: (*Server).adminClearFaults},
 	"config":    {http.MethodPut: (*Server).adminConfig},
+
+	"eventgrid":          {http.MethodGet: (*Server).adminEventGridStats},
+	"eventgrid/config":   {http.MethodGet: (*Server).adminEventGridConfig, http.MethodPut: (*Server).adminSetEventGridConfig},
+	"eventgrid/validate": {http.MethodGet: (*Server).adminEventGridValidate},
 }
 
 // adminError answers an admin request that failed.

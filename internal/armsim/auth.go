@@ -15,6 +15,8 @@ func identityRoute(rt *route) methods {
 		return methods{http.MethodPost: {"Identity.Token", (*Server).handleToken}}
 	case rt.is("*", "v2.0", ".well-known", "openid-configuration"):
 		return get("Identity.OpenIDConfiguration", (*Server).handleOpenIDConfig)
+	case rt.is("*", "discovery", "v2.0", "keys"):
+		return get("Identity.Keys", (*Server).handleJWKS)
 	case rt.is("common", "discovery", "instance"):
 		return get("Identity.InstanceDiscovery", (*Server).handleInstanceDiscovery)
 	case rt.is("msi", "token"):
@@ -111,6 +113,7 @@ func (s *Server) handleOpenIDConfig(w http.ResponseWriter, r *http.Request, rt *
 		"jwks_uri":                              baseURL(r) + "/" + rt.segs[0] + "/discovery/v2.0/keys",
 		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "private_key_jwt"},
 		"response_types_supported":              []string{"code", "id_token", "token"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"tenant_region_scope":                   "WW",
 	})
 }

@@ -13,6 +13,14 @@
 // fault injection; per-operation call counters; an admin API under /_admin
 // for out-of-band edits; and YAML load/save of the whole state.
 //
+// It also plays Azure Event Grid for the subscription scope: event
+// subscriptions (Microsoft.EventGrid/eventSubscriptions) with the
+// validation handshakes, and a Microsoft.Resources.ResourceWriteSuccess,
+// ResourceDeleteSuccess or ResourceActionSuccess event for every write it
+// serves or makes out of band, delivered to webhooks in batches, at least
+// once, with Event Grid's retries, Entra ID bearer tokens (RS256, keys at
+// the tenant's jwks_uri) and injectable duplicates, reordering and latency.
+//
 // Tests in other packages start it with the armsimtest package; the
 // `tagsync armsim` command runs it stand-alone. docs/armsim.md describes the
 // HTTP surface and how to point any Azure SDK for Go client at it.

@@ -10,38 +10,58 @@ import (
 // Uniform instance, which has no tags of its own.
 var errInstanceTags = errors.New("armsim: Uniform scale-set instances carry no tags; tag the scale set")
 
+// opTagsWrite is the operation of a write through the Tags API.
+const opTagsWrite = "Microsoft.Resources/tags/write"
+
 // editTags applies an out-of-band tag edit at a scope (subscription,
 // group, resource): no auth, no throttling, no counting; ARM's tag rules
-// still apply and the ETag changes.
-func (s *Server) editTags(scope string, apply func(cur tagSet) (tagSet, map[string]string)) error {
+// still apply, the ETag changes and Event Grid subscriptions get a
+// ResourceWriteSuccess. A portal edit's operation is the Tags API's write,
+// a platform rewrite's the resource type's write.
+func (s *Server) editTags(scope string, portal bool, apply func(cur tagSet) (tagSet, map[string]string)) error {
+	scope = strings.TrimSuffix(scope, "/")
+	typ, err := s.applyEdit(scope, apply)
+	if err != nil {
+		return err
+	}
+	op := opTagsWrite
+	if !portal {
+		op = typ + "/write"
+	}
+	s.publishOutOfBand(EventResourceWriteSuccess, scope, op)
+	return nil
+}
+
+// applyEdit stores an out-of-band tag edit and returns the scope's type.
+func (s *Server) applyEdit(scope string, apply func(cur tagSet) (tagSet, map[string]string)) (string, error) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	t, e := s.st.resolveScope(strings.TrimSuffix(scope, "/"))
+	t, e := s.st.resolveScope(scope)
 	if e != nil {
-		return e
+		return "", e
 	}
 	if t.readOnly {
-		return errInstanceTags
+		return "", errInstanceTags
 	}
 	next, written := apply(*t.tags)
 	if e := checkWrite(t.typ, *t.tags, next, written); e != nil {
-		return e
+		return "", e
 	}
 	*t.tags = next
 	*t.etag++
-	return nil
+	return t.typ, nil
 }
 
 // SetTags is a portal-style edit: it sets the given tags (names matched
 // case-insensitively, other tags kept) on the resource, group or
 // subscription with ID id, and bumps its ETag.
 func (s *Server) SetTags(id string, tags map[string]string) error {
-	return s.editTags(id, func(cur tagSet) (tagSet, map[string]string) { return mergeTags(cur, tags), tags })
+	return s.editTags(id, true, func(cur tagSet) (tagSet, map[string]string) { return mergeTags(cur, tags), tags })
 }
 
 // DeleteTags removes the named tags (case-insensitively) and bumps the ETag.
 func (s *Server) DeleteTags(id string, names ...string) error {
-	return s.editTags(id, func(cur tagSet) (tagSet, map[string]string) {
+	return s.editTags(id, true, func(cur tagSet) (tagSet, map[string]string) {
 		next := cur.clone()
 		for _, n := range names {
 			next.del(n)
@@ -53,7 +73,7 @@ func (s *Server) DeleteTags(id string, names ...string) error {
 // ReplaceTags rewrites the whole tag set, as a platform reconcile (e.g. an
 // AKS node-pool update) does, and bumps the ETag.
 func (s *Server) ReplaceTags(id string, tags map[string]string) error {
-	return s.editTags(id, func(tagSet) (tagSet, map[string]string) { return tagSetFrom(tags), tags })
+	return s.editTags(id, false, func(tagSet) (tagSet, map[string]string) { return tagSetFrom(tags), tags })
 }
 
 // Tags returns a copy of the tags at id (empty for a Uniform instance).
@@ -94,8 +114,9 @@ func (s *Server) ResourceCount() int {
 	return len(s.st.objs)
 }
 
-// Reset empties the estate and clears operations, call counts, faults and
-// throttling buckets.
+// Reset empties the estate and clears operations, call counts, faults,
+// throttling buckets and Event Grid subscriptions (with what they had not
+// delivered).
 func (s *Server) Reset() {
 	s.st.mu.Lock()
 	s.st.subs, s.st.groups, s.st.objs, s.st.sorted = map[string]*subscription{}, map[string]*group{}, map[string]*object{}, nil
@@ -106,4 +127,5 @@ func (s *Server) Reset() {
 	s.calls.reset()
 	s.ClearFaults()
 	s.throttle.reset()
+	s.eg.removeAll()
 }

@@ -1,6 +1,8 @@
 package armsim
 
 import (
+	"cmp"
+	"net/http"
 	"time"
 )
 
@@ -63,6 +65,9 @@ type Options struct {
 	IdentityHeader string
 	// Seed makes the random error rate reproducible (0 means seed 1).
 	Seed int64
+	// EventGrid configures the Event Grid event subscriptions' handshakes
+	// and deliveries.
+	EventGrid EventGridOptions
 	// Logf, if set, receives one line per request (method, path, operation,
 	// status). Tokens and secrets are never logged.
 	Logf func(format string, args ...any)
@@ -100,6 +105,62 @@ type FaultOptions struct {
 	Latency time.Duration
 }
 
+// DefaultRetrySchedule is Event Grid's wait before each retry of a failed
+// delivery: 10 s, 30 s, 1 min, 5 min, 10 min, 30 min, 1 h, 3 h, 6 h, then
+// every 12 h (until the attempts or the time to live run out).
+var DefaultRetrySchedule = []time.Duration{
+	10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 10 * time.Minute,
+	30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+}
+
+// DefaultWebhookTimeout bounds a handshake and a delivery, as Event Grid
+// waits 30 s for a webhook's answer.
+const DefaultWebhookTimeout = 30 * time.Second
+
+// EventGridOptions configures event delivery. Delivery runs on real time,
+// not Clock.
+type EventGridOptions struct {
+	// RetrySchedule is the wait before each retry of a failed delivery: the
+	// n-th retry waits RetrySchedule[n-1], the last entry repeating
+	// (DefaultRetrySchedule if empty). Tests shrink it to milliseconds.
+	RetrySchedule []time.Duration
+	// HandshakeTimeout bounds the validation handshake
+	// (DefaultWebhookTimeout if zero).
+	HandshakeTimeout time.Duration
+	// DeliveryTimeout bounds one delivery POST (DefaultWebhookTimeout if zero).
+	DeliveryTimeout time.Duration
+	// Client makes the handshakes and deliveries (a plain http.Client if
+	// nil), e.g. an httptest TLS server's Client().
+	Client *http.Client
+	// Faults are the initial delivery faults; change them later with
+	// SetEventGridFaults.
+	Faults EventGridFaults
+}
+
+// EventGridFaults disturb delivery the ways Event Grid may: at least once,
+// in no particular order, late.
+type EventGridFaults struct {
+	// DuplicateRate is the probability (0..1) that a delivered event is
+	// delivered once more (seeded by Options.Seed).
+	DuplicateRate float64
+	// Reorder delivers the newest due events first instead of the oldest.
+	Reorder bool
+	// Latency is added before every delivery POST (real time).
+	Latency time.Duration
+	// Paused holds every delivery (events queue up) until cleared: with
+	// it a test queues several events and releases them as one batch.
+	Paused bool
+}
+
+func (o EventGridOptions) withDefaults() EventGridOptions {
+	if len(o.RetrySchedule) == 0 {
+		o.RetrySchedule = DefaultRetrySchedule
+	}
+	o.HandshakeTimeout = cmp.Or(o.HandshakeTimeout, DefaultWebhookTimeout)
+	o.DeliveryTimeout = cmp.Or(o.DeliveryTimeout, DefaultWebhookTimeout)
+	return o
+}
+
 func (o *Options) withDefaults() Options {
 	c := *o
 	if c.TenantID == "" {
@@ -124,6 +185,7 @@ func (o *Options) withDefaults() Options {
 		c.Seed = 1
 	}
 	c.Throttle = c.Throttle.withDefaults()
+	c.EventGrid = c.EventGrid.withDefaults()
 	return c
 }
 

@@ -154,6 +154,8 @@ func subscriptionRoutes(rt *route) methods {
 		return get("Operations.Result", (*Server).handleOperationResult)
 	case len(rt.low) >= 6 && rt.low[2] == "resourcegroups" && rt.low[4] == "providers":
 		return providerRoutes(rt)
+	case len(rt.low) >= 5 && rt.low[2] == "providers" && rt.low[3] == "microsoft.eventgrid":
+		return eventGridRoutes(rt)
 	}
 	return nil
 }

@@ -233,6 +233,14 @@ func sortInstances(o *object) {
 // AddInstances adds n instances to a Uniform scale set (IDs continue after
 // the highest existing one, as a scale-out does) and returns their IDs.
 func (s *Server) AddInstances(scaleSetID string, n int) ([]string, error) {
+	ids, err := s.addInstances(scaleSetID, n)
+	if err == nil {
+		s.publishOutOfBand(EventResourceWriteSuccess, scaleSetID, TypeScaleSet+"/write")
+	}
+	return ids, err
+}
+
+func (s *Server) addInstances(scaleSetID string, n int) ([]string, error) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	o, ok := s.st.objectByID(scaleSetID)
@@ -327,24 +335,38 @@ func notFoundByID(id string) *Error {
 
 // DeleteResource removes a resource, a Uniform instance (a scale-in or a
 // node replacement) or an empty resource group, by ID.
+//
+// Event Grid subscriptions get a ResourceDeleteSuccess.
 func (s *Server) DeleteResource(id string) error {
+	id = strings.TrimSuffix(id, "/")
+	typ, e := s.deleteResource(id)
+	if e != nil {
+		return e
+	}
+	s.publishOutOfBand(EventResourceDeleteSuccess, id, typ+"/delete")
+	return nil
+}
+
+// deleteResource removes what DeleteResource names and returns its type.
+func (s *Server) deleteResource(id string) (string, *Error) {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	key := strings.ToLower(strings.TrimSuffix(id, "/"))
-	if s.st.remove(key) {
-		return nil
+	key := strings.ToLower(id)
+	if o, ok := s.st.objs[key]; ok {
+		s.st.remove(key)
+		return o.typ, nil
 	}
 	if g, ok := s.st.groups[key]; ok {
-		return nilIfOK(s.st.removeGroup(g))
+		return TypeResourceGroup, s.st.removeGroup(g)
 	}
 	segs := splitPath(id)
 	if len(segs) == 10 {
 		if o, ok := s.st.objectByID("/" + strings.Join(segs[:8], "/")); ok && o.findInstance(segs[9]) != nil {
 			removeInstance(o, segs[9])
-			return nil
+			return TypeScaleSetVM, nil
 		}
 	}
-	return notFoundByID(id)
+	return "", notFoundByID(id)
 }
 
 func (st *store) removeGroup(g *group) *Error {

@@ -29,6 +29,8 @@ type Server struct {
 	perms    permissionTable
 	signKey  []byte
 	idHeader string
+	eg       *eventGrid
+	rsaKey   signingKey
 
 	ca      *certAuthority // nil without TLS
 	tempDir string         // removed on Close
@@ -52,6 +54,7 @@ func New(opts Options) (*Server, error) {
 		signKey:  make([]byte, 32),
 		idHeader: o.IdentityHeader,
 	}
+	s.eg = newEventGrid(s, o.EventGrid, o.Seed)
 	if _, err := rand.Read(s.signKey); err != nil {
 		return nil, err
 	}
@@ -151,6 +154,7 @@ func (s *Server) Close() error {
 		err = hs.Shutdown(ctx)
 		s.serveWG.Wait()
 	}
+	s.eg.close()
 	if s.tempDir != "" {
 		_ = os.RemoveAll(s.tempDir)
 	}
@@ -207,7 +211,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.opts.Logf("armsim: %s %s -> %s %d", r.Method, r.URL.Path, rt.op, rec.status)
 		}
 	}()
+	// A write's event is queued before its answer leaves: whoever has the
+	// answer can wait for the event's delivery.
+	rec.onStatus = func(status int) { s.emitServed(r, rt, status) }
 	s.serve(rec, r, rt)
+	if !rec.wrote {
+		rec.WriteHeader(rec.status)
+	}
 }
 
 // serve runs latency, auth, throttling and faults, then the handler.
@@ -253,16 +263,31 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// statusRecorder remembers the status written.
+// statusRecorder remembers the status written and calls onStatus (if
+// set) with it before the answer goes out.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status   int
+	wrote    bool
+	onStatus func(status int)
 }
 
 // WriteHeader records the status.
 func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote && r.onStatus != nil {
+		r.onStatus(code)
+	}
+	r.wrote = true
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write sends the header first, as http.ResponseWriter does.
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 // Flush forwards to the underlying writer when it can flush.
