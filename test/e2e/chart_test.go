@@ -13,9 +13,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -173,8 +176,13 @@ func TestChartValuesFilesAreAllTested(t *testing.T) {
 // or outside the namespaces it serves, on namespaces the metadata
 // controller and the label sync disagree on (one --namespaces flag confines
 // the whole process), on the label sync's Secrets settings that contradict
-// each other, and (the schema) on malformed AWS regions, namespaces and
-// Azure owned tags, on AWS keys in the values and on unknown values.
+// each other, on event settings that cannot work (a webhook without
+// authentication, half the Entra settings, on a port taken, an Ingress
+// without a host, webhook settings with the webhook off, events no
+// controller acts on), on the AWS node sync without an Azure mode that
+// starts, and (the schema) on malformed AWS regions, namespaces, Azure
+// owned tags, SQS queue URLs, durations and providers, on AWS keys in the
+// values and on unknown values.
 func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 	cases := []struct {
 		name, want string
@@ -210,6 +218,23 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 		{"Secrets settings with labelSync.namespaces", "labelSync.secrets is set while labelSync.namespaces [metal3] is",
 			[]string{"labelSync.enabled=true", "labelSync.namespaces={metal3}", "labelSync.secrets.namespaces={a}"}},
 		{"an unknown labelSync.secrets value", "additional properties 'names' not allowed", []string{"labelSync.enabled=true", "labelSync.secrets.names={a}"}},
+		{"a webhook without authentication", "events.webhook.enabled needs a way to authenticate Event Grid", []string{"events.webhook.enabled=true"}},
+		{"a webhook with half the Entra settings", "events.webhook.entra needs both tenantID and audience",
+			[]string{"events.webhook.enabled=true", "events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071"}},
+		{"a webhook on the metrics port", "events.webhook.port 8443 is already the metrics or health port",
+			[]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s", "events.webhook.port=8443"}},
+		{"a webhook Ingress without a host", "events.webhook.ingress.enabled needs events.webhook.ingress.host",
+			[]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s", "events.webhook.ingress.enabled=true"}},
+		{"webhook settings with the webhook off", "events.webhook settings are set but events.webhook.enabled is false",
+			[]string{"events.webhook.sharedSecret.existingSecret=s"}},
+		{"events without a controller to act on them", "no controller would act on the events",
+			[]string{"nodeTagSync.enabled=false", "labelSync.enabled=true", "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/q"}},
+		{"an SQS queue URL that is none", "/events/sqs/queueURL", []string{"events.sqs.queueURL=tagsync-events"}},
+		{"an events duration that is none", "/events/resyncInterval", []string{"events.resyncInterval=hourly"}},
+		{"an unknown events.webhook value", "additional properties 'path' not allowed", []string{"events.webhook.path=/x"}},
+		{"a provider that is none", "/nodeTagSync/spec/provider", []string{"nodeTagSync.spec.provider=gcp"}},
+		{"the AWS node sync with workload identity and no client ID", "set azure.authMode=default",
+			[]string{"nodeTagSync.spec.provider=aws"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,6 +250,220 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 				t.Fatalf("helm template --set %v failed without saying %q:\n%s", tc.set, tc.want, out)
 			}
 		})
+	}
+}
+
+// eventsFlagContract are the `tagsync run` flags of the cloud event sources
+// as docs/events.md describes them. Until the binary has them,
+// TestChartRendersEvents accepts exactly these; once `tagsync run --help`
+// lists any --events-* flag, it checks the chart against the binary
+// instead, as TestChartRenders does for every other flag.
+var eventsFlagContract = []string{
+	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
+	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
+	"--events-max-age", "--events-sqs-queue-url", "--events-sqs-region", "--events-resync-interval", "--events-queue-size",
+}
+
+// eventsCase is one row of TestChartRendersEvents.
+type eventsCase struct {
+	chartCase
+	// skipNodeTagSync leaves the NodeTagSync out of the dry run: the CRD in
+	// this tree may not accept provider aws yet.
+	skipNodeTagSync bool
+}
+
+// TestChartRendersEvents renders the chart with cloud events on (the example
+// docs/events-values.yaml, an Entra-only webhook with its own certificate
+// behind a LoadBalancer, the SQS queue with the metadata controller, the
+// AWS node sync with static keys) and with them off: every flag passed is a
+// flag of `tagsync run` (or, until the binary has them, of
+// eventsFlagContract), the row's flags are there and no others of the
+// events, the webhook's Service, Ingress, container port and Secret mounts
+// are what the values ask, and the API server accepts every object
+// (server-side dry run).
+func TestChartRendersEvents(t *testing.T) {
+	ctx := context.Background()
+	ensureNamespace(ctx, t, chartNS)
+	known := tagsyncRunFlags(t)
+	if !slices.ContainsFunc(known, func(f string) bool { return strings.HasPrefix(f, "--events-") }) {
+		known = append(known, eventsFlagContract...)
+	}
+	for _, c := range eventsCases() {
+		t.Run(c.name, func(t *testing.T) {
+			objs := renderChart(t, chartNS, c.flags()...)
+			args := deploymentArgs(t, objs)
+			for _, arg := range args {
+				if flag, _, _ := strings.Cut(arg, "="); !slices.Contains(known, flag) {
+					t.Errorf("the chart passes %s, which neither `tagsync run` nor the events contract knows", flag)
+				}
+			}
+			wantArgs(t, args, append([]string{"--controllers=" + c.controllers}, c.args...)...)
+			noArgs(t, args, c.noArgs...)
+			if c.check != nil {
+				c.check(t, objs)
+			}
+			ensureNamespaces(ctx, t, objs)
+			apply(ctx, t, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool {
+				return c.skipNodeTagSync && o.GetKind() == "NodeTagSync"
+			}), client.DryRunAll)
+		})
+	}
+}
+
+// eventsCases are the rows of TestChartRendersEvents.
+func eventsCases() []eventsCase {
+	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h"}
+	const secretFile = "--events-webhook-secret-file=/etc/tagsync/events-webhook-secret/key"
+	return []eventsCase{
+		{chartCase: chartCase{name: "defaults: events off", controllers: "nodetags", noArgs: eventsFlagContract,
+			check: func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }}},
+		{chartCase: chartCase{name: "docs/events-values.yaml", values: "docs/events-values.yaml", controllers: "nodetags",
+			args:   append([]string{"--events-webhook-bind-address=:9443", secretFile}, common...),
+			noArgs: []string{"--events-webhook-cert-dir", "--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-sqs-queue-url"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkWebhookService(t, objs, corev1.ServiceTypeClusterIP, 9443)
+				checkWebhookMounts(t, objs, map[string]string{"events-webhook-secret": "tagsync-events-webhook"})
+				checkWebhookIngress(t, objs, "nginx", "tagsync-events.example.com", "tagsync-events-ingress-tls")
+			}}},
+		{chartCase: chartCase{name: "Entra only, own certificate, LoadBalancer",
+			set: "events.webhook.enabled=true,events.webhook.port=10443,events.webhook.certSecret=tagsync-events-tls," +
+				"events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071,events.webhook.entra.audience=api://tagsync-eventgrid," +
+				"events.webhook.entra.authority=https://login.microsoftonline.us,events.webhook.service.type=LoadBalancer," +
+				"events.webhook.service.loadBalancerSourceRanges={20.0.0.0/8},events.resyncInterval=30m,events.queueSize=500,events.maxAge=2h",
+			controllers: "nodetags",
+			args: []string{"--events-webhook-bind-address=:10443", "--events-webhook-cert-dir=/etc/tagsync/events-webhook-tls",
+				"--events-webhook-entra-tenant-id=00000000-0000-0000-0000-000000000071", "--events-webhook-entra-audience=api://tagsync-eventgrid",
+				"--events-webhook-entra-authority=https://login.microsoftonline.us",
+				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h"},
+			noArgs: []string{"--events-webhook-secret-file", "--events-sqs-queue-url"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				svc := checkWebhookService(t, objs, corev1.ServiceTypeLoadBalancer, 10443)
+				if !slices.Equal(svc.Spec.LoadBalancerSourceRanges, []string{"20.0.0.0/8"}) {
+					t.Errorf("loadBalancerSourceRanges %v, want [20.0.0.0/8]", svc.Spec.LoadBalancerSourceRanges)
+				}
+				checkWebhookMounts(t, objs, map[string]string{"events-webhook-cert": "tagsync-events-tls"})
+				if n := len(ofKind(objs, "Ingress")); n != 0 {
+					t.Errorf("%d Ingresses, want none", n)
+				}
+			}}},
+		{chartCase: chartCase{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
+			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1",
+			controllers: "metadata",
+			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
+				"--events-sqs-region=us-east-1", "--aws-region=us-east-1"}, common...),
+			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
+			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }}},
+		{chartCase: chartCase{name: "AWS node sync with static keys and SQS",
+			set: "azure.authMode=default,nodeTagSync.spec.provider=aws,nodeTagSync.spec.labelPrefix=aws.tags,aws.region=eu-west-1," +
+				"aws.existingSecret=tagsync-aws,events.sqs.queueURL=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events",
+			controllers: "nodetags",
+			args:        append([]string{"--events-sqs-queue-url=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events", "--aws-region=eu-west-1"}, common...),
+			noArgs:      []string{"--events-sqs-region", "--events-webhook-bind-address"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkAWSKeysFromSecret(t, deployment(t, objs).Spec.Template.Spec.Containers[0].Env, "tagsync-aws")
+				nts := oneOfKind(t, objs, "NodeTagSync")
+				provider, _, _ := unstructured.NestedString(nts.Object, "spec", "provider")
+				prefix, _, _ := unstructured.NestedString(nts.Object, "spec", "labelPrefix")
+				if provider != "aws" || prefix != "aws.tags" {
+					t.Errorf("NodeTagSync provider %q labelPrefix %q, want aws and aws.tags", provider, prefix)
+				}
+				guarded, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ValidatingAdmissionPolicy").Object, "spec", "variables")
+				if !strings.Contains(fmt.Sprint(guarded), `["aws.tags"]`) {
+					t.Errorf("the admission policy does not guard aws.tags: %v", guarded)
+				}
+				checkNoWebhook(t, objs)
+			}}, skipNodeTagSync: true},
+	}
+}
+
+// checkNoWebhook: no webhook Service, Ingress or container port.
+func checkNoWebhook(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), "-events-webhook") {
+			t.Errorf("%s %s rendered without the webhook", o.GetKind(), o.GetName())
+		}
+	}
+	for _, p := range deployment(t, objs).Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "events-webhook" {
+			t.Errorf("container port events-webhook rendered without the webhook")
+		}
+	}
+}
+
+// checkWebhookService: the webhook has a Service of its own (the metrics
+// Service stays as it is) of type typ, whose port reaches the container
+// port events-webhook, which is port; it returns the Service.
+func checkWebhookService(t *testing.T, objs []*unstructured.Unstructured, typ corev1.ServiceType, port int32) *corev1.Service {
+	t.Helper()
+	var svc corev1.Service
+	for _, o := range ofKind(objs, "Service") {
+		switch o.GetName() {
+		case "tagsync-events-webhook":
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc))
+		case "tagsync-metrics":
+		default:
+			t.Errorf("unexpected Service %s", o.GetName())
+		}
+	}
+	if ps := svc.Spec.Ports; svc.Spec.Type != typ || len(ps) != 1 || ps[0].Port != port || ps[0].TargetPort.String() != "events-webhook" {
+		t.Errorf("Service tagsync-events-webhook: type %s ports %+v, want %s with %d -> events-webhook", svc.Spec.Type, ps, typ, port)
+	}
+	var found bool
+	for _, p := range deployment(t, objs).Spec.Template.Spec.Containers[0].Ports {
+		found = found || (p.Name == "events-webhook" && p.ContainerPort == port)
+	}
+	if !found {
+		t.Errorf("no container port events-webhook %d", port)
+	}
+	return &svc
+}
+
+// checkWebhookMounts: the webhook's volumes (by name, with their Secrets)
+// are exactly want, each mounted read-only where the flag naming its file
+// or directory points.
+func checkWebhookMounts(t *testing.T, objs []*unstructured.Unstructured, want map[string]string) {
+	t.Helper()
+	pod := deployment(t, objs).Spec.Template.Spec
+	c := pod.Containers[0]
+	got := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && strings.HasPrefix(v.Name, "events-webhook-") {
+			got[v.Name] = v.Secret.SecretName
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("webhook volumes %v, want %v", got, want)
+	}
+	flagOf := map[string]string{"events-webhook-cert": "--events-webhook-cert-dir", "events-webhook-secret": "--events-webhook-secret-file"}
+	for _, m := range c.VolumeMounts {
+		flag, ok := flagOf[m.Name]
+		if !ok {
+			continue
+		}
+		if !m.ReadOnly || !strings.HasPrefix(argValue(c.Args, flag), m.MountPath) {
+			t.Errorf("mount %+v: want read-only, and %s under it (args %v)", m, flag, c.Args)
+		}
+	}
+}
+
+// checkWebhookIngress: one Ingress of class className for host, with TLS
+// from tlsSecret, sending every path to the webhook's Service.
+func checkWebhookIngress(t *testing.T, objs []*unstructured.Unstructured, className, host, tlsSecret string) {
+	t.Helper()
+	var ing networkingv1.Ingress
+	must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(oneOfKind(t, objs, "Ingress").Object, &ing))
+	rules := ing.Spec.Rules
+	if ptr.Deref(ing.Spec.IngressClassName, "") != className || len(rules) != 1 || rules[0].Host != host || rules[0].HTTP == nil ||
+		len(rules[0].HTTP.Paths) != 1 || rules[0].HTTP.Paths[0].Path != "/" {
+		t.Fatalf("Ingress %+v: want class %s, host %s, path /", ing.Spec, className, host)
+	}
+	backend := rules[0].HTTP.Paths[0].Backend.Service
+	if backend == nil || backend.Name != "tagsync-events-webhook" || backend.Port.Name != "events-webhook" {
+		t.Errorf("Ingress backend %+v, want the Service tagsync-events-webhook, port events-webhook", backend)
+	}
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != tlsSecret {
+		t.Errorf("Ingress TLS %+v, want the Secret %s", ing.Spec.TLS, tlsSecret)
 	}
 }
 
