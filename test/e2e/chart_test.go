@@ -54,6 +54,10 @@ type chartCase struct {
 	namespaces  []string // the --namespaces value as a set (nil: not checked)
 	// check checks the rest: objects, RBAC shape, volumes.
 	check func(t *testing.T, objs []*unstructured.Unstructured)
+	// dryRunSkips are kinds left out of the server-side dry run besides the
+	// Prometheus Operator's: objects the CRDs of this tree may not accept
+	// yet.
+	dryRunSkips []string
 }
 
 func (c chartCase) flags() []string {
@@ -69,7 +73,8 @@ func (c chartCase) flags() []string {
 
 // TestChartRenders renders the chart for each row of chartCases and checks
 // what every rendering must show -- every flag the Deployment passes is a
-// flag of `tagsync run`, --controllers and the row's flags, the rules each
+// flag of `tagsync run` (or of eventsFlagContract, until the binary has
+// --events-* flags), --controllers and the row's flags, the rules each
 // running controller declares in the registry granted and none of a
 // controller that does not run (checkRegistryGrants) -- then the row's own
 // checks, and has the real API server validate every object (server-side
@@ -80,6 +85,9 @@ func TestChartRenders(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(ctx, t, chartNS)
 	runFlags := tagsyncRunFlags(t)
+	if !slices.ContainsFunc(runFlags, func(f string) bool { return strings.HasPrefix(f, "--events-") }) {
+		runFlags = append(runFlags, eventsFlagContract...)
+	}
 	for _, c := range chartCases() {
 		t.Run(c.name, func(t *testing.T) {
 			objs := renderChart(t, chartNS, c.flags()...)
@@ -101,7 +109,7 @@ func TestChartRenders(t *testing.T) {
 			ensureNamespaces(ctx, t, objs)
 			var serverSide []*unstructured.Unstructured
 			for _, o := range objs {
-				if o.GetKind() != "ServiceMonitor" && o.GetKind() != "PrometheusRule" {
+				if !slices.Contains(append([]string{"ServiceMonitor", "PrometheusRule"}, c.dryRunSkips...), o.GetKind()) {
 					serverSide = append(serverSide, o)
 				}
 			}
@@ -118,13 +126,15 @@ func TestChartRenders(t *testing.T) {
 // granting get on secrets in the release namespace only; with
 // labelSync.secrets.namespaces; Secrets cluster-wide; with the metadata
 // controller on the same namespaces), the OpenShift adapter (its values,
-// owned tags, with the node sync and metadata.namespaces), each
-// controller's values without its switch (they change nothing), and the
-// controllers' other combinations.
+// owned tags, with the node sync and metadata.namespaces), cloud events
+// (eventsCases; the defaults pass no --events-* flag), each controller's
+// values without its switch (they change nothing), and the controllers'
+// other combinations.
 func chartCases() []chartCase {
-	cases := []chartCase{{name: "defaults", controllers: "nodetags", check: func(t *testing.T, objs []*unstructured.Unstructured) {
+	cases := []chartCase{{name: "defaults", controllers: "nodetags", noArgs: eventsFlagContract, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		checkNodeSyncChart(t, "defaults", objs)
 		checkNoDashboardNorAlerts(t, objs)
+		checkNoWebhook(t, objs)
 	}}}
 	for _, mode := range slices.Sorted(maps.Keys(authModes)) {
 		cases = append(cases, chartCase{name: mode, values: authModes[mode], controllers: "nodetags",
@@ -134,6 +144,7 @@ func chartCases() []chartCase {
 	cases = append(cases, metadataCases()...)
 	cases = append(cases, labelSyncCases()...)
 	cases = append(cases, openShiftCases()...)
+	cases = append(cases, eventsCases()...)
 	// The controllers' other combinations: each gets its registry rules.
 	for _, c := range []struct{ set, controllers string }{
 		{"metadata.enabled=true,nodeTagSync.enabled=false", "metadata"},
@@ -184,6 +195,10 @@ func TestChartValuesFilesAreAllTested(t *testing.T) {
 // owned tags, SQS queue URLs, durations and providers, on AWS keys in the
 // values and on unknown values.
 func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
+	webhook := func(set ...string) []string {
+		return append([]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s"}, set...)
+	}
+	const sqsQueue = "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/q"
 	cases := []struct {
 		name, want string
 		set        []string
@@ -219,22 +234,16 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 			[]string{"labelSync.enabled=true", "labelSync.namespaces={metal3}", "labelSync.secrets.namespaces={a}"}},
 		{"an unknown labelSync.secrets value", "additional properties 'names' not allowed", []string{"labelSync.enabled=true", "labelSync.secrets.names={a}"}},
 		{"a webhook without authentication", "events.webhook.enabled needs a way to authenticate Event Grid", []string{"events.webhook.enabled=true"}},
-		{"a webhook with half the Entra settings", "events.webhook.entra needs both tenantID and audience",
-			[]string{"events.webhook.enabled=true", "events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071"}},
-		{"a webhook on the metrics port", "events.webhook.port 8443 is already the metrics or health port",
-			[]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s", "events.webhook.port=8443"}},
-		{"a webhook Ingress without a host", "events.webhook.ingress.enabled needs events.webhook.ingress.host",
-			[]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s", "events.webhook.ingress.enabled=true"}},
-		{"webhook settings with the webhook off", "events.webhook settings are set but events.webhook.enabled is false",
-			[]string{"events.webhook.sharedSecret.existingSecret=s"}},
-		{"events without a controller to act on them", "no controller would act on the events",
-			[]string{"nodeTagSync.enabled=false", "labelSync.enabled=true", "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/q"}},
+		{"a webhook with half the Entra settings", "events.webhook.entra needs both tenantID and audience", []string{"events.webhook.enabled=true", "events.webhook.entra.tenantID=t"}},
+		{"a webhook on the metrics port", "events.webhook.port 8443 is already the metrics or health port", webhook("events.webhook.port=8443")},
+		{"a webhook Ingress without a host", "events.webhook.ingress.enabled needs events.webhook.ingress.host", webhook("events.webhook.ingress.enabled=true")},
+		{"webhook settings with the webhook off", "events.webhook settings are set but events.webhook.enabled is false", []string{"events.webhook.certSecret=s"}},
+		{"events without a controller to act on them", "no controller would act on the events", []string{"nodeTagSync.enabled=false", "labelSync.enabled=true", sqsQueue}},
 		{"an SQS queue URL that is none", "/events/sqs/queueURL", []string{"events.sqs.queueURL=tagsync-events"}},
 		{"an events duration that is none", "/events/resyncInterval", []string{"events.resyncInterval=hourly"}},
 		{"an unknown events.webhook value", "additional properties 'path' not allowed", []string{"events.webhook.path=/x"}},
 		{"a provider that is none", "/nodeTagSync/spec/provider", []string{"nodeTagSync.spec.provider=gcp"}},
-		{"the AWS node sync with workload identity and no client ID", "set azure.authMode=default",
-			[]string{"nodeTagSync.spec.provider=aws"}},
+		{"the AWS node sync with workload identity and no client ID", "set azure.authMode=default", []string{"nodeTagSync.spec.provider=aws"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,77 +264,34 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 
 // eventsFlagContract are the `tagsync run` flags of the cloud event sources
 // as docs/events.md describes them. Until the binary has them,
-// TestChartRendersEvents accepts exactly these; once `tagsync run --help`
-// lists any --events-* flag, it checks the chart against the binary
-// instead, as TestChartRenders does for every other flag.
+// TestChartRenders accepts exactly these too; once `tagsync run --help`
+// lists any --events-* flag, it checks them against the binary, as every
+// other flag.
 var eventsFlagContract = []string{
 	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
 	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
 	"--events-max-age", "--events-sqs-queue-url", "--events-sqs-region", "--events-resync-interval", "--events-queue-size",
 }
 
-// eventsCase is one row of TestChartRendersEvents.
-type eventsCase struct {
-	chartCase
-	// skipNodeTagSync leaves the NodeTagSync out of the dry run: the CRD in
-	// this tree may not accept provider aws yet.
-	skipNodeTagSync bool
-}
-
-// TestChartRendersEvents renders the chart with cloud events on (the example
-// docs/events-values.yaml, an Entra-only webhook with its own certificate
-// behind a LoadBalancer, the SQS queue with the metadata controller, the
-// AWS node sync with static keys) and with them off: every flag passed is a
-// flag of `tagsync run` (or, until the binary has them, of
-// eventsFlagContract), the row's flags are there and no others of the
-// events, the webhook's Service, Ingress, container port and Secret mounts
-// are what the values ask, and the API server accepts every object
-// (server-side dry run).
-func TestChartRendersEvents(t *testing.T) {
-	ctx := context.Background()
-	ensureNamespace(ctx, t, chartNS)
-	known := tagsyncRunFlags(t)
-	if !slices.ContainsFunc(known, func(f string) bool { return strings.HasPrefix(f, "--events-") }) {
-		known = append(known, eventsFlagContract...)
-	}
-	for _, c := range eventsCases() {
-		t.Run(c.name, func(t *testing.T) {
-			objs := renderChart(t, chartNS, c.flags()...)
-			args := deploymentArgs(t, objs)
-			for _, arg := range args {
-				if flag, _, _ := strings.Cut(arg, "="); !slices.Contains(known, flag) {
-					t.Errorf("the chart passes %s, which neither `tagsync run` nor the events contract knows", flag)
-				}
-			}
-			wantArgs(t, args, append([]string{"--controllers=" + c.controllers}, c.args...)...)
-			noArgs(t, args, c.noArgs...)
-			if c.check != nil {
-				c.check(t, objs)
-			}
-			ensureNamespaces(ctx, t, objs)
-			apply(ctx, t, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool {
-				return c.skipNodeTagSync && o.GetKind() == "NodeTagSync"
-			}), client.DryRunAll)
-		})
-	}
-}
-
-// eventsCases are the rows of TestChartRendersEvents.
-func eventsCases() []eventsCase {
+// eventsCases are the renderings with cloud events on (the defaults row
+// checks they are off): the example docs/events-values.yaml, an Entra-only webhook with its own
+// certificate behind a LoadBalancer, the SQS queue with the metadata
+// controller, the AWS node sync with static keys. Each checks the events
+// flags it must and must not pass, and the webhook's Service, Ingress,
+// container port and Secret mounts.
+func eventsCases() []chartCase {
 	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h"}
 	const secretFile = "--events-webhook-secret-file=/etc/tagsync/events-webhook-secret/key"
-	return []eventsCase{
-		{chartCase: chartCase{name: "defaults: events off", controllers: "nodetags", noArgs: eventsFlagContract,
-			check: func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }}},
-		{chartCase: chartCase{name: "docs/events-values.yaml", values: "docs/events-values.yaml", controllers: "nodetags",
+	return []chartCase{
+		{name: "docs/events-values.yaml", values: "docs/events-values.yaml", controllers: "nodetags",
 			args:   append([]string{"--events-webhook-bind-address=:9443", secretFile}, common...),
 			noArgs: []string{"--events-webhook-cert-dir", "--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				checkWebhookService(t, objs, corev1.ServiceTypeClusterIP, 9443)
 				checkWebhookMounts(t, objs, map[string]string{"events-webhook-secret": "tagsync-events-webhook"})
 				checkWebhookIngress(t, objs, "nginx", "tagsync-events.example.com", "tagsync-events-ingress-tls")
-			}}},
-		{chartCase: chartCase{name: "Entra only, own certificate, LoadBalancer",
+			}},
+		{name: "Entra only, own certificate, LoadBalancer",
 			set: "events.webhook.enabled=true,events.webhook.port=10443,events.webhook.certSecret=tagsync-events-tls," +
 				"events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071,events.webhook.entra.audience=api://tagsync-eventgrid," +
 				"events.webhook.entra.authority=https://login.microsoftonline.us,events.webhook.service.type=LoadBalancer," +
@@ -345,15 +311,15 @@ func eventsCases() []eventsCase {
 				if n := len(ofKind(objs, "Ingress")); n != 0 {
 					t.Errorf("%d Ingresses, want none", n)
 				}
-			}}},
-		{chartCase: chartCase{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
+			}},
+		{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
 			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1",
 			controllers: "metadata",
 			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
 				"--events-sqs-region=us-east-1", "--aws-region=us-east-1"}, common...),
 			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
-			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }}},
-		{chartCase: chartCase{name: "AWS node sync with static keys and SQS",
+			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }},
+		{name: "AWS node sync with static keys and SQS",
 			set: "azure.authMode=default,nodeTagSync.spec.provider=aws,nodeTagSync.spec.labelPrefix=aws.tags,aws.region=eu-west-1," +
 				"aws.existingSecret=tagsync-aws,events.sqs.queueURL=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events",
 			controllers: "nodetags",
@@ -372,7 +338,7 @@ func eventsCases() []eventsCase {
 					t.Errorf("the admission policy does not guard aws.tags: %v", guarded)
 				}
 				checkNoWebhook(t, objs)
-			}}, skipNodeTagSync: true},
+			}, dryRunSkips: []string{"NodeTagSync"}},
 	}
 }
 
