@@ -13,12 +13,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -287,7 +284,7 @@ func eventsCases() []chartCase {
 			args:   append([]string{"--events-webhook-bind-address=:9443", secretFile}, common...),
 			noArgs: []string{"--events-webhook-cert-dir", "--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				checkWebhookService(t, objs, corev1.ServiceTypeClusterIP, 9443)
+				checkWebhookService(t, objs, "ClusterIP", 9443)
 				checkWebhookMounts(t, objs, map[string]string{"events-webhook-secret": "tagsync-events-webhook"})
 				checkWebhookIngress(t, objs, "nginx", "tagsync-events.example.com", "tagsync-events-ingress-tls")
 			}},
@@ -303,9 +300,9 @@ func eventsCases() []chartCase {
 				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h"},
 			noArgs: []string{"--events-webhook-secret-file", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				svc := checkWebhookService(t, objs, corev1.ServiceTypeLoadBalancer, 10443)
-				if !slices.Equal(svc.Spec.LoadBalancerSourceRanges, []string{"20.0.0.0/8"}) {
-					t.Errorf("loadBalancerSourceRanges %v, want [20.0.0.0/8]", svc.Spec.LoadBalancerSourceRanges)
+				svc := checkWebhookService(t, objs, "LoadBalancer", 10443)
+				if ranges, _, _ := unstructured.NestedStringSlice(svc.Object, "spec", "loadBalancerSourceRanges"); !slices.Equal(ranges, []string{"20.0.0.0/8"}) {
+					t.Errorf("loadBalancerSourceRanges %v, want [20.0.0.0/8]", ranges)
 				}
 				checkWebhookMounts(t, objs, map[string]string{"events-webhook-cert": "tagsync-events-tls"})
 				if n := len(ofKind(objs, "Ingress")); n != 0 {
@@ -360,29 +357,34 @@ func checkNoWebhook(t *testing.T, objs []*unstructured.Unstructured) {
 // checkWebhookService: the webhook has a Service of its own (the metrics
 // Service stays as it is) of type typ, whose port reaches the container
 // port events-webhook, which is port; it returns the Service.
-func checkWebhookService(t *testing.T, objs []*unstructured.Unstructured, typ corev1.ServiceType, port int32) *corev1.Service {
+func checkWebhookService(t *testing.T, objs []*unstructured.Unstructured, typ string, port int) *unstructured.Unstructured {
 	t.Helper()
-	var svc corev1.Service
+	var svc *unstructured.Unstructured
 	for _, o := range ofKind(objs, "Service") {
 		switch o.GetName() {
 		case "tagsync-events-webhook":
-			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc))
+			svc = o
 		case "tagsync-metrics":
 		default:
 			t.Errorf("unexpected Service %s", o.GetName())
 		}
 	}
-	if ps := svc.Spec.Ports; svc.Spec.Type != typ || len(ps) != 1 || ps[0].Port != port || ps[0].TargetPort.String() != "events-webhook" {
-		t.Errorf("Service tagsync-events-webhook: type %s ports %+v, want %s with %d -> events-webhook", svc.Spec.Type, ps, typ, port)
+	if svc == nil {
+		t.Fatal("no Service tagsync-events-webhook")
+	}
+	gotType, _, _ := unstructured.NestedString(svc.Object, "spec", "type")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if want := fmt.Sprintf("[map[name:events-webhook port:%d protocol:TCP targetPort:events-webhook]]", port); gotType != typ || fmt.Sprint(ports) != want {
+		t.Errorf("Service tagsync-events-webhook: type %s ports %v, want %s with %s", gotType, ports, typ, want)
 	}
 	var found bool
 	for _, p := range deployment(t, objs).Spec.Template.Spec.Containers[0].Ports {
-		found = found || (p.Name == "events-webhook" && p.ContainerPort == port)
+		found = found || (p.Name == "events-webhook" && int(p.ContainerPort) == port)
 	}
 	if !found {
 		t.Errorf("no container port events-webhook %d", port)
 	}
-	return &svc
+	return svc
 }
 
 // checkWebhookMounts: the webhook's volumes (by name, with their Secrets)
@@ -417,19 +419,16 @@ func checkWebhookMounts(t *testing.T, objs []*unstructured.Unstructured, want ma
 // from tlsSecret, sending every path to the webhook's Service.
 func checkWebhookIngress(t *testing.T, objs []*unstructured.Unstructured, className, host, tlsSecret string) {
 	t.Helper()
-	var ing networkingv1.Ingress
-	must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(oneOfKind(t, objs, "Ingress").Object, &ing))
-	rules := ing.Spec.Rules
-	if ptr.Deref(ing.Spec.IngressClassName, "") != className || len(rules) != 1 || rules[0].Host != host || rules[0].HTTP == nil ||
-		len(rules[0].HTTP.Paths) != 1 || rules[0].HTTP.Paths[0].Path != "/" {
-		t.Fatalf("Ingress %+v: want class %s, host %s, path /", ing.Spec, className, host)
+	ing := oneOfKind(t, objs, "Ingress").Object
+	class, _, _ := unstructured.NestedString(ing, "spec", "ingressClassName")
+	rules, _, _ := unstructured.NestedSlice(ing, "spec", "rules")
+	want := fmt.Sprintf("[map[host:%s http:map[paths:[map[backend:map[service:map[name:tagsync-events-webhook port:map[name:events-webhook]]] path:/ pathType:Prefix]]]]]", host)
+	if class != className || fmt.Sprint(rules) != want {
+		t.Errorf("Ingress class %q rules %v, want class %q and %s", class, rules, className, want)
 	}
-	backend := rules[0].HTTP.Paths[0].Backend.Service
-	if backend == nil || backend.Name != "tagsync-events-webhook" || backend.Port.Name != "events-webhook" {
-		t.Errorf("Ingress backend %+v, want the Service tagsync-events-webhook, port events-webhook", backend)
-	}
-	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != tlsSecret {
-		t.Errorf("Ingress TLS %+v, want the Secret %s", ing.Spec.TLS, tlsSecret)
+	tls, _, _ := unstructured.NestedSlice(ing, "spec", "tls")
+	if len(tls) != 1 || tls[0].(map[string]any)["secretName"] != tlsSecret {
+		t.Errorf("Ingress TLS %v, want the Secret %s", tls, tlsSecret)
 	}
 }
 
