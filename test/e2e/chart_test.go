@@ -51,6 +51,10 @@ type chartCase struct {
 	namespaces  []string // the --namespaces value as a set (nil: not checked)
 	// check checks the rest: objects, RBAC shape, volumes.
 	check func(t *testing.T, objs []*unstructured.Unstructured)
+	// dryRunSkips are kinds left out of the server-side dry run besides the
+	// Prometheus Operator's: objects the CRDs of this tree may not accept
+	// yet.
+	dryRunSkips []string
 }
 
 func (c chartCase) flags() []string {
@@ -66,7 +70,8 @@ func (c chartCase) flags() []string {
 
 // TestChartRenders renders the chart for each row of chartCases and checks
 // what every rendering must show -- every flag the Deployment passes is a
-// flag of `tagsync run`, --controllers and the row's flags, the rules each
+// flag of `tagsync run` (or of eventsFlagContract, until the binary has
+// --events-* flags), --controllers and the row's flags, the rules each
 // running controller declares in the registry granted and none of a
 // controller that does not run (checkRegistryGrants) -- then the row's own
 // checks, and has the real API server validate every object (server-side
@@ -77,6 +82,9 @@ func TestChartRenders(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(ctx, t, chartNS)
 	runFlags := tagsyncRunFlags(t)
+	if !slices.ContainsFunc(runFlags, func(f string) bool { return strings.HasPrefix(f, "--events-") }) {
+		runFlags = append(runFlags, eventsFlagContract...)
+	}
 	for _, c := range chartCases() {
 		t.Run(c.name, func(t *testing.T) {
 			objs := renderChart(t, chartNS, c.flags()...)
@@ -98,7 +106,7 @@ func TestChartRenders(t *testing.T) {
 			ensureNamespaces(ctx, t, objs)
 			var serverSide []*unstructured.Unstructured
 			for _, o := range objs {
-				if o.GetKind() != "ServiceMonitor" && o.GetKind() != "PrometheusRule" {
+				if !slices.Contains(append([]string{"ServiceMonitor", "PrometheusRule"}, c.dryRunSkips...), o.GetKind()) {
 					serverSide = append(serverSide, o)
 				}
 			}
@@ -115,13 +123,15 @@ func TestChartRenders(t *testing.T) {
 // granting get on secrets in the release namespace only; with
 // labelSync.secrets.namespaces; Secrets cluster-wide; with the metadata
 // controller on the same namespaces), the OpenShift adapter (its values,
-// owned tags, with the node sync and metadata.namespaces), each
-// controller's values without its switch (they change nothing), and the
-// controllers' other combinations.
+// owned tags, with the node sync and metadata.namespaces), cloud events
+// (eventsCases; the defaults pass no --events-* flag), each controller's
+// values without its switch (they change nothing), and the controllers'
+// other combinations.
 func chartCases() []chartCase {
-	cases := []chartCase{{name: "defaults", controllers: "nodetags", check: func(t *testing.T, objs []*unstructured.Unstructured) {
+	cases := []chartCase{{name: "defaults", controllers: "nodetags", noArgs: eventsFlagContract, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		checkNodeSyncChart(t, "defaults", objs)
 		checkNoDashboardNorAlerts(t, objs)
+		checkNoWebhook(t, objs)
 	}}}
 	for _, mode := range slices.Sorted(maps.Keys(authModes)) {
 		cases = append(cases, chartCase{name: mode, values: authModes[mode], controllers: "nodetags",
@@ -131,6 +141,7 @@ func chartCases() []chartCase {
 	cases = append(cases, metadataCases()...)
 	cases = append(cases, labelSyncCases()...)
 	cases = append(cases, openShiftCases()...)
+	cases = append(cases, eventsCases()...)
 	// The controllers' other combinations: each gets its registry rules.
 	for _, c := range []struct{ set, controllers string }{
 		{"metadata.enabled=true,nodeTagSync.enabled=false", "metadata"},
@@ -173,9 +184,18 @@ func TestChartValuesFilesAreAllTested(t *testing.T) {
 // or outside the namespaces it serves, on namespaces the metadata
 // controller and the label sync disagree on (one --namespaces flag confines
 // the whole process), on the label sync's Secrets settings that contradict
-// each other, and (the schema) on malformed AWS regions, namespaces and
-// Azure owned tags, on AWS keys in the values and on unknown values.
+// each other, on event settings that cannot work (a webhook without
+// authentication, half the Entra settings, on a port taken, an Ingress
+// without a host, webhook settings with the webhook off, events no
+// controller acts on), on the AWS node sync without an Azure mode that
+// starts, and (the schema) on malformed AWS regions, namespaces, Azure
+// owned tags, SQS queue URLs, durations and providers, on AWS keys in the
+// values and on unknown values.
 func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
+	webhook := func(set ...string) []string {
+		return append([]string{"events.webhook.enabled=true", "events.webhook.sharedSecret.existingSecret=s"}, set...)
+	}
+	const sqsQueue = "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/q"
 	cases := []struct {
 		name, want string
 		set        []string
@@ -210,6 +230,17 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 		{"Secrets settings with labelSync.namespaces", "labelSync.secrets is set while labelSync.namespaces [metal3] is",
 			[]string{"labelSync.enabled=true", "labelSync.namespaces={metal3}", "labelSync.secrets.namespaces={a}"}},
 		{"an unknown labelSync.secrets value", "additional properties 'names' not allowed", []string{"labelSync.enabled=true", "labelSync.secrets.names={a}"}},
+		{"a webhook without authentication", "events.webhook.enabled needs a way to authenticate Event Grid", []string{"events.webhook.enabled=true"}},
+		{"a webhook with half the Entra settings", "events.webhook.entra needs both tenantID and audience", []string{"events.webhook.enabled=true", "events.webhook.entra.tenantID=t"}},
+		{"a webhook on the metrics port", "events.webhook.port 8443 is already the metrics or health port", webhook("events.webhook.port=8443")},
+		{"a webhook Ingress without a host", "events.webhook.ingress.enabled needs events.webhook.ingress.host", webhook("events.webhook.ingress.enabled=true")},
+		{"webhook settings with the webhook off", "events.webhook settings are set but events.webhook.enabled is false", []string{"events.webhook.certSecret=s"}},
+		{"events without a controller to act on them", "no controller would act on the events", []string{"nodeTagSync.enabled=false", "labelSync.enabled=true", sqsQueue}},
+		{"an SQS queue URL that is none", "/events/sqs/queueURL", []string{"events.sqs.queueURL=tagsync-events"}},
+		{"an events duration that is none", "/events/resyncInterval", []string{"events.resyncInterval=hourly"}},
+		{"an unknown events.webhook value", "additional properties 'path' not allowed", []string{"events.webhook.path=/x"}},
+		{"a provider that is none", "/nodeTagSync/spec/provider", []string{"nodeTagSync.spec.provider=gcp"}},
+		{"the AWS node sync with workload identity and no client ID", "set azure.authMode=default", []string{"nodeTagSync.spec.provider=aws"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,6 +256,179 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 				t.Fatalf("helm template --set %v failed without saying %q:\n%s", tc.set, tc.want, out)
 			}
 		})
+	}
+}
+
+// eventsFlagContract are the `tagsync run` flags of the cloud event sources
+// as docs/events.md describes them. Until the binary has them,
+// TestChartRenders accepts exactly these too; once `tagsync run --help`
+// lists any --events-* flag, it checks them against the binary, as every
+// other flag.
+var eventsFlagContract = []string{
+	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
+	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
+	"--events-max-age", "--events-sqs-queue-url", "--events-sqs-region", "--events-resync-interval", "--events-queue-size",
+}
+
+// eventsCases are the renderings with cloud events on (the defaults row
+// checks they are off): the example docs/events-values.yaml, an Entra-only webhook with its own
+// certificate behind a LoadBalancer, the SQS queue with the metadata
+// controller, the AWS node sync with static keys. Each checks the events
+// flags it must and must not pass, and the webhook's Service, Ingress,
+// container port and Secret mounts.
+func eventsCases() []chartCase {
+	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h"}
+	const secretFile = "--events-webhook-secret-file=/etc/tagsync/events-webhook-secret/key"
+	return []chartCase{
+		{name: "docs/events-values.yaml", values: "docs/events-values.yaml", controllers: "nodetags",
+			args:   append([]string{"--events-webhook-bind-address=:9443", secretFile}, common...),
+			noArgs: []string{"--events-webhook-cert-dir", "--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-sqs-queue-url"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkWebhookService(t, objs, "ClusterIP", 9443)
+				checkWebhookMounts(t, objs, map[string]string{"events-webhook-secret": "tagsync-events-webhook"})
+				checkWebhookIngress(t, objs, "nginx", "tagsync-events.example.com", "tagsync-events-ingress-tls")
+			}},
+		{name: "Entra only, own certificate, LoadBalancer",
+			set: "events.webhook.enabled=true,events.webhook.port=10443,events.webhook.certSecret=tagsync-events-tls," +
+				"events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071,events.webhook.entra.audience=api://tagsync-eventgrid," +
+				"events.webhook.entra.authority=https://login.microsoftonline.us,events.webhook.service.type=LoadBalancer," +
+				"events.webhook.service.loadBalancerSourceRanges={20.0.0.0/8},events.resyncInterval=30m,events.queueSize=500,events.maxAge=2h",
+			controllers: "nodetags",
+			args: []string{"--events-webhook-bind-address=:10443", "--events-webhook-cert-dir=/etc/tagsync/events-webhook-tls",
+				"--events-webhook-entra-tenant-id=00000000-0000-0000-0000-000000000071", "--events-webhook-entra-audience=api://tagsync-eventgrid",
+				"--events-webhook-entra-authority=https://login.microsoftonline.us",
+				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h"},
+			noArgs: []string{"--events-webhook-secret-file", "--events-sqs-queue-url"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				svc := checkWebhookService(t, objs, "LoadBalancer", 10443)
+				if ranges, _, _ := unstructured.NestedStringSlice(svc.Object, "spec", "loadBalancerSourceRanges"); !slices.Equal(ranges, []string{"20.0.0.0/8"}) {
+					t.Errorf("loadBalancerSourceRanges %v, want [20.0.0.0/8]", ranges)
+				}
+				checkWebhookMounts(t, objs, map[string]string{"events-webhook-cert": "tagsync-events-tls"})
+				if n := len(ofKind(objs, "Ingress")); n != 0 {
+					t.Errorf("%d Ingresses, want none", n)
+				}
+			}},
+		{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
+			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1",
+			controllers: "metadata",
+			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
+				"--events-sqs-region=us-east-1", "--aws-region=us-east-1"}, common...),
+			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
+			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }},
+		{name: "AWS node sync with static keys and SQS",
+			set: "azure.authMode=default,nodeTagSync.spec.provider=aws,nodeTagSync.spec.labelPrefix=aws.tags,aws.region=eu-west-1," +
+				"aws.existingSecret=tagsync-aws,events.sqs.queueURL=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events",
+			controllers: "nodetags",
+			args:        append([]string{"--events-sqs-queue-url=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events", "--aws-region=eu-west-1"}, common...),
+			noArgs:      []string{"--events-sqs-region", "--events-webhook-bind-address"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkAWSKeysFromSecret(t, deployment(t, objs).Spec.Template.Spec.Containers[0].Env, "tagsync-aws")
+				nts := oneOfKind(t, objs, "NodeTagSync")
+				provider, _, _ := unstructured.NestedString(nts.Object, "spec", "provider")
+				prefix, _, _ := unstructured.NestedString(nts.Object, "spec", "labelPrefix")
+				if provider != "aws" || prefix != "aws.tags" {
+					t.Errorf("NodeTagSync provider %q labelPrefix %q, want aws and aws.tags", provider, prefix)
+				}
+				guarded, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ValidatingAdmissionPolicy").Object, "spec", "variables")
+				if !strings.Contains(fmt.Sprint(guarded), `["aws.tags"]`) {
+					t.Errorf("the admission policy does not guard aws.tags: %v", guarded)
+				}
+				checkNoWebhook(t, objs)
+			}, dryRunSkips: []string{"NodeTagSync"}},
+	}
+}
+
+// checkNoWebhook: no webhook Service, Ingress or container port.
+func checkNoWebhook(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), "-events-webhook") {
+			t.Errorf("%s %s rendered without the webhook", o.GetKind(), o.GetName())
+		}
+	}
+	for _, p := range deployment(t, objs).Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "events-webhook" {
+			t.Errorf("container port events-webhook rendered without the webhook")
+		}
+	}
+}
+
+// checkWebhookService: the webhook has a Service of its own (the metrics
+// Service stays as it is) of type typ, whose port reaches the container
+// port events-webhook, which is port; it returns the Service.
+func checkWebhookService(t *testing.T, objs []*unstructured.Unstructured, typ string, port int) *unstructured.Unstructured {
+	t.Helper()
+	var svc *unstructured.Unstructured
+	for _, o := range ofKind(objs, "Service") {
+		switch o.GetName() {
+		case "tagsync-events-webhook":
+			svc = o
+		case "tagsync-metrics":
+		default:
+			t.Errorf("unexpected Service %s", o.GetName())
+		}
+	}
+	if svc == nil {
+		t.Fatal("no Service tagsync-events-webhook")
+	}
+	gotType, _, _ := unstructured.NestedString(svc.Object, "spec", "type")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if want := fmt.Sprintf("[map[name:events-webhook port:%d protocol:TCP targetPort:events-webhook]]", port); gotType != typ || fmt.Sprint(ports) != want {
+		t.Errorf("Service tagsync-events-webhook: type %s ports %v, want %s with %s", gotType, ports, typ, want)
+	}
+	var found bool
+	for _, p := range deployment(t, objs).Spec.Template.Spec.Containers[0].Ports {
+		found = found || (p.Name == "events-webhook" && int(p.ContainerPort) == port)
+	}
+	if !found {
+		t.Errorf("no container port events-webhook %d", port)
+	}
+	return svc
+}
+
+// checkWebhookMounts: the webhook's volumes (by name, with their Secrets)
+// are exactly want, each mounted read-only where the flag naming its file
+// or directory points.
+func checkWebhookMounts(t *testing.T, objs []*unstructured.Unstructured, want map[string]string) {
+	t.Helper()
+	pod := deployment(t, objs).Spec.Template.Spec
+	c := pod.Containers[0]
+	got := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && strings.HasPrefix(v.Name, "events-webhook-") {
+			got[v.Name] = v.Secret.SecretName
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("webhook volumes %v, want %v", got, want)
+	}
+	flagOf := map[string]string{"events-webhook-cert": "--events-webhook-cert-dir", "events-webhook-secret": "--events-webhook-secret-file"}
+	for _, m := range c.VolumeMounts {
+		flag, ok := flagOf[m.Name]
+		if !ok {
+			continue
+		}
+		if !m.ReadOnly || !strings.HasPrefix(argValue(c.Args, flag), m.MountPath) {
+			t.Errorf("mount %+v: want read-only, and %s under it (args %v)", m, flag, c.Args)
+		}
+	}
+}
+
+// checkWebhookIngress: one Ingress of class className for host, with TLS
+// from tlsSecret, sending every path to the webhook's Service.
+func checkWebhookIngress(t *testing.T, objs []*unstructured.Unstructured, className, host, tlsSecret string) {
+	t.Helper()
+	ing := oneOfKind(t, objs, "Ingress").Object
+	class, _, _ := unstructured.NestedString(ing, "spec", "ingressClassName")
+	rules, _, _ := unstructured.NestedSlice(ing, "spec", "rules")
+	want := fmt.Sprintf("[map[host:%s http:map[paths:[map[backend:map[service:map[name:tagsync-events-webhook port:map[name:events-webhook]]] path:/ pathType:Prefix]]]]]", host)
+	if class != className || fmt.Sprint(rules) != want {
+		t.Errorf("Ingress class %q rules %v, want class %q and %s", class, rules, className, want)
+	}
+	tls, _, _ := unstructured.NestedSlice(ing, "spec", "tls")
+	if len(tls) != 1 || tls[0].(map[string]any)["secretName"] != tlsSecret {
+		t.Errorf("Ingress TLS %v, want the Secret %s", tls, tlsSecret)
 	}
 }
 

@@ -130,6 +130,30 @@ read-only).
 {{- end }}
 
 {{/*
+tagsync.usesAWS is "true" when something in the process calls AWS: the
+metadata controller, the node sync with nodeTagSync.spec.provider aws, or
+the SQS event source. They share the AWS settings (aws.*): the static keys'
+environment and --aws-region / --aws-endpoint.
+*/}}
+{{- define "tagsync.usesAWS" -}}
+{{- $awsNodes := and (include "tagsync.runs" (dict "root" . "name" "nodetags")) (eq (toString .Values.nodeTagSync.spec.provider) "aws") }}
+{{- if or (include "tagsync.runs" (dict "root" . "name" "metadata")) $awsNodes .Values.events.sqs.queueURL }}true{{ end }}
+{{- end }}
+
+{{/* tagsync.events is "true" when an event source is on: the webhook or the SQS queue. */}}
+{{- define "tagsync.events" -}}
+{{- if or .Values.events.webhook.enabled .Values.events.sqs.queueURL }}true{{ end }}
+{{- end }}
+
+{{/* Where the webhook's certificate and shared secret are mounted. */}}
+{{- define "tagsync.eventsWebhookCertDir" -}}
+/etc/tagsync/events-webhook-tls
+{{- end }}
+{{- define "tagsync.eventsWebhookSecretDir" -}}
+/etc/tagsync/events-webhook-secret
+{{- end }}
+
+{{/*
 tagsync.validate fails the render on settings that cannot work, saying what
 to set. Called from the Deployment.
 */}}
@@ -180,8 +204,37 @@ to set. Called from the Deployment.
 {{- fail (printf "metadata.auditLog %q: put the file in a directory of its own (e.g. /var/log/tagsync/audit.log); the chart mounts a writable volume there" .Values.metadata.auditLog) }}
 {{- end }}
 {{- end }}
+{{- if and (include "tagsync.runs" (dict "root" . "name" "nodetags")) (eq (toString .Values.nodeTagSync.spec.provider) "aws") (eq $mode "workloadIdentity") (not .Values.azure.clientID) }}
+{{- fail "nodeTagSync.spec.provider aws with azure.authMode workloadIdentity and no azure.clientID: the controller would not start; on a cluster without Azure set azure.authMode=default (docs/install-eks.md)" }}
+{{- end }}
+{{- include "tagsync.validateEvents" . }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicas > 1 needs leaderElection.enabled: true, or several replicas would sync at once" }}
+{{- end }}
+{{- end }}
+
+{{/* tagsync.validateEvents fails the render on event settings that cannot work. */}}
+{{- define "tagsync.validateEvents" -}}
+{{- $hook := .Values.events.webhook }}
+{{- if and (include "tagsync.events" .) (not (or (include "tagsync.runs" (dict "root" . "name" "nodetags")) (include "tagsync.runs" (dict "root" . "name" "metadata")))) }}
+{{- fail "events.webhook.enabled or events.sqs.queueURL is set, but neither nodeTagSync.enabled nor metadata.enabled: no controller would act on the events" }}
+{{- end }}
+{{- if $hook.enabled }}
+{{- $entra := or $hook.entra.tenantID $hook.entra.audience }}
+{{- if not (or $hook.sharedSecret.existingSecret $entra) }}
+{{- fail "events.webhook.enabled needs a way to authenticate Event Grid: events.webhook.sharedSecret.existingSecret (a Secret holding the key the delivery URL carries as ?key=...) and/or events.webhook.entra.tenantID with events.webhook.entra.audience (Entra ID-protected delivery)" }}
+{{- end }}
+{{- if and $entra (not (and $hook.entra.tenantID $hook.entra.audience)) }}
+{{- fail "events.webhook.entra needs both tenantID and audience (the Entra application ID or application ID URI the event subscription names)" }}
+{{- end }}
+{{- if has (int $hook.port) (list (int .Values.metrics.port) (int .Values.health.port)) }}
+{{- fail (printf "events.webhook.port %d is already the metrics or health port: give the webhook a port of its own" (int $hook.port)) }}
+{{- end }}
+{{- if and $hook.ingress.enabled (not $hook.ingress.host) }}
+{{- fail "events.webhook.ingress.enabled needs events.webhook.ingress.host: the host name in the Event Grid subscription's endpoint URL" }}
+{{- end }}
+{{- else if or $hook.ingress.enabled $hook.certSecret $hook.sharedSecret.existingSecret $hook.entra.tenantID $hook.entra.audience }}
+{{- fail "events.webhook settings are set but events.webhook.enabled is false: set events.webhook.enabled=true (or leave the webhook's values at their defaults)" }}
 {{- end }}
 {{- end }}
 
@@ -258,6 +311,8 @@ to set. Called from the Deployment.
 {{- if .Values.metadata.auditFailOpen }}
 - --audit-fail-open
 {{- end }}
+{{- end }}
+{{- if include "tagsync.usesAWS" . }}
 {{- with .Values.aws.region }}
 - --aws-region={{ . }}
 {{- end }}
@@ -265,6 +320,7 @@ to set. Called from the Deployment.
 - --aws-endpoint={{ . }}
 {{- end }}
 {{- end }}
+{{- include "tagsync.eventsArgs" . }}
 {{- if include "tagsync.runs" (dict "root" . "name" "infratags") }}
 - --openshift-namespace={{ .Release.Namespace }}
 {{- with .Values.openshift.azureOwnedTag }}
@@ -281,5 +337,42 @@ to set. Called from the Deployment.
 - --zap-log-level={{ .Values.logLevel }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+tagsync.eventsArgs are the --events-* flags, only when an event source is on
+(docs/events.md).
+*/}}
+{{- define "tagsync.eventsArgs" -}}
+{{- if include "tagsync.events" . }}
+{{- $e := .Values.events }}
+- --events-resync-interval={{ $e.resyncInterval }}
+- --events-queue-size={{ int $e.queueSize }}
+- --events-max-age={{ $e.maxAge }}
+{{- if $e.webhook.enabled }}
+- --events-webhook-bind-address=:{{ int $e.webhook.port }}
+{{- if $e.webhook.certSecret }}
+- --events-webhook-cert-dir={{ include "tagsync.eventsWebhookCertDir" . }}
+{{- end }}
+{{- with $e.webhook.sharedSecret.existingSecret }}
+- --events-webhook-secret-file={{ include "tagsync.eventsWebhookSecretDir" $ }}/{{ $e.webhook.sharedSecret.existingSecretKey }}
+{{- end }}
+{{- with $e.webhook.entra.tenantID }}
+- --events-webhook-entra-tenant-id={{ . }}
+{{- end }}
+{{- with $e.webhook.entra.audience }}
+- {{ printf "--events-webhook-entra-audience=%s" . | quote }}
+{{- end }}
+{{- with $e.webhook.entra.authority }}
+- --events-webhook-entra-authority={{ . }}
+{{- end }}
+{{- end }}
+{{- with $e.sqs.queueURL }}
+- --events-sqs-queue-url={{ . }}
+{{- end }}
+{{- with $e.sqs.region }}
+- --events-sqs-region={{ . }}
+{{- end }}
 {{- end }}
 {{- end }}
