@@ -20,6 +20,7 @@ const providerName = "aws"
 var servicePrefixes = map[string]string{
 	"EC2":                         "ec2",
 	"Resource Groups Tagging API": "tag",
+	"Auto Scaling":                "autoscaling",
 }
 
 // operationName names an SDK operation as its IAM action does:

@@ -1,0 +1,382 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// ec2Instance is an EC2 instance as the node sync reads it.
+type ec2Instance struct {
+	arn   string
+	group string   // its Auto Scaling group's name; "" for none
+	tags  tags.Set // without the aws: tags
+}
+
+// asGroup is an Auto Scaling group as the node sync reads it.
+type asGroup struct {
+	arn, name string
+	tags      tags.Set // without the aws: tags
+	instances []string // the IDs of its instances
+}
+
+// nodeCache is the provider's short-lived read cache of instances and
+// groups (Options.CacheTTL), keyed by region and instance ID or group name.
+type nodeCache struct {
+	mu        sync.Mutex
+	instances map[regionalID]cachedAt[*ec2Instance]
+	groups    map[regionalID]cachedAt[*asGroup]
+}
+
+// cachedAt is a cached read and when it was made.
+type cachedAt[T any] struct {
+	at time.Time
+	v  T
+}
+
+// cacheGet returns m[k] when it is younger than ttl.
+func cacheGet[T any](c *nodeCache, m map[regionalID]cachedAt[T], k regionalID, ttl time.Duration) (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := m[k]
+	if !ok || time.Since(e.at) >= ttl {
+		var zero T
+		return zero, false
+	}
+	return e.v, true
+}
+
+// cachePut stores v at k, creating the map on first use.
+func cachePut[T any](c *nodeCache, m *map[regionalID]cachedAt[T], k regionalID, v T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil {
+		*m = map[regionalID]cachedAt[T]{}
+	}
+	(*m)[k] = cachedAt[T]{at: time.Now(), v: v}
+}
+
+// cacheDrop forgets k.
+func cacheDrop[T any](c *nodeCache, m map[regionalID]cachedAt[T], k regionalID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(m, k)
+}
+
+// Snapshot locates nodes on EC2 and reads the tags of their resources in
+// bulk (see the package doc's "Node sync"): per region one DescribeInstances
+// per MaxIDsPerCall instances (the instance-id filter, so an instance that
+// no longer exists is missing from the answer instead of failing the call)
+// and, for TargetScaleSet, one DescribeAutoScalingGroups per
+// GroupsPerRead groups. Reads younger than Options.CacheTTL are reused
+// unless opts.Fresh. opts.Scopes are region names: nodes in other regions
+// are unmanaged and cost no call.
+//
+// A read that fails fails only the nodes that needed it: their region is
+// reported in Snapshot.Failed (Scope "region <name>") and their placements
+// carry Err. The error return is for a snapshot that could not run at all
+// (the context ended while reads failed).
+func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.ReadOptions) (cloud.Snapshot, error) {
+	target := opts.Target
+	if target == "" {
+		target = cloud.TargetScaleSet
+	}
+	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
+	refs := map[string]nodeRef{}
+	need := map[string][]string{} // instance IDs by region
+	for _, n := range nodes {
+		ref, why := p.parseProviderID(n.ProviderID)
+		if why == "" && !inScopes(ref.region, opts.Scopes) {
+			why = fmt.Sprintf("region %q is not one of the synced scopes (regions)", ref.region)
+		}
+		if why != "" {
+			snap.Placements[n.Name] = unmanaged("%s", why)
+			continue
+		}
+		refs[n.Name] = ref
+		if !slices.Contains(need[ref.region], ref.instanceID) {
+			need[ref.region] = append(need[ref.region], ref.instanceID)
+		}
+	}
+	r := &nodeReader{p: p, fresh: opts.Fresh, instances: map[regionalID]*ec2Instance{}, groups: map[regionalID]*asGroup{},
+		bad: map[regionalID]error{}, failed: map[string][]error{}}
+	for _, region := range slices.Sorted(maps.Keys(need)) {
+		r.readInstances(ctx, region, need[region])
+		if target == cloud.TargetScaleSet {
+			r.readGroups(ctx, region, r.groupsOf(region, need[region]))
+		}
+	}
+	if err := ctx.Err(); err != nil && len(r.failed) > 0 {
+		return cloud.Snapshot{}, fmt.Errorf("aws: snapshot of %d nodes: %w", len(nodes), err)
+	}
+	for name, ref := range refs {
+		pl, res := r.place(ref, target)
+		snap.Placements[name] = pl
+		if res != nil {
+			snap.Resources[cloud.CanonicalID(res.ID)] = *res
+		}
+	}
+	snap.Failed = r.failures()
+	return snap, nil
+}
+
+// nodeReader holds one Snapshot's reads and the ones that failed.
+type nodeReader struct {
+	p         *Provider
+	fresh     bool
+	instances map[regionalID]*ec2Instance // by region and instance ID
+	groups    map[regionalID]*asGroup     // by region and group name
+	// bad are the instances (by ID) and groups (by "group/" and name) whose
+	// read failed, with why.
+	bad    map[regionalID]error
+	failed map[string][]error // by region
+}
+
+// groupKey is the key of a group in nodeReader.bad.
+func groupKey(region, name string) regionalID { return regionalID{region, "group/" + name} }
+
+// fail records a failed read of keys in region.
+func (r *nodeReader) fail(region string, err error, keys ...regionalID) {
+	r.failed[region] = append(r.failed[region], err)
+	for _, k := range keys {
+		r.bad[k] = err
+	}
+}
+
+// readInstances reads the instances ids of region: from the cache unless
+// fresh, the rest with DescribeInstances, MaxIDsPerCall a call.
+func (r *nodeReader) readInstances(ctx context.Context, region string, ids []string) {
+	var missing []string
+	for _, id := range ids {
+		k := regionalID{region, id}
+		if in, ok := cacheGet(&r.p.nodes, r.p.nodes.instances, k, r.p.opts.CacheTTL); ok && !r.fresh {
+			r.instances[k] = in
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	for chunk := range slices.Chunk(missing, r.p.opts.maxIDsPerCall) {
+		found, err := r.p.describeInstances(ctx, region, chunk)
+		if err != nil {
+			keys := make([]regionalID, len(chunk))
+			for i, id := range chunk {
+				keys[i] = regionalID{region, id}
+			}
+			r.fail(region, err, keys...)
+			continue
+		}
+		maps.Copy(r.instances, found)
+	}
+}
+
+// describeInstances reads instances of region by ID (the instance-id filter:
+// IDs that name no instance are left out, not an error) and caches them.
+// Terminated instances count as missing.
+func (p *Provider) describeInstances(ctx context.Context, region string, ids []string) (map[regionalID]*ec2Instance, error) {
+	pages := ec2.NewDescribeInstancesPaginator(p.clientsFor(region).ec2, &ec2.DescribeInstancesInput{
+		Filters:    []ec2types.Filter{{Name: sdkaws.String("instance-id"), Values: ids}},
+		MaxResults: sdkaws.Int32(int32(max(5, min(len(ids), MaxIDsPerCall)))),
+	})
+	out := map[regionalID]*ec2Instance{}
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.wrap(region, fmt.Sprintf("aws: DescribeInstances of %d instances (%s, ...) in %s", len(ids), ids[0], region), err)
+		}
+		for _, res := range page.Reservations {
+			for _, in := range res.Instances {
+				if in.State != nil && in.State.Name == ec2types.InstanceStateNameTerminated {
+					continue
+				}
+				id := sdkaws.ToString(in.InstanceId)
+				all := ec2Tags(in.Tags)
+				e := &ec2Instance{arn: instanceARN(region, sdkaws.ToString(res.OwnerId), id), group: all[TagAutoScalingGroup], tags: userTags(all)}
+				k := regionalID{region, id}
+				out[k] = e
+				cachePut(&p.nodes, &p.nodes.instances, k, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+// groupsOf returns the names of the groups the read instances ids of
+// region belong to.
+func (r *nodeReader) groupsOf(region string, ids []string) []string {
+	var names []string
+	for _, id := range ids {
+		if in := r.instances[regionalID{region, id}]; in != nil && in.group != "" && !slices.Contains(names, in.group) {
+			names = append(names, in.group)
+		}
+	}
+	return names
+}
+
+// readGroups reads the groups names of region: from the cache unless fresh,
+// the rest with DescribeAutoScalingGroups, GroupsPerRead a call.
+func (r *nodeReader) readGroups(ctx context.Context, region string, names []string) {
+	var missing []string
+	for _, n := range names {
+		k := regionalID{region, n}
+		if g, ok := cacheGet(&r.p.nodes, r.p.nodes.groups, k, r.p.opts.CacheTTL); ok && !r.fresh {
+			r.groups[k] = g
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	for chunk := range slices.Chunk(missing, GroupsPerRead) {
+		found, err := r.p.describeGroups(ctx, region, chunk)
+		if err != nil {
+			keys := make([]regionalID, len(chunk))
+			for i, n := range chunk {
+				keys[i] = groupKey(region, n)
+			}
+			r.fail(region, err, keys...)
+			continue
+		}
+		maps.Copy(r.groups, found)
+	}
+}
+
+// describeGroups reads Auto Scaling groups of region by name and caches
+// them; names that name no group are left out.
+func (p *Provider) describeGroups(ctx context.Context, region string, names []string) (map[regionalID]*asGroup, error) {
+	pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.clientsFor(region).autoscaling, &autoscaling.DescribeAutoScalingGroupsInput{
+		AutoScalingGroupNames: names, MaxRecords: sdkaws.Int32(GroupsPerRead),
+	})
+	out := map[regionalID]*asGroup{}
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.wrap(region, fmt.Sprintf("aws: DescribeAutoScalingGroups of %d groups (%q, ...) in %s", len(names), names[0], region), err)
+		}
+		for _, g := range page.AutoScalingGroups {
+			e := newGroup(g)
+			k := regionalID{region, e.name}
+			out[k] = e
+			cachePut(&p.nodes, &p.nodes.groups, k, e)
+		}
+	}
+	return out, nil
+}
+
+// newGroup converts a described group.
+func newGroup(g astypes.AutoScalingGroup) *asGroup {
+	all := tags.Set{}
+	for _, t := range g.Tags {
+		all[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+	}
+	e := &asGroup{arn: sdkaws.ToString(g.AutoScalingGroupARN), name: sdkaws.ToString(g.AutoScalingGroupName), tags: userTags(all)}
+	for _, in := range g.Instances {
+		e.instances = append(e.instances, sdkaws.ToString(in.InstanceId))
+	}
+	return e
+}
+
+// place resolves a node's placement and the resource that carries its tags
+// (nil when it has none in this snapshot).
+func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *cloud.Resource) {
+	out := cloud.Placement{Scope: regionScope(ref.region)}
+	k := regionalID{ref.region, ref.instanceID}
+	if err := r.bad[k]; err != nil {
+		return unreadable(out, "EC2 instance "+ref.instanceID, err), nil
+	}
+	in := r.instances[k]
+	if in == nil {
+		out.Reason = fmt.Sprintf("EC2 instance %s not found in region %s", ref.instanceID, ref.region)
+		return out, nil
+	}
+	if target == cloud.TargetInstance || in.group == "" {
+		if in.group == "" && target == cloud.TargetScaleSet {
+			out.Note = fmt.Sprintf("EC2 instance %s is in no Auto Scaling group (Karpenter or standalone): synced with its own tags", ref.instanceID)
+		}
+		out.Managed, out.Resource = true, in.arn
+		return out, &cloud.Resource{ID: in.arn, Tags: in.tags.Clone()}
+	}
+	if err := r.bad[groupKey(ref.region, in.group)]; err != nil {
+		return unreadable(out, fmt.Sprintf("Auto Scaling group %q", in.group), err), nil
+	}
+	g := r.groups[regionalID{ref.region, in.group}]
+	if g == nil {
+		out.Reason = fmt.Sprintf("Auto Scaling group %q of EC2 instance %s not found in region %s", in.group, ref.instanceID, ref.region)
+		return out, nil
+	}
+	out.Managed, out.Resource, out.Shared = true, g.arn, true
+	return out, &cloud.Resource{ID: g.arn, Tags: g.tags.Clone()}
+}
+
+// unreadable is the placement of a node whose resource could not be read:
+// not synced in this pass, with the error.
+func unreadable(out cloud.Placement, what string, err error) cloud.Placement {
+	out.Err = err
+	out.Reason = fmt.Sprintf("the %s could not be read, so the node is not synced in this pass: %v", what, err)
+	return out
+}
+
+// failures returns the failed regions, one ScopeError each, sorted.
+func (r *nodeReader) failures() []cloud.ScopeError {
+	var out []cloud.ScopeError
+	for _, region := range slices.Sorted(maps.Keys(r.failed)) {
+		errs := r.failed[region]
+		err := errs[0]
+		if len(errs) > 1 {
+			err = errors.Join(errs...)
+		}
+		out = append(out, cloud.ScopeError{Scope: regionScope(region), Err: err})
+	}
+	return out
+}
+
+// ec2Tags converts EC2 tags to a Set.
+func ec2Tags(in []ec2types.Tag) tags.Set {
+	out := make(tags.Set, len(in))
+	for _, t := range in {
+		out[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+	}
+	return out
+}
+
+// userTags returns s without AWS's own tags (the reserved aws: prefix, such
+// as aws:autoscaling:groupName): tagsync can neither write nor delete them,
+// and they do not count against the 50-tag limit.
+func userTags(s tags.Set) tags.Set {
+	out := make(tags.Set, len(s))
+	for k, v := range s {
+		if !tags.AWSRules.IsReservedName(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// instanceARN is the ARN of an EC2 instance.
+func instanceARN(region, account, id string) string {
+	return fmt.Sprintf("arn:%s:ec2:%s:%s:instance/%s", partitionOf(region), region, account, id)
+}
+
+// partitionOf returns the AWS partition of a region.
+func partitionOf(region string) string {
+	for _, p := range []struct{ prefix, partition string }{
+		{"cn-", "aws-cn"}, {"us-gov-", "aws-us-gov"}, {"us-isob-", "aws-iso-b"}, {"us-isof-", "aws-iso-f"},
+		{"us-iso-", "aws-iso"}, {"eu-isoe-", "aws-iso-e"}, {"eusc-", "aws-eusc"},
+	} {
+		if strings.HasPrefix(region, p.prefix) {
+			return p.partition
+		}
+	}
+	return "aws"
+}
