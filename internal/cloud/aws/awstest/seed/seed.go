@@ -134,6 +134,31 @@ func SetGroupTags(tb testing.TB, cfg sdkaws.Config, region, name string, set map
 	}
 }
 
+// SetInstanceTags deletes the names in del from an EC2 instance, then sets
+// set on it, as someone would in the console.
+func SetInstanceTags(tb testing.TB, cfg sdkaws.Config, region, id string, set map[string]string, del ...string) {
+	tb.Helper()
+	c := ec2Client(cfg, region)
+	if len(del) > 0 {
+		var tl []ec2types.Tag
+		for _, k := range del {
+			tl = append(tl, ec2types.Tag{Key: sdkaws.String(k)})
+		}
+		if _, err := c.DeleteTags(tb.Context(), &ec2.DeleteTagsInput{Resources: []string{id}, Tags: tl}); err != nil {
+			tb.Fatalf("DeleteTags on %s: %v", id, err)
+		}
+	}
+	if len(set) > 0 {
+		var tl []ec2types.Tag
+		for k, v := range set {
+			tl = append(tl, ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)})
+		}
+		if _, err := c.CreateTags(tb.Context(), &ec2.CreateTagsInput{Resources: []string{id}, Tags: tl}); err != nil {
+			tb.Fatalf("CreateTags on %s: %v", id, err)
+		}
+	}
+}
+
 // InstanceTags reads an EC2 instance's tags, AWS's aws: tags included.
 func InstanceTags(tb testing.TB, cfg sdkaws.Config, region, id string) map[string]string {
 	tb.Helper()
