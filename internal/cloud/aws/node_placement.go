@@ -91,3 +91,21 @@ func inScopes(region string, scopes []string) bool {
 func unmanaged(format string, args ...any) cloud.Placement {
 	return cloud.Placement{Reason: fmt.Sprintf(format, args...)}
 }
+
+// instanceARN is the ARN of an EC2 instance.
+func instanceARN(region, account, id string) string {
+	return fmt.Sprintf("arn:%s:ec2:%s:%s:instance/%s", partitionOf(region), region, account, id)
+}
+
+// partitionOf returns the AWS partition of a region.
+func partitionOf(region string) string {
+	for _, p := range []struct{ prefix, partition string }{
+		{"cn-", "aws-cn"}, {"us-gov-", "aws-us-gov"}, {"us-isob-", "aws-iso-b"}, {"us-isof-", "aws-iso-f"},
+		{"us-iso-", "aws-iso"}, {"eu-isoe-", "aws-iso-e"}, {"eusc-", "aws-eusc"},
+	} {
+		if strings.HasPrefix(region, p.prefix) {
+			return p.partition
+		}
+	}
+	return "aws"
+}

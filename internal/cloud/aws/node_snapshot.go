@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
-	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -32,49 +29,6 @@ type asGroup struct {
 	arn, name string
 	tags      tags.Set // without the aws: tags
 	instances []string // the IDs of its instances
-}
-
-// nodeCache is the provider's short-lived read cache of instances and
-// groups (Options.CacheTTL), keyed by region and instance ID or group name.
-type nodeCache struct {
-	mu        sync.Mutex
-	instances map[regionalID]cachedAt[*ec2Instance]
-	groups    map[regionalID]cachedAt[*asGroup]
-}
-
-// cachedAt is a cached read and when it was made.
-type cachedAt[T any] struct {
-	at time.Time
-	v  T
-}
-
-// cacheGet returns m[k] when it is younger than ttl.
-func cacheGet[T any](c *nodeCache, m map[regionalID]cachedAt[T], k regionalID, ttl time.Duration) (T, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := m[k]
-	if !ok || time.Since(e.at) >= ttl {
-		var zero T
-		return zero, false
-	}
-	return e.v, true
-}
-
-// cachePut stores v at k, creating the map on first use.
-func cachePut[T any](c *nodeCache, m *map[regionalID]cachedAt[T], k regionalID, v T) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if *m == nil {
-		*m = map[regionalID]cachedAt[T]{}
-	}
-	(*m)[k] = cachedAt[T]{at: time.Now(), v: v}
-}
-
-// cacheDrop forgets k.
-func cacheDrop[T any](c *nodeCache, m map[regionalID]cachedAt[T], k regionalID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(m, k)
 }
 
 // Snapshot locates nodes on EC2 and reads the tags of their resources in
@@ -160,26 +114,39 @@ func (r *nodeReader) fail(region string, err error, keys ...regionalID) {
 // readInstances reads the instances ids of region: from the cache unless
 // fresh, the rest with DescribeInstances, MaxIDsPerCall a call.
 func (r *nodeReader) readInstances(ctx context.Context, region string, ids []string) {
+	load(r, region, ids, &r.p.nodes.instances, r.instances, r.p.opts.maxIDsPerCall,
+		func(id string) regionalID { return regionalID{region, id} },
+		func(chunk []string) (map[regionalID]*ec2Instance, error) {
+			return r.p.describeInstances(ctx, region, chunk)
+		})
+}
+
+// load puts into into the reads of keys in region that the cache holds
+// (unless fresh) and reads the others with read, per at a call; the keys
+// of a failed call are marked bad (badKey) with its error.
+func load[T any](r *nodeReader, region string, keys []string, cache *map[regionalID]cachedAt[T], into map[regionalID]T, per int,
+	badKey func(string) regionalID, read func([]string) (map[regionalID]T, error),
+) {
 	var missing []string
-	for _, id := range ids {
-		k := regionalID{region, id}
-		if in, ok := cacheGet(&r.p.nodes, r.p.nodes.instances, k, r.p.opts.CacheTTL); ok && !r.fresh {
-			r.instances[k] = in
+	for _, key := range keys {
+		k := regionalID{region, key}
+		if v, ok := cacheGet(&r.p.nodes, cache, k, r.p.opts.CacheTTL); ok && !r.fresh {
+			into[k] = v
 		} else {
-			missing = append(missing, id)
+			missing = append(missing, key)
 		}
 	}
-	for chunk := range slices.Chunk(missing, r.p.opts.maxIDsPerCall) {
-		found, err := r.p.describeInstances(ctx, region, chunk)
+	for chunk := range slices.Chunk(missing, per) {
+		found, err := read(chunk)
 		if err != nil {
-			keys := make([]regionalID, len(chunk))
-			for i, id := range chunk {
-				keys[i] = regionalID{region, id}
+			bad := make([]regionalID, len(chunk))
+			for i, key := range chunk {
+				bad[i] = badKey(key)
 			}
-			r.fail(region, err, keys...)
+			r.fail(region, err, bad...)
 			continue
 		}
-		maps.Copy(r.instances, found)
+		maps.Copy(into, found)
 	}
 }
 
@@ -192,26 +159,38 @@ func (p *Provider) describeInstances(ctx context.Context, region string, ids []s
 		MaxResults: sdkaws.Int32(int32(max(5, min(len(ids), MaxIDsPerCall)))),
 	})
 	out := map[regionalID]*ec2Instance{}
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, p.wrap(region, fmt.Sprintf("aws: DescribeInstances of %d instances (%s, ...) in %s", len(ids), ids[0], region), err)
-		}
-		for _, res := range page.Reservations {
-			for _, in := range res.Instances {
-				if in.State != nil && in.State.Name == ec2types.InstanceStateNameTerminated {
-					continue
+	err := eachPage(pages.HasMorePages, func() (*ec2.DescribeInstancesOutput, error) { return pages.NextPage(ctx) },
+		func(page *ec2.DescribeInstancesOutput) {
+			for _, res := range page.Reservations {
+				for _, in := range res.Instances {
+					if in.State != nil && in.State.Name == ec2types.InstanceStateNameTerminated {
+						continue
+					}
+					id := sdkaws.ToString(in.InstanceId)
+					all := ec2Tags(in.Tags)
+					e := &ec2Instance{arn: instanceARN(region, sdkaws.ToString(res.OwnerId), id), group: all[TagAutoScalingGroup], tags: userTags(all)}
+					out[regionalID{region, id}] = e
+					cachePut(&p.nodes, &p.nodes.instances, regionalID{region, id}, e)
 				}
-				id := sdkaws.ToString(in.InstanceId)
-				all := ec2Tags(in.Tags)
-				e := &ec2Instance{arn: instanceARN(region, sdkaws.ToString(res.OwnerId), id), group: all[TagAutoScalingGroup], tags: userTags(all)}
-				k := regionalID{region, id}
-				out[k] = e
-				cachePut(&p.nodes, &p.nodes.instances, k, e)
 			}
-		}
+		})
+	if err != nil {
+		return nil, p.wrap(region, fmt.Sprintf("aws: DescribeInstances of %d instances (%s, ...) in %s", len(ids), ids[0], region), err)
 	}
 	return out, nil
+}
+
+// eachPage runs each on every page of a paginated call: next returns the
+// next page while more reports there is one.
+func eachPage[O any](more func() bool, next func() (O, error), each func(O)) error {
+	for more() {
+		page, err := next()
+		if err != nil {
+			return err
+		}
+		each(page)
+	}
+	return nil
 }
 
 // groupsOf returns the names of the groups the read instances ids of
@@ -229,27 +208,9 @@ func (r *nodeReader) groupsOf(region string, ids []string) []string {
 // readGroups reads the groups names of region: from the cache unless fresh,
 // the rest with DescribeAutoScalingGroups, GroupsPerRead a call.
 func (r *nodeReader) readGroups(ctx context.Context, region string, names []string) {
-	var missing []string
-	for _, n := range names {
-		k := regionalID{region, n}
-		if g, ok := cacheGet(&r.p.nodes, r.p.nodes.groups, k, r.p.opts.CacheTTL); ok && !r.fresh {
-			r.groups[k] = g
-		} else {
-			missing = append(missing, n)
-		}
-	}
-	for chunk := range slices.Chunk(missing, GroupsPerRead) {
-		found, err := r.p.describeGroups(ctx, region, chunk)
-		if err != nil {
-			keys := make([]regionalID, len(chunk))
-			for i, n := range chunk {
-				keys[i] = groupKey(region, n)
-			}
-			r.fail(region, err, keys...)
-			continue
-		}
-		maps.Copy(r.groups, found)
-	}
+	load(r, region, names, &r.p.nodes.groups, r.groups, GroupsPerRead,
+		func(name string) regionalID { return groupKey(region, name) },
+		func(chunk []string) (map[regionalID]*asGroup, error) { return r.p.describeGroups(ctx, region, chunk) })
 }
 
 // describeGroups reads Auto Scaling groups of region by name and caches
@@ -259,17 +220,16 @@ func (p *Provider) describeGroups(ctx context.Context, region string, names []st
 		AutoScalingGroupNames: names, MaxRecords: sdkaws.Int32(GroupsPerRead),
 	})
 	out := map[regionalID]*asGroup{}
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, p.wrap(region, fmt.Sprintf("aws: DescribeAutoScalingGroups of %d groups (%q, ...) in %s", len(names), names[0], region), err)
-		}
-		for _, g := range page.AutoScalingGroups {
-			e := newGroup(g)
-			k := regionalID{region, e.name}
-			out[k] = e
-			cachePut(&p.nodes, &p.nodes.groups, k, e)
-		}
+	err := eachPage(pages.HasMorePages, func() (*autoscaling.DescribeAutoScalingGroupsOutput, error) { return pages.NextPage(ctx) },
+		func(page *autoscaling.DescribeAutoScalingGroupsOutput) {
+			for _, g := range page.AutoScalingGroups {
+				e := newGroup(g)
+				out[regionalID{region, e.name}] = e
+				cachePut(&p.nodes, &p.nodes.groups, regionalID{region, e.name}, e)
+			}
+		})
+	if err != nil {
+		return nil, p.wrap(region, fmt.Sprintf("aws: DescribeAutoScalingGroups of %d groups (%q, ...) in %s", len(names), names[0], region), err)
 	}
 	return out, nil
 }
@@ -361,22 +321,4 @@ func userTags(s tags.Set) tags.Set {
 		}
 	}
 	return out
-}
-
-// instanceARN is the ARN of an EC2 instance.
-func instanceARN(region, account, id string) string {
-	return fmt.Sprintf("arn:%s:ec2:%s:%s:instance/%s", partitionOf(region), region, account, id)
-}
-
-// partitionOf returns the AWS partition of a region.
-func partitionOf(region string) string {
-	for _, p := range []struct{ prefix, partition string }{
-		{"cn-", "aws-cn"}, {"us-gov-", "aws-us-gov"}, {"us-isob-", "aws-iso-b"}, {"us-isof-", "aws-iso-f"},
-		{"us-iso-", "aws-iso"}, {"eu-isoe-", "aws-iso-e"}, {"eusc-", "aws-eusc"},
-	} {
-		if strings.HasPrefix(region, p.prefix) {
-			return p.partition
-		}
-	}
-	return "aws"
 }

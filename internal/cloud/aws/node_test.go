@@ -233,7 +233,7 @@ func TestPatchGroup(t *testing.T) {
 	}
 	wantCalls(t, e.p, map[string]int{"autoscaling:DescribeAutoScalingGroups": 1, "autoscaling:DeleteTags": 1,
 		"autoscaling:CreateOrUpdateTags": 1, "ec2:DeleteTags": 1, "ec2:CreateTags": 1})
-	if got := seed.GroupTags(t, cfg, region, "pool"); !maps.Equal(got, map[string]seed.Tag{"team": {"blue", true}, "keep": {"k", true}}) {
+	if got := seed.GroupTags(t, cfg, region, "pool"); !maps.Equal(got, map[string]seed.Tag{"team": {Value: "blue", PropagateAtLaunch: true}, "keep": {Value: "k", PropagateAtLaunch: true}}) {
 		t.Errorf("group tags = %v", got)
 	}
 	for _, id := range ids {

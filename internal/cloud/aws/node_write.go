@@ -146,67 +146,97 @@ func (p *Provider) writeEC2(ctx context.Context, region string, ids []string, se
 	return failed
 }
 
+// patchable is one node resource PatchTags writes, once read afresh.
+type patchable struct {
+	what string   // the resource in words, for messages
+	id   string   // its ARN
+	cur  tags.Set // its tags, as read
+	// write sends the change (set, del) that leaves next, and caches next.
+	write func(set, del, next tags.Set) error
+	// forget drops the resource's cached reads.
+	forget func()
+}
+
+// apply writes what patch changes in r's tags and returns them afterwards.
+func (r patchable) apply(patch tags.Patch) (cloud.Resource, error) {
+	set, del := tagOps(r.cur, patch)
+	if len(set) == 0 && len(del) == 0 {
+		return cloud.Resource{ID: r.id, Tags: r.cur.Clone()}, nil
+	}
+	next, err := applyOps(r.what, r.cur, set, del)
+	if err == nil {
+		err = r.write(set, del, next)
+	}
+	if err != nil {
+		r.forget()
+		return cloud.Resource{}, err
+	}
+	return cloud.Resource{ID: r.id, Tags: next.Clone()}, nil
+}
+
+// notFound is the error of a resource PatchTags found missing.
+func notFound(what, region string) error {
+	return fmt.Errorf("aws: %s not found in %s: %w", what, region, cloud.ErrNotFound)
+}
+
+// patchOne reads the resource at k afresh (read) and applies patch to it as
+// the patchable that build makes of it says. A missing resource fails with
+// cloud.ErrNotFound; after any failure the resource's cached read (in
+// cache) is dropped.
+func patchOne[T any](p *Provider, k regionalID, what string, cache *map[regionalID]cachedAt[T], patch tags.Patch,
+	read func() (map[regionalID]T, error), build func(T) patchable,
+) (cloud.Resource, error) {
+	forget := func() { cacheDrop(&p.nodes, cache, k) }
+	found, err := read()
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	v, ok := found[k]
+	if !ok {
+		forget()
+		return cloud.Resource{}, notFound(what, k.region)
+	}
+	r := build(v)
+	r.what, r.forget = what, forget
+	return r.apply(patch)
+}
+
 // patchInstance patches an EC2 instance's tags.
 func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tags.Patch) (cloud.Resource, error) {
 	k := regionalID{ref.region, ref.ec2ID}
-	found, err := p.describeInstances(ctx, ref.region, []string{ref.ec2ID})
-	if err != nil {
-		return cloud.Resource{}, err
+	read := func() (map[regionalID]*ec2Instance, error) {
+		return p.describeInstances(ctx, ref.region, []string{ref.ec2ID})
 	}
-	cur := found[k]
-	if cur == nil {
-		cacheDrop(&p.nodes, p.nodes.instances, k)
-		return cloud.Resource{}, fmt.Errorf("aws: EC2 instance %s not found in %s: %w", ref.ec2ID, ref.region, cloud.ErrNotFound)
-	}
-	set, del := tagOps(cur.tags, patch)
-	if len(set) == 0 && len(del) == 0 {
-		return cloud.Resource{ID: cur.arn, Tags: cur.tags.Clone()}, nil
-	}
-	next, err := applyOps("EC2 instance "+ref.ec2ID, cur.tags, set, del)
-	if err == nil {
-		err = p.writeEC2(ctx, ref.region, []string{ref.ec2ID}, set, del)[ref.ec2ID]
-	}
-	if err != nil {
-		cacheDrop(&p.nodes, p.nodes.instances, k)
-		return cloud.Resource{}, err
-	}
-	cachePut(&p.nodes, &p.nodes.instances, k, &ec2Instance{arn: cur.arn, group: cur.group, tags: next})
-	return cloud.Resource{ID: cur.arn, Tags: next.Clone()}, nil
+	return patchOne(p, k, "EC2 instance "+ref.ec2ID, &p.nodes.instances, patch, read, func(cur *ec2Instance) patchable {
+		return patchable{id: cur.arn, cur: cur.tags, write: func(set, del, next tags.Set) error {
+			if err := p.writeEC2(ctx, ref.region, []string{ref.ec2ID}, set, del)[ref.ec2ID]; err != nil {
+				return err
+			}
+			cachePut(&p.nodes, &p.nodes.instances, k, &ec2Instance{arn: cur.arn, group: cur.group, tags: next})
+			return nil
+		}}
+	})
 }
 
 // patchGroup patches an Auto Scaling group's tags and its instances'.
 func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patch) (cloud.Resource, error) {
 	k := regionalID{ref.region, ref.name}
-	found, err := p.describeGroups(ctx, ref.region, []string{ref.name})
-	if err != nil {
-		return cloud.Resource{}, err
-	}
-	cur := found[k]
-	if cur == nil {
-		cacheDrop(&p.nodes, p.nodes.groups, k)
-		return cloud.Resource{}, fmt.Errorf("aws: Auto Scaling group %q not found in %s: %w", ref.name, ref.region, cloud.ErrNotFound)
-	}
-	set, del := tagOps(cur.tags, patch)
-	if len(set) == 0 && len(del) == 0 {
-		return cloud.Resource{ID: cur.arn, Tags: cur.tags.Clone()}, nil
-	}
-	next, err := applyOps(fmt.Sprintf("Auto Scaling group %q", ref.name), cur.tags, set, del)
-	if err == nil {
-		err = p.writeGroupTags(ctx, ref, set, del)
-	}
-	if err != nil {
-		cacheDrop(&p.nodes, p.nodes.groups, k)
-		return cloud.Resource{}, err
-	}
-	cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: cur.arn, name: cur.name, tags: next, instances: cur.instances})
-	for _, id := range cur.instances {
-		cacheDrop(&p.nodes, p.nodes.instances, regionalID{ref.region, id})
-	}
-	if failed := p.writeEC2(ctx, ref.region, cur.instances, set, del); len(failed) > 0 {
-		cacheDrop(&p.nodes, p.nodes.groups, k)
-		return cloud.Resource{}, instancesFailed(ref, len(cur.instances), failed)
-	}
-	return cloud.Resource{ID: cur.arn, Tags: next.Clone()}, nil
+	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
+	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
+		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
+			if err := p.writeGroupTags(ctx, ref, set, del); err != nil {
+				return err
+			}
+			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances})
+			for _, id := range g.instances {
+				cacheDrop(&p.nodes, &p.nodes.instances, regionalID{ref.region, id})
+			}
+			if failed := p.writeEC2(ctx, ref.region, g.instances, set, del); len(failed) > 0 {
+				return instancesFailed(ref, len(g.instances), failed)
+			}
+			return nil
+		}}
+	})
 }
 
 // writeGroupTags sends Auto Scaling's DeleteTags for del, then its
