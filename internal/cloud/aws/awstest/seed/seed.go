@@ -1,11 +1,12 @@
-// Package seed creates what AWS node sync tests need on moto
-// (internal/testenv.StartMoto): Auto Scaling groups with their instances,
-// and reads their tags back. It takes an aws.Config (moto's, or a copy
+// Package seed creates what AWS node sync tests and benchmarks need on
+// moto (internal/testenv.StartMoto): Auto Scaling groups with their
+// instances, instances in no group, and reads their tags back. It takes an aws.Config (moto's, or a copy
 // with an HTTP client of the test's own) and does not depend on tagsync's
 // provider, so the provider's own tests use it too.
 package seed
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -30,29 +31,65 @@ func ProviderID(region, id string) string { return fmt.Sprintf("aws:///%sa/%s", 
 // IDs, sorted.
 func Group(tb testing.TB, cfg sdkaws.Config, region, name string, n int, t map[string]string) (string, []string) {
 	tb.Helper()
-	ctx := tb.Context()
+	arn, ids, err := CreateGroup(tb.Context(), cfg, region, name, n, t)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return arn, ids
+}
+
+// CreateGroup is Group for callers without a testing.TB (benchmarks).
+func CreateGroup(ctx context.Context, cfg sdkaws.Config, region, name string, n int, t map[string]string) (string, []string, error) {
 	lt := "lt-" + name
 	if _, err := ec2Client(cfg, region).CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: sdkaws.String(lt),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(AMI), InstanceType: ec2types.InstanceTypeT3Micro},
 	}); err != nil {
-		tb.Fatalf("CreateLaunchTemplate %s in %s: %v", lt, region, err)
+		return "", nil, fmt.Errorf("CreateLaunchTemplate %s in %s: %w", lt, region, err)
 	}
 	var tl []astypes.Tag
 	for k, v := range t {
 		tl = append(tl, astypes.Tag{ResourceId: sdkaws.String(name), ResourceType: sdkaws.String("auto-scaling-group"),
 			Key: sdkaws.String(k), Value: sdkaws.String(v), PropagateAtLaunch: sdkaws.Bool(true)})
 	}
-	if _, err := asClient(cfg, region).CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+	c := asClient(cfg, region)
+	if _, err := c.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
 		AutoScalingGroupName: sdkaws.String(name), MinSize: sdkaws.Int32(0), MaxSize: sdkaws.Int32(int32(n + 10)),
 		DesiredCapacity: sdkaws.Int32(int32(n)), AvailabilityZones: []string{region + "a"},
 		LaunchTemplate: &astypes.LaunchTemplateSpecification{LaunchTemplateName: sdkaws.String(lt), Version: sdkaws.String("$Latest")},
 		Tags:           tl,
 	}); err != nil {
-		tb.Fatalf("CreateAutoScalingGroup %s in %s: %v", name, region, err)
+		return "", nil, fmt.Errorf("CreateAutoScalingGroup %s in %s: %w", name, region, err)
 	}
-	g := Describe(tb, cfg, region, name)
-	return sdkaws.ToString(g.AutoScalingGroupARN), InstanceIDs(g)
+	out, err := c.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{name}})
+	if err != nil || len(out.AutoScalingGroups) != 1 {
+		return "", nil, fmt.Errorf("DescribeAutoScalingGroups %s: %d groups, %v", name, len(out.AutoScalingGroups), err)
+	}
+	g := out.AutoScalingGroups[0]
+	return sdkaws.ToString(g.AutoScalingGroupARN), InstanceIDs(g), nil
+}
+
+// CreateInstances starts n EC2 instances in region, in no group, tagged t,
+// and returns their IDs.
+func CreateInstances(ctx context.Context, cfg sdkaws.Config, region string, n int, t map[string]string) ([]string, error) {
+	in := &ec2.RunInstancesInput{ImageId: sdkaws.String(AMI), MinCount: sdkaws.Int32(int32(n)), MaxCount: sdkaws.Int32(int32(n)),
+		InstanceType: ec2types.InstanceTypeT3Micro}
+	if len(t) > 0 {
+		spec := ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeInstance}
+		for k, v := range t {
+			spec.Tags = append(spec.Tags, ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)})
+		}
+		in.TagSpecifications = []ec2types.TagSpecification{spec}
+	}
+	out, err := ec2Client(cfg, region).RunInstances(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("RunInstances in %s: %w", region, err)
+	}
+	ids := make([]string, len(out.Instances))
+	for i, inst := range out.Instances {
+		ids[i] = sdkaws.ToString(inst.InstanceId)
+	}
+	return ids, nil
 }
 
 // Resize sets the desired capacity of group name and returns its
