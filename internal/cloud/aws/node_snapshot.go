@@ -52,6 +52,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
 	refs := map[string]nodeRef{}
 	need := map[string][]string{} // instance IDs by region
+	seen := map[regionalID]bool{}
 	for _, n := range nodes {
 		ref, why := p.parseProviderID(n.ProviderID)
 		if why == "" && !inScopes(ref.region, opts.Scopes) {
@@ -62,7 +63,8 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			continue
 		}
 		refs[n.Name] = ref
-		if !slices.Contains(need[ref.region], ref.instanceID) {
+		if k := (regionalID{ref.region, ref.instanceID}); !seen[k] {
+			seen[k] = true
 			need[ref.region] = append(need[ref.region], ref.instanceID)
 		}
 	}
@@ -122,8 +124,10 @@ func (r *nodeReader) readInstances(ctx context.Context, region string, ids []str
 }
 
 // load puts into into the reads of keys in region that the cache holds
-// (unless fresh) and reads the others with read, per at a call; the keys
-// of a failed call are marked bad (badKey) with its error.
+// (unless fresh) and reads the others with read, per at a call, caching
+// what it read (a key read missing as the zero T: it stays missing until
+// the cache's TTL or a fresh read); the keys of a failed call are marked
+// bad (badKey) with its error.
 func load[T any](r *nodeReader, region string, keys []string, cache *map[regionalID]cachedAt[T], into map[regionalID]T, per int,
 	badKey func(string) regionalID, read func([]string) (map[regionalID]T, error),
 ) {
@@ -146,13 +150,17 @@ func load[T any](r *nodeReader, region string, keys []string, cache *map[regiona
 			r.fail(region, err, bad...)
 			continue
 		}
-		maps.Copy(into, found)
+		for _, key := range chunk {
+			k := regionalID{region, key}
+			into[k] = found[k] // the zero T when missing: cached too
+			cachePut(&r.p.nodes, cache, k, found[k])
+		}
 	}
 }
 
 // describeInstances reads instances of region by ID (the instance-id filter:
-// IDs that name no instance are left out, not an error) and caches them.
-// Terminated instances count as missing.
+// IDs that name no instance are left out, not an error). Terminated
+// instances count as missing.
 func (p *Provider) describeInstances(ctx context.Context, region string, ids []string) (map[regionalID]*ec2Instance, error) {
 	pages := ec2.NewDescribeInstancesPaginator(p.clientsFor(region).ec2, &ec2.DescribeInstancesInput{
 		Filters:    []ec2types.Filter{{Name: sdkaws.String("instance-id"), Values: ids}},
@@ -170,7 +178,6 @@ func (p *Provider) describeInstances(ctx context.Context, region string, ids []s
 					all := ec2Tags(in.Tags)
 					e := &ec2Instance{arn: instanceARN(region, sdkaws.ToString(res.OwnerId), id), group: all[TagAutoScalingGroup], tags: userTags(all)}
 					out[regionalID{region, id}] = e
-					cachePut(&p.nodes, &p.nodes.instances, regionalID{region, id}, e)
 				}
 			}
 		})
@@ -213,8 +220,8 @@ func (r *nodeReader) readGroups(ctx context.Context, region string, names []stri
 		func(chunk []string) (map[regionalID]*asGroup, error) { return r.p.describeGroups(ctx, region, chunk) })
 }
 
-// describeGroups reads Auto Scaling groups of region by name and caches
-// them; names that name no group are left out.
+// describeGroups reads Auto Scaling groups of region by name; names that
+// name no group are left out.
 func (p *Provider) describeGroups(ctx context.Context, region string, names []string) (map[regionalID]*asGroup, error) {
 	pages := autoscaling.NewDescribeAutoScalingGroupsPaginator(p.clientsFor(region).autoscaling, &autoscaling.DescribeAutoScalingGroupsInput{
 		AutoScalingGroupNames: names, MaxRecords: sdkaws.Int32(GroupsPerRead),
@@ -225,7 +232,6 @@ func (p *Provider) describeGroups(ctx context.Context, region string, names []st
 			for _, g := range page.AutoScalingGroups {
 				e := newGroup(g)
 				out[regionalID{region, e.name}] = e
-				cachePut(&p.nodes, &p.nodes.groups, regionalID{region, e.name}, e)
 			}
 		})
 	if err != nil {

@@ -88,8 +88,9 @@ func TestParseProviderID(t *testing.T) {
 // (Shared, the group's tags without aws: ones), an instance in no group
 // is its own resource with a Note, and Fargate, foreign, empty and missing
 // nodes are unmanaged; one DescribeInstances and one
-// DescribeAutoScalingGroups in all. Under Instance every node syncs with
-// its instance and no group is read.
+// DescribeAutoScalingGroups in all, and nothing more for the same read
+// within the cache's lifetime. Under Instance every node syncs with its
+// instance and no group is read.
 func TestSnapshotPlacements(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -125,6 +126,12 @@ func TestSnapshotPlacements(t *testing.T) {
 		if pl := snap.Placements[n]; pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, reason) {
 			t.Errorf("%s placed %+v, want unmanaged saying %q", n, pl, reason)
 		}
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
+	// Within the cache's lifetime the same read, the missing instance
+	// included, costs nothing.
+	if snap, err = e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{}); err != nil || snap.Placements["gone"].Managed || !snap.Placements["g0"].Managed {
+		t.Fatalf("cached Snapshot: %v, %+v", err, snap.Placements)
 	}
 	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
 

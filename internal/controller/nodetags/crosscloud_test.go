@@ -319,15 +319,18 @@ func conflictCase(policy v1alpha1.ConflictPolicy, label, tag string, conflict bo
 	}
 }
 
-// aggregate: a group's nodes proposing different values are a conflict and
-// nothing is written; once they agree, the value is written.
+// aggregate: a group's nodes proposing different values (labelled so
+// before the NodeTagSync exists, so no pass sees one without the other)
+// are a conflict and nothing is written; once they agree, the value is
+// written.
 func aggregate(o *onCloud) {
 	id, pids := o.cloud.group(o.harness, o.name, 2, map[string]string{"env": "prod"})
-	nodes := o.nodes(pids)
+	base := map[string]string{"env": "prod"}
+	nodes := []string{
+		o.node(0, pids[0], map[string]string{"env": "prod", "team": "a"}, base),
+		o.node(1, pids[1], map[string]string{"env": "prod", "team": "b"}, base),
+	}
 	o.sync(nil)
-	o.waitLabels(nodes, map[string]string{"env": "prod"})
-	setLabel(o.harness, nodes[0], o.label("team"), "a")
-	setLabel(o.harness, nodes[1], o.label("team"), "b")
 	o.waitStatus(o.name, "a conflict on team", func(nts *v1alpha1.NodeTagSync) string {
 		if len(nts.Status.Conflicts) != 1 || nts.Status.Conflicts[0].Tag != "team" {
 			return fmt.Sprintf("conflicts %+v", nts.Status.Conflicts)
