@@ -17,6 +17,8 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
+var _ cloud.NodeProvider = (*Provider)(nil)
+
 // ec2Instance is an EC2 instance as the node sync reads it.
 type ec2Instance struct {
 	arn   string

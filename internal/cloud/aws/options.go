@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -205,9 +206,7 @@ func (o Options) withDefaults() Options {
 	if r.WriteBurst <= 0 {
 		r.WriteBurst = DefaultWriteBurst
 	}
-	if o.CacheTTL == 0 {
-		o.CacheTTL = DefaultCacheTTL
-	}
+	o.CacheTTL = cmp.Or(o.CacheTTL, DefaultCacheTTL)
 	if o.maxIDsPerCall <= 0 {
 		o.maxIDsPerCall = MaxIDsPerCall
 	}

@@ -36,10 +36,7 @@ type Provider struct {
 	nodes   nodeCache           // the node sync's reads
 }
 
-var (
-	_ cloud.ClassifiedProvider = (*Provider)(nil)
-	_ cloud.NodeProvider       = (*Provider)(nil)
-)
+var _ cloud.ClassifiedProvider = (*Provider)(nil)
 
 // clients are the SDK clients of one region.
 type clients struct {

@@ -18,6 +18,9 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
+// aProvider is any cloud's provider the harness runs the controller on.
+type aProvider = cloud.Provider
+
 // testCloud is a cloud the cross-cloud suite runs the node sync on: it
 // creates the resources behind nodes and edits their tags out of band, as
 // someone in the cloud's console would.
@@ -58,7 +61,7 @@ func newMotoHarness(t *testing.T) (*harness, testCloud) {
 	kube := acquirePlane(t)
 	m := testenv.StartMoto(t)
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, audit: &testenv.SyncBuffer{},
-		provider: func() cloud.Provider { return awstest.Provider(t, m) }}
+		provider: func() aProvider { return awstest.Provider(t, m) }}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()

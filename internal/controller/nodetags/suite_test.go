@@ -24,7 +24,6 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/audit"
-	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
@@ -75,7 +74,7 @@ type harness struct {
 	audit *testenv.SyncBuffer
 	// provider, when set, builds the controller's provider instead of the
 	// Azure provider on armsim (the cross-cloud suite's AWS on moto).
-	provider func() cloud.Provider
+	provider func() aProvider
 }
 
 // countingRecorder passes events to the real recorder (and so to the API
@@ -136,7 +135,7 @@ func (h *harness) startController() {
 }
 
 // azureProvider builds the Azure provider on the test's armsim.
-func (h *harness) azureProvider() cloud.Provider {
+func (h *harness) azureProvider() aProvider {
 	h.t.Helper()
 	opts := append([]azure.Option{
 		azure.WithCredential(h.env.Credential),
@@ -163,7 +162,7 @@ func (h *harness) azureProvider() cloud.Provider {
 
 // startManager starts a controller manager running the nodetags controller
 // on provider.
-func (h *harness) startManager(provider cloud.Provider) {
+func (h *harness) startManager(provider aProvider) {
 	h.t.Helper()
 	// The controller starts as `tagsync run` starts it (the registry,
 	// through operator.Build), with the real event recorder wrapped to
