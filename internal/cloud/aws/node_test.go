@@ -315,3 +315,43 @@ func TestPatchRefused(t *testing.T) {
 		t.Errorf("calls = %v, want writes only for the two swaps (group: 1, instances: 1)", calls)
 	}
 }
+
+// TestPatchGroupInstancesFailed: when the group is written but tagging its
+// instances fails, the error says so with the instances' error kind, the
+// group keeps the written tags, and the next Snapshot reads the group
+// afresh instead of from the cache.
+func TestPatchGroupInstancesFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, WithRetryMaxAttempts(1), WithMaxIsolationCalls(-1))
+	cfg := e.seedConfig()
+	groupARN, ids := seed.Group(t, cfg, "us-east-1", "denied", 2, nil)
+	nodes := []cloud.Node{node("n0", "us-east-1", ids[0])}
+	if _, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.tr.setInject(func(_ *http.Request, op, _ string) *http.Response {
+		if op == "CreateTags" {
+			return ec2Error(http.StatusForbidden, codeUnauthorizedOperation, "You are not authorized to perform this operation.")
+		}
+		return nil
+	})
+	_, err := e.p.PatchTags(e.ctx, groupARN, tags.Patch{Set: tags.Set{"team": "blue"}})
+	if !errors.Is(err, cloud.ErrForbidden) || !strings.Contains(err.Error(), "was tagged, but 2 of its 2 instances") {
+		t.Fatalf("PatchTags = %v, want the group tagged and its 2 instances forbidden", err)
+	}
+	if got := seed.GroupTags(t, cfg, "us-east-1", "denied"); got["team"].Value != "blue" {
+		t.Fatalf("group tags = %v, want team=blue written", got)
+	}
+	e.tr.setInject(nil)
+	before := e.p.Calls()["autoscaling:DescribeAutoScalingGroups"]
+	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.p.Calls()["autoscaling:DescribeAutoScalingGroups"]; got != before+1 {
+		t.Fatalf("DescribeAutoScalingGroups %d -> %d after the failed patch, want one fresh read", before, got)
+	}
+	if res := snap.Resources[cloud.CanonicalID(groupARN)]; res.Tags["team"] != "blue" {
+		t.Fatalf("group read after the failed patch: %+v", res)
+	}
+}
