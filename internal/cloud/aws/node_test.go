@@ -355,3 +355,27 @@ func TestPatchGroupInstancesFailed(t *testing.T) {
 		t.Fatalf("group read after the failed patch: %+v", res)
 	}
 }
+
+// TestParseGroupARN: a group ARN gives its region and name (names may hold
+// ":" and "/"); other ARNs and IDs are not groups; a malformed group ARN is
+// an error.
+func TestParseGroupARN(t *testing.T) {
+	t.Parallel()
+	const uuid = "0b5a3d44-8c3e-4e0a-9d8e-1f2a3b4c5d6e"
+	for in, want := range map[string]groupRef{
+		"arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:" + uuid + ":autoScalingGroupName/pool-a": {region: "us-east-1", name: "pool-a"},
+		"arn:aws-cn:autoscaling:cn-north-1:1:autoScalingGroup:" + uuid + ":autoScalingGroupName/eks/ng:1":      {region: "cn-north-1", name: "eks/ng:1"},
+	} {
+		if got, ok, err := parseGroupARN(in); got != want || !ok || err != nil {
+			t.Errorf("parseGroupARN(%s) = %+v, %v, %v; want %+v", in, got, ok, err, want)
+		}
+	}
+	for _, in := range []string{"i-0abc", "arn:aws:ec2:us-east-1:1:instance/i-0abc"} {
+		if _, ok, err := parseGroupARN(in); ok || err != nil {
+			t.Errorf("parseGroupARN(%s) = %v, %v; want not a group", in, ok, err)
+		}
+	}
+	if _, ok, err := parseGroupARN("arn:aws:autoscaling:us-east-1:1:autoScalingGroup:" + uuid); !ok || err == nil {
+		t.Errorf("a group ARN without a name: ok %v, err %v; want an error", ok, err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 const groupNameMarker = ":autoScalingGroupName/"
 
 // groupRef is an Auto Scaling group named by its ARN.
-type groupRef struct{ id, region, name string }
+type groupRef struct{ region, name string }
 
 // parseGroupARN reads an Auto Scaling group's ARN,
 // arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>.
@@ -35,7 +35,7 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 		return groupRef{}, true, fmt.Errorf("aws: %s is not an Auto Scaling group ARN (want arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>%s<name>)",
 			id, groupNameMarker)
 	}
-	return groupRef{id: id, region: a.Region, name: name}, true, nil
+	return groupRef{region: a.Region, name: name}, true, nil
 }
 
 // PatchTags sets and deletes the named tags of one node resource, based on
