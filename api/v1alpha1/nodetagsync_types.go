@@ -37,24 +37,64 @@ type Target string
 
 const (
 	// TargetScaleSet syncs with the scale set a node belongs to (standalone
-	// and availability-set VMs use their own tags).
+	// and availability-set VMs use their own tags). On AWS the Auto Scaling
+	// group plays the scale set; instances in none (Karpenter's, standalone
+	// ones) use their own tags.
 	TargetScaleSet Target = "ScaleSet"
 	// TargetInstance syncs with the node's own VM where the cloud allows
 	// per-instance tags; Uniform scale-set instances fall back to the scale set.
+	// On AWS every node syncs with its own EC2 instance.
 	TargetInstance Target = "Instance"
 )
 
 // Provider names a cloud.
-// +kubebuilder:validation:Enum=azure
+// +kubebuilder:validation:Enum=azure;aws
 type Provider string
 
-// ProviderAzure is Azure Resource Manager.
-const ProviderAzure Provider = "azure"
+const (
+	// ProviderAzure is Azure Resource Manager: nodes sync with their VMs or
+	// scale sets.
+	ProviderAzure Provider = "azure"
+	// ProviderAWS is AWS: nodes sync with their EC2 instances or Auto
+	// Scaling groups.
+	ProviderAWS Provider = "aws"
+)
+
+// Default label prefixes, by provider (see NodeTagSyncSpec.LabelPrefix).
+const (
+	// AzureLabelPrefix is the label prefix of a NodeTagSync on Azure that
+	// names none.
+	AzureLabelPrefix = "azure.tags"
+	// AWSLabelPrefix is the label prefix of a NodeTagSync on AWS that names
+	// none.
+	AWSLabelPrefix = "aws.tags"
+)
+
+// DefaultLabelPrefix is the label prefix of a NodeTagSync on p that names
+// none: "aws.tags" on AWS, "azure.tags" on Azure and when p is empty (the
+// provider's default).
+func (p Provider) DefaultLabelPrefix() string {
+	if p == ProviderAWS {
+		return AWSLabelPrefix
+	}
+	return AzureLabelPrefix
+}
+
+// EffectiveLabelPrefix is the label prefix the spec syncs under:
+// LabelPrefix when set ("" included: label key = tag name), else its
+// provider's DefaultLabelPrefix.
+func (s NodeTagSyncSpec) EffectiveLabelPrefix() string {
+	if s.LabelPrefix != nil {
+		return *s.LabelPrefix
+	}
+	return s.Provider.DefaultLabelPrefix()
+}
 
 // NodeTagSyncSpec configures two-way sync between cloud tags and node labels.
 // +kubebuilder:validation:XValidation:rule="!(has(self.syncTaints) && self.syncTaints && self.direction == 'CloudToNode')",message="syncTaints exports taints as tags, so it needs direction TwoWay or NodeToCloud"
 type NodeTagSyncSpec struct {
-	// Provider is the cloud that owns the nodes' resources.
+	// Provider is the cloud that owns the nodes' resources: azure (VMs and
+	// scale sets) or aws (EC2 instances and Auto Scaling groups).
 	// +kubebuilder:default=azure
 	// +optional
 	Provider Provider `json:"provider,omitempty"`
@@ -67,8 +107,11 @@ type NodeTagSyncSpec struct {
 	// LabelPrefix is the label key prefix under which cloud tags appear on
 	// nodes: tag name=value becomes label <labelPrefix>/<name>=<value>. It must
 	// be a lower-case DNS subdomain outside kubernetes.io and k8s.io. An empty
-	// prefix is allowed: the label key is then the tag name itself.
-	// +kubebuilder:default="azure.tags"
+	// prefix is allowed: the label key is then the tag name itself. When
+	// omitted it depends on the provider: azure.tags on Azure, aws.tags on
+	// AWS (the controller resolves it; the API server stores no default, so
+	// Azure objects created before AWS support keep the azure.tags they were
+	// given, and new ones that omit it still sync under azure.tags).
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="labelPrefix must be empty or a lower-case DNS subdomain such as azure.tags"
 	// +kubebuilder:validation:XValidation:rule="!(self in ['kubernetes.io', 'k8s.io'] || self.endsWith('.kubernetes.io') || self.endsWith('.k8s.io'))",message="labelPrefix may not be under kubernetes.io or k8s.io: those label prefixes are reserved by Kubernetes"
@@ -81,14 +124,16 @@ type NodeTagSyncSpec struct {
 	// +optional
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
 
-	// Target is the resource whose tags are synced: the scale set, or the
-	// node's own VM instance.
+	// Target is the resource whose tags are synced: the scale set (on AWS
+	// the Auto Scaling group), or the node's own VM (EC2) instance.
 	// +kubebuilder:default=ScaleSet
 	// +optional
 	Target Target `json:"target,omitempty"`
 
-	// ResourceGroups limits the sync to nodes in these resource groups
-	// (compared case-insensitively). Empty means all.
+	// ResourceGroups limits the sync to nodes in these scopes. Empty means
+	// all. On Azure they are resource groups (compared
+	// case-insensitively); on AWS they are regions (such as us-east-1,
+	// compared exactly).
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=set
 	// +optional
@@ -129,7 +174,8 @@ type NodeTagSyncSpec struct {
 	SyncTaints bool `json:"syncTaints,omitempty"`
 }
 
-// ResourceGroupName is an Azure resource group name.
+// ResourceGroupName is an Azure resource group name or, on AWS, a region
+// name.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=90
 // +kubebuilder:validation:Pattern=`^[-\w\._\(\)]+$`
@@ -167,7 +213,8 @@ type NodeTagSyncStatus struct {
 	SyncedNodes int32 `json:"syncedNodes"`
 
 	// UnmanagedNodes counts selected nodes this NodeTagSync does not sync:
-	// on-prem, no ARM providerID, outside the resource-group filter, or synced
+	// on-prem, no providerID of the provider's cloud (or an AWS Fargate
+	// node), outside the resourceGroups filter, or synced
 	// by an older NodeTagSync that also selects them.
 	// +optional
 	UnmanagedNodes int32 `json:"unmanagedNodes"`

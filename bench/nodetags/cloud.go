@@ -195,6 +195,22 @@ type callStats struct {
 	Provider map[string]int `json:"providerByOperation,omitempty"`
 }
 
+// benchCloud is the cloud a scenario runs against, as its measurements
+// see it.
+type benchCloud interface {
+	// resetCalls starts counting the cloud's requests afresh.
+	resetCalls()
+	// stats are the requests since resetCalls, with provider, what the
+	// provider counted meanwhile.
+	stats(provider map[string]int) callStats
+}
+
+// resetCalls forgets armsim's request log.
+func (c *simCloud) resetCalls() { c.srv.ResetCalls() }
+
+// stats are armsim's requests, classified.
+func (c *simCloud) stats(provider map[string]int) callStats { return armStats(c.srv.Calls(), provider) }
+
 // armStats classifies armsim's call counts.
 func armStats(calls armsim.Calls, provider map[string]int) callStats {
 	t := benchkit.TallyARM(calls)

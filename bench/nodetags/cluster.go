@@ -36,8 +36,12 @@ import (
 // syncName is the NodeTagSync every scenario creates.
 const syncName = "bench"
 
-// labelPrefix is the default label prefix of a NodeTagSync.
-const labelPrefix = "azure.tags/"
+// labelPrefix is the default label prefix of a NodeTagSync (on Azure), and
+// awsLabelPrefix that of one on AWS.
+const (
+	labelPrefix    = "azure.tags/"
+	awsLabelPrefix = "aws.tags/"
+)
 
 // bench is the shared control plane and the harness's own clients. The
 // harness talks to the API server with its own, generous client budget; the
@@ -213,9 +217,14 @@ func changedVersions(before, after map[string]string) int {
 }
 
 // createSync creates the NodeTagSync with the default spec (two-way,
-// azure.tags prefix, 5 m resync) and returns when the API server has it.
-func (b *bench) createSync(ctx context.Context) error {
-	return b.c.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: syncName}})
+// azure.tags prefix, 5 m resync) changed by mutate (nil: none) and returns
+// when the API server has it.
+func (b *bench) createSync(ctx context.Context, mutate func(*v1alpha1.NodeTagSyncSpec)) error {
+	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: syncName}}
+	if mutate != nil {
+		mutate(&nts.Spec)
+	}
+	return b.c.Create(ctx, nts)
 }
 
 // requestSync bumps the sync-request annotation: a pass with fresh cloud reads.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -39,16 +39,28 @@ func (separate) Calls() map[string]int { return nil }
 // this process: leader election off, metrics off, the Kubernetes client
 // budget of `tagsync run` (QPS 100, burst 200).
 type inProcess struct {
-	provider *azure.Provider
+	provider countingProvider
 	cancel   context.CancelFunc
 	done     chan error
 }
 
+// countingProvider is a provider that counts its requests by operation.
+type countingProvider interface {
+	cloud.Provider
+	Calls() map[string]int
+}
+
+// startInProcess starts the controller in this process on armsim.
 func (b *bench) startInProcess(ctx context.Context, cloud *simCloud) (*inProcess, error) {
 	p, err := cloud.provider(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return b.startManager(ctx, p)
+}
+
+// startManager starts the controller in this process on provider p.
+func (b *bench) startManager(ctx context.Context, p countingProvider) (*inProcess, error) {
 	cfg := rest.CopyConfig(b.env.Config)
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "tagsync"

@@ -7,6 +7,9 @@
 //     group, 0 ARM writes, 0 Node writes
 //  3. a portal edit on a 500-node scale set reaches every label  ≤ 10 s
 //  4. controller RSS at 5000 nodes                               ≤ 150 MiB
+//  5. (scenario aws, opt-in) resync of an unchanged AWS cluster on moto:
+//     ≤ ceil(instances/1000) + ceil(groups/100) reads, 0 cloud writes,
+//     0 Node writes
 //
 // Everything is real except Azure: a kube-apiserver and etcd (internal/testenv),
 // armsim over HTTPS with ARM's throttling limits, the Azure provider with its
@@ -48,11 +51,12 @@ type options struct {
 	coldScaleSets, coldPerSet, coldVMs int
 	fanOutNodes                        int
 	memGroups, memSets, memPerSet      int
+	awsGroups, awsPerGroup, awsSolo    int
 }
 
 func parseFlags() options {
 	var o options
-	o.Register("nodetags", "cold,resync,fanout,memory", "comma-separated scenarios to run: cold, resync (needs cold), fanout, memory", 10*time.Minute)
+	o.Register("nodetags", "cold,resync,fanout,memory", "comma-separated scenarios to run: cold, resync (needs cold), fanout, memory, aws (moto)", 10*time.Minute)
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process scenarios (cold, resync, fanout) to this file")
 	flag.IntVar(&o.nodeImages, "node-images", 40, "container images listed in each Node's status (realistic Node size; 0 makes minimal Nodes)")
 	flag.BoolVar(&o.nodeStatus, "node-status", true, "give Nodes a kubelet-like status (conditions, capacity, node info, -node-images images); false: labels, annotations and spec only")
@@ -68,6 +72,9 @@ func parseFlags() options {
 	flag.IntVar(&o.memGroups, "memory-groups", 5, "memory: resource groups")
 	flag.IntVar(&o.memSets, "memory-scale-sets", 100, "memory: Uniform scale sets (spread over the groups)")
 	flag.IntVar(&o.memPerSet, "memory-nodes-per-set", 100, "memory: instances (Nodes) per scale set")
+	flag.IntVar(&o.awsGroups, "aws-groups", 10, "aws: Auto Scaling groups")
+	flag.IntVar(&o.awsPerGroup, "aws-nodes-per-group", 100, "aws: instances (Nodes) per Auto Scaling group")
+	flag.IntVar(&o.awsSolo, "aws-instances", 50, "aws: instances (Nodes) in no group")
 	flag.Parse()
 	return o
 }
@@ -113,5 +120,6 @@ func (b *bench) inProcess(ctx context.Context) error {
 			return err
 		}},
 		{Name: "fanout", Run: func(ctx context.Context) (err error) { res.FanOut, err = b.fanOut(ctx); return err }},
+		{Name: "aws", Run: func(ctx context.Context) (err error) { res.AWS, err = b.awsNodes(ctx); return err }},
 	}, func(string) {})
 }

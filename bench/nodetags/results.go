@@ -17,6 +17,7 @@ type Results struct {
 	Resync *ResyncResult `json:"resync,omitempty"`
 	FanOut *FanOutResult `json:"fanOut,omitempty"`
 	Memory *MemoryResult `json:"memory,omitempty"`
+	AWS    *AWSResult    `json:"aws,omitempty"`
 }
 
 // Phase is what one measured phase cost and how long it took.
@@ -144,6 +145,7 @@ func (o options) settings() map[string]any {
 		"controllerKubeClient": "QPS 100, burst 200 (tagsync run defaults)",
 		"azureProvider": fmt.Sprintf("defaults: cache TTL %s, reads %d/s burst %d, writes %d/s burst %d, %d retries, write method TagsAPI",
 			azure.DefaultCacheTTL, azure.DefaultReadsPerSecond, azure.DefaultReadBurst, azure.DefaultWritesPerSecond, azure.DefaultWriteBurst, azure.DefaultMaxRetries),
+		"aws":    fmt.Sprintf("%d groups x %d + %d instances on moto", o.awsGroups, o.awsPerGroup, o.awsSolo),
 		"armsim": "HTTPS, ARM throttling (reads 250 + 25/s, writes 200 + 10/s per subscription), synchronous writes, page size 100",
 	}
 }
@@ -182,6 +184,9 @@ func (b *bench) Goals() []benchkit.Goal {
 		}
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("4. controller memory, %d nodes", m.Nodes), Target: "<= 150 MiB", Measured: measured, Met: m.Met && m.PeakRSSMiB > 0})
 	}
+	if a := r.AWS; a != nil {
+		g = append(g, awsGoals(a)...)
+	}
 	return g
 }
 
@@ -209,6 +214,9 @@ func (b *bench) Report(w io.Writer) {
 			fmt.Fprintf(w, "Experiment %q (not the goal measurement):\n", x.Variant)
 			printMemory(w, x)
 		}
+	}
+	if a := r.AWS; a != nil {
+		printAWS(w, a)
 	}
 }
 

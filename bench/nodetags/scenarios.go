@@ -178,19 +178,19 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 
 // initialSync creates the NodeTagSync and measures until every node
 // carries its labels, then until the controller is quiet.
-func (b *bench) initialSync(ctx context.Context, what string, cloud *simCloud, ctl controller, expect map[string]map[string]string) (Phase, error) {
-	return b.phase(ctx, what, cloud, ctl, expect, time.Time{}, b.createSync)
+func (b *bench) initialSync(ctx context.Context, what string, cloud benchCloud, ctl controller, expect map[string]map[string]string) (Phase, error) {
+	return b.phase(ctx, what, cloud, ctl, expect, time.Time{}, func(ctx context.Context) error { return b.createSync(ctx, nil) })
 }
 
 // phase measures from trigger until every node carries its expected
 // labels, until the status shows a fresh pass finished after prev, and
 // until the controller is quiet; and what that cost.
-func (b *bench) phase(ctx context.Context, what string, cloud *simCloud, ctl controller, expect map[string]map[string]string,
+func (b *bench) phase(ctx context.Context, what string, cloud benchCloud, ctl controller, expect map[string]map[string]string,
 	prev time.Time, trigger func(context.Context) error) (Phase, error) {
 	var ph Phase
 	b.nodes.expectLabels(expect)
 	b.nodes.ResetWrites()
-	cloud.srv.ResetCalls()
+	cloud.resetCalls()
 	provBefore := ctl.Calls()
 	rec := recordPasses(ctl)
 	err := b.awaitPhase(ctx, what, prev, trigger, rec, &ph)
@@ -198,7 +198,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud *simCloud, ctl con
 	if err != nil {
 		return ph, err
 	}
-	ph.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.Calls()))
+	ph.Calls = cloud.stats(benchkit.DiffCalls(provBefore, ctl.Calls()))
 	ph.NodeWrites = b.nodes.writesSeen()
 	if nts, err := b.getSync(ctx); err == nil {
 		ph.Synced, ph.Errors, ph.Conflicts = int(nts.Status.SyncedNodes), int(nts.Status.ErrorCount), int(nts.Status.ConflictCount)
@@ -228,7 +228,7 @@ func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, tri
 
 // resyncOnce asks for a pass with fresh cloud reads on an unchanged cluster
 // and counts what it cost.
-func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller) (ResyncRun, error) {
+func (b *bench) resyncOnce(ctx context.Context, cloud benchCloud, ctl controller) (ResyncRun, error) {
 	var r ResyncRun
 	prev, err := b.lastFullSync(ctx)
 	if err != nil {
@@ -239,7 +239,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller)
 	if err != nil {
 		return r, err
 	}
-	cloud.srv.ResetCalls()
+	cloud.resetCalls()
 	provBefore := ctl.Calls()
 	b.nodes.ResetWrites()
 	p0, err := readPasses(ctl)
@@ -270,7 +270,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud *simCloud, ctl controller)
 	}
 	r.Passes = int(p1.count - p0.count)
 	r.PassSeconds = benchkit.Round3(p1.sum - p0.sum)
-	r.Calls = armStats(cloud.srv.Calls(), benchkit.DiffCalls(provBefore, ctl.Calls()))
+	r.Calls = cloud.stats(benchkit.DiffCalls(provBefore, ctl.Calls()))
 	r.NodeWrites = b.nodes.writesSeen()
 	r.NodesChanged = changedVersions(before, after)
 	return r, nil

@@ -10,7 +10,7 @@ import (
 )
 
 // tracker is the harness's watch of every Node's metadata (labels under
-// labelPrefix and resourceVersion): it sees when labels arrive and counts
+// labelPrefix or awsLabelPrefix, and resourceVersion): it sees when labels arrive and counts
 // Node writes (every update with a new resourceVersion is one).
 type tracker struct {
 	*benchkit.Watch
@@ -19,7 +19,9 @@ type tracker struct {
 
 // startTracker starts the harness's watch of the Nodes.
 func (b *bench) startTracker(ctx context.Context) (*tracker, error) {
-	w, err := benchkit.StartWatch(ctx, b.meta, benchkit.Nodes, "", func(label string) bool { return strings.HasPrefix(label, labelPrefix) })
+	w, err := benchkit.StartWatch(ctx, b.meta, benchkit.Nodes, "", func(label string) bool {
+		return strings.HasPrefix(label, labelPrefix) || strings.HasPrefix(label, awsLabelPrefix)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (f *cloudFlags) bindAzure(fs *pflag.FlagSet) {
 // bindAWS binds the AWS endpoint and credential flags.
 func (f *cloudFlags) bindAWS(fs *pflag.FlagSet) {
 	fs.StringVar(&f.aws.Region, "aws-region", "", "AWS region of AWSMetadata objects without regions; the AWS provider starts only when this or $AWS_REGION is set")
-	fs.StringVar(&f.aws.Endpoint, "aws-endpoint", "", "base URL of the EC2 and Resource Groups Tagging API endpoints (e.g. a moto_server for trials); default AWS's")
+	fs.StringVar(&f.aws.Endpoint, "aws-endpoint", "", "base URL of the EC2, Resource Groups Tagging API and Auto Scaling endpoints (e.g. a moto_server for trials); default AWS's")
 	fs.StringVar(&f.aws.Profile, "aws-profile", "", "profile of the shared AWS config files (default $AWS_PROFILE); credentials otherwise come from the default chain: IRSA, EKS Pod Identity, environment, instance metadata")
 	fs.StringVar((*string)(&f.aws.AccessKeyID), flagName(aws.FlagAccessKeyID), "", "static AWS access key ID (with --aws-secret-access-key-file); default: the AWS SDK's credential chain")
 	fs.StringVar(&f.awsSecretFile, flagName(aws.FlagSecretAccessKeyFile), "", "file holding the secret access key of --aws-access-key-id (e.g. a mounted Secret)")

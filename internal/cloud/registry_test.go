@@ -21,7 +21,7 @@ func TestProvidersGet(t *testing.T) {
 }
 
 // classifiedOnly is a provider that supports resources found by classifier
-// tags and not the node sync, as the AWS provider.
+// tags and not the node sync.
 type classifiedOnly struct{ cloud.ClassifiedProvider }
 
 // TestProvidersByJob: a provider is handed out for the jobs it supports, and

@@ -10,6 +10,11 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
 // TestShutdownLoggerDemotesOnlyShutdownErrors: "leader election lost" and
@@ -86,5 +91,27 @@ func TestValidateMetricsCertDir(t *testing.T) {
 	o.MetricsSecure = false
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--metrics-secure=false") {
 		t.Fatalf("error = %v, want one saying the directory needs HTTPS", err)
+	}
+}
+
+// TestProvidersGiveTheNodeSyncAWS: with an AWS region configured, the
+// providers the controllers get include AWS, and the node sync may use it
+// (the AWS provider is a cloud.NodeProvider). Building them sends no request.
+func TestProvidersGiveTheNodeSyncAWS(t *testing.T) {
+	o := Options{
+		AzureOptions: []azure.Option{azure.WithRegisterer(prometheus.NewRegistry())},
+		AWS:          aws.Config{Region: "eu-west-1", Endpoint: "http://127.0.0.1:1", AccessKeyID: "AKIDTEST", SecretAccessKey: "test"},
+		AWSOptions:   []aws.Option{aws.WithRegisterer(prometheus.NewRegistry())},
+	}
+	ps, err := o.providers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cloud.NewProviders(ps...).NodeProvider("aws")
+	if err != nil {
+		t.Fatalf("NodeProvider(aws): %v", err)
+	}
+	if p.Rules().CaseInsensitive {
+		t.Fatalf("the node sync on AWS got %v, with case-insensitive tag names", p)
 	}
 }

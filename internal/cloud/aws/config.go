@@ -48,11 +48,12 @@ type Secret = cloud.Secret
 // Printing a Config (String, %v, %+v, %#v, JSON) never shows a credential.
 type Config struct {
 	// Region is the region the provider works in when a call names none
-	// (Discover without scopes, EC2 resource IDs that are not ARNs);
+	// (Discover without scopes, EC2 resource IDs that are not ARNs, node
+	// providerIDs without a zone);
 	// default AWS_REGION, AWS_DEFAULT_REGION or the profile's region.
 	Region string `json:"region,omitempty"`
-	// Endpoint overrides the base URL of the EC2 and Resource Groups
-	// Tagging API endpoints of every region, e.g. a moto_server's
+	// Endpoint overrides the base URL of the EC2, Resource Groups Tagging
+	// API and Auto Scaling endpoints of every region, e.g. a moto_server's
 	// http://127.0.0.1:PORT in tests. Empty means AWS's regional endpoints.
 	// It does not redirect STS, which web identity calls while loading the
 	// configuration (AWS_ENDPOINT_URL_STS does).

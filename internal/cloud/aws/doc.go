@@ -1,12 +1,60 @@
-// Package aws is tagsync's AWS provider (cloud.ClassifiedProvider) on the
-// AWS SDK for Go v2. On AWS tagsync syncs the tags of EC2 resources that it
-// finds by classifier tags; it does not sync nodes with their instances (the
-// provider is no cloud.NodeProvider, so a NodeTagSync naming it is refused
-// as an invalid spec).
+// Package aws is tagsync's AWS provider (cloud.ClassifiedProvider and
+// cloud.NodeProvider) on the AWS SDK for Go v2. On AWS tagsync syncs the
+// tags of EC2 resources that it finds by classifier tags, and syncs nodes
+// (NodeTagSync, provider aws) with their EC2 instances or Auto Scaling
+// groups.
 //
-// Construct it with NewProvider(ctx, Config, ...Option). It keeps one EC2
-// client and one Resource Groups Tagging API client per region, created on
-// first use.
+// Construct it with NewProvider(ctx, Config, ...Option). It keeps one EC2,
+// one Resource Groups Tagging API and one Auto Scaling client per region,
+// created on first use.
+//
+// # Node sync
+//
+// A node's spec.providerID, aws:///<zone>/<instance-id>, names its EC2
+// instance and, through the zone, its region: an Availability Zone is its
+// region and a letter (us-east-1a), a Local Zone (us-west-2-lax-1a) or
+// Wavelength Zone (us-east-1-wl1-bos-wlz-1) its parent region and a suffix,
+// and the instance is an EC2 instance of that region. aws:////<instance-id>
+// (no zone) is in the provider's region. Nodes without a providerID, with
+// another cloud's, or of Fargate (a providerID containing "fargate":
+// Fargate pods' nodes carry no EC2 tags) are unmanaged, with a reason, and
+// cost no call.
+//
+// The Auto Scaling group plays Azure's scale set. An instance's group is
+// its tag aws:autoscaling:groupName. Under cloud.TargetScaleSet a node
+// syncs with its group (Placement.Shared: the group's nodes aggregate);
+// under cloud.TargetInstance with its own instance. An instance in no group
+// (Karpenter's, a standalone one) syncs with itself under both targets,
+// with a Placement.Note saying so under TargetScaleSet. Resource IDs are
+// ARNs: arn:aws:ec2:<region>:<account>:instance/<id> for instances, the
+// group's own ARN
+// (arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>)
+// for groups; cloud.CanonicalID lower-cases them without collisions, since
+// the group ARN's UUID tells apart names that differ only in case.
+//
+// Snapshot reads in bulk, per region: one DescribeInstances per
+// MaxIDsPerCall instances, by the instance-id filter (not InstanceIds, with
+// which one unknown ID fails the whole call; an unknown or terminated
+// instance is simply missing, and its node unmanaged), and, under
+// TargetScaleSet only, one DescribeAutoScalingGroups per GroupsPerRead
+// groups. So a pass over N instances in G groups costs
+// ceil(N/1000) + ceil(G/100) reads, or none while its reads are younger
+// than Options.CacheTTL (ReadOptions.Fresh bypasses the cache).
+// ReadOptions.Scopes are region names: nodes of other regions are
+// unmanaged. A failed read fails its region's nodes that needed it
+// (Snapshot.Failed, scope "region <name>"), no other. Resource tags never
+// include AWS's own aws: tags (tagsync can neither write nor delete them,
+// and they do not count against the limit of 50).
+//
+// PatchTags reads the resource afresh and writes only what changes. An
+// instance costs DescribeInstances, DeleteTags (conditional on the values
+// read) and CreateTags. A group costs DescribeAutoScalingGroups, Auto
+// Scaling's DeleteTags and CreateOrUpdateTags with PropagateAtLaunch (so
+// instances launched later carry the tags), then one EC2 DeleteTags and one
+// CreateTags for all its current instances. Patches naming aws: tags are
+// refused, and so are patches that would leave more than 50 tags
+// (cloud.ErrTooManyTags), before any call. Tag keys are case-sensitive:
+// "Env" and "env" are two tags.
 //
 // # Discovery
 //
@@ -122,6 +170,10 @@
 // writes:
 //
 //   - tag:GetResources (Discover)
-//   - ec2:CreateTags (WriteTags)
-//   - ec2:DeleteTags (WriteTags)
+//   - ec2:CreateTags (WriteTags, PatchTags)
+//   - ec2:DeleteTags (WriteTags, PatchTags)
+//   - ec2:DescribeInstances (Snapshot, PatchTags)
+//   - autoscaling:DescribeAutoScalingGroups (Snapshot, PatchTags)
+//   - autoscaling:CreateOrUpdateTags (PatchTags of a group)
+//   - autoscaling:DeleteTags (PatchTags of a group)
 package aws

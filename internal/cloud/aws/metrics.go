@@ -16,7 +16,9 @@ import (
 // providerName is the provider label of the metrics and Provider.Name.
 const providerName = "aws"
 
-// servicePrefixes map SDK service IDs to the prefixes of IAM actions.
+// servicePrefixes map SDK service IDs to the prefixes of IAM actions where
+// the ID lower-cased without spaces is not the prefix ("Auto Scaling" is
+// "autoscaling").
 var servicePrefixes = map[string]string{
 	"EC2":                         "ec2",
 	"Resource Groups Tagging API": "tag",

@@ -1,6 +1,9 @@
 package aws
 
 import (
+	"cmp"
+	"time"
+
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +25,12 @@ const (
 	// maxTagFilterValues is the most values one GetResources tag filter
 	// takes.
 	maxTagFilterValues = 20
+	// GroupsPerRead is the most Auto Scaling groups one
+	// DescribeAutoScalingGroups call names (its limit with MaxRecords 100).
+	GroupsPerRead = 100
+	// DefaultCacheTTL is how long the node sync's reads of instances and
+	// groups serve Snapshots that do not ask for fresh reads.
+	DefaultCacheTTL = 20 * time.Second
 	// discoverParallelism bounds the regions Discover searches at once.
 	discoverParallelism = 4
 	// DefaultReadsPerSecond and DefaultReadBurst are the client-side budget
@@ -115,6 +124,9 @@ type Options struct {
 	MaxIsolationCalls int
 	// RateLimit is the client-side budget per region (see RateLimit).
 	RateLimit RateLimit
+	// CacheTTL is how long Snapshot reuses its reads of an instance or
+	// group; 0 means DefaultCacheTTL, negative disables the cache.
+	CacheTTL time.Duration
 	// LoadOptions are passed to config.LoadDefaultConfig after the ones
 	// built from Config, so they win (e.g. a test's hermetic settings).
 	LoadOptions []func(*config.LoadOptions) error
@@ -158,6 +170,9 @@ func WithMaxIsolationCalls(n int) Option { return func(o *Options) { o.MaxIsolat
 // WithRateLimit sets the client-side request budget per region.
 func WithRateLimit(r RateLimit) Option { return func(o *Options) { o.RateLimit = r } }
 
+// WithCacheTTL sets how long Snapshot reuses its reads (negative: never).
+func WithCacheTTL(d time.Duration) Option { return func(o *Options) { o.CacheTTL = d } }
+
 // WithLoadOptions adds options for config.LoadDefaultConfig, applied after
 // those built from Config.
 func WithLoadOptions(opts ...func(*config.LoadOptions) error) Option {
@@ -191,6 +206,7 @@ func (o Options) withDefaults() Options {
 	if r.WriteBurst <= 0 {
 		r.WriteBurst = DefaultWriteBurst
 	}
+	o.CacheTTL = cmp.Or(o.CacheTTL, DefaultCacheTTL)
 	if o.maxIDsPerCall <= 0 {
 		o.maxIDsPerCall = MaxIDsPerCall
 	}

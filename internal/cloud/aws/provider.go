@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	"github.com/aws/smithy-go/middleware"
@@ -15,10 +16,10 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// Provider is the AWS implementation of cloud.ClassifiedProvider: it finds
-// EC2 resources by classifier tags and writes their tags. It does not
-// implement cloud.NodeProvider: tagsync does not sync AWS nodes with their
-// instances. It is safe for concurrent use.
+// Provider is the AWS implementation of cloud.ClassifiedProvider (it finds
+// EC2 resources by classifier tags and writes their tags) and of
+// cloud.NodeProvider (it syncs nodes with their EC2 instances or Auto
+// Scaling groups). It is safe for concurrent use.
 type Provider struct {
 	cfg     Config
 	opts    Options
@@ -29,14 +30,16 @@ type Provider struct {
 
 	mu      sync.Mutex
 	clients map[string]*clients // by region
+	nodes   nodeCache           // the node sync's reads
 }
 
 var _ cloud.ClassifiedProvider = (*Provider)(nil)
 
 // clients are the SDK clients of one region.
 type clients struct {
-	ec2     *ec2.Client
-	tagging *tagging.Client
+	ec2         *ec2.Client
+	tagging     *tagging.Client
+	autoscaling *autoscaling.Client
 }
 
 // NewProvider builds a Provider: it loads the AWS configuration with
@@ -116,6 +119,10 @@ func (p *Provider) clientsFor(region string) *clients {
 			o.Region = region
 			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(tagging.ServiceID, region)...)
 		}),
+		autoscaling: autoscaling.NewFromConfig(p.awsCfg, func(o *autoscaling.Options) {
+			o.Region = region
+			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(autoscaling.ServiceID, region)...)
+		}),
 	}
 	p.clients[region] = c
 	return c
@@ -129,5 +136,6 @@ func (p *Provider) Rules() tags.Rules { return tags.AWSRules }
 
 // Calls returns how many HTTP requests the provider sent, by operation
 // named as its IAM action ("ec2:CreateTags", "ec2:DeleteTags",
-// "tag:GetResources"), SDK retries included.
+// "tag:GetResources", "ec2:DescribeInstances",
+// "autoscaling:DescribeAutoScalingGroups", ...), SDK retries included.
 func (p *Provider) Calls() map[string]int { return p.metrics.Calls() }

@@ -60,11 +60,7 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 		selector:   labels.Everything(),
 		syncTaints: spec.SyncTaints,
 	}
-	prefix := tags.DefaultPrefix
-	if spec.LabelPrefix != nil {
-		prefix = *spec.LabelPrefix
-	}
-	cfg.codec = tags.Codec{Prefix: prefix, Rules: &rules}
+	cfg.codec = tags.Codec{Prefix: spec.EffectiveLabelPrefix(), Rules: &rules}
 	for _, p := range spec.IncludeTags {
 		cfg.filter.Include = append(cfg.filter.Include, string(p))
 	}

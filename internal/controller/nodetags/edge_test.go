@@ -361,6 +361,10 @@ func TestInvalidSpecsRefused(t *testing.T) {
 			s.SyncTaints, s.Direction = true, v1alpha1.DirectionCloudToNode
 		}, "syncTaints exports taints as tags"},
 		{"bad-rg", func(s *v1alpha1.NodeTagSyncSpec) { s.ResourceGroups = []v1alpha1.ResourceGroupName{"bad/rg"} }, "should match"},
+		{"unknown-provider", func(s *v1alpha1.NodeTagSyncSpec) { s.Provider = "gcp" }, "supported values"},
+		{"aws-reserved-prefix", func(s *v1alpha1.NodeTagSyncSpec) {
+			s.Provider, s.LabelPrefix = v1alpha1.ProviderAWS, ptrTo("k8s.io")
+		}, "reserved by Kubernetes"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
@@ -383,6 +387,19 @@ func TestInvalidSpecsRefused(t *testing.T) {
 	t.Cleanup(func() { cleanupObjects(t, h.c) })
 	if ok.Spec.Direction != v1alpha1.DirectionTwoWay || ok.Spec.ResyncInterval == nil || ok.Spec.ResyncInterval.Duration != 5*time.Minute {
 		t.Fatalf("defaults not applied: %+v", ok.Spec)
+	}
+	// On AWS, with scopes that are regions; an omitted labelPrefix stays
+	// omitted (the controller resolves it by provider: aws.tags).
+	onAWS := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "valid-aws"}, Spec: v1alpha1.NodeTagSyncSpec{
+		Provider: v1alpha1.ProviderAWS, ResourceGroups: []v1alpha1.ResourceGroupName{"us-east-1", "eu-west-1"}}}
+	if err := h.c.Create(h.ctx, onAWS); err != nil {
+		t.Fatalf("a NodeTagSync on AWS must be allowed: %v", err)
+	}
+	if onAWS.Spec.LabelPrefix != nil || onAWS.Spec.EffectiveLabelPrefix() != v1alpha1.AWSLabelPrefix || onAWS.Spec.Target != v1alpha1.TargetScaleSet {
+		t.Fatalf("spec on AWS after defaulting: %+v, prefix %q", onAWS.Spec, onAWS.Spec.EffectiveLabelPrefix())
+	}
+	if ok.Spec.EffectiveLabelPrefix() != "" {
+		t.Fatalf("an empty labelPrefix resolved to %q", ok.Spec.EffectiveLabelPrefix())
 	}
 }
 

@@ -30,7 +30,8 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonCloudReadFailed: the cloud could not be read.
 	ReasonCloudReadFailed = "CloudReadFailed"
-	// ReasonFallback: the target resource fell back (Instance → scale set).
+	// ReasonFallback: the target resource fell back (Azure: Instance → scale
+	// set; AWS: ScaleSet → an instance in no Auto Scaling group).
 	ReasonFallback = "TargetFallback"
 	// ReasonSpecWarning: the spec is valid but cannot do what it seems to
 	// ask (e.g. its tag filters exclude every tag).

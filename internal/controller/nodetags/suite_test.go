@@ -72,6 +72,9 @@ type harness struct {
 	emitted *countingRecorder
 	// audit receives the controller's audit records.
 	audit *testenv.SyncBuffer
+	// provider, when set, builds the controller's provider instead of the
+	// Azure provider on armsim (the cross-cloud suite's AWS on moto).
+	provider func() aProvider
 }
 
 // countingRecorder passes events to the real recorder (and so to the API
@@ -124,6 +127,16 @@ func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azu
 // startController starts a fresh manager and provider (as after a restart).
 func (h *harness) startController() {
 	h.t.Helper()
+	provider := h.azureProvider
+	if h.provider != nil {
+		provider = h.provider
+	}
+	h.startManager(provider())
+}
+
+// azureProvider builds the Azure provider on the test's armsim.
+func (h *harness) azureProvider() aProvider {
+	h.t.Helper()
 	opts := append([]azure.Option{
 		azure.WithCredential(h.env.Credential),
 		azure.WithRegisterer(prometheus.NewRegistry()),
@@ -144,6 +157,13 @@ func (h *harness) startController() {
 	if err != nil {
 		h.t.Fatalf("building the Azure provider: %v", err)
 	}
+	return provider
+}
+
+// startManager starts a controller manager running the nodetags controller
+// on provider.
+func (h *harness) startManager(provider aProvider) {
+	h.t.Helper()
 	// The controller starts as `tagsync run` starts it (the registry,
 	// through operator.Build), with the real event recorder wrapped to
 	// count what it emits.

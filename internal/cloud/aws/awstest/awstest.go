@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -32,19 +33,9 @@ func Provider(t testing.TB, moto *testenv.Moto) *aws.Provider {
 // their IDs.
 func RunInstances(t testing.TB, moto *testenv.Moto, n int, tags map[string]string) []string {
 	t.Helper()
-	var tl []ec2types.Tag
-	for k, v := range tags {
-		tl = append(tl, ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)})
-	}
-	out, err := ec2.NewFromConfig(moto.Config).RunInstances(t.Context(), &ec2.RunInstancesInput{ImageId: sdkaws.String("ami-12c6146b"),
-		MinCount: sdkaws.Int32(int32(n)), MaxCount: sdkaws.Int32(int32(n)), InstanceType: ec2types.InstanceTypeT3Micro,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tl}}})
+	ids, err := seed.CreateInstances(t.Context(), moto.Config, testenv.MotoRegion, n, tags)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ids := make([]string, len(out.Instances))
-	for i, in := range out.Instances {
-		ids[i] = *in.InstanceId
 	}
 	return ids
 }

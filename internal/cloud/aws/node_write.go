@@ -1,0 +1,283 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// groupNameMarker precedes the group's name in an Auto Scaling group ARN.
+const groupNameMarker = ":autoScalingGroupName/"
+
+// groupRef is an Auto Scaling group named by its ARN.
+type groupRef struct{ region, name string }
+
+// parseGroupARN reads an Auto Scaling group's ARN,
+// arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>:autoScalingGroupName/<name>.
+// ok is false for an ARN of another service, or no ARN.
+func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
+	a, perr := arn.Parse(id)
+	if perr != nil || a.Service != "autoscaling" {
+		return groupRef{}, false, nil
+	}
+	_, name, found := strings.Cut(a.Resource, groupNameMarker[1:])
+	if !found || name == "" || a.Region == "" {
+		return groupRef{}, true, fmt.Errorf("aws: %s is not an Auto Scaling group ARN (want arn:aws:autoscaling:<region>:<account>:autoScalingGroup:<uuid>%s<name>)",
+			id, groupNameMarker)
+	}
+	return groupRef{region: a.Region, name: name}, true, nil
+}
+
+// PatchTags sets and deletes the named tags of one node resource, based on
+// a fresh read, and returns its tags afterwards (without AWS's aws: tags).
+// id is what Snapshot placed nodes on: an EC2 instance ARN (or bare
+// instance ID in the provider's region), or an Auto Scaling group ARN.
+// Names match exactly (AWS tag keys are case-sensitive); a patch naming an
+// aws: tag, or one leaving more than 50 tags, is refused before any call
+// (the latter with cloud.ErrTooManyTags). Nothing is written when the patch
+// changes nothing.
+//
+// An instance costs one DescribeInstances, then a DeleteTags (each name
+// with the value read: EC2 deletes it only where it still has that value)
+// and a CreateTags. A group costs one DescribeAutoScalingGroups, then
+// Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch set,
+// so instances launched later carry the tags), then one EC2 DeleteTags and
+// one CreateTags for all the group's current instances (MaxIDsPerCall a
+// call; deletions conditional on the group's old value). When the group was
+// written but some instance was not, the error says so; the group's tags
+// are written either way. After a failure the cached reads of the resource
+// are dropped.
+func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
+	if err := checkReserved(id, patch); err != nil {
+		return cloud.Resource{}, err
+	}
+	g, isGroup, err := parseGroupARN(id)
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	if isGroup {
+		return p.patchGroup(ctx, g, patch)
+	}
+	ref, err := p.parseRef(id)
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	return p.patchInstance(ctx, ref, patch)
+}
+
+// checkReserved refuses a patch that names an aws: tag.
+func checkReserved(id string, patch tags.Patch) error {
+	for _, name := range append(patch.Set.Names(), patch.Delete...) {
+		if tags.AWSRules.IsReservedName(name) {
+			return fmt.Errorf("aws: patch of %s names tag %q: the aws: prefix is reserved for AWS, tagsync never writes or deletes such tags", id, name)
+		}
+	}
+	return nil
+}
+
+// tagOps splits a patch into the tags that change cur: set holds the names
+// whose value differs, del the deleted names cur has, with the value read.
+func tagOps(cur tags.Set, patch tags.Patch) (set, del tags.Set) {
+	set, del = tags.Set{}, tags.Set{}
+	for name, v := range patch.Set {
+		if old, ok := cur[name]; !ok || old != v {
+			set[name] = v
+		}
+	}
+	for _, name := range patch.Delete {
+		if _, alsoSet := patch.Set[name]; alsoSet {
+			continue
+		}
+		if v, ok := cur[name]; ok {
+			del[name] = v
+		}
+	}
+	return set, del
+}
+
+// applyOps returns cur with del removed and set added, refusing a result
+// over AWS's tag limit.
+func applyOps(what string, cur, set, del tags.Set) (tags.Set, error) {
+	next := cur.Clone()
+	for name := range del {
+		delete(next, name)
+	}
+	for name, v := range set {
+		next[name] = v
+	}
+	if limit := tags.AWSRules.MaxTags; len(next) > limit && len(next) > len(cur) {
+		return nil, fmt.Errorf("aws: setting %s on %s would leave %d tags; a resource may carry at most %d: %w",
+			strings.Join(set.Names(), ", "), what, len(next), limit, cloud.ErrTooManyTags)
+	}
+	return next, nil
+}
+
+// ec2TagList converts a Set to EC2 tags, sorted by name.
+func ec2TagList(s tags.Set) []ec2types.Tag {
+	out := make([]ec2types.Tag, 0, len(s))
+	for _, name := range s.Names() {
+		out = append(out, ec2types.Tag{Key: sdkaws.String(name), Value: sdkaws.String(s[name])})
+	}
+	return out
+}
+
+// writeEC2 deletes del (conditional on their values) and then sets set on
+// EC2 resources ids of region, batched and isolated as WriteTags does, and
+// returns the errors of the resources it failed on.
+func (p *Provider) writeEC2(ctx context.Context, region string, ids []string, set, del tags.Set) map[string]error {
+	failed := map[string]error{}
+	if len(del) > 0 {
+		p.batch(ctx, region, opDeleteTags, ec2TagList(del), ids, failed)
+	}
+	if len(set) > 0 {
+		rest := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return failed[id] != nil })
+		p.batch(ctx, region, opCreateTags, ec2TagList(set), rest, failed)
+	}
+	return failed
+}
+
+// patchable is one node resource PatchTags writes, once read afresh.
+type patchable struct {
+	what string   // the resource in words, for messages
+	id   string   // its ARN
+	cur  tags.Set // its tags, as read
+	// write sends the change (set, del) that leaves next, and caches next.
+	write func(set, del, next tags.Set) error
+	// forget drops the resource's cached reads.
+	forget func()
+}
+
+// apply writes what patch changes in r's tags and returns them afterwards.
+func (r patchable) apply(patch tags.Patch) (cloud.Resource, error) {
+	set, del := tagOps(r.cur, patch)
+	if len(set) == 0 && len(del) == 0 {
+		return cloud.Resource{ID: r.id, Tags: r.cur.Clone()}, nil
+	}
+	next, err := applyOps(r.what, r.cur, set, del)
+	if err == nil {
+		err = r.write(set, del, next)
+	}
+	if err != nil {
+		r.forget()
+		return cloud.Resource{}, err
+	}
+	return cloud.Resource{ID: r.id, Tags: next.Clone()}, nil
+}
+
+// notFound is the error of a resource PatchTags found missing.
+func notFound(what, region string) error {
+	return fmt.Errorf("aws: %s not found in %s: %w", what, region, cloud.ErrNotFound)
+}
+
+// patchOne reads the resource at k afresh (read) and applies patch to it as
+// the patchable that build makes of it says. A missing resource fails with
+// cloud.ErrNotFound; after any failure the resource's cached read (in
+// cache) is dropped.
+func patchOne[T any](p *Provider, k regionalID, what string, cache *map[regionalID]cachedAt[T], patch tags.Patch,
+	read func() (map[regionalID]T, error), build func(T) patchable,
+) (cloud.Resource, error) {
+	forget := func() { cacheDrop(&p.nodes, cache, k) }
+	found, err := read()
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	v, ok := found[k]
+	if !ok {
+		forget()
+		return cloud.Resource{}, notFound(what, k.region)
+	}
+	r := build(v)
+	r.what, r.forget = what, forget
+	return r.apply(patch)
+}
+
+// patchInstance patches an EC2 instance's tags.
+func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tags.Patch) (cloud.Resource, error) {
+	k := regionalID{ref.region, ref.ec2ID}
+	read := func() (map[regionalID]*ec2Instance, error) {
+		return p.describeInstances(ctx, ref.region, []string{ref.ec2ID})
+	}
+	return patchOne(p, k, "EC2 instance "+ref.ec2ID, &p.nodes.instances, patch, read, func(cur *ec2Instance) patchable {
+		return patchable{id: cur.arn, cur: cur.tags, write: func(set, del, next tags.Set) error {
+			if err := p.writeEC2(ctx, ref.region, []string{ref.ec2ID}, set, del)[ref.ec2ID]; err != nil {
+				return err
+			}
+			cachePut(&p.nodes, &p.nodes.instances, k, &ec2Instance{arn: cur.arn, group: cur.group, tags: next})
+			return nil
+		}}
+	})
+}
+
+// patchGroup patches an Auto Scaling group's tags and its instances'.
+func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patch) (cloud.Resource, error) {
+	k := regionalID{ref.region, ref.name}
+	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
+	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
+		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
+			if err := p.writeGroupTags(ctx, ref, set, del); err != nil {
+				return err
+			}
+			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances})
+			for _, id := range g.instances {
+				cacheDrop(&p.nodes, &p.nodes.instances, regionalID{ref.region, id})
+			}
+			if failed := p.writeEC2(ctx, ref.region, g.instances, set, del); len(failed) > 0 {
+				return instancesFailed(ref, len(g.instances), failed)
+			}
+			return nil
+		}}
+	})
+}
+
+// writeGroupTags sends Auto Scaling's DeleteTags for del, then its
+// CreateOrUpdateTags for set with PropagateAtLaunch.
+func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, set, del tags.Set) error {
+	c := p.clientsFor(ref.region).autoscaling
+	tagList := func(s tags.Set) []astypes.Tag {
+		out := make([]astypes.Tag, 0, len(s))
+		for _, name := range s.Names() {
+			out = append(out, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
+				Key: sdkaws.String(name), Value: sdkaws.String(s[name]), PropagateAtLaunch: sdkaws.Bool(true)})
+		}
+		return out
+	}
+	if len(del) > 0 {
+		if _, err := c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: tagList(del)}); err != nil {
+			return p.wrap(ref.region, fmt.Sprintf("aws: DeleteTags %s on Auto Scaling group %q in %s",
+				strings.Join(del.Names(), ", "), ref.name, ref.region), err)
+		}
+	}
+	if len(set) > 0 {
+		if _, err := c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: tagList(set)}); err != nil {
+			msg := fmt.Sprintf("aws: CreateOrUpdateTags %s on Auto Scaling group %q in %s", strings.Join(set.Names(), ", "), ref.name, ref.region)
+			if len(del) > 0 {
+				msg += " (the patch's deletions were applied)"
+			}
+			return p.wrap(ref.region, msg, err)
+		}
+	}
+	return nil
+}
+
+// instancesFailed is the error of a group written whose instances were not
+// all tagged: it names how many failed and carries the first one's error
+// (and so its cloud kind).
+func instancesFailed(ref groupRef, total int, failed map[string]error) error {
+	ids := make([]string, 0, len(failed))
+	for id := range failed {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return fmt.Errorf("aws: Auto Scaling group %q in %s was tagged, but %d of its %d instances (%s, ...) were not: %w",
+		ref.name, ref.region, len(ids), total, ids[0], failed[ids[0]])
+}
