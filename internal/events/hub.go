@@ -28,9 +28,17 @@ type HubOptions struct {
 	// source is up (DefaultResyncInterval when 0); it never makes them poll
 	// more often than they are configured to.
 	ResyncInterval time.Duration
+	// HealthEvery is how often Start looks at the sources' health
+	// (DefaultHealthEvery when 0): when it changes, every subscriber runs
+	// one full pass, which picks up the new polling interval and any
+	// change a source missed while it was down.
+	HealthEvery time.Duration
 	// Clock tells the time (the real clock when nil).
 	Clock clock.PassiveClock
 }
+
+// DefaultHealthEvery is how often the hub looks at its sources' health.
+const DefaultHealthEvery = 10 * time.Second
 
 // Router is a subscriber of the Hub: a controller that turns changes into
 // passes of the objects they concern.
@@ -40,7 +48,8 @@ type Router interface {
 	// enqueues them). It must neither block nor call the Hub.
 	Route(c Change) []string
 	// Overflow arranges one full pass of every object: changes were
-	// dropped. It must neither block nor call the Hub.
+	// dropped, or the sources' health changed. It must neither block nor
+	// call the Hub.
 	Overflow()
 }
 
@@ -61,6 +70,7 @@ type Hub struct {
 	subs       []*Subscription
 	sources    []Source
 	seq        uint64 // counts routed changes
+	wasUp      bool   // the sources' health when last looked at
 }
 
 // delivery is one Publish waiting in the queue.
@@ -80,6 +90,9 @@ func NewHub(opts HubOptions) *Hub {
 	}
 	if opts.ResyncInterval <= 0 {
 		opts.ResyncInterval = DefaultResyncInterval
+	}
+	if opts.HealthEvery <= 0 {
+		opts.HealthEvery = DefaultHealthEvery
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -130,15 +143,36 @@ func (h *Hub) wake() {
 	}
 }
 
-// Start routes the queued changes until ctx ends.
+// Start routes the queued changes, and looks at the sources' health every
+// HealthEvery, until ctx ends.
 func (h *Hub) Start(ctx context.Context) error {
+	tick := time.NewTicker(h.opts.HealthEvery)
+	defer tick.Stop()
 	for {
 		h.Drain()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-h.signal:
+		case <-tick.C:
+			h.CheckHealth()
 		}
+	}
+}
+
+// CheckHealth looks at the sources' health (Start calls it every
+// HealthEvery; tests may too): when it changed since the last look, every
+// subscriber runs one full pass.
+func (h *Hub) CheckHealth() {
+	up := h.Health().Up
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if up == h.wasUp {
+		return
+	}
+	h.wasUp = up
+	for _, s := range h.subs {
+		s.router.Overflow()
 	}
 }
 

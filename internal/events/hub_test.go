@@ -195,6 +195,9 @@ func TestTheIntervalFallsBackWhileASourceIsDown(t *testing.T) {
 	if got, health := h.Interval(configured); got != time.Hour || !health.Up {
 		t.Fatalf("every source up: %s (up %v), want the resync interval", got, health.Up)
 	}
+	r := &routes{}
+	h.Subscribe(r)
+	h.CheckHealth()
 	if got, _ := h.Interval(2 * time.Hour); got != 2*time.Hour {
 		t.Fatalf("a configured interval longer than the resync: %s, want the configured one", got)
 	}
@@ -202,6 +205,14 @@ func TestTheIntervalFallsBackWhileASourceIsDown(t *testing.T) {
 	got, health := h.Interval(configured)
 	if got != configured || health.Up || !strings.Contains(health.Reason, "sqs: ReceiveMessage: access denied") {
 		t.Fatalf("a source down: %s, %+v; want the configured interval and the source named", got, health)
+	}
+	h.CheckHealth()
+	if r.overflows != 2 {
+		t.Fatalf("a source going down asked for %d full passes in all, want 2 (up, down)", r.overflows)
+	}
+	h.CheckHealth()
+	if r.overflows != 2 {
+		t.Fatal("unchanged health asked for another full pass")
 	}
 	var off *Hub
 	if got, health := off.Interval(configured); got != configured || health.Up {

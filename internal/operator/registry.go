@@ -20,6 +20,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // Controller is one controller `tagsync run` can start: what it is called
@@ -63,6 +64,9 @@ type Deps struct {
 	Audit *audit.Log
 	// InfraTags configure the OpenShift adapter.
 	InfraTags infratags.Options
+	// Events, when set, sends cloud changes to the node sync and metadata
+	// controllers (nil: they poll only).
+	Events *tagevents.Hub
 	// Recorder, when set, gives the event recorder of the named controller
 	// (tests wrap the real one to count what is emitted); nil lets each
 	// controller make its own.
@@ -89,6 +93,9 @@ func Controllers() []Controller {
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil)
+			if d.Events != nil {
+				r.UseEvents(d.Events)
+			}
 			return r, r.SetupWithManager(mgr)
 		},
 	}, {

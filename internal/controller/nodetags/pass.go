@@ -12,6 +12,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -28,11 +29,19 @@ type pass struct {
 	start time.Time
 	// nextSteady are the steady marks this pass found (see steady.go).
 	nextSteady map[string]string
+	// placed are the managed nodes this pass found, by canonical resource
+	// ID, for the change index (changes.go).
+	placed map[string][]string
+	// health is the event sources' health (nil: events off), reported in
+	// the status; changesPending makes a full pass read fresh because
+	// cloud changes are waiting for it.
+	health         *tagevents.Health
+	changesPending bool
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
 	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.Now(),
-		nextSteady: map[string]string{}}
+		nextSteady: map[string]string{}, placed: map[string][]string{}}
 }
 
 // run reads the nodes and the cloud, syncs every resource, writes Nodes and
@@ -50,7 +59,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	claimants := olderClaimants(syncs, nts)
 	items, claimed := withoutClaimed(nodes, claimants)
 	p.warnAboutSpec()
-	fresh := r.freshRead(nts, p.st, p.cfg.resync)
+	fresh := r.freshRead(nts, p.st, p.cfg.resync) || p.changesPending
 	snap, err := p.cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
 		Target: p.cfg.target, Fresh: fresh, Scopes: p.cfg.resourceGroups,
 	})
@@ -65,6 +74,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.reportReadFailures(snap.Failed)
 	p.syncAll(ctx, items, snap)
 	p.st.steady = p.nextSteady
+	r.changes.record(nts.Name, p.placed)
 	if len(claimants) == 0 {
 		p.reportUnselectedPending(ctx, syncs)
 	}
@@ -85,7 +95,9 @@ func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError
 	passDuration.WithLabelValues(nts.Name).Observe(p.r.Now().Sub(p.start).Seconds())
 	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
-	return p.r.writeStatus(ctx, nts, o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start), p.st)
+	st := o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start)
+	p.setEventsCondition(&st)
+	return p.r.writeStatus(ctx, nts, st, p.st)
 }
 
 // next schedules the next pass: after the cloud's Retry-After when it
@@ -160,11 +172,14 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 			p.out.unmanaged++
 			p.reportUnmanagedPending(node, pl.Reason)
 			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", pl.Reason)
-		case p.r.inFlight.Stale(node.Name, node.ResourceVersion):
-			p.out.synced++
-			p.out.inFlight++
 		default:
 			id := cloud.CanonicalID(pl.Resource)
+			p.placed[id] = append(p.placed[id], node.Name)
+			if p.r.inFlight.Stale(node.Name, node.ResourceVersion) {
+				p.out.synced++
+				p.out.inFlight++
+				continue
+			}
 			groups[id] = append(groups[id], placed{node: node, note: pl.Note})
 		}
 	}
