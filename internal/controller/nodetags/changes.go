@@ -68,13 +68,17 @@ type changeBook struct {
 	// changed are, per NodeTagSync, the resources changed since its last
 	// pass started.
 	changed map[string]map[string]bool
+	// fresh are the NodeTagSyncs whose next full pass must read the cloud
+	// fresh because changes were dropped (an overflow).
+	fresh map[string]bool
 	// epoch counts the events after which every NodeTagSync needs a full
 	// pass (Node events, overflows).
 	epoch uint64
 }
 
 func newChangeBook() *changeBook {
-	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{}, changed: map[string]map[string]bool{}}
+	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{},
+		changed: map[string]map[string]bool{}, fresh: map[string]bool{}}
 }
 
 // ownerKey is the index key of a changed resource: its canonical ID, a
@@ -107,14 +111,22 @@ func (b *changeBook) route(c tagevents.Change) []string {
 	return names
 }
 
-// fullForAll makes every NodeTagSync's next pass full, and returns the
-// names of those indexed.
-func (b *changeBook) fullForAll() []string {
+// nodeChanged makes every NodeTagSync's next pass full: a Node changed.
+func (b *changeBook) nodeChanged() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.epoch++
+}
+
+// overflow makes every NodeTagSync's next pass full and fresh: changes
+// were dropped. It returns the names of those indexed.
+func (b *changeBook) overflow() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.epoch++
 	var names []string
 	for name := range b.placed {
+		b.fresh[name] = true
 		names = append(names, name)
 	}
 	return names
@@ -127,17 +139,20 @@ func (b *changeBook) currentEpoch() uint64 {
 	return b.epoch
 }
 
-// take returns and forgets the resources changed for name.
-func (b *changeBook) take(name string) []string {
+// take returns and forgets the resources changed for name, and whether
+// its next full pass must read fresh.
+func (b *changeBook) take(name string) ([]string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ids := make([]string, 0, len(b.changed[name]))
 	for id := range b.changed[name] {
 		ids = append(ids, id)
 	}
+	fresh := b.fresh[name]
 	delete(b.changed, name)
+	delete(b.fresh, name)
 	slices.Sort(ids)
-	return ids
+	return ids, fresh
 }
 
 // record replaces name's placements in the index with a full pass's.
@@ -160,6 +175,7 @@ func (b *changeBook) forget(name string) {
 	defer b.mu.Unlock()
 	b.unindex(name)
 	delete(b.changed, name)
+	delete(b.fresh, name)
 }
 
 // unindex removes name from the index (the caller holds b.mu).
@@ -198,7 +214,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 // Overflow implements tagevents.Router: changes were dropped, so every
 // NodeTagSync runs one full pass.
 func (r *Reconciler) Overflow() {
-	r.wake.Add(requests(r.changes.fullForAll())...)
+	r.wake.Add(requests(r.changes.overflow())...)
 }
 
 // requests are the reconcile requests of NodeTagSyncs by name.

@@ -107,18 +107,19 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := r.newPass(&nts, cfg, st)
 	p.cfg.resync, p.health = r.interval(cfg.resync)
 	epoch := r.changes.currentEpoch()
-	if ids := r.changes.take(nts.Name); len(ids) > 0 {
-		if r.canTarget(&nts, st, p.cfg.resync, epoch) {
-			return p.runTargeted(ctx, ids)
-		}
-		p.changesPending = true
+	ids, fresh := r.changes.take(nts.Name)
+	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
+		return p.runTargeted(ctx, ids)
 	}
+	p.changesPending = fresh || len(ids) > 0
 	res, err := p.run(ctx)
-	if err == nil && p.out.errors == 0 {
-		r.mu.Lock()
-		st.fullEpoch, st.fullGeneration = epoch, nts.Generation
-		r.mu.Unlock()
+	if err != nil || !p.complete || p.out.errors > 0 {
+		r.changes.restore(nts.Name, ids, p.changesPending)
+		return res, err
 	}
+	r.mu.Lock()
+	st.fullEpoch, st.fullGeneration = epoch, nts.Generation
+	r.mu.Unlock()
 	return res, err
 }
 

@@ -37,6 +37,9 @@ type pass struct {
 	// cloud changes are waiting for it.
 	health         *tagevents.Health
 	changesPending bool
+	// complete is set when the pass read the cloud and synced every node
+	// it could.
+	complete bool
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
@@ -75,6 +78,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.syncAll(ctx, items, snap)
 	p.st.steady = p.nextSteady
 	r.changes.record(nts.Name, p.placed)
+	p.complete = len(snap.Failed) == 0
 	if len(claimants) == 0 {
 		p.reportUnselectedPending(ctx, syncs)
 	}

@@ -55,16 +55,16 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 	all := handler.EnqueueRequestsFromMapFunc(r.allSyncs)
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.changes.fullForAll()
+			r.changes.nodeChanged()
 			all.Create(ctx, e, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.changes.fullForAll()
+			r.changes.nodeChanged()
 			all.Update(ctx, e, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.inFlight.Forget(e.Object.GetName())
-			r.changes.fullForAll()
+			r.changes.nodeChanged()
 			all.Delete(ctx, e, q)
 		},
 		GenericFunc: all.Generic,

@@ -72,6 +72,8 @@ type harness struct {
 	emitted *countingRecorder
 	// audit receives the controller's audit records.
 	audit *testenv.SyncBuffer
+	// eventOpts are the controller's event options (none: polling only).
+	eventOpts operator.EventsOptions
 }
 
 // countingRecorder passes events to the real recorder (and so to the API
@@ -108,10 +110,18 @@ func newHarness(t *testing.T, opts ...azure.Option) *harness {
 // request the controller sends before it leaves.
 func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(h *harness) { h.hook = hook }, opts...)
+}
+
+// newHarnessWith is newHarness with configure applied to the harness
+// before the controller starts.
+func newHarnessWith(t *testing.T, configure func(*harness), opts ...azure.Option) *harness {
+	t.Helper()
 	env := armsimtest.Start(t)
 	kube := acquirePlane(t)
-	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
+	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts,
 		gates: azure.NewThrottleGates(), audit: &testenv.SyncBuffer{}}
+	configure(h)
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
@@ -157,6 +167,7 @@ func (h *harness) startController() {
 		Controllers: []string{nodetags.ControllerName},
 		Recorder:    func(string) events.EventRecorder { return h.emitted },
 		Audit:       audit.New(h.audit),
+		Events:      h.eventOpts,
 	})
 	if err != nil {
 		h.t.Fatal(err)

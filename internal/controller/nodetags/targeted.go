@@ -23,7 +23,7 @@ func (p *pass) runTargeted(ctx context.Context, ids []string) (reconcile.Result,
 	result := "ok"
 	if err != nil || p.out.errors > 0 {
 		result = "error"
-		p.r.changes.restore(p.nts.Name, ids)
+		p.r.changes.restore(p.nts.Name, ids, false)
 	}
 	targetedPassesTotal.WithLabelValues(p.nts.Name, result).Inc()
 	log.FromContext(ctx).V(1).Info("targeted sync pass done", "resources", len(ids), "synced", p.out.synced,
@@ -82,10 +82,14 @@ func onlyNodes(nodes []*cachedNode, names map[string]bool) []*cachedNode {
 	return out
 }
 
-// restore puts back the changes of a failed targeted pass for its retry.
-func (b *changeBook) restore(name string, ids []string) {
+// restore puts back the changes of a failed pass for its retry; fresh
+// makes that retry read fresh.
+func (b *changeBook) restore(name string, ids []string, fresh bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if fresh {
+		b.fresh[name] = true
+	}
 	if b.changed[name] == nil {
 		b.changed[name] = map[string]bool{}
 	}
