@@ -41,6 +41,16 @@ func newTestHub(capacity int) (*Hub, *routes, *Subscription) {
 	return h, r, h.Subscribe(r)
 }
 
+// routedChange is a hub that routed one change of /ss/a to sync-a, and
+// that change's delivery.
+func routedChange() (*Hub, *routes, *Subscription, *result) {
+	h, r, sub := newTestHub(10)
+	res := &result{}
+	h.Publish([]Change{change("1", "/ss/a")}, res.done)
+	h.Drain()
+	return h, r, sub, res
+}
+
 func TestADeliveryIsDoneWhenThePassesItTriggeredEnd(t *testing.T) {
 	h, _, sub := newTestHub(10)
 	var res result
@@ -60,7 +70,7 @@ func TestADeliveryIsDoneWhenThePassesItTriggeredEnd(t *testing.T) {
 
 func TestAPassThatStartedBeforeTheChangeDoesNotServeIt(t *testing.T) {
 	h, _, sub := newTestHub(10)
-	var res result
+	res := &result{}
 	early := sub.Started("sync-a")
 	h.Publish([]Change{change("1", "/ss/a")}, res.done)
 	h.Drain()
@@ -75,10 +85,7 @@ func TestAPassThatStartedBeforeTheChangeDoesNotServeIt(t *testing.T) {
 }
 
 func TestAFailedPassFailsTheDeliveryAndLetsItsRedeliveryIn(t *testing.T) {
-	h, r, sub := newTestHub(10)
-	var res result
-	h.Publish([]Change{change("1", "/ss/a")}, res.done)
-	h.Drain()
+	h, r, sub, res := routedChange()
 	sub.Started("sync-a")(errors.New("throttled"))
 	if res.calls != 1 || res.err == nil {
 		t.Fatalf("done called %d times with %v, want once with the pass's error", res.calls, res.err)
@@ -146,10 +153,7 @@ func TestOverflowDropsTheDeliveryAndAsksForOneFullPass(t *testing.T) {
 }
 
 func TestAForgottenObjectReleasesItsChanges(t *testing.T) {
-	h, _, sub := newTestHub(10)
-	var res result
-	h.Publish([]Change{change("1", "/ss/a")}, res.done)
-	h.Drain()
+	_, _, sub, res := routedChange()
 	sub.Forget("sync-a")
 	if res.calls != 1 || res.err != nil {
 		t.Fatalf("done %d (%v) after the object was deleted, want once with nil", res.calls, res.err)

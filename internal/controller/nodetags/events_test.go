@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,8 +22,7 @@ import (
 // publishes its changes to the hub itself.
 type testSource struct {
 	name   string
-	mu     sync.Mutex
-	health events.Health
+	health atomic.Pointer[events.Health]
 }
 
 func (s *testSource) Name() string { return s.name }
@@ -34,17 +32,9 @@ func (s *testSource) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *testSource) Health() events.Health {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.health
-}
+func (s *testSource) Health() events.Health { return *s.health.Load() }
 
-func (s *testSource) set(h events.Health) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.health = h
-}
+func (s *testSource) set(h events.Health) { s.health.Store(&h) }
 
 // eventsResync is the safety-net interval of the event tests' hubs.
 const eventsResync = 2 * time.Hour
@@ -55,7 +45,8 @@ const eventsResync = 2 * time.Hour
 // ones its changes cause.
 func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *testSource) {
 	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
-	src := &testSource{name: t.Name(), health: events.Health{Up: true}}
+	src := &testSource{name: t.Name()}
+	src.set(events.Health{Up: true})
 	h := newHarnessWith(t, func(h *harness) {
 		h.eventOpts = operator.EventsOptions{Hub: hub,
 			Sources: []operator.EventSource{func(events.Sink) (events.Source, error) { return src, nil }}}
@@ -133,20 +124,6 @@ func (h *harness) armReads() map[string]int {
 		if strings.HasSuffix(op, ".Get") || strings.HasSuffix(op, ".List") || strings.HasSuffix(op, "GetAtScope") {
 			out[op] = calls.Count(op)
 		}
-	}
-	return out
-}
-
-// nodeVersions are the resourceVersions of the Nodes named.
-func (h *harness) nodeVersions(names ...string) []string {
-	h.t.Helper()
-	out := make([]string, len(names))
-	for i, n := range names {
-		var node corev1.Node
-		if err := h.c.Get(h.ctx, clientKey(n), &node); err != nil {
-			h.t.Fatal(err)
-		}
-		out[i] = node.ResourceVersion
 	}
 	return out
 }

@@ -51,16 +51,11 @@ func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *sync
 // the status, and schedules the next pass.
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	r, nts := p.r, p.nts
-	nodes, err := r.nodes.list(ctx, p.cfg.selector)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	syncs, err := r.validSyncs(ctx)
+	sel, err := p.selectNodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	claimants := olderClaimants(syncs, nts)
-	items, claimed := withoutClaimed(nodes, claimants)
+	syncs, claimants, items, claimed := sel.syncs, sel.claimants, sel.items, sel.claimed
 	p.warnAboutSpec()
 	fresh := r.freshRead(nts, p.st, p.cfg.resync) || p.changesPending
 	snap, err := p.cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
@@ -87,6 +82,30 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	return p.next()
+}
+
+// selection is what a pass syncs: the nodes its selector picks that no
+// older NodeTagSync claims (items; claimed counts the others), with every
+// valid NodeTagSync and the older ones that claim nodes.
+type selection struct {
+	items            []*cachedNode
+	claimed          int
+	syncs, claimants []validSync
+}
+
+// selectNodes lists the nodes and NodeTagSyncs and picks the pass's nodes.
+func (p *pass) selectNodes(ctx context.Context) (selection, error) {
+	nodes, err := p.r.nodes.list(ctx, p.cfg.selector)
+	if err != nil {
+		return selection{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	syncs, err := p.r.validSyncs(ctx)
+	if err != nil {
+		return selection{}, err
+	}
+	sel := selection{syncs: syncs, claimants: olderClaimants(syncs, p.nts)}
+	sel.items, sel.claimed = withoutClaimed(nodes, sel.claimants)
+	return sel, nil
 }
 
 // finish closes the pass: forgets resolved problems (after a complete pass),

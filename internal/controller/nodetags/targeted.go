@@ -33,17 +33,11 @@ func (p *pass) runTargeted(ctx context.Context, ids []string) (reconcile.Result,
 
 // syncChanged reads the changed resources and syncs their nodes.
 func (p *pass) syncChanged(ctx context.Context, ids []string) (reconcile.Result, error) {
-	r, nts := p.r, p.nts
-	nodes, err := r.nodes.list(ctx, p.cfg.selector)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	syncs, err := r.validSyncs(ctx)
+	sel, err := p.selectNodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	items, _ := withoutClaimed(nodes, olderClaimants(syncs, nts))
-	items = onlyNodes(items, r.changes.nodesOn(nts.Name, ids))
+	items := onlyNodes(sel.items, p.r.changes.nodesOn(p.nts.Name, ids))
 	if len(items) == 0 {
 		return p.next()
 	}
