@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -15,6 +16,27 @@ type Classifier struct {
 	Name string
 	// Value is the tag value, matched exactly.
 	Value string
+}
+
+// Classifies reports whether a resource tagged t carries any of the
+// classifiers, names compared as nc says, values exactly.
+func Classifies(nc tags.NameCase, t tags.Set, classifiers []Classifier) bool {
+	for _, c := range classifiers {
+		if v, ok := t.Get(nc, c.Name); ok && v == c.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// TagReader is a cloud that reads one resource's tags by ID: after a change
+// event that does not carry the tags, one call tells whether the resource
+// now carries a classifier.
+type TagReader interface {
+	Provider
+	// ReadTags returns the resource's tags, fresh; an error for which
+	// errors.Is reports ErrNotFound when it is gone.
+	ReadTags(ctx context.Context, id string) (Resource, error)
 }
 
 // DiscoverOptions scope a Discover.

@@ -543,3 +543,31 @@ func TestTargetedSnapshotIsFreshAndUpdatesTheCache(t *testing.T) {
 		t.Fatalf("the cached read called ARM: %v", got)
 	}
 }
+
+// ReadTags reads one resource with one GET, whatever its type.
+func TestReadTags(t *testing.T) {
+	env := startArmsim(t)
+	ids := estate(env)
+	zone := env.resource("rg-aks", armsim.Resource{Type: "Microsoft.Network/dnszones", Name: "example.com", Tags: map[string]string{"team": "dns"}})
+	p := env.provider()
+	for id, want := range map[string]tags.Set{ids["pool1"]: {"env": "prod"}, zone: {"team": "dns"}} {
+		env.Server.ResetCalls()
+		res, err := p.ReadTags(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Tags.Equal(tags.CaseInsensitive, want) {
+			t.Errorf("%s: tags %v, want %v", id, res.Tags, want)
+		}
+		reads := 0
+		for _, n := range armCalls(env.Server, readOps...) {
+			reads += n
+		}
+		if reads != 1 {
+			t.Errorf("%s: %d ARM reads, want one GET", id, reads)
+		}
+	}
+	if _, err := p.ReadTags(t.Context(), strings.Replace(zone, "example.com", "gone.example", 1)); !errors.Is(err, cloud.ErrNotFound) {
+		t.Errorf("a resource that is gone: %v, want ErrNotFound", err)
+	}
+}

@@ -92,3 +92,19 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 	}
 	_ = g.Wait() // the goroutines record their errors
 }
+
+// ReadTags reads one resource's tags with one GET (a VM or scale set
+// through Compute, anything else through the Tags API), fresh; a VM or
+// scale set read also refreshes the cached listing of its group.
+func (p *Provider) ReadTags(ctx context.Context, id string) (cloud.Resource, error) {
+	ref, err := parseRef(id)
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	e, err := p.read(ctx, ref)
+	if err != nil {
+		return cloud.Resource{}, err
+	}
+	p.remember(ref, e)
+	return e.resource(), nil
+}
