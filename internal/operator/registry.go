@@ -107,6 +107,9 @@ func Controllers() []Controller {
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil)
+			if d.Events != nil {
+				r.UseEvents(d.Events)
+			}
 			return r, r.SetupWithManager(mgr)
 		},
 	}, {

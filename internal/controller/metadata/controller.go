@@ -45,9 +45,11 @@ type Reconciler struct {
 	once   sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
-	// wake enqueues CloudMetadata objects whose contests changed (nil
-	// until SetupWithManager).
-	wake chan event.GenericEvent
+	// wakeContests enqueues CloudMetadata objects whose contests changed
+	// (nil until SetupWithManager).
+	wakeContests chan event.GenericEvent
+	// changeEvents turns cloud changes into passes (changes.go).
+	changeEvents
 }
 
 // state is what the controller remembers about one CloudMetadata between
@@ -80,9 +82,18 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups=tagsync.io,resources=cloudmetadata/status;azuremetadata/status;awsmetadata/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs one pass for a CloudMetadata.
+// Reconcile runs one pass for a CloudMetadata; when it ends, the cloud
+// changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
+	finished := r.sub.Started(req.String())
+	res, err := r.reconcile(ctx, req)
+	finished(err)
+	return res, err
+}
+
+// reconcile is one pass.
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var cm v1alpha1.CloudMetadata
 	if err := r.Client.Get(ctx, req.NamespacedName, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -101,6 +112,7 @@ func (r *Reconciler) init() {
 			return &state{notes: n, held: map[string]*heldTags{}}
 		})
 		r.claims = newClaimBook()
+		r.index = newResourceIndex()
 	})
 }
 
@@ -108,6 +120,7 @@ func (r *Reconciler) init() {
 // passes its rivals again at once.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.states.Forget(key)
+	r.index.forget(key)
 	forgetMetrics(key)
 	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
 }

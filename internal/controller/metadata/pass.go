@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	"slices"
+
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // transientRetry is how soon a pass that hit transient write errors runs
@@ -28,10 +32,16 @@ type pass struct {
 	log     logr.Logger
 	// claimed are the objects whose claims this pass staked or kept.
 	claimed map[claimant]bool
+	// every is the polling interval (the events resync interval while the
+	// event sources are up), health their health (nil: events off).
+	every  time.Duration
+	health *tagevents.Health
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
-	return &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
+	p := &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
+	p.every, p.health = r.interval(cm.Spec.ControllerConfig.SyncInterval())
+	return p
 }
 
 // run resolves the references, syncs each target (unless a reference is
@@ -52,6 +62,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		outcomes = append(outcomes, p.syncTarget(ctx, t))
 	}
 	p.st.keepHeld(res.targets)
+	p.keepIndexed(res.targets)
 	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
@@ -85,6 +96,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 		return o
 	}
 	o.scopesFailed(disc.Failed)
+	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
 	held := p.st.heldFor(t)
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
 	plans := req.planYielding(disc.Resources, held.lookup, contested)
@@ -135,7 +147,7 @@ func seenIDs(resources []cloud.Classified) map[string]bool {
 // after transient failures, later after errors only a person can fix
 // (kit.Backoff), and never before a throttled scope reopens.
 func (p *pass) next(outcomes []*outcome) time.Duration {
-	every := p.cm.Spec.ControllerConfig.SyncInterval()
+	every := p.every
 	next := every
 	var throttled time.Duration
 	transient, permanent := false, false
@@ -156,6 +168,25 @@ func (p *pass) next(outcomes []*outcome) time.Duration {
 		return throttled
 	}
 	return next
+}
+
+// key names the pass's CloudMetadata.
+func (p *pass) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: p.cm.Namespace, Name: p.cm.Name}
+}
+
+// keepIndexed records the CloudMetadata's classifiers and clouds for the
+// change routing, and forgets the resources of targets it dropped.
+func (p *pass) keepIndexed(targets []*target) {
+	want := interest{classifiers: classifiers(p.cm)}
+	keys := make([]string, len(targets))
+	for i, t := range targets {
+		keys[i] = t.key()
+		if !slices.Contains(want.clouds, t.cloud) {
+			want.clouds = append(want.clouds, t.cloud)
+		}
+	}
+	p.r.index.keep(p.key(), keys, want)
 }
 
 // specKey identifies the generations a pass served.

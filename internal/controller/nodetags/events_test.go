@@ -1,10 +1,8 @@
 package nodetags_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,27 +12,10 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/events/eventstest"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
-
-// testSource is an event source whose health a test sets; the test
-// publishes its changes to the hub itself.
-type testSource struct {
-	name   string
-	health atomic.Pointer[events.Health]
-}
-
-func (s *testSource) Name() string { return s.name }
-
-func (s *testSource) Start(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
-}
-
-func (s *testSource) Health() events.Health { return *s.health.Load() }
-
-func (s *testSource) set(h events.Health) { s.health.Store(&h) }
 
 // eventsResync is the safety-net interval of the event tests' hubs.
 const eventsResync = 2 * time.Hour
@@ -43,10 +24,9 @@ const eventsResync = 2 * time.Hour
 // (capacity changes at most), with one source that is up. The provider
 // keeps its listings for an hour, so the ARM reads a test counts are the
 // ones its changes cause.
-func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *testSource) {
+func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *eventstest.Source) {
 	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
-	src := &testSource{name: t.Name()}
-	src.set(events.Health{Up: true})
+	src := eventstest.NewSource(t.Name())
 	h := newHarnessWith(t, func(h *harness) {
 		h.eventOpts = operator.EventsOptions{Hub: hub,
 			Sources: []operator.EventSource{func(events.Sink) (events.Source, error) { return src, nil }}}
@@ -91,24 +71,8 @@ func (h *harness) settled(names ...string) {
 	}
 }
 
-// publish publishes one delivery of changes and waits until it is done.
-func (h *harness) publish(hub *events.Hub, changes ...events.Change) error {
-	h.t.Helper()
-	done := make(chan error, 1)
-	hub.Publish(changes, func(err error) { done <- err })
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(waitFor):
-		h.t.Fatalf("the delivery of %d changes was not done within %s", len(changes), waitFor)
-		return nil
-	}
-}
-
-// tagChange is the change Event Grid reports for a write of resource id.
-func tagChange(id, eventID string) events.Change {
-	return events.Change{Cloud: "azure", Resource: id, Kind: events.KindWrite, ID: eventID, Source: "test", Time: time.Now()}
-}
+// write is the change Event Grid reports for a write of resource id.
+func write(id, eventID string) events.Change { return eventstest.Write("azure", id, eventID, nil) }
 
 // passes counts the NodeTagSync's passes so far: full and targeted.
 func (h *harness) passes(name string) (full, targeted float64) {
@@ -141,7 +105,7 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.cloud.ResetCalls()
-	if err := h.publish(hub, tagChange(poolA, "change-1")); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, write(poolA, "change-1")); err != nil {
 		t.Fatal(err)
 	}
 	// The delivery is done when the targeted pass ended: the labels are there.
@@ -175,9 +139,9 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 	_, targetedA = h.passes("evt-own-a")
 	burst := make([]events.Change, 100)
 	for i := range burst {
-		burst[i] = tagChange(poolA, fmt.Sprintf("burst-%d", i))
+		burst[i] = write(poolA, fmt.Sprintf("burst-%d", i))
 	}
-	if err := h.publish(hub, burst...); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, burst...); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.labels("evt-own-a-1")["azure.tags/cost"]; got != "43" {
@@ -204,7 +168,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	h.settled("evt-quiet")
 	writes, versions := h.writes(), h.nodeVersions(nodes...)
 	_, targeted := h.passes("evt-quiet")
-	if err := h.publish(hub, tagChange(pool, "own-write")); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
 		t.Fatal(err)
 	}
 	if _, got := h.passes("evt-quiet"); got != targeted+1 {
@@ -218,7 +182,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	}
 
 	// A redelivery of that change is dropped: no pass.
-	if err := h.publish(hub, tagChange(pool, "own-write")); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
 		t.Fatal(err)
 	}
 	if _, got := h.passes("evt-quiet"); got != targeted+1 {
@@ -228,7 +192,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	// A change of a resource no NodeTagSync owns: done at once, no read.
 	h.cloud.ResetCalls()
 	other := strings.Replace(pool, "rg-evt-quiet", "rg-elsewhere", 1)
-	if err := h.publish(hub, tagChange(other, "unrelated")); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, write(other, "unrelated")); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armReads(); len(got) != 0 {
@@ -252,7 +216,7 @@ func TestAnOverflowRunsAFreshFullPass(t *testing.T) {
 	}
 	// Two changes do not fit in a queue of one: the delivery is dropped
 	// and done at once, and the NodeTagSync runs one full pass instead.
-	if err := h.publish(hub, tagChange(pool, "o-1"), tagChange(pool, "o-2")); err != nil {
+	if err := eventstest.Publish(t, hub, waitFor, write(pool, "o-1"), write(pool, "o-2")); err != nil {
 		t.Fatal(err)
 	}
 	h.waitLabel("evt-overflow-0", "azure.tags/cost", "7")
@@ -279,12 +243,12 @@ func TestWhileASourceIsDownTheObjectsPollAtTheirInterval(t *testing.T) {
 		}
 	}
 	h.waitStatus("evt-health", "events on", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))
-	src.set(events.Health{Reason: "the queue cannot be read: access denied"})
+	src.Set(events.Health{Reason: "the queue cannot be read: access denied"})
 	h.waitStatus("evt-health", "events degraded", eventsCondition(metav1.ConditionFalse, v1alpha1.ReasonEventSourceDown,
-		src.name+": the queue cannot be read: access denied", "polling every 5m0s"))
-	if got := testenv.Counter(t, "tagsync_events_source_up", map[string]string{"source": src.name}); got != 0 {
+		src.Name()+": the queue cannot be read: access denied", "polling every 5m0s"))
+	if got := testenv.Counter(t, "tagsync_events_source_up", map[string]string{"source": src.Name()}); got != 0 {
 		t.Errorf("tagsync_events_source_up = %v while the source is down", got)
 	}
-	src.set(events.Health{Up: true})
+	src.Set(events.Health{Up: true})
 	h.waitStatus("evt-health", "events on again", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))
 }
