@@ -71,6 +71,7 @@ type Hub struct {
 	sources    []Source
 	seq        uint64 // counts routed changes
 	wasUp      bool   // the sources' health when last looked at
+	looked     bool   // whether CheckHealth looked before
 }
 
 // delivery is one Publish waiting in the queue.
@@ -162,15 +163,17 @@ func (h *Hub) Start(ctx context.Context) error {
 
 // CheckHealth looks at the sources' health (Start calls it every
 // HealthEvery; tests may too): when it changed since the last look, every
-// subscriber runs one full pass.
+// subscriber runs one full pass. The first look only takes note: objects
+// start with a full pass anyway.
 func (h *Hub) CheckHealth() {
 	up := h.Health().Up
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if up == h.wasUp {
+	changed := h.looked && up != h.wasUp
+	h.wasUp, h.looked = up, true
+	if !changed {
 		return
 	}
-	h.wasUp = up
 	for _, s := range h.subs {
 		s.router.Overflow()
 	}

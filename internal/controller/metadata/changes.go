@@ -5,13 +5,11 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/controller/kit"
 	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -28,33 +26,13 @@ import (
 // nothing. The pass a change triggers is a full one (one discovery):
 // targeted reads are the node sync's so far.
 
-// changeEvents is what the Reconciler needs to take cloud changes: hub,
-// when set (UseEvents), sends them; sub is the controller's subscription,
-// index the resources and classifiers of every object, wake enqueues the
-// objects a change concerns, probes the unknown resources to read.
+// changeEvents is what the Reconciler needs to take cloud changes: the
+// hub subscription (UseEvents: events.Subscriber), the index of every
+// object's resources and classifiers, and the unknown resources to read.
 type changeEvents struct {
-	hub    *tagevents.Hub
-	sub    *tagevents.Subscription
+	tagevents.Subscriber
 	index  *resourceIndex
-	wake   kit.Wake
 	probes probeQueue
-}
-
-// UseEvents makes the controller subscribe to hub's changes, and poll at
-// the hub's interval while its sources are up. Call it before
-// SetupWithManager; without it the controller polls only.
-func (r *Reconciler) UseEvents(hub *tagevents.Hub) {
-	r.hub = hub
-}
-
-// interval is the polling interval of an object configured to sync every
-// configured, and the sources' health (nil: events off).
-func (e *changeEvents) interval(configured time.Duration) (time.Duration, *tagevents.Health) {
-	if e.hub == nil {
-		return configured, nil
-	}
-	every, health := e.hub.Interval(configured)
-	return every, &health
 }
 
 // resourceIndex is, per CloudMetadata, the resources each of its targets'
@@ -201,7 +179,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 	keys := make([]string, len(objects))
 	for i, o := range objects {
 		keys[i] = o.String()
-		r.wake.Add(reconcile.Request{NamespacedName: o})
+		r.Enqueue(reconcile.Request{NamespacedName: o})
 	}
 	return keys
 }
@@ -210,7 +188,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 // sources' health changed), so every object runs one pass.
 func (r *Reconciler) Overflow() {
 	r.states.Each(func(key types.NamespacedName, _ *state) {
-		r.wake.Add(reconcile.Request{NamespacedName: key})
+		r.Enqueue(reconcile.Request{NamespacedName: key})
 	})
 }
 
@@ -244,7 +222,7 @@ func (r *Reconciler) runProbes(ctx context.Context) error {
 // with the tags, so the objects whose classifiers it now carries run a
 // pass; the probe is done when they are.
 func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
-	finished := r.sub.Started(probeKey(c.Resource))
+	finished := r.PassStarted(probeKey(c.Resource))
 	p, _ := r.providers.Get(c.Cloud)
 	res, err := p.(cloud.TagReader).ReadTags(ctx, c.Resource)
 	switch {
@@ -254,7 +232,7 @@ func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 		finished(err)
 	default:
 		c.Tags, c.ID = res.Tags, "" // a new change: no redelivery of the one read
-		r.hub.Publish([]tagevents.Change{c}, finished)
+		r.Republish([]tagevents.Change{c}, finished)
 	}
 }
 

@@ -86,7 +86,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	finished := r.sub.Started(req.String())
+	finished := r.PassStarted(req.String())
 	res, err := r.reconcile(ctx, req)
 	finished(err)
 	return res, err

@@ -40,7 +40,7 @@ type pass struct {
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 	p := &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
-	p.every, p.health = r.interval(cm.Spec.ControllerConfig.SyncInterval())
+	p.every, p.health = r.Interval(cm.Spec.ControllerConfig.SyncInterval())
 	return p
 }
 

@@ -4,13 +4,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/controller/kit"
 	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
@@ -29,32 +27,11 @@ import (
 // the last full pass failed. A full pass with changes pending reads the
 // cloud fresh.
 
-// changeEvents is what the Reconciler needs to take cloud changes: hub, when set
-// (UseEvents), sends them; sub is the controller's subscription, changes
-// its index and pending changes, wake enqueues the NodeTagSyncs a change
-// concerns.
+// changeEvents is what the Reconciler needs to take cloud changes: the
+// hub subscription (UseEvents: events.Subscriber) and the change book.
 type changeEvents struct {
-	hub     *tagevents.Hub
-	sub     *tagevents.Subscription
+	tagevents.Subscriber
 	changes *changeBook
-	wake    kit.Wake
-}
-
-// interval is the polling interval of a NodeTagSync configured to resync
-// every configured, and the sources' health (nil: events off).
-func (e *changeEvents) interval(configured time.Duration) (time.Duration, *tagevents.Health) {
-	if e.hub == nil {
-		return configured, nil
-	}
-	every, health := e.hub.Interval(configured)
-	return every, &health
-}
-
-// UseEvents makes the controller subscribe to hub's changes, and poll at
-// the hub's interval while its sources are up. Call it before
-// SetupWithManager; without it the controller polls only.
-func (r *Reconciler) UseEvents(hub *tagevents.Hub) {
-	r.hub = hub
 }
 
 // changeBook is the controller's index and the changes pending per
@@ -207,14 +184,14 @@ func (b *changeBook) nodesOn(name string, ids []string) map[string]bool {
 // on its resource.
 func (r *Reconciler) Route(c tagevents.Change) []string {
 	names := r.changes.route(c)
-	r.wake.Add(requests(names)...)
+	r.Enqueue(requests(names)...)
 	return names
 }
 
 // Overflow implements tagevents.Router: changes were dropped, so every
 // NodeTagSync runs one full pass.
 func (r *Reconciler) Overflow() {
-	r.wake.Add(requests(r.changes.overflow())...)
+	r.Enqueue(requests(r.changes.overflow())...)
 }
 
 // requests are the reconcile requests of NodeTagSyncs by name.

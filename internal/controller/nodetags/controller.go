@@ -80,7 +80,7 @@ type syncState struct {
 // changes routed to the NodeTagSync before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	finished := r.sub.Started(req.Name)
+	finished := r.PassStarted(req.Name)
 	res, err := r.reconcile(ctx, req)
 	finished(err)
 	return res, err
@@ -105,7 +105,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err), st)
 	}
 	p := r.newPass(&nts, cfg, st)
-	p.cfg.resync, p.health = r.interval(cfg.resync)
+	p.cfg.resync, p.health = r.Interval(cfg.resync)
 	epoch := r.changes.currentEpoch()
 	ids, fresh := r.changes.take(nts.Name)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {

@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/events/eventstest"
-	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -28,8 +26,7 @@ func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *event
 	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
 	src := eventstest.NewSource(t.Name())
 	h := newHarnessWith(t, func(h *harness) {
-		h.eventOpts = operator.EventsOptions{Hub: hub,
-			Sources: []operator.EventSource{func(events.Sink) (events.Source, error) { return src, nil }}}
+		h.eventOpts = eventstest.Options(hub, src)
 	}, azure.WithCacheTTL(time.Hour))
 	return h, hub, src
 }
@@ -230,16 +227,7 @@ func TestWhileASourceIsDownTheObjectsPollAtTheirInterval(t *testing.T) {
 	h.pool("evt-health", 1, map[string]string{"env": "prod"})
 	eventsCondition := func(status metav1.ConditionStatus, reason string, message ...string) func(*v1alpha1.NodeTagSync) string {
 		return func(nts *v1alpha1.NodeTagSync) string {
-			c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionEvents)
-			if c == nil || c.Status != status || c.Reason != reason {
-				return fmt.Sprintf("Events condition %+v", c)
-			}
-			for _, m := range message {
-				if !strings.Contains(c.Message, m) {
-					return fmt.Sprintf("Events message %q lacks %q", c.Message, m)
-				}
-			}
-			return ""
+			return eventstest.CheckCondition(nts.Status.Conditions, status, reason, message...)
 		}
 	}
 	h.waitStatus("evt-health", "events on", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))

@@ -36,16 +36,14 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		return err
 	}
 	r.nodes = nodes
-	if r.hub != nil {
-		r.sub = r.hub.Subscribe(r)
-	}
+	r.Subscribe(r)
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(kit.Options(1)).
 		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanged())).
-		WatchesRawSource(r.wake.Source()).
+		WatchesRawSource(r.EnqueueSource()).
 		Complete(r)
 }
 
