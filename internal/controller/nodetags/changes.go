@@ -181,8 +181,12 @@ func (b *changeBook) nodesOn(name string, ids []string) map[string]bool {
 }
 
 // Route implements tagevents.Router: a change enqueues the NodeTagSyncs placed
-// on its resource.
+// on its resource; a change of its run state alone (its tags did not
+// change) does nothing.
 func (r *Reconciler) Route(c tagevents.Change) []string {
+	if c.Kind == tagevents.KindState {
+		return nil
+	}
 	names := r.changes.route(c)
 	r.Enqueue(requests(names)...)
 	return names
