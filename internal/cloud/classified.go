@@ -29,14 +29,15 @@ func Classifies(nc tags.NameCase, t tags.Set, classifiers []Classifier) bool {
 	return false
 }
 
-// TagReader is a cloud that reads one resource's tags by ID: after a change
-// event that does not carry the tags, one call tells whether the resource
-// now carries a classifier.
-type TagReader interface {
+// ClassifiedReader is a cloud that reads one resource by ID, as Discover
+// finds it: after a change event, one call per changed resource instead of
+// a discovery, and one call tells whether a resource the event names now
+// carries a classifier.
+type ClassifiedReader interface {
 	Provider
-	// ReadTags returns the resource's tags, fresh; an error for which
-	// errors.Is reports ErrNotFound when it is gone.
-	ReadTags(ctx context.Context, id string) (Resource, error)
+	// ReadClassified returns the resource with all its tags, fresh; an
+	// error for which errors.Is reports ErrNotFound when it is gone.
+	ReadClassified(ctx context.Context, id string) (Classified, error)
 }
 
 // DiscoverOptions scope a Discover.

@@ -544,20 +544,25 @@ func TestTargetedSnapshotIsFreshAndUpdatesTheCache(t *testing.T) {
 	}
 }
 
-// ReadTags reads one resource with one GET, whatever its type.
-func TestReadTags(t *testing.T) {
+// ReadClassified reads one resource with one GET, whatever its type, as
+// Discover finds it.
+func TestReadClassified(t *testing.T) {
 	env := startArmsim(t)
 	ids := estate(env)
 	zone := env.resource("rg-aks", armsim.Resource{Type: "Microsoft.Network/dnszones", Name: "example.com", Tags: map[string]string{"team": "dns"}})
 	p := env.provider()
-	for id, want := range map[string]tags.Set{ids["pool1"]: {"env": "prod"}, zone: {"team": "dns"}} {
+	for id, want := range map[string]cloud.Classified{
+		ids["pool1"]: {Type: "microsoft.compute/virtualmachinescalesets", Tags: tags.Set{"env": "prod"}},
+		zone:         {Type: "microsoft.network/dnszones", Tags: tags.Set{"team": "dns"}},
+	} {
 		env.Server.ResetCalls()
-		res, err := p.ReadTags(t.Context(), id)
+		res, err := p.ReadClassified(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.Tags.Equal(tags.CaseInsensitive, want) {
-			t.Errorf("%s: tags %v, want %v", id, res.Tags, want)
+		if !res.Tags.Equal(tags.CaseInsensitive, want.Tags) || res.Type != want.Type || res.Scope != env.SubscriptionID ||
+			res.Rules.MaxTags != RulesFor(want.Type).MaxTags {
+			t.Errorf("%s: %+v, want type %s, tags %v", id, res, want.Type, want.Tags)
 		}
 		reads := 0
 		for _, n := range armCalls(env.Server, readOps...) {
@@ -567,7 +572,7 @@ func TestReadTags(t *testing.T) {
 			t.Errorf("%s: %d ARM reads, want one GET", id, reads)
 		}
 	}
-	if _, err := p.ReadTags(t.Context(), strings.Replace(zone, "example.com", "gone.example", 1)); !errors.Is(err, cloud.ErrNotFound) {
+	if _, err := p.ReadClassified(t.Context(), strings.Replace(zone, "example.com", "gone.example", 1)); !errors.Is(err, cloud.ErrNotFound) {
 		t.Errorf("a resource that is gone: %v, want ErrNotFound", err)
 	}
 }

@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -93,18 +94,20 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 	_ = g.Wait() // the goroutines record their errors
 }
 
-// ReadTags reads one resource's tags with one GET (a VM or scale set
-// through Compute, anything else through the Tags API), fresh; a VM or
-// scale set read also refreshes the cached listing of its group.
-func (p *Provider) ReadTags(ctx context.Context, id string) (cloud.Resource, error) {
+// ReadClassified reads one resource with one GET (a VM or scale set
+// through Compute, anything else through the Tags API), fresh, as Discover
+// would have found it; a VM or scale set read also refreshes the cached
+// listing of its group.
+func (p *Provider) ReadClassified(ctx context.Context, id string) (cloud.Classified, error) {
 	ref, err := parseRef(id)
 	if err != nil {
-		return cloud.Resource{}, err
+		return cloud.Classified{}, err
 	}
 	e, err := p.read(ctx, ref)
 	if err != nil {
-		return cloud.Resource{}, err
+		return cloud.Classified{}, err
 	}
 	p.remember(ref, e)
-	return e.resource(), nil
+	typ := ref.typ
+	return cloud.Classified{ID: e.ID, Type: strings.ToLower(typ), Scope: ref.sub, Tags: e.resource().Tags, Rules: RulesFor(typ)}, nil
 }

@@ -21,7 +21,7 @@ import (
 // resource no object matched may mean it just gained a classifier tag: when
 // the change carries the resource's tags (AWS) they are compared with every
 // object's classifiers; when it does not (Azure), one read of the resource
-// (cloud.TagReader) gets them first. Changes of a resource's run state,
+// (cloud.ClassifiedReader) gets them first. Changes of a resource's run state,
 // deletions of unknown resources and resources of clouds no object uses do
 // nothing. The pass a change triggers is a full one (one discovery):
 // targeted reads are the node sync's so far.
@@ -200,7 +200,7 @@ func probeKey(resource string) string { return "probe " + cloud.CanonicalID(reso
 // key the hub waits on (none when there is nothing to read).
 func (r *Reconciler) probe(c tagevents.Change) []string {
 	p, err := r.providers.Get(c.Cloud)
-	if _, ok := p.(cloud.TagReader); err != nil || !ok || !r.index.applies(c.Cloud) {
+	if _, ok := p.(cloud.ClassifiedReader); err != nil || !ok || !r.index.applies(c.Cloud) {
 		return nil
 	}
 	r.probes.Push(c)
@@ -224,7 +224,7 @@ func (r *Reconciler) runProbes(ctx context.Context) error {
 func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 	finished := r.PassStarted(probeKey(c.Resource))
 	p, _ := r.providers.Get(c.Cloud)
-	res, err := p.(cloud.TagReader).ReadTags(ctx, c.Resource)
+	res, err := p.(cloud.ClassifiedReader).ReadClassified(ctx, c.Resource)
 	switch {
 	case errors.Is(err, cloud.ErrNotFound):
 		finished(nil)
