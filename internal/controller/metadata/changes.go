@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 
@@ -23,8 +24,9 @@ import (
 // object's classifiers; when it does not (Azure), one read of the resource
 // (cloud.ClassifiedReader) gets them first. Changes of a resource's run state,
 // deletions of unknown resources and resources of clouds no object uses do
-// nothing. The pass a change triggers is a full one (one discovery):
-// targeted reads are the node sync's so far.
+// nothing. The pass of an object whose matched resources changed reads
+// only those (targeted.go); a newly classified resource needs a full pass
+// (one discovery), which stakes the object's claim on it.
 
 // changeEvents is what the Reconciler needs to take cloud changes: the
 // hub subscription (UseEvents: events.Subscriber), the index of every
@@ -40,9 +42,12 @@ type changeEvents struct {
 // safe for concurrent use.
 type resourceIndex struct {
 	mu      sync.Mutex
-	matched map[types.NamespacedName]map[string]map[string]bool // object → target key → canonical IDs
-	owners  map[string]map[types.NamespacedName]int             // canonical ID → object → targets matching it
+	matched map[types.NamespacedName]map[string]map[string]string // object → target key → canonical ID → ID
+	owners  map[string]map[types.NamespacedName]int               // canonical ID → object → targets matching it
 	wants   map[types.NamespacedName]interest
+	// pending are, per object, the matched resources changes named since
+	// its last pass; flagged: its next pass must be full.
+	pending tagevents.Pending[types.NamespacedName]
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
@@ -53,7 +58,7 @@ type interest struct {
 }
 
 func newResourceIndex() *resourceIndex {
-	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]bool{},
+	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]string{},
 		owners: map[string]map[types.NamespacedName]int{}, wants: map[types.NamespacedName]interest{}}
 }
 
@@ -62,11 +67,12 @@ func newResourceIndex() *resourceIndex {
 func (x *resourceIndex) saw(cm types.NamespacedName, target string, found []cloud.Classified, complete bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := seenIDs(found)
+	ids := make(map[string]string, len(found))
 	if !complete {
-		for id := range x.matched[cm][target] {
-			ids[id] = true
-		}
+		maps.Copy(ids, x.matched[cm][target])
+	}
+	for _, r := range found {
+		ids[cloud.CanonicalID(r.ID)] = r.ID
 	}
 	x.setTarget(cm, target, ids)
 }
@@ -92,10 +98,11 @@ func (x *resourceIndex) forget(cm types.NamespacedName) {
 		x.setTarget(cm, target, nil)
 	}
 	delete(x.wants, cm)
+	x.pending.Forget(cm)
 }
 
 // setTarget replaces a target's resources (the caller holds x.mu).
-func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]bool) {
+func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]string) {
 	for id := range x.matched[cm][target] {
 		if x.owners[id][cm]--; x.owners[id][cm] <= 0 {
 			delete(x.owners[id], cm)
@@ -105,7 +112,7 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 		}
 	}
 	if x.matched[cm] == nil {
-		x.matched[cm] = map[string]map[string]bool{}
+		x.matched[cm] = map[string]map[string]string{}
 	}
 	if len(ids) == 0 {
 		delete(x.matched[cm], target)
@@ -123,13 +130,47 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 	}
 }
 
-// owning returns the objects whose last discovery matched resource.
+// owning returns the objects whose last discovery matched resource, and
+// remembers the change for them.
 func (x *resourceIndex) owning(resource string) []types.NamespacedName {
+	id := cloud.CanonicalID(resource)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []types.NamespacedName
-	for cm := range x.owners[cloud.CanonicalID(resource)] {
+	for cm := range x.owners[id] {
 		out = append(out, cm)
+		x.pending.Add(cm, id)
+	}
+	return out
+}
+
+// take returns and forgets the resources changed for cm, and whether its
+// next pass must be full.
+func (x *resourceIndex) take(cm types.NamespacedName) ([]string, bool) { return x.pending.Take(cm) }
+
+// restore puts back what take returned, for the retry of a pass that
+// could not run.
+func (x *resourceIndex) restore(cm types.NamespacedName, ids []string, full bool) {
+	x.pending.Restore(cm, ids, full)
+}
+
+// needFull makes the next pass of each object full.
+func (x *resourceIndex) needFull(cms ...types.NamespacedName) {
+	for _, cm := range cms {
+		x.pending.Flag(cm)
+	}
+}
+
+// matchedBy returns those of ids (canonical) that a target's last
+// discovery matched, as the cloud spells them.
+func (x *resourceIndex) matchedBy(cm types.NamespacedName, target string, ids []string) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if spelled, ok := x.matched[cm][target][id]; ok {
+			out = append(out, spelled)
+		}
 	}
 	return out
 }
@@ -188,6 +229,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 // sources' health changed), so every object runs one pass.
 func (r *Reconciler) Overflow() {
 	r.states.Each(func(key types.NamespacedName, _ *state) {
+		r.index.needFull(key)
 		r.Enqueue(reconcile.Request{NamespacedName: key})
 	})
 }

@@ -191,6 +191,7 @@ func (r *Reconciler) wakeUp(ctx context.Context, keys []types.NamespacedName) {
 	if r.wakeContests == nil {
 		return
 	}
+	r.index.needFull(keys...)
 	for _, k := range keys {
 		ev := event.GenericEvent{Object: &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
 		select {

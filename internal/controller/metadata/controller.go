@@ -62,6 +62,8 @@ type state struct {
 	held map[string]*heldTags
 	// backoff spaces passes that meet errors only a person can fix.
 	backoff kit.Backoff
+	// full is what the last full pass served (targeted.go).
+	full fullPass
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -103,7 +105,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.states.For(req.NamespacedName, cm.UID)
-	return r.newPass(&cm, st).run(ctx)
+	p := r.newPass(&cm, st)
+	p.changed, p.fullNeeded = r.index.take(req.NamespacedName)
+	return p.run(ctx)
 }
 
 func (r *Reconciler) init() {

@@ -65,13 +65,50 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "edit-1", nil)); err != nil {
 		t.Fatal(err)
 	}
-	// Done when evt-a's pass ended: the tag is back, after one discovery
-	// (evt-b's objects ran none).
+	// Done when evt-a's targeted pass ended: the tag is back, after one
+	// read of the resource and no discovery (evt-b ran no pass).
 	if got := h.tags(a[0])["env"]; got != "prod" {
 		t.Errorf("env=%q on %s after the change's pass, want prod", got, a[0])
 	}
-	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opGraph: 1}) {
-		t.Errorf("ARM reads for a change of a matched resource: %v, want one discovery", got)
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) {
+		t.Errorf("ARM reads for a change of a matched resource: %v, want one read", got)
+	}
+	if got := h.auditRecords(); len(got) == 0 || got[len(got)-1].Resource != a[0] {
+		t.Errorf("the targeted write was not audited last: %+v", got)
+	}
+
+	// A burst of changes of resources of evt-a: one pass, one read each.
+	for _, id := range a[:2] {
+		if err := h.az.Server.DeleteTags(id, "env"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.az.Server.ResetCalls()
+	var burst []events.Change
+	for i := range 50 {
+		for _, id := range a[:2] {
+			burst = append(burst, eventstest.Write("azure", id, fmt.Sprintf("burst-%d-%s", i, id), nil))
+		}
+	}
+	if err := eventstest.Publish(t, hub, waitFor, burst...); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 2}) {
+		t.Errorf("ARM reads for 100 changes of 2 resources: %v, want one read each", got)
+	}
+	for _, id := range a[:2] {
+		if got := h.tags(id)["env"]; got != "prod" {
+			t.Errorf("env=%q on %s after the burst's pass, want prod", got, id)
+		}
+	}
+
+	// The change tagsync's own write caused: one read, no write.
+	h.az.Server.ResetCalls()
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "own-write", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) || h.writes() != 0 {
+		t.Errorf("the change of tagsync's own write: reads %v, %d writes; want one read and no write", got, h.writes())
 	}
 
 	// A redelivery, a state change and a deletion of an unknown resource

@@ -36,6 +36,10 @@ type pass struct {
 	// event sources are up), health their health (nil: events off).
 	every  time.Duration
 	health *tagevents.Health
+	// changed are the resources cloud changes named since the last pass;
+	// fullNeeded says the pass must be full whatever they are.
+	changed    []string
+	fullNeeded bool
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
@@ -51,7 +55,14 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
 	res, err := p.r.resolve(ctx, p.cm)
 	if err != nil {
+		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
 		return reconcile.Result{}, err
+	}
+	if len(p.changed) > 0 && !p.fullNeeded && p.canTarget(res) {
+		result, err := p.runTargeted(ctx, res, p.changed)
+		if !errors.Is(err, errFullPass) {
+			return result, err
+		}
 	}
 	outcomes := make([]*outcome, 0, len(res.targets))
 	for _, t := range res.targets {
@@ -65,6 +76,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.keepIndexed(res.targets)
 	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
+	p.doneFull(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -160,7 +172,7 @@ func (p *pass) next(outcomes []*outcome) time.Duration {
 	case transient:
 		next = min(next, transientRetry)
 	case permanent:
-		next = p.st.backoff.Failed(specKey(p.cm, outcomes), every)
+		next = p.st.backoff.Failed(specKeyOf(p.cm, targetsOf(outcomes)), every)
 	default:
 		p.st.backoff.Reset()
 	}
@@ -187,15 +199,6 @@ func (p *pass) keepIndexed(targets []*target) {
 		}
 	}
 	p.r.index.keep(p.key(), keys, want)
-}
-
-// specKey identifies the generations a pass served.
-func specKey(cm *v1alpha1.CloudMetadata, outcomes []*outcome) string {
-	key := fmt.Sprintf("%d", cm.Generation)
-	for _, o := range outcomes {
-		key += fmt.Sprintf("/%s=%d", o.t.key(), o.t.obj.GetGeneration())
-	}
-	return key
 }
 
 // isPermanent reports write errors that a retry does not cure.

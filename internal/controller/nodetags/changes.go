@@ -42,20 +42,17 @@ type changeBook struct {
 	owners map[string]map[string]bool
 	// placed are, per NodeTagSync, its last full pass's nodes per resource.
 	placed map[string]map[string][]string
-	// changed are, per NodeTagSync, the resources changed since its last
-	// pass started.
-	changed map[string]map[string]bool
-	// fresh are the NodeTagSyncs whose next full pass must read the cloud
-	// fresh because changes were dropped (an overflow).
-	fresh map[string]bool
+	// pending are, per NodeTagSync, the resources changed since its last
+	// pass started; flagged: its next full pass must read the cloud fresh
+	// because changes were dropped (an overflow).
+	pending tagevents.Pending[string]
 	// epoch counts the events after which every NodeTagSync needs a full
 	// pass (Node events, overflows).
 	epoch uint64
 }
 
 func newChangeBook() *changeBook {
-	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{},
-		changed: map[string]map[string]bool{}, fresh: map[string]bool{}}
+	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{}}
 }
 
 // ownerKey is the index key of a changed resource: its canonical ID, a
@@ -78,10 +75,7 @@ func (b *changeBook) route(c tagevents.Change) []string {
 	defer b.mu.Unlock()
 	var names []string
 	for name := range b.owners[id] {
-		if b.changed[name] == nil {
-			b.changed[name] = map[string]bool{}
-		}
-		b.changed[name][id] = true
+		b.pending.Add(name, id)
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -103,7 +97,7 @@ func (b *changeBook) overflow() []string {
 	b.epoch++
 	var names []string
 	for name := range b.placed {
-		b.fresh[name] = true
+		b.pending.Flag(name)
 		names = append(names, name)
 	}
 	return names
@@ -118,18 +112,12 @@ func (b *changeBook) currentEpoch() uint64 {
 
 // take returns and forgets the resources changed for name, and whether
 // its next full pass must read fresh.
-func (b *changeBook) take(name string) ([]string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ids := make([]string, 0, len(b.changed[name]))
-	for id := range b.changed[name] {
-		ids = append(ids, id)
-	}
-	fresh := b.fresh[name]
-	delete(b.changed, name)
-	delete(b.fresh, name)
-	slices.Sort(ids)
-	return ids, fresh
+func (b *changeBook) take(name string) ([]string, bool) { return b.pending.Take(name) }
+
+// restore puts back the changes of a failed pass for its retry; fresh
+// makes that retry read fresh.
+func (b *changeBook) restore(name string, ids []string, fresh bool) {
+	b.pending.Restore(name, ids, fresh)
 }
 
 // record replaces name's placements in the index with a full pass's.
@@ -151,8 +139,7 @@ func (b *changeBook) forget(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unindex(name)
-	delete(b.changed, name)
-	delete(b.fresh, name)
+	b.pending.Forget(name)
 }
 
 // unindex removes name from the index (the caller holds b.mu).

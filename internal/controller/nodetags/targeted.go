@@ -76,22 +76,6 @@ func onlyNodes(nodes []*cachedNode, names map[string]bool) []*cachedNode {
 	return out
 }
 
-// restore puts back the changes of a failed pass for its retry; fresh
-// makes that retry read fresh.
-func (b *changeBook) restore(name string, ids []string, fresh bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if fresh {
-		b.fresh[name] = true
-	}
-	if b.changed[name] == nil {
-		b.changed[name] = map[string]bool{}
-	}
-	for _, id := range ids {
-		b.changed[name][id] = true
-	}
-}
-
 // setEventsCondition reports in st whether events drive the passes (the
 // Events condition), or removes it when events are off.
 func (p *pass) setEventsCondition(st *v1alpha1.NodeTagSyncStatus) {
