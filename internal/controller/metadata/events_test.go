@@ -62,9 +62,11 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.az.Server.ResetCalls()
+	start := time.Now()
 	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "edit-1", nil)); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("change to the end of its targeted pass: %s", time.Since(start))
 	// Done when evt-a's targeted pass ended: the tag is back, after one
 	// read of the resource and no discovery (evt-b ran no pass).
 	if got := h.tags(a[0])["env"]; got != "prod" {

@@ -102,9 +102,11 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.cloud.ResetCalls()
+	start := time.Now()
 	if err := eventstest.Publish(t, hub, waitFor, write(poolA, "change-1")); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("change to the end of its targeted pass: %s", time.Since(start))
 	// The delivery is done when the targeted pass ended: the labels are there.
 	for _, n := range []string{"evt-own-a-0", "evt-own-a-1"} {
 		if got := h.labels(n)["azure.tags/cost"]; got != "42" {
