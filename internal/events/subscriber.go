@@ -39,6 +39,16 @@ func (s *Subscriber) EventsOn() bool { return s.hub != nil }
 // the function to call with its error when it ends (Subscription.Started).
 func (s *Subscriber) PassStarted(key string) func(error) { return s.sub.Started(key) }
 
+// Serve runs pass, a pass of the object key, and tells the hub when it
+// started and how it ended: the changes routed to key before it started
+// are done with it.
+func (s *Subscriber) Serve(key string, pass func() (reconcile.Result, error)) (reconcile.Result, error) {
+	finished := s.sub.Started(key)
+	res, err := pass()
+	finished(err)
+	return res, err
+}
+
 // Enqueue asks for passes of the objects (from Router.Route: it never
 // blocks).
 func (s *Subscriber) Enqueue(reqs ...reconcile.Request) { s.wake.Add(reqs...) }

@@ -92,11 +92,7 @@ func Controllers() []Controller {
 		},
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil)
-			if d.Events != nil {
-				r.UseEvents(d.Events)
-			}
-			return r, r.SetupWithManager(mgr)
+			return setupWithEvents(mgr, d, nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil))
 		},
 	}, {
 		Name: metadata.ControllerName,
@@ -106,11 +102,7 @@ func Controllers() []Controller {
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil)
-			if d.Events != nil {
-				r.UseEvents(d.Events)
-			}
-			return r, r.SetupWithManager(mgr)
+			return setupWithEvents(mgr, d, metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil))
 		},
 	}, {
 		Name: infratags.ControllerName,
@@ -142,6 +134,21 @@ func Controllers() []Controller {
 			return r, r.SetupWithManager(mgr)
 		},
 	}}
+}
+
+// eventsReconciler is a controller that takes cloud changes from the hub.
+type eventsReconciler interface {
+	UseEvents(hub *tagevents.Hub)
+	SetupWithManager(mgr ctrl.Manager) error
+}
+
+// setupWithEvents gives r the hub's changes when events are on, and
+// registers it with mgr.
+func setupWithEvents(mgr ctrl.Manager, d Deps, r eventsReconciler) (any, error) {
+	if d.Events != nil {
+		r.UseEvents(d.Events)
+	}
+	return r, r.SetupWithManager(mgr)
 }
 
 // ControllerNames lists the registry's names.

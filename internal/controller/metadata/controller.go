@@ -88,10 +88,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	finished := r.PassStarted(req.String())
-	res, err := r.reconcile(ctx, req)
-	finished(err)
-	return res, err
+	return r.Serve(req.String(), func() (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass.

@@ -80,10 +80,7 @@ type syncState struct {
 // changes routed to the NodeTagSync before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	finished := r.PassStarted(req.Name)
-	res, err := r.reconcile(ctx, req)
-	finished(err)
-	return res, err
+	return r.Serve(req.Name, func() (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass: targeted when only cloud changes can have asked
