@@ -12,6 +12,15 @@ const (
 	// records: with the default fail-closed audit no further cloud mutation
 	// is made until a record can be written again.
 	ConditionAuditFailing = "AuditFailing"
+	// ConditionEvents says whether cloud change events drive the object's
+	// passes. True (ReasonEventsOn) while events are on and every event
+	// source delivers: a cloud change reaches the object in seconds and it
+	// polls only at the long events resync interval, as a safety net.
+	// False (ReasonEventSourceDown) while a source is down or none is
+	// registered: the object polls at its configured interval, and the
+	// message names the sources down and why. Absent when tagsync runs
+	// without events.
+	ConditionEvents = "Events"
 
 	// ReasonContestedKeys is ConditionConflict's reason when another object
 	// wants other values for some keys.
@@ -23,4 +32,10 @@ const (
 	// error a person must fix (forbidden, not found, invalid): it is retried
 	// with a long backoff, and at once when the spec changes.
 	ReasonPermanentError = "PermanentError"
+	// ReasonEventsOn is ConditionEvents' reason while every event source
+	// delivers.
+	ReasonEventsOn = "EventsOn"
+	// ReasonEventSourceDown is ConditionEvents' reason while an event
+	// source is down (or none is registered): polling is the fallback.
+	ReasonEventSourceDown = "EventSourceDown"
 )

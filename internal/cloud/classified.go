@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -15,6 +16,28 @@ type Classifier struct {
 	Name string
 	// Value is the tag value, matched exactly.
 	Value string
+}
+
+// Classifies reports whether a resource tagged t carries any of the
+// classifiers, names compared as nc says, values exactly.
+func Classifies(nc tags.NameCase, t tags.Set, classifiers []Classifier) bool {
+	for _, c := range classifiers {
+		if v, ok := t.Get(nc, c.Name); ok && v == c.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// ClassifiedReader is a cloud that reads one resource by ID, as Discover
+// finds it: after a change event, one call per changed resource instead of
+// a discovery, and one call tells whether a resource the event names now
+// carries a classifier.
+type ClassifiedReader interface {
+	Provider
+	// ReadClassified returns the resource with all its tags, fresh; an
+	// error for which errors.Is reports ErrNotFound when it is gone.
+	ReadClassified(ctx context.Context, id string) (Classified, error)
 }
 
 // DiscoverOptions scope a Discover.

@@ -102,6 +102,13 @@ type ReadOptions struct {
 	// provider-defined scopes (Azure: resource group names,
 	// case-insensitive); other nodes are unmanaged and cost no cloud call.
 	Scopes []string
+	// Resources, when not empty, asks for a targeted read after a change
+	// event: the caller passes only the nodes its last pass placed on these
+	// resources (canonical IDs), and the provider reads their resources
+	// one by one, fresh, instead of listing their scopes (Azure: one GET
+	// per scale set or VM). A provider without a targeted read reads as
+	// usual.
+	Resources []string
 }
 
 // CanonicalID returns a resource ID in the form used as a map key: cloud

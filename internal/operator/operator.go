@@ -26,6 +26,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -98,6 +99,9 @@ type Options struct {
 	// Recorder, when set, gives each controller its event recorder (see
 	// Deps.Recorder); tests use it.
 	Recorder func(controller string) events.EventRecorder
+	// Events turn cloud change events into targeted passes; off unless a
+	// source (or a Hub) is given.
+	Events EventsOptions
 	// Logger is the manager's logger (also its controllers' and the leader
 	// elector's); the zero Logger means controller-runtime's (ctrl.Log).
 	Logger logr.Logger
@@ -145,6 +149,8 @@ type Manager struct {
 	ctrl.Manager
 	// Controllers are what each registry entry's Setup returned, by name.
 	Controllers map[string]any
+	// Events is the hub the event sources publish to (nil: events off).
+	Events *tagevents.Hub
 }
 
 // Validate checks the options that can be checked before starting, naming
@@ -194,8 +200,12 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit, InfraTags: o.InfraTags}
-	built := &Manager{Manager: mgr, Controllers: map[string]any{}}
+	hub, err := o.Events.eventHub(mgr)
+	if err != nil {
+		return nil, err
+	}
+	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit, InfraTags: o.InfraTags, Events: hub}
+	built := &Manager{Manager: mgr, Controllers: map[string]any{}, Events: hub}
 	for _, c := range selected {
 		ctl, err := c.Setup(mgr, deps)
 		if err != nil {

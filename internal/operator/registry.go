@@ -20,6 +20,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // Controller is one controller `tagsync run` can start: what it is called
@@ -63,6 +64,9 @@ type Deps struct {
 	Audit *audit.Log
 	// InfraTags configure the OpenShift adapter.
 	InfraTags infratags.Options
+	// Events, when set, sends cloud changes to the node sync and metadata
+	// controllers (nil: they poll only).
+	Events *tagevents.Hub
 	// Recorder, when set, gives the event recorder of the named controller
 	// (tests wrap the real one to count what is emitted); nil lets each
 	// controller make its own.
@@ -88,8 +92,7 @@ func Controllers() []Controller {
 		},
 		Cache: []CacheNeed{{Object: &corev1.Node{}, Trim: "nodetags.TrimNode", Transform: nodetags.TrimNode}},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil)
-			return r, r.SetupWithManager(mgr)
+			return setupWithEvents(mgr, d, nodetags.NewReconciler(nil, d.Providers, d.recorderFor(nodetags.ControllerName), d.Audit, nil))
 		},
 	}, {
 		Name: metadata.ControllerName,
@@ -99,8 +102,7 @@ func Controllers() []Controller {
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil)
-			return r, r.SetupWithManager(mgr)
+			return setupWithEvents(mgr, d, metadata.NewReconciler(nil, d.Providers, d.recorderFor(metadata.ControllerName), d.Audit, nil))
 		},
 	}, {
 		Name: infratags.ControllerName,
@@ -132,6 +134,21 @@ func Controllers() []Controller {
 			return r, r.SetupWithManager(mgr)
 		},
 	}}
+}
+
+// eventsReconciler is a controller that takes cloud changes from the hub.
+type eventsReconciler interface {
+	UseEvents(hub *tagevents.Hub)
+	SetupWithManager(mgr ctrl.Manager) error
+}
+
+// setupWithEvents gives r the hub's changes when events are on, and
+// registers it with mgr.
+func setupWithEvents(mgr ctrl.Manager, d Deps, r eventsReconciler) (any, error) {
+	if d.Events != nil {
+		r.UseEvents(d.Events)
+	}
+	return r, r.SetupWithManager(mgr)
 }
 
 // ControllerNames lists the registry's names.

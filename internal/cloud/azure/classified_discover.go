@@ -316,7 +316,7 @@ func classify(nc tags.NameCase, rows []map[string]any, classifiers []cloud.Class
 			continue
 		}
 		t := rowTags(row["tags"])
-		if !classified(nc, t, classifiers) && !namedIn(row, named) {
+		if !cloud.Classifies(nc, t, classifiers) && !namedIn(row, named) {
 			continue
 		}
 		seen[key] = true
@@ -334,16 +334,6 @@ func namedIn(row map[string]any, named []cloud.NameScope) bool {
 	for _, n := range named {
 		if strings.EqualFold(rg, n.Group) && !strings.EqualFold(typ, graphTypeResourceGroup) &&
 			strings.HasPrefix(strings.ToLower(name), strings.ToLower(n.NamePrefix)) {
-			return true
-		}
-	}
-	return false
-}
-
-// classified reports whether t carries any of the classifiers.
-func classified(nc tags.NameCase, t tags.Set, classifiers []cloud.Classifier) bool {
-	for _, c := range classifiers {
-		if v, ok := t.Get(nc, c.Name); ok && v == c.Value {
 			return true
 		}
 	}

@@ -49,7 +49,9 @@ type plan struct {
 // caller's casing.
 type groupRef struct{ sub, rg string }
 
-// Snapshot locates nodes and reads the tags of their resources: per
+// Snapshot locates nodes and reads the tags of their resources: with
+// opts.Resources (a targeted read), one GET per scale set or VM the nodes
+// name (targeted.go); else per
 // (subscription, resource group) at most one scale-set list and one VM list
 // (all pages), shared through a short-lived cache (opts.Fresh bypasses it).
 // Unmanaged nodes (on-prem, no or foreign providerID, filtered resource
@@ -81,10 +83,14 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			need[newListKey(listVMs, pl.sub, pl.rg)] = groupRef{pl.sub, pl.rg}
 		}
 	}
-	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}, failed: map[listKey]failure{}}
-	r.load(ctx, need)
-	if target == cloud.TargetScaleSet {
-		r.load(ctx, r.flexScaleSets(plans))
+	r := &reader{p: p, fresh: opts.Fresh, lists: map[listKey]*listing{}, partial: map[listKey]*listing{}, failed: map[listKey]failure{}}
+	if len(opts.Resources) > 0 {
+		r.loadTargeted(ctx, plans, target)
+	} else {
+		r.load(ctx, need)
+		if target == cloud.TargetScaleSet {
+			r.load(ctx, r.flexScaleSets(plans))
+		}
 	}
 	if err := ctx.Err(); err != nil && len(r.failed) > 0 {
 		return cloud.Snapshot{}, fmt.Errorf("azure: snapshot of %d nodes: %w", len(nodes), err)
@@ -150,11 +156,14 @@ func inGroups(rg string, groups []string) bool {
 
 // reader holds the listings one Snapshot uses and the ones that failed.
 type reader struct {
-	p      *Provider
-	fresh  bool
-	mu     sync.Mutex
-	lists  map[listKey]*listing
-	failed map[listKey]failure
+	p     *Provider
+	fresh bool
+	mu    sync.Mutex
+	lists map[listKey]*listing
+	// partial are the listings of a targeted read, which hold only the
+	// resources it read (also in lists).
+	partial map[listKey]*listing
+	failed  map[listKey]failure
 }
 
 // failure is a listing that could not be read.

@@ -30,6 +30,7 @@ const (
 type resourceRef struct {
 	id, sub, rg, name string
 	kind              refKind
+	typ               string // the resource type, e.g. Microsoft.Compute/disks
 }
 
 // parseRef parses an ARM resource ID.
@@ -38,7 +39,7 @@ func parseRef(id string) (resourceRef, error) {
 	if err != nil || rid.SubscriptionID == "" {
 		return resourceRef{}, fmt.Errorf("azure: %q is not an ARM resource ID", id)
 	}
-	ref := resourceRef{id: id, sub: rid.SubscriptionID, rg: rid.ResourceGroupName, name: rid.Name}
+	ref := resourceRef{id: id, sub: rid.SubscriptionID, rg: rid.ResourceGroupName, name: rid.Name, typ: rid.ResourceType.String()}
 	switch strings.ToLower(rid.ResourceType.String()) {
 	case "microsoft.compute/virtualmachines":
 		ref.kind = refVM

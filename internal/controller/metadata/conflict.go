@@ -188,13 +188,14 @@ func (p *pass) releaseClaims(ctx context.Context) {
 
 // wakeUp enqueues a pass of each CloudMetadata named, at once.
 func (r *Reconciler) wakeUp(ctx context.Context, keys []types.NamespacedName) {
-	if r.wake == nil {
+	if r.wakeContests == nil {
 		return
 	}
+	r.index.needFull(keys...)
 	for _, k := range keys {
 		ev := event.GenericEvent{Object: &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
 		select {
-		case r.wake <- ev:
+		case r.wakeContests <- ev:
 		case <-ctx.Done():
 			return
 		}

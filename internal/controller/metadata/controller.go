@@ -45,9 +45,11 @@ type Reconciler struct {
 	once   sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
-	// wake enqueues CloudMetadata objects whose contests changed (nil
-	// until SetupWithManager).
-	wake chan event.GenericEvent
+	// wakeContests enqueues CloudMetadata objects whose contests changed
+	// (nil until SetupWithManager).
+	wakeContests chan event.GenericEvent
+	// changeEvents turns cloud changes into passes (changes.go).
+	changeEvents
 }
 
 // state is what the controller remembers about one CloudMetadata between
@@ -60,6 +62,8 @@ type state struct {
 	held map[string]*heldTags
 	// backoff spaces passes that meet errors only a person can fix.
 	backoff kit.Backoff
+	// full is what the last full pass served (targeted.go).
+	full fullPass
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -80,9 +84,15 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups=tagsync.io,resources=cloudmetadata/status;azuremetadata/status;awsmetadata/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs one pass for a CloudMetadata.
+// Reconcile runs one pass for a CloudMetadata; when it ends, the cloud
+// changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
+	return r.Serve(req.String(), func() (reconcile.Result, error) { return r.reconcile(ctx, req) })
+}
+
+// reconcile is one pass.
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var cm v1alpha1.CloudMetadata
 	if err := r.Client.Get(ctx, req.NamespacedName, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -92,7 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.states.For(req.NamespacedName, cm.UID)
-	return r.newPass(&cm, st).run(ctx)
+	p := r.newPass(&cm, st)
+	p.changed, p.fullNeeded = r.index.take(req.NamespacedName)
+	return p.run(ctx)
 }
 
 func (r *Reconciler) init() {
@@ -101,6 +113,7 @@ func (r *Reconciler) init() {
 			return &state{notes: n, held: map[string]*heldTags{}}
 		})
 		r.claims = newClaimBook()
+		r.index = newResourceIndex()
 	})
 }
 
@@ -108,6 +121,7 @@ func (r *Reconciler) init() {
 // passes its rivals again at once.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.states.Forget(key)
+	r.index.forget(key)
 	forgetMetrics(key)
 	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
 }

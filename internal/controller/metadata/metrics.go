@@ -24,6 +24,8 @@ var (
 		"Duration of one pass over one cloud's classified resources (discovery, planning, writes).", 0.01, 16, "cloud")
 	passesTotal = metrics.Counter("passes_total",
 		"Passes by cloud and result (ok: every resource in sync; partial; error: the request could not be carried out).", "cloud", "result")
+	targetedPassesTotal = metrics.Counter("targeted_passes_total",
+		"Passes over the resources cloud changes named (events), by CloudMetadata and result (ok, error).", "namespace", "cloudmetadata", "result")
 	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
 

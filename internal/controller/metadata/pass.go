@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	"slices"
+
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // transientRetry is how soon a pass that hit transient write errors runs
@@ -28,10 +32,20 @@ type pass struct {
 	log     logr.Logger
 	// claimed are the objects whose claims this pass staked or kept.
 	claimed map[claimant]bool
+	// every is the polling interval (the events resync interval while the
+	// event sources are up), health their health (nil: events off).
+	every  time.Duration
+	health *tagevents.Health
+	// changed are the resources cloud changes named since the last pass;
+	// fullNeeded says the pass must be full whatever they are.
+	changed    []string
+	fullNeeded bool
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
-	return &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
+	p := &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
+	p.every, p.health = r.Interval(cm.Spec.ControllerConfig.SyncInterval())
+	return p
 }
 
 // run resolves the references, syncs each target (unless a reference is
@@ -41,7 +55,14 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
 	res, err := p.r.resolve(ctx, p.cm)
 	if err != nil {
+		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
 		return reconcile.Result{}, err
+	}
+	if len(p.changed) > 0 && !p.fullNeeded && p.canTarget(res) {
+		result, err := p.runTargeted(ctx, res, p.changed)
+		if !errors.Is(err, errFullPass) {
+			return result, err
+		}
 	}
 	outcomes := make([]*outcome, 0, len(res.targets))
 	for _, t := range res.targets {
@@ -52,8 +73,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		outcomes = append(outcomes, p.syncTarget(ctx, t))
 	}
 	p.st.keepHeld(res.targets)
+	p.keepIndexed(res.targets)
 	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
+	p.doneFull(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -85,6 +108,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 		return o
 	}
 	o.scopesFailed(disc.Failed)
+	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
 	held := p.st.heldFor(t)
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
 	plans := req.planYielding(disc.Resources, held.lookup, contested)
@@ -135,7 +159,7 @@ func seenIDs(resources []cloud.Classified) map[string]bool {
 // after transient failures, later after errors only a person can fix
 // (kit.Backoff), and never before a throttled scope reopens.
 func (p *pass) next(outcomes []*outcome) time.Duration {
-	every := p.cm.Spec.ControllerConfig.SyncInterval()
+	every := p.every
 	next := every
 	var throttled time.Duration
 	transient, permanent := false, false
@@ -148,7 +172,7 @@ func (p *pass) next(outcomes []*outcome) time.Duration {
 	case transient:
 		next = min(next, transientRetry)
 	case permanent:
-		next = p.st.backoff.Failed(specKey(p.cm, outcomes), every)
+		next = p.st.backoff.Failed(specKeyOf(p.cm, targetsOf(outcomes)), every)
 	default:
 		p.st.backoff.Reset()
 	}
@@ -158,13 +182,23 @@ func (p *pass) next(outcomes []*outcome) time.Duration {
 	return next
 }
 
-// specKey identifies the generations a pass served.
-func specKey(cm *v1alpha1.CloudMetadata, outcomes []*outcome) string {
-	key := fmt.Sprintf("%d", cm.Generation)
-	for _, o := range outcomes {
-		key += fmt.Sprintf("/%s=%d", o.t.key(), o.t.obj.GetGeneration())
+// key names the pass's CloudMetadata.
+func (p *pass) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: p.cm.Namespace, Name: p.cm.Name}
+}
+
+// keepIndexed records the CloudMetadata's classifiers and clouds for the
+// change routing, and forgets the resources of targets it dropped.
+func (p *pass) keepIndexed(targets []*target) {
+	want := interest{classifiers: classifiers(p.cm)}
+	keys := make([]string, len(targets))
+	for i, t := range targets {
+		keys[i] = t.key()
+		if !slices.Contains(want.clouds, t.cloud) {
+			want.clouds = append(want.clouds, t.cloud)
+		}
 	}
-	return key
+	p.r.index.keep(p.key(), keys, want)
 }
 
 // isPermanent reports write errors that a retry does not cure.

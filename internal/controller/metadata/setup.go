@@ -29,7 +29,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	r.init()
-	r.wake = make(chan event.GenericEvent, maxConcurrentPasses)
+	r.wakeContests = make(chan event.GenericEvent, maxConcurrentPasses)
+	if r.EventsOn() {
+		r.Subscribe(r)
+		if err := mgr.Add(manager.RunnableFunc(r.runProbes)); err != nil {
+			return err
+		}
+	}
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1alpha1.CloudMetadata{}, azureRefIndex,
@@ -49,7 +55,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.AWSMetadata{}, handler.EnqueueRequestsFromMapFunc(r.referrers(awsRefIndex)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.wakeContests, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.EnqueueSource()).
 		Complete(r)
 }
 

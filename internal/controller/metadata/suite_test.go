@@ -53,6 +53,8 @@ type harness struct {
 	cached client.Client
 	// other is a second namespace the controller also watches ("" if none).
 	other string
+	// eventOpts are the controller's event options (none: polling only).
+	eventOpts operator.EventsOptions
 }
 
 // auditSink is the harness's audit log: a buffer that can be made to fail,
@@ -83,11 +85,19 @@ func (s *auditSink) takeRecords(n int64) { s.left.Store(n) }
 // runs in parallel with the others (each has its own namespace).
 func newHarness(t *testing.T, extra ...cloud.Provider) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(*harness) {}, extra...)
+}
+
+// newHarnessWith is newHarness with configure applied to the harness
+// before the controller starts.
+func newHarnessWith(t *testing.T, configure func(*harness), extra ...cloud.Provider) *harness {
+	t.Helper()
 	t.Parallel()
 	ns := fmt.Sprintf("md-%d-%d", time.Now().UnixNano()%1e6, namespaces.Add(1))
 	h := &harness{t: t, ctx: context.Background(), c: kube.Client, ns: ns, az: armsimtest.Start(t),
 		extra: extra, audit: &auditSink{}}
 	h.audit.takeRecords(-1)
+	configure(h)
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +118,7 @@ func (h *harness) startController() {
 		Controllers: []string{metadata.ControllerName},
 		Namespaces:  h.namespaces(),
 		Audit:       audit.New(h.audit),
+		Events:      h.eventOpts,
 	})
 	if err != nil {
 		h.t.Fatal(err)

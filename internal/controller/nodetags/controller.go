@@ -42,6 +42,9 @@ type Reconciler struct {
 	syncs *kit.States[string, *syncState] // by NodeTagSync name
 	// inFlight are the Nodes written whose write the cache has not shown.
 	inFlight kit.InFlight[string]
+
+	// events turns cloud changes into targeted passes (changes.go).
+	changeEvents
 }
 
 // syncState is what the controller remembers about one NodeTagSync between
@@ -59,6 +62,11 @@ type syncState struct {
 	backoff kit.Backoff
 	// lastStatus is the status this controller last wrote (nil: unknown).
 	lastStatus *v1alpha1.NodeTagSyncStatus
+	// fullEpoch and fullGeneration are the change book's epoch and the
+	// generation the last successful full pass served: a targeted pass
+	// needs both current (changes.go).
+	fullEpoch      uint64
+	fullGeneration int64
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -69,9 +77,16 @@ type syncState struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=default
 
-// Reconcile runs one sync pass for a NodeTagSync.
+// Reconcile runs one sync pass for a NodeTagSync; when it ends, the cloud
+// changes routed to the NodeTagSync before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
+	return r.Serve(req.Name, func() (reconcile.Result, error) { return r.reconcile(ctx, req) })
+}
+
+// reconcile is one pass: targeted when only cloud changes can have asked
+// for it, else full.
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var nts v1alpha1.NodeTagSync
 	if err := r.Client.Get(ctx, req.NamespacedName, &nts); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -87,7 +102,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		st.notes.EndPass(false)
 		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err), st)
 	}
-	return r.newPass(&nts, cfg, st).run(ctx)
+	p := r.newPass(&nts, cfg, st)
+	p.cfg.resync, p.health = r.Interval(cfg.resync)
+	epoch := r.changes.currentEpoch()
+	ids, fresh := r.changes.take(nts.Name)
+	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
+		return p.runTargeted(ctx, ids)
+	}
+	p.changesPending = fresh || len(ids) > 0
+	res, err := p.run(ctx)
+	if err != nil || !p.complete || p.out.errors > 0 {
+		r.changes.restore(nts.Name, ids, p.changesPending)
+		return res, err
+	}
+	r.mu.Lock()
+	st.fullEpoch, st.fullGeneration = epoch, nts.Generation
+	r.mu.Unlock()
+	return res, err
 }
 
 // NewReconciler builds a Reconciler. c reads Nodes and NodeTagSyncs (from
@@ -114,6 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.syncs = kit.NewStates[string](r.Recorder, "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
+		r.changes = newChangeBook()
 		if r.nodes.client == nil {
 			r.nodes.client = r.Client
 		}
@@ -135,6 +167,18 @@ func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, st *syncState, at time.
 	st.lastRead, st.request = at, nts.Annotations[SyncRequestAnnotation]
 }
 
+// canTarget reports whether the NodeTagSync's pass may be targeted: its
+// last full pass succeeded for the current spec, no Node changed and the
+// hub did not overflow since (epoch), and no fresh full read is due.
+func (r *Reconciler) canTarget(nts *v1alpha1.NodeTagSync, st *syncState, resync time.Duration, epoch uint64) bool {
+	if r.freshRead(nts, st, resync) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return st.fullEpoch == epoch && st.fullGeneration == nts.Generation && st.lastStatus != nil
+}
+
 // nextPass is when the next fresh read is due.
 func (r *Reconciler) nextPass(st *syncState, resync time.Duration) time.Duration {
 	r.mu.Lock()
@@ -142,9 +186,10 @@ func (r *Reconciler) nextPass(st *syncState, resync time.Duration) time.Duration
 	return max(st.lastRead.Add(resync).Sub(r.Now()), time.Second)
 }
 
-// forget drops a deleted NodeTagSync's state and metrics.
+// forget drops a deleted NodeTagSync's state, metrics and index entries.
 func (r *Reconciler) forget(name string) {
 	r.syncs.Forget(name)
+	r.changes.forget(name)
 	for _, state := range nodeStates {
 		nodesGauge.DeleteLabelValues(name, state)
 	}

@@ -25,3 +25,17 @@ func (r *Reconciler) Steady(name string) int {
 // ReadsInformerStore reports whether passes read Nodes from the informer's
 // store (shared pointers) rather than copies through the client.
 func (r *Reconciler) ReadsInformerStore() bool { return r.nodes.store != nil }
+
+// Targetable reports whether a cloud change for the NodeTagSync would now
+// run a targeted pass: its last full pass succeeded and no Node changed
+// since.
+func (r *Reconciler) Targetable(name string) bool {
+	st, ok := r.syncs.Get(name)
+	if !ok {
+		return false
+	}
+	epoch := r.changes.currentEpoch()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return st.lastStatus != nil && st.fullEpoch == epoch
+}

@@ -39,3 +39,17 @@ func setTaints(h *harness, node, taintsJSON string) {
 }
 
 func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+// nodeVersions are the resourceVersions of the Nodes named.
+func (h *harness) nodeVersions(names ...string) []string {
+	h.t.Helper()
+	out := make([]string, len(names))
+	for i, n := range names {
+		var node corev1.Node
+		if err := h.c.Get(h.ctx, clientKey(n), &node); err != nil {
+			h.t.Fatal(err)
+		}
+		out[i] = node.ResourceVersion
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -28,29 +29,35 @@ type pass struct {
 	start time.Time
 	// nextSteady are the steady marks this pass found (see steady.go).
 	nextSteady map[string]string
+	// placed are the managed nodes this pass found, by canonical resource
+	// ID, for the change index (changes.go).
+	placed map[string][]string
+	// health is the event sources' health (nil: events off), reported in
+	// the status; changesPending makes a full pass read fresh because
+	// cloud changes are waiting for it.
+	health         *tagevents.Health
+	changesPending bool
+	// complete is set when the pass read the cloud and synced every node
+	// it could.
+	complete bool
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
 	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.Now(),
-		nextSteady: map[string]string{}}
+		nextSteady: map[string]string{}, placed: map[string][]string{}}
 }
 
 // run reads the nodes and the cloud, syncs every resource, writes Nodes and
 // the status, and schedules the next pass.
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	r, nts := p.r, p.nts
-	nodes, err := r.nodes.list(ctx, p.cfg.selector)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	syncs, err := r.validSyncs(ctx)
+	sel, err := p.selectNodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	claimants := olderClaimants(syncs, nts)
-	items, claimed := withoutClaimed(nodes, claimants)
+	syncs, claimants, items, claimed := sel.syncs, sel.claimants, sel.items, sel.claimed
 	p.warnAboutSpec()
-	fresh := r.freshRead(nts, p.st, p.cfg.resync)
+	fresh := r.freshRead(nts, p.st, p.cfg.resync) || p.changesPending
 	snap, err := p.cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
 		Target: p.cfg.target, Fresh: fresh, Scopes: p.cfg.resourceGroups,
 	})
@@ -65,6 +72,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.reportReadFailures(snap.Failed)
 	p.syncAll(ctx, items, snap)
 	p.st.steady = p.nextSteady
+	r.changes.record(nts.Name, p.placed)
+	p.complete = len(snap.Failed) == 0
 	if len(claimants) == 0 {
 		p.reportUnselectedPending(ctx, syncs)
 	}
@@ -73,6 +82,30 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	return p.next()
+}
+
+// selection is what a pass syncs: the nodes its selector picks that no
+// older NodeTagSync claims (items; claimed counts the others), with every
+// valid NodeTagSync and the older ones that claim nodes.
+type selection struct {
+	items            []*cachedNode
+	claimed          int
+	syncs, claimants []validSync
+}
+
+// selectNodes lists the nodes and NodeTagSyncs and picks the pass's nodes.
+func (p *pass) selectNodes(ctx context.Context) (selection, error) {
+	nodes, err := p.r.nodes.list(ctx, p.cfg.selector)
+	if err != nil {
+		return selection{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	syncs, err := p.r.validSyncs(ctx)
+	if err != nil {
+		return selection{}, err
+	}
+	sel := selection{syncs: syncs, claimants: olderClaimants(syncs, p.nts)}
+	sel.items, sel.claimed = withoutClaimed(nodes, sel.claimants)
+	return sel, nil
 }
 
 // finish closes the pass: forgets resolved problems (after a complete pass),
@@ -85,7 +118,9 @@ func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError
 	passDuration.WithLabelValues(nts.Name).Observe(p.r.Now().Sub(p.start).Seconds())
 	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)
-	return p.r.writeStatus(ctx, nts, o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start), p.st)
+	st := o.status(nts, p.st.lastStatus, p.cfg, failed, fresh, p.start)
+	p.setEventsCondition(&st)
+	return p.r.writeStatus(ctx, nts, st, p.st)
 }
 
 // next schedules the next pass: after the cloud's Retry-After when it
@@ -160,11 +195,14 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 			p.out.unmanaged++
 			p.reportUnmanagedPending(node, pl.Reason)
 			log.FromContext(ctx).V(2).Info("node not synced", "node", node.Name, "reason", pl.Reason)
-		case p.r.inFlight.Stale(node.Name, node.ResourceVersion):
-			p.out.synced++
-			p.out.inFlight++
 		default:
 			id := cloud.CanonicalID(pl.Resource)
+			p.placed[id] = append(p.placed[id], node.Name)
+			if p.r.inFlight.Stale(node.Name, node.ResourceVersion) {
+				p.out.synced++
+				p.out.inFlight++
+				continue
+			}
 			groups[id] = append(groups[id], placed{node: node, note: pl.Note})
 		}
 	}

@@ -36,24 +36,33 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		return err
 	}
 	r.nodes = nodes
+	r.Subscribe(r)
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(kit.Options(1)).
 		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanged())).
+		WatchesRawSource(r.EnqueueSource()).
 		Complete(r)
 }
 
-// nodeEvents enqueues every NodeTagSync on a Node event, and forgets a
-// deleted Node's bookkeeping.
+// nodeEvents enqueues every NodeTagSync on a Node event (a full pass:
+// see changes.go), and forgets a deleted Node's bookkeeping.
 func (r *Reconciler) nodeEvents() handler.EventHandler {
 	all := handler.EnqueueRequestsFromMapFunc(r.allSyncs)
 	return handler.Funcs{
-		CreateFunc: all.Create,
-		UpdateFunc: all.Update,
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.changes.nodeChanged()
+			all.Create(ctx, e, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.changes.nodeChanged()
+			all.Update(ctx, e, q)
+		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.inFlight.Forget(e.Object.GetName())
+			r.changes.nodeChanged()
 			all.Delete(ctx, e, q)
 		},
 		GenericFunc: all.Generic,

@@ -75,6 +75,8 @@ type harness struct {
 	// provider, when set, builds the controller's provider instead of the
 	// Azure provider on armsim (the cross-cloud suite's AWS on moto).
 	provider func() aProvider
+	// eventOpts are the controller's event options (none: polling only).
+	eventOpts operator.EventsOptions
 }
 
 // countingRecorder passes events to the real recorder (and so to the API
@@ -111,10 +113,18 @@ func newHarness(t *testing.T, opts ...azure.Option) *harness {
 // request the controller sends before it leaves.
 func newHarnessWithTransport(t *testing.T, hook func(*http.Request), opts ...azure.Option) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(h *harness) { h.hook = hook }, opts...)
+}
+
+// newHarnessWith is newHarness with configure applied to the harness
+// before the controller starts.
+func newHarnessWith(t *testing.T, configure func(*harness), opts ...azure.Option) *harness {
+	t.Helper()
 	env := armsimtest.Start(t)
 	kube := acquirePlane(t)
-	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts, hook: hook,
+	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, cloud: env.Server, env: env, opts: opts,
 		gates: azure.NewThrottleGates(), audit: &testenv.SyncBuffer{}}
+	configure(h)
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
@@ -177,6 +187,7 @@ func (h *harness) startManager(provider aProvider) {
 		Controllers: []string{nodetags.ControllerName},
 		Recorder:    func(string) events.EventRecorder { return h.emitted },
 		Audit:       audit.New(h.audit),
+		Events:      h.eventOpts,
 	})
 	if err != nil {
 		h.t.Fatal(err)

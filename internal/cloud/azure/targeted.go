@@ -1,0 +1,113 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// loadTargeted is the read of a targeted Snapshot (ReadOptions.Resources):
+// instead of listing resource groups it GETs, fresh, each scale set
+// (Uniform instances) and VM the nodes name, once each, and with
+// TargetScaleSet the Flexible scale sets of the VMs read. Nodes without a
+// providerID are looked up by name, which needs their group's VM listing:
+// that listing is read, fresh. What the GETs return goes into
+// reader-local listings holding only those resources, so resolve places
+// the nodes as after a full read, and into the provider's cached listings.
+func (r *reader) loadTargeted(ctx context.Context, plans []plan, target cloud.Target) {
+	byName := map[listKey]groupRef{}
+	gets := map[string]resourceRef{}
+	for _, pl := range plans {
+		switch pl.kind {
+		case planByName:
+			byName[newListKey(listVMs, pl.sub, pl.rg)] = groupRef{pl.sub, pl.rg}
+		case planScaleSet:
+			r.addGet(gets, ScaleSetResourceID(pl.sub, pl.rg, pl.name))
+		case planVM:
+			r.addGet(gets, VirtualMachineResourceID(pl.sub, pl.rg, pl.name))
+		}
+	}
+	r.fresh = true
+	r.load(ctx, byName)
+	r.getEach(ctx, gets)
+	if target != cloud.TargetScaleSet {
+		return
+	}
+	flex := map[string]resourceRef{}
+	for _, pl := range plans {
+		if vm := r.findVM(pl); vm != nil && vm.ScaleSetID != "" {
+			r.addGet(flex, vm.ScaleSetID)
+		}
+	}
+	r.getEach(ctx, flex)
+}
+
+// addGet adds the resource id to read, unless its group's listing is held
+// whole already.
+func (r *reader) addGet(gets map[string]resourceRef, id string) {
+	ref, err := parseRef(id)
+	if err != nil {
+		return
+	}
+	key := newListKey(ref.listKind(), ref.sub, ref.rg)
+	if r.get(key) != nil && r.partial[key] == nil {
+		return
+	}
+	gets[cloud.CanonicalID(id)] = ref
+}
+
+// getEach GETs the resources, at most maxConcurrentLists at a time, into
+// the reader's partial listings (an empty one for a group whose resources
+// are all gone). A failed GET fails its resource group in this read.
+func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
+	at := r.p.now()
+	for _, ref := range gets {
+		key := newListKey(ref.listKind(), ref.sub, ref.rg)
+		if r.lists[key] == nil {
+			l := newListing(at, nil)
+			r.lists[key], r.partial[key] = l, l
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentLists)
+	for _, ref := range gets {
+		g.Go(func() error {
+			e, err := r.p.read(ctx, ref)
+			key := newListKey(ref.listKind(), ref.sub, ref.rg)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			switch {
+			case errors.Is(err, cloud.ErrNotFound):
+			case err != nil:
+				r.failed[key] = failure{ref: groupRef{ref.sub, ref.rg}, err: err}
+			default:
+				r.lists[key].put(e)
+				r.p.remember(ref, e)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines record their errors
+}
+
+// ReadClassified reads one resource with one GET (a VM or scale set
+// through Compute, anything else through the Tags API), fresh, as Discover
+// would have found it; a VM or scale set read also refreshes the cached
+// listing of its group.
+func (p *Provider) ReadClassified(ctx context.Context, id string) (cloud.Classified, error) {
+	ref, err := parseRef(id)
+	if err != nil {
+		return cloud.Classified{}, err
+	}
+	e, err := p.read(ctx, ref)
+	if err != nil {
+		return cloud.Classified{}, err
+	}
+	p.remember(ref, e)
+	typ := ref.typ
+	return cloud.Classified{ID: e.ID, Type: strings.ToLower(typ), Scope: ref.sub, Tags: e.resource().Tags, Rules: RulesFor(typ)}, nil
+}

@@ -1,0 +1,326 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// Cloud changes (the events Hub) turn into passes of exactly the
+// CloudMetadata objects they concern: the controller keeps an index from
+// each resource to the objects whose last discovery matched it, and a
+// change of an indexed resource enqueues those objects. A change of a
+// resource no object matched may mean it just gained a classifier tag: when
+// the change carries the resource's tags (AWS) they are compared with every
+// object's classifiers; when it does not (Azure), one read of the resource
+// (cloud.ClassifiedReader) gets them first. Changes of a resource's run state,
+// deletions of unknown resources and resources of clouds no object uses do
+// nothing. The pass of an object whose matched resources changed reads
+// only those (targeted.go); a newly classified resource needs a full pass
+// (one discovery), which stakes the object's claim on it.
+
+// changeEvents is what the Reconciler needs to take cloud changes: the
+// hub subscription (UseEvents: events.Subscriber), the index of every
+// object's resources and classifiers, and the unknown resources to read.
+type changeEvents struct {
+	tagevents.Subscriber
+	index  *resourceIndex
+	probes probeQueue
+}
+
+// resourceIndex is, per CloudMetadata, the resources each of its targets'
+// last discovery matched and the classifiers and clouds it applies. It is
+// safe for concurrent use.
+type resourceIndex struct {
+	mu      sync.Mutex
+	matched map[types.NamespacedName]map[string]map[string]string // object → target key → canonical ID → ID
+	owners  map[string]map[types.NamespacedName]int               // canonical ID → object → targets matching it
+	wants   map[types.NamespacedName]interest
+	// pending are, per object, the matched resources changes named since
+	// its last pass; flagged: its next pass must be full.
+	pending tagevents.Pending[types.NamespacedName]
+}
+
+// interest is what makes a resource an object's: a classifier, in a cloud
+// the object applies.
+type interest struct {
+	classifiers []cloud.Classifier
+	clouds      []string
+}
+
+func newResourceIndex() *resourceIndex {
+	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]string{},
+		owners: map[string]map[types.NamespacedName]int{}, wants: map[types.NamespacedName]interest{}}
+}
+
+// saw records the resources a target's discovery matched; after a partial
+// discovery (complete false) the resources seen before are kept too.
+func (x *resourceIndex) saw(cm types.NamespacedName, target string, found []cloud.Classified, complete bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ids := make(map[string]string, len(found))
+	if !complete {
+		maps.Copy(ids, x.matched[cm][target])
+	}
+	for _, r := range found {
+		ids[cloud.CanonicalID(r.ID)] = r.ID
+	}
+	x.setTarget(cm, target, ids)
+}
+
+// keep records the object's interest and forgets the targets it no longer
+// applies.
+func (x *resourceIndex) keep(cm types.NamespacedName, targets []string, want interest) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.wants[cm] = want
+	for target := range x.matched[cm] {
+		if !slices.Contains(targets, target) {
+			x.setTarget(cm, target, nil)
+		}
+	}
+}
+
+// forget drops a deleted object.
+func (x *resourceIndex) forget(cm types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for target := range x.matched[cm] {
+		x.setTarget(cm, target, nil)
+	}
+	delete(x.wants, cm)
+	x.pending.Forget(cm)
+}
+
+// setTarget replaces a target's resources (the caller holds x.mu).
+func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]string) {
+	for id := range x.matched[cm][target] {
+		if x.owners[id][cm]--; x.owners[id][cm] <= 0 {
+			delete(x.owners[id], cm)
+		}
+		if len(x.owners[id]) == 0 {
+			delete(x.owners, id)
+		}
+	}
+	if x.matched[cm] == nil {
+		x.matched[cm] = map[string]map[string]string{}
+	}
+	if len(ids) == 0 {
+		delete(x.matched[cm], target)
+		if len(x.matched[cm]) == 0 {
+			delete(x.matched, cm)
+		}
+		return
+	}
+	x.matched[cm][target] = ids
+	for id := range ids {
+		if x.owners[id] == nil {
+			x.owners[id] = map[types.NamespacedName]int{}
+		}
+		x.owners[id][cm]++
+	}
+}
+
+// owning returns the objects whose last discovery matched resource, and
+// remembers the change for them.
+func (x *resourceIndex) owning(resource string) []types.NamespacedName {
+	id := cloud.CanonicalID(resource)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.NamespacedName
+	for cm := range x.owners[id] {
+		out = append(out, cm)
+		x.pending.Add(cm, id)
+	}
+	return out
+}
+
+// take returns and forgets the resources changed for cm, and whether its
+// next pass must be full.
+func (x *resourceIndex) take(cm types.NamespacedName) ([]string, bool) { return x.pending.Take(cm) }
+
+// restore puts back what take returned, for the retry of a pass that
+// could not run.
+func (x *resourceIndex) restore(cm types.NamespacedName, ids []string, full bool) {
+	x.pending.Restore(cm, ids, full)
+}
+
+// needFull makes the next pass of each object full.
+func (x *resourceIndex) needFull(cms ...types.NamespacedName) {
+	for _, cm := range cms {
+		x.pending.Flag(cm)
+	}
+}
+
+// matchedBy returns those of ids (canonical) that a target's last
+// discovery matched, as the cloud spells them.
+func (x *resourceIndex) matchedBy(cm types.NamespacedName, target string, ids []string) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if spelled, ok := x.matched[cm][target][id]; ok {
+			out = append(out, spelled)
+		}
+	}
+	return out
+}
+
+// classifying returns the objects that apply cloudName and have a
+// classifier that t (named as nc says) carries.
+func (x *resourceIndex) classifying(cloudName string, nc tags.NameCase, t tags.Set) []types.NamespacedName {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.NamespacedName
+	for cm, w := range x.wants {
+		if slices.Contains(w.clouds, cloudName) && cloud.Classifies(nc, t, w.classifiers) {
+			out = append(out, cm)
+		}
+	}
+	return out
+}
+
+// applies reports whether any object applies cloudName.
+func (x *resourceIndex) applies(cloudName string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, w := range x.wants {
+		if slices.Contains(w.clouds, cloudName) {
+			return true
+		}
+	}
+	return false
+}
+
+// Route implements tagevents.Router: a change enqueues the objects that
+// matched its resource, or, for an unknown resource, those whose
+// classifiers its tags carry (read first when the change lacks them).
+func (r *Reconciler) Route(c tagevents.Change) []string {
+	if c.Kind == tagevents.KindState {
+		return nil // tags did not change
+	}
+	objects := r.index.owning(c.Resource)
+	if len(objects) == 0 && c.Kind == tagevents.KindWrite {
+		if c.Tags == nil {
+			return r.probe(c)
+		}
+		if p, err := r.providers.Get(c.Cloud); err == nil {
+			objects = r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags)
+		}
+	}
+	keys := make([]string, len(objects))
+	for i, o := range objects {
+		keys[i] = o.String()
+		r.Enqueue(reconcile.Request{NamespacedName: o})
+	}
+	return keys
+}
+
+// Overflow implements tagevents.Router: changes were dropped (or the
+// sources' health changed), so every object runs one pass.
+func (r *Reconciler) Overflow() {
+	r.states.Each(func(key types.NamespacedName, _ *state) {
+		r.index.needFull(key)
+		r.Enqueue(reconcile.Request{NamespacedName: key})
+	})
+}
+
+// probeKey is what the hub waits on while an unknown resource is read.
+func probeKey(resource string) string { return "probe " + cloud.CanonicalID(resource) }
+
+// probe queues an unknown resource's change for a read, when some object
+// applies its cloud and the cloud can read one resource; it returns the
+// key the hub waits on (none when there is nothing to read).
+func (r *Reconciler) probe(c tagevents.Change) []string {
+	p, err := r.providers.Get(c.Cloud)
+	if _, ok := p.(cloud.ClassifiedReader); err != nil || !ok || !r.index.applies(c.Cloud) {
+		return nil
+	}
+	r.probes.Push(c)
+	return []string{probeKey(c.Resource)}
+}
+
+// runProbes reads the queued unknown resources until ctx ends.
+func (r *Reconciler) runProbes(ctx context.Context) error {
+	for {
+		c, ok := r.probes.Pop(ctx)
+		if !ok {
+			return nil
+		}
+		r.readProbe(ctx, c)
+	}
+}
+
+// readProbe reads an unknown resource once and publishes its change again
+// with the tags, so the objects whose classifiers it now carries run a
+// pass; the probe is done when they are.
+func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
+	finished := r.PassStarted(probeKey(c.Resource))
+	p, _ := r.providers.Get(c.Cloud)
+	res, err := p.(cloud.ClassifiedReader).ReadClassified(ctx, c.Resource)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		finished(nil)
+	case err != nil:
+		finished(err)
+	default:
+		c.Tags, c.ID = res.Tags, "" // a new change: no redelivery of the one read
+		r.Republish([]tagevents.Change{c}, finished)
+	}
+}
+
+// probeQueue holds the changes of unknown resources to read: Push never
+// blocks, Pop waits for one. Its zero value is ready.
+type probeQueue struct {
+	mu      sync.Mutex
+	pending []tagevents.Change
+	signal  chan struct{}
+}
+
+// ready returns the channel that signals a push (the caller holds q.mu).
+func (q *probeQueue) ready() chan struct{} {
+	if q.signal == nil {
+		q.signal = make(chan struct{}, 1)
+	}
+	return q.signal
+}
+
+// Push queues a change.
+func (q *probeQueue) Push(c tagevents.Change) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, c)
+	select {
+	case q.ready() <- struct{}{}:
+	default:
+	}
+}
+
+// Pop returns the oldest change, waiting for one until ctx ends.
+func (q *probeQueue) Pop(ctx context.Context) (tagevents.Change, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.pending) > 0 {
+			c := q.pending[0]
+			q.pending = q.pending[1:]
+			q.mu.Unlock()
+			return c, true
+		}
+		signal := q.ready()
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return tagevents.Change{}, false
+		case <-signal:
+		}
+	}
+}

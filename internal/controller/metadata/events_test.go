@@ -1,0 +1,194 @@
+package metadata_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/events/eventstest"
+)
+
+// newEventsHarness starts a metadata controller that takes cloud changes
+// from hub, with one source that is up.
+func newEventsHarness(t *testing.T) (*harness, *events.Hub, *eventstest.Source) {
+	hub := events.NewHub(events.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := eventstest.NewSource(t.Name())
+	h := newHarnessWith(t, func(h *harness) {
+		h.eventOpts = eventstest.Options(hub, src)
+	})
+	return h, hub, src
+}
+
+// applied creates an estate classified for infra and a CloudMetadata
+// <infra> (with its AzureMetadata) that adds env=prod to it, and waits
+// until it is applied.
+func (h *harness) applied(infra string) []string {
+	h.t.Helper()
+	e := h.estate(infra, 1)
+	h.azureMetadata(infra+"-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.cloudMetadata(infra, infra+"-tags", "", map[string]string{classifierOf(infra): "owned"})
+	h.waitReady(infra, metav1.ConditionTrue)
+	return e.ResourceIDs()
+}
+
+// armOps counts the calls of each operation since the last ResetCalls.
+func (h *harness) armOps(ops ...string) map[string]int {
+	out := map[string]int{}
+	calls := h.az.Server.Calls()
+	for _, op := range ops {
+		if n := calls.Count(op); n > 0 {
+			out[op] = n
+		}
+	}
+	return out
+}
+
+const (
+	opGraph = "ResourceGraph.Resources"
+	opRead  = "Tags.GetAtScope"
+)
+
+func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	a := h.applied("evt-a")
+	h.applied("evt-b")
+	if err := h.az.Server.DeleteTags(a[0], "env"); err != nil {
+		t.Fatal(err)
+	}
+	h.az.Server.ResetCalls()
+	start := time.Now()
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "edit-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("change to the end of its targeted pass: %s", time.Since(start))
+	// Done when evt-a's targeted pass ended: the tag is back, after one
+	// read of the resource and no discovery (evt-b ran no pass).
+	if got := h.tags(a[0])["env"]; got != "prod" {
+		t.Errorf("env=%q on %s after the change's pass, want prod", got, a[0])
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) {
+		t.Errorf("ARM reads for a change of a matched resource: %v, want one read", got)
+	}
+	if got := h.auditRecords(); len(got) == 0 || got[len(got)-1].Resource != a[0] {
+		t.Errorf("the targeted write was not audited last: %+v", got)
+	}
+
+	// A burst of changes of resources of evt-a: one pass, one read each.
+	for _, id := range a[:2] {
+		if err := h.az.Server.DeleteTags(id, "env"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.az.Server.ResetCalls()
+	var burst []events.Change
+	for i := range 50 {
+		for _, id := range a[:2] {
+			burst = append(burst, eventstest.Write("azure", id, fmt.Sprintf("burst-%d-%s", i, id), nil))
+		}
+	}
+	if err := eventstest.Publish(t, hub, waitFor, burst...); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 2}) {
+		t.Errorf("ARM reads for 100 changes of 2 resources: %v, want one read each", got)
+	}
+	for _, id := range a[:2] {
+		if got := h.tags(id)["env"]; got != "prod" {
+			t.Errorf("env=%q on %s after the burst's pass, want prod", got, id)
+		}
+	}
+
+	// The change tagsync's own write caused: one read, no write.
+	h.az.Server.ResetCalls()
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "own-write", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) || h.writes() != 0 {
+		t.Errorf("the change of tagsync's own write: reads %v, %d writes; want one read and no write", got, h.writes())
+	}
+
+	// A redelivery, a state change and a deletion of an unknown resource
+	// cost nothing.
+	h.az.Server.ResetCalls()
+	state := eventstest.Write("azure", a[0], "state-1", nil)
+	state.Kind = events.KindState
+	gone := eventstest.Write("azure", a[0]+"-gone", "delete-1", nil)
+	gone.Kind = events.KindDelete
+	for _, c := range []events.Change{eventstest.Write("azure", a[0], "edit-1", nil), state, gone} {
+		if err := eventstest.Publish(t, hub, waitFor, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.armOps(opGraph, opRead); len(got) != 0 || h.writes() != 0 {
+		t.Errorf("a duplicate, a state change and an unknown deletion read %v and wrote %d times", got, h.writes())
+	}
+}
+
+func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	h.applied("evt-new")
+	disk, err := h.az.Server.CreateResource(sub, "rg-evt-new", armsim.Resource{Type: armsim.TypeDisk, Name: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Unclassified: one read, no pass, no write.
+	h.az.Server.ResetCalls()
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", disk, "late-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) || h.writes() != 0 {
+		t.Errorf("an unclassified resource's change: reads %v, %d writes; want one read and no write", got, h.writes())
+	}
+
+	// It gains the classifier: one read, then the object's pass tags it.
+	if err := h.az.Server.SetTags(disk, map[string]string{classifierOf("evt-new"): "owned"}); err != nil {
+		t.Fatal(err)
+	}
+	h.az.Server.ResetCalls()
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", disk, "late-2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.tags(disk)["env"]; got != "prod" {
+		t.Errorf("env=%q on the newly classified disk after the change's pass, want prod", got)
+	}
+	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opGraph: 1, opRead: 1}) {
+		t.Errorf("ARM reads for a newly classified resource: %v, want one read and one discovery", got)
+	}
+
+	// A change that carries the tags (AWS) needs no read.
+	h.az.Server.ResetCalls()
+	other := disk + "-other"
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", other, "tagged-1", map[string]string{"unrelated": "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); len(got) != 0 {
+		t.Errorf("a change carrying unclassified tags read %v", got)
+	}
+}
+
+func TestWhileASourceIsDownCloudMetadataPollsAtItsInterval(t *testing.T) {
+	h, _, src := newEventsHarness(t)
+	h.applied("evt-health")
+	eventsCondition := func(status metav1.ConditionStatus, reason, message string) {
+		t.Helper()
+		eventually(t, "Events "+string(status), func() string {
+			var cm v1alpha1.CloudMetadata
+			if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "evt-health"}, &cm); err != nil {
+				return err.Error()
+			}
+			return eventstest.CheckCondition(cm.Status.Conditions, status, reason, message)
+		})
+	}
+	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
+	src.Set(events.Health{Reason: "subscription deleted"})
+	eventsCondition(metav1.ConditionFalse, v1alpha1.ReasonEventSourceDown, src.Name()+": subscription deleted")
+	src.Set(events.Health{Up: true})
+	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
+}

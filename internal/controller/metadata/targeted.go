@@ -1,0 +1,198 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// A change of a resource an object's last discovery matched runs a
+// targeted pass of the object: each changed resource is read once
+// (cloud.ClassifiedReader: Azure, one GET) instead of a discovery, planned
+// and written as a full pass would (held tags, contests, audit). It falls
+// back to a full pass, before writing anything, whenever the set of
+// matched resources may have changed (a changed resource is gone or no
+// longer carries a classifier) or anything but changes may have asked for
+// the pass: a spec change of the object or of an object it references, a
+// sync request, the polling interval, a contest that changed, an overflow,
+// or a last full pass that did not complete. The status and its counts are
+// the full passes'.
+
+// fullPass is what a state remembers of the last full pass.
+type fullPass struct {
+	// ok is set when it completed: every reference resolved, every
+	// discovery complete, nothing failed.
+	ok bool
+	// at is when it started; spec and request what it served.
+	at            time.Time
+	spec, request string
+}
+
+// doneFull records a full pass that ended with outcomes.
+func (p *pass) doneFull(problems []refProblem, outcomes []*outcome) {
+	ok := len(problems) == 0
+	for _, o := range outcomes {
+		ok = ok && o.request == nil && o.invalid == nil && !o.transient && !o.permanent && o.failed() == 0 && o.auditErr == nil
+	}
+	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)), request: p.cm.Annotations[SyncRequestAnnotation]}
+}
+
+// targetsOf are the outcomes' targets.
+func targetsOf(outcomes []*outcome) []*target {
+	out := make([]*target, len(outcomes))
+	for i, o := range outcomes {
+		out[i] = o.t
+	}
+	return out
+}
+
+// canTarget reports whether a pass of the object may be targeted.
+func (p *pass) canTarget(res resolved) bool {
+	f := p.st.full
+	return f.ok && len(res.problems) == 0 && p.r.Now().Before(f.at.Add(p.every)) &&
+		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets)
+}
+
+// targetWork is one target's part of a targeted pass.
+type targetWork struct {
+	t         *target
+	provider  cloud.ClassifiedProvider
+	req       Request
+	resources []cloud.Classified
+}
+
+// errFullPass says a targeted pass cannot serve the changes: a full pass
+// must.
+var errFullPass = errors.New("a full pass is needed")
+
+// runTargeted is the targeted pass over the changed resources ids; it
+// returns errFullPass, having written nothing, when a full pass must run
+// instead.
+func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (reconcile.Result, error) {
+	work, err := p.readChanged(ctx, res.targets, ids)
+	if err != nil {
+		if !errors.Is(err, errFullPass) {
+			p.r.index.restore(p.key(), ids, false) // for the retry
+		}
+		return reconcile.Result{}, err
+	}
+	failed := false
+	for _, w := range work {
+		failed = p.syncChanged(ctx, w) || failed
+	}
+	result := "ok"
+	if failed {
+		result = "error"
+		p.r.index.needFull(p.key())
+	}
+	targetedPassesTotal.WithLabelValues(p.cm.Namespace, p.cm.Name, result).Inc()
+	if failed {
+		return reconcile.Result{}, fmt.Errorf("writing the changed resources of %s failed; a full pass follows", p.key())
+	}
+	return reconcile.Result{RequeueAfter: max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)}, nil
+}
+
+// readChanged reads each changed resource once and returns, per target,
+// the ones its last discovery matched.
+func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string) ([]targetWork, error) {
+	read := map[string]cloud.Classified{}
+	var work []targetWork
+	for _, t := range targets {
+		mine := p.r.index.matchedBy(p.key(), t.key(), ids)
+		if len(mine) == 0 {
+			continue
+		}
+		provider, err := p.r.providers.ClassifiedProvider(t.cloud)
+		reader, ok := provider.(cloud.ClassifiedReader)
+		if err != nil || !ok {
+			return nil, errFullPass // AWS: no read by ID yet
+		}
+		w := targetWork{t: t, provider: provider, req: t.request(p.cm)}
+		for _, id := range mine {
+			c, done := read[cloud.CanonicalID(id)]
+			if !done {
+				if c, err = reader.ReadClassified(ctx, id); err != nil {
+					return nil, readErr(err)
+				}
+				read[cloud.CanonicalID(id)] = c
+			}
+			if !cloud.Classifies(provider.Rules().NameCase(), c.Tags, w.req.Classifiers) {
+				return nil, errFullPass // it left the object's scope
+			}
+			w.resources = append(w.resources, c)
+		}
+		work = append(work, w)
+	}
+	return work, nil
+}
+
+// readErr is a failed read's error: a resource that is gone needs a full
+// pass (its held tags are forgotten there).
+func readErr(err error) error {
+	if errors.Is(err, cloud.ErrNotFound) {
+		return errFullPass
+	}
+	return fmt.Errorf("reading a changed resource: %w", err)
+}
+
+// syncChanged plans and writes one target's changed resources as a full
+// pass does, and reports whether anything failed.
+func (p *pass) syncChanged(ctx context.Context, w targetWork) bool {
+	held := p.st.heldFor(w.t)
+	ids := make([]string, len(w.resources))
+	for i, r := range w.resources {
+		ids[i] = cloud.CanonicalID(r.ID)
+	}
+	contested := p.r.claims.contestedOn(p.claimantOf(w.t), ids)
+	plans := w.req.planYielding(w.resources, held.lookup, contested)
+	p.recordIntent(ctx, w.t, plans, held)
+	o := &outcome{t: w.t}
+	results := p.write(ctx, w.provider, w.t, plans, o)
+	o.tally(plans, results, held)
+	return o.writeErrors > 0 || o.auditErr != nil
+}
+
+// specKeyOf identifies the generations of the object and its targets.
+func specKeyOf(cm *v1alpha1.CloudMetadata, targets []*target) string {
+	key := fmt.Sprintf("%d", cm.Generation)
+	for _, t := range targets {
+		key += fmt.Sprintf("/%s=%d", t.key(), t.obj.GetGeneration())
+	}
+	return key
+}
+
+// contestedOn returns, per resource of ids (canonical) that who's claim
+// holds, the names another object contests there, as stake last found
+// them; it changes no claim.
+func (b *claimBook) contestedOn(who claimant, ids []string) map[string][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.claims[who]
+	if c == nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for other, oc := range b.claims {
+		if other == who || oc.cloud != c.cloud {
+			continue
+		}
+		names := c.life.Contested(c.nc, oc.life)
+		for _, id := range ids {
+			if len(names) > 0 && c.ids[id] && oc.ids[id] {
+				out[id] = append(out[id], names...)
+			}
+		}
+	}
+	for id, names := range out {
+		slices.Sort(names)
+		out[id] = slices.Compact(names)
+	}
+	return out
+}

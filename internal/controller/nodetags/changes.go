@@ -1,0 +1,195 @@
+package nodetags
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
+)
+
+// Cloud changes (the events Hub) turn into targeted passes: the controller
+// keeps an index from each resource to the NodeTagSyncs whose last full
+// pass placed nodes on it; a change of an indexed resource remembers the
+// resource for those NodeTagSyncs and enqueues them; their next pass reads
+// only the changed resources (cloud.ReadOptions.Resources) and syncs only
+// the nodes placed on them. Changes queued before the pass starts are
+// coalesced into it. A change of a resource no NodeTagSync placed nodes on
+// does nothing.
+//
+// A pass is full, not targeted, whenever anything but a change may have
+// triggered it: the spec or a sync request changed, the resync interval
+// passed, a Node changed since the last full pass, the hub overflowed, or
+// the last full pass failed. A full pass with changes pending reads the
+// cloud fresh.
+
+// changeEvents is what the Reconciler needs to take cloud changes: the
+// hub subscription (UseEvents: events.Subscriber) and the change book.
+type changeEvents struct {
+	tagevents.Subscriber
+	changes *changeBook
+}
+
+// changeBook is the controller's index and the changes pending per
+// NodeTagSync. It is safe for concurrent use.
+type changeBook struct {
+	mu sync.Mutex
+	// owners are, per canonical resource ID, the NodeTagSyncs placed there.
+	owners map[string]map[string]bool
+	// placed are, per NodeTagSync, its last full pass's nodes per resource.
+	placed map[string]map[string][]string
+	// pending are, per NodeTagSync, the resources changed since its last
+	// pass started; flagged: its next full pass must read the cloud fresh
+	// because changes were dropped (an overflow).
+	pending tagevents.Pending[string]
+	// epoch counts the events after which every NodeTagSync needs a full
+	// pass (Node events, overflows).
+	epoch uint64
+}
+
+func newChangeBook() *changeBook {
+	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{}}
+}
+
+// ownerKey is the index key of a changed resource: its canonical ID, a
+// Uniform scale set's instance mapped to its scale set.
+func ownerKey(resource string) string {
+	id := cloud.CanonicalID(resource)
+	if i := strings.Index(id, "/virtualmachinescalesets/"); i >= 0 {
+		if j := strings.Index(id[i:], "/virtualmachines/"); j >= 0 {
+			return id[:i+j]
+		}
+	}
+	return id
+}
+
+// route remembers a change for the NodeTagSyncs placed on its resource and
+// returns their names.
+func (b *changeBook) route(c tagevents.Change) []string {
+	id := ownerKey(c.Resource)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var names []string
+	for name := range b.owners[id] {
+		b.pending.Add(name, id)
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// nodeChanged makes every NodeTagSync's next pass full: a Node changed.
+func (b *changeBook) nodeChanged() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.epoch++
+}
+
+// overflow makes every NodeTagSync's next pass full and fresh: changes
+// were dropped. It returns the names of those indexed.
+func (b *changeBook) overflow() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.epoch++
+	var names []string
+	for name := range b.placed {
+		b.pending.Flag(name)
+		names = append(names, name)
+	}
+	return names
+}
+
+// currentEpoch is the epoch a full pass starting now serves.
+func (b *changeBook) currentEpoch() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.epoch
+}
+
+// take returns and forgets the resources changed for name, and whether
+// its next full pass must read fresh.
+func (b *changeBook) take(name string) ([]string, bool) { return b.pending.Take(name) }
+
+// restore puts back the changes of a failed pass for its retry; fresh
+// makes that retry read fresh.
+func (b *changeBook) restore(name string, ids []string, fresh bool) {
+	b.pending.Restore(name, ids, fresh)
+}
+
+// record replaces name's placements in the index with a full pass's.
+func (b *changeBook) record(name string, placed map[string][]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unindex(name)
+	b.placed[name] = placed
+	for id := range placed {
+		if b.owners[id] == nil {
+			b.owners[id] = map[string]bool{}
+		}
+		b.owners[id][name] = true
+	}
+}
+
+// forget drops a deleted NodeTagSync.
+func (b *changeBook) forget(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unindex(name)
+	b.pending.Forget(name)
+}
+
+// unindex removes name from the index (the caller holds b.mu).
+func (b *changeBook) unindex(name string) {
+	for id := range b.placed[name] {
+		delete(b.owners[id], name)
+		if len(b.owners[id]) == 0 {
+			delete(b.owners, id)
+		}
+	}
+	delete(b.placed, name)
+}
+
+// nodesOn returns the names of the nodes name's last full pass placed on
+// the resources ids.
+func (b *changeBook) nodesOn(name string, ids []string) map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]bool{}
+	for _, id := range ids {
+		for _, n := range b.placed[name][id] {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// Route implements tagevents.Router: a change enqueues the NodeTagSyncs placed
+// on its resource; a change of its run state alone (its tags did not
+// change) does nothing.
+func (r *Reconciler) Route(c tagevents.Change) []string {
+	if c.Kind == tagevents.KindState {
+		return nil
+	}
+	names := r.changes.route(c)
+	r.Enqueue(requests(names)...)
+	return names
+}
+
+// Overflow implements tagevents.Router: changes were dropped, so every
+// NodeTagSync runs one full pass.
+func (r *Reconciler) Overflow() {
+	r.Enqueue(requests(r.changes.overflow())...)
+}
+
+// requests are the reconcile requests of NodeTagSyncs by name.
+func requests(names []string) []reconcile.Request {
+	out := make([]reconcile.Request, len(names))
+	for i, n := range names {
+		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: n}}
+	}
+	return out
+}

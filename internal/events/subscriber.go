@@ -1,0 +1,72 @@
+package events
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/tagsync/tagsync/internal/controller/kit"
+)
+
+// Subscriber is what a controller embeds to take changes from a Hub: its
+// subscription, the enqueueing of the objects a change concerns, and the
+// polling interval the sources' health allows. Its zero value is events
+// off: the controller polls only.
+type Subscriber struct {
+	hub  *Hub
+	sub  *Subscription
+	wake kit.Wake
+}
+
+// UseEvents makes the controller take hub's changes, and poll at the hub's
+// interval while its sources are up. Call it before the controller's
+// SetupWithManager.
+func (s *Subscriber) UseEvents(hub *Hub) { s.hub = hub }
+
+// Subscribe registers the controller's router with the hub (nothing when
+// events are off); SetupWithManager calls it.
+func (s *Subscriber) Subscribe(r Router) {
+	if s.hub != nil {
+		s.sub = s.hub.Subscribe(r)
+	}
+}
+
+// EventsOn reports whether the controller takes changes.
+func (s *Subscriber) EventsOn() bool { return s.hub != nil }
+
+// PassStarted tells the hub a pass of the object key starts and returns
+// the function to call with its error when it ends (Subscription.Started).
+func (s *Subscriber) PassStarted(key string) func(error) { return s.sub.Started(key) }
+
+// Serve runs pass, a pass of the object key, and tells the hub when it
+// started and how it ended: the changes routed to key before it started
+// are done with it.
+func (s *Subscriber) Serve(key string, pass func() (reconcile.Result, error)) (reconcile.Result, error) {
+	finished := s.sub.Started(key)
+	res, err := pass()
+	finished(err)
+	return res, err
+}
+
+// Enqueue asks for passes of the objects (from Router.Route: it never
+// blocks).
+func (s *Subscriber) Enqueue(reqs ...reconcile.Request) { s.wake.Add(reqs...) }
+
+// EnqueueSource is the raw source that feeds Enqueue's requests to the
+// controller's workqueue.
+func (s *Subscriber) EnqueueSource() source.Source { return s.wake.Source() }
+
+// Republish publishes changes to the hub again (a change completed by a
+// read).
+func (s *Subscriber) Republish(changes []Change, done func(error)) { s.hub.Publish(changes, done) }
+
+// Interval is the polling interval of an object configured to poll every
+// configured, and the sources' health (nil: events off).
+func (s *Subscriber) Interval(configured time.Duration) (time.Duration, *Health) {
+	if s.hub == nil {
+		return configured, nil
+	}
+	every, health := s.hub.Interval(configured)
+	return every, &health
+}

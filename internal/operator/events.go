@@ -1,0 +1,63 @@
+package operator
+
+import (
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/tagsync/tagsync/internal/events"
+)
+
+// EventSource builds one source of cloud changes that publishes to sink
+// (the hub). Adding a source to `tagsync run` is one entry in
+// EventsOptions.Sources.
+type EventSource func(sink events.Sink) (events.Source, error)
+
+// EventsOptions turn cloud change events into targeted passes of the node
+// sync and metadata controllers. With no source (and no Hub) events are
+// off and the controllers poll at their configured intervals.
+type EventsOptions struct {
+	// Sources build the event sources; each runs in the manager and
+	// publishes to the hub, whose health is theirs together.
+	Sources []EventSource
+	// Capacity bounds the hub's queue, in changes
+	// (events.DefaultCapacity when 0).
+	Capacity int
+	// ResyncInterval is how often the controllers poll while every source
+	// is up (--events-resync-interval; events.DefaultResyncInterval when
+	// 0).
+	ResyncInterval time.Duration
+	// Hub, when set, is used instead of building one (tests publish to it
+	// directly).
+	Hub *events.Hub
+}
+
+// on reports whether events are on.
+func (o EventsOptions) on() bool { return o.Hub != nil || len(o.Sources) > 0 }
+
+// eventHub builds the hub and its sources and adds them to mgr; nil when
+// events are off.
+func (o EventsOptions) eventHub(mgr ctrl.Manager) (*events.Hub, error) {
+	if !o.on() {
+		return nil, nil
+	}
+	hub := o.Hub
+	if hub == nil {
+		hub = events.NewHub(events.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval})
+	}
+	if err := mgr.Add(hub); err != nil {
+		return nil, err
+	}
+	for _, build := range o.Sources {
+		s, err := build(hub)
+		if err != nil {
+			return nil, fmt.Errorf("setting up an event source: %w", err)
+		}
+		hub.AddSource(s)
+		if err := mgr.Add(s); err != nil {
+			return nil, err
+		}
+	}
+	return hub, nil
+}
