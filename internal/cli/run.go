@@ -26,7 +26,6 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
-	"github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -49,6 +48,8 @@ type runFlags struct {
 	auditSizeMB int
 	// auditFailOpen keeps mutating while audit records cannot be written.
 	auditFailOpen bool
+	// events are the cloud change event sources' flags.
+	events eventFlags
 }
 
 // NewRunCommand returns `tagsync run`, the controller manager.
@@ -109,10 +110,7 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.op.InfraTags.AzureOwnedTag, "openshift-azure-owned-tag", infratags.DefaultAzureOwnedTag, "the Azure tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
 	fs.StringVar(&f.op.InfraTags.AWSOwnedTag, "openshift-aws-owned-tag", infratags.DefaultAWSOwnedTag, "the AWS tag that marks a resource as the cluster's ({infraID}: status.infrastructureName)")
 	fs.DurationVar(&f.op.InfraTags.CRDPollInterval, "openshift-crd-poll-interval", 30*time.Second, "how often the OpenShift adapter looks for the Infrastructure CRD while it is not installed")
-	fs.DurationVar(&f.op.Events.ResyncInterval, "events-resync-interval", events.DefaultResyncInterval,
-		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
-	fs.IntVar(&f.op.Events.Capacity, "events-queue-capacity", events.DefaultCapacity,
-		"cloud changes queued at most; a delivery that does not fit makes every object run one full pass instead")
+	f.events.bind(fs, &f.op.Events)
 	fs.StringSliceVar(&f.op.Namespaces, "namespaces", nil, "namespaces whose CloudMetadata, AzureMetadata and AWSMetadata objects are served, comma-separated (default: all)")
 
 	fs.StringSliceVar(&f.op.Controllers, "controllers", []string{"all"},
@@ -224,6 +222,11 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	if err := f.aws(); err != nil {
 		return err
 	}
+	sources, err := f.events.sources(f.op.AWS, f.cloud.caFile)
+	if err != nil {
+		return err
+	}
+	f.op.Events.Sources = append(f.op.Events.Sources, sources...)
 	if f.op.InfraTags.Namespace == "" {
 		f.op.InfraTags.Namespace = f.op.LeaderElectionNamespace
 	}

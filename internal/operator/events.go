@@ -54,10 +54,20 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager) (*events.Hub, error) {
 		if err != nil {
 			return nil, fmt.Errorf("setting up an event source: %w", err)
 		}
+		if l, ok := s.(leaderAware); ok {
+			l.AwaitLeader(mgr.Elected())
+		}
 		hub.AddSource(s)
 		if err := mgr.Add(s); err != nil {
 			return nil, err
 		}
 	}
 	return hub, nil
+}
+
+// leaderAware is a source that serves on every replica but publishes only
+// once this replica leads (the Event Grid webhook: deliveries reach any
+// replica behind the Service).
+type leaderAware interface {
+	AwaitLeader(elected <-chan struct{})
 }

@@ -70,8 +70,7 @@ func (c chartCase) flags() []string {
 
 // TestChartRenders renders the chart for each row of chartCases and checks
 // what every rendering must show -- every flag the Deployment passes is a
-// flag of `tagsync run` (or of eventsFlagContract, until the binary has
-// --events-* flags), --controllers and the row's flags, the rules each
+// flag of `tagsync run`, --controllers and the row's flags, the rules each
 // running controller declares in the registry granted and none of a
 // controller that does not run (checkRegistryGrants) -- then the row's own
 // checks, and has the real API server validate every object (server-side
@@ -82,9 +81,6 @@ func TestChartRenders(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(ctx, t, chartNS)
 	runFlags := tagsyncRunFlags(t)
-	if !slices.ContainsFunc(runFlags, func(f string) bool { return strings.HasPrefix(f, "--events-") }) {
-		runFlags = append(runFlags, eventsFlagContract...)
-	}
 	for _, c := range chartCases() {
 		t.Run(c.name, func(t *testing.T) {
 			objs := renderChart(t, chartNS, c.flags()...)
@@ -128,7 +124,7 @@ func TestChartRenders(t *testing.T) {
 // values without its switch (they change nothing), and the controllers'
 // other combinations.
 func chartCases() []chartCase {
-	cases := []chartCase{{name: "defaults", controllers: "nodetags", noArgs: eventsFlagContract, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+	cases := []chartCase{{name: "defaults", controllers: "nodetags", noArgs: eventsFlags, check: func(t *testing.T, objs []*unstructured.Unstructured) {
 		checkNodeSyncChart(t, "defaults", objs)
 		checkNoDashboardNorAlerts(t, objs)
 		checkNoWebhook(t, objs)
@@ -259,19 +255,16 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 	}
 }
 
-// eventsFlagContract are the `tagsync run` flags of the cloud event sources
-// as docs/events.md describes them. Until the binary has them,
-// TestChartRenders accepts exactly these too; once `tagsync run --help`
-// lists any --events-* flag, it checks them against the binary, as every
-// other flag.
-var eventsFlagContract = []string{
+// eventsFlags are the `tagsync run` flags of the cloud event sources
+// (docs/events.md); the defaults row checks the chart passes none.
+var eventsFlags = []string{
 	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
 	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
 	"--events-max-age", "--events-sqs-queue-url", "--events-sqs-region", "--events-resync-interval", "--events-queue-size",
 }
 
 // eventsCases are the renderings with cloud events on (the defaults row
-// checks they are off): the example docs/events-values.yaml, an Entra-only webhook with its own
+// checks they are off): ci/events-values.yaml, an Entra-only webhook with its own
 // certificate behind a LoadBalancer, the SQS queue with the metadata
 // controller, the AWS node sync with static keys. Each checks the events
 // flags it must and must not pass, and the webhook's Service, Ingress,
@@ -280,7 +273,7 @@ func eventsCases() []chartCase {
 	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h"}
 	const secretFile = "--events-webhook-secret-file=/etc/tagsync/events-webhook-secret/key"
 	return []chartCase{
-		{name: "docs/events-values.yaml", values: "docs/events-values.yaml", controllers: "nodetags",
+		{name: "ci/events-values.yaml", values: "charts/tagsync/ci/events-values.yaml", controllers: "nodetags",
 			args:   append([]string{"--events-webhook-bind-address=:9443", secretFile}, common...),
 			noArgs: []string{"--events-webhook-cert-dir", "--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {

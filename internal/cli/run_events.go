@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/events/eventgrid"
+	"github.com/tagsync/tagsync/internal/events/sqs"
+	"github.com/tagsync/tagsync/internal/operator"
+)
+
+// eventFlags are the flags of `tagsync run` that turn on cloud change
+// events: the Azure Event Grid webhook and the AWS SQS queue
+// (docs/events.md).
+type eventFlags struct {
+	webhook     eventgrid.Config
+	sqsQueueURL string
+	sqsRegion   string
+}
+
+// bind binds the event flags; the hub's own settings go to op.
+func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
+	fs.StringVar(&e.webhook.BindAddress, "events-webhook-bind-address", "",
+		"address of the Azure Event Grid webhook, e.g. :9443 (unset: no webhook); needs --events-webhook-secret-file or the --events-webhook-entra-* flags")
+	fs.StringVar(&e.webhook.CertDir, "events-webhook-cert-dir", "",
+		"directory with the webhook's tls.crt and tls.key (reloaded on change); unset: plain HTTP behind an Ingress that terminates TLS")
+	fs.StringVar(&e.webhook.SecretFile, "events-webhook-secret-file", "",
+		"file with the shared secret deliveries carry as ?"+eventgrid.KeyParameter+"=<secret> (one a line; each line is accepted, for rotation)")
+	fs.StringVar(&e.webhook.TenantID, "events-webhook-entra-tenant-id", "", "Entra ID tenant whose delivery tokens the webhook accepts (with --events-webhook-entra-audience)")
+	fs.StringVar(&e.webhook.Audience, "events-webhook-entra-audience", "", "application ID or URI the event subscription names for Entra ID-protected delivery")
+	fs.StringVar(&e.webhook.Authority, "events-webhook-entra-authority", eventgrid.DefaultAuthority, "Entra ID authority the tenant's keys are fetched from")
+	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
+	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
+	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
+	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", events.DefaultResyncInterval,
+		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
+	fs.IntVar(&op.Capacity, "events-queue-size", events.DefaultCapacity,
+		"cloud changes queued at most; a delivery that does not fit makes every object run one full pass instead")
+}
+
+// sources returns the event sources the flags turn on. The webhook's
+// authority is reached with httpClient's trust (--azure-ca-file), the
+// queue with the AWS configuration of the --aws-* flags.
+func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.EventSource, error) {
+	var out []operator.EventSource
+	if e.webhook.BindAddress != "" {
+		cfg := e.webhook
+		if caFile != "" {
+			client, err := httpClientTrusting(caFile)
+			if err != nil {
+				return nil, err
+			}
+			cfg.AuthorityClient = client
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, func(sink events.Sink) (events.Source, error) { return eventgrid.New(cfg, sink) })
+	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" {
+		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
+	}
+	if e.sqsQueueURL != "" {
+		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg}
+		if e.sqsRegion != "" {
+			cfg.AWS.Region = e.sqsRegion
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, func(sink events.Sink) (events.Source, error) { return sqs.New(cfg, sink) })
+	}
+	return out, nil
+}
