@@ -155,8 +155,7 @@ func TestDisagreeingScaleSetNodes(t *testing.T) {
 // label removed on a node removes the tag; other keys stay.
 func TestDeletionsPropagateKeyByKey(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-del")
-	vmID, pid := h.vm("rg-del", "vm-del", map[string]string{"env": "prod", "owner": "ops", "team": "blue"})
+	vmID, pid := h.vmInGroup("rg-del", "vm-del", map[string]string{"env": "prod", "owner": "ops", "team": "blue"})
 	h.node("del", pid, nil, nil)
 	h.sync("del", nil)
 	h.waitLabel("del", "azure.tags/owner", "ops")

@@ -106,8 +106,7 @@ func TestTagLimit(t *testing.T) {
 // reserved prefixes are reported and never sent to ARM.
 func TestReservedPrefixesNeverWritten(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-res")
-	vmID, pid := h.vm("rg-res", "vm-res", map[string]string{"env": "prod"})
+	vmID, pid := h.vmInGroup("rg-res", "vm-res", map[string]string{"env": "prod"})
 	h.node("res", pid, map[string]string{"azure.tags/microsoft.owner": "x", "azure.tags/Azure-thing": "y", "azure.tags/team": "blue"}, nil)
 	h.sync("res", nil)
 	h.waitTag(vmID, "team", "blue")
@@ -135,8 +134,7 @@ func TestReservedPrefixesNeverWritten(t *testing.T) {
 func TestCrossResourceGroupAndUnmanagedNodes(t *testing.T) {
 	h := newHarness(t)
 	h.resourceGroup("rg-main")
-	h.resourceGroup("rg-other")
-	_, pid := h.vm("rg-other", "vm-cross", map[string]string{"env": "other"})
+	_, pid := h.vmInGroup("rg-other", "vm-cross", map[string]string{"env": "other"})
 	h.vm("rg-other", "bylabel", map[string]string{"env": "labelled"})
 	h.node("cross", pid, map[string]string{"kubernetes.azure.com/resource-group": "rg-other"}, nil)
 	h.node("bylabel", "", map[string]string{"kubernetes.azure.com/resource-group": "rg-other"}, nil)
@@ -164,10 +162,8 @@ func TestCrossResourceGroupAndUnmanagedNodes(t *testing.T) {
 // case-insensitively) are synced.
 func TestResourceGroupFilter(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-in")
-	h.resourceGroup("rg-out")
-	_, pidIn := h.vm("rg-in", "vm-in", map[string]string{"env": "in"})
-	outID, pidOut := h.vm("rg-out", "vm-out", map[string]string{"env": "out"})
+	_, pidIn := h.vmInGroup("rg-in", "vm-in", map[string]string{"env": "in"})
+	outID, pidOut := h.vmInGroup("rg-out", "vm-out", map[string]string{"env": "out"})
 	h.node("in", pidIn, nil, nil)
 	h.node("out", pidOut, map[string]string{"azure.tags/team": "x"}, nil)
 	h.sync("filter", func(s *v1alpha1.NodeTagSyncSpec) { s.ResourceGroups = []v1alpha1.ResourceGroupName{"RG-IN"} })
@@ -210,8 +206,7 @@ func TestThrottleStormConverges(t *testing.T) {
 		sent[key] = append(sent[key], time.Now())
 		mu.Unlock()
 	}, azure.WithRateLimit(budget))
-	h.resourceGroup("rg-429")
-	vmID, pid := h.vm("rg-429", "vm-429", map[string]string{"env": "prod"})
+	vmID, pid := h.vmInGroup("rg-429", "vm-429", map[string]string{"env": "prod"})
 	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Count: 2, Status: http.StatusTooManyRequests, RetryAfter: wait})
 	h.cloud.AddFault(armsim.Fault{Operation: "Tags.UpdateAtScope", Count: 2, Status: http.StatusTooManyRequests, RetryAfter: wait})
 	start := time.Now()
@@ -320,8 +315,7 @@ func TestStaleETagRetriedWithoutClobbering(t *testing.T) {
 		}
 	}
 	h = newHarnessWithTransport(t, racer, azure.WithWriteMethod(azure.WriteResourcePatch))
-	h.resourceGroup("rg-etag")
-	id, pid := h.vm("rg-etag", "vm-etag", map[string]string{"env": "prod"})
+	id, pid := h.vmInGroup("rg-etag", "vm-etag", map[string]string{"env": "prod"})
 	vmID.Store(id)
 	h.node("etag", pid, map[string]string{"azure.tags/team": "blue"}, nil)
 	h.sync("etag", nil)
@@ -423,8 +417,7 @@ func isWrite(op string) bool {
 // follow the taints' changes, and never come back as labels.
 func TestSyncTaints(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-taint")
-	vmID, pid := h.vm("rg-taint", "vm-taint", map[string]string{"env": "prod"})
+	vmID, pid := h.vmInGroup("rg-taint", "vm-taint", map[string]string{"env": "prod"})
 	h.node("taint", pid, nil, nil)
 	setTaints(h, "taint", `[{"key":"example.com/gpu","value":"true","effect":"NoSchedule"}]`)
 	h.sync("taint", func(s *v1alpha1.NodeTagSyncSpec) { s.SyncTaints = true })
@@ -452,8 +445,7 @@ func TestSyncTaints(t *testing.T) {
 // fight: the older syncs it, the newer counts it as not its own.
 func TestOverlappingSyncsOldestWins(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-overlap")
-	_, pid := h.vm("rg-overlap", "vm-overlap", map[string]string{"env": "prod"})
+	_, pid := h.vmInGroup("rg-overlap", "vm-overlap", map[string]string{"env": "prod"})
 	h.node("overlap", pid, nil, nil)
 	h.sync("overlap-a", func(s *v1alpha1.NodeTagSyncSpec) { s.LabelPrefix = ptrTo("a.tags") })
 	h.waitLabel("overlap", "a.tags/env", "prod")
@@ -475,8 +467,7 @@ func TestOverlappingSyncsOldestWins(t *testing.T) {
 // the status says why, and the pass is retried once ARM answers again.
 func TestCloudReadFailureReported(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-down")
-	_, pid := h.vm("rg-down", "vm-down", map[string]string{"env": "prod"})
+	_, pid := h.vmInGroup("rg-down", "vm-down", map[string]string{"env": "prod"})
 	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Status: http.StatusInternalServerError})
 	h.node("down", pid, map[string]string{"azure.tags/team": "blue"}, nil)
 	h.sync("down", nil)

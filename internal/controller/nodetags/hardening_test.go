@@ -116,8 +116,7 @@ func TestFilterExcludingEverythingWarns(t *testing.T) {
 // per-Node bookkeeping does not outlive the objects.
 func TestDeletedObjectsAreForgotten(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-forget")
-	_, pid := h.vm("rg-forget", "vm-forget", map[string]string{"env": "prod"})
+	_, pid := h.vmInGroup("rg-forget", "vm-forget", map[string]string{"env": "prod"})
 	h.node("forget", pid, nil, nil)
 	h.sync("forget", nil)
 	h.waitLabel("forget", "azure.tags/env", "prod")
@@ -143,10 +142,8 @@ func TestDeletedObjectsAreForgotten(t *testing.T) {
 // read does not stop the others; the status names it.
 func TestOneUnreadableResourceGroup(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-open")
-	h.resourceGroup("rg-locked")
-	_, openPID := h.vm("rg-open", "vm-open", map[string]string{"env": "prod"})
-	_, lockedPID := h.vm("rg-locked", "vm-locked", map[string]string{"env": "prod"})
+	_, openPID := h.vmInGroup("rg-open", "vm-open", map[string]string{"env": "prod"})
+	_, lockedPID := h.vmInGroup("rg-locked", "vm-locked", map[string]string{"env": "prod"})
 	h.cloud.AddFault(armsim.Fault{Scope: "/subscriptions/" + sub + "/resourceGroups/rg-locked", Status: http.StatusForbidden, Code: "AuthorizationFailed"})
 	h.node("open", openPID, nil, nil)
 	h.node("locked", lockedPID, nil, nil)
@@ -182,8 +179,7 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	h.resourceGroup("rg-quiet")
-	_, pid := h.vm("rg-quiet", "vm-quiet", map[string]string{"env": "prod"})
+	_, pid := h.vmInGroup("rg-quiet", "vm-quiet", map[string]string{"env": "prod"})
 	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachines.List", Status: http.StatusTooManyRequests, RetryAfter: 100 * time.Second})
 	h.node("quiet", pid, nil, nil)
 	h.sync("quiet", nil)
@@ -213,8 +209,7 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 // no NodeTagSync selects, keep it and are reported.
 func TestPendingTaint(t *testing.T) {
 	h := newHarness(t)
-	h.resourceGroup("rg-pending")
-	_, pid := h.vm("rg-pending", "vm-pending", map[string]string{"env": "prod"})
+	_, pid := h.vmInGroup("rg-pending", "vm-pending", map[string]string{"env": "prod"})
 	pending := corev1.Taint{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	h.taintedNode("fresh", pid, nil, pending, other)

@@ -336,6 +336,14 @@ func (h *harness) labelFansOut(name string, n int) string {
 	return ssID
 }
 
+// vmInGroup creates the resource group rg and a standalone VM in it, and
+// returns the VM's ID and providerID.
+func (h *harness) vmInGroup(rg, name string, tags map[string]string) (string, string) {
+	h.t.Helper()
+	h.resourceGroup(rg)
+	return h.vm(rg, name, tags)
+}
+
 // vm creates a standalone VM and returns its ID and providerID.
 func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
 	h.t.Helper()
