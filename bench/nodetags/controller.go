@@ -32,8 +32,19 @@ type controller interface {
 // separate is `tagsync run` as its own process.
 type separate struct{ *benchkit.Process }
 
-// Calls is nil: the provider is in the other process.
-func (separate) Calls() map[string]int { return nil }
+// Calls are the provider's request attempts by operation as the process's
+// tagsync_cloud_requests_total counts them (nil when it cannot be scraped).
+func (p separate) Calls() map[string]int {
+	text, err := p.Metrics()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	benchkit.EachSample(text, cloud.MetricRequests, func(series string, v float64) {
+		out[benchkit.Label(series, "operation")] += int(v)
+	})
+	return out
+}
 
 // inProcess is the nodetags controller in a controller-runtime manager in
 // this process: leader election off, metrics off, the Kubernetes client
@@ -148,15 +159,16 @@ func (c *inProcess) Stop() error {
 	}
 }
 
-// startSeparate runs `tagsync run` against the control plane and armsim:
-// default Kubernetes client budget, default Azure provider settings (no
-// --azure-* tuning flags), client-secret login.
-func (b *bench) startSeparate(ctx context.Context, bin string, cloud *simCloud, extra []string) (*benchkit.Process, error) {
-	azureFlags, err := benchkit.AzureFlags(cloud.srv, cloud.dir)
+// startRun runs `tagsync run` (built, or -tagsync) with flags against the
+// control plane, its files in dir: the default Kubernetes client budget
+// and the provider's defaults (flags name the cloud, not tuning).
+func (b *bench) startRun(ctx context.Context, dir string, flags []string) (separate, error) {
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
 	if err != nil {
-		return nil, err
+		return separate{}, err
 	}
-	return benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: append(azureFlags, extra...), Dir: cloud.dir, Timeout: b.o.Timeout})
+	p, err := benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: flags, Dir: dir, Timeout: b.o.Timeout})
+	return separate{p}, err
 }
 
 // passStats are the nodetags pass counters of a controller.
