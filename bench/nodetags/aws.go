@@ -165,10 +165,7 @@ func (b *bench) awsNodes(ctx context.Context) error {
 // resync's read budget is ceil(instances/1000) DescribeInstances plus
 // ceil(groups/100) DescribeAutoScalingGroups (one region).
 func (b *bench) awsResync(ctx context.Context, m *testenv.Moto, nodes []nodeSpec, res *AWSResult) error {
-	if err := b.freshNodes(ctx, nodes); err != nil {
-		return err
-	}
-	ctl, err := b.startAWS(ctx, m)
+	ctl, err := startOn(ctx, b, nodes, func(ctx context.Context) (*inProcess, error) { return b.startAWS(ctx, m) })
 	if err != nil {
 		return err
 	}
@@ -192,14 +189,11 @@ func (b *bench) awsMemory(ctx context.Context, m *testenv.Moto, nodes []nodeSpec
 	if err != nil {
 		return nil, err
 	}
-	if err := b.freshNodes(ctx, nodes); err != nil {
-		return nil, err
-	}
 	flags, err := benchkit.AWSFlags(m, dir)
 	if err != nil {
 		return nil, err
 	}
-	sep, err := b.startRun(ctx, dir, flags)
+	sep, err := startOn(ctx, b, nodes, func(ctx context.Context) (separate, error) { return b.startRun(ctx, dir, flags) })
 	if err != nil {
 		return nil, err
 	}
@@ -222,10 +216,7 @@ func (b *bench) awsFanOut(ctx context.Context) (*FanOutResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.freshNodes(ctx, nodes); err != nil {
-		return nil, err
-	}
-	ctl, err := b.startAWS(ctx, m)
+	ctl, err := startOn(ctx, b, nodes, func(ctx context.Context) (*inProcess, error) { return b.startAWS(ctx, m) })
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +224,15 @@ func (b *bench) awsFanOut(ctx context.Context) (*FanOutResult, error) {
 	return b.fanOutEdit(ctx, b.awsSync(nodes), ctl, nodes, awsLabelsFor, func(ctx context.Context, edit map[string]string) error {
 		return seed.UpdateGroupTags(ctx, m.Config, testenv.MotoRegion, "bigpool", edit)
 	})
+}
+
+// startOn empties the cluster, creates nodes, then starts a controller.
+func startOn[C controller](ctx context.Context, b *bench, nodes []nodeSpec, start func(context.Context) (C, error)) (C, error) {
+	if err := b.freshNodes(ctx, nodes); err != nil {
+		var none C
+		return none, err
+	}
+	return start(ctx)
 }
 
 // ceilDiv is a/b rounded up.
