@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -123,7 +124,7 @@ func (c *inProcess) Metrics() (string, error) {
 	var sb strings.Builder
 	for _, mf := range mfs {
 		name := mf.GetName()
-		if !strings.HasPrefix(name, "tagsync_") && name != "rest_client_rate_limiter_duration_seconds" {
+		if !strings.HasPrefix(name, "tagsync_") && name != "rest_client_rate_limiter_duration_seconds" && name != activeWorkers {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -176,11 +177,16 @@ type passStats struct {
 	count float64 // passes finished
 	sum   float64 // seconds spent in them
 	fresh float64 // passes that read the cloud fresh
+	// running is the number of passes in progress.
+	running float64
 	// throttled is the time the controller's Kubernetes PATCH requests
 	// waited for the client-side rate limiter (QPS 100, burst 200), summed
 	// over requests (in-process only: `tagsync run` does not export it).
 	throttled float64
 }
+
+// activeWorkers is controller-runtime's gauge of reconciles in progress.
+const activeWorkers = "controller_runtime_active_workers"
 
 func readPasses(c controller) (passStats, error) {
 	text, err := c.Metrics()
@@ -192,6 +198,7 @@ func readPasses(c controller) (passStats, error) {
 		count:     benchkit.MetricValue(text, "tagsync_nodetags_pass_duration_seconds_count", sel),
 		sum:       benchkit.MetricValue(text, "tagsync_nodetags_pass_duration_seconds_sum", sel),
 		fresh:     benchkit.MetricValue(text, "tagsync_nodetags_passes_total", sel, `fresh="true"`),
+		running:   benchkit.MetricValue(text, activeWorkers, fmt.Sprintf("controller=%q", nodetags.ControllerName)),
 		throttled: benchkit.MetricValue(text, "rest_client_rate_limiter_duration_seconds_sum", `verb="PATCH"`),
 	}, nil
 }

@@ -61,16 +61,6 @@ func (r *passRecorder) sample(c controller) {
 	r.last = p
 }
 
-func (r *passRecorder) count() (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, p := range r.passes {
-		n += p.Passes
-	}
-	return n, nil
-}
-
 // stop ends the sampling; it returns the passes and the seconds the
 // controller's Node PATCHes waited for the client-side rate limiter.
 func (r *passRecorder) stop() ([]PassSample, float64) {
@@ -218,7 +208,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud benchCloud, ctl co
 	cloud.resetCalls()
 	provBefore := ctl.Calls()
 	rec := recordPasses(ctl)
-	err := b.awaitPhase(ctx, what, prev, trigger, rec, &ph)
+	err := b.awaitPhase(ctx, what, prev, trigger, ctl, &ph)
 	ph.PassLog, ph.KubeRateLimitWaitSeconds = rec.stop()
 	if err != nil {
 		return ph, err
@@ -233,7 +223,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud benchCloud, ctl co
 
 // awaitPhase triggers a phase and waits for its labels, its status and
 // the quiet after it.
-func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, trigger func(context.Context) error, rec *passRecorder, ph *Phase) error {
+func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, trigger func(context.Context) error, ctl controller, ph *Phase) error {
 	t0 := time.Now()
 	if err := trigger(ctx); err != nil {
 		return err
@@ -248,7 +238,7 @@ func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, tri
 		return err
 	}
 	ph.StatusSeconds = benchkit.Secs(seen.Sub(t0))
-	return b.waitQuiet(ctx, 3*time.Second, rec.count)
+	return b.waitQuiet(ctx, 3*time.Second, ctl)
 }
 
 // resyncOnce asks for a pass with fresh cloud reads on an unchanged cluster
@@ -282,7 +272,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud benchCloud, ctl controller
 	r.WallSeconds = benchkit.Secs(seen.Sub(t0))
 	// Let any follow-up pass (e.g. triggered by a Node write) happen and be
 	// counted.
-	if err := b.waitQuiet(ctx, 3*time.Second, func() (int, error) { p, err := readPasses(ctl); return int(p.count), err }); err != nil {
+	if err := b.waitQuiet(ctx, 3*time.Second, ctl); err != nil {
 		return r, err
 	}
 	p1, err := readPasses(ctl)
