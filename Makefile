@@ -97,7 +97,7 @@ build: ## Build bin/tagsync, stamped with its version, commit and commit time (t
 BENCH_FLAGS ?=
 
 .PHONY: bench-nodetags bench-metadata bench-labelsync
-bench-nodetags: $(KUBE_APISERVER) $(ETCD) build ## Benchmark the node sync (~6 min): a table on stdout, bench/results/nodetags.json (BENCH_FLAGS: more flags).
+bench-nodetags: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the node sync (~6 min): a table on stdout, bench/results/nodetags.json (BENCH_FLAGS: more flags; moto for -scenarios aws,aws-fanout,aws-memory).
 	go run ./bench/nodetags -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
 bench-metadata: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the metadata controller (~6 min): a table on stdout, bench/results/metadata.json.

@@ -279,16 +279,11 @@ func (b *bench) startController(ctx context.Context) error {
 		}
 	}
 	if b.moto != nil {
-		secret, err := benchkit.WriteSecret(b.dir, "aws-secret", testenv.MotoSecretAccessKey)
+		awsFlags, err := benchkit.AWSFlags(b.moto, b.dir)
 		if err != nil {
 			return err
 		}
-		args = append(args,
-			"--aws-region", testenv.MotoRegion,
-			"--aws-endpoint", b.moto.URL,
-			"--aws-access-key-id", testenv.MotoAccessKeyID,
-			"--aws-secret-access-key-file", secret,
-		)
+		args = append(args, awsFlags...)
 	}
 	b.ctrl, err = benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
 		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})

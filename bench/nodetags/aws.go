@@ -16,9 +16,11 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// AWSResult is the aws scenario: the node sync on AWS (moto), a cold sync
-// of Auto Scaling groups' nodes and instances in no group, then resyncs of
-// the unchanged cluster.
+// AWSResult is the node sync on AWS (moto). Scenario aws: a cold sync of
+// Auto Scaling groups' nodes and instances in no group, then resyncs of the
+// unchanged cluster; aws-memory: the same estate synced by `tagsync run` as
+// its own process, its memory sampled; aws-fanout: a group tag edit on a
+// fresh moto.
 type AWSResult struct {
 	Nodes      int           `json:"nodes"`
 	Groups     int           `json:"autoScalingGroups"`
@@ -26,6 +28,8 @@ type AWSResult struct {
 	Standalone int           `json:"standaloneInstances"`
 	Cold       Phase         `json:"coldSync"`
 	Resync     *ResyncResult `json:"resync,omitempty"`
+	FanOut     *FanOutResult `json:"fanOut,omitempty"`
+	Memory     *MemoryResult `json:"memory,omitempty"`
 }
 
 // motoCloud is moto as the aws scenario sees it: moto keeps no request log
@@ -59,123 +63,215 @@ func awsLabelsFor(tags map[string]string) map[string]string {
 	return out
 }
 
+// awsNodeSpecs are the Nodes of instances ids, named prefix-NNN, expected
+// to carry tags as labels.
+func awsNodeSpecs(prefix string, ids []string, tags map[string]string) []nodeSpec {
+	nodes := make([]nodeSpec, 0, len(ids))
+	for j, id := range ids {
+		nodes = append(nodes, nodeSpec{name: fmt.Sprintf("%s-%03d", prefix, j), providerID: seed.ProviderID(testenv.MotoRegion, id),
+			pool: prefix, expect: awsLabelsFor(tags)})
+	}
+	return nodes
+}
+
+// awsGroup creates an Auto Scaling group of n instances tagged with
+// poolTags on moto and returns its Nodes.
+func awsGroup(ctx context.Context, m *testenv.Moto, i, n int, name string) ([]nodeSpec, error) {
+	tags := poolTags(i, name)
+	_, ids, err := seed.CreateGroup(ctx, m.Config, testenv.MotoRegion, name, n, tags)
+	return awsNodeSpecs(name, ids, tags), err
+}
+
 // awsEstate creates the aws scenario's groups and instances on moto and
 // returns their Nodes.
 func (b *bench) awsEstate(ctx context.Context, m *testenv.Moto) ([]nodeSpec, error) {
-	region := testenv.MotoRegion
+	start := time.Now()
 	var nodes []nodeSpec
-	add := func(prefix string, ids []string, tags map[string]string) {
-		for j, id := range ids {
-			nodes = append(nodes, nodeSpec{name: fmt.Sprintf("%s-%03d", prefix, j), providerID: seed.ProviderID(region, id),
-				pool: prefix, expect: awsLabelsFor(tags)})
-		}
-	}
 	for i := range b.o.awsGroups {
-		name := fmt.Sprintf("pool%02d", i)
-		tags := poolTags(i, name)
-		_, ids, err := seed.CreateGroup(ctx, m.Config, region, name, b.o.awsPerGroup, tags)
+		g, err := awsGroup(ctx, m, i, b.o.awsPerGroup, fmt.Sprintf("pool%02d", i))
 		if err != nil {
 			return nil, err
 		}
-		add(name, ids, tags)
+		nodes = append(nodes, g...)
 	}
 	if b.o.awsSolo > 0 {
-		ids, err := seed.CreateInstances(ctx, m.Config, region, b.o.awsSolo, vmTags(0))
+		ids, err := seed.CreateInstances(ctx, m.Config, testenv.MotoRegion, b.o.awsSolo, vmTags(0))
 		if err != nil {
 			return nil, err
 		}
-		add("solo", ids, vmTags(0))
+		nodes = append(nodes, awsNodeSpecs("solo", ids, vmTags(0))...)
 	}
+	benchkit.Logf("aws: %d instances on moto in %s", len(nodes), time.Since(start).Round(time.Millisecond))
 	return nodes, nil
 }
 
-// awsNodes runs the aws scenario: moto, the AWS provider with its defaults
-// (its own metrics registry), the controller in this process, a cold sync,
-// then -resyncs requested passes over the unchanged cluster. A resync's
-// read budget is ceil(instances/1000) DescribeInstances plus
-// ceil(groups/100) DescribeAutoScalingGroups (one region).
-func (b *bench) awsNodes(ctx context.Context) (*AWSResult, error) {
-	m, err := testenv.NewMoto()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = m.Stop() }()
-	start := time.Now()
-	nodes, err := b.awsEstate(ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	benchkit.Logf("aws: %d instances on moto in %s", len(nodes), time.Since(start).Round(time.Millisecond))
-	if err := b.reset(ctx); err != nil {
-		return nil, err
-	}
-	if err := b.createNodes(ctx, nodes); err != nil {
-		return nil, err
-	}
+// awsSync is an estate of nodes on moto synced by a NodeTagSync with
+// provider aws (otherwise the defaults: TwoWay, groups as the target).
+func (b *bench) awsSync(nodes []nodeSpec) estate {
+	return estate{cloud: motoCloud{}, expect: expected(nodes), create: func(ctx context.Context) error {
+		return b.createSync(ctx, func(s *v1alpha1.NodeTagSyncSpec) { s.Provider = v1alpha1.ProviderAWS })
+	}}
+}
+
+// startAWS starts the controller in this process with the AWS provider on
+// moto: its defaults, its own metrics registry.
+func (b *bench) startAWS(ctx context.Context, m *testenv.Moto) (*inProcess, error) {
 	p, err := aws.NewProvider(ctx, aws.Config{Region: testenv.MotoRegion, Endpoint: m.URL,
 		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
 		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := b.startManager(ctx, p)
+	return b.startManager(ctx, p)
+}
+
+// awsResult is the results' AWS part, made on first use.
+func (b *bench) awsResult() *AWSResult {
+	if b.res.AWS == nil {
+		b.res.AWS = &AWSResult{}
+	}
+	return b.res.AWS
+}
+
+// awsNodes runs scenarios aws and aws-memory on one moto estate of
+// -aws-groups groups and -aws-instances instances in no group.
+func (b *bench) awsNodes(ctx context.Context) error {
+	m, err := testenv.NewMoto()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	defer func() { _ = m.Stop() }()
+	nodes, err := b.awsEstate(ctx, m)
+	if err != nil {
+		return err
+	}
+	res := b.awsResult()
+	res.Nodes, res.Groups, res.PerGroup, res.Standalone = len(nodes), b.o.awsGroups, b.o.awsPerGroup, b.o.awsSolo
+	if b.o.Has("aws") {
+		if err := b.awsResync(ctx, m, nodes, res); err != nil {
+			return fmt.Errorf("aws: %w", err)
+		}
+	}
+	if b.o.Has("aws-memory") {
+		if res.Memory, err = b.awsMemory(ctx, m, nodes); err != nil {
+			return fmt.Errorf("aws-memory: %w", err)
+		}
+	}
+	return nil
+}
+
+// awsResync runs scenario aws: the controller in this process, a cold
+// sync, then -resyncs requested passes over the unchanged cluster. A
+// resync's read budget is ceil(instances/1000) DescribeInstances plus
+// ceil(groups/100) DescribeAutoScalingGroups (one region).
+func (b *bench) awsResync(ctx context.Context, m *testenv.Moto, nodes []nodeSpec, res *AWSResult) error {
+	ctl, err := startOn(ctx, b, nodes, func(ctx context.Context) (*inProcess, error) { return b.startAWS(ctx, m) })
+	if err != nil {
+		return err
 	}
 	defer stop(ctl)
-	res := &AWSResult{Nodes: len(nodes), Groups: b.o.awsGroups, PerGroup: b.o.awsPerGroup, Standalone: b.o.awsSolo}
-	expect := map[string]map[string]string{}
-	for _, n := range nodes {
-		expect[n.name] = n.expect
-	}
-	onAWS := func(ctx context.Context) error {
-		return b.createSync(ctx, func(s *v1alpha1.NodeTagSyncSpec) { s.Provider = v1alpha1.ProviderAWS })
-	}
-	if res.Cold, err = b.phase(ctx, "aws cold sync", motoCloud{}, ctl, expect, time.Time{}, onAWS); err != nil {
-		return res, err
+	if res.Cold, err = b.initialSync(ctx, "aws cold sync", b.awsSync(nodes), ctl); err != nil {
+		return err
 	}
 	benchkit.Logf("aws cold sync: %d nodes labelled in %.2fs; %s; %d node writes", res.Nodes, res.Cold.LabelsSeconds,
 		benchkit.OpsLine(res.Cold.Calls.ByOp), res.Cold.NodeWrites)
 	res.Resync = &ResyncResult{Nodes: len(nodes), ScaleSets: b.o.awsGroups, ResourceGroups: 1,
 		ReadBudget: ceilDiv(len(nodes), aws.MaxIDsPerCall) + ceilDiv(b.o.awsGroups, aws.GroupsPerRead), PassesPerHour: 12,
 		NaiveReadsPerPass: len(nodes), NaiveReadsPerHour: 12 * len(nodes)}
-	for i := range b.o.resyncs {
-		r, err := b.resyncOnce(ctx, motoCloud{}, ctl)
-		if err != nil {
-			return res, fmt.Errorf("aws resync %d: %w", i+1, err)
-		}
-		res.Resync.Runs = append(res.Resync.Runs, r)
-		benchkit.Logf("aws resync %d: pass %.3fs; %d reads (%s), %d writes; %d node writes", i+1, r.PassSeconds,
-			r.Calls.Reads, benchkit.OpsLine(r.Calls.ByOp), r.Calls.Writes, r.NodeWrites)
+	return b.resyncs(ctx, "aws resync", motoCloud{}, ctl, res.Resync)
+}
+
+// awsMemory runs scenario aws-memory as the memory scenario runs on Azure:
+// `tagsync run` as its own process (AWS flags pointing at moto), sampled
+// idle, converged and after a fresh resync and 10 s idle.
+func (b *bench) awsMemory(ctx context.Context, m *testenv.Moto, nodes []nodeSpec) (*MemoryResult, error) {
+	dir, err := b.scenarioDir("aws-memory")
+	if err != nil {
+		return nil, err
 	}
-	res.Resync.summarize()
-	return res, nil
+	flags, err := benchkit.AWSFlags(m, dir)
+	if err != nil {
+		return nil, err
+	}
+	sep, err := startOn(ctx, b, nodes, func(ctx context.Context) (separate, error) { return b.startRun(ctx, dir, flags) })
+	if err != nil {
+		return nil, err
+	}
+	defer stop(sep)
+	res := &MemoryResult{Variant: "aws-" + variantTagsyncRun, Nodes: len(nodes), ScaleSets: b.o.awsGroups, NodeObjectBytes: b.nodeSize(nodes[0]),
+		NodeShape: b.o.nodeShape(), GoalMiB: 150, Mode: "separate process: tagsync run", Command: sep.Command}
+	return res, b.memoryPhases(ctx, "aws", b.awsSync(nodes), sep, res, sep.sampler(res))
+}
+
+// awsFanOut runs scenario aws-fanout: a fresh moto with one group of
+// -fanout-nodes instances; after the initial sync an outside
+// CreateOrUpdateTags on the group, then a sync request.
+func (b *bench) awsFanOut(ctx context.Context) (*FanOutResult, error) {
+	m, err := testenv.NewMoto()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = m.Stop() }()
+	nodes, err := awsGroup(ctx, m, 0, b.o.fanOutNodes, "bigpool")
+	if err != nil {
+		return nil, err
+	}
+	ctl, err := startOn(ctx, b, nodes, func(ctx context.Context) (*inProcess, error) { return b.startAWS(ctx, m) })
+	if err != nil {
+		return nil, err
+	}
+	defer stop(ctl)
+	return b.fanOutEdit(ctx, b.awsSync(nodes), ctl, nodes, awsLabelsFor, func(ctx context.Context, edit map[string]string) error {
+		return seed.UpdateGroupTags(ctx, m.Config, testenv.MotoRegion, "bigpool", edit)
+	})
+}
+
+// startOn empties the cluster, creates nodes, then starts a controller.
+func startOn[C controller](ctx context.Context, b *bench, nodes []nodeSpec, start func(context.Context) (C, error)) (C, error) {
+	if err := b.freshNodes(ctx, nodes); err != nil {
+		var none C
+		return none, err
+	}
+	return start(ctx)
 }
 
 // ceilDiv is a/b rounded up.
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// awsGoals are the aws scenario's verdicts.
+// awsGoals are the AWS scenarios' verdicts.
 func awsGoals(a *AWSResult) []benchkit.Goal {
-	s := a.Resync
-	if s == nil {
-		return nil
+	var g []benchkit.Goal
+	if s := a.Resync; s != nil {
+		ran := len(s.Runs) > 0
+		g = append(g,
+			benchkit.Goal{Goal: fmt.Sprintf("5. AWS resync, %d nodes in %d groups + %d instances: reads per pass", a.Nodes-a.Standalone, a.Groups, a.Standalone),
+				Target:   fmt.Sprintf("<= ceil(instances/1000) + ceil(groups/100) (<= %d)", s.ReadBudget),
+				Measured: fmt.Sprint(s.Reads), Met: ran && s.Reads <= s.ReadBudget},
+			benchkit.Goal{Goal: "5. AWS resync: cloud writes per pass", Target: "0", Measured: fmt.Sprint(s.Writes), Met: ran && s.Writes == 0},
+			benchkit.Goal{Goal: "5. AWS resync: Node writes per pass", Target: "0", Measured: fmt.Sprint(s.NodeWrites), Met: ran && s.NodeWrites == 0})
 	}
-	ran := len(s.Runs) > 0
-	return []benchkit.Goal{
-		{Goal: fmt.Sprintf("5. AWS resync, %d nodes in %d groups + %d instances: reads per pass", a.Nodes-a.Standalone, a.Groups, a.Standalone),
-			Target:   fmt.Sprintf("<= ceil(instances/1000) + ceil(groups/100) (<= %d)", s.ReadBudget),
-			Measured: fmt.Sprint(s.Reads), Met: ran && s.Reads <= s.ReadBudget},
-		{Goal: "5. AWS resync: cloud writes per pass", Target: "0", Measured: fmt.Sprint(s.Writes), Met: ran && s.Writes == 0},
-		{Goal: "5. AWS resync: Node writes per pass", Target: "0", Measured: fmt.Sprint(s.NodeWrites), Met: ran && s.NodeWrites == 0},
+	if f := a.FanOut; f != nil {
+		g = append(g, fanOutGoal("5. AWS group tag edit fan-out", f))
 	}
+	if m := a.Memory; m != nil {
+		g = append(g, memoryGoal("5. AWS controller memory", m))
+	}
+	return g
 }
 
-// printAWS prints the aws scenario's details.
+// printAWS prints the AWS scenarios' details.
 func printAWS(w io.Writer, a *AWSResult) {
-	fmt.Fprintf(w, "AWS cold sync: labels %.2fs; %s; %d Node writes\n", a.Cold.LabelsSeconds, benchkit.OpsLine(a.Cold.Calls.ByOp), a.Cold.NodeWrites)
+	if a.Cold.LabelsSeconds > 0 {
+		fmt.Fprintf(w, "AWS cold sync: labels %.2fs; %s; %d Node writes\n", a.Cold.LabelsSeconds, benchkit.OpsLine(a.Cold.Calls.ByOp), a.Cold.NodeWrites)
+	}
 	if s := a.Resync; s != nil && len(s.Runs) > 0 {
 		fmt.Fprintf(w, "AWS resync (%d runs): pass %.3fs median; reads %d/pass (%s)\n",
 			len(s.Runs), s.PassSecondsMedian, s.Reads, benchkit.OpsLine(s.Runs[0].Calls.ByOp))
+	}
+	if f := a.FanOut; f != nil {
+		printFanOut(w, "AWS fan-out", f)
+	}
+	if m := a.Memory; m != nil {
+		printMemory(w, m)
 	}
 }

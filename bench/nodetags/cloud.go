@@ -103,9 +103,9 @@ type built struct {
 }
 
 // expected returns node → expected labels.
-func (b built) expected() map[string]map[string]string {
-	out := make(map[string]map[string]string, len(b.nodes))
-	for _, n := range b.nodes {
+func expected(nodes []nodeSpec) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
 		out[n.name] = n.expect
 	}
 	return out

@@ -297,17 +297,18 @@ func nextSecond(t time.Time) {
 	}
 }
 
-// waitQuiet waits until no Node was written and no pass finished for quiet.
-func (b *bench) waitQuiet(ctx context.Context, quiet time.Duration, passes func() (int, error)) error {
-	lastPasses, _ := passes()
+// waitQuiet waits until no Node was written, no pass finished and none was
+// running for quiet (a pass on a slow cloud can run for longer than quiet).
+func (b *bench) waitQuiet(ctx context.Context, quiet time.Duration, ctl controller) error {
+	last, _ := readPasses(ctl)
 	lastChange := time.Now()
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, b.o.Timeout, true, func(context.Context) (bool, error) {
-		p, err := passes()
+		p, err := readPasses(ctl)
 		if err != nil {
 			return false, nil
 		}
-		if p != lastPasses {
-			lastPasses, lastChange = p, time.Now()
+		if p.count != last.count || p.running > 0 {
+			last, lastChange = p, time.Now()
 		}
 		if w := b.nodes.lastWrite(); w.After(lastChange) {
 			lastChange = w

@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -32,8 +33,19 @@ type controller interface {
 // separate is `tagsync run` as its own process.
 type separate struct{ *benchkit.Process }
 
-// Calls is nil: the provider is in the other process.
-func (separate) Calls() map[string]int { return nil }
+// Calls are the provider's request attempts by operation as the process's
+// tagsync_cloud_requests_total counts them (nil when it cannot be scraped).
+func (p separate) Calls() map[string]int {
+	text, err := p.Metrics()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	benchkit.EachSample(text, cloud.MetricRequests, func(series string, v float64) {
+		out[benchkit.Label(series, "operation")] += int(v)
+	})
+	return out
+}
 
 // inProcess is the nodetags controller in a controller-runtime manager in
 // this process: leader election off, metrics off, the Kubernetes client
@@ -112,7 +124,7 @@ func (c *inProcess) Metrics() (string, error) {
 	var sb strings.Builder
 	for _, mf := range mfs {
 		name := mf.GetName()
-		if !strings.HasPrefix(name, "tagsync_") && name != "rest_client_rate_limiter_duration_seconds" {
+		if !strings.HasPrefix(name, "tagsync_") && name != "rest_client_rate_limiter_duration_seconds" && name != activeWorkers {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -148,15 +160,16 @@ func (c *inProcess) Stop() error {
 	}
 }
 
-// startSeparate runs `tagsync run` against the control plane and armsim:
-// default Kubernetes client budget, default Azure provider settings (no
-// --azure-* tuning flags), client-secret login.
-func (b *bench) startSeparate(ctx context.Context, bin string, cloud *simCloud, extra []string) (*benchkit.Process, error) {
-	azureFlags, err := benchkit.AzureFlags(cloud.srv, cloud.dir)
+// startRun runs `tagsync run` (built, or -tagsync) with flags against the
+// control plane, its files in dir: the default Kubernetes client budget
+// and the provider's defaults (flags name the cloud, not tuning).
+func (b *bench) startRun(ctx context.Context, dir string, flags []string) (separate, error) {
+	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
 	if err != nil {
-		return nil, err
+		return separate{}, err
 	}
-	return benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: append(azureFlags, extra...), Dir: cloud.dir, Timeout: b.o.Timeout})
+	p, err := benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: flags, Dir: dir, Timeout: b.o.Timeout})
+	return separate{p}, err
 }
 
 // passStats are the nodetags pass counters of a controller.
@@ -164,11 +177,16 @@ type passStats struct {
 	count float64 // passes finished
 	sum   float64 // seconds spent in them
 	fresh float64 // passes that read the cloud fresh
+	// running is the number of passes in progress.
+	running float64
 	// throttled is the time the controller's Kubernetes PATCH requests
 	// waited for the client-side rate limiter (QPS 100, burst 200), summed
 	// over requests (in-process only: `tagsync run` does not export it).
 	throttled float64
 }
+
+// activeWorkers is controller-runtime's gauge of reconciles in progress.
+const activeWorkers = "controller_runtime_active_workers"
 
 func readPasses(c controller) (passStats, error) {
 	text, err := c.Metrics()
@@ -180,6 +198,7 @@ func readPasses(c controller) (passStats, error) {
 		count:     benchkit.MetricValue(text, "tagsync_nodetags_pass_duration_seconds_count", sel),
 		sum:       benchkit.MetricValue(text, "tagsync_nodetags_pass_duration_seconds_sum", sel),
 		fresh:     benchkit.MetricValue(text, "tagsync_nodetags_passes_total", sel, `fresh="true"`),
+		running:   benchkit.MetricValue(text, activeWorkers, fmt.Sprintf("controller=%q", nodetags.ControllerName)),
 		throttled: benchkit.MetricValue(text, "rest_client_rate_limiter_duration_seconds_sum", `verb="PATCH"`),
 	}, nil
 }

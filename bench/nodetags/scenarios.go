@@ -61,16 +61,6 @@ func (r *passRecorder) sample(c controller) {
 	r.last = p
 }
 
-func (r *passRecorder) count() (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, p := range r.passes {
-		n += p.Passes
-	}
-	return n, nil
-}
-
 // stop ends the sampling; it returns the passes and the seconds the
 // controller's Node PATCHes waited for the client-side rate limiter.
 func (r *passRecorder) stop() ([]PassSample, float64) {
@@ -102,15 +92,35 @@ func (b *bench) prepare(ctx context.Context, name string, l layout) (*scene, err
 	}
 	s := &scene{cloud: cloud, l: l}
 	if s.bl, err = cloud.build(l); err == nil {
-		if err = b.reset(ctx); err == nil {
-			err = b.createNodes(ctx, s.bl.nodes)
-		}
+		err = b.freshNodes(ctx, s.bl.nodes)
 	}
 	if err != nil {
 		cloud.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// freshNodes empties the cluster of the earlier scenarios' Nodes and
+// NodeTagSyncs and creates nodes.
+func (b *bench) freshNodes(ctx context.Context, nodes []nodeSpec) error {
+	if err := b.reset(ctx); err != nil {
+		return err
+	}
+	return b.createNodes(ctx, nodes)
+}
+
+// estate is what a scenario syncs: the cloud as its measurements see it,
+// the labels each Node must end up with, and how its NodeTagSync is made.
+type estate struct {
+	cloud  benchCloud
+	expect map[string]map[string]string
+	create func(context.Context) error
+}
+
+// azureEstate is the scene's armsim with a default NodeTagSync.
+func (b *bench) azureEstate(s *scene) estate {
+	return estate{cloud: s.cloud, expect: expected(s.bl.nodes), create: func(ctx context.Context) error { return b.createSync(ctx, nil) }}
 }
 
 // stop stops a controller, logging a failure.
@@ -146,7 +156,7 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 		Nodes: len(s.bl.nodes), ScaleSets: len(l.pools), NodesPerScaleSet: b.o.coldPerSet, VMs: len(l.vms),
 		ResourceGroups: len(s.bl.groups), NodeObjectBytes: b.nodeSize(s.bl.nodes[0]), GoalSeconds: 30,
 	}
-	cold.Phase, err = b.initialSync(ctx, "cold sync", s.cloud, ctl, s.bl.expected())
+	cold.Phase, err = b.initialSync(ctx, "cold sync", b.azureEstate(s), ctl)
 	if err != nil {
 		return cold, nil, err
 	}
@@ -163,23 +173,28 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 		ReadBudget: len(l.pools) + len(s.bl.groups), PassesPerHour: 12,
 		NaiveReadsPerPass: len(s.bl.nodes), NaiveReadsPerHour: 12 * len(s.bl.nodes),
 	}
-	for i := range b.o.resyncs {
-		r, err := b.resyncOnce(ctx, s.cloud, ctl)
-		if err != nil {
-			return cold, rs, fmt.Errorf("resync %d: %w", i+1, err)
-		}
-		rs.Runs = append(rs.Runs, r)
-		benchkit.Logf("resync %d: pass %.3fs; ARM %d reads (%s), %d writes; %d node writes (%d changed resourceVersions)",
-			i+1, r.PassSeconds, r.Calls.Reads, benchkit.OpsLine(r.Calls.ByOp), r.Calls.Writes, r.NodeWrites, r.NodesChanged)
-	}
-	rs.summarize()
-	return cold, rs, nil
+	return cold, rs, b.resyncs(ctx, "resync", s.cloud, ctl, rs)
 }
 
-// initialSync creates the NodeTagSync and measures until every node
-// carries its labels, then until the controller is quiet.
-func (b *bench) initialSync(ctx context.Context, what string, cloud benchCloud, ctl controller, expect map[string]map[string]string) (Phase, error) {
-	return b.phase(ctx, what, cloud, ctl, expect, time.Time{}, func(ctx context.Context) error { return b.createSync(ctx, nil) })
+// resyncs measures -resyncs unchanged-cluster passes into rs.
+func (b *bench) resyncs(ctx context.Context, what string, cloud benchCloud, ctl controller, rs *ResyncResult) error {
+	for i := range b.o.resyncs {
+		r, err := b.resyncOnce(ctx, cloud, ctl)
+		if err != nil {
+			return fmt.Errorf("%s %d: %w", what, i+1, err)
+		}
+		rs.Runs = append(rs.Runs, r)
+		benchkit.Logf("%s %d: pass %.3fs; cloud %d reads (%s), %d writes; %d node writes (%d changed resourceVersions)",
+			what, i+1, r.PassSeconds, r.Calls.Reads, benchkit.OpsLine(r.Calls.ByOp), r.Calls.Writes, r.NodeWrites, r.NodesChanged)
+	}
+	rs.summarize()
+	return nil
+}
+
+// initialSync creates the estate's NodeTagSync and measures until every
+// node carries its labels, then until the controller is quiet.
+func (b *bench) initialSync(ctx context.Context, what string, e estate, ctl controller) (Phase, error) {
+	return b.phase(ctx, what, e.cloud, ctl, e.expect, time.Time{}, e.create)
 }
 
 // phase measures from trigger until every node carries its expected
@@ -193,7 +208,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud benchCloud, ctl co
 	cloud.resetCalls()
 	provBefore := ctl.Calls()
 	rec := recordPasses(ctl)
-	err := b.awaitPhase(ctx, what, prev, trigger, rec, &ph)
+	err := b.awaitPhase(ctx, what, prev, trigger, ctl, &ph)
 	ph.PassLog, ph.KubeRateLimitWaitSeconds = rec.stop()
 	if err != nil {
 		return ph, err
@@ -208,7 +223,7 @@ func (b *bench) phase(ctx context.Context, what string, cloud benchCloud, ctl co
 
 // awaitPhase triggers a phase and waits for its labels, its status and
 // the quiet after it.
-func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, trigger func(context.Context) error, rec *passRecorder, ph *Phase) error {
+func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, trigger func(context.Context) error, ctl controller, ph *Phase) error {
 	t0 := time.Now()
 	if err := trigger(ctx); err != nil {
 		return err
@@ -223,7 +238,7 @@ func (b *bench) awaitPhase(ctx context.Context, what string, prev time.Time, tri
 		return err
 	}
 	ph.StatusSeconds = benchkit.Secs(seen.Sub(t0))
-	return b.waitQuiet(ctx, 3*time.Second, rec.count)
+	return b.waitQuiet(ctx, 3*time.Second, ctl)
 }
 
 // resyncOnce asks for a pass with fresh cloud reads on an unchanged cluster
@@ -257,7 +272,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud benchCloud, ctl controller
 	r.WallSeconds = benchkit.Secs(seen.Sub(t0))
 	// Let any follow-up pass (e.g. triggered by a Node write) happen and be
 	// counted.
-	if err := b.waitQuiet(ctx, 3*time.Second, func() (int, error) { p, err := readPasses(ctl); return int(p.count), err }); err != nil {
+	if err := b.waitQuiet(ctx, 3*time.Second, ctl); err != nil {
 		return r, err
 	}
 	p1, err := readPasses(ctl)
@@ -289,30 +304,41 @@ func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
 		return nil, err
 	}
 	defer stop(ctl)
-	res := &FanOutResult{Nodes: len(s.bl.nodes), GoalSeconds: 10}
-	if res.Initial, err = b.initialSync(ctx, "fan-out initial sync", s.cloud, ctl, s.bl.expected()); err != nil {
+	return b.fanOutEdit(ctx, b.azureEstate(s), ctl, s.bl.nodes, labelsFor, func(_ context.Context, edit map[string]string) error {
+		return s.cloud.srv.SetTags(s.bl.scaleSets["bigpool"], edit)
+	})
+}
+
+// fanOutEdit syncs the estate, then measures goal 3: set edits the tags of
+// the one resource all nodes share in the cloud, the harness requests a
+// sync (the controller polls), and the clock runs from that request until
+// every node shows the edit as labels (labels maps tags to them).
+func (b *bench) fanOutEdit(ctx context.Context, e estate, ctl controller, nodes []nodeSpec,
+	labels func(map[string]string) map[string]string, set func(context.Context, map[string]string) error) (*FanOutResult, error) {
+	res := &FanOutResult{Nodes: len(nodes), GoalSeconds: 10}
+	var err error
+	if res.Initial, err = b.initialSync(ctx, "fan-out initial sync", e, ctl); err != nil {
 		return res, err
 	}
-
 	edit := map[string]string{"env": "canary", "release": "r42"}
 	res.Edit = edit
 	expect := map[string]map[string]string{}
-	for _, n := range s.bl.nodes {
-		expect[n.name] = labelsFor(edit)
+	for _, n := range nodes {
+		expect[n.name] = labels(edit)
 	}
 	prev, err := b.lastFullSync(ctx)
 	if err != nil {
 		return res, err
 	}
 	nextSecond(prev)
-	if err := s.cloud.srv.SetTags(s.bl.scaleSets["bigpool"], edit); err != nil {
+	if err := set(ctx, edit); err != nil {
 		return res, err
 	}
-	if res.Phase, err = b.phase(ctx, "fan-out", s.cloud, ctl, expect, prev, b.requestSync); err != nil {
+	if res.Phase, err = b.phase(ctx, "fan-out", e.cloud, ctl, expect, prev, b.requestSync); err != nil {
 		return res, err
 	}
 	res.Met = res.Phase.LabelsSeconds <= res.GoalSeconds
-	benchkit.Logf("fan-out: %d nodes show the edit %.2fs after the sync request; ARM %d reads, %d writes; %d node writes",
+	benchkit.Logf("fan-out: %d nodes show the edit %.2fs after the sync request; cloud %d reads, %d writes; %d node writes",
 		res.Nodes, res.Phase.LabelsSeconds, res.Phase.Calls.Reads, res.Phase.Calls.Writes, res.Phase.NodeWrites)
 	return res, nil
 }
@@ -387,18 +413,23 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 	}
 	defer stop(sep)
 	res.Command = sep.Command
-	return res, b.memoryPhases(ctx, variant, s, sep, res, func(what string) error {
-		if err := sep.Running(); err != nil {
+	return res, b.memoryPhases(ctx, variant, b.azureEstate(s), sep, res, sep.sampler(res))
+}
+
+// sampler samples the process's memory into res.Samples.
+func (p separate) sampler(res *MemoryResult) func(what string) error {
+	return func(what string) error {
+		if err := p.Running(); err != nil {
 			return err
 		}
-		s, err := sep.Sample(what)
+		s, err := p.Sample(what)
 		if err != nil {
 			return err
 		}
 		res.Samples = append(res.Samples, s)
-		benchkit.Logf("memory %s (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB, CPU %.1fs", variant, what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds)
+		benchkit.Logf("memory %s (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB, CPU %.1fs", res.Variant, what, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB, s.CPUSeconds)
 		return nil
-	})
+	}
 }
 
 // startVariant starts `tagsync run` as the memory variant has it.
@@ -413,30 +444,29 @@ func (b *bench) startVariant(ctx context.Context, s *scene, variant string, res 
 	default:
 		return separate{}, fmt.Errorf("unknown memory variant %q (want %s or %s)", variant, variantTagsyncRun, variantMemoryLimit)
 	}
-	bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
+	azureFlags, err := benchkit.AzureFlags(s.cloud.srv, s.cloud.dir)
 	if err != nil {
 		return separate{}, err
 	}
-	p, err := b.startSeparate(ctx, bin, s.cloud, extra)
-	return separate{p}, err
+	return b.startRun(ctx, s.cloud.dir, append(azureFlags, extra...))
 }
 
 // memoryPhases runs the controller through a cold sync, a fresh resync and
 // 10 s idle, sampling its memory before and after each, and judges the
 // last sample.
-func (b *bench) memoryPhases(ctx context.Context, what string, s *scene, ctl controller, res *MemoryResult, sample func(what string) error) error {
+func (b *bench) memoryPhases(ctx context.Context, what string, e estate, ctl controller, res *MemoryResult, sample func(what string) error) error {
 	if err := sample("started, informers synced over all nodes, no NodeTagSync"); err != nil {
 		return err
 	}
 	var err error
-	if res.Sync, err = b.initialSync(ctx, "memory cold sync ("+what+")", s.cloud, ctl, s.bl.expected()); err != nil {
+	if res.Sync, err = b.initialSync(ctx, "memory cold sync ("+what+")", e, ctl); err != nil {
 		return err
 	}
 	benchkit.Logf("memory %s: %d nodes labelled in %.2fs", what, res.Nodes, res.Sync.LabelsSeconds)
 	if err := sample("converged (all labels written)"); err != nil {
 		return err
 	}
-	r, err := b.resyncOnce(ctx, s.cloud, ctl)
+	r, err := b.resyncOnce(ctx, e.cloud, ctl)
 	if err != nil {
 		return err
 	}
@@ -464,7 +494,7 @@ func (b *bench) memoryInProcess(ctx context.Context, s *scene, res *MemoryResult
 		return err
 	}
 	defer func() { _ = ctl.Stop() }()
-	err = b.memoryPhases(ctx, "in-process", s, ctl, res, func(what string) error {
+	err = b.memoryPhases(ctx, "in-process", b.azureEstate(s), ctl, res, func(what string) error {
 		rss, hwm, _ := benchkit.ProcMemory(os.Getpid())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

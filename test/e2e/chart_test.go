@@ -51,10 +51,6 @@ type chartCase struct {
 	namespaces  []string // the --namespaces value as a set (nil: not checked)
 	// check checks the rest: objects, RBAC shape, volumes.
 	check func(t *testing.T, objs []*unstructured.Unstructured)
-	// dryRunSkips are kinds left out of the server-side dry run besides the
-	// Prometheus Operator's: objects the CRDs of this tree may not accept
-	// yet.
-	dryRunSkips []string
 }
 
 func (c chartCase) flags() []string {
@@ -102,7 +98,7 @@ func TestChartRenders(t *testing.T) {
 			ensureNamespaces(ctx, t, objs)
 			var serverSide []*unstructured.Unstructured
 			for _, o := range objs {
-				if !slices.Contains(append([]string{"ServiceMonitor", "PrometheusRule"}, c.dryRunSkips...), o.GetKind()) {
+				if !slices.Contains([]string{"ServiceMonitor", "PrometheusRule"}, o.GetKind()) {
 					serverSide = append(serverSide, o)
 				}
 			}
@@ -112,7 +108,8 @@ func TestChartRenders(t *testing.T) {
 }
 
 // chartCases are the renderings TestChartRenders checks: the defaults and
-// each auth mode (the node sync alone), the metrics settings, the
+// each auth mode (the node sync alone), EKS (the node sync on AWS), the
+// metrics settings, the
 // dashboard and alerts, the metadata controller (each AWS values file,
 // the defaults, the audit settings), the label sync (Roles in one
 // namespace; on the defaults with a ClusterRole without Secrets and a Role
@@ -133,6 +130,16 @@ func chartCases() []chartCase {
 		cases = append(cases, chartCase{name: mode, values: authModes[mode], controllers: "nodetags",
 			check: func(t *testing.T, objs []*unstructured.Unstructured) { checkNodeSyncChart(t, mode, objs) }})
 	}
+	// EKS: the node sync on AWS with IRSA, labelPrefix left to the
+	// provider's default.
+	cases = append(cases, chartCase{name: "eks", values: "charts/tagsync/ci/eks-values.yaml", controllers: "nodetags",
+		args: []string{"--aws-region=us-east-1"}, noArgs: eventsFlagContract,
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkAWSNodeTagSync(t, objs)
+			if got := oneOfKind(t, objs, "ServiceAccount").GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
+				t.Errorf("ServiceAccount role-arn annotation %q, want the values' role", got)
+			}
+		}})
 	cases = append(cases, operationsCases()...)
 	cases = append(cases, metadataCases()...)
 	cases = append(cases, labelSyncCases()...)
@@ -317,18 +324,25 @@ func eventsCases() []chartCase {
 			noArgs:      []string{"--events-sqs-region", "--events-webhook-bind-address"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				checkAWSKeysFromSecret(t, deployment(t, objs).Spec.Template.Spec.Containers[0].Env, "tagsync-aws")
-				nts := oneOfKind(t, objs, "NodeTagSync")
-				provider, _, _ := unstructured.NestedString(nts.Object, "spec", "provider")
-				prefix, _, _ := unstructured.NestedString(nts.Object, "spec", "labelPrefix")
-				if provider != "aws" || prefix != "aws.tags" {
-					t.Errorf("NodeTagSync provider %q labelPrefix %q, want aws and aws.tags", provider, prefix)
-				}
-				guarded, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ValidatingAdmissionPolicy").Object, "spec", "variables")
-				if !strings.Contains(fmt.Sprint(guarded), `["aws.tags"]`) {
-					t.Errorf("the admission policy does not guard aws.tags: %v", guarded)
-				}
+				checkAWSNodeTagSync(t, objs)
 				checkNoWebhook(t, objs)
-			}, dryRunSkips: []string{"NodeTagSync"}},
+			}},
+	}
+}
+
+// checkAWSNodeTagSync: the NodeTagSync is on AWS with labelPrefix aws.tags,
+// and the admission policy guards that prefix.
+func checkAWSNodeTagSync(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	nts := oneOfKind(t, objs, "NodeTagSync")
+	provider, _, _ := unstructured.NestedString(nts.Object, "spec", "provider")
+	prefix, _, _ := unstructured.NestedString(nts.Object, "spec", "labelPrefix")
+	if provider != "aws" || prefix != "aws.tags" {
+		t.Errorf("NodeTagSync provider %q labelPrefix %q, want aws and aws.tags", provider, prefix)
+	}
+	guarded, _, _ := unstructured.NestedSlice(oneOfKind(t, objs, "ValidatingAdmissionPolicy").Object, "spec", "variables")
+	if !strings.Contains(fmt.Sprint(guarded), `["aws.tags"]`) {
+		t.Errorf("the admission policy does not guard aws.tags: %v", guarded)
 	}
 }
 

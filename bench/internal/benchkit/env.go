@@ -86,6 +86,22 @@ func AzureFlags(s *armsim.Server, dir string) ([]string, error) {
 	}, nil
 }
 
+// AWSFlags writes moto's secret access key into dir and returns the
+// `tagsync run` flags that point the AWS provider at moto with static
+// credentials.
+func AWSFlags(m *testenv.Moto, dir string) ([]string, error) {
+	secret, err := WriteSecret(dir, "aws-secret", testenv.MotoSecretAccessKey)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"--aws-region", testenv.MotoRegion,
+		"--aws-endpoint", m.URL,
+		"--aws-access-key-id", testenv.MotoAccessKeyID,
+		"--aws-secret-access-key-file", secret,
+	}, nil
+}
+
 // ARMTally is armsim's counts of a phase, classified.
 type ARMTally struct {
 	// Discovery counts Resource Graph queries (one per page).

@@ -52,11 +52,14 @@ app.kubernetes.io/part-of: tagsync
 
 {{/*
 tagsync.labelPrefix is the NodeTagSync's labelPrefix; "" is a valid prefix
-(label key = tag name), so it is read with hasKey, not default.
+(label key = tag name), so it is read with hasKey, not default. Unset, it
+is the provider's default: aws.tags with provider aws, else azure.tags.
 */}}
 {{- define "tagsync.labelPrefix" -}}
 {{- if hasKey .Values.nodeTagSync.spec "labelPrefix" }}
 {{- .Values.nodeTagSync.spec.labelPrefix }}
+{{- else if eq (toString .Values.nodeTagSync.spec.provider) "aws" }}
+{{- "aws.tags" }}
 {{- else }}
 {{- "azure.tags" }}
 {{- end }}

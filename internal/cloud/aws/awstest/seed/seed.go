@@ -146,6 +146,14 @@ func GroupTags(tb testing.TB, cfg sdkaws.Config, region, name string) map[string
 // the names in del, as someone would in the console.
 func SetGroupTags(tb testing.TB, cfg sdkaws.Config, region, name string, set map[string]string, del ...string) {
 	tb.Helper()
+	if err := UpdateGroupTags(tb.Context(), cfg, region, name, set, del...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// UpdateGroupTags is SetGroupTags outside a test: DeleteTags of del, then
+// CreateOrUpdateTags of set (PropagateAtLaunch) on group name.
+func UpdateGroupTags(ctx context.Context, cfg sdkaws.Config, region, name string, set map[string]string, del ...string) error {
 	tag := func(k, v string) astypes.Tag {
 		return astypes.Tag{ResourceId: sdkaws.String(name), ResourceType: sdkaws.String("auto-scaling-group"),
 			Key: sdkaws.String(k), Value: sdkaws.String(v), PropagateAtLaunch: sdkaws.Bool(true)}
@@ -156,8 +164,8 @@ func SetGroupTags(tb testing.TB, cfg sdkaws.Config, region, name string, set map
 		for _, k := range del {
 			tl = append(tl, tag(k, ""))
 		}
-		if _, err := c.DeleteTags(tb.Context(), &autoscaling.DeleteTagsInput{Tags: tl}); err != nil {
-			tb.Fatalf("DeleteTags on %s: %v", name, err)
+		if _, err := c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: tl}); err != nil {
+			return fmt.Errorf("DeleteTags on %s: %w", name, err)
 		}
 	}
 	if len(set) > 0 {
@@ -165,10 +173,11 @@ func SetGroupTags(tb testing.TB, cfg sdkaws.Config, region, name string, set map
 		for k, v := range set {
 			tl = append(tl, tag(k, v))
 		}
-		if _, err := c.CreateOrUpdateTags(tb.Context(), &autoscaling.CreateOrUpdateTagsInput{Tags: tl}); err != nil {
-			tb.Fatalf("CreateOrUpdateTags on %s: %v", name, err)
+		if _, err := c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: tl}); err != nil {
+			return fmt.Errorf("CreateOrUpdateTags on %s: %w", name, err)
 		}
 	}
+	return nil
 }
 
 // SetInstanceTags deletes the names in del from an EC2 instance, then sets
