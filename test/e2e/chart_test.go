@@ -133,7 +133,7 @@ func chartCases() []chartCase {
 	// EKS: the node sync on AWS with IRSA, labelPrefix left to the
 	// provider's default.
 	cases = append(cases, chartCase{name: "eks", values: "charts/tagsync/ci/eks-values.yaml", controllers: "nodetags",
-		args: []string{"--aws-region=us-east-1"}, noArgs: eventsFlagContract,
+		args: []string{"--aws-region=us-east-1"}, noArgs: eventsFlags,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			checkAWSNodeTagSync(t, objs)
 			if got := oneOfKind(t, objs, "ServiceAccount").GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
