@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -135,6 +136,7 @@ type playground struct {
 	sim      *armsim.Server
 	provider *gatedProvider
 	ctl      *controller
+	events   *eventWebhook
 	layout   *layout
 	codec    tags.Codec
 
@@ -178,11 +180,16 @@ func (pg *playground) start(ctx context.Context) error {
 		return err
 	}
 	p, err := newProvider(ctx, pg.sim, subscriptionID)
+	var ev operator.EventsOptions
 	if err != nil {
 		return err
 	}
 	pg.provider = &gatedProvider{Provider: p}
-	if pg.ctl, err = newController(ctx, pg.cp.config, pg.provider); err != nil {
+	pg.events, ev, err = newEventWebhook(dir)
+	if err != nil {
+		return err
+	}
+	if pg.ctl, err = newController(ctx, pg.cp.config, pg.provider, ev); err != nil {
 		return err
 	}
 	pg.runCtx, pg.cancelRun = context.WithCancelCause(context.WithoutCancel(ctx))

@@ -28,6 +28,7 @@ func scenario(pg *playground) []Step {
 		pg.metadataDelete(),
 		pg.hostLabelToNode(),
 		pg.nodeEditReverted(),
+		pg.eventEdit(),
 	}
 }
 
