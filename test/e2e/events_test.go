@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,16 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/tags"
 )
-
-// eventsKey is the shared secret Event Grid's deliveries carry.
-const eventsKey = "e2e-events-shared-secret-0123456789"
 
 // TestPortalEditReachesLabelsThroughEventGrid runs `tagsync run` with the
 // Event Grid webhook (plain HTTP on loopback, shared secret) against armsim,
@@ -116,30 +110,34 @@ func labelsAre(t *testing.T, scaleSet, value string) string {
 	must(t, err)
 	name := scaleSet[strings.LastIndex(scaleSet, "/")+1:]
 	var nodes corev1.NodeList
-	must(t, kube.Client.List(context.Background(), &nodes, client.MatchingLabels{"pool": name}))
-	if len(nodes.Items) == 0 {
-		return "no Nodes of " + name
-	}
+	must(t, kube.Client.List(context.Background(), &nodes))
+	found := 0
 	for _, n := range nodes.Items {
-		if n.Labels[key] != value {
+		if n.Labels["pool"] != name {
+			continue
+		}
+		if found++; n.Labels[key] != value {
 			return fmt.Sprintf("Node %s has %s=%q, want %q", n.Name, key, n.Labels[key], value)
 		}
 	}
+	if found == 0 {
+		return "no Nodes of " + name
+	}
 	return ""
 }
+
+// eventsKey is the shared secret Event Grid's deliveries carry.
+const eventsKey = "e2e-events-shared-secret-0123456789"
 
 // deliverWithoutKey posts an Event Grid delivery of a write to resource,
 // as Event Grid would but without the key, and returns the status.
 func deliverWithoutKey(t *testing.T, endpoint, subscription, resource string) int {
 	t.Helper()
-	body, err := json.Marshal([]map[string]any{{
-		"id": "forged-0001", "topic": "/subscriptions/" + subscription, "subject": resource,
-		"eventType": "Microsoft.Resources.ResourceWriteSuccess", "eventTime": time.Now().UTC().Format(time.RFC3339Nano),
-		"dataVersion": "2", "metadataVersion": "1",
-		"data": map[string]any{"resourceUri": resource, "operationName": "Microsoft.Compute/virtualMachineScaleSets/write", "status": "Succeeded"},
-	}})
-	must(t, err)
-	resp, err := http.Post(endpoint, "application/json", bytes.NewReader(body))
+	body := fmt.Sprintf(`[{"id": "forged-0001", "topic": "/subscriptions/%s", "subject": %q,
+		"eventType": "Microsoft.Resources.ResourceWriteSuccess", "eventTime": %q, "dataVersion": "2", "metadataVersion": "1",
+		"data": {"resourceUri": %q, "operationName": "Microsoft.Compute/virtualMachineScaleSets/write", "status": "Succeeded"}}]`,
+		subscription, resource, time.Now().UTC().Format(time.RFC3339Nano), resource)
+	resp, err := http.Post(endpoint, "application/json", strings.NewReader(body))
 	must(t, err)
 	_ = resp.Body.Close()
 	return resp.StatusCode
