@@ -4,7 +4,9 @@
 // metadata and label sync) in-process with the Azure provider pointed at the
 // simulator, seeds an AKS-like estate and its Nodes, installs Cluster API's
 // and Metal3's CRDs for a Cluster whose workload cluster is the playground
-// itself, and plays a scripted scenario. Each step makes one change and
+// itself, serves the controller's Event Grid webhook on loopback (plain
+// HTTP, a shared secret) for armsim's event subscription, and plays a
+// scripted scenario. Each step makes one change and
 // polls a check with a deadline; the package prints a timeline of what
 // changed where and how long it took to converge, then tables of labels,
 // tags and ARM calls.
