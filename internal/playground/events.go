@@ -89,7 +89,12 @@ func (pg *playground) subscribe(ctx context.Context) error {
 	}
 	// The subscription's own creation is an ARM write: let its event go
 	// first, so that it does not count against the edit.
-	return pg.sim.WaitEventGridIdle(ctx)
+	ctx, cancel := context.WithTimeout(ctx, pg.opts.StepTimeout)
+	defer cancel()
+	if err := pg.sim.WaitEventGridIdle(ctx); err != nil {
+		return fmt.Errorf("Event Grid did not deliver the event of the subscription's creation: %w", err)
+	}
+	return nil
 }
 
 // eventEdit changes a scale set's tag out of band, as the Azure portal

@@ -26,9 +26,9 @@ func scenario(pg *playground) []Step {
 		pg.metadataApply(),
 		pg.metadataRevert(),
 		pg.metadataDelete(),
+		pg.eventEdit(),
 		pg.hostLabelToNode(),
 		pg.nodeEditReverted(),
-		pg.eventEdit(),
 	}
 }
 
