@@ -41,7 +41,7 @@ func TestTagChangeOnSQSReachesTheLabels(t *testing.T) {
 	env := []string{"AWS_ACCESS_KEY_ID=" + testenv.MotoAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + testenv.MotoSecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
 	p := startTagsyncEnv(t, "tagsync (sqs)", env, "--kubeconfig="+writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
 		"--zap-log-level=debug", "--aws-region="+testenv.MotoRegion, "--aws-endpoint="+moto.URL, "--events-sqs-queue-url="+queue)
-	waitNodeTagSync(ctx, t, "sqs", "the initial sync", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWith(st, 2) })
+	waitNodeTagSync(ctx, t, "sqs", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 2) })
 	polls := p.metric(t, "tagsync_nodetags_passes_total", `fresh="true"`)
 
 	seed.SetInstanceTags(t, moto.Config, testenv.MotoRegion, ids[0], map[string]string{"env": "staging"})

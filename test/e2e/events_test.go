@@ -19,15 +19,16 @@ import (
 
 // TestPortalEditReachesLabelsThroughEventGrid runs `tagsync run` with the
 // Event Grid webhook (plain HTTP on loopback, shared secret) against armsim,
-// whose event subscription delivers to it. The NodeTagSync over two scale
-// sets polls once an hour, so within the test only an event can explain a
-// label change. A delivery without the key is refused (401) and changes
-// nothing: a scale set whose tag was edited without an event keeps its
-// labels. A portal edit of the other scale set then reaches its Nodes'
-// labels through one targeted pass, with no polling pass (a full pass that
-// reads the cloud) and at most one ARM read in between (the changed scale
-// set's), and no ARM write. The full pass that the targeted pass's own Node
-// writes trigger reads from the provider's cache.
+// whose event subscription delivers to it; the NodeTagSync reports the
+// Events condition True. It polls its two scale sets once an hour, so
+// within the test only an event can explain a label change. A delivery
+// without the key is refused (401) and changes nothing: a scale set whose
+// tag was edited without an event keeps its labels. A portal edit of the
+// other scale set then reaches its Nodes' labels through one targeted
+// pass, with no polling pass (a full pass that reads the cloud), at most
+// one ARM read in between (the changed scale set's) and no ARM write. The
+// full pass that the targeted pass's own Node writes trigger reads from
+// the provider's cache.
 func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	ctx := context.Background()
 	cleanupSyncObjects(t)
@@ -41,7 +42,7 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
 		armsimFlags(t, arm)...)
 	p := startTagsync(t, "tagsync (events)", args...)
-	waitNodeTagSync(ctx, t, "events", "the initial sync", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWith(st, 4) })
+	waitNodeTagSync(ctx, t, "events", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	endpoint := "http://" + hook + "/eventgrid"
 
 	// A tag edit nobody delivers, then a delivery of it without the key.
@@ -77,6 +78,17 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 		t.Errorf("the scale set whose edit was delivered without the key: %s", msg)
 	}
 	p.stop(t)
+}
+
+// readyWithEvents reports a Ready NodeTagSync with n synced Nodes whose
+// Events condition says cloud changes drive its passes.
+func readyWithEvents(st v1alpha1.NodeTagSyncStatus, n int) bool {
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionEvents {
+			return c.Status == metav1.ConditionTrue && readyWith(st, n)
+		}
+	}
+	return false
 }
 
 // seedEventPools creates two scale sets (env=prod) of two instances each
