@@ -43,7 +43,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the timeline shows %d held steps and no matching summary", held)
 	}
 	for _, want := range []string{"Node labels (azure.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled",
-		"✓ labelsync: host label → its Node", "✓ labelsync: Node edit reverted",
+		"✓ labelsync: host label → its Node", "✓ labelsync: Node edit reverted", "✓ portal edit → event → labels",
 		"LabelSyncProfile metal/racks: 1 host matched, 1 node in sync, 0 waiting, Ready=True"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q", want)

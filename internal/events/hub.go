@@ -79,6 +79,7 @@ type delivery struct {
 	changes []Change
 	done    func(error)
 	at      time.Time
+	only    *Subscription // the one subscriber it is for (a republish); nil: all
 }
 
 // NewHub builds a Hub.
@@ -104,7 +105,10 @@ func NewHub(opts HubOptions) *Hub {
 // Publish queues the changes of one delivery (see Sink). Redeliveries of
 // recent changes are dropped; a delivery that does not fit in the queue is
 // dropped too, done at once, and every subscriber runs one full pass.
-func (h *Hub) Publish(changes []Change, done func(error)) {
+func (h *Hub) Publish(changes []Change, done func(error)) { h.publish(changes, done, nil) }
+
+// publish is Publish for one subscriber only, or for all when only is nil.
+func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -124,7 +128,7 @@ func (h *Hub) Publish(changes []Change, done func(error)) {
 		h.overflowed = true
 		overflowsTotal.WithLabelValues().Inc()
 	default:
-		h.queue = append(h.queue, delivery{changes: fresh, done: done, at: h.opts.Clock.Now()})
+		h.queue = append(h.queue, delivery{changes: fresh, done: done, at: h.opts.Clock.Now(), only: only})
 		h.queued += len(fresh)
 		queueLength.WithLabelValues().Set(float64(h.queued))
 		done = nil
@@ -215,6 +219,9 @@ func (h *Hub) route(d delivery) *tracker {
 		h.seq++
 		t.ids = append(t.ids, c.ID)
 		for _, s := range h.subs {
+			if d.only != nil && s != d.only {
+				continue
+			}
 			for _, key := range s.router.Route(c) {
 				t.pending++
 				s.waiting[key] = append(s.waiting[key], waiter{seq: h.seq, t: t, since: since(c, d.at), source: c.Source})

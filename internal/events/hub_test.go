@@ -68,6 +68,23 @@ func TestADeliveryIsDoneWhenThePassesItTriggeredEnd(t *testing.T) {
 	}
 }
 
+func TestARepublishedChangeReachesOnlyTheRepublisher(t *testing.T) {
+	h, other, _ := newTestHub(10)
+	prober := &routes{owners: map[string][]string{"/ss/a": {"object"}}}
+	s := Subscriber{hub: h}
+	s.Subscribe(prober)
+	var res result
+	s.Republish([]Change{change("", "/ss/a")}, res.done)
+	h.Drain()
+	if len(other.routed) != 0 || len(prober.routed) != 1 {
+		t.Fatalf("routed to the other subscriber %d times, to the republisher %d times; want 0 and 1", len(other.routed), len(prober.routed))
+	}
+	s.PassStarted("object")(nil)
+	if res.calls != 1 || res.err != nil {
+		t.Fatalf("the republish is done %d times (err %v) after its pass, want once", res.calls, res.err)
+	}
+}
+
 func TestAPassThatStartedBeforeTheChangeDoesNotServeIt(t *testing.T) {
 	h, _, sub := newTestHub(10)
 	res := &result{}

@@ -58,8 +58,10 @@ func (s *Subscriber) Enqueue(reqs ...reconcile.Request) { s.wake.Add(reqs...) }
 func (s *Subscriber) EnqueueSource() source.Source { return s.wake.Source() }
 
 // Republish publishes changes to the hub again (a change completed by a
-// read).
-func (s *Subscriber) Republish(changes []Change, done func(error)) { s.hub.Publish(changes, done) }
+// read), for this controller only: the others had the change itself.
+func (s *Subscriber) Republish(changes []Change, done func(error)) {
+	s.hub.publish(changes, done, s.sub)
+}
 
 // Interval is the polling interval of an object configured to poll every
 // configured, and the sources' health (nil: events off).

@@ -26,9 +26,9 @@ type controller struct {
 }
 
 // newController builds the manager: no leader election, metrics and probes
-// off, the given provider.
-func newController(ctx context.Context, cfg *rest.Config, p cloud.Provider) (*controller, error) {
-	mgr, err := operator.New(ctx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", Provider: p})
+// off, the given provider and event sources.
+func newController(ctx context.Context, cfg *rest.Config, p cloud.Provider, ev operator.EventsOptions) (*controller, error) {
+	mgr, err := operator.New(ctx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", Provider: p, Events: ev})
 	if err != nil {
 		return nil, err
 	}

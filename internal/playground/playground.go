@@ -4,7 +4,9 @@
 // metadata and label sync) in-process with the Azure provider pointed at the
 // simulator, seeds an AKS-like estate and its Nodes, installs Cluster API's
 // and Metal3's CRDs for a Cluster whose workload cluster is the playground
-// itself, and plays a scripted scenario. Each step makes one change and
+// itself, serves the controller's Event Grid webhook on loopback (plain
+// HTTP, a shared secret) for armsim's event subscription, and plays a
+// scripted scenario. Each step makes one change and
 // polls a check with a deadline; the package prints a timeline of what
 // changed where and how long it took to converge, then tables of labels,
 // tags and ARM calls.
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -135,6 +138,7 @@ type playground struct {
 	sim      *armsim.Server
 	provider *gatedProvider
 	ctl      *controller
+	events   *eventWebhook
 	layout   *layout
 	codec    tags.Codec
 
@@ -178,11 +182,16 @@ func (pg *playground) start(ctx context.Context) error {
 		return err
 	}
 	p, err := newProvider(ctx, pg.sim, subscriptionID)
+	var ev operator.EventsOptions
 	if err != nil {
 		return err
 	}
 	pg.provider = &gatedProvider{Provider: p}
-	if pg.ctl, err = newController(ctx, pg.cp.config, pg.provider); err != nil {
+	pg.events, ev, err = newEventWebhook(dir)
+	if err != nil {
+		return err
+	}
+	if pg.ctl, err = newController(ctx, pg.cp.config, pg.provider, ev); err != nil {
 		return err
 	}
 	pg.runCtx, pg.cancelRun = context.WithCancelCause(context.WithoutCancel(ctx))

@@ -26,6 +26,7 @@ func scenario(pg *playground) []Step {
 		pg.metadataApply(),
 		pg.metadataRevert(),
 		pg.metadataDelete(),
+		pg.eventEdit(),
 		pg.hostLabelToNode(),
 		pg.nodeEditReverted(),
 	}

@@ -1,0 +1,110 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// TestTagChangeOnSQSReachesTheLabels runs `tagsync run` with an SQS queue
+// on moto as its AWS event source. The NodeTagSync over two EC2 instances
+// polls once an hour, so within the test only the event can explain a
+// label change. A console tag edit of one instance and the "Tag Change on
+// Resource" event EventBridge would send for it to the queue bring the new
+// value to that instance's Node through a targeted pass, without a polling
+// pass; the message is deleted once the pass is done.
+func TestTagChangeOnSQSReachesTheLabels(t *testing.T) {
+	cleanupSyncObjects(t)
+	moto := testenv.StartMoto(t)
+	ids := awstest.RunInstances(t, moto, 2, map[string]string{"env": "prod"})
+	ctx := context.Background()
+	for i, id := range ids {
+		must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sqs-%d", i)},
+			Spec: corev1.NodeSpec{ProviderID: seed.ProviderID(testenv.MotoRegion, id)}}))
+	}
+	queue := motoQueue(t, moto, "tagsync-events")
+	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "sqs"},
+		Spec: v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS, ResyncInterval: &metav1.Duration{Duration: time.Hour}}}))
+
+	env := []string{"AWS_ACCESS_KEY_ID=" + testenv.MotoAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + testenv.MotoSecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+	p := startTagsyncEnv(t, "tagsync (sqs)", env, "--kubeconfig="+writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
+		"--zap-log-level=debug", "--aws-region="+testenv.MotoRegion, "--aws-endpoint="+moto.URL, "--events-sqs-queue-url="+queue)
+	waitNodeTagSync(ctx, t, "sqs", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 2) })
+	polls := p.metric(t, "tagsync_nodetags_passes_total", `fresh="true"`)
+
+	seed.SetInstanceTags(t, moto.Config, testenv.MotoRegion, ids[0], map[string]string{"env": "staging"})
+	start := time.Now()
+	sendTagChange(t, moto, queue, ids[0], map[string]string{"env": "staging"})
+	eventually(t, "the console edit on Node sqs-0", func() string {
+		var n corev1.Node
+		must(t, kube.Client.Get(ctx, client.ObjectKey{Name: "sqs-0"}, &n))
+		if v := n.Labels[v1alpha1.AWSLabelPrefix+"/env"]; v != "staging" {
+			return fmt.Sprintf("label %q", v)
+		}
+		return ""
+	})
+	t.Logf("console edit → SQS → label in %s", time.Since(start).Round(time.Millisecond))
+	eventually(t, "the message deleted", func() string {
+		if c := queueCounts(t, moto, queue); c != "0/0" {
+			return "visible/in flight " + c
+		}
+		return ""
+	})
+	if n := p.metric(t, "tagsync_nodetags_targeted_passes_total", `result="ok"`); n < 1 {
+		t.Errorf("%v targeted passes, want at least 1", n)
+	}
+	if n := p.metric(t, "tagsync_nodetags_passes_total", `fresh="true"`); n != polls {
+		t.Errorf("%v full passes read the cloud after the event, want none (the NodeTagSync polls hourly)", n-polls)
+	}
+	p.stop(t)
+}
+
+// motoQueue creates an SQS queue on moto and returns its URL.
+func motoQueue(t *testing.T, moto *testenv.Moto, name string) string {
+	t.Helper()
+	out, err := awssqs.NewFromConfig(moto.Config).CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: &name})
+	must(t, err)
+	return *out.QueueUrl
+}
+
+// sendTagChange sends the "Tag Change on Resource" event EventBridge sends
+// for an EC2 instance whose tags are now tags.
+func sendTagChange(t *testing.T, moto *testenv.Moto, queue, instance string, tags map[string]string) {
+	t.Helper()
+	arn := fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", testenv.MotoRegion, testenv.MotoAccountID, instance)
+	keys, values := "", ""
+	for k, v := range tags {
+		keys += fmt.Sprintf("%q,", k)
+		values += fmt.Sprintf("%q:%q,", k, v)
+	}
+	body := fmt.Sprintf(`{"version": "0", "id": "e2e-%d", "detail-type": "Tag Change on Resource", "source": "aws.tag",
+  "account": %q, "time": %q, "region": %q, "resources": [%q],
+  "detail": {"changed-tag-keys": [%s], "service": "ec2", "resource-type": "instance", "version": 2, "tags": {%s}}}`,
+		time.Now().UnixNano(), testenv.MotoAccountID, time.Now().UTC().Format(time.RFC3339), testenv.MotoRegion, arn,
+		keys[:len(keys)-1], values[:len(values)-1])
+	_, err := awssqs.NewFromConfig(moto.Config).SendMessage(context.Background(), &awssqs.SendMessageInput{QueueUrl: &queue, MessageBody: &body})
+	must(t, err)
+}
+
+// queueCounts returns "visible/in flight" of a queue.
+func queueCounts(t *testing.T, moto *testenv.Moto, queue string) string {
+	t.Helper()
+	out, err := awssqs.NewFromConfig(moto.Config).GetQueueAttributes(context.Background(), &awssqs.GetQueueAttributesInput{QueueUrl: &queue,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	must(t, err)
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)] + "/" +
+		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+}
