@@ -2,8 +2,12 @@ package aws
 
 import (
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // changed are the resources a targeted Snapshot reads fresh
@@ -58,4 +62,42 @@ func (r *nodeReader) freshGroup(k regionalID) bool {
 		return r.fresh
 	}
 	return r.changed.groups[regionalID{k.region, strings.ToLower(k.ec2ID)}]
+}
+
+var _ cloud.CarriedTagsTaker = (*Provider)(nil)
+
+// TakeTags takes the tags a change event carried for an EC2 instance or
+// an Auto Scaling group (id: its canonical ARN) into the node sync's
+// cache, without the aws: tags, when the cache holds a read of it made
+// before at; it reports whether it did. The instance keeps its group; a
+// group is found by its name lower-cased, and two cached groups of that
+// name take nothing.
+func (p *Provider) TakeTags(id string, t tags.Set, at time.Time) bool {
+	c := changedResources([]string{id})
+	p.nodes.mu.Lock()
+	defer p.nodes.mu.Unlock()
+	for k := range c.instances {
+		if e, ok := p.nodes.instances[k]; ok && e.v != nil && e.at.Before(at) {
+			p.nodes.instances[k] = cachedAt[*ec2Instance]{at: at, v: &ec2Instance{arn: e.v.arn, group: e.v.group, tags: userTags(t)}}
+			return true
+		}
+	}
+	for k := range c.groups {
+		var found []regionalID // the cached groups of that lower-cased name
+		for name := range p.nodes.groups {
+			if name.region == k.region && strings.ToLower(name.ec2ID) == k.ec2ID {
+				found = append(found, name)
+			}
+		}
+		if len(found) != 1 {
+			return false
+		}
+		if e := p.nodes.groups[found[0]]; e.v != nil && e.at.Before(at) {
+			g := *e.v
+			g.tags = userTags(t)
+			p.nodes.groups[found[0]] = cachedAt[*asGroup]{at: at, v: &g}
+			return true
+		}
+	}
+	return false
 }

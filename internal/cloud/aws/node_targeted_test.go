@@ -3,6 +3,7 @@ package aws
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
@@ -56,6 +57,48 @@ func TestSnapshotTargeted(t *testing.T) {
 		}
 		wantCalls(t, e.p, step.calls)
 	}
+}
+
+// TestTakeTags: the tags a change carried replace a cached read older
+// than the change (without the aws: ones; the instance keeps its group),
+// so the next read from the cache returns them at no call; a change older
+// than the cached read, or of a resource not cached, is not taken.
+func TestTakeTags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const region = "us-east-1"
+	groupARN, members := seed.Group(t, e.seedConfig(), region, "Pool-Take", 1, map[string]string{"team": "a"})
+	solo := e.instances(region, 1, nil)[0]
+	nodes := []cloud.Node{node("g0", region, members[0]), node("s0", region, ec2ID(solo))}
+	before := time.Now()
+	if _, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	carried := tags.Set{"env": "prod", "aws:autoscaling:groupName": "Pool-Take"}
+	if e.p.TakeTags(cloud.CanonicalID(solo), carried, before) {
+		t.Error("took the tags of a change older than the cached read")
+	}
+	if e.p.TakeTags(cloud.CanonicalID(e.arn(region, "instance", "i-0123456789abcdef0")), carried, time.Now()) {
+		t.Error("took the tags of an instance not cached")
+	}
+	for _, id := range []string{solo, groupARN} {
+		if !e.p.TakeTags(cloud.CanonicalID(id), carried, time.Now()) {
+			t.Errorf("did not take the tags of %s", id)
+		}
+	}
+	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{solo, groupARN} {
+		if got := snap.Resources[cloud.CanonicalID(id)].Tags; !maps.Equal(got, tags.Set{"env": "prod"}) {
+			t.Errorf("%s read from the cache with %v, want the carried env=prod only", id, got)
+		}
+	}
+	if pl := snap.Placements["g0"]; pl.Resource != groupARN {
+		t.Errorf("g0 placed on %q after its instance's tags were taken, want its group", pl.Resource)
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
 }
 
 // TestChangedResources: instance and group ARNs, lower-cased, name what a
