@@ -106,8 +106,9 @@ type ReadOptions struct {
 	// event: the caller passes only the nodes its last pass placed on these
 	// resources (canonical IDs), and the provider reads their resources
 	// one by one, fresh, instead of listing their scopes (Azure: one GET
-	// per scale set or VM). A provider without a targeted read reads as
-	// usual.
+	// per scale set or VM; AWS: one DescribeInstances for the instances,
+	// one DescribeAutoScalingGroups for the groups, the rest from its
+	// cache). A provider without a targeted read reads as usual.
 	Resources []string
 }
 

@@ -14,13 +14,18 @@ type Pending[K comparable] struct {
 	mu      sync.Mutex
 	changed map[K]map[string]bool
 	flagged map[K]bool
+	// carried is what the latest change of each changed resource carried
+	// (see AddChange).
+	carried map[K]map[string]Carried
 }
 
-// Add records a change of resource (a canonical ID) for k.
+// Add records a change of resource (a canonical ID) for k; the next pass
+// reads the resource (whatever an earlier change carried).
 func (p *Pending[K]) Add(k K, resource string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.add(k, resource)
+	delete(p.carried[k], resource)
 }
 
 // add is Add with p.mu held.
@@ -46,17 +51,25 @@ func (p *Pending[K]) Flag(k K) {
 
 // Take returns and forgets k's changed resources, sorted, and its flag.
 func (p *Pending[K]) Take(k K) ([]string, bool) {
+	ids, _, flagged := p.TakeCarried(k)
+	return ids, flagged
+}
+
+// TakeCarried is Take that also returns what the latest changes of the
+// resources carried, by resource (see AddChange).
+func (p *Pending[K]) TakeCarried(k K) ([]string, map[string]Carried, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ids := make([]string, 0, len(p.changed[k]))
 	for id := range p.changed[k] {
 		ids = append(ids, id)
 	}
-	flagged := p.flagged[k]
+	flagged, carried := p.flagged[k], p.carried[k]
 	delete(p.changed, k)
 	delete(p.flagged, k)
+	delete(p.carried, k)
 	slices.Sort(ids)
-	return ids, flagged
+	return ids, carried, flagged
 }
 
 // Restore puts back what Take returned, for the retry of a pass that
@@ -76,4 +89,5 @@ func (p *Pending[K]) Forget(k K) {
 	defer p.mu.Unlock()
 	delete(p.changed, k)
 	delete(p.flagged, k)
+	delete(p.carried, k)
 }

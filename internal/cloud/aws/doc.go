@@ -46,6 +46,16 @@
 // include AWS's own aws: tags (tagsync can neither write nor delete them,
 // and they do not count against the limit of 50).
 //
+// After a change event, ReadOptions.Resources (canonical ARNs) makes the
+// read targeted: the changed instances are read fresh in one
+// DescribeInstances, the changed groups in one DescribeAutoScalingGroups
+// by name, and everything else the nodes need (a changed group's
+// instances, for their group) comes from the cache while it holds it.
+// TakeTags (cloud.CarriedTagsTaker) takes the tags an aws.tag event
+// carried for an instance or a group into the cache, when the cache's read
+// is older than the change, so a pass that synced from the event is not
+// undone by a later pass reading the cache.
+//
 // PatchTags reads the resource afresh and writes only what changes. An
 // instance costs DescribeInstances, DeleteTags (conditional on the values
 // read) and CreateTags. A group costs DescribeAutoScalingGroups, Auto

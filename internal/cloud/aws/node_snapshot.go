@@ -42,6 +42,13 @@ type asGroup struct {
 // unless opts.Fresh. opts.Scopes are region names: nodes in other regions
 // are unmanaged and cost no call.
 //
+// opts.Resources (canonical instance and group ARNs, after a change event)
+// makes the read targeted: only the named instances and groups are read
+// fresh, the instances in one DescribeInstances (per MaxIDsPerCall) and the
+// groups in one DescribeAutoScalingGroups by name; the nodes' other reads
+// (a changed group's instances, for their group) come from the cache while
+// it holds them. opts.Fresh then applies to the named resources only.
+//
 // A read that fails fails only the nodes that needed it: their region is
 // reported in Snapshot.Failed (Scope "region <name>") and their placements
 // carry Err. The error return is for a snapshot that could not run at all
@@ -70,7 +77,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			need[ref.region] = append(need[ref.region], ref.instanceID)
 		}
 	}
-	r := &nodeReader{p: p, fresh: opts.Fresh, instances: map[regionalID]*ec2Instance{}, groups: map[regionalID]*asGroup{},
+	r := &nodeReader{p: p, fresh: opts.Fresh, changed: changedResources(opts.Resources), instances: map[regionalID]*ec2Instance{}, groups: map[regionalID]*asGroup{},
 		bad: map[regionalID]error{}, failed: map[string][]error{}}
 	for _, region := range slices.Sorted(maps.Keys(need)) {
 		r.readInstances(ctx, region, need[region])
@@ -94,8 +101,11 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 
 // nodeReader holds one Snapshot's reads and the ones that failed.
 type nodeReader struct {
-	p         *Provider
-	fresh     bool
+	p     *Provider
+	fresh bool
+	// changed are the resources a targeted read reads fresh (nil: not
+	// targeted, fresh says for all).
+	changed   *changed
 	instances map[regionalID]*ec2Instance // by region and instance ID
 	groups    map[regionalID]*asGroup     // by region and group name
 	// bad are the instances (by ID) and groups (by "group/" and name) whose
@@ -118,7 +128,7 @@ func (r *nodeReader) fail(region string, err error, keys ...regionalID) {
 // readInstances reads the instances ids of region: from the cache unless
 // fresh, the rest with DescribeInstances, MaxIDsPerCall a call.
 func (r *nodeReader) readInstances(ctx context.Context, region string, ids []string) {
-	load(r, region, ids, &r.p.nodes.instances, r.instances, r.p.opts.maxIDsPerCall,
+	load(r, region, ids, &r.p.nodes.instances, r.instances, r.p.opts.maxIDsPerCall, r.freshInstance,
 		func(id string) regionalID { return regionalID{region, id} },
 		func(chunk []string) (map[regionalID]*ec2Instance, error) {
 			return r.p.describeInstances(ctx, region, chunk)
@@ -126,17 +136,17 @@ func (r *nodeReader) readInstances(ctx context.Context, region string, ids []str
 }
 
 // load puts into into the reads of keys in region that the cache holds
-// (unless fresh) and reads the others with read, per at a call, caching
+// (unless fresh says the key must be read) and reads the others with read, per at a call, caching
 // what it read (a key read missing as the zero T: it stays missing until
 // the cache's TTL or a fresh read); the keys of a failed call are marked
 // bad (badKey) with its error.
 func load[T any](r *nodeReader, region string, keys []string, cache *map[regionalID]cachedAt[T], into map[regionalID]T, per int,
-	badKey func(string) regionalID, read func([]string) (map[regionalID]T, error),
+	fresh func(regionalID) bool, badKey func(string) regionalID, read func([]string) (map[regionalID]T, error),
 ) {
 	var missing []string
 	for _, key := range keys {
 		k := regionalID{region, key}
-		if v, ok := cacheGet(&r.p.nodes, cache, k, r.p.opts.CacheTTL); ok && !r.fresh {
+		if v, ok := cacheGet(&r.p.nodes, cache, k, r.p.opts.CacheTTL); ok && !fresh(k) {
 			into[k] = v
 		} else {
 			missing = append(missing, key)
@@ -217,7 +227,7 @@ func (r *nodeReader) groupsOf(region string, ids []string) []string {
 // readGroups reads the groups names of region: from the cache unless fresh,
 // the rest with DescribeAutoScalingGroups, GroupsPerRead a call.
 func (r *nodeReader) readGroups(ctx context.Context, region string, names []string) {
-	load(r, region, names, &r.p.nodes.groups, r.groups, GroupsPerRead,
+	load(r, region, names, &r.p.nodes.groups, r.groups, GroupsPerRead, r.freshGroup,
 		func(name string) regionalID { return groupKey(region, name) },
 		func(chunk []string) (map[regionalID]*asGroup, error) { return r.p.describeGroups(ctx, region, chunk) })
 }

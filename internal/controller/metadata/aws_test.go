@@ -2,6 +2,7 @@ package metadata_test
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
+	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/events/eventstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -174,4 +177,100 @@ func createVolumes(t *testing.T, c *ec2.Client, n int, name string) []string {
 		ids = append(ids, *out.VolumeId)
 	}
 	return ids
+}
+
+// TestAWSChangesCarryingTagsNeedNoRead: on AWS a change of a matched EC2
+// instance carries its whole tag set, so its targeted pass classifies and
+// diffs it without a call: an outside edit costs one CreateTags and
+// nothing else, a burst of 100 changes of two instances one pass and one
+// CreateTags, and tagsync's own write, a duplicate and a change of an
+// unrelated instance no call at all. A change without tags runs a full
+// pass (AWS has no read by ID).
+func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	provider := awstest.Provider(t, moto)
+	h, hub, _ := newEventsHarness(t, provider)
+	ec2c := ec2.NewFromConfig(moto.Config)
+	const name = "evt-aws"
+	ids := awstest.RunInstances(t, moto, 3, map[string]string{awsOwned(name): "owned"})
+	stray := awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})[0]
+	h.create(&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: name + "-tags"},
+		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}}})
+	h.create(&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.CloudMetadataSpec{
+		Classifiers:   map[string]string{awsOwned(name): "owned"},
+		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: name + "-tags"}},
+	}})
+	h.waitReady(name, metav1.ConditionTrue)
+	arn := func(id string) string {
+		return fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", testenv.MotoRegion, testenv.MotoAccountID, id)
+	}
+	hack := func(ids ...string) {
+		if _, err := ec2c.CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: ids,
+			Tags: []ec2types.Tag{{Key: sdkaws.String("env"), Value: sdkaws.String("hacked")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// change is EventBridge's change of id, carrying its tags as they are.
+	change := func(id, eventID string) tagevents.Change {
+		return eventstest.Write("aws", arn(id), eventID, awstest.Tags(t, moto, id))
+	}
+	targeted := func() float64 {
+		return testenv.Counter(t, "tagsync_metadata_targeted_passes_total", map[string]string{"namespace": h.ns, "cloudmetadata": name})
+	}
+	// publish delivers changes and returns the AWS calls and targeted
+	// passes they caused.
+	publish := func(changes ...tagevents.Change) (map[string]int, float64) {
+		t.Helper()
+		before, passes := provider.Calls(), targeted()
+		if err := eventstest.Publish(t, hub, waitFor, changes...); err != nil {
+			t.Fatal(err)
+		}
+		calls := map[string]int{}
+		for op, n := range provider.Calls() {
+			if n > before[op] {
+				calls[op] = n - before[op]
+			}
+		}
+		return calls, targeted() - passes
+	}
+
+	// burst hacks ids, then returns 50 changes of each.
+	burst := func(ids ...string) []tagevents.Change {
+		hack(ids...)
+		var out []tagevents.Change
+		for i := range 50 {
+			for _, id := range ids {
+				out = append(out, change(id, fmt.Sprintf("burst-%d-%s", i, id)))
+			}
+		}
+		return out
+	}
+	for _, step := range []struct {
+		what    string
+		changes func() []tagevents.Change
+		calls   map[string]int
+		passes  float64
+	}{
+		{"an outside edit", func() []tagevents.Change { hack(ids[0]); return []tagevents.Change{change(ids[0], "edit")} },
+			map[string]int{"ec2:CreateTags": 1}, 1},
+		{"a burst of 100 changes of two instances", func() []tagevents.Change { return burst(ids[1:]...) }, map[string]int{"ec2:CreateTags": 1}, 1},
+		{"tagsync's own write", func() []tagevents.Change { return []tagevents.Change{change(ids[0], "own-write")} }, map[string]int{}, 1},
+		{"a duplicate", func() []tagevents.Change { return []tagevents.Change{change(ids[0], "own-write")} }, map[string]int{}, 0},
+		{"a change of an unrelated instance", func() []tagevents.Change { return []tagevents.Change{change(stray, "unrelated")} }, map[string]int{}, 0},
+		// Without tags AWS has no read by ID: a full pass (one discovery).
+		{"a change without tags", func() []tagevents.Change {
+			return []tagevents.Change{eventstest.Write("aws", arn(ids[0]), "no-tags", nil)}
+		},
+			map[string]int{"tag:GetResources": 1}, 0},
+	} {
+		calls, passes := publish(step.changes()...)
+		if !maps.Equal(calls, step.calls) || passes != step.passes {
+			t.Errorf("%s: AWS calls %v, %v targeted passes; want %v, %v", step.what, calls, passes, step.calls, step.passes)
+		}
+		for _, id := range ids {
+			if v := awstest.Tags(t, moto, id)["env"]; v != "prod" {
+				t.Errorf("%s: %s has env=%q, want prod", step.what, id, v)
+			}
+		}
+	}
 }

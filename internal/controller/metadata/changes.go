@@ -42,8 +42,8 @@ type changeEvents struct {
 // safe for concurrent use.
 type resourceIndex struct {
 	mu      sync.Mutex
-	matched map[types.NamespacedName]map[string]map[string]string // object → target key → canonical ID → ID
-	owners  map[string]map[types.NamespacedName]int               // canonical ID → object → targets matching it
+	matched map[types.NamespacedName]map[string]map[string]cloud.Classified // object → target key → canonical ID → resource, without tags
+	owners  map[string]map[types.NamespacedName]int                         // canonical ID → object → targets matching it
 	wants   map[types.NamespacedName]interest
 	// pending are, per object, the matched resources changes named since
 	// its last pass; flagged: its next pass must be full.
@@ -58,7 +58,7 @@ type interest struct {
 }
 
 func newResourceIndex() *resourceIndex {
-	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]string{},
+	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]cloud.Classified{},
 		owners: map[string]map[types.NamespacedName]int{}, wants: map[types.NamespacedName]interest{}}
 }
 
@@ -67,12 +67,13 @@ func newResourceIndex() *resourceIndex {
 func (x *resourceIndex) saw(cm types.NamespacedName, target string, found []cloud.Classified, complete bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := make(map[string]string, len(found))
+	ids := make(map[string]cloud.Classified, len(found))
 	if !complete {
 		maps.Copy(ids, x.matched[cm][target])
 	}
 	for _, r := range found {
-		ids[cloud.CanonicalID(r.ID)] = r.ID
+		r.Tags = nil
+		ids[cloud.CanonicalID(r.ID)] = r
 	}
 	x.setTarget(cm, target, ids)
 }
@@ -102,7 +103,7 @@ func (x *resourceIndex) forget(cm types.NamespacedName) {
 }
 
 // setTarget replaces a target's resources (the caller holds x.mu).
-func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]string) {
+func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]cloud.Classified) {
 	for id := range x.matched[cm][target] {
 		if x.owners[id][cm]--; x.owners[id][cm] <= 0 {
 			delete(x.owners[id], cm)
@@ -112,7 +113,7 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 		}
 	}
 	if x.matched[cm] == nil {
-		x.matched[cm] = map[string]map[string]string{}
+		x.matched[cm] = map[string]map[string]cloud.Classified{}
 	}
 	if len(ids) == 0 {
 		delete(x.matched[cm], target)
@@ -130,23 +131,25 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 	}
 }
 
-// owning returns the objects whose last discovery matched resource, and
-// remembers the change for them.
-func (x *resourceIndex) owning(resource string) []types.NamespacedName {
-	id := cloud.CanonicalID(resource)
+// owning returns the objects whose last discovery matched the change's
+// resource, and remembers the change (and the tags it carried) for them.
+func (x *resourceIndex) owning(c tagevents.Change) []types.NamespacedName {
+	id := cloud.CanonicalID(c.Resource)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []types.NamespacedName
 	for cm := range x.owners[id] {
 		out = append(out, cm)
-		x.pending.Add(cm, id)
+		x.pending.AddChange(cm, id, c)
 	}
 	return out
 }
 
-// take returns and forgets the resources changed for cm, and whether its
-// next pass must be full.
-func (x *resourceIndex) take(cm types.NamespacedName) ([]string, bool) { return x.pending.Take(cm) }
+// take returns and forgets the resources changed for cm, what their
+// latest changes carried, and whether its next pass must be full.
+func (x *resourceIndex) take(cm types.NamespacedName) ([]string, map[string]tagevents.Carried, bool) {
+	return x.pending.TakeCarried(cm)
+}
 
 // restore puts back what take returned, for the retry of a pass that
 // could not run.
@@ -162,11 +165,11 @@ func (x *resourceIndex) needFull(cms ...types.NamespacedName) {
 }
 
 // matchedBy returns those of ids (canonical) that a target's last
-// discovery matched, as the cloud spells them.
-func (x *resourceIndex) matchedBy(cm types.NamespacedName, target string, ids []string) []string {
+// discovery matched, as it found them (without their tags).
+func (x *resourceIndex) matchedBy(cm types.NamespacedName, target string, ids []string) []cloud.Classified {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var out []string
+	var out []cloud.Classified
 	for _, id := range ids {
 		if spelled, ok := x.matched[cm][target][id]; ok {
 			out = append(out, spelled)
@@ -208,7 +211,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 	if c.Kind == tagevents.KindState {
 		return nil // tags did not change
 	}
-	objects := r.index.owning(c.Resource)
+	objects := r.index.owning(c)
 	if len(objects) == 0 && c.Kind == tagevents.KindWrite {
 		if c.Tags == nil {
 			return r.probe(c)

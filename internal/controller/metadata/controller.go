@@ -12,6 +12,7 @@ package metadata
 import (
 	"context"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,8 +63,10 @@ type state struct {
 	held map[string]*heldTags
 	// backoff spaces passes that meet errors only a person can fix.
 	backoff kit.Backoff
-	// full is what the last full pass served (targeted.go).
-	full fullPass
+	// full is what the last full pass served (targeted.go); wrote is
+	// when a pass last wrote tags.
+	full  fullPass
+	wrote time.Time
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -103,7 +106,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	st := r.states.For(req.NamespacedName, cm.UID)
 	p := r.newPass(&cm, st)
-	p.changed, p.fullNeeded = r.index.take(req.NamespacedName)
+	p.changed, p.carried, p.fullNeeded = r.index.take(req.NamespacedName)
 	return p.run(ctx)
 }
 

@@ -10,18 +10,19 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/events/eventstest"
 )
 
 // newEventsHarness starts a metadata controller that takes cloud changes
-// from hub, with one source that is up.
-func newEventsHarness(t *testing.T) (*harness, *events.Hub, *eventstest.Source) {
+// from hub, with one source that is up, on armsim and the extra providers.
+func newEventsHarness(t *testing.T, extra ...cloud.Provider) (*harness, *events.Hub, *eventstest.Source) {
 	hub := events.NewHub(events.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
 	src := eventstest.NewSource(t.Name())
 	h := newHarnessWith(t, func(h *harness) {
 		h.eventOpts = eventstest.Options(hub, src)
-	})
+	}, extra...)
 	return h, hub, src
 }
 

@@ -40,6 +40,8 @@ type pass struct {
 	// fullNeeded says the pass must be full whatever they are.
 	changed    []string
 	fullNeeded bool
+	// carried is what the latest changes of the changed resources carried.
+	carried map[string]tagevents.Carried
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {

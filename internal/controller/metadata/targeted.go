@@ -15,7 +15,8 @@ import (
 
 // A change of a resource an object's last discovery matched runs a
 // targeted pass of the object: each changed resource is read once
-// (cloud.ClassifiedReader: Azure, one GET) instead of a discovery, planned
+// (cloud.ClassifiedReader: Azure, one GET) instead of a discovery, or not
+// at all when its change carried its tags (AWS), planned
 // and written as a full pass would (held tags, contests, audit). It falls
 // back to a full pass, before writing anything, whenever the set of
 // matched resources may have changed (a changed resource is gone or no
@@ -99,8 +100,9 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 	return reconcile.Result{RequeueAfter: max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)}, nil
 }
 
-// readChanged reads each changed resource once and returns, per target,
-// the ones its last discovery matched.
+// readChanged reads each changed resource once, unless its latest change
+// carried its tags (see changedTags), and returns, per target, the ones its
+// last discovery matched.
 func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string) ([]targetWork, error) {
 	read := map[string]cloud.Classified{}
 	var work []targetWork
@@ -110,18 +112,17 @@ func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string)
 			continue
 		}
 		provider, err := p.r.providers.ClassifiedProvider(t.cloud)
-		reader, ok := provider.(cloud.ClassifiedReader)
-		if err != nil || !ok {
-			return nil, errFullPass // AWS: no read by ID yet
+		if err != nil {
+			return nil, errFullPass
 		}
 		w := targetWork{t: t, provider: provider, req: t.request(p.cm)}
-		for _, id := range mine {
-			c, done := read[cloud.CanonicalID(id)]
+		for _, found := range mine {
+			c, done := read[cloud.CanonicalID(found.ID)]
 			if !done {
-				if c, err = reader.ReadClassified(ctx, id); err != nil {
-					return nil, readErr(err)
+				if c, err = p.readOne(ctx, provider, found); err != nil {
+					return nil, err
 				}
-				read[cloud.CanonicalID(id)] = c
+				read[cloud.CanonicalID(found.ID)] = c
 			}
 			if !cloud.Classifies(provider.Rules().NameCase(), c.Tags, w.req.Classifiers) {
 				return nil, errFullPass // it left the object's scope
@@ -131,6 +132,34 @@ func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string)
 		work = append(work, w)
 	}
 	return work, nil
+}
+
+// readOne is a changed resource as its latest change carried it (its
+// whole tag set, from a change made after the object's last full pass and
+// last write: an older one may predate them), or else as the cloud reads it
+// now; errFullPass when it cannot be read by ID (AWS).
+func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, found cloud.Classified) (cloud.Classified, error) {
+	if c, ok := p.carried[cloud.CanonicalID(found.ID)]; ok && c.Usable(latest(p.st.full.at, p.st.wrote)) {
+		found.Tags = c.Tags
+		return found, nil
+	}
+	reader, ok := provider.(cloud.ClassifiedReader)
+	if !ok {
+		return cloud.Classified{}, errFullPass
+	}
+	c, err := reader.ReadClassified(ctx, found.ID)
+	if err != nil {
+		return cloud.Classified{}, readErr(err)
+	}
+	return c, nil
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // readErr is a failed read's error: a resource that is gone needs a full

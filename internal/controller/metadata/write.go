@@ -35,6 +35,7 @@ func (p *pass) write(ctx context.Context, provider cloud.ClassifiedProvider, t *
 		return p.audit(t, pl, res)
 	}
 	results := provider.WriteTags(ctx, writes, each)
+	p.st.wrote = p.r.Now() // changes before it may predate the writes
 	o.auditErr = p.r.audit.Err()
 	out := make(map[string]error, len(results))
 	for _, res := range results {

@@ -20,6 +20,7 @@ func (p *pass) patchAudited(ctx context.Context, res cloud.Resource, patch tags.
 		return cloud.Resource{}, err
 	}
 	written, err := p.cfg.provider.PatchTags(ctx, res.ID, patch)
+	p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(res.ID)) // changes before the write may predate it
 	result := audit.ResultOK
 	if err != nil {
 		result = audit.ResultError

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -17,7 +18,8 @@ import (
 // pass placed nodes on it; a change of an indexed resource remembers the
 // resource for those NodeTagSyncs and enqueues them; their next pass reads
 // only the changed resources (cloud.ReadOptions.Resources) and syncs only
-// the nodes placed on them. Changes queued before the pass starts are
+// the nodes placed on them. A change that carries the resource's tags
+// (AWS) spares the read (carried.go). Changes queued before the pass starts are
 // coalesced into it. A change of a resource no NodeTagSync placed nodes on
 // does nothing.
 //
@@ -40,8 +42,12 @@ type changeBook struct {
 	mu sync.Mutex
 	// owners are, per canonical resource ID, the NodeTagSyncs placed there.
 	owners map[string]map[string]bool
-	// placed are, per NodeTagSync, its last full pass's nodes per resource.
+	// placed are, per NodeTagSync, its last full pass's nodes per resource;
+	// notes its placements' notes, per node that has one.
 	placed map[string]map[string][]string
+	notes  map[string]map[string]string
+	// readAt is, per resource, when a pass last read or wrote it.
+	readAt map[string]time.Time
 	// pending are, per NodeTagSync, the resources changed since its last
 	// pass started; flagged: its next full pass must read the cloud fresh
 	// because changes were dropped (an overflow).
@@ -52,7 +58,8 @@ type changeBook struct {
 }
 
 func newChangeBook() *changeBook {
-	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{}}
+	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{},
+		notes: map[string]map[string]string{}, readAt: map[string]time.Time{}}
 }
 
 // ownerKey is the index key of a changed resource: its canonical ID, a
@@ -68,14 +75,18 @@ func ownerKey(resource string) string {
 }
 
 // route remembers a change for the NodeTagSyncs placed on its resource and
-// returns their names.
+// returns their names. The tags a change carries are kept only when they
+// are the indexed resource's own (not a scale set instance's).
 func (b *changeBook) route(c tagevents.Change) []string {
 	id := ownerKey(c.Resource)
+	if id != cloud.CanonicalID(c.Resource) {
+		c.Tags = nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var names []string
 	for name := range b.owners[id] {
-		b.pending.Add(name, id)
+		b.pending.AddChange(name, id, c)
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -110,9 +121,11 @@ func (b *changeBook) currentEpoch() uint64 {
 	return b.epoch
 }
 
-// take returns and forgets the resources changed for name, and whether
-// its next full pass must read fresh.
-func (b *changeBook) take(name string) ([]string, bool) { return b.pending.Take(name) }
+// take returns and forgets the resources changed for name, what their
+// latest changes carried, and whether its next full pass must read fresh.
+func (b *changeBook) take(name string) ([]string, map[string]tagevents.Carried, bool) {
+	return b.pending.TakeCarried(name)
+}
 
 // restore puts back the changes of a failed pass for its retry; fresh
 // makes that retry read fresh.
@@ -120,13 +133,15 @@ func (b *changeBook) restore(name string, ids []string, fresh bool) {
 	b.pending.Restore(name, ids, fresh)
 }
 
-// record replaces name's placements in the index with a full pass's.
-func (b *changeBook) record(name string, placed map[string][]string) {
+// record replaces name's placements in the index with a full pass's, which
+// read the cloud at (or later: reads may come from the provider's cache).
+func (b *changeBook) record(name string, placed map[string][]string, notes map[string]string, at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unindex(name)
-	b.placed[name] = placed
+	b.placed[name], b.notes[name] = placed, notes
 	for id := range placed {
+		b.readLocked(id, at)
 		if b.owners[id] == nil {
 			b.owners[id] = map[string]bool{}
 		}
@@ -148,9 +163,11 @@ func (b *changeBook) unindex(name string) {
 		delete(b.owners[id], name)
 		if len(b.owners[id]) == 0 {
 			delete(b.owners, id)
+			delete(b.readAt, id)
 		}
 	}
 	delete(b.placed, name)
+	delete(b.notes, name)
 }
 
 // nodesOn returns the names of the nodes name's last full pass placed on

@@ -2,9 +2,13 @@ package nodetags
 
 import (
 	"fmt"
+	"maps"
 	"testing"
+	"time"
 
+	"github.com/tagsync/tagsync/internal/cloud"
 	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 const scaleSetID = "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/Pool"
@@ -25,14 +29,14 @@ func TestOwnerKeyMapsAScaleSetInstanceToItsScaleSet(t *testing.T) {
 func TestTheChangeBookRoutesToTheOwnersOnly(t *testing.T) {
 	b := newChangeBook()
 	pool := ownerKey(scaleSetID)
-	b.record("a", map[string][]string{pool: {"n0", "n1"}})
-	b.record("b", map[string][]string{"/other": {"n2"}})
+	b.record("a", map[string][]string{pool: {"n0", "n1"}}, nil, time.Now())
+	b.record("b", map[string][]string{"/other": {"n2"}}, nil, time.Now())
 	change := tagevents.Change{Resource: scaleSetID + "/virtualMachines/0", Kind: tagevents.KindWrite}
 	if got := b.route(change); fmt.Sprint(got) != "[a]" {
 		t.Fatalf("routed to %v, want [a]", got)
 	}
 	b.route(change)
-	if ids, fresh := b.take("a"); fmt.Sprint(ids) != fmt.Sprint([]string{pool}) || fresh {
+	if ids, _, fresh := b.take("a"); fmt.Sprint(ids) != fmt.Sprint([]string{pool}) || fresh {
 		t.Fatalf("a's changes: %v (fresh %v), want the scale set once", ids, fresh)
 	}
 	if got := b.nodesOn("a", []string{pool}); len(got) != 2 {
@@ -48,7 +52,61 @@ func TestTheChangeBookRoutesToTheOwnersOnly(t *testing.T) {
 	if got := b.overflow(); fmt.Sprint(got) != "[b]" {
 		t.Fatalf("an overflow asked %v for a full pass, want [b]", got)
 	}
-	if _, fresh := b.take("b"); !fresh {
+	if _, _, fresh := b.take("b"); !fresh {
 		t.Fatal("the full pass after an overflow is not fresh")
+	}
+}
+
+// taker is a NodeProvider with AWS's tag rules that takes carried tags
+// into its cache unless refuse (a unit test's stand-in; nothing else of
+// it is called).
+type taker struct {
+	cloud.NodeProvider
+	refuse bool
+}
+
+func (taker) Rules() tags.Rules { return tags.AWSRules }
+
+func (t taker) TakeTags(string, tags.Set, time.Time) bool { return !t.refuse }
+
+// TestCarriedTagsServeTheChangesMadeAfterTheRead: a change made after the
+// last read that carries its resource's tags is the resource's snapshot
+// (without the cloud's own tags, its nodes placed as recorded); a change
+// made before it, one without tags and a scale set instance's are read.
+func TestCarriedTagsServeTheChangesMadeAfterTheRead(t *testing.T) {
+	b := newChangeBook()
+	const solo, group = "arn:aws:ec2:us-east-1:1:instance/i-1", "arn:aws:autoscaling:us-east-1:1:autoScalingGroup:u:autoScalingGroupName/Pool"
+	pool := ownerKey(scaleSetID)
+	read := time.Now()
+	b.record("a", map[string][]string{ownerKey(solo): {"n0"}, ownerKey(group): {"n1", "n2"}, pool: {"n3"}},
+		map[string]string{"n0": "in no group"}, read)
+	carrying := tags.Set{"env": "prod", "aws:autoscaling:groupName": "Pool"}
+	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
+	b.route(tagevents.Change{Resource: group, Tags: carrying, Time: read})
+	b.route(tagevents.Change{Resource: scaleSetID + "/virtualMachines/0", Tags: carrying, Time: read.Add(time.Second)})
+	ids, carried, _ := b.take("a")
+	snap, unread := b.fromChanges("a", ids, carried, taker{})
+	if fmt.Sprint(unread) != fmt.Sprint([]string{pool, ownerKey(group)}) {
+		t.Errorf("to read: %v, want the group (a change as old as the read) and the scale set (an instance's change)", unread)
+	}
+	if res := snap.Resources[ownerKey(solo)]; res.ID != solo || !maps.Equal(res.Tags, tags.Set{"env": "prod"}) || len(snap.Resources) != 1 {
+		t.Errorf("resources from the changes: %+v", snap.Resources)
+	}
+	if pl := snap.Placements["n0"]; !pl.Managed || pl.Resource != solo || pl.Note != "in no group" || len(snap.Placements) != 1 {
+		t.Errorf("placements from the changes: %+v", snap.Placements)
+	}
+	// The change served is now the resource's last read: a redelivery of
+	// it is read.
+	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
+	ids, carried, _ = b.take("a")
+	if _, unread := b.fromChanges("a", ids, carried, taker{}); len(unread) != 1 {
+		t.Errorf("a change as old as the last one served: to read %v, want it", unread)
+	}
+	// A provider that does not take the tags into its cache (its read is
+	// newer): read.
+	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Minute)})
+	ids, carried, _ = b.take("a")
+	if _, unread := b.fromChanges("a", ids, carried, taker{refuse: true}); len(unread) != 1 {
+		t.Errorf("tags the provider refused: to read %v, want them", unread)
 	}
 }

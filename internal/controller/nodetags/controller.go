@@ -105,9 +105,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := r.newPass(&nts, cfg, st)
 	p.cfg.resync, p.health = r.Interval(cfg.resync)
 	epoch := r.changes.currentEpoch()
-	ids, fresh := r.changes.take(nts.Name)
+	ids, carried, fresh := r.changes.take(nts.Name)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
-		return p.runTargeted(ctx, ids)
+		return p.runTargeted(ctx, ids, carried)
 	}
 	p.changesPending = fresh || len(ids) > 0
 	res, err := p.run(ctx)

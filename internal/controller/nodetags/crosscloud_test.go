@@ -57,11 +57,18 @@ var crossClouds = []crossCloud{
 }
 
 // newMotoHarness starts moto and the controller on the AWS provider.
-func newMotoHarness(t *testing.T) (*harness, testCloud) {
+func newMotoHarness(t *testing.T) (*harness, testCloud) { return newMotoHarnessWith(t, nil) }
+
+// newMotoHarnessWith is newMotoHarness with configure applied to the
+// harness before the controller starts.
+func newMotoHarnessWith(t *testing.T, configure func(*harness, *testenv.Moto)) (*harness, motoCloud) {
 	kube := acquirePlane(t)
 	m := testenv.StartMoto(t)
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, audit: &testenv.SyncBuffer{},
 		provider: func() aProvider { return awstest.Provider(t, m) }}
+	if configure != nil {
+		configure(h, m)
+	}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()

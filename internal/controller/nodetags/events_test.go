@@ -23,12 +23,18 @@ const eventsResync = 2 * time.Hour
 // keeps its listings for an hour, so the ARM reads a test counts are the
 // ones its changes cause.
 func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *eventstest.Source) {
-	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
-	src := eventstest.NewSource(t.Name())
+	hub, src := newHub(t, capacity)
 	h := newHarnessWith(t, func(h *harness) {
 		h.eventOpts = eventstest.Options(hub, src)
 	}, azure.WithCacheTTL(time.Hour))
 	return h, hub, src
+}
+
+// newHub is the event tests' hub (capacity changes at most) and its one
+// source, which is up.
+func newHub(t *testing.T, capacity int) (*events.Hub, *eventstest.Source) {
+	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
+	return hub, eventstest.NewSource(t.Name())
 }
 
 // pool creates the resource group rg-<name> with a scale set of n

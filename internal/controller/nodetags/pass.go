@@ -32,6 +32,8 @@ type pass struct {
 	// placed are the managed nodes this pass found, by canonical resource
 	// ID, for the change index (changes.go).
 	placed map[string][]string
+	// placeNotes are the placement notes of the managed nodes that have one.
+	placeNotes map[string]string
 	// health is the event sources' health (nil: events off), reported in
 	// the status; changesPending makes a full pass read fresh because
 	// cloud changes are waiting for it.
@@ -44,7 +46,7 @@ type pass struct {
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
 	return &pass{r: r, nts: nts, cfg: cfg, st: st, notes: st.notes, out: &outcome{}, start: r.Now(),
-		nextSteady: map[string]string{}, placed: map[string][]string{}}
+		nextSteady: map[string]string{}, placed: map[string][]string{}, placeNotes: map[string]string{}}
 }
 
 // run reads the nodes and the cloud, syncs every resource, writes Nodes and
@@ -72,7 +74,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.reportReadFailures(snap.Failed)
 	p.syncAll(ctx, items, snap)
 	p.st.steady = p.nextSteady
-	r.changes.record(nts.Name, p.placed)
+	r.changes.record(nts.Name, p.placed, p.placeNotes, r.Now()) // after the read and the writes
 	p.complete = len(snap.Failed) == 0
 	if len(claimants) == 0 {
 		p.reportUnselectedPending(ctx, syncs)
@@ -198,6 +200,9 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 		default:
 			id := cloud.CanonicalID(pl.Resource)
 			p.placed[id] = append(p.placed[id], node.Name)
+			if pl.Note != "" {
+				p.placeNotes[node.Name] = pl.Note
+			}
 			if p.r.inFlight.Stale(node.Name, node.ResourceVersion) {
 				p.out.synced++
 				p.out.inFlight++

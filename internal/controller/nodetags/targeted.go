@@ -9,17 +9,19 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // runTargeted is a pass over the nodes the last full pass placed on the
-// changed resources ids: it reads those resources only (fresh), syncs
-// them as a full pass does, and writes nothing when nothing differs (a
+// changed resources ids: it reads those resources only (fresh), or takes
+// the tags their changes carried (carried.go), syncs them as a full pass
+// does, and writes nothing when nothing differs (a
 // change tagsync's own write caused, a redelivery). Its findings go to
 // events, logs and metrics; the status and its counts are the full
 // passes', which see every node. A pass that fails keeps the changes for
 // its retry.
-func (p *pass) runTargeted(ctx context.Context, ids []string) (reconcile.Result, error) {
-	res, err := p.syncChanged(ctx, ids)
+func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string]tagevents.Carried) (reconcile.Result, error) {
+	res, err := p.syncChanged(ctx, ids, carried)
 	result := "ok"
 	if err != nil || p.out.errors > 0 {
 		result = "error"
@@ -31,8 +33,9 @@ func (p *pass) runTargeted(ctx context.Context, ids []string) (reconcile.Result,
 	return res, err
 }
 
-// syncChanged reads the changed resources and syncs their nodes.
-func (p *pass) syncChanged(ctx context.Context, ids []string) (reconcile.Result, error) {
+// syncChanged reads the changed resources whose changes carried no usable
+// tags and syncs the nodes of all of them.
+func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string]tagevents.Carried) (reconcile.Result, error) {
 	sel, err := p.selectNodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -41,11 +44,16 @@ func (p *pass) syncChanged(ctx context.Context, ids []string) (reconcile.Result,
 	if len(items) == 0 {
 		return p.next()
 	}
-	snap, err := p.cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
-		Target: p.cfg.target, Fresh: true, Scopes: p.cfg.resourceGroups, Resources: ids,
-	})
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading the changed resources: %w", err)
+	snap, unread := p.r.changes.fromChanges(p.nts.Name, ids, carried, p.cfg.provider)
+	if toRead := onlyNodes(items, p.r.changes.nodesOn(p.nts.Name, unread)); len(toRead) > 0 {
+		read, err := p.cfg.provider.Snapshot(ctx, cloudNodes(toRead), cloud.ReadOptions{
+			Target: p.cfg.target, Fresh: true, Scopes: p.cfg.resourceGroups, Resources: unread,
+		})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("reading the changed resources: %w", err)
+		}
+		p.r.changes.markRead(p.r.Now(), unread...)
+		merge(&snap, read)
 	}
 	p.reportReadFailures(snap.Failed)
 	p.syncAll(ctx, items, snap)

@@ -17,12 +17,12 @@ import (
 )
 
 // Provider is an AWS provider on moto, in moto's region, with its own
-// metrics registry and throttle gates.
-func Provider(t testing.TB, moto *testenv.Moto) *aws.Provider {
+// metrics registry and throttle gates, and opts.
+func Provider(t testing.TB, moto *testenv.Moto, opts ...aws.Option) *aws.Provider {
 	t.Helper()
 	p, err := aws.NewProvider(t.Context(), aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL,
 		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
+		append([]aws.Option{aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
