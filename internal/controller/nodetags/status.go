@@ -234,11 +234,20 @@ func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync,
 	}
 	nts.Status = st
 	if err := r.Client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
-		state.lastStatus = nil
+		r.rememberStatus(state, nil)
 		return fmt.Errorf("updating status of NodeTagSync %s: %w", nts.Name, err)
 	}
-	state.lastStatus = st.DeepCopy()
+	r.rememberStatus(state, st.DeepCopy())
 	return nil
+}
+
+// rememberStatus records the status this controller last wrote (nil:
+// unknown). Only the object's reconcile writes it, but it is read under mu
+// from elsewhere (canTarget's callers, tests), so it is written under mu.
+func (r *Reconciler) rememberStatus(state *syncState, st *v1alpha1.NodeTagSyncStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	state.lastStatus = st
 }
 
 // sortedConflicts orders conflicts by resource and tag, and keeps the
