@@ -43,6 +43,7 @@ type options struct {
 	loadRate               int
 	loadFor                time.Duration
 	queueSize              int
+	skipOwn                bool
 }
 
 func parseFlags() options {
@@ -60,6 +61,7 @@ func parseFlags() options {
 	flag.IntVar(&o.loadRate, "load-rate", 10000, "load: Event Grid events per minute into the webhook")
 	flag.DurationVar(&o.loadFor, "load-for", 5*time.Minute, "load: how long")
 	flag.IntVar(&o.queueSize, "queue-size", 10000, "`tagsync run --events-queue-size`")
+	flag.BoolVar(&o.skipOwn, "skip-own-writes", false, "filter tagsync's own writes out of the event subscription (advanced filter StringNotIn on data.claims.appid)")
 	flag.Parse()
 	return o
 }
@@ -75,6 +77,6 @@ func (o options) settings() map[string]any {
 		"scenarios": o.Scenarios, "scaleSets": o.scaleSets, "nodesPerSet": o.perSet, "vms": o.vms,
 		"subscriptions": o.subs, "perType": o.perType, "edits": o.edits, "spacing": o.spacing.String(),
 		"poll": o.poll.String(), "steadyWindow": o.window.String(), "loadRatePerMinute": o.loadRate,
-		"loadFor": o.loadFor.String(), "queueSize": o.queueSize,
+		"loadFor": o.loadFor.String(), "queueSize": o.queueSize, "skipOwnWrites": o.skipOwn,
 	}
 }
