@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
@@ -19,32 +18,16 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-const (
-	// infra is the cluster whose resources the metadata estate classifies.
-	infra      = "bench1"
-	classifier = "kubernetes.io_cluster." + infra
-	// namespace holds the metadata objects; objName names them and the
-	// NodeTagSync.
-	namespace = "bench"
-	objName   = "bench"
-	// labelPrefix is a NodeTagSync's default on Azure.
-	labelPrefix = "azure.tags/"
-	// nodeSub holds the node layout (resource group rg-nodes).
-	nodeSub = armsimtest.SubscriptionID
-	// secret is the webhook's shared secret.
-	secret = "bench-events-secret"
-)
-
 // bench is the control plane, armsim with both estates, the Nodes and the
 // harness's watch of them.
 type bench struct {
-	o   options
-	res *Results
-	env *testenv.Env
-	dir string
-	c   client.Client
 	arm *armsim.Server
 	sim *armsimtest.Env
+	env *testenv.Env
+	c   client.Client
+	dir string
+	o   options
+	res *Results
 
 	estate armsimtest.ClusterEstate
 	owned  []string // the estate's resource IDs
@@ -59,6 +42,18 @@ type bench struct {
 	webhook string // the delivery URL while events are on
 }
 
+// The metadata estate's cluster (infra) and its owned tag; the namespace
+// and name of the benchmark's objects (one NodeTagSync, one CloudMetadata
+// with its AzureMetadata); a NodeTagSync's label prefix on Azure; the
+// subscription of the node layout (resource group rg-nodes); the webhook's
+// shared secret.
+const (
+	infra, classifier    = "bench1", "kubernetes.io_cluster.bench1"
+	namespace, objName   = "bench", "bench"
+	labelPrefix, nodeSub = "azure.tags/", armsimtest.SubscriptionID
+	secret               = "bench-events-secret"
+)
+
 // Start starts the control plane and armsim, seeds both estates, creates
 // the Nodes and watches them.
 func (b *bench) Start(ctx context.Context) (string, error) {
@@ -66,9 +61,9 @@ func (b *bench) Start(ctx context.Context) (string, error) {
 	if b.env, b.dir, err = benchkit.StartControlPlane("tagsync-evbench-"); err != nil {
 		return "", err
 	}
-	cfg := rest.CopyConfig(b.env.Config)
+	cfg := *b.env.Config // the harness's own client budget
 	cfg.QPS, cfg.Burst = 1000, 2000
-	if b.c, err = client.New(cfg, client.Options{Scheme: b.env.Scheme}); err != nil {
+	if b.c, err = client.New(&cfg, client.Options{Scheme: b.env.Scheme}); err != nil {
 		return "", err
 	}
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -83,7 +78,7 @@ func (b *bench) Start(ctx context.Context) (string, error) {
 	if err := b.seed(); err != nil {
 		return "", err
 	}
-	mc, err := metadata.NewForConfig(cfg)
+	mc, err := metadata.NewForConfig(&cfg)
 	if err != nil {
 		return "", err
 	}

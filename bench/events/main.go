@@ -49,18 +49,27 @@ type options struct {
 func parseFlags() options {
 	var o options
 	o.Register("events", "events,steady,load,polling", "comma-separated scenarios: events (1, events on), steady (2), load (3), polling (1, events off)", 10*time.Minute)
-	flag.IntVar(&o.scaleSets, "scale-sets", 10, "node sync: Uniform scale sets")
-	flag.IntVar(&o.perSet, "nodes-per-set", 100, "node sync: instances (Nodes) per scale set")
-	flag.IntVar(&o.vms, "vms", 50, "node sync: standalone VMs (one Node each)")
-	flag.IntVar(&o.subs, "subscriptions", 5, "metadata: subscriptions, one resource group each")
-	flag.IntVar(&o.perType, "per-type", 200, "metadata: resources of each of the 10 cluster types per subscription (200: 10,000 in 5)")
-	flag.IntVar(&o.edits, "edits", 20, "latency: edits of each kind (node sync, metadata) per mode")
-	flag.DurationVar(&o.spacing, "spacing", 3*time.Second, "latency: time between two edits of a kind")
+	for _, f := range []struct {
+		p     *int
+		name  string
+		value int
+		usage string
+	}{
+		{&o.scaleSets, "scale-sets", 10, "node sync: Uniform scale sets"},
+		{&o.perSet, "nodes-per-set", 100, "node sync: instances (Nodes) per scale set"},
+		{&o.vms, "vms", 50, "node sync: standalone VMs (one Node each)"},
+		{&o.subs, "subscriptions", 5, "metadata: subscriptions, one resource group each"},
+		{&o.perType, "per-type", 200, "metadata: resources of each of the 10 cluster types per subscription (200: 10,000 in 5)"},
+		{&o.edits, "edits", 20, "latency: edits of each kind (node sync, metadata) per mode"},
+		{&o.loadRate, "load-rate", 10000, "load: Event Grid events per minute into the webhook"},
+		{&o.queueSize, "queue-size", 10000, "`tagsync run --events-queue-size`"},
+	} {
+		flag.IntVar(f.p, f.name, f.value, f.usage)
+	}
+	flag.DurationVar(&o.spacing, "spacing", 3*time.Second, "latency: time between two edits of a kind (-edits × -spacing should cover -poll)")
 	flag.DurationVar(&o.poll, "poll", time.Minute, "resyncInterval of the NodeTagSync and syncEvery of the CloudMetadata (events on: --events-resync-interval 1h polls them hourly)")
 	flag.DurationVar(&o.window, "steady-window", 2*time.Minute, "steady: the quiet window whose ARM reads are counted")
-	flag.IntVar(&o.loadRate, "load-rate", 10000, "load: Event Grid events per minute into the webhook")
 	flag.DurationVar(&o.loadFor, "load-for", 5*time.Minute, "load: how long")
-	flag.IntVar(&o.queueSize, "queue-size", 10000, "`tagsync run --events-queue-size`")
 	flag.BoolVar(&o.skipOwn, "skip-own-writes", false, "filter tagsync's own writes out of the event subscription (advanced filter StringNotIn on data.claims.appid)")
 	flag.Parse()
 	return o

@@ -44,27 +44,21 @@ func (b *bench) runMode(ctx context.Context, events bool) error {
 	if err := b.awaitFirstPasses(ctx); err != nil {
 		return err
 	}
-	full := FullPass{Seconds: benchkit.Secs(time.Since(start)), ARM: tally(b)}
-	benchkit.Logf("events %v: first passes done after %.1fs; ARM %s", events, full.Seconds, benchkit.OpsLine(full.ARM.ByOp))
+	m := &ModeResult{First: FirstPasses{Seconds: benchkit.Secs(time.Since(start)), ARM: benchkit.TallyARM(b.arm.Calls())}}
+	benchkit.Logf("events %v: first passes done after %.1fs; ARM %s", events, m.First.Seconds, benchkit.OpsLine(m.First.ARM.ByOp))
 	if !events {
-		b.res.PollingFirst = &full
+		b.res.Polling = m
 		return b.o.RunSteps(ctx, []benchkit.Step{{Name: "polling", Run: func(ctx context.Context) (err error) {
-			b.res.Polling, err = b.latency(ctx, "polling")
+			m.Latency, err = b.latency(ctx, "polling")
 			return err
 		}}}, func(string) {})
 	}
-	b.res.EventsFirst = &full
+	b.res.Events = m
 	return b.o.RunSteps(ctx, []benchkit.Step{
-		{Name: "events", Run: func(ctx context.Context) (err error) { b.res.Events, err = b.latency(ctx, "events"); return err }},
-		{Name: "steady", Run: func(ctx context.Context) (err error) { b.res.Steady, err = b.steady(ctx, full); return err }},
-		{Name: "load", Run: func(ctx context.Context) (err error) { b.res.Load, err = b.load(ctx); return err }},
+		{Name: "events", Run: func(ctx context.Context) (err error) { m.Latency, err = b.latency(ctx, "events"); return err }},
+		{Name: "steady", Run: func(ctx context.Context) (err error) { m.Steady, err = b.steady(ctx, m.First.ARM.Reads); return err }},
+		{Name: "load", Run: func(ctx context.Context) (err error) { m.Load, err = b.load(ctx); return err }},
 	}, func(string) {})
-}
-
-// tally is armsim's counts since its last reset.
-func tally(b *bench) ARMCalls {
-	t := benchkit.TallyARM(b.arm.Calls())
-	return ARMCalls{Reads: t.Reads, Writes: t.Writes, Throttled: t.Throttled, ByOp: t.ByOp}
 }
 
 // createObjects creates the NodeTagSync (every tag to labels, resync
@@ -150,7 +144,7 @@ func (b *bench) nodeEdit(k int, name string) (host, label string, err error) {
 // or to the revert of env=prod.
 func (b *bench) latency(ctx context.Context, mode string) (*LatencyResult, error) {
 	b.arm.ResetCalls()
-	r := &LatencyResult{Mode: mode, Edits: b.o.edits}
+	r := &LatencyResult{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for k := range b.o.edits {
@@ -165,7 +159,7 @@ func (b *bench) latency(ctx context.Context, mode string) (*LatencyResult, error
 			}
 			at, err := b.labelled(gctx, host, label, "v")
 			mu.Lock()
-			r.NodeSeconds = append(r.NodeSeconds, benchkit.Secs(at.Sub(start)))
+			r.Node.Seconds = append(r.Node.Seconds, benchkit.Secs(at.Sub(start)))
 			mu.Unlock()
 			return err
 		})
@@ -180,17 +174,16 @@ func (b *bench) latency(ctx context.Context, mode string) (*LatencyResult, error
 			}
 			at, err := b.reverted(gctx, id)
 			mu.Lock()
-			r.MetadataSeconds = append(r.MetadataSeconds, benchkit.Secs(at.Sub(start)))
+			r.Metadata.Seconds = append(r.Metadata.Seconds, benchkit.Secs(at.Sub(start)))
 			mu.Unlock()
 			return err
 		})
 	}
 	err := g.Wait()
 	pause(ctx, 3*time.Second) // passes that follow the last edit
-	r.ARM = tally(b)
+	r.ARM = benchkit.TallyARM(b.arm.Calls())
 	r.summarise()
-	benchkit.Logf("%s: node sync p50 %.2fs p99 %.2fs; metadata p50 %.2fs p99 %.2fs; ARM %s", mode, r.NodeP50, r.NodeP99,
-		r.MetadataP50, r.MetadataP99, benchkit.OpsLine(r.ARM.ByOp))
+	benchkit.Logf("%s: node sync %s; metadata %s; ARM %s", mode, r.Node, r.Metadata, benchkit.OpsLine(r.ARM.ByOp))
 	return r, err
 }
 
@@ -208,14 +201,14 @@ func pause(ctx context.Context, d time.Duration) bool {
 // steady counts armsim's requests over a quiet window with events on and
 // extrapolates the reads an hour: the window's rate plus one full pass
 // (the hourly safety net).
-func (b *bench) steady(ctx context.Context, full FullPass) (*SteadyResult, error) {
+func (b *bench) steady(ctx context.Context, fullPassReads int) (*SteadyResult, error) {
 	pause(ctx, 5*time.Second)
 	b.arm.ResetCalls()
 	benchkit.Logf("steady: counting ARM requests for %s", b.o.window)
 	if !pause(ctx, b.o.window) {
 		return nil, ctx.Err()
 	}
-	r := &SteadyResult{WindowSeconds: b.o.window.Seconds(), ARM: tally(b), FullPassReads: full.ARM.Reads}
+	r := &SteadyResult{WindowSeconds: b.o.window.Seconds(), ARM: benchkit.TallyARM(b.arm.Calls()), FullPassReads: fullPassReads}
 	r.ReadsPerHour = int(float64(r.ARM.Reads)*3600/r.WindowSeconds) + r.FullPassReads
 	r.PollingReadsPerHour = int(3600/b.o.poll.Seconds()) * r.FullPassReads
 	benchkit.Logf("steady: %d reads in %s; %d an hour with events (polling every %s: %d)", r.ARM.Reads, b.o.window, r.ReadsPerHour, b.o.poll, r.PollingReadsPerHour)
