@@ -115,7 +115,7 @@ func (b *bench) labelled(ctx context.Context, host, label, value string) (time.T
 }
 
 // reverted waits until armsim's tags of id say env=prod again and returns
-// when it saw them (polled every 20 ms).
+// when it saw them (polled every 100 ms).
 func (b *bench) reverted(ctx context.Context, id string) (time.Time, error) {
 	var at time.Time
 	err := b.until(ctx, func() bool {
