@@ -96,7 +96,7 @@ build: ## Build bin/tagsync, stamped with its version, commit and commit time (t
 # More flags for a bench-* target, e.g. BENCH_FLAGS="-scenarios cold -out ''".
 BENCH_FLAGS ?=
 
-.PHONY: bench-nodetags bench-metadata bench-labelsync
+.PHONY: bench-nodetags bench-metadata bench-labelsync bench-events
 bench-nodetags: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the node sync (~6 min): a table on stdout, bench/results/nodetags.json (BENCH_FLAGS: more flags; moto for -scenarios aws,aws-fanout,aws-memory).
 	go run ./bench/nodetags -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
@@ -105,6 +105,9 @@ bench-metadata: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the metadata c
 
 bench-labelsync: $(KUBE_APISERVER) $(ETCD) build ## Benchmark label sync (~4 min): a table on stdout, bench/results/labelsync.json.
 	go run ./bench/labelsync -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
+
+bench-events: $(KUBE_APISERVER) $(ETCD) build ## Benchmark cloud change events (~20 min: a 5-minute load and its drain): a table on stdout, bench/results/events.json.
+	go run ./bench/events -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
 ##@ Release
 

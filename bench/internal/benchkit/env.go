@@ -105,14 +105,14 @@ func AWSFlags(m *testenv.Moto, dir string) ([]string, error) {
 // ARMTally is armsim's counts of a phase, classified.
 type ARMTally struct {
 	// Discovery counts Resource Graph queries (one per page).
-	Discovery int
+	Discovery int `json:"discovery"`
 	// Reads counts every read (ARM's GET bucket), Discovery included.
-	Reads int
+	Reads int `json:"reads"`
 	// Writes counts every other call but identity requests.
-	Writes    int
-	Identity  int
-	Throttled int
-	ByOp      map[string]int
+	Writes    int            `json:"writes"`
+	Identity  int            `json:"identityRequests"`
+	Throttled int            `json:"throttled429"`
+	ByOp      map[string]int `json:"byOperation"`
 }
 
 // TallyARM classifies armsim's call counts.
