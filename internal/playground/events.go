@@ -92,7 +92,7 @@ func (pg *playground) subscribe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, pg.opts.StepTimeout)
 	defer cancel()
 	if err := pg.sim.WaitEventGridIdle(ctx); err != nil {
-		return fmt.Errorf("Event Grid did not deliver the event of the subscription's creation: %w", err)
+		return fmt.Errorf("the event of the Event Grid subscription's creation was not delivered: %w", err)
 	}
 	return nil
 }
