@@ -356,16 +356,9 @@ func (p *Provider) writeChange(ctx context.Context, region string, g *changeGrou
 }
 
 // changeKey names a change (set, del) unambiguously: changes with equal
-// keys can be written in one call.
+// keys can be written in one call. fmt prints maps sorted by key.
 func changeKey(set, del tags.Set) string {
-	var b strings.Builder
-	for _, part := range []tags.Set{set, del} {
-		for _, name := range part.Names() {
-			fmt.Fprintf(&b, "%q=%q,", name, part[name])
-		}
-		b.WriteString(";")
-	}
-	return b.String()
+	return fmt.Sprintf("%q %q", map[string]string(set), map[string]string(del))
 }
 
 // patchGroup patches an Auto Scaling group's tags and its instances'.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
@@ -58,16 +59,27 @@ var crossClouds = []crossCloud{
 
 // newMotoHarness starts moto and the controller on the AWS provider.
 func newMotoHarness(t *testing.T) (*harness, testCloud) {
+	h, c, _ := newCountedMotoHarness(t)
+	return h, c
+}
+
+// newCountedMotoHarness is newMotoHarness that also returns the
+// controller's provider (the last one started), whose calls a test counts.
+func newCountedMotoHarness(t *testing.T) (*harness, motoCloud, func() *aws.Provider) {
 	kube := acquirePlane(t)
 	m := testenv.StartMoto(t)
+	var last *aws.Provider
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, audit: &testenv.SyncBuffer{},
-		provider: func() aProvider { return awstest.Provider(t, m) }}
+		provider: func() aProvider {
+			last = awstest.Provider(t, m)
+			return last
+		}}
 	h.startController()
 	t.Cleanup(func() {
 		h.stop()
 		h.cleanupObjects()
 	})
-	return h, motoCloud{m}
+	return h, motoCloud{m}, func() *aws.Provider { return last }
 }
 
 // armsimCloud is Azure on armsim.
