@@ -2,6 +2,7 @@ package nodetags
 
 import (
 	"context"
+	"fmt"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -51,9 +52,15 @@ func (p *pass) patchBatchAudited(ctx context.Context, bp cloud.BatchPatcher, pla
 		if !ok {
 			return
 		}
+		delete(byID, id)
 		_ = p.audit(ctx, plan.resource, patch, resultOf(err), err) // the write is done: its outcome stands
 		plan.settle(p.cfg, written, err)
 	})
+	for id, plan := range byID { // the provider broke its contract: retry them
+		err := fmt.Errorf("the cloud provider reported no result for %s", id)
+		_ = p.audit(ctx, plan.resource, patch, audit.ResultError, err)
+		plan.settle(p.cfg, cloud.Resource{}, err)
+	}
 }
 
 // resultOf is the audit result of a write that ended with err.
