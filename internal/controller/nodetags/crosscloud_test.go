@@ -457,9 +457,10 @@ func targetInstance(fallsBack map[v1alpha1.Provider]bool) func(o *onCloud) {
 }
 
 // TestIdenticalInstanceWritesCoalesce: on AWS under target Instance, 20
-// standalone instances that need the identical patch (their nodes' taint
-// exported once syncTaints is turned on) are tagged with one CreateTags,
-// and the audit still has a pending and a result record per instance.
+// standalone instances that need the identical patch (their nodes' label
+// and taint, exported once the NodeTagSync turns TwoWay with syncTaints)
+// are tagged with one CreateTags, and the audit still has a pending and a
+// result record per instance.
 func TestIdenticalInstanceWritesCoalesce(t *testing.T) {
 	const n = 20
 	h, c, provider := newCountedMotoHarness(t)
@@ -468,21 +469,25 @@ func TestIdenticalInstanceWritesCoalesce(t *testing.T) {
 	instances := awstest.RunInstances(t, c.m, n, map[string]string{"env": "prod"})
 	nodes := make([]string, n)
 	for i, id := range instances {
-		nodes[i] = o.node(i, seed.ProviderID(testenv.MotoRegion, id), nil, nil, taint)
+		nodes[i] = o.node(i, seed.ProviderID(testenv.MotoRegion, id), map[string]string{"team": "blue"}, nil, taint)
 	}
-	o.sync(func(s *v1alpha1.NodeTagSyncSpec) { s.Target = v1alpha1.TargetInstance })
+	o.sync(func(s *v1alpha1.NodeTagSyncSpec) {
+		s.Target, s.Direction = v1alpha1.TargetInstance, v1alpha1.DirectionCloudToNode
+	})
 	o.waitLabels(nodes, map[string]string{"env": "prod"})
 	o.passDone(o.name, n)
 	before := provider().Calls()
 
 	// One pass (the new generation's) sees every node and proposes the
-	// same tag for each instance.
-	setSyncTaints(o)
+	// same tags for each instance.
+	exportNodes(o)
 	const tag = "taint:example.com:gpu"
 	for _, id := range instances {
 		o.waitTag(instanceARN(id), tag, "true:NoSchedule")
+		o.waitTag(instanceARN(id), "team", "blue")
 	}
 	after := provider().Calls()
+	t.Logf("calls before the change %v, after %v", before, after)
 	if got := after["ec2:CreateTags"] - before["ec2:CreateTags"]; got != 1 {
 		t.Errorf("%d CreateTags calls for %d instances with the identical patch, want 1 (calls before %v, after %v)", got, n, before, after)
 	}
@@ -507,15 +512,15 @@ func TestIdenticalInstanceWritesCoalesce(t *testing.T) {
 	}
 }
 
-// setSyncTaints turns on the case's NodeTagSync's syncTaints.
-func setSyncTaints(o *onCloud) {
+// exportNodes turns the case's NodeTagSync TwoWay with syncTaints.
+func exportNodes(o *onCloud) {
 	o.t.Helper()
-	o.eventually("syncTaints turned on", func() string {
+	o.eventually("TwoWay with syncTaints", func() string {
 		var nts v1alpha1.NodeTagSync
 		if err := o.c.Get(o.ctx, clientKey(o.name), &nts); err != nil {
 			return err.Error()
 		}
-		nts.Spec.SyncTaints = true
+		nts.Spec.Direction, nts.Spec.SyncTaints = v1alpha1.DirectionTwoWay, true
 		if err := o.c.Update(o.ctx, &nts); err != nil {
 			return err.Error() // a conflict with the status: read again
 		}
