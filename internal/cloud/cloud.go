@@ -226,6 +226,31 @@ type NodeProvider interface {
 	PatchTags(ctx context.Context, id string, patch tags.Patch) (Resource, error)
 }
 
+// BatchPatcher is a NodeProvider that can write one patch to many
+// resources in fewer calls than one PatchTags each (AWS: one CreateTags and
+// at most one DeleteTags for up to 1000 instances of a region). A node sync
+// whose provider implements it coalesces the resources that need the
+// identical patch; other providers are patched one resource at a time.
+type BatchPatcher interface {
+	NodeProvider
+	// PatchTagsBatch applies patch to each of ids (distinct resource IDs as
+	// Snapshot placed nodes on) with PatchTags's semantics, resource by
+	// resource: only the named tags are set and deleted, based on a fresh
+	// read; others' keys are kept, a deletion takes effect only where the
+	// tag still has the value read, nothing is written to a resource the
+	// patch does not change, and after a failed write the resource's
+	// cached reads are dropped. Resources whose change is identical are
+	// written together; resources the provider cannot batch (AWS: Auto
+	// Scaling groups) are patched as PatchTags does.
+	//
+	// Results stream: each is called serially, never concurrently, exactly
+	// once per ID, with the resource's tags after the write or its error,
+	// as soon as that is known (a batch's resources complete together), so
+	// a caller records every mutation's outcome. Every ID's result is
+	// reported before PatchTagsBatch returns.
+	PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res Resource, err error))
+}
+
 // ClassifiedProvider is a cloud whose resources metadata objects
 // (CloudMetadata and the per-cloud kinds) tag: it finds resources by
 // classifier tags and writes their tags.

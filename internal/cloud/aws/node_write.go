@@ -1,7 +1,9 @@
 package aws
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -202,20 +204,161 @@ func patchOne[T any](p *Provider, k regionalID, what string, cache *map[regional
 }
 
 // patchInstance patches an EC2 instance's tags.
-func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tags.Patch) (cloud.Resource, error) {
-	k := regionalID{ref.region, ref.ec2ID}
-	read := func() (map[regionalID]*ec2Instance, error) {
-		return p.describeInstances(ctx, ref.region, []string{ref.ec2ID})
+func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tags.Patch) (res cloud.Resource, err error) {
+	p.patchInstances(ctx, ref.region, []resourceRef{ref}, patch, func(_ string, r cloud.Resource, e error) { res, err = r, e })
+	return res, err
+}
+
+// PatchTagsBatch applies patch to each of ids as PatchTags does, and
+// reports each one's result to each as soon as it is known (see
+// cloud.BatchPatcher). Instances are read afresh with one DescribeInstances
+// per region and MaxIDsPerCall of them; those whose change is identical
+// (the same names set to the same values, the same names deleted with the
+// same values read) are written with one DeleteTags (each name with its
+// value read: EC2 deletes it only where it still has that value) and one
+// CreateTags per MaxIDsPerCall. Auto Scaling groups are patched one by one
+// as PatchTags does.
+func (p *Provider) PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+	var regions []string
+	byRegion := map[string][]resourceRef{}
+	for _, id := range ids {
+		ref, err := p.instanceRef(id, patch)
+		switch {
+		case errors.Is(err, errNotInstance):
+			res, perr := p.PatchTags(ctx, id, patch)
+			each(id, res, perr)
+			continue
+		case err != nil:
+			each(id, cloud.Resource{}, err)
+			continue
+		}
+		if _, ok := byRegion[ref.region]; !ok {
+			regions = append(regions, ref.region)
+		}
+		byRegion[ref.region] = append(byRegion[ref.region], ref)
 	}
-	return patchOne(p, k, "EC2 instance "+ref.ec2ID, &p.nodes.instances, patch, read, func(cur *ec2Instance) patchable {
-		return patchable{id: cur.arn, cur: cur.tags, write: func(set, del, next tags.Set) error {
-			if err := p.writeEC2(ctx, ref.region, []string{ref.ec2ID}, set, del)[ref.ec2ID]; err != nil {
-				return err
+	for _, region := range regions {
+		for chunk := range slices.Chunk(byRegion[region], p.opts.maxIDsPerCall) {
+			p.patchInstances(ctx, region, chunk, patch, each)
+		}
+	}
+}
+
+// errNotInstance is instanceRef's answer for an Auto Scaling group.
+var errNotInstance = errors.New("not an EC2 resource")
+
+// instanceRef reads id as an EC2 resource patch may be written to; it
+// fails with errNotInstance for an Auto Scaling group.
+func (p *Provider) instanceRef(id string, patch tags.Patch) (resourceRef, error) {
+	if err := checkReserved(id, patch); err != nil {
+		return resourceRef{}, err
+	}
+	if _, isGroup, err := parseGroupARN(id); err != nil || isGroup {
+		return resourceRef{}, cmp.Or(err, errNotInstance)
+	}
+	return p.parseRef(id)
+}
+
+// instanceChange is what a patch changes on one instance, as read.
+type instanceChange struct {
+	ref  resourceRef
+	k    regionalID
+	cur  *ec2Instance
+	next tags.Set
+}
+
+// changeGroup is the instances one change (set, del) applies to alike.
+type changeGroup struct {
+	set, del  tags.Set
+	instances []instanceChange
+}
+
+// patchInstances patches instances of one region (at most MaxIDsPerCall):
+// one fresh read of all, then one write per distinct change.
+func (p *Provider) patchInstances(ctx context.Context, region string, refs []resourceRef, patch tags.Patch,
+	each func(id string, res cloud.Resource, err error),
+) {
+	ec2IDs := make([]string, len(refs))
+	for i, ref := range refs {
+		ec2IDs[i] = ref.ec2ID
+	}
+	found, err := p.describeInstances(ctx, region, ec2IDs)
+	if err != nil {
+		for _, ref := range refs {
+			each(ref.id, cloud.Resource{}, err)
+		}
+		return
+	}
+	var order []string
+	groups := map[string]*changeGroup{}
+	for _, ref := range refs {
+		c, set, del, err := p.instanceChange(region, ref, found, patch)
+		switch {
+		case err != nil:
+			each(ref.id, cloud.Resource{}, err)
+		case c.next == nil:
+			each(ref.id, cloud.Resource{ID: c.cur.arn, Tags: c.cur.tags.Clone()}, nil)
+		default:
+			key := changeKey(set, del)
+			if groups[key] == nil {
+				order = append(order, key)
+				groups[key] = &changeGroup{set: set, del: del}
 			}
-			cachePut(&p.nodes, &p.nodes.instances, k, &ec2Instance{arn: cur.arn, group: cur.group, tags: next})
-			return nil
-		}}
-	})
+			groups[key].instances = append(groups[key].instances, c)
+		}
+	}
+	for _, key := range order {
+		p.writeChange(ctx, region, groups[key], each)
+	}
+}
+
+// instanceChange works out what patch changes on the instance ref as
+// found: c.next is nil when nothing. A missing instance fails with
+// cloud.ErrNotFound, a change past the tag limit with cloud.ErrTooManyTags;
+// either drops the instance's cached read.
+func (p *Provider) instanceChange(region string, ref resourceRef, found map[regionalID]*ec2Instance, patch tags.Patch) (c instanceChange, set, del tags.Set, err error) {
+	c = instanceChange{ref: ref, k: regionalID{region, ref.ec2ID}}
+	what := "EC2 instance " + ref.ec2ID
+	cur, ok := found[c.k]
+	if !ok {
+		cacheDrop(&p.nodes, &p.nodes.instances, c.k)
+		return c, nil, nil, notFound(what, region)
+	}
+	c.cur = cur
+	set, del = tagOps(cur.tags, patch)
+	if len(set) == 0 && len(del) == 0 {
+		return c, nil, nil, nil
+	}
+	if c.next, err = applyOps(what, cur.tags, set, del); err != nil {
+		cacheDrop(&p.nodes, &p.nodes.instances, c.k)
+	}
+	return c, set, del, err
+}
+
+// writeChange writes one change to its instances in as few calls as EC2
+// allows and reports each instance's result; a written instance's new
+// tags are cached, a failed one's cached read dropped.
+func (p *Provider) writeChange(ctx context.Context, region string, g *changeGroup, each func(id string, res cloud.Resource, err error)) {
+	ids := make([]string, len(g.instances))
+	for i, c := range g.instances {
+		ids[i] = c.ref.ec2ID
+	}
+	failed := p.writeEC2(ctx, region, ids, g.set, g.del)
+	for _, c := range g.instances {
+		if err := failed[c.ref.ec2ID]; err != nil {
+			cacheDrop(&p.nodes, &p.nodes.instances, c.k)
+			each(c.ref.id, cloud.Resource{}, err)
+			continue
+		}
+		cachePut(&p.nodes, &p.nodes.instances, c.k, &ec2Instance{arn: c.cur.arn, group: c.cur.group, tags: c.next})
+		each(c.ref.id, cloud.Resource{ID: c.cur.arn, Tags: c.next.Clone()}, nil)
+	}
+}
+
+// changeKey names a change (set, del) unambiguously: changes with equal
+// keys can be written in one call. fmt prints maps sorted by key.
+func changeKey(set, del tags.Set) string {
+	return fmt.Sprintf("%q %q", map[string]string(set), map[string]string(del))
 }
 
 // patchGroup patches an Auto Scaling group's tags and its instances'.

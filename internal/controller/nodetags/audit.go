@@ -2,6 +2,7 @@ package nodetags
 
 import (
 	"context"
+	"fmt"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -21,12 +22,55 @@ func (p *pass) patchAudited(ctx context.Context, res cloud.Resource, patch tags.
 	}
 	written, err := p.cfg.provider.PatchTags(ctx, res.ID, patch)
 	p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(res.ID)) // changes before the write may predate it
-	result := audit.ResultOK
-	if err != nil {
-		result = audit.ResultError
-	}
-	_ = p.audit(ctx, res, patch, result, err) // the write is done: its outcome stands
+	_ = p.audit(ctx, res, patch, resultOf(err), err) // the write is done: its outcome stands
 	return written, err
+}
+
+// patchBatchAudited writes the plans' identical proposed patch to their
+// resources with one PatchTagsBatch and settles each plan with its
+// resource's result. The audit stays per resource, as patchAudited's: a
+// pending record for each before the batch is sent, and a result record
+// for each as the provider reports it. A resource whose pending record
+// cannot be written while the audit fails closed is left out of the
+// batch, its plan failing with the sink's error.
+func (p *pass) patchBatchAudited(ctx context.Context, bp cloud.BatchPatcher, plans []*resourcePlan) {
+	patch := plans[0].proposed
+	byID := make(map[string]*resourcePlan, len(plans))
+	ids := make([]string, 0, len(plans))
+	for _, plan := range plans {
+		if err := p.audit(ctx, plan.resource, patch, audit.ResultPending, nil); err != nil {
+			plan.settle(p.cfg, cloud.Resource{}, err)
+			continue
+		}
+		byID[plan.resource.ID] = plan
+		ids = append(ids, plan.resource.ID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	bp.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
+		plan, ok := byID[id]
+		if !ok {
+			return
+		}
+		delete(byID, id)
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id)) // changes before the write may predate it
+		_ = p.audit(ctx, plan.resource, patch, resultOf(err), err) // the write is done: its outcome stands
+		plan.settle(p.cfg, written, err)
+	})
+	for id, plan := range byID { // the provider broke its contract: retry them
+		err := fmt.Errorf("the cloud provider reported no result for %s", id)
+		_ = p.audit(ctx, plan.resource, patch, audit.ResultError, err)
+		plan.settle(p.cfg, cloud.Resource{}, err)
+	}
+}
+
+// resultOf is the audit result of a write that ended with err.
+func resultOf(err error) string {
+	if err != nil {
+		return audit.ResultError
+	}
+	return audit.ResultOK
 }
 
 // audit writes one record of a PatchTags; the error is the sink's when the

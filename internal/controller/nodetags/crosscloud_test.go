@@ -12,6 +12,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
@@ -62,10 +63,22 @@ func newMotoHarness(t *testing.T) (*harness, testCloud) { return newMotoHarnessW
 // newMotoHarnessWith is newMotoHarness with configure applied to the
 // harness before the controller starts.
 func newMotoHarnessWith(t *testing.T, configure func(*harness, *testenv.Moto)) (*harness, motoCloud) {
+	h, c, _ := newCountedMotoHarness(t, configure)
+	return h, c
+}
+
+// newCountedMotoHarness is newMotoHarnessWith that also returns the
+// controller's provider (the last one started, unless configure replaced
+// the harness's provider), whose calls a test counts.
+func newCountedMotoHarness(t *testing.T, configure func(*harness, *testenv.Moto)) (*harness, motoCloud, func() *aws.Provider) {
 	kube := acquirePlane(t)
 	m := testenv.StartMoto(t)
+	var last *aws.Provider
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client, audit: &testenv.SyncBuffer{},
-		provider: func() aProvider { return awstest.Provider(t, m) }}
+		provider: func() aProvider {
+			last = awstest.Provider(t, m)
+			return last
+		}}
 	if configure != nil {
 		configure(h, m)
 	}
@@ -74,7 +87,7 @@ func newMotoHarnessWith(t *testing.T, configure func(*harness, *testenv.Moto)) (
 		h.stop()
 		h.cleanupObjects()
 	})
-	return h, motoCloud{m}
+	return h, motoCloud{m}, func() *aws.Provider { return last }
 }
 
 // armsimCloud is Azure on armsim.
@@ -449,4 +462,76 @@ func targetInstance(fallsBack map[v1alpha1.Provider]bool) func(o *onCloud) {
 			o.t.Fatalf("%s got team=%q from another node's instance", nodes[1], got)
 		}
 	}
+}
+
+// TestIdenticalInstanceWritesCoalesce: on AWS under target Instance, 20
+// standalone instances that need the identical patch (their nodes' label
+// and taint, exported once the NodeTagSync turns TwoWay with syncTaints)
+// are tagged with one CreateTags, and the audit still has a pending and a
+// result record per instance.
+func TestIdenticalInstanceWritesCoalesce(t *testing.T) {
+	const n = 20
+	h, c, provider := newCountedMotoHarness(t, nil)
+	o := &onCloud{harness: h, cloud: c, provider: v1alpha1.ProviderAWS, name: "coalesce"}
+	taint := corev1.Taint{Key: "example.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	instances := awstest.RunInstances(t, c.m, n, map[string]string{"env": "prod"})
+	nodes := make([]string, n)
+	for i, id := range instances {
+		nodes[i] = o.node(i, seed.ProviderID(testenv.MotoRegion, id), map[string]string{"team": "blue"}, nil, taint)
+	}
+	o.sync(func(s *v1alpha1.NodeTagSyncSpec) {
+		s.Target, s.Direction = v1alpha1.TargetInstance, v1alpha1.DirectionCloudToNode
+	})
+	o.waitLabels(nodes, map[string]string{"env": "prod"})
+	o.passDone(o.name, n)
+	before := provider().Calls()
+
+	// One pass (the new generation's) sees every node and proposes the
+	// same tags for each instance.
+	exportNodes(o)
+	const tag = "taint:example.com:gpu"
+	for _, id := range instances {
+		o.waitTag(instanceARN(id), tag, "true:NoSchedule")
+		o.waitTag(instanceARN(id), "team", "blue")
+	}
+	after := provider().Calls()
+	t.Logf("calls before the change %v, after %v", before, after)
+	if got := after["ec2:CreateTags"] - before["ec2:CreateTags"]; got != 1 {
+		t.Errorf("%d CreateTags calls for %d instances with the identical patch, want 1 (calls before %v, after %v)", got, n, before, after)
+	}
+	if got := after["ec2:DeleteTags"] - before["ec2:DeleteTags"]; got != 0 {
+		t.Errorf("%d DeleteTags calls, want none", got)
+	}
+
+	records := map[string][]string{}
+	for _, r := range h.auditRecords() {
+		if _, ok := r.Set[tag]; ok && r.Object.Name == o.name {
+			records[r.Resource] = append(records[r.Resource], r.Result)
+		}
+	}
+	for _, id := range instances {
+		got := records[instanceARN(id)]
+		if len(got) != 2 || got[0] != "pending" || got[1] != "ok" {
+			t.Errorf("audit records of %s = %q, want pending then ok", id, got)
+		}
+	}
+	if len(records) != n {
+		t.Errorf("audit names %d resources, want %d", len(records), n)
+	}
+}
+
+// exportNodes turns the case's NodeTagSync TwoWay with syncTaints.
+func exportNodes(o *onCloud) {
+	o.t.Helper()
+	o.eventually("TwoWay with syncTaints", func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := o.c.Get(o.ctx, clientKey(o.name), &nts); err != nil {
+			return err.Error()
+		}
+		nts.Spec.Direction, nts.Spec.SyncTaints = v1alpha1.DirectionTwoWay, true
+		if err := o.c.Update(o.ctx, &nts); err != nil {
+			return err.Error() // a conflict with the status: read again
+		}
+		return ""
+	})
 }

@@ -3,6 +3,7 @@ package nodetags
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -185,7 +186,9 @@ func (p *pass) warnAboutSpec() {
 
 // syncAll groups managed nodes by the resource carrying their tags and syncs
 // each resource, in a stable order. A resource's merge state is built only
-// when it is synced, so a pass holds one resource's worth at a time.
+// when it is synced, so a pass holds one resource's worth at a time; on a
+// provider that batches writes (cloud.BatchPatcher) every resource is
+// decided first so that identical writes go together (see syncBatched).
 func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	groups := map[string][]placed{}
 	for _, node := range nodes {
@@ -208,7 +211,7 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 				p.out.inFlight++
 				continue
 			}
-			groups[id] = append(groups[id], placed{node: node, note: pl.Note})
+			groups[id] = append(groups[id], placed{node: node, note: pl.Note, shared: pl.Shared})
 		}
 	}
 	ids := make([]string, 0, len(groups))
@@ -216,6 +219,30 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	if bp, ok := p.cfg.provider.(cloud.BatchPatcher); ok {
+		p.syncBatched(ctx, bp, p.decideAll(ids, groups, snap))
+		return
+	}
+	p.eachResource(ids, groups, snap, func(w resourceWork) {
+		plan := p.syncResource(ctx, w.res, w.members)
+		p.report(plan)
+		p.applyNodes(ctx, plan, w.tagsHash)
+	})
+}
+
+// resourceWork is a resource a pass syncs: its tags as read and its Nodes
+// that are not steady.
+type resourceWork struct {
+	res      cloud.Resource
+	members  []*member
+	tagsHash uint64
+	// shared is true when several Nodes share the resource (a scale set).
+	shared bool
+}
+
+// eachResource calls fn for each resource of ids whose Nodes are not all
+// steady, in ids' order; nodes whose resource is missing from snap fail.
+func (p *pass) eachResource(ids []string, groups map[string][]placed, snap cloud.Snapshot, fn func(resourceWork)) {
 	for _, id := range ids {
 		res, ok := snap.Resources[id]
 		if !ok {
@@ -229,16 +256,17 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 		if len(members) == 0 {
 			continue // every node steady
 		}
-		plan := p.syncResource(ctx, res, members)
-		p.report(plan)
-		p.applyNodes(ctx, plan, tagsHash)
+		shared := slices.ContainsFunc(groups[id], func(n placed) bool { return n.shared })
+		fn(resourceWork{res: res, members: members, tagsHash: tagsHash, shared: shared})
 	}
 }
 
-// placed is a managed node and its placement note.
+// placed is a managed node, its placement note and whether its resource
+// is shared.
 type placed struct {
-	node *cachedNode
-	note string
+	node   *cachedNode
+	note   string
+	shared bool
 }
 
 // members decodes the nodes of one resource for the merge, except steady

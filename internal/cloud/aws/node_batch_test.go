@@ -1,0 +1,116 @@
+package aws
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// batchResult is what PatchTagsBatch reported for one ID.
+type batchResult struct {
+	res   cloud.Resource
+	err   error
+	times int
+}
+
+// patchBatch runs PatchTagsBatch and collects its results by ID, failing
+// unless each ID is reported exactly once.
+func (e *env) patchBatch(ids []string, patch tags.Patch) map[string]*batchResult {
+	e.t.Helper()
+	got := map[string]*batchResult{}
+	e.p.PatchTagsBatch(e.ctx, ids, patch, func(id string, res cloud.Resource, err error) {
+		if got[id] == nil {
+			got[id] = &batchResult{}
+		}
+		got[id].res, got[id].err = res, err
+		got[id].times++
+	})
+	for _, id := range ids {
+		if r := got[id]; r == nil || r.times != 1 {
+			e.t.Fatalf("%s reported %+v, want exactly once", id, r)
+		}
+	}
+	return got
+}
+
+// TestPatchTagsBatchCoalesces: 100 instances needing the identical patch
+// cost one DescribeInstances, one DeleteTags and one CreateTags; each
+// instance gets the patch and keeps its other tags.
+func TestPatchTagsBatchCoalesces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.instances("us-east-1", 100, map[string]string{"keep": "k", "old": "x"})
+	e.resetCalls()
+	got := e.patchBatch(ids, tags.Patch{Set: tags.Set{"team": "blue"}, Delete: []string{"old"}})
+	want := tags.Set{"keep": "k", "team": "blue"}
+	for _, id := range ids {
+		if r := got[id]; r.err != nil || r.res.ID != id || !maps.Equal(r.res.Tags, want) {
+			t.Fatalf("%s: %+v, want %v", id, r, want)
+		}
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "ec2:DeleteTags": 1, "ec2:CreateTags": 1})
+	for _, id := range []string{ids[0], ids[99]} {
+		if tagsNow := e.tagsOf(id); !maps.Equal(tagsNow, map[string]string(want)) {
+			t.Errorf("%s carries %v, want %v", id, tagsNow, want)
+		}
+	}
+}
+
+// TestPatchTagsBatchGroupsByChange: instances whose change differs (a
+// deleted tag with another value read) are written apart, an instance the
+// patch does not change is not written, a missing one is cloud.ErrNotFound,
+// and an Auto Scaling group is patched as PatchTags does.
+func TestPatchTagsBatchGroupsByChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.instances("us-east-1", 2, map[string]string{"old": "x"})
+	y := e.instances("us-east-1", 1, map[string]string{"old": "y"})[0]
+	done := e.instances("us-east-1", 1, map[string]string{"team": "blue"})[0]
+	missing := e.arn("us-east-1", "instance", "i-0000000000000dead")
+	groupARN, _ := seed.Group(t, e.seedConfig(), "us-east-1", "pool", 1, nil)
+	e.resetCalls()
+	ids := []string{x[0], y, done, missing, x[1], groupARN}
+	got := e.patchBatch(ids, tags.Patch{Set: tags.Set{"team": "blue"}, Delete: []string{"old"}})
+	for _, id := range []string{x[0], x[1], y, done, groupARN} {
+		if r := got[id]; r.err != nil || !maps.Equal(r.res.Tags, tags.Set{"team": "blue"}) {
+			t.Errorf("%s: %+v, want team=blue only", id, r)
+		}
+	}
+	if r := got[missing]; !errors.Is(r.err, cloud.ErrNotFound) {
+		t.Errorf("missing instance: %v, want ErrNotFound", r.err)
+	}
+	// One read of the instances; old=x and old=y written apart (a
+	// DeleteTags and a CreateTags each); the group as PatchTags does it
+	// (its tags, then one CreateTags for its instance).
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "ec2:DeleteTags": 2, "ec2:CreateTags": 3,
+		"autoscaling:DescribeAutoScalingGroups": 1, "autoscaling:CreateOrUpdateTags": 1})
+}
+
+// TestPatchTagsBatchDeleteIsConditional: a tag changed by someone else
+// between the batch's read and its write is not deleted; the other
+// instances lose it.
+func TestPatchTagsBatchDeleteIsConditional(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.instances("us-east-1", 3, map[string]string{"old": "x"})
+	var once sync.Once
+	e.tr.setInject(func(_ *http.Request, op, _ string) *http.Response {
+		if op == opDeleteTags {
+			once.Do(func() { e.setTags(map[string]string{"old": "theirs"}, ids[1]) })
+		}
+		return nil
+	})
+	t.Cleanup(func() { e.tr.setInject(nil) })
+	e.patchBatch(ids, tags.Patch{Delete: []string{"old"}})
+	for i, want := range []map[string]string{{}, {"old": "theirs"}, {}} {
+		if got := e.tagsOf(ids[i]); !maps.Equal(got, want) {
+			t.Errorf("instance %d carries %v, want %v", i, got, want)
+		}
+	}
+}
