@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
@@ -19,24 +18,9 @@ type Results struct {
 	Memory  *MemoryResult  `json:"memory,omitempty"`
 }
 
-// ARMCalls is what armsim served in a phase.
-type ARMCalls struct {
-	// Discovery counts Resource Graph queries (one per page).
-	Discovery int `json:"discovery"`
-	// Reads counts every read, Discovery included.
-	Reads int `json:"reads"`
-	// Writes counts tag writes and every other mutation.
-	Writes    int            `json:"writes"`
-	Throttled int            `json:"throttled429"`
-	ByOp      map[string]int `json:"byOperation"`
-}
-
-// armCalls is armsim's counts in a phase (identity requests are left out
-// of reads and writes).
-func armCalls(c armsim.Calls) ARMCalls {
-	t := benchkit.TallyARM(c)
-	return ARMCalls{Discovery: t.Discovery, Reads: t.Reads, Writes: t.Writes, Throttled: t.Throttled, ByOp: t.ByOp}
-}
+// ARMCalls is what armsim served in a phase, identity requests counted
+// apart from reads and writes.
+type ARMCalls = benchkit.ARMTally
 
 // InitialResult is the first pass of each CloudMetadata over an estate
 // already carrying the request (not a goal).

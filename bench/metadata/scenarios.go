@@ -105,7 +105,7 @@ func (b *bench) initial(ctx context.Context) (*InitialResult, error) {
 			return r, err
 		}
 		r.AzureSeconds = benchkit.Secs(time.Since(start))
-		r.AzureARM = armCalls(b.arm.Calls())
+		r.AzureARM = benchkit.TallyARM(b.arm.Calls())
 		benchkit.Logf("Azure: initial pass over %d resources done after %.1fs; ARM %s", b.azureResources(), r.AzureSeconds, benchkit.OpsLine(r.AzureARM.ByOp))
 	}
 	if b.moto != nil {
@@ -200,7 +200,7 @@ func (b *bench) steady(ctx context.Context) (*SteadyResult, error) {
 		time.Sleep(2 * time.Second) // any follow-up pass
 		text, _ = b.ctrl.Metrics()
 		run := SteadyRun{WallSeconds: wall, PassSeconds: benchkit.Round3(benchkit.MetricValue(text, "tagsync_metadata_sync_duration_seconds_sum", `cloud="azure"`) - passBefore),
-			ARM: armCalls(b.arm.Calls())}
+			ARM: benchkit.TallyARM(b.arm.Calls())}
 		r.Runs = append(r.Runs, run)
 		benchkit.Logf("steady resync %d: %.2fs (pass %.2fs); ARM %s", i+1, run.WallSeconds, run.PassSeconds, benchkit.OpsLine(run.ARM.ByOp))
 		r.Discovery = max(r.Discovery, run.ARM.Discovery)

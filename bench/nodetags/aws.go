@@ -42,7 +42,7 @@ func (motoCloud) resetCalls() {}
 // stats classifies the provider's counts: Describe*, Get* and List* are
 // reads, the rest writes.
 func (motoCloud) stats(provider map[string]int) callStats {
-	s := callStats{ByOp: provider, Provider: provider}
+	s := callStats{ARMTally: benchkit.ARMTally{ByOp: provider}, Provider: provider}
 	for op, n := range provider {
 		_, name, _ := strings.Cut(op, ":")
 		if strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") {

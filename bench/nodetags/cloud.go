@@ -183,13 +183,10 @@ func vmTags(i int) map[string]string {
 	}
 }
 
-// callStats is the ARM traffic of a phase as armsim saw it.
+// callStats is the ARM traffic of a phase as armsim saw it, and what the
+// provider counted.
 type callStats struct {
-	Reads     int            `json:"armReads"`
-	Writes    int            `json:"armWrites"`
-	Throttled int            `json:"throttled429"`
-	Identity  int            `json:"identityRequests"`
-	ByOp      map[string]int `json:"byOperation"`
+	benchkit.ARMTally
 	// Provider is what the provider counted (Provider.Calls()), retries
 	// and polls included.
 	Provider map[string]int `json:"providerByOperation,omitempty"`
@@ -213,6 +210,5 @@ func (c *simCloud) stats(provider map[string]int) callStats { return armStats(c.
 
 // armStats classifies armsim's call counts.
 func armStats(calls armsim.Calls, provider map[string]int) callStats {
-	t := benchkit.TallyARM(calls)
-	return callStats{Reads: t.Reads, Writes: t.Writes, Throttled: t.Throttled, Identity: t.Identity, ByOp: t.ByOp, Provider: provider}
+	return callStats{ARMTally: benchkit.TallyARM(calls), Provider: provider}
 }
