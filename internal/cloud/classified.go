@@ -38,6 +38,10 @@ type ClassifiedReader interface {
 	// ReadClassified returns the resource with all its tags, fresh; an
 	// error for which errors.Is reports ErrNotFound when it is gone.
 	ReadClassified(ctx context.Context, id string) (Classified, error)
+	// Covers reports whether a Discover of scopes (the provider's default
+	// when empty) could find the resource id, without a call: a change of
+	// a resource no search covers is not worth a read.
+	Covers(id string, scopes []string) bool
 }
 
 // DiscoverOptions scope a Discover.

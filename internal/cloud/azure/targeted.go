@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -92,6 +93,16 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 		})
 	}
 	_ = g.Wait() // the goroutines record their errors
+}
+
+// Covers reports whether the resource lies in one of the subscriptions
+// (the default subscription when none are given).
+func (p *Provider) Covers(id string, scopes []string) bool {
+	subs, err := p.discoveryScopes(scopes)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(subs, func(s string) bool { return strings.EqualFold(s, subscriptionOf(id)) })
 }
 
 // ReadClassified reads one resource with one GET (a VM or scale set

@@ -51,10 +51,18 @@ type resourceIndex struct {
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
-// the object applies.
+// the object applies, within the scopes one of its targets searches.
 type interest struct {
 	classifiers []cloud.Classifier
 	clouds      []string
+	searches    []search
+}
+
+// search is where one target of an object discovers: its cloud and scopes
+// (the provider's default when empty).
+type search struct {
+	cloud  string
+	scopes []string
 }
 
 func newResourceIndex() *resourceIndex {
@@ -192,13 +200,16 @@ func (x *resourceIndex) classifying(cloudName string, nc tags.NameCase, t tags.S
 	return out
 }
 
-// applies reports whether any object applies cloudName.
-func (x *resourceIndex) applies(cloudName string) bool {
+// searched reports whether some object's target searches a scope of
+// cloudName that covers says holds the resource.
+func (x *resourceIndex) searched(cloudName string, covers func(scopes []string) bool) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, w := range x.wants {
-		if slices.Contains(w.clouds, cloudName) {
-			return true
+		for _, s := range w.searches {
+			if s.cloud == cloudName && covers(s.scopes) {
+				return true
+			}
 		}
 	}
 	return false
@@ -240,12 +251,13 @@ func (r *Reconciler) Overflow() {
 // probeKey is what the hub waits on while an unknown resource is read.
 func probeKey(resource string) string { return "probe " + cloud.CanonicalID(resource) }
 
-// probe queues an unknown resource's change for a read, when some object
-// applies its cloud and the cloud can read one resource; it returns the
-// key the hub waits on (none when there is nothing to read).
+// probe queues an unknown resource's change for a read, when the cloud
+// can read one resource and some object searches a scope holding it; it
+// returns the key the hub waits on (none when there is nothing to read).
 func (r *Reconciler) probe(c tagevents.Change) []string {
 	p, err := r.providers.Get(c.Cloud)
-	if _, ok := p.(cloud.ClassifiedReader); err != nil || !ok || !r.index.applies(c.Cloud) {
+	reader, ok := p.(cloud.ClassifiedReader)
+	if err != nil || !ok || !r.index.searched(c.Cloud, func(scopes []string) bool { return reader.Covers(c.Resource, scopes) }) {
 		return nil
 	}
 	r.probes.Push(c)

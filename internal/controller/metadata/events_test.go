@@ -172,6 +172,16 @@ func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
 	if got := h.armOps(opGraph, opRead); len(got) != 0 {
 		t.Errorf("a change carrying unclassified tags read %v", got)
 	}
+
+	// A resource in a subscription no object searches is not read.
+	h.az.Server.ResetCalls()
+	far := "/subscriptions/00000000-0000-4000-8000-00000000beef/resourceGroups/rg-far/providers/Microsoft.Compute/disks/far"
+	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", far, "far-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.armOps(opGraph, opRead); len(got) != 0 {
+		t.Errorf("a change in a subscription no object searches read %v", got)
+	}
 }
 
 func TestWhileASourceIsDownCloudMetadataPollsAtItsInterval(t *testing.T) {

@@ -196,6 +196,7 @@ func (p *pass) keepIndexed(targets []*target) {
 	keys := make([]string, len(targets))
 	for i, t := range targets {
 		keys[i] = t.key()
+		want.searches = append(want.searches, search{cloud: t.cloud, scopes: t.scopes})
 		if !slices.Contains(want.clouds, t.cloud) {
 			want.clouds = append(want.clouds, t.cloud)
 		}
