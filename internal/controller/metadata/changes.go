@@ -229,6 +229,7 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 		}
 		if p, err := r.providers.Get(c.Cloud); err == nil {
 			objects = r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags)
+			r.index.needFull(objects...) // a full pass stakes the claim on the new resource
 		}
 	}
 	keys := make([]string, len(objects))

@@ -66,6 +66,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 			return result, err
 		}
 	}
+	if p.servedAlready(res) {
+		return reconcile.Result{RequeueAfter: max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)}, nil
+	}
 	outcomes := make([]*outcome, 0, len(res.targets))
 	for _, t := range res.targets {
 		if len(res.problems) > 0 {

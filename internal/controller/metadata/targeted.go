@@ -61,6 +61,15 @@ func (p *pass) canTarget(res resolved) bool {
 		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets)
 }
 
+// servedAlready reports a wake with nothing left to do: events are on, no
+// change is pending and nothing asks for a full pass (the last one is
+// good, current and not due). A burst of changes that arrives while the
+// object's targeted pass runs enqueues it once more after the pass took
+// them all; that wake must not cost a discovery.
+func (p *pass) servedAlready(res resolved) bool {
+	return p.health != nil && len(p.changed) == 0 && !p.fullNeeded && p.canTarget(res)
+}
+
 // targetWork is one target's part of a targeted pass.
 type targetWork struct {
 	t         *target
