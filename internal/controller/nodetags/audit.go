@@ -22,7 +22,7 @@ func (p *pass) patchAudited(ctx context.Context, res cloud.Resource, patch tags.
 	}
 	written, err := p.cfg.provider.PatchTags(ctx, res.ID, patch)
 	p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(res.ID)) // changes before the write may predate it
-	_ = p.audit(ctx, res, patch, resultOf(err), err) // the write is done: its outcome stands
+	_ = p.audit(ctx, res, patch, resultOf(err), err)           // the write is done: its outcome stands
 	return written, err
 }
 
@@ -54,7 +54,7 @@ func (p *pass) patchBatchAudited(ctx context.Context, bp cloud.BatchPatcher, pla
 			return
 		}
 		delete(byID, id)
-		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id)) // changes before the write may predate it
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))     // changes before the write may predate it
 		_ = p.audit(ctx, plan.resource, patch, resultOf(err), err) // the write is done: its outcome stands
 		plan.settle(p.cfg, written, err)
 	})
