@@ -137,13 +137,21 @@ func ec2TagList(s tags.Set) []ec2types.Tag {
 // EC2 resources ids of region, batched and isolated as WriteTags does, and
 // returns the errors of the resources it failed on.
 func (p *Provider) writeEC2(ctx context.Context, region string, ids []string, set, del tags.Set) map[string]error {
+	return p.sendEC2(ctx, region, ids, ec2TagList(set), ec2TagList(del))
+}
+
+// sendEC2 sends one DeleteTags of del (a tag with a value deletes it only
+// where it holds that value), then one CreateTags of set for the resources
+// the delete did not fail on, each batched and isolated; it returns the
+// errors of the resources it failed on.
+func (p *Provider) sendEC2(ctx context.Context, region string, ids []string, set, del []ec2types.Tag) map[string]error {
 	failed := map[string]error{}
 	if len(del) > 0 {
-		p.batch(ctx, region, opDeleteTags, ec2TagList(del), ids, failed)
+		p.batch(ctx, region, opDeleteTags, del, ids, failed)
 	}
 	if len(set) > 0 {
 		rest := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return failed[id] != nil })
-		p.batch(ctx, region, opCreateTags, ec2TagList(set), rest, failed)
+		p.batch(ctx, region, opCreateTags, set, rest, failed)
 	}
 	return failed
 }

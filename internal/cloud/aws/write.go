@@ -159,35 +159,20 @@ func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, 
 }
 
 // writeRegion applies a write to EC2 resources of one region and returns
-// the errors of those it failed on.
+// the errors of those it failed on. A deleted name carries its expected
+// value when the write has one, so EC2 deletes it only where it still
+// holds that value.
 func (p *Provider) writeRegion(ctx context.Context, region string, ids []string, w cloud.TagWrite) map[string]error {
-	failed := map[string]error{}
 	nc := tags.AWSRules.NameCase()
-	if len(w.Patch.Delete) > 0 {
-		var del []ec2types.Tag
-		for _, name := range w.Patch.Delete {
-			t := ec2types.Tag{Key: sdkaws.String(name)}
-			if v, ok := w.Expect.Get(nc, name); ok {
-				t.Value = sdkaws.String(v)
-			}
-			del = append(del, t)
+	var del []ec2types.Tag
+	for _, name := range w.Patch.Delete {
+		t := ec2types.Tag{Key: sdkaws.String(name)}
+		if v, ok := w.Expect.Get(nc, name); ok {
+			t.Value = sdkaws.String(v)
 		}
-		p.batch(ctx, region, opDeleteTags, del, ids, failed)
+		del = append(del, t)
 	}
-	if len(w.Patch.Set) > 0 {
-		var set []ec2types.Tag
-		for _, name := range w.Patch.Set.Names() {
-			set = append(set, ec2types.Tag{Key: sdkaws.String(name), Value: sdkaws.String(w.Patch.Set[name])})
-		}
-		var rest []string
-		for _, id := range ids {
-			if _, bad := failed[id]; !bad {
-				rest = append(rest, id)
-			}
-		}
-		p.batch(ctx, region, opCreateTags, set, rest, failed)
-	}
-	return failed
+	return p.sendEC2(ctx, region, ids, ec2TagList(w.Patch.Set), del)
 }
 
 // batch sends one tag operation for ids, in calls of at most
