@@ -160,7 +160,7 @@ type writeOrigin struct {
 
 // originOf describes the ARM request r.
 func (s *Server) originOf(r *http.Request) writeOrigin {
-	o := writeOrigin{correlationID: r.Header.Get("x-ms-correlation-request-id")}
+	o := writeOrigin{correlationID: r.Header.Get(correlationHeader)}
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	o.request = &eventHTTPRequest{ClientRequestID: r.Header.Get("x-ms-client-request-id"), ClientIPAddress: host,
 		Method: r.Method, URL: baseURL(r) + r.URL.RequestURI()}

@@ -204,6 +204,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.h(s, w, r, rt)
 		return
 	}
+	correlate(w, r)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		s.calls.record(rt.op, rec.status)
@@ -218,6 +219,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rec.wrote {
 		rec.WriteHeader(rec.status)
 	}
+}
+
+// correlationHeader names the operation: ARM keeps the ID a client sends,
+// makes one up otherwise, answers with it, and its write events carry it
+// as data.correlationId.
+const correlationHeader = "x-ms-correlation-request-id"
+
+// correlate gives r a correlation ID when it has none and answers with it.
+func correlate(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(correlationHeader)
+	if id == "" {
+		id = newUUID()
+		r.Header.Set(correlationHeader, id)
+	}
+	w.Header().Set(correlationHeader, id)
 }
 
 // serve runs latency, auth, throttling and faults, then the handler.

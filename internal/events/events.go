@@ -54,6 +54,11 @@ type Change struct {
 	Time time.Time
 	// Source names the Source that delivered the change.
 	Source string
+	// Operation identifies the cloud operation that made the change when
+	// the event names it (Azure: the ARM correlation ID), "" otherwise. A
+	// change made by one of tagsync's own writes is not routed to the
+	// controller that wrote (HubOptions.OwnWrites).
+	Operation string
 }
 
 // Sink takes the changes sources receive.

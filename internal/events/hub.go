@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // DefaultCapacity is how many changes a Hub queues before it overflows.
@@ -35,6 +37,10 @@ type HubOptions struct {
 	HealthEvery time.Duration
 	// Clock tells the time (the real clock when nil).
 	Clock clock.PassiveClock
+	// OwnWrites knows which controller made the writes whose changes come
+	// back (their echoes): a change whose Operation one of them made is not
+	// routed to it (nil: every change goes to every subscriber).
+	OwnWrites *cloud.OwnWrites
 }
 
 // DefaultHealthEvery is how often the hub looks at its sources' health.
@@ -222,6 +228,10 @@ func (h *Hub) route(d delivery) *tracker {
 			if d.only != nil && s != d.only {
 				continue
 			}
+			if s.name != "" && h.opts.OwnWrites.Writer(c.Operation) == s.name {
+				echoesTotal.WithLabelValues(c.Source, s.name).Inc()
+				continue
+			}
 			for _, key := range s.router.Route(c) {
 				t.pending++
 				s.waiting[key] = append(s.waiting[key], waiter{seq: h.seq, t: t, since: since(c, d.at), source: c.Source})
@@ -256,12 +266,13 @@ type waiter struct {
 	source string
 }
 
-// Subscribe registers a controller's router. The returned Subscription
-// tells the hub when passes start and end.
-func (h *Hub) Subscribe(r Router) *Subscription {
+// Subscribe registers the router of the controller name (as its cloud
+// writes name it: cloud.WithWriter). The returned Subscription tells the
+// hub when passes start and end.
+func (h *Hub) Subscribe(name string, r Router) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := &Subscription{hub: h, router: r, waiting: map[string][]waiter{}}
+	s := &Subscription{hub: h, name: name, router: r, waiting: map[string][]waiter{}}
 	h.subs = append(h.subs, s)
 	return s
 }
@@ -271,6 +282,7 @@ func (h *Hub) Subscribe(r Router) *Subscription {
 // nothing.
 type Subscription struct {
 	hub     *Hub
+	name    string
 	router  Router
 	waiting map[string][]waiter // by object key; guarded by hub.mu
 }

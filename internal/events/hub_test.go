@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // routes is a Router that maps resources to object keys, as a controller's
@@ -38,7 +40,7 @@ func change(id, resource string) Change {
 func newTestHub(capacity int) (*Hub, *routes, *Subscription) {
 	h := NewHub(HubOptions{Capacity: capacity})
 	r := &routes{owners: map[string][]string{"/ss/a": {"sync-a"}, "/ss/shared": {"sync-a", "sync-b"}}}
-	return h, r, h.Subscribe(r)
+	return h, r, h.Subscribe("metadata", r)
 }
 
 // routedChange is a hub that routed one change of /ss/a to sync-a, and
@@ -68,11 +70,34 @@ func TestADeliveryIsDoneWhenThePassesItTriggeredEnd(t *testing.T) {
 	}
 }
 
+func TestTheEchoOfAControllersWriteSkipsOnlyThatController(t *testing.T) {
+	own := cloud.NewOwnWrites(10)
+	h := NewHub(HubOptions{OwnWrites: own})
+	writer := &routes{owners: map[string][]string{"/vm/1": {"cm"}}}
+	other := &routes{owners: map[string][]string{"/vm/1": {"nts"}}}
+	h.Subscribe("metadata", writer)
+	h.Subscribe("nodetags", other)
+	own.Record("op-1", "metadata")
+	echo, outside := change("1", "/vm/1"), change("2", "/vm/1")
+	echo.Operation, outside.Operation = "op-1", "op-2"
+	var res result
+	h.Publish([]Change{echo}, res.done)
+	h.Drain()
+	if len(writer.routed) != 0 || len(other.routed) != 1 {
+		t.Fatalf("the echo reached the writer %d times and the other controller %d times; want 0 and 1", len(writer.routed), len(other.routed))
+	}
+	h.Publish([]Change{outside}, res.done)
+	h.Drain()
+	if len(writer.routed) != 1 || len(other.routed) != 2 {
+		t.Fatalf("an outside change reached the writer %d times and the other controller %d times; want 1 and 2", len(writer.routed), len(other.routed))
+	}
+}
+
 func TestARepublishedChangeReachesOnlyTheRepublisher(t *testing.T) {
 	h, other, _ := newTestHub(10)
 	prober := &routes{owners: map[string][]string{"/ss/a": {"object"}}}
 	s := Subscriber{hub: h}
-	s.Subscribe(prober)
+	s.Subscribe("prober", prober)
 	var res result
 	s.Republish([]Change{change("", "/ss/a")}, res.done)
 	h.Drain()
@@ -217,7 +242,7 @@ func TestTheIntervalFallsBackWhileASourceIsDown(t *testing.T) {
 		t.Fatalf("every source up: %s (up %v), want the resync interval", got, health.Up)
 	}
 	r := &routes{}
-	h.Subscribe(r)
+	h.Subscribe("nodetags", r)
 	h.CheckHealth()
 	if got, _ := h.Interval(2 * time.Hour); got != 2*time.Hour {
 		t.Fatalf("a configured interval longer than the resync: %s, want the configured one", got)

@@ -1,11 +1,13 @@
 package events
 
 import (
+	"context"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
@@ -14,6 +16,7 @@ import (
 // polling interval the sources' health allows. Its zero value is events
 // off: the controller polls only.
 type Subscriber struct {
+	name string
 	hub  *Hub
 	sub  *Subscription
 	wake kit.Wake
@@ -24,11 +27,12 @@ type Subscriber struct {
 // SetupWithManager.
 func (s *Subscriber) UseEvents(hub *Hub) { s.hub = hub }
 
-// Subscribe registers the controller's router with the hub (nothing when
-// events are off); SetupWithManager calls it.
-func (s *Subscriber) Subscribe(r Router) {
+// Subscribe registers the router of the controller name with the hub
+// (nothing when events are off); SetupWithManager calls it.
+func (s *Subscriber) Subscribe(name string, r Router) {
+	s.name = name
 	if s.hub != nil {
-		s.sub = s.hub.Subscribe(r)
+		s.sub = s.hub.Subscribe(name, r)
 	}
 }
 
@@ -41,10 +45,11 @@ func (s *Subscriber) PassStarted(key string) func(error) { return s.sub.Started(
 
 // Serve runs pass, a pass of the object key, and tells the hub when it
 // started and how it ended: the changes routed to key before it started
-// are done with it.
-func (s *Subscriber) Serve(key string, pass func() (reconcile.Result, error)) (reconcile.Result, error) {
+// are done with it. The pass's context names the controller as the writer
+// of its cloud writes (cloud.WithWriter), so their echoes skip it.
+func (s *Subscriber) Serve(ctx context.Context, key string, pass func(context.Context) (reconcile.Result, error)) (reconcile.Result, error) {
 	finished := s.sub.Started(key)
-	res, err := pass()
+	res, err := pass(cloud.WithWriter(ctx, s.name))
 	finished(err)
 	return res, err
 }

@@ -6,6 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/events"
 )
 
@@ -36,15 +37,24 @@ type EventsOptions struct {
 // on reports whether events are on.
 func (o EventsOptions) on() bool { return o.Hub != nil || len(o.Sources) > 0 }
 
+// ownWrites is the record of the controllers' cloud writes whose echoes
+// the hub keeps from their writers; nil when events are off.
+func (o EventsOptions) ownWrites() *cloud.OwnWrites {
+	if !o.on() {
+		return nil
+	}
+	return cloud.NewOwnWrites(0)
+}
+
 // eventHub builds the hub and its sources and adds them to mgr; nil when
-// events are off.
-func (o EventsOptions) eventHub(mgr ctrl.Manager) (*events.Hub, error) {
+// events are off. own tells the hub which controller made which write.
+func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*events.Hub, error) {
 	if !o.on() {
 		return nil, nil
 	}
 	hub := o.Hub
 	if hub == nil {
-		hub = events.NewHub(events.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval})
+		hub = events.NewHub(events.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own})
 	}
 	if err := mgr.Add(hub); err != nil {
 		return nil, err

@@ -185,7 +185,8 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	providers, err := o.providers(ctx)
+	own := o.Events.ownWrites()
+	providers, err := o.providers(ctx, own)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	hub, err := o.Events.eventHub(mgr)
+	hub, err := o.Events.eventHub(mgr, own)
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +218,9 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 }
 
 // providers are o.Provider and o.Providers when either is set, else the
-// Azure provider o configures and, when o.AWS names a region, the AWS one.
-func (o Options) providers(ctx context.Context) ([]cloud.Provider, error) {
+// Azure provider o configures (recording its writes in own) and, when o.AWS
+// names a region, the AWS one.
+func (o Options) providers(ctx context.Context, own *cloud.OwnWrites) ([]cloud.Provider, error) {
 	if o.Provider != nil || len(o.Providers) > 0 {
 		ps := slices.Clone(o.Providers)
 		if o.Provider != nil {
@@ -226,7 +228,7 @@ func (o Options) providers(ctx context.Context) ([]cloud.Provider, error) {
 		}
 		return ps, nil
 	}
-	opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry)}, o.AzureOptions...)
+	opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry), azure.WithOwnWrites(own)}, o.AzureOptions...)
 	p, err := azure.NewProvider(ctx, o.Azure, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Azure provider: %w", err)

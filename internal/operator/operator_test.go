@@ -103,7 +103,7 @@ func TestProvidersGiveTheNodeSyncAWS(t *testing.T) {
 		AWS:          aws.Config{Region: "eu-west-1", Endpoint: "http://127.0.0.1:1", AccessKeyID: "AKIDTEST", SecretAccessKey: "test"},
 		AWSOptions:   []aws.Option{aws.WithRegisterer(prometheus.NewRegistry())},
 	}
-	ps, err := o.providers(t.Context())
+	ps, err := o.providers(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,8 @@ import (
 // other scale set then reaches its Nodes' labels through one targeted
 // pass, with no polling pass (a full pass that reads the cloud), at most
 // one ARM read in between (the changed scale set's) and no ARM write. The
-// full pass that the targeted pass's own Node writes trigger reads from
-// the provider's cache.
+// watch events of the targeted pass's own Node writes are recognised as
+// their echoes and trigger no pass.
 func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	ctx := context.Background()
 	cleanupSyncObjects(t)
@@ -56,6 +56,8 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 
 	arm.Subscribe(t, "tagsync", armsimtest.WebHook(endpoint+"?key="+eventsKey))
 	polls := p.metric(t, "tagsync_nodetags_passes_total", `fresh="true"`)
+	fullPasses := p.metric(t, "tagsync_nodetags_passes_total")
+	echoes := p.metric(t, "tagsync_nodetags_node_echoes_total")
 	before := arm.Server.Calls()
 	start := time.Now()
 	must(t, arm.Server.SetTags(edited, map[string]string{"env": "staging"}))
@@ -77,7 +79,87 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	if msg := labelsAre(t, silent, "prod"); msg != "" {
 		t.Errorf("the scale set whose edit was delivered without the key: %s", msg)
 	}
+	eventually(t, "the echoes of the 2 Node writes", func() string {
+		if n := p.metric(t, "tagsync_nodetags_node_echoes_total"); n < echoes+2 {
+			return fmt.Sprintf("%v echoes recognised", n-echoes)
+		}
+		return ""
+	})
+	if n := p.metric(t, "tagsync_nodetags_passes_total"); n != fullPasses {
+		t.Errorf("%v full passes after the edit, want none: the Node writes' echoes need no pass", n-fullPasses)
+	}
 	p.stop(t)
+}
+
+// TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid runs `tagsync run`
+// with the metadata controller and the Event Grid webhook against armsim.
+// An outside edit that removes a tag the CloudMetadata adds reaches it as
+// an event and is reverted by one targeted pass: one read of the edited
+// resource and one write. The event of that write (its echo: it carries
+// the correlation ID tagsync sent) is not routed back to the metadata
+// controller, so it costs no second read.
+func TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid(t *testing.T) {
+	ctx := context.Background()
+	const ns = "events-metadata"
+	ensureNamespace(ctx, t, ns)
+	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
+	estate := armsimtest.ClusterEstate{Infra: "evmd", PerType: 1, Tags: map[string]string{"kubernetes.io_cluster.evmd": "owned"}}
+	must(t, estate.Seed(arm.Server))
+	hook := freeAddrs(t, 1)[0]
+	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=metadata", "--leader-elect=false",
+		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
+		armsimFlags(t, arm)...)
+	p := startTagsync(t, "tagsync (metadata events)", args...)
+
+	ref := &v1alpha1.LocalObjectRef{Name: "evmd-azure"}
+	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
+		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"},
+			Subscriptions: []string{arm.SubscriptionID}}}
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evmd"},
+		Spec: v1alpha1.CloudMetadataSpec{Classifiers: estate.Tags, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref}}}
+	must(t, kube.Client.Create(ctx, az))
+	must(t, kube.Client.Create(ctx, cm))
+	t.Cleanup(func() {
+		_ = kube.Client.Delete(context.Background(), cm)
+		_ = kube.Client.Delete(context.Background(), az)
+	})
+	ids := estate.ResourceIDs()
+	eventually(t, "env=prod on the estate", func() string { return envIs(t, arm, ids, "prod") })
+
+	arm.Subscribe(t, "tagsync", armsimtest.WebHook("http://"+hook+"/eventgrid?key="+eventsKey))
+	echoes := p.metric(t, "tagsync_events_changes_own_write_total", `controller="metadata"`)
+	before := arm.Server.Calls()
+	must(t, arm.Server.DeleteTags(ids[0], "env"))
+	eventually(t, "the outside edit of "+ids[0]+" reverted, and its write's echo kept from the writer", func() string {
+		if msg := envIs(t, arm, ids[:1], "prod"); msg != "" {
+			return msg
+		}
+		if n := p.metric(t, "tagsync_events_changes_own_write_total", `controller="metadata"`); n < echoes+1 {
+			return "the echo of the revert was not recognised yet"
+		}
+		return ""
+	})
+	calls := callsSince(before, arm.Server.Calls())
+	t.Logf("ARM calls from the outside edit to the revert's echo: %v", calls)
+	want := map[string]int{"Tags.GetAtScope": 1, "Tags.UpdateAtScope": 1}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("ARM calls for one outside edit: %v, want %v (one read, one write; none for the echo)", calls, want)
+	}
+	p.stop(t)
+}
+
+// envIs returns "" when every resource of ids carries env=value in armsim,
+// else the first that does not.
+func envIs(t *testing.T, arm *armsimtest.Env, ids []string, value string) string {
+	t.Helper()
+	for _, id := range ids {
+		tg, err := arm.Server.Tags(id)
+		must(t, err)
+		if tg["env"] != value {
+			return fmt.Sprintf("%s has env=%q, want %q", id, tg["env"], value)
+		}
+	}
+	return ""
 }
 
 // readyWithEvents reports a Ready NodeTagSync with n synced Nodes whose

@@ -5,6 +5,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tagsync/tagsync/internal/cloud"
 )
 
 // WriteMethod chooses how PatchTags writes.
@@ -126,6 +128,10 @@ type Options struct {
 	// WriteConcurrency is how many resources WriteTags writes at once;
 	// 0 means DefaultWriteConcurrency.
 	WriteConcurrency int
+	// OwnWrites, when set, records every write a controller makes (its
+	// context names it: cloud.WithWriter) by the correlation ID the write
+	// carries, so that its change event does not wake that controller.
+	OwnWrites *cloud.OwnWrites
 }
 
 // Option sets an Option of NewProvider.
@@ -159,6 +165,9 @@ func WithPollFrequency(d time.Duration) Option { return func(o *Options) { o.Pol
 // WithThrottleGates gives the provider its own throttle gates instead of
 // the process-wide ones (e.g. another principal on the same subscriptions).
 func WithThrottleGates(g *ThrottleGates) Option { return func(o *Options) { o.Gates = g } }
+
+// WithOwnWrites sets Options.OwnWrites.
+func WithOwnWrites(w *cloud.OwnWrites) Option { return func(o *Options) { o.OwnWrites = w } }
 
 // WithWriteConcurrency sets how many resources WriteTags writes at once.
 func WithWriteConcurrency(n int) Option { return func(o *Options) { o.WriteConcurrency = n } }

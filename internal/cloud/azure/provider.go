@@ -92,9 +92,14 @@ func (p *Provider) clientOptions() *arm.ClientOptions {
 		throttlePolicy{gates: p.opts.Gates, budget: newBudget(p.opts.RateLimit), m: p.metrics},
 		metricsPolicy{p.metrics},
 	}
+	var perCall []policy.Policy
+	if p.opts.OwnWrites != nil {
+		perCall = append(perCall, ownWritesPolicy{p.opts.OwnWrites})
+	}
 	co := &arm.ClientOptions{
 		ClientOptions: policy.ClientOptions{
-			Cloud: p.cfg.CloudConfiguration(),
+			PerCallPolicies: perCall,
+			Cloud:           p.cfg.CloudConfiguration(),
 			Retry: policy.RetryOptions{
 				MaxRetries:    p.opts.Retry.MaxRetries,
 				RetryDelay:    p.opts.Retry.RetryDelay,

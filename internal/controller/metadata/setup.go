@@ -31,7 +31,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
 	r.wakeContests = make(chan event.GenericEvent, maxConcurrentPasses)
 	if r.EventsOn() {
-		r.Subscribe(r)
+		r.Subscribe(ControllerName, r)
 		if err := mgr.Add(manager.RunnableFunc(r.runProbes)); err != nil {
 			return err
 		}

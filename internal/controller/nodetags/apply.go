@@ -66,7 +66,11 @@ func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags
 // sees the change, so nothing failed.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK bool) {
 	readAt := m.node.ResourceVersion
+	p.r.echoes.expect(m.node.Name, readAt, u)
 	err := patchNode(ctx, p.r.Client, m.node, u)
+	if err != nil {
+		p.r.echoes.forget(m.node.Name)
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		p.out.nodeInFlight()

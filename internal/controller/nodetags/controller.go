@@ -42,6 +42,8 @@ type Reconciler struct {
 	syncs *kit.States[string, *syncState] // by NodeTagSync name
 	// inFlight are the Nodes written whose write the cache has not shown.
 	inFlight kit.InFlight[string]
+	// echoes are the Node writes whose watch events need no pass (echo.go).
+	echoes ownWrites
 
 	// events turns cloud changes into targeted passes (changes.go).
 	changeEvents
@@ -81,7 +83,7 @@ type syncState struct {
 // changes routed to the NodeTagSync before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	return r.Serve(req.Name, func() (reconcile.Result, error) { return r.reconcile(ctx, req) })
+	return r.Serve(ctx, req.Name, func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass: targeted when only cloud changes can have asked

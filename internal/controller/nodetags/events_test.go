@@ -160,6 +160,42 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 	}
 }
 
+func TestTheEchoesOfItsNodeWritesAreRecognised(t *testing.T) {
+	h, hub, _ := newEventsHarness(t, 0)
+	pool := h.pool("evt-echo", 2, map[string]string{"env": "prod"})
+	h.settled("evt-echo")
+	if err := h.cloud.SetTags(pool, map[string]string{"env": "staging"}); err != nil {
+		t.Fatal(err)
+	}
+	echoes := testenv.Counter(t, "tagsync_nodetags_node_echoes_total", nil)
+	if err := eventstest.Publish(t, hub, waitFor, write(pool, "echo-1")); err != nil {
+		t.Fatal(err)
+	}
+	// Each Node write's watch event is matched to the write and consumed;
+	// one that was not would stay expected (and would have run a full
+	// pass of every NodeTagSync, as any other Node change does).
+	for _, n := range []string{"evt-echo-0", "evt-echo-1"} {
+		if got := h.labels(n)["azure.tags/env"]; got != "staging" {
+			t.Fatalf("%s: azure.tags/env=%q after the change's pass, want staging", n, got)
+		}
+		h.eventually(n+"'s write recognised as its echo", func() string {
+			if h.rec.EchoExpected(n) {
+				return "the write's echo is still expected"
+			}
+			return ""
+		})
+	}
+	if got := testenv.Counter(t, "tagsync_nodetags_node_echoes_total", nil); got < echoes+2 {
+		t.Errorf("%v Node echoes counted, want at least 2", got-echoes)
+	}
+	// Edits of the labels by someone else are changes, not echoes: they
+	// reach the scale set's tag.
+	for _, n := range []string{"evt-echo-0", "evt-echo-1"} {
+		setLabel(h, n, "azure.tags/env", "edited")
+	}
+	h.waitTag(pool, "env", "edited")
+}
+
 func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	h, hub, _ := newEventsHarness(t, 0)
 	pool := h.pool("evt-quiet", 2, map[string]string{"env": "prod"})

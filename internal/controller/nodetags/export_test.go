@@ -39,3 +39,12 @@ func (r *Reconciler) Targetable(name string) bool {
 	defer r.mu.Unlock()
 	return st.lastStatus != nil && st.fullEpoch == epoch
 }
+
+// EchoExpected reports whether a Node write of the controller waits for its
+// watch event to be recognised as its echo.
+func (r *Reconciler) EchoExpected(node string) bool {
+	r.echoes.mu.Lock()
+	defer r.echoes.mu.Unlock()
+	_, ok := r.echoes.byNode[node]
+	return ok
+}

@@ -15,6 +15,8 @@ var (
 	unrepresentableGauge = metrics.Gauge("unrepresentable", "Tags or labels that cannot be carried to the other side.", "nodetagsync")
 	writesTotal          = metrics.Counter("writes_total", "Writes by side (cloud, node) and result (ok, error).", "nodetagsync", "side", "result")
 	wipesTotal           = metrics.Counter("wipes_total", "Wholesale rewrites of a resource's tags detected.", "nodetagsync")
-	targetedPassesTotal  = metrics.Counter("targeted_passes_total",
+	nodeEchoesTotal      = metrics.Counter("node_echoes_total",
+		"Node updates that were exactly the controller's own writes: they triggered no pass.")
+	targetedPassesTotal = metrics.Counter("targeted_passes_total",
 		"Passes over the nodes of cloud resources that changed (events), by NodeTagSync and result (ok, error).", "nodetagsync", "result")
 )

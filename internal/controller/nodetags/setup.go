@@ -3,7 +3,6 @@ package nodetags
 import (
 	"context"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +35,7 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		return err
 	}
 	r.nodes = nodes
-	r.Subscribe(r)
+	r.Subscribe(ControllerName, r)
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(kit.Options(1)).
@@ -57,11 +56,16 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 			all.Create(ctx, e, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.ownEcho(ctx, e.ObjectOld, e.ObjectNew) {
+				nodeEchoesTotal.WithLabelValues().Inc()
+				return
+			}
 			r.changes.nodeChanged()
 			all.Update(ctx, e, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.inFlight.Forget(e.Object.GetName())
+			r.echoes.forget(e.Object.GetName())
 			r.changes.nodeChanged()
 			all.Delete(ctx, e, q)
 		},
@@ -90,6 +94,6 @@ func nodeChanged() predicate.Predicate {
 	return predicate.And(kit.UpdateChanged(func(a, b *cachedNode) bool {
 		return !maps.Equal(a.Labels, b.Labels) || a.Spec.ProviderID != b.Spec.ProviderID ||
 			a.Annotations[BaseAnnotation] != b.Annotations[BaseAnnotation] ||
-			!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value })
+			!sameTaints(a.Spec.Taints, b.Spec.Taints)
 	}), predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }})
 }

@@ -178,7 +178,8 @@ func (w *Webhook) admit(e gridEvent, oldest time.Time) (string, *events.Change) 
 	if !w.firstTime(e.ID) {
 		return outcomeDuplicate, nil
 	}
-	return outcomePublished, &events.Change{Cloud: "azure", Resource: resource, Kind: kind, ID: e.ID, Time: e.Time, Source: SourceName}
+	return outcomePublished, &events.Change{Cloud: "azure", Resource: resource, Kind: kind, ID: e.ID, Time: e.Time,
+		Source: SourceName, Operation: e.Data.CorrelationID}
 }
 
 // publish hands one delivery's changes to the sink without waiting for the

@@ -28,6 +28,9 @@ type eventData struct {
 	ResourceURI    string `json:"resourceUri"`
 	OperationName  string `json:"operationName"`
 	ValidationCode string `json:"validationCode"`
+	// CorrelationID is the ARM correlation ID of the write: tagsync's own
+	// writes carry IDs it knows (events.Change.Operation).
+	CorrelationID string `json:"correlationId"`
 }
 
 // gridSchemaEvent is an event in the Event Grid schema.
