@@ -11,8 +11,10 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/events/eventstest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // newEventsHarness starts a metadata controller that takes cloud changes
@@ -128,6 +130,43 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 	}
 	if got := h.armOps(opGraph, opRead); len(got) != 0 || h.writes() != 0 {
 		t.Errorf("a duplicate, a state change and an unknown deletion read %v and wrote %d times", got, h.writes())
+	}
+}
+
+func TestManyChangedResourcesRunAFullPassInstead(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	e := h.estate("evt-many", 4)
+	h.azureMetadata("evt-many-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.cloudMetadata("evt-many", "evt-many-tags", "", map[string]string{classifierOf("evt-many"): "owned"})
+	h.waitReady("evt-many", metav1.ConditionTrue)
+	ids := e.ResourceIDs()
+	if len(ids) <= metadata.AlwaysTargetedReads {
+		t.Fatalf("the estate has %d resources, want more than %d", len(ids), metadata.AlwaysTargetedReads)
+	}
+	var changes []events.Change
+	for i, id := range ids {
+		if err := h.az.Server.DeleteTags(id, "env"); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, eventstest.Write("azure", id, fmt.Sprintf("many-%d", i), nil))
+	}
+	fallbacks := testenv.Counter(t, "tagsync_metadata_targeted_fallbacks_total", map[string]string{"cloudmetadata": "evt-many"})
+	h.az.Server.ResetCalls()
+	if err := eventstest.Publish(t, hub, waitFor, changes...); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if got := h.tags(id)["env"]; got != "prod" {
+			t.Errorf("env=%q on %s after the changes' pass, want prod", got, id)
+		}
+	}
+	got := h.armOps(opGraph, opRead)
+	t.Logf("ARM reads for %d changed resources: %v", len(ids), got)
+	if got[opRead] != 0 || got[opGraph] == 0 || got[opGraph] >= len(ids) {
+		t.Errorf("ARM reads for %d changed resources: %v, want a discovery (fewer requests than resources) and no read by ID", len(ids), got)
+	}
+	if n := testenv.Counter(t, "tagsync_metadata_targeted_fallbacks_total", map[string]string{"cloudmetadata": "evt-many"}); n != fallbacks+1 {
+		t.Errorf("%v targeted passes gave way to a full pass, want 1", n-fallbacks)
 	}
 }
 

@@ -26,6 +26,8 @@ var (
 		"Passes by cloud and result (ok: every resource in sync; partial; error: the request could not be carried out).", "cloud", "result")
 	targetedPassesTotal = metrics.Counter("targeted_passes_total",
 		"Passes over the resources cloud changes named (events), by CloudMetadata and result (ok, error).", "namespace", "cloudmetadata", "result")
+	targetedFallbacksTotal = metrics.Counter("targeted_fallbacks_total",
+		"Targeted passes that gave way to a full pass because reading the changed resources one by one would cost more requests than the last full pass's discovery, by CloudMetadata.", "namespace", "cloudmetadata")
 	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
 

@@ -23,8 +23,11 @@ import (
 // longer carries a classifier) or anything but changes may have asked for
 // the pass: a spec change of the object or of an object it references, a
 // sync request, the polling interval, a contest that changed, an overflow,
-// or a last full pass that did not complete. The status and its counts are
-// the full passes'.
+// or a last full pass that did not complete. It also gives way to a full
+// pass when it would read more resources than the last full pass's
+// discovery took requests (and more than alwaysTargetedReads): a burst of changes across the estate is cheaper
+// to discover again (Azure: a Resource Graph page holds 1000 resources)
+// than to read one by one. The status and its counts are the full passes'.
 
 // fullPass is what a state remembers of the last full pass.
 type fullPass struct {
@@ -34,15 +37,19 @@ type fullPass struct {
 	// at is when it started; spec and request what it served.
 	at            time.Time
 	spec, request string
+	// calls is how many requests its discoveries took.
+	calls int
 }
 
 // doneFull records a full pass that ended with outcomes.
 func (p *pass) doneFull(problems []refProblem, outcomes []*outcome) {
-	ok := len(problems) == 0
+	ok, calls := len(problems) == 0, 0
 	for _, o := range outcomes {
 		ok = ok && o.request == nil && o.invalid == nil && !o.transient && !o.permanent && o.failed() == 0 && o.auditErr == nil
+		calls += o.discoveryCalls
 	}
-	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)), request: p.cm.Annotations[SyncRequestAnnotation]}
+	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)),
+		request: p.cm.Annotations[SyncRequestAnnotation], calls: calls}
 }
 
 // targetsOf are the outcomes' targets.
@@ -78,6 +85,12 @@ type targetWork struct {
 	resources []cloud.Classified
 }
 
+// alwaysTargetedReads is how many changed resources a targeted pass reads
+// whatever a full pass would cost: a few reads take less time than a
+// discovery of the whole scope, and read the resources as ARM has them
+// now (Resource Graph follows ARM with a delay).
+const alwaysTargetedReads = 10
+
 // errFullPass says a targeted pass cannot serve the changes: a full pass
 // must.
 var errFullPass = errors.New("a full pass is needed")
@@ -111,8 +124,14 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 
 // readChanged reads each changed resource once, unless its latest change
 // carried its tags (see changedTags), and returns, per target, the ones its
-// last discovery matched.
+// last discovery matched; errFullPass when a full pass costs fewer
+// requests.
 func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string) ([]targetWork, error) {
+	if n := p.readsNeeded(targets, ids); n > max(p.st.full.calls, alwaysTargetedReads) {
+		targetedFallbacksTotal.WithLabelValues(p.cm.Namespace, p.cm.Name).Inc()
+		p.log.V(1).Info("many changed resources: a full pass reads them for less", "reads", n, "fullPassCalls", p.st.full.calls)
+		return nil, errFullPass
+	}
 	read := map[string]cloud.Classified{}
 	var work []targetWork
 	for _, t := range targets {
@@ -141,6 +160,22 @@ func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string)
 		work = append(work, w)
 	}
 	return work, nil
+}
+
+// readsNeeded is how many of the changed resources ids the targets' last
+// discoveries matched and a targeted pass would read: those whose latest
+// change carried no tags it may use.
+func (p *pass) readsNeeded(targets []*target, ids []string) int {
+	toRead := map[string]bool{}
+	for _, t := range targets {
+		for _, found := range p.r.index.matchedBy(p.key(), t.key(), ids) {
+			id := cloud.CanonicalID(found.ID)
+			if c, ok := p.carried[id]; !ok || !c.Usable(latest(p.st.full.at, p.st.wrote)) {
+				toRead[id] = true
+			}
+		}
+	}
+	return len(toRead)
 }
 
 // readOne is a changed resource as its latest change carried it (its
