@@ -41,18 +41,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 		"--audit-log=" + auditFile, "--azure-write-qps=20"}
 	p := startTagsync(t, "tagsync", append(args, armsimFlags(t, arm)...)...)
 
-	ref := &v1alpha1.LocalObjectRef{Name: "killed-azure"}
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"audited": "yes"},
-			Subscriptions: []string{arm.SubscriptionID}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "killed"},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: estate.Tags, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref}}}
-	must(t, kube.Client.Create(ctx, az))
-	must(t, kube.Client.Create(ctx, cm))
-	t.Cleanup(func() {
-		_ = kube.Client.Delete(context.Background(), cm)
-		_ = kube.Client.Delete(context.Background(), az)
-	})
+	addTagsToEstate(ctx, t, ns, "killed", arm.SubscriptionID, map[string]string{"audited": "yes"}, estate.Tags)
 
 	var changed map[string]bool
 	eventuallyWithin(t, 2*time.Minute, "some but not all resources tagged", func() string {
@@ -83,6 +72,24 @@ func TestAuditSurvivesKill9(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d tags changed in the cloud have no audit line, e.g. %s", len(missing), len(changed), missing[0])
 	}
+}
+
+// addTagsToEstate creates the AzureMetadata <name>-azure that adds tags in
+// subscription and the CloudMetadata name that applies it to the resources
+// classifiers match, in namespace ns, and deletes both when the test ends.
+func addTagsToEstate(ctx context.Context, t *testing.T, ns, name, subscription string, tags, classifiers map[string]string) {
+	t.Helper()
+	ref := &v1alpha1.LocalObjectRef{Name: name + "-azure"}
+	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
+		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: tags, Subscriptions: []string{subscription}}}
+	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.CloudMetadataSpec{Classifiers: classifiers, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref}}}
+	must(t, kube.Client.Create(ctx, az))
+	must(t, kube.Client.Create(ctx, cm))
+	t.Cleanup(func() {
+		_ = kube.Client.Delete(context.Background(), cm)
+		_ = kube.Client.Delete(context.Background(), az)
+	})
 }
 
 // taggedIn returns the resources among ids that carry audited=yes.

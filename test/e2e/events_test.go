@@ -111,18 +111,7 @@ func TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid(t *testing.T) {
 		armsimFlags(t, arm)...)
 	p := startTagsync(t, "tagsync (metadata events)", args...)
 
-	ref := &v1alpha1.LocalObjectRef{Name: "evmd-azure"}
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"},
-			Subscriptions: []string{arm.SubscriptionID}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evmd"},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: estate.Tags, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref}}}
-	must(t, kube.Client.Create(ctx, az))
-	must(t, kube.Client.Create(ctx, cm))
-	t.Cleanup(func() {
-		_ = kube.Client.Delete(context.Background(), cm)
-		_ = kube.Client.Delete(context.Background(), az)
-	})
+	addTagsToEstate(ctx, t, ns, "evmd", arm.SubscriptionID, map[string]string{"env": "prod"}, estate.Tags)
 	ids := estate.ResourceIDs()
 	eventually(t, "env=prod on the estate", func() string { return envIs(t, arm, ids, "prod") })
 
