@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +20,7 @@ type eventFlags struct {
 	webhook     eventgrid.Config
 	sqsQueueURL string
 	sqsRegion   string
+	sqsMaxHold  time.Duration
 }
 
 // bind binds the event flags; the hub's own settings go to op.
@@ -32,9 +34,14 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.webhook.TenantID, "events-webhook-entra-tenant-id", "", "Entra ID tenant whose delivery tokens the webhook accepts (with --events-webhook-entra-audience)")
 	fs.StringVar(&e.webhook.Audience, "events-webhook-entra-audience", "", "application ID or URI the event subscription names for Entra ID-protected delivery")
 	fs.StringVar(&e.webhook.Authority, "events-webhook-entra-authority", eventgrid.DefaultAuthority, "Entra ID authority the tenant's keys are fetched from")
+	fs.StringSliceVar(&e.webhook.AllowedCallers, "events-webhook-entra-allowed-callers", nil,
+		"application (client) IDs allowed to deliver with Entra ID tokens, e.g. Event Grid's "+eventgrid.EventGridAppID+
+			" (Azure public cloud): a token's azp (v2) or appid (v1) must be one of them; unset: any application of the tenant that can get a token for the audience")
 	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
 	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
+	fs.DurationVar(&e.sqsMaxHold, "events-sqs-max-hold", sqs.DefaultMaxHold,
+		"how long an SQS message is kept hidden (its visibility timeout extended) while the passes it triggered run, at most 12h; then it is received again")
 	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", events.DefaultResyncInterval,
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
 	fs.IntVar(&op.Capacity, "events-queue-size", events.DefaultCapacity,
@@ -59,11 +66,12 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 			return nil, err
 		}
 		out = append(out, func(sink events.Sink) (events.Source, error) { return eventgrid.New(cfg, sink) })
-	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" {
+	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" ||
+		len(e.webhook.AllowedCallers) > 0 {
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {
-		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg}
+		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg, MaxHold: e.sqsMaxHold}
 		if e.sqsRegion != "" {
 			cfg.AWS.Region = e.sqsRegion
 		}

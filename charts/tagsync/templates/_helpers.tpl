@@ -230,13 +230,16 @@ to set. Called from the Deployment.
 {{- if and $entra (not (and $hook.entra.tenantID $hook.entra.audience)) }}
 {{- fail "events.webhook.entra needs both tenantID and audience (the Entra application ID or application ID URI the event subscription names)" }}
 {{- end }}
+{{- if and $hook.entra.allowedCallers (not $entra) }}
+{{- fail "events.webhook.entra.allowedCallers needs events.webhook.entra.tenantID and audience: the callers are checked in Entra ID tokens" }}
+{{- end }}
 {{- if has (int $hook.port) (list (int .Values.metrics.port) (int .Values.health.port)) }}
 {{- fail (printf "events.webhook.port %d is already the metrics or health port: give the webhook a port of its own" (int $hook.port)) }}
 {{- end }}
 {{- if and $hook.ingress.enabled (not $hook.ingress.host) }}
 {{- fail "events.webhook.ingress.enabled needs events.webhook.ingress.host: the host name in the Event Grid subscription's endpoint URL" }}
 {{- end }}
-{{- else if or $hook.ingress.enabled $hook.certSecret $hook.sharedSecret.existingSecret $hook.entra.tenantID $hook.entra.audience }}
+{{- else if or $hook.ingress.enabled $hook.certSecret $hook.sharedSecret.existingSecret $hook.entra.tenantID $hook.entra.audience $hook.entra.allowedCallers }}
 {{- fail "events.webhook settings are set but events.webhook.enabled is false: set events.webhook.enabled=true (or leave the webhook's values at their defaults)" }}
 {{- end }}
 {{- end }}
@@ -370,12 +373,18 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 {{- with $e.webhook.entra.authority }}
 - --events-webhook-entra-authority={{ . }}
 {{- end }}
+{{- with $e.webhook.entra.allowedCallers }}
+- --events-webhook-entra-allowed-callers={{ join "," . }}
+{{- end }}
 {{- end }}
 {{- with $e.sqs.queueURL }}
 - --events-sqs-queue-url={{ . }}
 {{- end }}
 {{- with $e.sqs.region }}
 - --events-sqs-region={{ . }}
+{{- end }}
+{{- with $e.sqs.maxHold }}
+- --events-sqs-max-hold={{ . }}
 {{- end }}
 {{- end }}
 {{- end }}

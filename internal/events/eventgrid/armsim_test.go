@@ -17,7 +17,8 @@ import (
 // handshake, and a portal edit and a delete reach the sink as changes of
 // the resource, in both delivery schemas and with either credential (the
 // Entra ID token the simulator signs and the webhook checks against the
-// simulator's tenant keys, or the shared secret in the URL).
+// simulator's tenant keys, from Event Grid's application as the allow-list
+// of callers requires, or the shared secret in the URL).
 func TestSimulatorDeliversToTheWebhook(t *testing.T) {
 	const audience = "api://tagsync-events"
 	cases := []struct {
@@ -33,7 +34,10 @@ func TestSimulatorDeliversToTheWebhook(t *testing.T) {
 			env := armsimtest.Start(t, armsimtest.WithRetrySchedule(20*time.Millisecond))
 			cfg := Config{SecretFile: writeSecret(t, testKey)}
 			if tc.entra {
-				cfg = Config{Authority: env.Server.URL(), TenantID: armsim.DefaultTenantID, Audience: audience, AuthorityClient: env.HTTPClient}
+				// Only Event Grid may deliver: the simulator's tokens name it
+				// as their caller, as Azure's do.
+				cfg = Config{Authority: env.Server.URL(), TenantID: armsim.DefaultTenantID, Audience: audience, AuthorityClient: env.HTTPClient,
+					AllowedCallers: []string{EventGridAppID}}
 			}
 			ep := serve(t, cfg)
 			props := armsimtest.WebHook(ep.keyURL(testKey))
@@ -82,7 +86,7 @@ func kindsOf(calls [][]events.Change, resource string) []string {
 // refusals are the webhook's refusal counts by reason, for messages.
 func refusals(t *testing.T) map[string]float64 {
 	out := map[string]float64{}
-	for _, r := range []string{"unauthenticated", "bad_key", "bad_token", "auth_unavailable", "malformed", "too_old"} {
+	for _, r := range []string{"unauthenticated", "bad_key", "bad_token", "caller_not_allowed", "auth_unavailable", "malformed", "too_old"} {
 		if n := counter(t, "refused_total", "reason", r); n > 0 {
 			out[r] = n
 		}

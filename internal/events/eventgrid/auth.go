@@ -80,6 +80,9 @@ func tokenRefusal(err error) *refusal {
 	if errors.Is(err, errDiscovery) {
 		return &refusal{status: http.StatusServiceUnavailable, reason: reasonAuthUnavailable, msg: "the Entra ID keys cannot be fetched", cause: err}
 	}
+	if errors.Is(err, errCallerNotAllowed) {
+		return &refusal{status: http.StatusForbidden, reason: reasonCallerNotAllowed, msg: "bearer token of an application not allowed to deliver", cause: err}
+	}
 	return &refusal{status: http.StatusForbidden, reason: reasonBadToken, msg: "bearer token refused", cause: err}
 }
 
@@ -166,8 +169,9 @@ func parseKeys(data []byte) ([][sha256.Size]byte, error) {
 var errDiscovery = errors.New("eventgrid: OpenID discovery failed")
 
 // bearerAuth verifies Entra ID tokens: signature against the tenant's keys
-// (go-oidc, from the discovery document's jwks_uri), audience, expiry, and
-// an issuer from an exact allow-list.
+// (go-oidc, from the discovery document's jwks_uri), audience, expiry, an
+// issuer from an exact allow-list and, if Config.AllowedCallers lists
+// any, the application that obtained the token.
 type bearerAuth struct {
 	cfg Config
 
@@ -188,7 +192,7 @@ func (b *bearerAuth) verify(ctx context.Context, raw string) error {
 	if !slices.Contains(b.cfg.issuers(), tok.Issuer) {
 		return fmt.Errorf("issuer %q is not accepted", tok.Issuer)
 	}
-	return nil
+	return checkCaller(tok, b.cfg.AllowedCallers)
 }
 
 // discover fetches the discovery document on first use, and again after a

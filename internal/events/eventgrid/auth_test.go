@@ -121,6 +121,86 @@ func TestBearerTokenV1IssuerWhenAccepted(t *testing.T) {
 	})
 }
 
+// TestBearerTokenCallerAllowList: with AllowedCallers, a valid token
+// passes only when the application that obtained it is listed: azp in a
+// v2.0 token, appid in a v1.0 one.
+func TestBearerTokenCallerAllowList(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	const other = "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"
+	tn := newTenant(t)
+	cfg := tn.config(audience)
+	cfg.AcceptV1Issuer = true
+	cfg.AllowedCallers = []string{"0B5F3C1E-0000-4000-8000-000000000001", EventGridAppID}
+	e := serve(t, cfg)
+	token := func(ver string, claims map[string]any) string {
+		c := tn.claims(audience)
+		c["ver"] = ver
+		if ver == "1.0" {
+			c["iss"] = "https://sts.windows.net/" + tn.id + "/"
+		}
+		for k, v := range claims {
+			c[k] = v
+		}
+		return tn.sign(t, c, tn.key)
+	}
+	n := 0
+	send := func(token string) func() (int, string) {
+		return func() (int, string) {
+			n++
+			return post(t, e.url, gridBody(t, writeEvent("caller-"+strconv.Itoa(n))), bearer(token))
+		}
+	}
+
+	accepted := map[string]string{
+		"v1 appid":                   token("1.0", map[string]any{"appid": EventGridAppID}),
+		"v2 azp":                     token("2.0", map[string]any{"azp": EventGridAppID}),
+		"v2 azp in upper case":       token("2.0", map[string]any{"azp": strings.ToUpper(EventGridAppID)}),
+		"the other listed caller":    token("2.0", map[string]any{"azp": "0b5f3c1e-0000-4000-8000-000000000001"}),
+		"no ver, appid":              token("", map[string]any{"appid": EventGridAppID}),
+		"v1 appid, azp of no matter": token("1.0", map[string]any{"appid": EventGridAppID, "azp": other}),
+	}
+	for name, tok := range accepted {
+		if status, msg := send(tok)(); status != http.StatusOK {
+			t.Errorf("%s: status %d: %s", name, status, msg)
+		}
+	}
+	refused := map[string]string{
+		"v1 appid of another app": token("1.0", map[string]any{"appid": other}),
+		"v2 azp of another app":   token("2.0", map[string]any{"azp": other}),
+		"v2 appid, azp another":   token("2.0", map[string]any{"appid": EventGridAppID, "azp": other}),
+		"v2 without azp":          token("2.0", map[string]any{"appid": EventGridAppID}),
+		"no caller claim":         token("", nil),
+	}
+	for name, tok := range refused {
+		t.Run(name, func(t *testing.T) {
+			wantRefused(t, reasonCallerNotAllowed, http.StatusForbidden, send(tok))
+		})
+	}
+	// A token that fails before its caller is looked at is a bad token.
+	expired := token("2.0", map[string]any{"azp": other, "exp": time.Now().Add(-time.Minute).Unix()})
+	wantRefused(t, reasonBadToken, http.StatusForbidden, send(expired))
+	if calls := e.sink.published(); len(calls) != len(accepted) {
+		t.Errorf("%d deliveries published, want the %d accepted", len(calls), len(accepted))
+	}
+}
+
+// TestBearerTokenWithoutAllowList: without AllowedCallers a valid token of
+// any application of the tenant passes, as before the allow-list.
+func TestBearerTokenWithoutAllowList(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	tn := newTenant(t)
+	e := serve(t, tn.config(audience))
+	for i, caller := range []map[string]any{{"ver": "2.0", "azp": "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"}, {"ver": "1.0", "appid": EventGridAppID}, {}} {
+		c := tn.claims(audience)
+		for k, v := range caller {
+			c[k] = v
+		}
+		if status, msg := post(t, e.url, gridBody(t, writeEvent("any-"+strconv.Itoa(i))), bearer(tn.sign(t, c, tn.key))); status != http.StatusOK {
+			t.Errorf("caller %v: status %d: %s", caller, status, msg)
+		}
+	}
+}
+
 func TestEitherModeAuthenticates(t *testing.T) {
 	const audience = "api://tagsync-eventgrid"
 	tn := newTenant(t)

@@ -56,6 +56,13 @@ type Config struct {
 	// application without accessTokenAcceptedVersion 2 receives). The
 	// signature is checked against the same tenant keys.
 	AcceptV1Issuer bool
+	// AllowedCallers, when not empty, are the Entra application (client)
+	// IDs whose tokens are accepted: the application that obtained the
+	// token (its azp claim in a v2.0 token, appid in a v1.0 one) must be
+	// one of them, else the delivery is refused 403 caller_not_allowed.
+	// Empty accepts a token of any application of the tenant that can get
+	// one for Audience. Event Grid's is EventGridAppID.
+	AllowedCallers []string
 	// AuthorityClient fetches the discovery document and the keys; nil is
 	// http.DefaultClient. Give one trusting a private CA for a simulator.
 	AuthorityClient *http.Client
@@ -88,6 +95,9 @@ func (c Config) Validate() error {
 	if c.SecretFile == "" && c.TenantID == "" && c.Audience == "" {
 		errs = append(errs, errors.New("eventgrid: no authentication configured: set SecretFile (a shared secret in the delivery URL), "+
 			"TenantID and Audience (Entra ID bearer tokens), or both"))
+	}
+	if err := c.validateCallers(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Authority != "" {
 		if u, err := url.Parse(c.Authority); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -61,23 +61,33 @@
 //     not ask for v2 tokens gets v1 ones). The issuer is pinned exactly, tenant
 //     included, because Entra signs every tenant's tokens with the same keys.
 //     Discovery happens on the first token and again after a failure.
+//     Any application of the tenant that can get a token for Audience
+//     passes those checks; Config.AllowedCallers narrows it to the listed
+//     application (client) IDs: the application that obtained the token,
+//     its azp claim in a v2.0 token and appid in a v1.0 one (as the ver
+//     claim says; without one, appid if present, else azp), must be one of
+//     them (compared without regard to case), else the delivery is refused
+//     403 caller_not_allowed. Event Grid's own application is
+//     EventGridAppID (Azure public cloud).
 //
 // A delivery passes when a credential of a configured mode verifies. None
 // presented: 401. Presented and wrong (wrong key, bad signature, wrong
-// issuer or audience, expired): 403. A mode that cannot check (unreadable
-// secret file, authority unreachable): 503, which Event Grid retries.
+// issuer or audience, expired, a caller not allowed): 403. A mode that
+// cannot check (unreadable secret file, authority unreachable): 503, which
+// Event Grid retries.
 //
 // # Refusals
 //
-//	401 unauthenticated   no credential
-//	403 bad_key           wrong shared secret
-//	403 bad_token         token refused
-//	503 auth_unavailable  secret file unreadable, discovery or keys unreachable
-//	413 too_large         body over Config.MaxBodyBytes (1 MiB + 64 KiB)
-//	400 malformed         not a delivery of either schema; an event without id, type or time
-//	400 too_old           every event older than Config.MaxAge (1h)
-//	503 not_leader        this replica is not the leader (Retry-After: 10)
-//	405 method            not POST or OPTIONS
+//	401 unauthenticated     no credential
+//	403 bad_key             wrong shared secret
+//	403 bad_token           token refused
+//	403 caller_not_allowed  a valid token of an application not in Config.AllowedCallers
+//	503 auth_unavailable    secret file unreadable, discovery or keys unreachable
+//	413 too_large           body over Config.MaxBodyBytes (1 MiB + 64 KiB)
+//	400 malformed           not a delivery of either schema; an event without id, type or time
+//	400 too_old             every event older than Config.MaxAge (1h)
+//	503 not_leader          this replica is not the leader (Retry-After: 10)
+//	405 method              not POST or OPTIONS
 //
 // Event Grid does not retry 400, 401, 403 and 413 (it dead-letters the
 // delivery if the subscription has a dead-letter destination); it retries
@@ -154,10 +164,11 @@
 //	    SecretFile:  "/etc/tagsync/eventgrid/key",  // and/or:
 //	    TenantID:    "72f988bf-86f1-41af-91ab-2d7cd011db47",
 //	    Audience:    "api://tagsync-eventgrid",
+//	    AllowedCallers: []string{eventgrid.EventGridAppID}, // optional
 //	}
 //
 // Path (/eventgrid), Authority (https://login.microsoftonline.com),
-// AcceptV1Issuer, AuthorityClient (a client trusting a private CA, for a
+// AcceptV1Issuer, AllowedCallers, AuthorityClient (a client trusting a private CA, for a
 // simulator), MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout are
 // optional. Validate reports a configuration that cannot work without
 // reading any file; New also reads the secret file.

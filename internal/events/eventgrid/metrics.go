@@ -11,7 +11,7 @@ var (
 		"Events received in accepted deliveries, by type (ResourceWriteSuccess, ..., other) and outcome (published, ignored, duplicate, too_old).",
 		"type", "outcome")
 	refusedTotal = metrics.Counter("refused_total",
-		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, auth_unavailable, too_large, malformed, too_old, not_leader, method.",
+		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, auth_unavailable, too_large, malformed, too_old, not_leader, method.",
 		"reason")
 )
 
@@ -33,15 +33,16 @@ const (
 
 // Refusal reasons.
 const (
-	reasonUnauthenticated = "unauthenticated"
-	reasonBadKey          = "bad_key"
-	reasonBadToken        = "bad_token"
-	reasonAuthUnavailable = "auth_unavailable"
-	reasonTooLarge        = "too_large"
-	reasonMalformed       = "malformed"
-	reasonTooOld          = "too_old"
-	reasonNotLeader       = "not_leader"
-	reasonMethod          = "method"
+	reasonUnauthenticated  = "unauthenticated"
+	reasonBadKey           = "bad_key"
+	reasonBadToken         = "bad_token"
+	reasonCallerNotAllowed = "caller_not_allowed"
+	reasonAuthUnavailable  = "auth_unavailable"
+	reasonTooLarge         = "too_large"
+	reasonMalformed        = "malformed"
+	reasonTooOld           = "too_old"
+	reasonNotLeader        = "not_leader"
+	reasonMethod           = "method"
 )
 
 // The series alerts compare exist from the start, at zero.
@@ -49,7 +50,7 @@ func init() {
 	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable} {
 		deliveriesTotal.WithLabelValues(r)
 	}
-	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonAuthUnavailable,
+	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonAuthUnavailable,
 		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonMethod} {
 		refusedTotal.WithLabelValues(r)
 	}

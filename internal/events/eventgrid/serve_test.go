@@ -31,6 +31,9 @@ func TestConfigValidate(t *testing.T) {
 		"secret file":          {Config{BindAddress: ":9443", SecretFile: "/k"}, ""},
 		"tokens":               {Config{BindAddress: ":9443", TenantID: "t", Audience: "api://a"}, ""},
 		"both modes, defaults": {Config{BindAddress: ":9443", SecretFile: "/k", TenantID: "t", Audience: "a"}, ""},
+		"allowed callers":      {Config{BindAddress: ":9443", TenantID: "t", Audience: "a", AllowedCallers: []string{EventGridAppID}}, ""},
+		"callers, no tokens":   {Config{BindAddress: ":9443", SecretFile: "/k", AllowedCallers: []string{EventGridAppID}}, "AllowedCallers need Entra ID"},
+		"caller not an app ID": {Config{BindAddress: ":9443", TenantID: "t", Audience: "a", AllowedCallers: []string{"api://eventgrid"}}, "not an application (client) ID"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

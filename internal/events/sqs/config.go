@@ -22,7 +22,17 @@ const (
 	// DefaultPoisonReceiveCount is how often a message may be received
 	// before it is counted and reported as poison.
 	DefaultPoisonReceiveCount = 5
-	// maxPerReceive is the most messages one ReceiveMessage returns.
+	// DefaultVisibilityTimeout is the visibility timeout the source asks
+	// for while it does not know the queue's (SQS's own default).
+	DefaultVisibilityTimeout = 30 * time.Second
+	// DefaultMaxHold is how long the source keeps a message hidden while
+	// its passes run, when Config.MaxHold is 0.
+	DefaultMaxHold = 15 * time.Minute
+	// MaxMaxHold is the longest Config.MaxHold: SQS hides a message for
+	// at most 12 hours after it was received.
+	MaxMaxHold = 12 * time.Hour
+	// maxPerReceive is the most messages one ReceiveMessage returns, and
+	// the most entries of a batch call.
 	maxPerReceive = 10
 )
 
@@ -53,10 +63,19 @@ type Config struct {
 	// still published, and the queue's redrive policy moves it to the
 	// dead-letter queue. 0 means DefaultPoisonReceiveCount.
 	PoisonReceiveCount int `json:"poisonReceiveCount,omitempty"`
+	// MaxHold bounds how long the source keeps a message hidden while the
+	// passes it triggered run: until then it extends the message's
+	// visibility timeout (ChangeMessageVisibilityBatch) every half
+	// timeout, so that a pass longer than the timeout does not get the
+	// message received twice. After MaxHold it stops, and the message is
+	// received again once its timeout ends, as if the pass had failed.
+	// At most MaxMaxHold (12 h); 0 means DefaultMaxHold.
+	MaxHold time.Duration `json:"maxHold,omitempty"`
 }
 
 // Validate checks the configuration without calling AWS: a queue URL, a
-// wait of whole seconds up to 20 s, no negative bound, and the AWS part
+// wait of whole seconds up to 20 s, no negative bound, a hold of at most
+// 12 h, and the AWS part
 // (aws.Config.Validate).
 func (c Config) Validate() error {
 	var errs []error
@@ -73,6 +92,9 @@ func (c Config) Validate() error {
 	}
 	if c.PoisonReceiveCount < 0 {
 		errs = append(errs, fmt.Errorf("the poison receive count (%d) is negative", c.PoisonReceiveCount))
+	}
+	if c.MaxHold < 0 || c.MaxHold > MaxMaxHold {
+		errs = append(errs, fmt.Errorf("the longest hold of an SQS message (%s) is not from 0 to %s", c.MaxHold, MaxMaxHold))
 	}
 	if err := c.AWS.Validate(); err != nil {
 		errs = append(errs, err)
@@ -91,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PoisonReceiveCount == 0 {
 		c.PoisonReceiveCount = DefaultPoisonReceiveCount
+	}
+	if c.MaxHold == 0 {
+		c.MaxHold = DefaultMaxHold
 	}
 	if c.AWS.Region == "" {
 		c.AWS.Region = RegionOf(c.QueueURL)

@@ -55,6 +55,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "a wait over 20 s", cfg: Config{QueueURL: queue, WaitTime: 21 * time.Second}, want: "from 1s to 20s"},
 		{name: "a wait of part of a second", cfg: Config{QueueURL: queue, WaitTime: 1500 * time.Millisecond}, want: "whole number"},
 		{name: "negative in flight", cfg: Config{QueueURL: queue, MaxInFlight: -1}, want: "negative"},
+		{name: "a hold of 12 h", cfg: Config{QueueURL: queue, MaxHold: MaxMaxHold}},
+		{name: "a hold over 12 h", cfg: Config{QueueURL: queue, MaxHold: MaxMaxHold + time.Second}, want: "longest hold"},
+		{name: "a negative hold", cfg: Config{QueueURL: queue, MaxHold: -time.Second}, want: "longest hold"},
 		{name: "half the static keys", cfg: Config{QueueURL: queue, AWS: aws.Config{AccessKeyID: "AKIA"}},
 			want: aws.FlagSecretAccessKeyFile},
 	}
@@ -70,7 +73,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	got := Config{QueueURL: "https://sqs.ap-south-1.amazonaws.com/123456789012/tagsync"}.withDefaults()
-	if got.WaitTime != DefaultWaitTime || got.MaxInFlight != DefaultMaxInFlight || got.PoisonReceiveCount != DefaultPoisonReceiveCount ||
+	if got.WaitTime != DefaultWaitTime || got.MaxInFlight != DefaultMaxInFlight || got.PoisonReceiveCount != DefaultPoisonReceiveCount || got.MaxHold != DefaultMaxHold ||
 		got.AWS.Region != "ap-south-1" {
 		t.Errorf("withDefaults() = %+v", got)
 	}

@@ -18,12 +18,14 @@
 //	 "Condition": {"ArnEquals": {"aws:SourceArn": RULE_ARN}}}
 //
 // The queue should have a dead-letter queue (RedrivePolicy
-// {"deadLetterTargetArn": DLQ_ARN, "maxReceiveCount": 5}) and a visibility
-// timeout longer than a pass takes (a message whose pass outlasts it is
-// received again, which is harmless but costs a second pass). tagsync's
-// credentials (IRSA, EKS Pod Identity, static keys: Config.AWS, as for the
-// AWS provider) need only sqs:ReceiveMessage, sqs:DeleteMessage (which
-// also allows DeleteMessageBatch) and sqs:GetQueueAttributes, on that
+// {"deadLetterTargetArn": DLQ_ARN, "maxReceiveCount": 5}). Its visibility
+// timeout is how soon a message whose pass failed (or whose receiver
+// crashed) is received again; a pass may take longer, the source keeps
+// its message hidden meanwhile (Delivery, below). tagsync's credentials
+// (IRSA, EKS Pod Identity, static keys: Config.AWS, as for the AWS
+// provider) need only sqs:ReceiveMessage, sqs:DeleteMessage (which also
+// allows DeleteMessageBatch), sqs:ChangeMessageVisibility (which also
+// allows ChangeMessageVisibilityBatch) and sqs:GetQueueAttributes, on that
 // queue only.
 //
 // # Events
@@ -74,6 +76,26 @@
 // as there are free slots of Config.MaxInFlight (and at most 10), so that
 // the messages received and not yet done never exceed it.
 //
+// While a message's passes run (published, done not yet called) the
+// source keeps it hidden, so that a pass longer than the visibility
+// timeout does not get it received (and its passes run) twice, nor moved
+// to the dead-letter queue while it is worked on: every half visibility
+// timeout a heartbeat sets the visibility timeout of every such message
+// to the full timeout again, up to 10 messages in one
+// ChangeMessageVisibilityBatch. The timeout is the queue's
+// VisibilityTimeout attribute, read at start and after a failure (at
+// least 1 s; DefaultVisibilityTimeout, 30 s, while it cannot be read), and
+// receives ask for it explicitly, so that the heartbeat and the receives
+// agree. done ends the heartbeat of its message: after done(nil) it is
+// deleted; after done(err) it is left alone, as above, and received again
+// once the last extension ends (within one visibility timeout). A message
+// held for Config.MaxHold (DefaultMaxHold, 15 min; SQS allows 12 h) is no
+// longer extended, so that a stuck pass does not hold it for ever: it is
+// received and published again, counted and logged. A failed extension is
+// counted and logged at V(1); the message may then be received again
+// while its passes run, which is harmless (a pass writes only what
+// differs) but costs a second pass.
+//
 // # Health
 //
 // Health is down, with the reason in words, while SQS cannot be read: the
@@ -91,7 +113,9 @@
 // _poison_total{reason="unparseable"|"receive_count"},
 // tagsync_events_sqs_receive_errors_total{reason="queue_gone"|
 // "access_denied"|"credentials"|"unreachable"|"throttled"|"other"},
-// tagsync_events_sqs_delete_errors_total, the gauges
+// tagsync_events_sqs_delete_errors_total,
+// tagsync_events_sqs_visibility_extensions_total, _extension_errors_total,
+// tagsync_events_sqs_messages_hold_expired_total, the gauges
 // tagsync_events_sqs_messages_in_flight and tagsync_events_sqs_up, and
 // every HTTP request in the AWS provider's
 // tagsync_cloud_requests_total{provider="aws",operation="sqs:ReceiveMessage"}

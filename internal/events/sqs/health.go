@@ -77,7 +77,7 @@ func classify(err error, queueURL string) failure {
 	case errors.As(err, &gone) || queueGoneCodes[code]:
 		return failure{reasonQueueGone, fmt.Sprintf("the SQS queue %s does not exist (%s): it was deleted, or the URL names another account or region", queueURL, code)}
 	case accessDeniedCodes[code]:
-		return failure{reasonAccessDenied, fmt.Sprintf("SQS denies access to the queue %s (%s): the credentials need sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes on it", queueURL, code)}
+		return failure{reasonAccessDenied, fmt.Sprintf("SQS denies access to the queue %s (%s): the credentials need sqs:ReceiveMessage, sqs:DeleteMessage, sqs:ChangeMessageVisibility and sqs:GetQueueAttributes on it", queueURL, code)}
 	case credentialCodes[code]:
 		return failure{reasonCredentials, fmt.Sprintf("SQS does not accept the AWS credentials (%s): they expired or are not valid", code)}
 	case throttleCodes[code] || strings.HasPrefix(code, "Throttl"):

@@ -17,6 +17,9 @@ const (
 	MetricPoison       = "tagsync_events_sqs_messages_poison_total"
 	MetricReceiveError = "tagsync_events_sqs_receive_errors_total"
 	MetricDeleteError  = "tagsync_events_sqs_delete_errors_total"
+	MetricExtended     = "tagsync_events_sqs_visibility_extensions_total"
+	MetricExtendError  = "tagsync_events_sqs_visibility_extension_errors_total"
+	MetricHoldExpired  = "tagsync_events_sqs_messages_hold_expired_total"
 	MetricInFlight     = "tagsync_events_sqs_messages_in_flight"
 	MetricUp           = "tagsync_events_sqs_up"
 )
@@ -30,6 +33,7 @@ const (
 // metrics are the source's collectors.
 type metrics struct {
 	received, deleted, ignored, failed, deleteErrors prometheus.Counter
+	extended, extendErrors, holdExpired              prometheus.Counter
 	poison, receiveErrors                            *prometheus.CounterVec
 	inFlight, up                                     prometheus.Gauge
 }
@@ -47,6 +51,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		failed:   counter(MetricFailed, "SQS messages whose passes failed: left on the queue, received again after its visibility timeout."),
 		deleteErrors: counter(MetricDeleteError,
 			"SQS messages whose delete failed (they are received again)."),
+		extended: counter(MetricExtended,
+			"Visibility timeout extensions of SQS messages whose passes were still running (one per message and heartbeat)."),
+		extendErrors: counter(MetricExtendError,
+			"Failed visibility timeout extensions of SQS messages whose passes were running (they may be received again meanwhile)."),
+		holdExpired: counter(MetricHoldExpired,
+			"SQS messages whose passes outlasted the longest hold: no longer kept hidden, received again."),
 		poison: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPoison,
 			Help: "SQS messages that cannot be read (reason unparseable) or were received too often (reason receive_count); the queue's redrive policy moves them to its dead-letter queue."},
 			[]string{"reason"}),
@@ -61,8 +71,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.received, m.deleted, m.ignored, m.failed, m.deleteErrors, m.poison,
-		m.receiveErrors, m.inFlight, m.up} {
+	for _, c := range []prometheus.Collector{m.received, m.deleted, m.ignored, m.failed, m.deleteErrors, m.extended,
+		m.extendErrors, m.holdExpired, m.poison, m.receiveErrors, m.inFlight, m.up} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("sqs: register metrics: %w", err)
 		}

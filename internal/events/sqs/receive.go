@@ -40,6 +40,7 @@ type message struct {
 func (s *Source) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.deleteLoop(ctx) })
+	wg.Go(func() { s.heartbeatLoop(ctx) })
 	s.receiveLoop(ctx)
 	wg.Wait()
 	s.metrics.up.Set(0)
@@ -93,8 +94,9 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // inspect reads the queue's redrive policy and visibility timeout, logs
-// them when they changed and keeps a warning for Health when the queue has
-// no dead-letter queue. Being denied sqs:GetQueueAttributes is no failure:
+// them when they changed, keeps the timeout for the receives and the
+// heartbeat, and keeps a warning for Health when the queue has no
+// dead-letter queue. Being denied sqs:GetQueueAttributes is no failure:
 // the source receives without knowing.
 func (s *Source) inspect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -112,6 +114,7 @@ func (s *Source) inspect(ctx context.Context) error {
 	}
 	dlq, maxReceives := redrivePolicy(out.Attributes[string(types.QueueAttributeNameRedrivePolicy)])
 	visibility := out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)]
+	s.setVisibility(visibility)
 	s.warning = ""
 	if dlq == "" {
 		s.warning = "the queue has no dead-letter queue (RedrivePolicy): a message that cannot be read is received again and again until the queue's retention period ends"
@@ -158,7 +161,7 @@ func (s *Source) receiveOnce(ctx context.Context) error {
 	call, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Second+callTimeout)
 	defer cancel()
 	out, err := s.client.ReceiveMessage(call, &sqs.ReceiveMessageInput{QueueUrl: &s.cfg.QueueURL,
-		MaxNumberOfMessages: int32(n), WaitTimeSeconds: wait,
+		MaxNumberOfMessages: int32(n), WaitTimeSeconds: wait, VisibilityTimeout: int32(s.visibility() / time.Second),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}})
 	if err != nil {
 		s.slots.Release(int64(n))
@@ -213,16 +216,20 @@ func (s *Source) handle(m types.Message) {
 			"receiveCount", receives, "resource", change.Resource, "event", change.ID)
 	}
 	s.health.delivered(time.Now())
+	s.holds.add(msg, time.Now())
 	s.sink.Publish([]events.Change{change}, s.doneFunc(msg, change))
 }
 
-// doneFunc returns the done of a message's Publish: on nil the message is
-// deleted, on an error it stays on the queue and is received again after
-// its visibility timeout. It never blocks, and only its first call counts.
+// doneFunc returns the done of a message's Publish: the heartbeat stops
+// extending the message's visibility; on nil the message is deleted, on an
+// error it stays on the queue and is received again once its visibility
+// timeout (the last extension's) ends. It never blocks, and only its first
+// call counts.
 func (s *Source) doneFunc(msg message, change events.Change) func(error) {
 	var once sync.Once
 	return func(err error) {
 		once.Do(func() {
+			s.holds.remove(msg.receipt)
 			if err == nil {
 				s.acks <- msg
 				return

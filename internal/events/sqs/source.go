@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -42,7 +43,14 @@ type Source struct {
 
 	slots  *semaphore.Weighted // one per message in flight
 	acks   chan message        // messages done, to delete; buffered MaxInFlight
+	holds  holds               // messages published and not done, kept hidden
 	health healthState
+
+	// The visibility timeout receives ask for and the heartbeat extends
+	// to, in seconds; inspect sets it and wakes the heartbeat when it
+	// changes.
+	visibilitySeconds atomic.Int64
+	visibilityChanged chan struct{}
 
 	// Owned by the receive loop.
 	lastReason   string // the last reason logged
@@ -120,7 +128,9 @@ func New(cfg Config, sink events.Sink, opts ...Option) (*Source, error) {
 		log = *o.logger
 	}
 	s := &Source{cfg: cfg, sink: sink, client: client, log: log, metrics: m, requests: requests, first: o.first, max: o.max,
-		slots: semaphore.NewWeighted(int64(cfg.MaxInFlight)), acks: make(chan message, cfg.MaxInFlight)}
+		slots: semaphore.NewWeighted(int64(cfg.MaxInFlight)), acks: make(chan message, cfg.MaxInFlight),
+		visibilityChanged: make(chan struct{}, 1)}
+	s.visibilitySeconds.Store(int64(DefaultVisibilityTimeout / time.Second))
 	s.health.set(false, "not started", time.Now())
 	return s, nil
 }
@@ -134,5 +144,6 @@ func (s *Source) Health() events.Health { return s.health.get() }
 
 // Calls returns how many HTTP requests the source sent, by operation
 // ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch",
-// "sqs:GetQueueAttributes"), SDK retries included.
+// "sqs:ChangeMessageVisibilityBatch", "sqs:GetQueueAttributes"), SDK
+// retries included.
 func (s *Source) Calls() map[string]int { return s.requests.Calls() }

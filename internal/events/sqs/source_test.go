@@ -45,6 +45,8 @@ func TestSourceOnMoto(t *testing.T) {
 		{"UnreachableSQSTakesTheSourceDown", testUnreachableSQSTakesTheSourceDown},
 		{"MessagesInFlightAreBounded", testMessagesInFlightAreBounded},
 		{"MessagesDoneTogetherAreDeletedInOneBatch", testMessagesDoneTogetherAreDeletedInOneBatch},
+		{"PassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden", testPassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden},
+		{"MessageHeldLongerThanMaxHoldIsReceivedAgain", testMessageHeldLongerThanMaxHoldIsReceivedAgain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,6 +111,19 @@ func waitCounts(t *testing.T, url, want string) {
 	testenv.Eventually(t, waitLimit, "queue "+want, func() string {
 		if got := counts(t, url); got != want {
 			return got
+		}
+		return ""
+	})
+}
+
+// waitDeleted waits until the source has counted n messages deleted: it
+// counts a delete once SQS has answered it, which may be after the queue
+// shows the message gone.
+func waitDeleted(t *testing.T, s *Source, n float64) {
+	t.Helper()
+	testenv.Eventually(t, waitLimit, fmt.Sprintf("%v messages deleted", n), func() string {
+		if got := testutil.ToFloat64(s.metrics.deleted); got != n {
+			return fmt.Sprintf("deleted metric %v", got)
 		}
 		return ""
 	})
@@ -245,13 +260,7 @@ func testTagChangeIsDeletedOnlyAfterItsPassesCompleted(t *testing.T) {
 	}
 	d.done(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
-	// The source counts the delete once SQS has answered it.
-	testenv.Eventually(t, waitLimit, "one message deleted", func() string {
-		if got := testutil.ToFloat64(s.metrics.deleted); got != 1 {
-			return fmt.Sprintf("deleted metric %v", got)
-		}
-		return ""
-	})
+	waitDeleted(t, s, 1)
 	if h := s.Health(); h.LastDelivery.IsZero() {
 		t.Errorf("Health %+v: no last delivery", h)
 	}
@@ -454,4 +463,67 @@ func testMessagesDoneTogetherAreDeletedInOneBatch(t *testing.T) {
 	if got := testutil.ToFloat64(s.metrics.deleted); got != 3 {
 		t.Errorf("deleted metric %v, want 3", got)
 	}
+}
+
+func testPassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden(t *testing.T) {
+	const visibility = 2 * time.Second
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "2"})
+	sink := &recordingSink{}
+	s := start(t, config(q.url), sink)
+
+	send(t, q.url, tagChangeBody)
+	d := sink.wait(t, 1)[0]
+	published := time.Now()
+	// The pass runs (done held back) for two visibility timeouts of real
+	// time, during which the heartbeat extends the message's visibility.
+	testenv.Eventually(t, waitLimit, "the pass running for two visibility timeouts, with heartbeats", func() string {
+		held, heartbeats := time.Since(published), s.Calls()["sqs:ChangeMessageVisibilityBatch"]
+		if held < 2*visibility || heartbeats < 2 {
+			return fmt.Sprintf("held %s, %d ChangeMessageVisibilityBatch calls", held.Round(time.Millisecond), heartbeats)
+		}
+		return ""
+	})
+	if got := sink.deliveries(); len(got) != 1 {
+		t.Fatalf("%d deliveries while the pass ran, want the message received once", len(got))
+	}
+	if got := counts(t, q.url); got != "visible=0 notVisible=1" {
+		t.Fatalf("while the pass runs: queue %s, want the message hidden", got)
+	}
+	if got := testutil.ToFloat64(s.metrics.extended); got < 2 {
+		t.Errorf("extensions metric %v, want one per heartbeat", got)
+	}
+
+	d.done(nil)
+	waitCounts(t, q.url, "visible=0 notVisible=0")
+	waitDeleted(t, s, 1)
+	if got, errs := testutil.ToFloat64(s.metrics.received), testutil.ToFloat64(s.metrics.extendErrors); got != 1 || errs != 0 {
+		t.Errorf("received metric %v, extension errors %v; want 1 and 0", got, errs)
+	}
+	if calls := s.Calls(); calls["sqs:ChangeMessageVisibility"] != 0 {
+		t.Errorf("calls %v: an extension of one message alone, want batches", calls)
+	}
+}
+
+func testMessageHeldLongerThanMaxHoldIsReceivedAgain(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "2"})
+	sink := &recordingSink{}
+	cfg := config(q.url)
+	cfg.MaxHold = 3 * time.Second
+	s := start(t, cfg, sink)
+
+	send(t, q.url, stateBody("running"))
+	// The first pass never completes (a stuck pass keeps its slot); after
+	// MaxHold the message is no longer kept hidden and is received again.
+	got := sink.wait(t, 2)
+	if got[1].changes[0].ID != got[0].changes[0].ID {
+		t.Fatalf("second delivery %+v, want the first's event %+v again", got[1].changes, got[0].changes)
+	}
+	if n := testutil.ToFloat64(s.metrics.holdExpired); n != 1 {
+		t.Errorf("hold expired metric %v, want 1", n)
+	}
+	if n, errs := testutil.ToFloat64(s.metrics.extended), testutil.ToFloat64(s.metrics.extendErrors); n < 1 || errs != 0 {
+		t.Errorf("extensions %v, extension errors %v: want the message extended until MaxHold, without errors", n, errs)
+	}
+	got[1].done(nil)
+	waitCounts(t, q.url, "visible=0 notVisible=0")
 }
