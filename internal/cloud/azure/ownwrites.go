@@ -15,10 +15,11 @@ import (
 const correlationHeader = "x-ms-correlation-request-id"
 
 // ownWritesPolicy gives each write a controller makes (its context names
-// it: cloud.WithWriter) a correlation ID of its own, and records the IDs of
-// the writes that succeed, so that their change events are known as the
-// writer's echoes (cloud.OwnWrites). Reads and writes made outside a
-// controller pass through untouched.
+// it: cloud.WithWriter) a correlation ID of its own and records it before
+// the write leaves (its event may arrive before its answer), so that the
+// write's change event is known as the writer's echo (cloud.OwnWrites). A
+// write that fails has no success event to match. Reads and writes made
+// outside a controller pass through untouched.
 type ownWritesPolicy struct{ writes *cloud.OwnWrites }
 
 // Do implements policy.Policy.
@@ -33,13 +34,12 @@ func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
 		sent = uuid.NewString()
 		raw.Header.Set(correlationHeader, sent)
 	}
-	resp, err := req.Next()
-	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp, err
-	}
 	p.writes.Record(sent, writer)
-	if got := resp.Header.Get(correlationHeader); got != "" && got != sent {
-		p.writes.Record(got, writer)
+	resp, err := req.Next()
+	if err == nil {
+		if got := resp.Header.Get(correlationHeader); got != "" && got != sent {
+			p.writes.Record(got, writer) // ARM chose another ID
+		}
 	}
-	return resp, nil
+	return resp, err
 }
