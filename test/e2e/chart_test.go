@@ -267,7 +267,8 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 var eventsFlags = []string{
 	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
 	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
-	"--events-max-age", "--events-sqs-queue-url", "--events-sqs-region", "--events-resync-interval", "--events-queue-size",
+	"--events-webhook-entra-allowed-callers", "--events-max-age", "--events-sqs-queue-url", "--events-sqs-region",
+	"--events-sqs-max-hold", "--events-resync-interval", "--events-queue-size",
 }
 
 // eventsCases are the renderings with cloud events on (the defaults row
@@ -292,11 +293,13 @@ func eventsCases() []chartCase {
 			set: "events.webhook.enabled=true,events.webhook.port=10443,events.webhook.certSecret=tagsync-events-tls," +
 				"events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071,events.webhook.entra.audience=api://tagsync-eventgrid," +
 				"events.webhook.entra.authority=https://login.microsoftonline.us,events.webhook.service.type=LoadBalancer," +
+				"events.webhook.entra.allowedCallers={4962773b-9cdb-44cf-a8bf-237846a00ab7}," +
 				"events.webhook.service.loadBalancerSourceRanges={20.0.0.0/8},events.resyncInterval=30m,events.queueSize=500,events.maxAge=2h",
 			controllers: "nodetags",
 			args: []string{"--events-webhook-bind-address=:10443", "--events-webhook-cert-dir=/etc/tagsync/events-webhook-tls",
 				"--events-webhook-entra-tenant-id=00000000-0000-0000-0000-000000000071", "--events-webhook-entra-audience=api://tagsync-eventgrid",
 				"--events-webhook-entra-authority=https://login.microsoftonline.us",
+				"--events-webhook-entra-allowed-callers=4962773b-9cdb-44cf-a8bf-237846a00ab7",
 				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h"},
 			noArgs: []string{"--events-webhook-secret-file", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -310,10 +313,10 @@ func eventsCases() []chartCase {
 				}
 			}},
 		{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
-			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1",
+			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1,events.sqs.maxHold=30m",
 			controllers: "metadata",
 			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
-				"--events-sqs-region=us-east-1", "--aws-region=us-east-1"}, common...),
+				"--events-sqs-region=us-east-1", "--events-sqs-max-hold=30m", "--aws-region=us-east-1"}, common...),
 			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
 			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }},
 		{name: "AWS node sync with static keys and SQS",
