@@ -59,6 +59,9 @@ type Change struct {
 	// change made by one of tagsync's own writes is not routed to the
 	// controller that wrote (HubOptions.OwnWrites).
 	Operation string
+	// Received is when the hub took the change (set by the hub): a read
+	// sent after it shows the change (cloud.WithReadAfter).
+	Received time.Time
 }
 
 // Sink takes the changes sources receive.

@@ -118,9 +118,13 @@ func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
 	if done == nil {
 		done = func(error) {}
 	}
+	now := h.opts.Clock.Now()
 	h.mu.Lock()
 	fresh := make([]Change, 0, len(changes))
 	for _, c := range changes {
+		if c.Received.IsZero() {
+			c.Received = now
+		}
 		receivedTotal.WithLabelValues(c.Source).Inc()
 		if h.recent.seen(c.ID) {
 			duplicatesTotal.WithLabelValues(c.Source).Inc()
@@ -134,7 +138,7 @@ func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
 		h.overflowed = true
 		overflowsTotal.WithLabelValues().Inc()
 	default:
-		h.queue = append(h.queue, delivery{changes: fresh, done: done, at: h.opts.Clock.Now(), only: only})
+		h.queue = append(h.queue, delivery{changes: fresh, done: done, at: now, only: only})
 		h.queued += len(fresh)
 		queueLength.WithLabelValues().Set(float64(h.queued))
 		done = nil

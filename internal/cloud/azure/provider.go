@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -35,6 +36,9 @@ type Provider struct {
 	cacheMu sync.Mutex
 	cache   map[listKey]*listing
 	flight  singleflight.Group
+	// shared are the recent single-resource reads, by canonical ID, for
+	// the other readers of a change (sharedreads.go).
+	shared *lru.Cache
 }
 
 var (
@@ -80,7 +84,7 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 	}
 	p := &Provider{
 		cfg: cfg, opts: o, cred: cred, metrics: m, now: time.Now,
-		clients: map[string]*clients{}, cache: map[listKey]*listing{},
+		clients: map[string]*clients{}, cache: map[listKey]*listing{}, shared: newSharedReads(),
 	}
 	p.armOpts = p.clientOptions()
 	return p, nil

@@ -576,3 +576,34 @@ func TestReadClassified(t *testing.T) {
 		t.Errorf("a resource that is gone: %v, want ErrNotFound", err)
 	}
 }
+
+// A reader of a change (cloud.WithReadAfter: when the change was received)
+// takes another reader's read of the same resource sent after that, and
+// reads itself when the only read is older.
+func TestReadersOfOneChangeShareARead(t *testing.T) {
+	env := startArmsim(t)
+	ids := estate(env)
+	p := env.provider()
+	received := time.Now()
+	if _, err := p.ReadClassified(t.Context(), ids["pool1"]); err != nil { // the first reader
+		t.Fatal(err)
+	}
+	env.Server.ResetCalls()
+	res, err := p.ReadClassified(cloud.WithReadAfter(t.Context(), received), ids["pool1"])
+	if err != nil || !res.Tags.Equal(tags.CaseInsensitive, tags.Set{"env": "prod"}) {
+		t.Fatalf("the second reader: %+v, %v", res, err)
+	}
+	if got := armCalls(env.Server, readOps...); len(got) != 0 {
+		t.Errorf("the second reader of one change read ARM: %v, want the first reader's read", got)
+	}
+	if err := env.Server.SetTags(ids["pool1"], map[string]string{"env": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.ReadClassified(cloud.WithReadAfter(t.Context(), time.Now()), ids["pool1"])
+	if err != nil || res.Tags["env"] != "dev" {
+		t.Fatalf("a reader of a later change: %+v, %v; want env=dev", res, err)
+	}
+	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
+		t.Errorf("a reader of a later change read %v, want one GET of its own", got)
+	}
+}

@@ -77,7 +77,7 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 	g.SetLimit(maxConcurrentLists)
 	for _, ref := range gets {
 		g.Go(func() error {
-			e, err := r.p.read(ctx, ref)
+			e, err := r.p.readShared(ctx, ref)
 			key := newListKey(ref.listKind(), ref.sub, ref.rg)
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -114,7 +114,7 @@ func (p *Provider) ReadClassified(ctx context.Context, id string) (cloud.Classif
 	if err != nil {
 		return cloud.Classified{}, err
 	}
-	e, err := p.read(ctx, ref)
+	e, err := p.readShared(ctx, ref)
 	if err != nil {
 		return cloud.Classified{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -276,13 +277,28 @@ func (r *Reconciler) runProbes(ctx context.Context) error {
 	}
 }
 
+// probeDelay is how long after a change a probe waits before it reads:
+// another controller that owns the resource (the node sync, for a VM or
+// scale set) reads it for the same change meanwhile, and the provider
+// answers the probe with that read (cloud.WithReadAfter). Classifying a
+// new resource is not urgent.
+const probeDelay = 250 * time.Millisecond
+
 // readProbe reads an unknown resource once and publishes its change again
 // with the tags, so the objects whose classifiers it now carries run a
 // pass; the probe is done when they are.
 func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 	finished := r.PassStarted(probeKey(c.Resource))
+	if wait := min(time.Until(c.Received.Add(probeDelay)), probeDelay); wait > 0 {
+		select {
+		case <-ctx.Done():
+			finished(ctx.Err())
+			return
+		case <-time.After(wait):
+		}
+	}
 	p, _ := r.providers.Get(c.Cloud)
-	res, err := p.(cloud.ClassifiedReader).ReadClassified(ctx, c.Resource)
+	res, err := p.(cloud.ClassifiedReader).ReadClassified(cloud.WithReadAfter(ctx, c.Received), c.Resource)
 	switch {
 	case errors.Is(err, cloud.ErrNotFound):
 		finished(nil)
