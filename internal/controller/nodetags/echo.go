@@ -3,10 +3,7 @@ package nodetags
 import (
 	"context"
 	"maps"
-	"slices"
 	"sync"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // A Node write of a pass comes back as a watch event of that Node. Any
@@ -89,11 +86,6 @@ func (u nodeUpdate) madeOf(old, updated *cachedNode) bool {
 	}
 	return maps.Equal(wantLabels, updated.Labels) && wantBase == updated.Annotations[BaseAnnotation] &&
 		sameTaints(wantTaints, updated.Spec.Taints) && old.Spec.ProviderID == updated.Spec.ProviderID
-}
-
-// sameTaints reports whether two taint lists are equal, in order.
-func sameTaints(a, b []corev1.Taint) bool {
-	return slices.EqualFunc(a, b, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value })
 }
 
 // ownEcho reports whether a Node update is the echo of one of the

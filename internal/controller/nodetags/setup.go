@@ -3,6 +3,7 @@ package nodetags
 import (
 	"context"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -96,4 +97,9 @@ func nodeChanged() predicate.Predicate {
 			a.Annotations[BaseAnnotation] != b.Annotations[BaseAnnotation] ||
 			!sameTaints(a.Spec.Taints, b.Spec.Taints)
 	}), predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }})
+}
+
+// sameTaints reports whether two taint lists are equal, in order.
+func sameTaints(a, b []corev1.Taint) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value })
 }

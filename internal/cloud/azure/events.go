@@ -1,0 +1,105 @@
+package azure
+
+// What the provider does for cloud change events: it gives the writes of a
+// controller correlation IDs the events hub recognises as their echoes, and
+// it lets the readers of one change share one read.
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/google/uuid"
+	"k8s.io/utils/lru"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// sharedReadsKept is how many recent single-resource reads the provider
+// keeps for other readers of the same change (cloud.WithReadAfter).
+const sharedReadsKept = 1000
+
+// sharedRead is one single-resource GET: when it was sent, and its result
+// once done is closed.
+type sharedRead struct {
+	sent time.Time
+	done chan struct{}
+	e    *entry
+	err  error
+}
+
+// readShared is read for the readers of a change: with cloud.WithReadAfter
+// in ctx it takes a read of the same resource sent at or after that time,
+// waiting while it is under way, and reads only when there is none (or it
+// failed). Every read it makes is kept for the next reader.
+func (p *Provider) readShared(ctx context.Context, ref resourceRef) (*entry, error) {
+	key := cloud.CanonicalID(ref.id)
+	if r := p.recentRead(ctx, key); r != nil {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-r.done:
+		}
+		if r.err == nil {
+			return r.e, nil
+		}
+	}
+	r := &sharedRead{sent: p.now(), done: make(chan struct{})}
+	p.shared.Add(key, r)
+	r.e, r.err = p.read(ctx, ref)
+	close(r.done)
+	return r.e, r.err
+}
+
+// recentRead is the read of key sent at or after the time
+// cloud.WithReadAfter put in ctx, done or under way; nil when there is none.
+func (p *Provider) recentRead(ctx context.Context, key string) *sharedRead {
+	after, ok := cloud.ReadAfter(ctx)
+	if !ok {
+		return nil
+	}
+	v, found := p.shared.Get(key)
+	if r, _ := v.(*sharedRead); found && !r.sent.Before(after) {
+		return r
+	}
+	return nil
+}
+
+// newSharedReads is the provider's store of recent reads.
+func newSharedReads() *lru.Cache { return lru.New(sharedReadsKept) }
+
+// correlationHeader carries the ID ARM gives an operation: a client may set
+// it, ARM returns it on the answer, and Event Grid's resource events carry
+// it as data.correlationId.
+const correlationHeader = "x-ms-correlation-request-id"
+
+// ownWritesPolicy gives each write a controller makes (its context names
+// it: cloud.WithWriter) a correlation ID of its own and records it before
+// the write leaves (its event may arrive before its answer), so that the
+// write's change event is known as the writer's echo (cloud.OwnWrites). A
+// write that fails has no success event to match. Reads and writes made
+// outside a controller pass through untouched.
+type ownWritesPolicy struct{ writes *cloud.OwnWrites }
+
+// Do implements policy.Policy.
+func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	writer := cloud.WriterOf(raw.Context())
+	if writer == "" || raw.Method == http.MethodGet || raw.Method == http.MethodHead {
+		return req.Next()
+	}
+	sent := raw.Header.Get(correlationHeader)
+	if sent == "" {
+		sent = uuid.NewString()
+		raw.Header.Set(correlationHeader, sent)
+	}
+	p.writes.Record(sent, writer)
+	resp, err := req.Next()
+	if err == nil {
+		if got := resp.Header.Get(correlationHeader); got != "" && got != sent {
+			p.writes.Record(got, writer) // ARM chose another ID
+		}
+	}
+	return resp, err
+}

@@ -1,0 +1,124 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
+)
+
+// A change of a resource no object matched, that does not carry the
+// resource's tags (Azure), is a probe: the resource is read once, after a
+// short delay that lets another controller's read for the same change
+// serve it, and the change is published again, with the tags, to this
+// controller alone (changes.go routes it then).
+
+// probeKey is what the hub waits on while an unknown resource is read.
+func probeKey(resource string) string { return "probe " + cloud.CanonicalID(resource) }
+
+// probe queues an unknown resource's change for a read, when the cloud
+// can read one resource and some object searches a scope holding it; it
+// returns the key the hub waits on (none when there is nothing to read).
+func (r *Reconciler) probe(c tagevents.Change) []string {
+	p, err := r.providers.Get(c.Cloud)
+	reader, ok := p.(cloud.ClassifiedReader)
+	if err != nil || !ok || !r.index.searched(c.Cloud, func(scopes []string) bool { return reader.Covers(c.Resource, scopes) }) {
+		return nil
+	}
+	r.probes.Push(c)
+	return []string{probeKey(c.Resource)}
+}
+
+// runProbes reads the queued unknown resources until ctx ends.
+func (r *Reconciler) runProbes(ctx context.Context) error {
+	for {
+		c, ok := r.probes.Pop(ctx)
+		if !ok {
+			return nil
+		}
+		r.readProbe(ctx, c)
+	}
+}
+
+// probeDelay is how long after a change a probe waits before it reads:
+// another controller that owns the resource (the node sync, for a VM or
+// scale set) reads it for the same change meanwhile, and the provider
+// answers the probe with that read (cloud.WithReadAfter). Classifying a
+// new resource is not urgent.
+const probeDelay = 250 * time.Millisecond
+
+// readProbe reads an unknown resource once and publishes its change again
+// with the tags, so the objects whose classifiers it now carries run a
+// pass; the probe is done when they are.
+func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
+	finished := r.PassStarted(probeKey(c.Resource))
+	if wait := min(time.Until(c.Received.Add(probeDelay)), probeDelay); wait > 0 {
+		select {
+		case <-ctx.Done():
+			finished(ctx.Err())
+			return
+		case <-time.After(wait):
+		}
+	}
+	p, _ := r.providers.Get(c.Cloud)
+	res, err := p.(cloud.ClassifiedReader).ReadClassified(cloud.WithReadAfter(ctx, c.Received), c.Resource)
+	switch {
+	case errors.Is(err, cloud.ErrNotFound):
+		finished(nil)
+	case err != nil:
+		finished(err)
+	default:
+		c.Tags, c.ID = res.Tags, "" // a new change: no redelivery of the one read
+		r.Republish([]tagevents.Change{c}, finished)
+	}
+}
+
+// probeQueue holds the changes of unknown resources to read: Push never
+// blocks, Pop waits for one. Its zero value is ready.
+type probeQueue struct {
+	mu      sync.Mutex
+	pending []tagevents.Change
+	signal  chan struct{}
+}
+
+// ready returns the channel that signals a push (the caller holds q.mu).
+func (q *probeQueue) ready() chan struct{} {
+	if q.signal == nil {
+		q.signal = make(chan struct{}, 1)
+	}
+	return q.signal
+}
+
+// Push queues a change.
+func (q *probeQueue) Push(c tagevents.Change) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, c)
+	select {
+	case q.ready() <- struct{}{}:
+	default:
+	}
+}
+
+// Pop returns the oldest change, waiting for one until ctx ends.
+func (q *probeQueue) Pop(ctx context.Context) (tagevents.Change, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.pending) > 0 {
+			c := q.pending[0]
+			q.pending = q.pending[1:]
+			q.mu.Unlock()
+			return c, true
+		}
+		signal := q.ready()
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return tagevents.Change{}, false
+		case <-signal:
+		}
+	}
+}
