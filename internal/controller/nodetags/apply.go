@@ -65,11 +65,10 @@ func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags
 // changed since the cache read it, and its watch event brings a pass that
 // sees the change, so nothing failed.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK bool) {
-	readAt := m.node.ResourceVersion
-	p.r.echoes.expect(m.node.Name, readAt, u)
+	p.r.writes.expect(m.node.Name, m.node.ResourceVersion, u)
 	err := patchNode(ctx, p.r.Client, m.node, u)
 	if err != nil {
-		p.r.echoes.forget(m.node.Name)
+		p.r.writes.forget(m.node.Name)
 	}
 	switch {
 	case apierrors.IsConflict(err):
@@ -79,7 +78,6 @@ func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate, cloudOK b
 		writesTotal.WithLabelValues(p.nts.Name, "node", "error").Inc()
 		p.notes.Warn(m.node, ReasonNodeWriteFailed, err.Error())
 	default:
-		p.r.inFlight.Mark(m.node.Name, readAt)
 		p.out.nodeWritten(cloudOK)
 		writesTotal.WithLabelValues(p.nts.Name, "node", "ok").Inc()
 		if u.taints != nil {

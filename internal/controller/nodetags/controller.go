@@ -40,10 +40,9 @@ type Reconciler struct {
 	nodes nodeSource
 	mu    sync.Mutex
 	syncs *kit.States[string, *syncState] // by NodeTagSync name
-	// inFlight are the Nodes written whose write the cache has not shown.
-	inFlight kit.InFlight[string]
-	// echoes are the Node writes whose watch events need no pass (echo.go).
-	echoes ownWrites
+	// writes are the controller's Node writes: in flight until the cache
+	// shows them, and their watch events, which need no pass (echo.go).
+	writes ownWrites
 
 	// events turns cloud changes into targeted passes (changes.go).
 	changeEvents

@@ -23,7 +23,13 @@ import (
 // the echo. An update 41 → 42 that also sets another label is not (someone
 // else's change is in it), nor is any update from another version.
 
+// The same record answers the pass that runs before the cache shows a
+// write: the cache then still holds the version the write replaced, and
+// the pass counts that Node as in flight rather than redo the write (which
+// the API server would refuse).
+
 // ownWrites are the Node writes a pass is making or made last, by Node.
+// Its zero value is ready.
 type ownWrites struct {
 	mu     sync.Mutex
 	byNode map[string]ownWrite
@@ -51,6 +57,22 @@ func (w *ownWrites) forget(node string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byNode, node)
+}
+
+// inFlight reports whether version rv of node is the one our last write
+// to it replaced: the cache has not shown the write yet.
+func (w *ownWrites) inFlight(node, rv string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	write, ok := w.byNode[node]
+	return ok && write.from == rv
+}
+
+// Len is how many Nodes have a write recorded.
+func (w *ownWrites) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byNode)
 }
 
 // isEcho reports whether the update of a Node from old to updated is
@@ -94,7 +116,7 @@ func (u nodeUpdate) madeOf(old, updated *cachedNode) bool {
 func (r *Reconciler) ownEcho(ctx context.Context, oldObj, newObj any) bool {
 	old, ok1 := oldObj.(*cachedNode)
 	updated, ok2 := newObj.(*cachedNode)
-	if !ok1 || !ok2 || !r.echoes.isEcho(old, updated) {
+	if !ok1 || !ok2 || !r.writes.isEcho(old, updated) {
 		return false
 	}
 	syncs, err := r.validSyncs(ctx)

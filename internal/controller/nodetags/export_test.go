@@ -4,11 +4,11 @@ package nodetags
 // bookkeeping for, so tests can check that deleted objects are forgotten.
 func (r *Reconciler) Tracked() (syncs, nodes int) {
 	r.init()
-	return r.syncs.Len(), r.inFlight.Len()
+	return r.syncs.Len(), r.writes.Len()
 }
 
 // NotePending records a write in flight for a node, as a Node write does.
-func (r *Reconciler) NotePending(name, rv string) { r.inFlight.Mark(name, rv) }
+func (r *Reconciler) NotePending(name, rv string) { r.writes.expect(name, rv, nodeUpdate{}) }
 
 // Steady is how many of a NodeTagSync's nodes its last pass found steady
 // (in sync and unchanged, so the next pass skips their merge).
@@ -43,8 +43,8 @@ func (r *Reconciler) Targetable(name string) bool {
 // EchoExpected reports whether a Node write of the controller waits for its
 // watch event to be recognised as its echo.
 func (r *Reconciler) EchoExpected(node string) bool {
-	r.echoes.mu.Lock()
-	defer r.echoes.mu.Unlock()
-	_, ok := r.echoes.byNode[node]
+	r.writes.mu.Lock()
+	defer r.writes.mu.Unlock()
+	_, ok := r.writes.byNode[node]
 	return ok
 }

@@ -206,7 +206,7 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 			if pl.Note != "" {
 				p.placeNotes[node.Name] = pl.Note
 			}
-			if p.r.inFlight.Stale(node.Name, node.ResourceVersion) {
+			if p.r.writes.inFlight(node.Name, node.ResourceVersion) {
 				p.out.synced++
 				p.out.inFlight++
 				continue
