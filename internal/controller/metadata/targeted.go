@@ -11,6 +11,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // A change of a resource an object's last discovery matched runs a
@@ -169,21 +170,19 @@ func (p *pass) readsNeeded(targets []*target, ids []string) int {
 	toRead := map[string]bool{}
 	for _, t := range targets {
 		for _, found := range p.r.index.matchedBy(p.key(), t.key(), ids) {
-			id := cloud.CanonicalID(found.ID)
-			if c, ok := p.carried[id]; !ok || !c.Usable(latest(p.st.full.at, p.st.wrote)) {
-				toRead[id] = true
+			if _, ok := p.usableCarried(found.ID); !ok {
+				toRead[cloud.CanonicalID(found.ID)] = true
 			}
 		}
 	}
 	return len(toRead)
 }
 
-// readOne is a changed resource as its latest change carried it (its
-// whole tag set, from a change made after the object's last full pass and
-// last write: an older one may predate them), or else as the cloud reads it
-// now; errFullPass when it cannot be read by ID (AWS).
+// readOne is a changed resource as its latest change carried it
+// (usableCarried), or else as the cloud reads it now; errFullPass when it
+// cannot be read by ID (AWS).
 func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, found cloud.Classified) (cloud.Classified, error) {
-	if c, ok := p.carried[cloud.CanonicalID(found.ID)]; ok && c.Usable(latest(p.st.full.at, p.st.wrote)) {
+	if c, ok := p.usableCarried(found.ID); ok {
 		found.Tags = c.Tags
 		return found, nil
 	}
@@ -196,6 +195,14 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 		return cloud.Classified{}, readErr(err)
 	}
 	return c, nil
+}
+
+// usableCarried is what the latest change of the resource id carried,
+// when it is its whole tag set from a change made after the object's last
+// full pass and last write (an older one may predate them).
+func (p *pass) usableCarried(id string) (tagevents.Carried, bool) {
+	c, ok := p.carried[cloud.CanonicalID(id)]
+	return c, ok && c.Usable(latest(p.st.full.at, p.st.wrote))
 }
 
 // latest is the later of two times.
