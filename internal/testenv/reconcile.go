@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -19,12 +20,24 @@ type Reconciled struct {
 	Err    error
 }
 
-// Reconcile calls r.Reconcile once for key and returns what it returned.
+// Reconcile calls r.Reconcile for key and returns what it returned. A
+// call that fails on a conflict (the manager's own reconciler wrote the
+// object since r's cache read it) is made again, as the workqueue would,
+// for up to conflictRetries.
 func Reconcile(ctx context.Context, t testing.TB, r reconcile.Reconciler, key types.NamespacedName) Reconciled {
 	t.Helper()
-	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
-	return Reconciled{t: t, Result: res, Err: err}
+	deadline := time.Now().Add(conflictRetries)
+	for {
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+		if !apierrors.IsConflict(err) || time.Now().After(deadline) {
+			return Reconciled{t: t, Result: res, Err: err}
+		}
+		time.Sleep(pollInterval)
+	}
 }
+
+// conflictRetries bounds how long Reconcile retries a call that conflicts.
+const conflictRetries = 10 * time.Second
 
 // Requeue fails the test unless the call succeeded and asked for its next
 // pass within [least, most].

@@ -1,10 +1,12 @@
 package kit
 
 import (
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -21,6 +23,10 @@ type Base struct {
 	Recorder events.EventRecorder
 	// Clock tells the time (a fake one in tests).
 	Clock clock.PassiveClock
+
+	// replaced is what PatchStatus remembers of its writes (status.go).
+	statusOnce sync.Once
+	replaced   *lru.Cache
 }
 
 // NewBase is a Base of c, recorder and clk; a nil clk is the real clock.

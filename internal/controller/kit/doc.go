@@ -17,7 +17,9 @@
 //     found, invalid) wait for a spec change or an interval that doubles up
 //     to a long ceiling, instead of being retried every few seconds.
 //   - StampSyncTime, PatchStatus and ConditionStatus: a status is patched
-//     only when it changed, and lastSyncTime is refreshed once per interval.
+//     only when it changed, from a base no older than the controller's own
+//     last write of it and guarded by that base's resourceVersion, and
+//     lastSyncTime is refreshed once per interval.
 //   - PatchNode, InFlight and the pending taint helpers: one Node write (the
 //     changed labels and annotations as a merge patch, the pending taint
 //     released in the same write, guarded by resourceVersion where a list

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -23,17 +25,82 @@ func StampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration)
 	return prev
 }
 
-// PatchStatus sends obj's status as a merge patch from before (what the
-// server holds), unless the two statuses are equal: an unchanged object
-// costs no write.
-func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
-	if equality.Semantic.DeepEqual(Field(obj, "Status"), Field(before, "Status")) {
+// PatchStatus writes obj's status, which a pass computed from before (the
+// object as the pass read it from the cache), unless the server already
+// holds it: an unchanged object costs no write.
+//
+// The write is a merge patch, which carries only what differs from its
+// base, so a base older than the server's object would leave alone the
+// fields the pass set back to what that old base held. Two guards keep the
+// base current:
+//   - When before is the version this controller's own last status write
+//     of the object replaced (the cache has not shown that write yet), the
+//     patch is based on the object as the cache shows it once it has caught
+//     up, and "unchanged" is judged against that.
+//   - The patch carries the base's resourceVersion, so a write by anyone
+//     else since fails as a conflict (apierrors.IsConflict) and the pass
+//     runs again, instead of patching over it.
+func (b *Base) PatchStatus(ctx context.Context, obj, before client.Object) error {
+	base, err := b.statusBase(ctx, before)
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(Field(obj, "Status"), Field(base, "Status")) {
 		return nil
 	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+	from := base.GetResourceVersion()
+	if err := b.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
 	}
+	if obj.GetResourceVersion() == from {
+		// The server held this status already (a stale base): it wrote
+		// nothing, and no later version is to be waited for.
+		b.statusWrites().Remove(obj.GetUID())
+		return nil
+	}
+	b.statusWrites().Add(obj.GetUID(), from)
 	return nil
+}
+
+// statusBase is what a status patch computed from before applies to:
+// before, unless it is the version the controller's last status write of
+// the object replaced; then the object as the cache shows it once it shows
+// a later version.
+func (b *Base) statusBase(ctx context.Context, before client.Object) (client.Object, error) {
+	replaced, ok := b.statusWrites().Get(before.GetUID())
+	if !ok || replaced != before.GetResourceVersion() {
+		return before, nil
+	}
+	fresh := before.DeepCopyObject().(client.Object)
+	key := client.ObjectKeyFromObject(before)
+	err := wait.PollUntilContextTimeout(ctx, cachePoll, cacheCatchUp, true, func(ctx context.Context) (bool, error) {
+		if err := b.Client.Get(ctx, key, fresh); err != nil {
+			return false, err
+		}
+		return fresh.GetResourceVersion() != replaced, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cache did not show the last status write of %s %s: %w", kindOf(before), key, err)
+	}
+	return fresh, nil
+}
+
+const (
+	// cachePoll and cacheCatchUp are how often and how long PatchStatus
+	// reads the cache for an object's version after the controller's own
+	// write: the watch brings it in milliseconds.
+	cachePoll    = 10 * time.Millisecond
+	cacheCatchUp = 10 * time.Second
+	// statusWritesKept bounds how many objects' last status writes a
+	// controller remembers; forgetting one only drops the first guard.
+	statusWritesKept = 4096
+)
+
+// statusWrites is, per object UID, the resourceVersion the controller's
+// last status write replaced.
+func (b *Base) statusWrites() *lru.Cache {
+	b.statusOnce.Do(func() { b.replaced = lru.New(statusWritesKept) })
+	return b.replaced
 }
 
 // kindOf names a typed object's kind (its Go type's name).

@@ -123,5 +123,5 @@ func (r *Reconciler) writeProfileStatus(ctx context.Context, src *source, s v1al
 	prof := src.profile
 	before := prof.DeepCopy()
 	prof.Status = s
-	return kit.PatchStatus(ctx, r.Client, prof, before)
+	return r.PatchStatus(ctx, prof, before)
 }

@@ -81,10 +81,11 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.keepIndexed(res.targets)
 	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
-	p.doneFull(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
+		// Not done: the next pass is full and writes the statuses.
 		return reconcile.Result{}, err
 	}
+	p.doneFull(res.problems, outcomes)
 	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
 }
 

@@ -45,7 +45,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 // patchStatus sends obj's status as a merge patch from before, unless it is
 // unchanged.
 func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
-	return kit.PatchStatus(ctx, p.r.Client, obj, before)
+	return p.r.PatchStatus(ctx, obj, before)
 }
 
 // status is the target's new status.
