@@ -17,6 +17,10 @@ type Carried struct {
 	Tags tags.Set
 	// Time is when the cloud made the change.
 	Time time.Time
+	// Received is when the hub took the resource's latest-received change
+	// (Change.Received): a read sent since shows every change of the
+	// resource taken so far (cloud.WithReadAfter).
+	Received time.Time
 }
 
 // Usable reports whether a pass may use the carried tags as the
@@ -43,11 +47,21 @@ func (p *Pending[K]) AddChange(k K, resource string, c Change) {
 		p.carried[k] = map[string]Carried{}
 	}
 	last, ok := p.carried[k][resource]
+	next := last
 	switch {
 	case !ok || c.Time.After(last.Time):
-		p.carried[k][resource] = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time}
+		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time}
 	case c.Time.Equal(last.Time) && (c.Tags == nil || !maps.Equal(c.Tags, last.Tags)):
-		last.Tags = nil
-		p.carried[k][resource] = last
+		next.Tags = nil
 	}
+	next.Received = latest(last.Received, c.Received)
+	p.carried[k][resource] = next
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -55,3 +55,19 @@ func TestPendingKeepsTheLatestCarriedTags(t *testing.T) {
 		t.Error("Usable: want tags from a change after the read only")
 	}
 }
+
+// TestPendingKeepsTheLatestReceipt: per resource the latest receipt of its
+// changes is kept, whichever change's tags are: a read sent after it shows
+// them all.
+func TestPendingKeepsTheLatestReceipt(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var p Pending[string]
+	p.AddChange("k", "arn:a", Change{Resource: "arn:a", Tags: tags.Set{"v": "2"}, Time: t0.Add(2 * time.Second), Received: t0.Add(time.Minute)})
+	p.AddChange("k", "arn:a", Change{Resource: "arn:a", Tags: tags.Set{"v": "1"}, Time: t0.Add(time.Second), Received: t0.Add(2 * time.Minute)})
+	p.AddChange("k", "arn:a", Change{Resource: "arn:a", Tags: tags.Set{"v": "3"}, Time: t0.Add(3 * time.Second), Received: t0.Add(90 * time.Second)})
+	_, carried, _ := p.TakeCarried("k")
+	if got := carried["arn:a"]; got.Tags["v"] != "3" || !got.Received.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("carried %+v, want the tags of the latest change (v=3) and the latest receipt (%s)", got, t0.Add(2*time.Minute))
+	}
+}

@@ -32,10 +32,12 @@ type sharedRead struct {
 // readShared is read for the readers of a change: with cloud.WithReadAfter
 // in ctx it takes a read of the same resource sent at or after that time,
 // waiting while it is under way, and reads only when there is none (or it
-// failed). Every read it makes is kept for the next reader.
+// failed). Every read it makes is kept for the next reader; two readers
+// that come at once make one read.
 func (p *Provider) readShared(ctx context.Context, ref resourceRef) (*entry, error) {
 	key := cloud.CanonicalID(ref.id)
-	if r := p.recentRead(ctx, key); r != nil {
+	r, mine := p.claimRead(ctx, key, true)
+	if !mine {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -44,26 +46,29 @@ func (p *Provider) readShared(ctx context.Context, ref resourceRef) (*entry, err
 		if r.err == nil {
 			return r.e, nil
 		}
+		r, _ = p.claimRead(ctx, key, false)
 	}
-	r := &sharedRead{sent: p.now(), done: make(chan struct{})}
-	p.shared.Add(key, r)
 	r.e, r.err = p.read(ctx, ref)
 	close(r.done)
 	return r.e, r.err
 }
 
-// recentRead is the read of key sent at or after the time
-// cloud.WithReadAfter put in ctx, done or under way; nil when there is none.
-func (p *Provider) recentRead(ctx context.Context, key string) *sharedRead {
-	after, ok := cloud.ReadAfter(ctx)
-	if !ok {
-		return nil
+// claimRead returns the read of key sent at or after the time
+// cloud.WithReadAfter put in ctx, done or under way (when share is set and
+// there is one); else a new read the caller must make (mine), kept for the
+// readers that come after.
+func (p *Provider) claimRead(ctx context.Context, key string, share bool) (r *sharedRead, mine bool) {
+	p.sharedMu.Lock()
+	defer p.sharedMu.Unlock()
+	if after, ok := cloud.ReadAfter(ctx); ok && share {
+		v, found := p.shared.Get(key)
+		if r, _ := v.(*sharedRead); found && !r.sent.Before(after) {
+			return r, false
+		}
 	}
-	v, found := p.shared.Get(key)
-	if r, _ := v.(*sharedRead); found && !r.sent.Before(after) {
-		return r
-	}
-	return nil
+	r = &sharedRead{sent: p.now(), done: make(chan struct{})}
+	p.shared.Add(key, r)
+	return r, true
 }
 
 // newSharedReads is the provider's store of recent reads.

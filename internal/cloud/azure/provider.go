@@ -37,8 +37,10 @@ type Provider struct {
 	cache   map[listKey]*listing
 	flight  singleflight.Group
 	// shared are the recent single-resource reads, by canonical ID, for
-	// the other readers of a change (sharedreads.go).
-	shared *lru.Cache
+	// the other readers of a change (events.go); sharedMu makes taking one
+	// or starting one a single step.
+	shared   *lru.Cache
+	sharedMu sync.Mutex
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -605,5 +606,21 @@ func TestReadersOfOneChangeShareARead(t *testing.T) {
 	}
 	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
 		t.Errorf("a reader of a later change read %v, want one GET of its own", got)
+	}
+
+	// Readers of one change that come at once make one read.
+	env.Server.ResetCalls()
+	received = time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = p.ReadClassified(cloud.WithReadAfter(t.Context(), received), ids["pool1"]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
+		t.Errorf("8 readers of one change at once read %v, want one GET", got)
 	}
 }

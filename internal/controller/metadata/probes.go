@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // A change of a resource no object matched, that does not carry the
-// resource's tags (Azure), is a probe: the resource is read once, after a
-// short delay that lets another controller's read for the same change
-// serve it, and the change is published again, with the tags, to this
-// controller alone (changes.go routes it then).
+// resource's tags (Azure), is a probe: the resource is read once, and the
+// change is published again, with the tags, to this controller alone
+// (changes.go routes it then). Another controller that reads the resource
+// for the same change (the node sync, for a VM or scale set) shares that
+// read, whichever of the two asks first (cloud.WithReadAfter).
 
 // probeKey is what the hub waits on while an unknown resource is read.
 func probeKey(resource string) string { return "probe " + cloud.CanonicalID(resource) }
@@ -43,26 +43,11 @@ func (r *Reconciler) runProbes(ctx context.Context) error {
 	}
 }
 
-// probeDelay is how long after a change a probe waits before it reads:
-// another controller that owns the resource (the node sync, for a VM or
-// scale set) reads it for the same change meanwhile, and the provider
-// answers the probe with that read (cloud.WithReadAfter). Classifying a
-// new resource is not urgent.
-const probeDelay = 250 * time.Millisecond
-
 // readProbe reads an unknown resource once and publishes its change again
 // with the tags, so the objects whose classifiers it now carries run a
 // pass; the probe is done when they are.
 func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 	finished := r.PassStarted(probeKey(c.Resource))
-	if wait := min(time.Until(c.Received.Add(probeDelay)), probeDelay); wait > 0 {
-		select {
-		case <-ctx.Done():
-			finished(ctx.Err())
-			return
-		case <-time.After(wait):
-		}
-	}
 	p, _ := r.providers.Get(c.Cloud)
 	res, err := p.(cloud.ClassifiedReader).ReadClassified(cloud.WithReadAfter(ctx, c.Received), c.Resource)
 	switch {

@@ -1,6 +1,7 @@
 package nodetags
 
 import (
+	"context"
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -88,4 +89,27 @@ func merge(snap *cloud.Snapshot, read cloud.Snapshot) {
 		snap.Resources[id] = res
 	}
 	snap.Failed = append(snap.Failed, read.Failed...)
+}
+
+// readAfterChanges is ctx asking that the reads of the changed resources
+// ids be sent after their changes were received, so that a read another
+// controller sent for the same changes (the metadata controller's probe of
+// a resource it does not know) serves this pass too, whichever of the two
+// reads first (cloud.WithReadAfter). A resource whose change's receipt is
+// unknown (the retry of a failed pass) is read anew.
+func readAfterChanges(ctx context.Context, ids []string, carried map[string]tagevents.Carried) context.Context {
+	var after time.Time
+	for _, id := range ids {
+		c, ok := carried[id]
+		if !ok || c.Received.IsZero() {
+			return ctx
+		}
+		if c.Received.After(after) {
+			after = c.Received
+		}
+	}
+	if after.IsZero() {
+		return ctx
+	}
+	return cloud.WithReadAfter(ctx, after)
 }

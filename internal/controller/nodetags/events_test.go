@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/events/eventstest"
@@ -194,6 +195,64 @@ func TestTheEchoesOfItsNodeWritesAreRecognised(t *testing.T) {
 		setLabel(h, n, "azure.tags/env", "edited")
 	}
 	h.waitTag(pool, "env", "edited")
+}
+
+// TestAnotherReaderOfAChangeSharesTheTargetedPassRead: another controller
+// reading a changed scale set for the same change (the metadata
+// controller's probe, through the same provider) and the node sync's
+// targeted pass make one ARM read between them, whichever reads first.
+func TestAnotherReaderOfAChangeSharesTheTargetedPassRead(t *testing.T) {
+	hub, src := newHub(t, 0)
+	var provider aProvider
+	h := newHarnessWith(t, func(h *harness) {
+		h.eventOpts = eventstest.Options(hub, src)
+		h.provider = func() aProvider { provider = h.azureProvider(); return provider }
+	}, azure.WithCacheTTL(time.Hour))
+	reader := provider.(cloud.ClassifiedReader)
+	pool := h.pool("evt-share", 1, map[string]string{"env": "prod"})
+	h.settled("evt-share")
+	change := func(env, eventID string) events.Change {
+		if err := h.cloud.SetTags(pool, map[string]string{"env": env}); err != nil {
+			t.Fatal(err)
+		}
+		h.cloud.ResetCalls()
+		c := write(pool, eventID)
+		c.Received = time.Now()
+		return c
+	}
+	probe := func(c events.Change, want string) {
+		t.Helper()
+		res, err := reader.ReadClassified(cloud.WithReadAfter(h.ctx, c.Received), pool)
+		if err != nil || res.Tags["env"] != want {
+			t.Fatalf("the other reader: %+v, %v; want env=%s", res, err, want)
+		}
+	}
+	sync := func(c events.Change, want string) {
+		t.Helper()
+		if err := eventstest.Publish(t, hub, waitFor, c); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.labels("evt-share-0")["azure.tags/env"]; got != want {
+			t.Fatalf("azure.tags/env=%q after the change's pass, want %s", got, want)
+		}
+	}
+	oneRead := func(order string) {
+		t.Helper()
+		if got := h.armReads(); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
+			t.Errorf("%s: ARM reads %v, want one scale-set GET", order, got)
+		}
+	}
+
+	c := change("staging", "share-1")
+	probe(c, "staging")
+	sync(c, "staging")
+	oneRead("the other reader first")
+
+	h.settled("evt-share")
+	c = change("dev", "share-2")
+	sync(c, "dev")
+	probe(c, "dev")
+	oneRead("the targeted pass first")
 }
 
 func TestChangesThatChangeNothingWriteNothing(t *testing.T) {

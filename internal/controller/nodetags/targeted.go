@@ -46,7 +46,7 @@ func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string
 	}
 	snap, unread := p.r.changes.fromChanges(p.nts.Name, ids, carried, p.cfg.provider)
 	if toRead := onlyNodes(items, p.r.changes.nodesOn(p.nts.Name, unread)); len(toRead) > 0 {
-		read, err := p.cfg.provider.Snapshot(ctx, cloudNodes(toRead), cloud.ReadOptions{
+		read, err := p.cfg.provider.Snapshot(readAfterChanges(ctx, unread, carried), cloudNodes(toRead), cloud.ReadOptions{
 			Target: p.cfg.target, Fresh: true, Scopes: p.cfg.resourceGroups, Resources: unread,
 		})
 		if err != nil {
