@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -611,14 +610,18 @@ func TestReadersOfOneChangeShareARead(t *testing.T) {
 	// Readers of one change that come at once make one read.
 	env.Server.ResetCalls()
 	received = time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() { _, errs[i] = p.ReadClassified(cloud.WithReadAfter(t.Context(), received), ids["pool1"]) })
+	const readers = 8
+	done := make(chan error, readers)
+	for range readers {
+		go func() {
+			_, err := p.ReadClassified(cloud.WithReadAfter(t.Context(), received), ids["pool1"])
+			done <- err
+		}()
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+	for range readers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
 		t.Errorf("8 readers of one change at once read %v, want one GET", got)
