@@ -227,7 +227,7 @@ func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *
 	}
 	before := t.obj.DeepCopyObject().(client.Object)
 	t.status.Held, t.status.ResourceTags = next, active
-	if err := p.patchStatus(ctx, t.obj, before); err != nil {
+	if err := p.r.PatchStatus(ctx, t.obj, before); err != nil {
 		p.log.Error(err, "the held tags were not recorded before writing", "object", t.key())
 	}
 }

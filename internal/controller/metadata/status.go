@@ -29,7 +29,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 		steady.LastSyncTime = o.t.status.LastSyncTime
 		s.LastSyncTime = kit.StampSyncTime(o.t.status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, *o.t.status), every)
 		*o.t.status = s
-		if err := p.patchStatus(ctx, o.t.obj, before); err != nil {
+		if err := p.r.PatchStatus(ctx, o.t.obj, before); err != nil {
 			return err
 		}
 	}
@@ -39,13 +39,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 	steady.LastSyncTime = p.cm.Status.LastSyncTime
 	s.LastSyncTime = kit.StampSyncTime(p.cm.Status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, p.cm.Status), every)
 	p.cm.Status = s
-	return p.patchStatus(ctx, p.cm, before)
-}
-
-// patchStatus sends obj's status as a merge patch from before, unless it is
-// unchanged.
-func (p *pass) patchStatus(ctx context.Context, obj, before client.Object) error {
-	return p.r.PatchStatus(ctx, obj, before)
+	return p.r.PatchStatus(ctx, p.cm, before)
 }
 
 // status is the target's new status.
