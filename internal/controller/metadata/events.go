@@ -61,6 +61,9 @@ const (
 	ReasonInvalidForResource = "InvalidForResource"
 	// ReasonWriteFailed: the cloud refused or failed the write.
 	ReasonWriteFailed = "WriteFailed"
+	// ReasonNotRecorded: the write was not sent, because the tags the
+	// object holds could not be recorded in its status first.
+	ReasonNotRecorded = "NotRecorded"
 	// ReasonConflict: another object wants another value for the tag on
 	// the resource, so neither writes it (see the Conflict condition).
 	ReasonConflict = "Conflict"
@@ -137,7 +140,7 @@ func describeFailures(o *outcome) string {
 		first = append(first, fmt.Sprintf("%s (%s)", f.Resource, f.Reason))
 	}
 	var counts []string
-	for _, r := range []string{ReasonTagTaken, ReasonConflict, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonThrottled} {
+	for _, r := range []string{ReasonTagTaken, ReasonConflict, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonNotRecorded, ReasonThrottled} {
 		if byReason[r] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", byReason[r], r))
 		}

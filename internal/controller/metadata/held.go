@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -202,14 +204,14 @@ func heldStatus(t *target, h *heldTags, overlay map[string][]string) []v1alpha1.
 
 // recordIntent stores in the target's status, before anything is written,
 // the active tag list and the held tags as they will be once the plans are
-// written, so that a
-// controller stopped during the writes still knows, when it starts again,
-// which tags the object wrote. Nothing is patched when the record does not
-// change; a failed write is corrected by the status patch at the pass's
-// end.
-func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *heldTags) {
+// written, so that a controller stopped during the writes still knows,
+// when it starts again, which tags the object wrote. Nothing is patched
+// when the record does not change. When the record cannot be stored it
+// returns errNotRecorded, leaves the status as it was, and nothing may be
+// written.
+func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *heldTags) error {
 	if t.opcode != v1alpha1.OpcodeAdd {
-		return
+		return nil
 	}
 	overlay := map[string][]string{}
 	for _, pl := range plans {
@@ -218,16 +220,38 @@ func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *
 		}
 	}
 	if len(overlay) == 0 {
-		return
+		return nil
 	}
 	next := heldStatus(t, h, overlay)
 	active := activeList(t)
 	if equality.Semantic.DeepEqual(next, t.status.Held) && equality.Semantic.DeepEqual(active, t.status.ResourceTags) {
-		return
+		return nil
 	}
 	before := t.obj.DeepCopyObject().(client.Object)
+	prevHeld, prevActive := t.status.Held, t.status.ResourceTags
 	t.status.Held, t.status.ResourceTags = next, active
 	if err := p.r.PatchStatus(ctx, t.obj, before); err != nil {
-		p.log.Error(err, "the held tags were not recorded before writing", "object", t.key())
+		t.status.Held, t.status.ResourceTags = prevHeld, prevActive
+		return fmt.Errorf("%w: %w", errNotRecorded, err)
 	}
+	return nil
+}
+
+// errNotRecorded: the held tags could not be recorded before writing.
+var errNotRecorded = errors.New("the tags this object holds could not be recorded in its status before writing, so nothing was written")
+
+// recordAndWrite records the target's intent, then writes its plans; when
+// the intent cannot be recorded, every planned write fails with that
+// error, unsent.
+func (p *pass) recordAndWrite(ctx context.Context, provider cloud.ClassifiedProvider, t *target, plans []Planned, h *heldTags, o *outcome) map[string]error {
+	if err := p.recordIntent(ctx, t, plans, h); err != nil {
+		out := map[string]error{}
+		for _, pl := range plans {
+			if !pl.Plan.Patch.IsEmpty() {
+				out[pl.Resource.ID] = err
+			}
+		}
+		return out
+	}
+	return p.write(ctx, provider, t, plans, o)
 }

@@ -140,6 +140,9 @@ func (o *outcome) writeFailed(pl Planned, err error) {
 		o.retryAfter = max(o.retryAfter, d)
 	case errors.Is(err, cloud.ErrTooManyTags):
 		reason = ReasonOverLimit
+	case errors.Is(err, errNotRecorded):
+		reason = ReasonNotRecorded
+		o.transient = true
 	case !isPermanent(err):
 		o.transient = true
 	}

@@ -119,8 +119,7 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
 	plans := req.planYielding(disc.Resources, held.lookup, contested)
 	o.held = held
-	p.recordIntent(ctx, t, plans, held)
-	results := p.write(ctx, provider, t, plans, o)
+	results := p.recordAndWrite(ctx, provider, t, plans, held, o)
 	o.tally(plans, results, held)
 	if len(disc.Failed) == 0 {
 		held.keepOnly(seenIDs(disc.Resources))

@@ -3,13 +3,17 @@ package metadata_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -124,4 +128,94 @@ func (h *harness) countEvents(reason, objectName string) int {
 		}
 	}
 	return n
+}
+
+// TestNothingIsWrittenWhileTheHeldTagsCannotBeRecorded: while the API
+// server refuses the AzureMetadata's status writes (a validating admission
+// policy on its status in the test's namespace), the tags it would add are
+// not written, since a controller stopped during the writes could not tell
+// afterwards which tags it wrote; the resources are reported NotRecorded.
+// Once status writes are let through, the pass records and writes them.
+func TestNothingIsWrittenWhileTheHeldTagsCannotBeRecorded(t *testing.T) {
+	h := newHarness(t)
+	h.estate("norec", 1)
+	unrefuse := h.refuseStatusWrites()
+	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("norec"): "owned"})
+	h.waitEvent(metadata.ReasonTagsNotApplied, "tags", metadata.ReasonNotRecorded)
+	if n := h.writes(); n != 0 {
+		t.Fatalf("%d tag writes while the held tags could not be recorded, want none", n)
+	}
+	unrefuse()
+	eventually(t, "the tags written and held once status writes are let through", func() string {
+		st := h.azureStatus("tags").Status
+		if st.Matched == 0 || st.InSync != st.Matched || len(st.Held) != 1 || st.Held[0].Resources != st.Matched {
+			return fmt.Sprintf("%d matched, %d in sync, held %+v, failures %+v", st.Matched, st.InSync, st.Held, st.Failures)
+		}
+		return ""
+	})
+	if n := h.writes(); n == 0 {
+		t.Error("no tag writes once status writes were let through")
+	}
+}
+
+// refuseStatusWrites makes the API server refuse every AzureMetadata
+// status write in the test's namespace, waits until it does, and returns
+// the function that lets them through again (also run at cleanup).
+func (h *harness) refuseStatusWrites() func() {
+	h.t.Helper()
+	name := "refuse-status-" + h.ns
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"azuremetadata/status"}}}}}},
+			Validations: []admissionv1.Validation{{Expression: "false", Message: "status writes refused by the test"}},
+		}}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": h.ns}}}}}
+	for _, o := range []client.Object{policy, binding} {
+		if err := h.c.Create(h.ctx, o); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	probe := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "refusal-probe", Namespace: h.ns},
+		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"probe": "x"}}}
+	if err := h.c.Create(h.ctx, probe); err != nil {
+		h.t.Fatal(err)
+	}
+	writeProbe := func() error {
+		before := probe.DeepCopy()
+		probe.Status.Matched++
+		return h.c.Status().Patch(h.ctx, probe, client.MergeFrom(before))
+	}
+	eventually(h.t, "the API server refusing status writes", func() string {
+		if err := writeProbe(); err == nil {
+			return "a status write was let through"
+		}
+		return ""
+	})
+	var once sync.Once
+	let := func() {
+		once.Do(func() {
+			for _, o := range []client.Object{binding, policy} {
+				if err := h.c.Delete(h.ctx, o); err != nil && !apierrors.IsNotFound(err) {
+					h.t.Error(err)
+				}
+			}
+			eventually(h.t, "the API server letting status writes through", func() string {
+				if err := writeProbe(); err != nil {
+					return err.Error()
+				}
+				return ""
+			})
+		})
+	}
+	h.t.Cleanup(let)
+	return let
 }

@@ -232,9 +232,8 @@ func (p *pass) syncChanged(ctx context.Context, w targetWork) bool {
 	}
 	contested := p.r.claims.contestedOn(p.claimantOf(w.t), ids)
 	plans := w.req.planYielding(w.resources, held.lookup, contested)
-	p.recordIntent(ctx, w.t, plans, held)
 	o := &outcome{t: w.t}
-	results := p.write(ctx, w.provider, w.t, plans, o)
+	results := p.recordAndWrite(ctx, w.provider, w.t, plans, held, o)
 	o.tally(plans, results, held)
 	return o.writeErrors > 0 || o.auditErr != nil
 }
