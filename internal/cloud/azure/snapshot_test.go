@@ -544,6 +544,29 @@ func TestTargetedSnapshotIsFreshAndUpdatesTheCache(t *testing.T) {
 	}
 }
 
+// Covers holds what Discover could find in the subscriptions searched: a
+// resource group or a resource in one; not the subscription itself nor
+// its own extension resources (the event subscription tagsync's events
+// arrive through), which the metadata controller would otherwise read on
+// every change of them.
+func TestCoversOnlyWhatDiscoverFinds(t *testing.T) {
+	env := startArmsim(t)
+	ids := estate(env)
+	p := env.provider()
+	sub := "/subscriptions/" + env.SubscriptionID
+	for id, want := range map[string]bool{
+		ids["pool1"]:                   true,
+		sub + "/resourceGroups/rg-aks": true,
+		sub:                            false,
+		sub + "/providers/Microsoft.EventGrid/eventSubscriptions/tagsync":           false,
+		"/subscriptions/00000000-0000-0000-0000-00000000ffff/resourceGroups/rg-aks": false,
+	} {
+		if got := p.Covers(id, nil); got != want {
+			t.Errorf("Covers(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
+
 // ReadClassified reads one resource with one GET, whatever its type, as
 // Discover finds it.
 func TestReadClassified(t *testing.T) {

@@ -95,14 +95,21 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 	_ = g.Wait() // the goroutines record their errors
 }
 
-// Covers reports whether the resource lies in one of the subscriptions
-// (the default subscription when none are given).
+// Covers reports whether the resource is one Discover could find in the
+// subscriptions (the default subscription when none are given): a
+// resource group or a resource in one. A subscription's own extension
+// resources (an Event Grid event subscription, a role assignment) are in
+// neither of the tables Discover searches.
 func (p *Provider) Covers(id string, scopes []string) bool {
+	ref, err := parseRef(id)
+	if err != nil || ref.rg == "" {
+		return false
+	}
 	subs, err := p.discoveryScopes(scopes)
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(subs, func(s string) bool { return strings.EqualFold(s, subscriptionOf(id)) })
+	return slices.ContainsFunc(subs, func(s string) bool { return strings.EqualFold(s, ref.sub) })
 }
 
 // ReadClassified reads one resource with one GET (a VM or scale set
