@@ -242,3 +242,33 @@ func TestWhileASourceIsDownCloudMetadataPollsAtItsInterval(t *testing.T) {
 	src.Set(events.Health{Up: true})
 	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
 }
+
+// TestAFailedStatusWriteIsFollowedByAFullPass: a resource gains the
+// classifier, and its change arrives while the API server refuses the
+// AzureMetadata's status writes. The full pass it brings writes nothing
+// (the new resource's held tags cannot be recorded) and its status write
+// fails. That pass must not count as served: its retry is a full pass
+// again, and once status writes are let through it tags the resource,
+// long before the safety-net interval (2 h here).
+func TestAFailedStatusWriteIsFollowedByAFullPass(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	h.applied("evt-sw")
+	disk, err := h.az.Server.CreateResource(sub, "rg-evt-sw", armsim.Resource{Type: armsim.TypeDisk, Name: "late",
+		Tags: map[string]string{classifierOf("evt-sw"): "owned"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unrefuse := h.refuseStatusWrites()
+	hub.Publish([]events.Change{eventstest.Write("azure", disk, "late-sw", nil)}, func(error) {})
+	h.waitEvent(metadata.ReasonTagsNotApplied, "evt-sw-tags", metadata.ReasonNotRecorded)
+	if got := h.tags(disk)["env"]; got != "" {
+		t.Fatalf("env=%q written while the held tags could not be recorded", got)
+	}
+	unrefuse()
+	eventually(t, "the new resource tagged once status writes are let through", func() string {
+		if got := h.tags(disk)["env"]; got != "prod" {
+			return fmt.Sprintf("env=%q", got)
+		}
+		return ""
+	})
+}

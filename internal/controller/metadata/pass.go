@@ -67,7 +67,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 	if p.servedAlready(res) {
-		return reconcile.Result{RequeueAfter: max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)}, nil
+		return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 	}
 	outcomes := make([]*outcome, 0, len(res.targets))
 	for _, t := range res.targets {
@@ -82,7 +82,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.releaseClaims(ctx)
 	p.report(res.problems, outcomes)
 	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
-		// Not done: the next pass is full and writes the statuses.
+		// Not done: the retry must be a full pass that writes the
+		// statuses, not one served by the last full pass that succeeded.
+		p.r.index.needFull(p.key())
 		return reconcile.Result{}, err
 	}
 	p.doneFull(res.problems, outcomes)

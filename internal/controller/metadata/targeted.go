@@ -120,11 +120,17 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 	if failed {
 		return reconcile.Result{}, fmt.Errorf("writing the changed resources of %s failed; a full pass follows", p.key())
 	}
-	return reconcile.Result{RequeueAfter: max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)}, nil
+	return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
+}
+
+// untilFullDue is how long until the next full pass is due (at least a
+// second).
+func (p *pass) untilFullDue() time.Duration {
+	return max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)
 }
 
 // readChanged reads each changed resource once, unless its latest change
-// carried its tags (see changedTags), and returns, per target, the ones its
+// carried its tags (see usableCarried), and returns, per target, the ones its
 // last discovery matched; errFullPass when a full pass costs fewer
 // requests.
 func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string) ([]targetWork, error) {
@@ -202,15 +208,7 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 // full pass and last write (an older one may predate them).
 func (p *pass) usableCarried(id string) (tagevents.Carried, bool) {
 	c, ok := p.carried[cloud.CanonicalID(id)]
-	return c, ok && c.Usable(latest(p.st.full.at, p.st.wrote))
-}
-
-// latest is the later of two times.
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+	return c, ok && c.Usable(p.st.full.at) && c.Usable(p.st.wrote)
 }
 
 // readErr is a failed read's error: a resource that is gone needs a full

@@ -134,7 +134,9 @@ func (b *changeBook) restore(name string, ids []string, fresh bool) {
 }
 
 // record replaces name's placements in the index with a full pass's, which
-// read the cloud at (or later: reads may come from the provider's cache).
+// read the cloud at, or earlier (its reads may come from the provider's
+// cache): a readAt later than the read only makes a carried change be read
+// again, never taken for newer than it is.
 func (b *changeBook) record(name string, placed map[string][]string, notes map[string]string, at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
