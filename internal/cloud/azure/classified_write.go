@@ -242,6 +242,7 @@ func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, 
 		return cloud.NotStarted(id, err)
 	}
 	defer p.forget(ref)
+	defer p.dropSharedRead(ref)
 	if _, err := p.deleteThenMerge(ctx, c, ref.id, del, merge); err != nil {
 		memo.note(ref.sub, err)
 		return err

@@ -33,24 +33,34 @@ type sharedRead struct {
 // in ctx it takes a read of the same resource sent at or after that time,
 // waiting while it is under way, and reads only when there is none (or it
 // failed). Every read it makes is kept for the next reader; two readers
-// that come at once make one read.
-func (p *Provider) readShared(ctx context.Context, ref resourceRef) (*entry, error) {
+// that come at once make one read. A read it made itself (sent) may go
+// into the provider's cache; one it took may be older than what the cache
+// holds since.
+func (p *Provider) readShared(ctx context.Context, ref resourceRef) (e *entry, sent bool, err error) {
 	key := cloud.CanonicalID(ref.id)
 	r, mine := p.claimRead(ctx, key, true)
 	if !mine {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-r.done:
 		}
 		if r.err == nil {
-			return r.e, nil
+			return r.e, false, nil
 		}
 		r, _ = p.claimRead(ctx, key, false)
 	}
 	r.e, r.err = p.read(ctx, ref)
 	close(r.done)
-	return r.e, r.err
+	return r.e, true, r.err
+}
+
+// dropSharedRead forgets the kept read of a resource tagsync writes: a
+// reader must not take a read from before the write.
+func (p *Provider) dropSharedRead(ref resourceRef) {
+	p.sharedMu.Lock()
+	defer p.sharedMu.Unlock()
+	p.shared.Remove(cloud.CanonicalID(ref.id))
 }
 
 // claimRead returns the read of key sent at or after the time

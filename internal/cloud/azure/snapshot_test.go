@@ -649,4 +649,22 @@ func TestReadersOfOneChangeShareARead(t *testing.T) {
 	if got := armCalls(env.Server, readOps...); fmt.Sprint(got) != "map[VirtualMachineScaleSets.Get:1]" {
 		t.Errorf("8 readers of one change at once read %v, want one GET", got)
 	}
+
+	// tagsync writes the resource: a reader of the same change must not
+	// take the read from before the write, nor put it into the cache.
+	if _, err := p.PatchTags(t.Context(), ids["pool1"], tags.Patch{Set: tags.Set{"env": "written"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.ReadClassified(cloud.WithReadAfter(t.Context(), received), ids["pool1"])
+	if err != nil || res.Tags["env"] != "written" {
+		t.Fatalf("a reader of a change after tagsync's write: %+v, %v; want env=written", res, err)
+	}
+	env.Server.ResetCalls()
+	cached, err := p.Snapshot(t.Context(), []cloud.Node{node("uniform-0", instanceProviderID(env.SubscriptionID, "rg-aks", "pool1", "0"), nil)}, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cached.Resources[cloud.CanonicalID(ids["pool1"])].Tags["env"]; got != "written" {
+		t.Errorf("the cache after the write and the reads holds env=%q, want written", got)
+	}
 }

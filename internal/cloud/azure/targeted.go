@@ -77,7 +77,7 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 	g.SetLimit(maxConcurrentLists)
 	for _, ref := range gets {
 		g.Go(func() error {
-			e, err := r.p.readShared(ctx, ref)
+			e, sent, err := r.p.readShared(ctx, ref)
 			key := newListKey(ref.listKind(), ref.sub, ref.rg)
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -87,7 +87,9 @@ func (r *reader) getEach(ctx context.Context, gets map[string]resourceRef) {
 				r.failed[key] = failure{ref: groupRef{ref.sub, ref.rg}, err: err}
 			default:
 				r.lists[key].put(e)
-				r.p.remember(ref, e)
+				if sent {
+					r.p.remember(ref, e)
+				}
 			}
 			return nil
 		})
@@ -121,11 +123,13 @@ func (p *Provider) ReadClassified(ctx context.Context, id string) (cloud.Classif
 	if err != nil {
 		return cloud.Classified{}, err
 	}
-	e, err := p.readShared(ctx, ref)
+	e, sent, err := p.readShared(ctx, ref)
 	if err != nil {
 		return cloud.Classified{}, err
 	}
-	p.remember(ref, e)
+	if sent {
+		p.remember(ref, e)
+	}
 	typ := ref.typ
 	return cloud.Classified{ID: e.ID, Type: strings.ToLower(typ), Scope: ref.sub, Tags: e.resource().Tags, Rules: RulesFor(typ)}, nil
 }

@@ -74,6 +74,7 @@ func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (
 		return cloud.Resource{}, err
 	}
 	var e *entry
+	defer p.dropSharedRead(ref)
 	if p.opts.WriteMethod == WriteResourcePatch && ref.kind != refOther {
 		e, err = p.patchResource(ctx, ref, patch)
 	} else {
