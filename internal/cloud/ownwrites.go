@@ -8,32 +8,39 @@ import (
 
 // A cloud change event names the operation that made the change (Azure:
 // the ARM correlation ID, which tagsync sets on its own writes). When that
-// operation is one of tagsync's own writes, the controller that made it
+// operation is one of tagsync's own writes, the object whose pass made it
 // already knows its result, and reading the resource again on its echo is
-// wasted quota. OwnWrites remembers which controller made each recent
-// write; the events hub routes the echo to every other controller (their
-// view of the resource did change) and not to the writer.
+// wasted quota. OwnWrites remembers which controller's object made each
+// recent write; the events hub routes the echo to every other object (of
+// that controller and of the others: their view of the resource did
+// change) and not to the writer.
 //
-// Example: the metadata controller reverts an outside edit of a VM's tags
-// with a PATCH whose correlation ID is c1, recorded as ("c1", "metadata").
+// Example: CloudMetadata a/cm reverts an outside edit of a VM's tags with
+// a PATCH whose correlation ID is c1, recorded as ("c1", {metadata a/cm}).
 // Event Grid delivers ResourceWriteSuccess with correlationId c1: the node
-// sync gets it (its nodes' VM changed), the metadata controller does not.
-// An outside edit a moment later comes with its own correlation ID and
-// reaches both.
+// sync's NodeTagSyncs on the VM get it, and so does another CloudMetadata
+// that matched the VM; a/cm does not. An outside edit a moment later comes
+// with its own correlation ID and reaches all of them.
 
-// writerKey is the context key of the controller that makes the calls.
-type writerKey struct{}
-
-// WithWriter returns ctx carrying the name of the controller whose cloud
-// writes are made with it.
-func WithWriter(ctx context.Context, controller string) context.Context {
-	return context.WithValue(ctx, writerKey{}, controller)
+// Writer is the object whose pass makes cloud writes: its controller and
+// its key (as the controller's router names it).
+type Writer struct {
+	Controller, Object string
 }
 
-// WriterOf is the controller WithWriter put in ctx, "" when none.
-func WriterOf(ctx context.Context) string {
-	name, _ := ctx.Value(writerKey{}).(string)
-	return name
+// writerKey is the context key of the Writer that makes the calls.
+type writerKey struct{}
+
+// WithWriter returns ctx carrying the writer of the cloud writes made
+// with it.
+func WithWriter(ctx context.Context, w Writer) context.Context {
+	return context.WithValue(ctx, writerKey{}, w)
+}
+
+// WriterOf is the writer WithWriter put in ctx, the zero Writer when none.
+func WriterOf(ctx context.Context) Writer {
+	w, _ := ctx.Value(writerKey{}).(Writer)
+	return w
 }
 
 // DefaultOwnWrites is how many recent writes an OwnWrites remembers: the
@@ -41,9 +48,9 @@ func WriterOf(ctx context.Context) string {
 // made in seconds.
 const DefaultOwnWrites = 10000
 
-// OwnWrites remembers, by operation ID, which controller made each of the
-// last n cloud writes. It is safe for concurrent use; a nil *OwnWrites
-// records nothing and knows no writer.
+// OwnWrites remembers, by operation ID, which object made each of the last
+// n cloud writes. It is safe for concurrent use; a nil *OwnWrites records
+// nothing and knows no writer.
 type OwnWrites struct {
 	writers *lru.Cache
 }
@@ -56,22 +63,22 @@ func NewOwnWrites(n int) *OwnWrites {
 	return &OwnWrites{writers: lru.New(n)}
 }
 
-// Record remembers that controller made the write operation; an empty
-// operation or controller is not recorded.
-func (w *OwnWrites) Record(operation, controller string) {
-	if w == nil || operation == "" || controller == "" {
+// Record remembers that w made the write operation; an empty operation or
+// controller is not recorded.
+func (o *OwnWrites) Record(operation string, w Writer) {
+	if o == nil || operation == "" || w.Controller == "" {
 		return
 	}
-	w.writers.Add(operation, controller)
+	o.writers.Add(operation, w)
 }
 
-// Writer is the controller that made the write operation, "" when it is
-// not one of the recent writes recorded.
-func (w *OwnWrites) Writer(operation string) string {
-	if w == nil || operation == "" {
-		return ""
+// Writer is the object that made the write operation, the zero Writer
+// when it is not one of the recent writes recorded.
+func (o *OwnWrites) Writer(operation string) Writer {
+	if o == nil || operation == "" {
+		return Writer{}
 	}
-	name, _ := w.writers.Get(operation)
-	s, _ := name.(string)
-	return s
+	v, _ := o.writers.Get(operation)
+	w, _ := v.(Writer)
+	return w
 }

@@ -57,8 +57,13 @@ type Change struct {
 	// Operation identifies the cloud operation that made the change when
 	// the event names it (Azure: the ARM correlation ID), "" otherwise. A
 	// change made by one of tagsync's own writes is not routed to the
-	// controller that wrote (HubOptions.OwnWrites).
+	// object whose pass wrote (HubOptions.OwnWrites).
 	Operation string
+	// EchoOf is, in the change a controller's Router is given, the key of
+	// that controller's object whose own write made the change (set by
+	// the hub): the router routes the change to the controller's other
+	// objects and not to that one. "" for every other change.
+	EchoOf string
 	// Received is when the hub took the change (set by the hub): a read
 	// sent after it shows the change (cloud.WithReadAfter).
 	Received time.Time

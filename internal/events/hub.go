@@ -37,9 +37,10 @@ type HubOptions struct {
 	HealthEvery time.Duration
 	// Clock tells the time (the real clock when nil).
 	Clock clock.PassiveClock
-	// OwnWrites knows which controller made the writes whose changes come
-	// back (their echoes): a change whose Operation one of them made is not
-	// routed to it (nil: every change goes to every subscriber).
+	// OwnWrites knows which object of which controller made the writes
+	// whose changes come back (their echoes): the writer's router is told
+	// (Change.EchoOf) and routes the change to its other objects only. A
+	// new record when nil; the cloud providers record into it (Hub.OwnWrites).
 	OwnWrites *cloud.OwnWrites
 }
 
@@ -104,6 +105,9 @@ func NewHub(opts HubOptions) *Hub {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.OwnWrites == nil {
+		opts.OwnWrites = cloud.NewOwnWrites(0)
 	}
 	return &Hub{opts: opts, signal: make(chan struct{}, 1), recent: newRecentIDs(opts.Recent)}
 }
@@ -228,15 +232,17 @@ func (h *Hub) route(d delivery) *tracker {
 	for _, c := range d.changes {
 		h.seq++
 		t.ids = append(t.ids, c.ID)
+		writer := h.opts.OwnWrites.Writer(c.Operation)
 		for _, s := range h.subs {
 			if d.only != nil && s != d.only {
 				continue
 			}
-			if s.name != "" && h.opts.OwnWrites.Writer(c.Operation) == s.name {
+			routed := c
+			if writer.Controller != "" && writer.Controller == s.name {
+				routed.EchoOf = writer.Object
 				echoesTotal.WithLabelValues(c.Source, s.name).Inc()
-				continue
 			}
-			for _, key := range s.router.Route(c) {
+			for _, key := range s.router.Route(routed) {
 				t.pending++
 				s.waiting[key] = append(s.waiting[key], waiter{seq: h.seq, t: t, since: since(c, d.at), source: c.Source})
 			}
@@ -269,6 +275,10 @@ type waiter struct {
 	since  time.Time
 	source string
 }
+
+// OwnWrites is the record of the writes whose echoes the hub knows: the
+// cloud providers record the writes of the controllers' passes into it.
+func (h *Hub) OwnWrites() *cloud.OwnWrites { return h.opts.OwnWrites }
 
 // Subscribe registers the router of the controller name (as its cloud
 // writes name it: cloud.WithWriter). The returned Subscription tells the

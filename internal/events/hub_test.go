@@ -20,7 +20,13 @@ type routes struct {
 
 func (r *routes) Route(c Change) []string {
 	r.routed = append(r.routed, c)
-	return r.owners[c.Resource]
+	var keys []string
+	for _, k := range r.owners[c.Resource] {
+		if k != c.EchoOf {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func (r *routes) Overflow() { r.overflows++ }
@@ -70,26 +76,39 @@ func TestADeliveryIsDoneWhenThePassesItTriggeredEnd(t *testing.T) {
 	}
 }
 
-func TestTheEchoOfAControllersWriteSkipsOnlyThatController(t *testing.T) {
+// The echo of an object's own write reaches every other object, of its
+// controller and of the others, and not the writer: the writer's
+// controller is told which object wrote (Change.EchoOf).
+func TestTheEchoOfAnObjectsWriteSkipsOnlyThatObject(t *testing.T) {
 	own := cloud.NewOwnWrites(10)
 	h := NewHub(HubOptions{OwnWrites: own})
-	writer := &routes{owners: map[string][]string{"/vm/1": {"cm"}}}
-	other := &routes{owners: map[string][]string{"/vm/1": {"nts"}}}
-	h.Subscribe("metadata", writer)
-	h.Subscribe("nodetags", other)
-	own.Record("op-1", "metadata")
+	metadata := &routes{owners: map[string][]string{"/vm/1": {"ns/writer", "ns/other"}}}
+	nodetags := &routes{owners: map[string][]string{"/vm/1": {"nts"}}}
+	sub := h.Subscribe("metadata", metadata)
+	h.Subscribe("nodetags", nodetags)
+	own.Record("op-1", cloud.Writer{Controller: "metadata", Object: "ns/writer"})
 	echo, outside := change("1", "/vm/1"), change("2", "/vm/1")
 	echo.Operation, outside.Operation = "op-1", "op-2"
 	var res result
 	h.Publish([]Change{echo}, res.done)
 	h.Drain()
-	if len(writer.routed) != 0 || len(other.routed) != 1 {
-		t.Fatalf("the echo reached the writer %d times and the other controller %d times; want 0 and 1", len(writer.routed), len(other.routed))
+	if got := metadata.routed[0].EchoOf; got != "ns/writer" || nodetags.routed[0].EchoOf != "" {
+		t.Fatalf("the echo was routed as the echo of %q to metadata and of %q to nodetags; want ns/writer and none",
+			got, nodetags.routed[0].EchoOf)
+	}
+	// The delivery waits for the passes of ns/other and nts only.
+	sub.Started("ns/other")(nil)
+	if res.calls != 0 {
+		t.Fatal("done before the node sync's pass")
+	}
+	h.subs[1].Started("nts")(nil)
+	if res.calls != 1 {
+		t.Fatalf("done %d times after the passes of every object but the writer, want once", res.calls)
 	}
 	h.Publish([]Change{outside}, res.done)
 	h.Drain()
-	if len(writer.routed) != 1 || len(other.routed) != 2 {
-		t.Fatalf("an outside change reached the writer %d times and the other controller %d times; want 1 and 2", len(writer.routed), len(other.routed))
+	if got := metadata.routed[1].EchoOf; got != "" {
+		t.Fatalf("an outside change was routed as the echo of %q", got)
 	}
 }
 

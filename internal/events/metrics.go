@@ -10,7 +10,7 @@ var (
 	duplicatesTotal = metrics.Counter("changes_duplicate_total",
 		"Changes dropped because a change with the same ID was received recently, by source.", "source")
 	echoesTotal = metrics.Counter("changes_own_write_total",
-		"Changes not routed to a controller because its own write caused them, by source and controller.", "source", "controller")
+		"Changes one of the controller's objects caused with its own write, routed to the controller's other objects only, by source and controller.", "source", "controller")
 	overflowsTotal = metrics.Counter("overflows_total",
 		"Deliveries dropped because the queue was full; each makes every controller run one full pass.")
 	queueLength = metrics.Gauge("queue_length", "Changes waiting in the hub's queue.")

@@ -16,7 +16,6 @@ import (
 // polling interval the sources' health allows. Its zero value is events
 // off: the controller polls only.
 type Subscriber struct {
-	name string
 	hub  *Hub
 	sub  *Subscription
 	wake kit.Wake
@@ -30,7 +29,6 @@ func (s *Subscriber) UseEvents(hub *Hub) { s.hub = hub }
 // Subscribe registers the router of the controller name with the hub
 // (nothing when events are off); SetupWithManager calls it.
 func (s *Subscriber) Subscribe(name string, r Router) {
-	s.name = name
 	if s.hub != nil {
 		s.sub = s.hub.Subscribe(name, r)
 	}
@@ -45,11 +43,14 @@ func (s *Subscriber) PassStarted(key string) func(error) { return s.sub.Started(
 
 // Serve runs pass, a pass of the object key, and tells the hub when it
 // started and how it ended: the changes routed to key before it started
-// are done with it. The pass's context names the controller as the writer
-// of its cloud writes (cloud.WithWriter), so their echoes skip it.
+// are done with it. The pass's context names the object as the writer of
+// its cloud writes (cloud.WithWriter), so their echoes skip it.
 func (s *Subscriber) Serve(ctx context.Context, key string, pass func(context.Context) (reconcile.Result, error)) (reconcile.Result, error) {
 	finished := s.sub.Started(key)
-	res, err := pass(cloud.WithWriter(ctx, s.name))
+	if s.sub != nil {
+		ctx = cloud.WithWriter(ctx, cloud.Writer{Controller: s.sub.name, Object: key})
+	}
+	res, err := pass(ctx)
 	finished(err)
 	return res, err
 }

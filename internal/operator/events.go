@@ -38,12 +38,16 @@ type EventsOptions struct {
 func (o EventsOptions) on() bool { return o.Hub != nil || len(o.Sources) > 0 }
 
 // ownWrites is the record of the controllers' cloud writes whose echoes
-// the hub keeps from their writers; nil when events are off.
+// the hub keeps from their writers: the given hub's, else a new one for
+// the hub eventHub builds; nil when events are off.
 func (o EventsOptions) ownWrites() *cloud.OwnWrites {
-	if !o.on() {
-		return nil
+	switch {
+	case o.Hub != nil:
+		return o.Hub.OwnWrites()
+	case o.on():
+		return cloud.NewOwnWrites(0)
 	}
-	return cloud.NewOwnWrites(0)
+	return nil
 }
 
 // eventHub builds the hub and its sources and adds them to mgr; nil when

@@ -93,15 +93,16 @@ const correlationHeader = "x-ms-correlation-request-id"
 // it: cloud.WithWriter) a correlation ID of its own and records it before
 // the write leaves (its event may arrive before its answer), so that the
 // write's change event is known as the writer's echo (cloud.OwnWrites). A
-// write that fails has no success event to match. Reads and writes made
-// outside a controller pass through untouched.
+// write that fails has no success event to match. Reads (a GET, or a POST
+// such as a Resource Graph query) and writes made outside an object's pass
+// pass through untouched.
 type ownWritesPolicy struct{ writes *cloud.OwnWrites }
 
 // Do implements policy.Policy.
 func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	writer := cloud.WriterOf(raw.Context())
-	if writer == "" || raw.Method == http.MethodGet || raw.Method == http.MethodHead {
+	if writer.Controller == "" || !isWrite(raw.Method) {
 		return req.Next()
 	}
 	sent := raw.Header.Get(correlationHeader)
@@ -117,4 +118,10 @@ func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// isWrite reports whether an ARM request of method writes: a read is a
+// GET, and a POST (a Resource Graph query, an action) writes no tags.
+func isWrite(method string) bool {
+	return method == http.MethodPut || method == http.MethodPatch || method == http.MethodDelete
 }

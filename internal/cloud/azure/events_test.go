@@ -37,8 +37,8 @@ func TestUnitAControllersWriteIsRecordedBeforeItLeaves(t *testing.T) {
 		pl := runtime.NewPipeline("test", "v", runtime.PipelineOptions{PerCall: []policy.Policy{ownWritesPolicy{own}}},
 			&policy.ClientOptions{Transport: answerWith{replace: replace, seen: func(r *http.Request) {
 				sent = r.Header.Get(correlationHeader)
-				if method != http.MethodGet && own.Writer(sent) != cloud.WriterOf(ctx) {
-					t.Errorf("%s: the write left before its correlation ID %q was recorded for %q", method, sent, cloud.WriterOf(ctx))
+				if isWrite(method) && own.Writer(sent) != cloud.WriterOf(ctx) {
+					t.Errorf("%s: the write left before its correlation ID %q was recorded for %+v", method, sent, cloud.WriterOf(ctx))
 				}
 			}}, Retry: policy.RetryOptions{MaxRetries: -1}})
 		req, err := runtime.NewRequest(ctx, method, "https://management.example/subscriptions/s/providers/Microsoft.Resources/tags/default")
@@ -52,16 +52,20 @@ func TestUnitAControllersWriteIsRecordedBeforeItLeaves(t *testing.T) {
 		_ = resp.Body.Close()
 		return sent
 	}
-	ctx := cloud.WithWriter(context.Background(), "metadata")
-	if id := send(ctx, http.MethodPatch, ""); id == "" || own.Writer(id) != "metadata" {
-		t.Errorf("a PATCH of the metadata controller: correlation ID %q recorded for %q", id, own.Writer(id))
+	writer := cloud.Writer{Controller: "metadata", Object: "ns/cm"}
+	ctx := cloud.WithWriter(context.Background(), writer)
+	if id := send(ctx, http.MethodPatch, ""); id == "" || own.Writer(id) != writer {
+		t.Errorf("a PATCH of the metadata controller: correlation ID %q recorded for %+v", id, own.Writer(id))
 	}
 	send(ctx, http.MethodPut, "arm-chose-this")
-	if got := own.Writer("arm-chose-this"); got != "metadata" {
-		t.Errorf("the ID ARM answered with instead of ours is recorded for %q, want metadata", got)
+	if got := own.Writer("arm-chose-this"); got != writer {
+		t.Errorf("the ID ARM answered with instead of ours is recorded for %+v, want %+v", got, writer)
 	}
 	if id := send(ctx, http.MethodGet, ""); id != "" {
 		t.Errorf("a read was given correlation ID %q; reads are left alone", id)
+	}
+	if id := send(ctx, http.MethodPost, ""); id != "" {
+		t.Errorf("a POST (a Resource Graph query) was given correlation ID %q; it writes no tags", id)
 	}
 	if id := send(context.Background(), http.MethodPatch, ""); id != "" {
 		t.Errorf("a write outside a controller was given correlation ID %q", id)

@@ -215,18 +215,22 @@ func (x *resourceIndex) searched(cloudName string, covers func(scopes []string) 
 
 // Route implements tagevents.Router: a change enqueues the objects that
 // matched its resource, or, for an unknown resource, those whose
-// classifiers its tags carry (read first when the change lacks them).
+// classifiers its tags carry (read first when the change lacks them);
+// never the object whose own write made it (Change.EchoOf).
 func (r *Reconciler) Route(c tagevents.Change) []string {
 	if c.Kind == tagevents.KindState {
 		return nil // tags did not change
 	}
-	objects := r.index.owning(c)
+	objects := withoutEcho(r.index.owning(c), c)
 	if len(objects) == 0 && c.Kind == tagevents.KindWrite {
 		if c.Tags == nil {
+			if c.EchoOf != "" {
+				return nil // the writer knows the resource: no read for its echo
+			}
 			return r.probe(c)
 		}
 		if p, err := r.providers.Get(c.Cloud); err == nil {
-			objects = r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags)
+			objects = withoutEcho(r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags), c)
 			r.index.needFull(objects...) // a full pass stakes the claim on the new resource
 		}
 	}
@@ -236,6 +240,11 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 		r.Enqueue(reconcile.Request{NamespacedName: o})
 	}
 	return keys
+}
+
+// withoutEcho leaves out of objects the one whose own write made c.
+func withoutEcho(objects []types.NamespacedName, c tagevents.Change) []types.NamespacedName {
+	return slices.DeleteFunc(objects, func(o types.NamespacedName) bool { return o.String() == c.EchoOf })
 }
 
 // Overflow implements tagevents.Router: changes were dropped (or the

@@ -74,9 +74,10 @@ func ownerKey(resource string) string {
 	return id
 }
 
-// route remembers a change for the NodeTagSyncs placed on its resource and
-// returns their names. The tags a change carries are kept only when they
-// are the indexed resource's own (not a scale set instance's).
+// route remembers a change for the NodeTagSyncs placed on its resource,
+// except the one whose own write made it (Change.EchoOf), and returns
+// their names. The tags a change carries are kept only when they are the
+// indexed resource's own (not a scale set instance's).
 func (b *changeBook) route(c tagevents.Change) []string {
 	id := ownerKey(c.Resource)
 	if id != cloud.CanonicalID(c.Resource) {
@@ -86,6 +87,9 @@ func (b *changeBook) route(c tagevents.Change) []string {
 	defer b.mu.Unlock()
 	var names []string
 	for name := range b.owners[id] {
+		if name == c.EchoOf {
+			continue
+		}
 		b.pending.AddChange(name, id, c)
 		names = append(names, name)
 	}

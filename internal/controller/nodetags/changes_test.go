@@ -73,6 +73,22 @@ func (t taker) TakeTags(string, tags.Set, time.Time) bool { return !t.refuse }
 // last read that carries its resource's tags is the resource's snapshot
 // (without the cloud's own tags, its nodes placed as recorded); a change
 // made before it, one without tags and a scale set instance's are read.
+// The echo of a NodeTagSync's own write of a scale set reaches the other
+// NodeTagSyncs placed on it, not the writer.
+func TestTheEchoOfAWriteSkipsOnlyTheWriter(t *testing.T) {
+	b := newChangeBook()
+	pool := ownerKey(scaleSetID)
+	b.record("writer", map[string][]string{pool: {"n0"}}, nil, time.Now())
+	b.record("other", map[string][]string{pool: {"n1"}}, nil, time.Now())
+	echo := tagevents.Change{Resource: scaleSetID, Kind: tagevents.KindWrite, EchoOf: "writer"}
+	if got := b.route(echo); fmt.Sprint(got) != "[other]" {
+		t.Fatalf("the echo was routed to %v, want [other]", got)
+	}
+	if ids, _, _ := b.take("writer"); len(ids) != 0 {
+		t.Errorf("the writer has the echo pending: %v", ids)
+	}
+}
+
 func TestCarriedTagsServeTheChangesMadeAfterTheRead(t *testing.T) {
 	b := newChangeBook()
 	const solo, group = "arn:aws:ec2:us-east-1:1:instance/i-1", "arn:aws:autoscaling:us-east-1:1:autoScalingGroup:u:autoScalingGroupName/Pool"
