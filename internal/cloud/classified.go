@@ -35,8 +35,10 @@ func Classifies(nc tags.NameCase, t tags.Set, classifiers []Classifier) bool {
 // carries a classifier.
 type ClassifiedReader interface {
 	Provider
-	// ReadClassified returns the resource with all its tags, fresh; an
-	// error for which errors.Is reports ErrNotFound when it is gone.
+	// ReadClassified returns the resource with all its tags, fresh, or,
+	// with WithReadAfter in ctx, as a read sent at or after that time
+	// found it (another reader's); an error for which errors.Is reports
+	// ErrNotFound when it is gone.
 	ReadClassified(ctx context.Context, id string) (Classified, error)
 	// Covers reports whether a Discover of scopes (the provider's default
 	// when empty) could find the resource id, without a call: a change of

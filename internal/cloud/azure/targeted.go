@@ -116,8 +116,9 @@ func (p *Provider) Covers(id string, scopes []string) bool {
 
 // ReadClassified reads one resource with one GET (a VM or scale set
 // through Compute, anything else through the Tags API), fresh, as Discover
-// would have found it; a VM or scale set read also refreshes the cached
-// listing of its group.
+// would have found it, or takes a GET of it sent since cloud.WithReadAfter's
+// time; a VM or scale set GET it sent also refreshes the cached listing of
+// its group.
 func (p *Provider) ReadClassified(ctx context.Context, id string) (cloud.Classified, error) {
 	ref, err := parseRef(id)
 	if err != nil {

@@ -2,12 +2,15 @@ package kit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +39,8 @@ func StampSyncTime(prev, next *metav1.Time, unchanged bool, every time.Duration)
 //   - When before is the version this controller's own last status write
 //     of the object replaced (the cache has not shown that write yet), the
 //     patch is based on the object as the cache shows it once it has caught
-//     up, and "unchanged" is judged against that.
+//     up, and "unchanged" is judged against that; when the cache then
+//     shows a later write by someone else, it fails as a conflict.
 //   - The patch carries the base's resourceVersion, so a write by anyone
 //     else since fails as a conflict (apierrors.IsConflict) and the pass
 //     runs again, instead of patching over it.
@@ -58,19 +62,25 @@ func (b *Base) PatchStatus(ctx context.Context, obj, before client.Object) error
 		b.statusWrites().Remove(obj.GetUID())
 		return nil
 	}
-	b.statusWrites().Add(obj.GetUID(), from)
+	b.statusWrites().Add(obj.GetUID(), statusWrite{replaced: from, made: obj.GetResourceVersion()})
 	return nil
 }
+
+// statusWrite is the controller's last status write of an object: the
+// resourceVersion it replaced and the one it made.
+type statusWrite struct{ replaced, made string }
 
 // statusBase is what a status patch computed from before applies to:
 // before, unless it is the version the controller's last status write of
 // the object replaced; then the object as the cache shows it once it shows
-// a later version.
+// that write (a conflict when it shows a later one).
 func (b *Base) statusBase(ctx context.Context, before client.Object) (client.Object, error) {
-	replaced, ok := b.statusWrites().Get(before.GetUID())
-	if !ok || replaced != before.GetResourceVersion() {
+	v, _ := b.statusWrites().Get(before.GetUID())
+	last, ok := v.(statusWrite)
+	if !ok || last.replaced != before.GetResourceVersion() {
 		return before, nil
 	}
+	replaced := last.replaced
 	fresh := before.DeepCopyObject().(client.Object)
 	key := client.ObjectKeyFromObject(before)
 	err := wait.PollUntilContextTimeout(ctx, cachePoll, cacheCatchUp, true, func(ctx context.Context) (bool, error) {
@@ -81,6 +91,10 @@ func (b *Base) statusBase(ctx context.Context, before client.Object) (client.Obj
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the cache did not show the last status write of %s %s: %w", kindOf(before), key, err)
+	}
+	if fresh.GetResourceVersion() != last.made {
+		return nil, apierrors.NewConflict(schema.GroupResource{Resource: kindOf(before)}, key.String(),
+			errors.New("written by someone else since the pass read it"))
 	}
 	return fresh, nil
 }
@@ -96,8 +110,7 @@ const (
 	statusWritesKept = 4096
 )
 
-// statusWrites is, per object UID, the resourceVersion the controller's
-// last status write replaced.
+// statusWrites is, per object UID, the controller's last status write.
 func (b *Base) statusWrites() *lru.Cache {
 	b.statusOnce.Do(func() { b.replaced = lru.New(statusWritesKept) })
 	return b.replaced

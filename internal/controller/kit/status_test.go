@@ -110,8 +110,22 @@ func TestPatchStatusFromACacheBehindItsOwnWrite(t *testing.T) {
 	if err != nil || v7.ResourceVersion != v6.ResourceVersion {
 		t.Fatalf("a write of what the server holds: error %v, resourceVersion %s -> %s", err, v6.ResourceVersion, v7.ResourceVersion)
 	}
-	if _, err := pass(v7, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 3 }); err != nil {
+	v8, err := pass(v7, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 3 })
+	if err != nil {
 		t.Fatalf("the pass after a write that changed nothing: %v", err)
+	}
+	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 3, NodesInSync: 1, LastSyncTime: &second})
+
+	// Someone else changes the object after the pass's write; the next
+	// pass reads the cache from before that write.
+	changed = v8.DeepCopy()
+	changed.Labels = map[string]string{"team": "b"}
+	if err := c.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pass(v7, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 4 })
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("a status write from before our last write, with someone else's since: error %v, want a conflict", err)
 	}
 	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 3, NodesInSync: 1, LastSyncTime: &second})
 }
