@@ -10,10 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -217,25 +215,16 @@ func setConditions(st *v1alpha1.NodeTagSyncStatus, gen int64, conds ...metav1.Co
 }
 
 // writeStatus updates the status subresource only when it changed, so an
-// unchanged cluster costs no API writes. "Changed" is judged against both
-// the cached object and the status this controller last wrote: the cache may
-// not show our last write yet, and a status equal to an older cached one
-// must still replace what we wrote since.
+// unchanged cluster costs no API writes (kit's Base.PatchStatus: judged
+// against the cache once it shows our last write, and guarded by the
+// resourceVersion), and remembers it as the status this controller last
+// wrote.
 func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync, st v1alpha1.NodeTagSyncStatus, state *syncState) error {
-	last := state.lastStatus
-	if equality.Semantic.DeepEqual(nts.Status, st) && (last == nil || equality.Semantic.DeepEqual(*last, st)) {
-		return nil
-	}
-	// The patch is the difference from what the server holds: our last
-	// write when we know it, else the cached status.
 	orig := nts.DeepCopy()
-	if last != nil {
-		orig.Status = *last.DeepCopy()
-	}
 	nts.Status = st
-	if err := r.Client.Status().Patch(ctx, nts, ctrl.MergeFrom(orig)); err != nil {
+	if err := r.PatchStatus(ctx, nts, orig); err != nil {
 		r.rememberStatus(state, nil)
-		return fmt.Errorf("updating status of NodeTagSync %s: %w", nts.Name, err)
+		return err
 	}
 	r.rememberStatus(state, st.DeepCopy())
 	return nil
