@@ -60,9 +60,10 @@ func (s *Source) heartbeatLoop(ctx context.Context) {
 
 // heartbeat extends the visibility of every message held to the full
 // timeout, up to 10 in one ChangeMessageVisibilityBatch, and gives up on
-// those held for Config.MaxHold.
+// those held for Config.MaxHold, or so long that one more extension would
+// reach past the 12 hours SQS hides a message at most (it would refuse it).
 func (s *Source) heartbeat(ctx context.Context) {
-	extend, expired := s.holds.due(time.Now(), s.cfg.MaxHold)
+	extend, expired := s.holds.due(time.Now(), min(s.cfg.MaxHold, MaxMaxHold-s.visibility()))
 	for _, h := range expired {
 		s.metrics.holdExpired.Inc()
 		s.log.Info("an SQS message's passes outlasted the longest hold: it is no longer kept hidden and is received again after its visibility timeout",

@@ -9,7 +9,7 @@ import (
 // heartbeat keeps it hidden.
 type hold struct {
 	message
-	since time.Time // when it was received
+	since time.Time // when it was received and published
 }
 
 // holds are the messages the heartbeat keeps hidden, by receipt handle;
