@@ -49,3 +49,16 @@ func ExampleMerge_nameCase() {
 	// CaseInsensitive node: map[env:prod] [] base: map[env:prod]
 	// CaseSensitive node: map[env:prod] [Env] base: map[env:prod]
 }
+
+// Two patches that make the same change have one key, so one write can
+// carry both; a different value is a different key.
+func ExamplePatch_Key() {
+	a := tags.Patch{Set: tags.Set{"env": "prod"}, Delete: []string{"b", "a"}}
+	b := tags.Patch{Set: tags.Set{"env": "prod"}, Delete: []string{"a", "b"}}
+	c := tags.Patch{Set: tags.Set{"env": "dev"}, Delete: []string{"a", "b"}}
+	fmt.Println(a.Key())
+	fmt.Println(a.Key() == b.Key(), a.Key() == c.Key())
+	// Output:
+	// map["env":"prod"] ["a" "b"]
+	// true false
+}

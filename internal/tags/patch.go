@@ -1,6 +1,10 @@
 package tags
 
-import "sort"
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
 
 // Patch is a set of changes to one side's tags: names to set and names to
 // delete. It names only what changes; everything else stays as it is. Under
@@ -23,6 +27,15 @@ type NodePatch = Patch
 
 // IsEmpty reports whether p changes nothing.
 func (p Patch) IsEmpty() bool { return len(p.Set) == 0 && len(p.Delete) == 0 }
+
+// Key names the patch unambiguously: patches with equal keys make the
+// same change, so one write can carry them. Names are taken as spelled;
+// the order of Delete does not count.
+//
+//	Patch{Set: Set{"env": "prod"}, Delete: []string{"b", "a"}}.Key() == `map["env":"prod"] ["a" "b"]`
+func (p Patch) Key() string {
+	return fmt.Sprintf("%q %q", map[string]string(p.Set), slices.Sorted(slices.Values(p.Delete)))
+}
 
 // Apply returns a copy of s with p applied: deletions first, then sets; both
 // match names as c says, and a set replaces every entry c takes for its name.

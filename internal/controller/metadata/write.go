@@ -2,8 +2,8 @@ package metadata
 
 import (
 	"context"
+	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,17 +74,7 @@ func group(plans []Planned) ([]cloud.TagWrite, map[string]Planned) {
 
 // patchKey renders a plan's patch and expected values canonically.
 func patchKey(plan tags.ResourcePlan) string {
-	var b strings.Builder
-	for _, n := range plan.Patch.Set.Names() {
-		b.WriteString("s\x00" + n + "\x00" + plan.Patch.Set[n] + "\x00")
-	}
-	for _, n := range plan.Patch.Delete {
-		b.WriteString("d\x00" + n + "\x00")
-	}
-	for _, n := range plan.Expect.Names() {
-		b.WriteString("e\x00" + n + "\x00" + plan.Expect[n] + "\x00")
-	}
-	return b.String()
+	return plan.Patch.Key() + fmt.Sprintf(" %q", map[string]string(plan.Expect))
 }
 
 // audit writes the record of one resource's mutation: pending before it

@@ -2,11 +2,8 @@ package nodetags
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // decided is a resource whose cloud write is decided but not yet made.
@@ -40,7 +37,7 @@ func (p *pass) syncBatched(ctx context.Context, bp cloud.BatchPatcher, all []*de
 			written, err := p.patchAudited(ctx, d.plan.resource, d.plan.proposed)
 			d.plan.settle(p.cfg, written, err)
 		default:
-			key := patchKey(d.plan.proposed)
+			key := d.plan.proposed.Key()
 			if batches[key] == nil {
 				order = append(order, key)
 			}
@@ -55,10 +52,4 @@ func (p *pass) syncBatched(ctx context.Context, bp cloud.BatchPatcher, all []*de
 		p.report(d.plan)
 		p.applyNodes(ctx, d.plan, d.tagsHash)
 	}
-}
-
-// patchKey names a patch unambiguously: plans with equal keys propose the
-// identical write. fmt prints maps sorted by key.
-func patchKey(patch tags.Patch) string {
-	return fmt.Sprintf("%q %q", map[string]string(patch.Set), slices.Sorted(slices.Values(patch.Delete)))
 }
