@@ -59,6 +59,24 @@ func TestPatchStatusFromACacheBehindItsOwnWrite(t *testing.T) {
 		}
 	}
 
+	// someoneElseWrites changes the object's labels, as another client
+	// would; conflicts checks that a pass that read before fails as a
+	// conflict.
+	someoneElseWrites := func(latest *v1alpha1.LabelSyncProfile, team string) {
+		t.Helper()
+		changed := latest.DeepCopy()
+		changed.Labels = map[string]string{"team": team}
+		if err := c.Update(ctx, changed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conflicts := func(before *v1alpha1.LabelSyncProfile, what string) {
+		t.Helper()
+		if _, err := pass(before, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 9 }); !apierrors.IsConflict(err) {
+			t.Fatalf("%s: error %v, want a conflict", what, err)
+		}
+	}
+
 	v1, err := pass(v0, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched, s.NodesInSync = 1, 1 })
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +101,8 @@ func TestPatchStatusFromACacheBehindItsOwnWrite(t *testing.T) {
 	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 1, NodesInSync: 1})
 
 	// Someone else changes the object after the pass read it.
-	changed := v3.DeepCopy()
-	changed.Labels = map[string]string{"team": "a"}
-	if err := c.Update(ctx, changed); err != nil {
-		t.Fatal(err)
-	}
-	_, err = pass(v3, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 2 })
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("a status write over someone else's newer write: error %v, want a conflict", err)
-	}
+	someoneElseWrites(v3, "a")
+	conflicts(v3, "a status write over someone else's newer write")
 	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 1, NodesInSync: 1})
 
 	// A write the server finds it holds already (a time within the second
@@ -118,14 +129,7 @@ func TestPatchStatusFromACacheBehindItsOwnWrite(t *testing.T) {
 
 	// Someone else changes the object after the pass's write; the next
 	// pass reads the cache from before that write.
-	changed = v8.DeepCopy()
-	changed.Labels = map[string]string{"team": "b"}
-	if err := c.Update(ctx, changed); err != nil {
-		t.Fatal(err)
-	}
-	_, err = pass(v7, func(s *v1alpha1.LabelSyncProfileStatus) { s.HostsMatched = 4 })
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("a status write from before our last write, with someone else's since: error %v, want a conflict", err)
-	}
+	someoneElseWrites(v8, "b")
+	conflicts(v7, "a status write from before our last write, with someone else's since")
 	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 3, NodesInSync: 1, LastSyncTime: &second})
 }
