@@ -39,3 +39,58 @@ const (
 	// source is down (or none is registered): polling is the fallback.
 	ReasonEventSourceDown = "EventSourceDown"
 )
+
+// Conditions and reasons of the safety controls every kind shares
+// (spec.suspend, spec.deletionPolicy, the mass-deletion guard).
+const (
+	// ConditionSuspended is true while spec.suspend is set: the object's
+	// passes read and report but write nothing, to the cloud or to any
+	// Node. Absent (or False) otherwise.
+	ConditionSuspended = "Suspended"
+	// ConditionDeletionsHeld is true while the object's last pass held back
+	// deletions: a mass deletion waiting for a person's approval
+	// (ReasonMassDeletion, approved with ApproveDeletionsAnnotation), or
+	// deletions an upsert-only object never makes (ReasonRetained). The
+	// message names what was held and why. False (ReasonNoneHeld) when
+	// nothing was.
+	ConditionDeletionsHeld = "DeletionsHeld"
+
+	// ReasonSuspended is ConditionSuspended's reason while suspended.
+	ReasonSuspended = "Suspended"
+	// ReasonNotSuspended is ConditionSuspended's reason when not.
+	ReasonNotSuspended = "NotSuspended"
+	// ReasonMassDeletion is ConditionDeletionsHeld's reason for deletions
+	// that wait for approval.
+	ReasonMassDeletion = "MassDeletion"
+	// ReasonRetained is ConditionDeletionsHeld's reason for deletions an
+	// object with deletionPolicy Retain kept.
+	ReasonRetained = "Retained"
+	// ReasonNoneHeld is ConditionDeletionsHeld's reason when nothing is
+	// held.
+	ReasonNoneHeld = "NoneHeld"
+)
+
+// ApproveDeletionsAnnotation, set on a tagsync object to the approval
+// token its DeletionsHeld condition names, lets its next pass write that
+// exact set of held deletions, once:
+//
+//	kubectl annotate nodetagsync default tagsync.io/approve-deletions=<token> --overwrite
+//
+// The token names the held set and when it was first held; a different
+// set, or the same set held again later, has another token.
+const ApproveDeletionsAnnotation = "tagsync.io/approve-deletions"
+
+// DeletionPolicy says whether an object deletes the cloud tags and labels
+// its sync would remove.
+// +kubebuilder:validation:Enum=Delete;Retain
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete deletes what the sync decides to remove (the
+	// default): a tag or label removed on one side is removed on the other.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyRetain is upsert-only: tags and labels are created and
+	// updated, never deleted; what would have been deleted is kept and
+	// reported (ConditionDeletionsHeld, ReasonRetained).
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+)
