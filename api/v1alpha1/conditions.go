@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types and reasons shared by every tagsync kind.
 const (
 	// ConditionConflict is true while another object wants a different
@@ -94,3 +96,32 @@ const (
 	// reported (ConditionDeletionsHeld, ReasonRetained).
 	DeletionPolicyRetain DeletionPolicy = "Retain"
 )
+
+// HeldDeletions is a mass deletion held back for a person's approval.
+type HeldDeletions struct {
+	// Token approves exactly this set once, written to the
+	// tagsync.io/approve-deletions annotation.
+	Token string `json:"token"`
+	// Digest identifies the set of deletions (resources and keys).
+	Digest string `json:"digest"`
+	// Since is when this exact set was first held.
+	Since metav1.Time `json:"since"`
+	// Count is the number of held tag deletions.
+	Count int32 `json:"count"`
+	// Reason says which rule held them.
+	Reason string `json:"reason"`
+	// Resources lists the held deletions by resource, at most 50.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	// +optional
+	Resources []HeldResource `json:"resources,omitempty"`
+}
+
+// HeldResource is the held deletions of one cloud resource.
+type HeldResource struct {
+	// Resource is the resource's ID.
+	Resource string `json:"resource"`
+	// Tags are the tag names whose deletion is held.
+	// +listType=atomic
+	Tags []string `json:"tags"`
+}

@@ -172,7 +172,33 @@ type NodeTagSyncSpec struct {
 	// +kubebuilder:default=false
 	// +optional
 	SyncTaints bool `json:"syncTaints,omitempty"`
+
+	// Suspend stops every write while true: passes still read the cloud and
+	// the Nodes and report what they would change (the Suspended
+	// condition), but no tag, label, merge base or pending taint is
+	// written. Setting it back to false resumes at once.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy is Delete (the default: a tag or label removed on one
+	// side is removed on the other) or Retain (upsert-only: tags and labels
+	// are created and updated but never deleted; what would have been
+	// deleted is kept and reported in the DeletionsHeld condition).
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// Every field of a NodeTagSyncSpec may change on a live object; none deletes
+// a tag because of the change itself. The merge base stored on each Node
+// records the NodeTagSync (UID), label prefix, direction and provider it was
+// made under, and a base made under another of these is no base: the next
+// pass merges as for a new Node (a union that deletes nothing). So a changed
+// labelPrefix writes the labels under the new prefix from the cloud's tags
+// and removes the old-prefix labels tagsync wrote (those still carrying the
+// value it wrote); a changed direction or provider, a Node moving to
+// another NodeTagSync (selector edits, or the oldest-wins rule after a
+// restore) and a re-created NodeTagSync start from the union too.
 
 // ResourceGroupName is an Azure resource group name or, on AWS, a region
 // name.
@@ -243,6 +269,16 @@ type NodeTagSyncStatus struct {
 	// LastFullSyncTime is when every in-scope node was last compared.
 	// +optional
 	LastFullSyncTime *metav1.Time `json:"lastFullSyncTime,omitempty"`
+
+	// DeletionsHeld is the mass deletion the last pass held back, waiting
+	// for approval (see the DeletionsHeld condition); absent when none.
+	// +optional
+	DeletionsHeld *HeldDeletions `json:"deletionsHeld,omitempty"`
+
+	// RetainedDeletions counts the deletions the last pass kept because the
+	// deletionPolicy is Retain.
+	// +optional
+	RetainedDeletions int32 `json:"retainedDeletions,omitempty"`
 
 	// LastSyncRequest is the value of the tagsync.io/sync-requested
 	// annotation when the pass this status describes ran: once it equals the

@@ -49,13 +49,26 @@ type Base struct {
 	Tags Set
 	// Legacy is set for a base in the format before origins.
 	Legacy bool
+	// Former, when set, are labels written under an earlier label prefix
+	// that are still to be removed once their tags' labels under the
+	// current prefix are in place (a prefix change moves labels).
+	Former *Former
+}
+
+// Former are the tags whose labels were written under an earlier prefix.
+type Former struct {
+	// Prefix is the earlier label prefix.
+	Prefix string `json:"prefix"`
+	// Tags are the tags (and values) whose labels were written under it.
+	Tags Set `json:"tags"`
 }
 
 // baseText is Base's stored form.
 type baseText struct {
 	V int `json:"v"`
 	Origin
-	Tags Set `json:"tags"`
+	Tags   Set     `json:"tags"`
+	Former *Former `json:"former,omitempty"`
 }
 
 // Encode renders b (as version BaseVersion, Legacy or not). encoding/json
@@ -66,7 +79,7 @@ func (b Base) Encode() string {
 	if t == nil {
 		t = Set{}
 	}
-	out, err := json.Marshal(baseText{V: BaseVersion, Origin: b.Origin, Tags: t})
+	out, err := json.Marshal(baseText{V: BaseVersion, Origin: b.Origin, Tags: t, Former: b.Former})
 	if err != nil { // strings only: always marshals
 		panic(err)
 	}
@@ -91,7 +104,10 @@ func ParseBase(text string) (Base, error) {
 		if bt.Tags == nil {
 			return Base{}, errors.New(`a version 2 base needs "tags"`)
 		}
-		return Base{Origin: bt.Origin, Tags: bt.Tags}, nil
+		if bt.Former != nil && len(bt.Former.Tags) == 0 {
+			bt.Former = nil
+		}
+		return Base{Origin: bt.Origin, Tags: bt.Tags, Former: bt.Former}, nil
 	}
 	legacy := Set{}
 	if err := json.Unmarshal([]byte(text), &legacy); err != nil {

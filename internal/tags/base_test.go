@@ -8,13 +8,14 @@ import (
 
 func TestBaseRoundTripsWithItsOrigin(t *testing.T) {
 	b := Base{Origin: Origin{Sync: "uid-1", Prefix: "azure.tags", Direction: TwoWay, Provider: "azure"},
-		Tags: Set{"env": "prod", "Cost Center": "1"}}
+		Tags: Set{"env": "prod", "Cost Center": "1"}, Former: &Former{Prefix: "old.tags", Tags: Set{"env": "prod"}}}
 	text := b.Encode()
 	got, err := ParseBase(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Legacy || got.Origin != b.Origin || !maps.Equal(got.Tags, b.Tags) {
+	if got.Legacy || got.Origin != b.Origin || !maps.Equal(got.Tags, b.Tags) || got.Former == nil ||
+		got.Former.Prefix != "old.tags" || !maps.Equal(got.Former.Tags, b.Former.Tags) {
 		t.Fatalf("ParseBase(%s) = %+v, want %+v", text, got, b)
 	}
 	if again := got.Encode(); again != text {

@@ -38,6 +38,12 @@ func (d Direction) writes(s Side) bool {
 	return false
 }
 
+// WritesNodes reports whether d writes Node labels.
+func (d Direction) WritesNodes() bool { return d.writes(SideNode) }
+
+// WritesCloud reports whether d writes cloud tags.
+func (d Direction) WritesCloud() bool { return d.writes(SideCloud) }
+
 func (d Direction) String() string {
 	if d == "" {
 		return string(TwoWay)

@@ -26,15 +26,20 @@ func (p *pass) applyNodes(ctx context.Context, plan resourcePlan, tagsHash uint6
 	var changed []string
 	for i, m := range plan.members {
 		u, skipped := memberUpdate(p.cfg, m, plan.results[i])
+		p.out.nodeRetained(len(u.retained))
 		for _, s := range skipped {
 			p.out.addSkipped(skippedEntry(m.node.Name, s))
 			p.notes.Once(m.node, "skip/"+m.node.Name+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q: %s", s.Name, s.Reason))
 		}
 		if u.isEmpty() {
 			p.out.nodeSynced(plan.writeErr == nil)
-			if plan.untroubled() && len(skipped) == 0 && len(m.skipped) == 0 && m.note == "" && len(plan.results[i].conflicts()) == 0 {
+			if plan.untroubled() && len(skipped) == 0 && len(u.retained) == 0 && len(m.skipped) == 0 && m.note == "" && len(plan.results[i].conflicts()) == 0 {
 				p.markSteady(m.node, steadyMark(m.node, tagsHash, p.nts.Generation))
 			}
+			continue
+		}
+		if p.cfg.suspend {
+			p.out.nodeSuspended()
 			continue
 		}
 		if !u.labels.IsEmpty() {

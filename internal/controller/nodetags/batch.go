@@ -2,6 +2,7 @@ package nodetags
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 )
@@ -13,7 +14,9 @@ type decided struct {
 	shared   bool
 }
 
-// decideAll decides every resource's plan (see decide), in ids' order.
+// decideAll decides every resource's plan (see decide), in ids' order. The
+// pass holds every resource's merge state at once, so that what it holds
+// back (a mass deletion) is judged over the whole pass.
 func (p *pass) decideAll(ids []string, groups map[string][]placed, snap cloud.Snapshot) []*decided {
 	var out []*decided
 	p.eachResource(ids, groups, snap, func(w resourceWork) {
@@ -22,34 +25,60 @@ func (p *pass) decideAll(ids []string, groups map[string][]placed, snap cloud.Sn
 	return out
 }
 
-// syncBatched syncs decided resources on a provider that batches writes:
-// resources of their own (not shared by several Nodes) whose proposed patch
-// is identical are written with one PatchTagsBatch, shared ones one by one
-// with PatchTags; then each plan is settled, reported and its Nodes
-// written, in order, as syncResource does for one resource.
-func (p *pass) syncBatched(ctx context.Context, bp cloud.BatchPatcher, all []*decided) {
+// hold applies holdWrites to the decided plans and records what it held.
+func (p *pass) hold(all []*decided) {
+	plans := make([]*resourcePlan, len(all))
+	for i, d := range all {
+		plans[i] = &d.plan
+	}
+	prev := p.st.held
+	if prev == nil {
+		prev = p.nts.Status.DeletionsHeld
+	}
+	h := holdWrites(p.cfg, plans, approval(p.nts, prev, p.r.Now()))
+	p.out.held = h
+	switch {
+	case h.record != nil && h.approved:
+		p.notes.Normal(p.nts, ReasonDeletionsApproved, fmt.Sprintf("the held deletions (token %s, %d tags) were approved and are written",
+			h.record.Token, h.record.Count))
+	case h.record != nil:
+		p.notes.Once(p.nts, "held/"+h.record.Token, ReasonDeletionsHeld, heldMessage(p.nts, h.record))
+	case h.retained > 0:
+		p.notes.Once(p.nts, "retained", ReasonDeletionsRetained,
+			fmt.Sprintf("deletionPolicy Retain kept %d cloud tags the sync would have deleted", h.retained))
+	}
+	switch {
+	case h.record != nil && !h.approved:
+		p.st.held = h.record
+	case !p.cfg.suspend:
+		p.st.held = nil
+	}
+}
+
+// writeAll makes the decided cloud writes: on a provider that batches
+// writes (cloud.BatchPatcher), resources of their own (not shared by several
+// Nodes) whose proposed patch is identical are written with one
+// PatchTagsBatch; every other write is one PatchTags. Each written plan is
+// settled with its outcome.
+func (p *pass) writeAll(ctx context.Context, all []*decided) {
+	bp, batches := p.cfg.provider.(cloud.BatchPatcher)
 	var order []string
-	batches := map[string][]*resourcePlan{}
+	batched := map[string][]*resourcePlan{}
 	for _, d := range all {
 		switch {
 		case d.plan.proposed.IsEmpty():
-		case d.shared:
+		case d.shared || !batches:
 			written, err := p.patchAudited(ctx, d.plan.resource, d.plan.proposed)
 			d.plan.settle(p.cfg, written, err)
 		default:
 			key := d.plan.proposed.Key()
-			if batches[key] == nil {
+			if batched[key] == nil {
 				order = append(order, key)
 			}
-			batches[key] = append(batches[key], &d.plan)
+			batched[key] = append(batched[key], &d.plan)
 		}
 	}
 	for _, key := range order {
-		p.patchBatchAudited(ctx, bp, batches[key])
-	}
-	for _, d := range all {
-		d.plan.finish()
-		p.report(d.plan)
-		p.applyNodes(ctx, d.plan, d.tagsHash)
+		p.patchBatchAudited(ctx, bp, batched[key])
 	}
 }

@@ -31,19 +31,29 @@ type syncConfig struct {
 	selector       labels.Selector
 	resync         time.Duration
 	syncTaints     bool
+	// origin is the configuration the pass's merge bases are made under
+	// (set by configFor; a base made under another is no base).
+	origin tags.Origin
+	// suspend: plan and report, write nothing (spec.suspend).
+	suspend bool
+	// retain: never delete a tag or label (deletionPolicy Retain).
+	retain bool
 	// warnings describe a valid spec that cannot do what it seems to ask.
 	warnings []string
 }
 
-// configFor chooses the provider spec.provider names (azure when empty),
-// which must support the node sync, and validates the spec against its rules.
-func configFor(spec v1alpha1.NodeTagSyncSpec, providers cloud.Providers) (syncConfig, error) {
-	p, err := providers.NodeProvider(orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure)))
+// configFor chooses the provider nts.Spec.Provider names (azure when
+// empty), which must support the node sync, and validates the spec against
+// its rules.
+func configFor(nts *v1alpha1.NodeTagSync, providers cloud.Providers) (syncConfig, error) {
+	name := orDefault(string(nts.Spec.Provider), string(v1alpha1.ProviderAzure))
+	p, err := providers.NodeProvider(name)
 	if err != nil {
 		return syncConfig{}, err
 	}
-	cfg, err := configFrom(spec, p.Rules())
+	cfg, err := configFrom(nts.Spec, p.Rules())
 	cfg.provider = p
+	cfg.origin = tags.Origin{Sync: string(nts.UID), Prefix: cfg.codec.Prefix, Direction: cfg.direction, Provider: name}
 	return cfg, err
 }
 
@@ -59,6 +69,8 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 		resync:     defaultResync,
 		selector:   labels.Everything(),
 		syncTaints: spec.SyncTaints,
+		suspend:    spec.Suspend,
+		retain:     spec.DeletionPolicy == v1alpha1.DeletionPolicyRetain,
 	}
 	cfg.codec = tags.Codec{Prefix: spec.EffectiveLabelPrefix(), Rules: &rules}
 	for _, p := range spec.IncludeTags {

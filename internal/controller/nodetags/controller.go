@@ -68,6 +68,9 @@ type syncState struct {
 	// needs both current (changes.go).
 	fullEpoch      uint64
 	fullGeneration int64
+	// held is the mass deletion the last pass held (nil: none), so that the
+	// same set keeps its approval token across passes.
+	held *v1alpha1.HeldDeletions
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -97,7 +100,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.syncs.For(nts.Name, nts.UID)
-	cfg, err := configFor(nts.Spec, r.providers)
+	cfg, err := configFor(&nts, r.providers)
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
 		st.notes.EndPass(false)
@@ -195,5 +198,7 @@ func (r *Reconciler) forget(name string) {
 		nodesGauge.DeleteLabelValues(name, state)
 	}
 	conflictsGauge.DeleteLabelValues(name)
+	deletionsHeldGauge.DeleteLabelValues(name)
+	retainedGauge.DeleteLabelValues(name)
 	unrepresentableGauge.DeleteLabelValues(name)
 }

@@ -271,6 +271,15 @@ var behaviours = []behaviour{
 	{name: "target-instance", run: targetInstance(map[v1alpha1.Provider]bool{v1alpha1.ProviderAzure: true, v1alpha1.ProviderAWS: false}),
 		differs: "Azure's Uniform instances have no tags of their own: a node syncs with its scale set (TargetFallback); " +
 			"on AWS each node syncs with its own EC2 instance and the group is left alone"},
+	// No tag lost (notaglost_test.go).
+	{name: "prefix-change", run: prefixChange},
+	{name: "recreate", run: recreate},
+	{name: "direction-change", run: directionChange},
+	{name: "move-between-syncs", run: moveBetweenSyncs},
+	{name: "legacy-base", run: legacyBase},
+	{name: "mass-deletion", run: massDeletion},
+	{name: "suspend", run: suspend},
+	{name: "retain", run: retain},
 }
 
 // TestCrossCloud runs every behaviour on Azure (armsim) and AWS (moto):

@@ -1,7 +1,6 @@
 package nodetags_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -292,11 +291,11 @@ func storedBase(h *harness, name string) map[string]string {
 	if err := h.c.Get(h.ctx, clientKey(name), &n); err != nil {
 		h.t.Fatal(err)
 	}
-	base := map[string]string{}
-	if err := json.Unmarshal([]byte(n.Annotations[nodetags.BaseAnnotation]), &base); err != nil {
+	base, err := tags.ParseBase(n.Annotations[nodetags.BaseAnnotation])
+	if err != nil {
 		h.t.Fatalf("%s's base annotation %q: %v", name, n.Annotations[nodetags.BaseAnnotation], err)
 	}
-	return base
+	return base.Tags
 }
 
 // TestStaleETagRetriedWithoutClobbering: with If-Match writes, someone edits

@@ -39,6 +39,15 @@ const (
 	// ReasonNodePending: a node keeps the pending taint because tagsync
 	// cannot sync it.
 	ReasonNodePending = "NodePending"
+	// ReasonDeletionsHeld: a pass held back a mass deletion; the note says
+	// how to approve it.
+	ReasonDeletionsHeld = "DeletionsHeld"
+	// ReasonDeletionsApproved: a held mass deletion was approved and is
+	// written.
+	ReasonDeletionsApproved = "DeletionsApproved"
+	// ReasonDeletionsRetained: deletionPolicy Retain kept tags or labels
+	// the sync would have deleted.
+	ReasonDeletionsRetained = "DeletionsRetained"
 )
 
 // shownInNotes is how many items an event note lists before "and N more".

@@ -1,6 +1,7 @@
 package nodetags_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +23,15 @@ func setLabel(h *harness, node, key, value string) {
 	}
 }
 
-func removeLabel(h *harness, node, key string) {
+// removeLabel removes the labels keys from the node in one write.
+func removeLabel(h *harness, node string, keys ...string) {
 	h.t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
-	if err := h.c.Patch(h.ctx, nodeObject(node), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+	nulls := make(map[string]any, len(keys))
+	for _, k := range keys {
+		nulls[k] = nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": nulls}})
+	if err := h.c.Patch(h.ctx, nodeObject(node), client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		h.t.Fatal(err)
 	}
 }

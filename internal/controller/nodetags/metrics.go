@@ -17,6 +17,12 @@ var (
 	wipesTotal           = metrics.Counter("wipes_total", "Wholesale rewrites of a resource's tags detected.", "nodetagsync")
 	nodeEchoesTotal      = metrics.Counter("node_echoes_total",
 		"Node updates that were exactly the controller's own writes: they triggered no pass.")
+	deletionsHeldGauge = metrics.Gauge("deletions_held",
+		"Tag deletions the last pass held back as a mass deletion, waiting for approval (tagsync.io/approve-deletions).", "nodetagsync")
+	retainedGauge = metrics.Gauge("deletions_retained",
+		"Tag and label deletions the last pass kept because the NodeTagSync's deletionPolicy is Retain.", "nodetagsync")
+	approvalsTotal = metrics.Counter("deletion_approvals_total",
+		"Held mass deletions a person approved and a pass then wrote.", "nodetagsync")
 	targetedPassesTotal = metrics.Counter("targeted_passes_total",
 		"Passes over the nodes of cloud resources that changed (events), by NodeTagSync and result (ok, error).", "nodetagsync", "result")
 )

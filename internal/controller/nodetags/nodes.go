@@ -2,8 +2,7 @@ package nodetags
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+		"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,38 +11,27 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// BaseAnnotation holds, on each Node, the tags both sides last agreed on (a
-// JSON object of tag name to value): the base of the three-way merge. A Node
-// without it has no history, so its first sync is a union that deletes
-// nothing.
+// BaseAnnotation holds, on each Node, the merge base of the three-way
+// merge: the tags both sides last agreed on and the configuration they were
+// agreed under (tags.Base: the NodeTagSync's UID, the label prefix, the
+// direction and the provider). A Node without it, or whose base was made
+// under another configuration, has no history, so its next sync is a union
+// that deletes nothing.
 const BaseAnnotation = "tagsync.io/last-synced-tags"
 
-// readBase returns the Node's stored base, nil when there is none. A
-// malformed annotation is reported and treated as no history, which can only
-// add, never delete.
-func readBase(node *cachedNode) (tags.Set, error) {
-	raw, ok := node.Annotations[BaseAnnotation]
-	if !ok {
-		return nil, nil
+// readBase returns the Node's stored base; ok is false when there is none.
+// A malformed annotation is reported and treated as no history, which can
+// only add, never delete.
+func readBase(node *cachedNode) (base tags.Base, ok bool, err error) {
+	raw, found := node.Annotations[BaseAnnotation]
+	if !found {
+		return tags.Base{}, false, nil
 	}
-	base := tags.Set{}
-	if err := json.Unmarshal([]byte(raw), &base); err != nil {
-		return nil, fmt.Errorf("annotation %s on node %s is not a JSON object of strings (%v); treating the node as new", BaseAnnotation, node.Name, err)
+	base, err = tags.ParseBase(raw)
+	if err != nil {
+		return tags.Base{}, false, fmt.Errorf("annotation %s on node %s: %v; treating the node as new", BaseAnnotation, node.Name, err)
 	}
-	return base, nil
-}
-
-// encodeBase renders a base for the annotation; encoding/json sorts keys, so
-// equal sets give equal text and an unchanged base is never rewritten.
-func encodeBase(base tags.Set) string {
-	if base == nil {
-		base = tags.Set{}
-	}
-	b, err := json.Marshal(base)
-	if err != nil { // a map of strings always marshals
-		panic(err)
-	}
-	return string(b)
+	return base, true, nil
 }
 
 // nodeUpdate is the change one pass makes to a Node.
@@ -53,6 +41,9 @@ type nodeUpdate struct {
 	// taints, when not nil, are the Node's taints without the pending
 	// taint, which the update removes.
 	taints []corev1.Taint
+	// retained are the tags whose labels deletionPolicy Retain kept (not
+	// written: reported).
+	retained []string
 }
 
 func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && u.taints == nil }

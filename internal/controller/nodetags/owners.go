@@ -38,7 +38,7 @@ func validSyncsOf(items []v1alpha1.NodeTagSync, providers cloud.Providers) []val
 		if nts.DeletionTimestamp != nil {
 			continue
 		}
-		if cfg, err := configFor(nts.Spec, providers); err == nil {
+		if cfg, err := configFor(nts, providers); err == nil {
 			out = append(out, validSync{nts: nts, selector: cfg.selector})
 		}
 	}

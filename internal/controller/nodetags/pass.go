@@ -185,10 +185,11 @@ func (p *pass) warnAboutSpec() {
 }
 
 // syncAll groups managed nodes by the resource carrying their tags and syncs
-// each resource, in a stable order. A resource's merge state is built only
-// when it is synced, so a pass holds one resource's worth at a time; on a
-// provider that batches writes (cloud.BatchPatcher) every resource is
-// decided first so that identical writes go together (see syncBatched).
+// them in stages: every resource's plan is decided (decideAll), what the
+// pass must not write is held back across all of them (hold: suspend,
+// deletionPolicy Retain, a mass deletion), the cloud writes are made
+// (writeAll; identical ones together on a provider that batches), and each
+// plan is settled, reported and its Nodes written, in a stable order.
 func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	groups := map[string][]placed{}
 	for _, node := range nodes {
@@ -219,15 +220,14 @@ func (p *pass) syncAll(ctx context.Context, nodes []*cachedNode, snap cloud.Snap
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	if bp, ok := p.cfg.provider.(cloud.BatchPatcher); ok {
-		p.syncBatched(ctx, bp, p.decideAll(ids, groups, snap))
-		return
+	all := p.decideAll(ids, groups, snap)
+	p.hold(all)
+	p.writeAll(ctx, all)
+	for _, d := range all {
+		d.plan.finish()
+		p.report(d.plan)
+		p.applyNodes(ctx, d.plan, d.tagsHash)
 	}
-	p.eachResource(ids, groups, snap, func(w resourceWork) {
-		plan := p.syncResource(ctx, w.res, w.members)
-		p.report(plan)
-		p.applyNodes(ctx, plan, w.tagsHash)
-	})
 }
 
 // resourceWork is a resource a pass syncs: its tags as read and its Nodes

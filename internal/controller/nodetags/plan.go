@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -31,6 +32,9 @@ type Prediction struct {
 	// Failed are the cloud scopes that could not be read: their Nodes are
 	// in Unmanaged with the error.
 	Failed []cloud.ScopeError
+	// Held is the mass deletion the pass would hold back for approval (nil:
+	// none); its deletions are not in Resources.
+	Held *v1alpha1.HeldDeletions
 }
 
 // ResourceWrite is the cloud side of one resource's plan.
@@ -84,7 +88,7 @@ type Unsynced struct {
 // nts is invalid: such a NodeTagSync writes nothing.
 func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.NodeTagSync, nodes []*corev1.Node,
 	providers cloud.Providers) (Prediction, error) {
-	cfg, err := configFor(nts.Spec, providers)
+	cfg, err := configFor(nts, providers)
 	if err != nil {
 		return Prediction{}, &SpecError{Err: err}
 	}
@@ -104,6 +108,7 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	}
 	out := Prediction{Claimed: claimed, Failed: snap.Failed}
 	groups := out.place(items, snap)
+	var plans []*resourcePlan
 	for _, id := range slices.Sorted(maps.Keys(groups)) {
 		res, ok := snap.Resources[id]
 		if !ok {
@@ -112,7 +117,19 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 			}
 			continue
 		}
-		out.predictResource(cfg, res, groups[id])
+		members := make([]*member, len(groups[id]))
+		for i, n := range groups[id] {
+			members[i], _ = newMember(cfg, n.node, n.note)
+		}
+		plan := decide(cfg, res, members)
+		plans = append(plans, &plan)
+	}
+	h := holdWrites(cfg, plans, approval(nts, nts.Status.DeletionsHeld, time.Now()))
+	if h.record != nil && !h.approved {
+		out.Held = h.record
+	}
+	for _, plan := range plans {
+		out.predictResource(cfg, plan)
 	}
 	return out, nil
 }
@@ -146,14 +163,10 @@ func (out *Prediction) place(nodes []*cachedNode, snap cloud.Snapshot) map[strin
 	return groups
 }
 
-// predictResource plans one resource as the pass does, with the cloud write
-// assumed to succeed as planned.
-func (out *Prediction) predictResource(cfg syncConfig, res cloud.Resource, nodes []placed) {
-	members := make([]*member, len(nodes))
-	for i, n := range nodes {
-		members[i], _ = newMember(cfg, n.node, n.note)
-	}
-	plan := decide(cfg, res, members)
+// predictResource finishes one decided resource's plan as the pass does,
+// with the cloud write assumed to succeed as planned.
+func (out *Prediction) predictResource(cfg syncConfig, plan *resourcePlan) {
+	res, members := plan.resource, plan.members
 	if !plan.proposed.IsEmpty() {
 		after := cloud.Resource{ID: res.ID, Tags: plan.proposed.Apply(cfg.nameCase(), res.Tags)}
 		plan.settle(cfg, after, nil)
@@ -166,7 +179,7 @@ func (out *Prediction) predictResource(cfg syncConfig, res cloud.Resource, nodes
 		rw.Nodes = append(rw.Nodes, m.node.Name)
 		u, _ := memberUpdate(cfg, m, plan.results[i])
 		conflicts := plan.results[i].conflicts()
-		if u.isEmpty() && len(conflicts) == 0 {
+		if cfg.suspend || (u.isEmpty() && len(conflicts) == 0) {
 			continue
 		}
 		out.Nodes = append(out.Nodes, NodeWrite{Name: m.node.Name, Resource: res.ID, Labels: u.labels,

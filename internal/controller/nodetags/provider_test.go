@@ -80,7 +80,7 @@ func TestConfigForAWS(t *testing.T) {
 		{v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAzure}, "azure.tags", true},
 		{v1alpha1.NodeTagSyncSpec{}, "azure.tags", true},
 	} {
-		cfg, err := configFor(tc.spec, providers)
+		cfg, err := configFor(&v1alpha1.NodeTagSync{Spec: tc.spec}, providers)
 		if err != nil {
 			t.Fatalf("configFor(%+v): %v", tc.spec, err)
 		}

@@ -34,6 +34,9 @@ type outcome struct {
 	conflicts                 []v1alpha1.TagConflict
 	skipped                   []v1alpha1.SkippedTag
 	wipes                     int
+	held                      held // what the pass held back from its cloud writes
+	retainedLabels            int  // label deletions kept (deletionPolicy Retain)
+	suspendedNodes            int  // Node writes a suspended pass did not make
 	firstError                string
 	errs                      []error
 }
@@ -92,6 +95,21 @@ func (o *outcome) addSkipped(s v1alpha1.SkippedTag) {
 	o.skipped = append(o.skipped, s)
 }
 
+// nodeSuspended counts a Node a suspended pass would have written (it is
+// not in sync).
+func (o *outcome) nodeSuspended() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.suspendedNodes++
+}
+
+// nodeRetained counts label deletions deletionPolicy Retain kept.
+func (o *outcome) nodeRetained(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retainedLabels += n
+}
+
 // record publishes the pass's gauges.
 func (o *outcome) record(name string) {
 	nodesGauge.WithLabelValues(name, "synced").Set(float64(o.synced))
@@ -101,6 +119,19 @@ func (o *outcome) record(name string) {
 	conflictsGauge.WithLabelValues(name).Set(float64(len(o.conflicts)))
 	unrepresentableGauge.WithLabelValues(name).Set(float64(len(o.skipped)))
 	wipesTotal.WithLabelValues(name).Add(float64(o.wipes))
+	deletionsHeldGauge.WithLabelValues(name).Set(float64(o.heldCount()))
+	retainedGauge.WithLabelValues(name).Set(float64(o.held.retained + o.retainedLabels))
+	if o.held.approved {
+		approvalsTotal.WithLabelValues(name).Inc()
+	}
+}
+
+// heldCount is the number of tag deletions the pass held for approval.
+func (o *outcome) heldCount() int {
+	if o.held.approved {
+		return 0
+	}
+	return o.held.mass.Count()
 }
 
 // nodeStates are the values of the nodes gauge's state label.
@@ -150,7 +181,34 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, last *v1alpha1.NodeTagSyncSt
 		}
 		ready.Message = degraded.Message + "; " + ready.Message
 	}
-	setConditions(&st, nts.Generation, ready, degraded)
+	st.DeletionsHeld, st.RetainedDeletions = nil, int32(o.held.retained+o.retainedLabels)
+	heldCond := metav1.Condition{Type: v1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonNoneHeld, Message: "no deletion was held back"}
+	switch {
+	case o.held.record != nil && !o.held.approved:
+		st.DeletionsHeld = o.held.record
+		heldCond.Status, heldCond.Reason, heldCond.Message = metav1.ConditionTrue, v1alpha1.ReasonMassDeletion, heldMessage(nts, o.held.record)
+		if ready.Status == metav1.ConditionTrue {
+			ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ConditionDeletionsHeld
+		}
+		ready.Message = fmt.Sprintf("%d tag deletions wait for approval (see the DeletionsHeld condition); %s", o.held.record.Count, ready.Message)
+	case st.RetainedDeletions > 0:
+		heldCond.Status, heldCond.Reason = metav1.ConditionTrue, v1alpha1.ReasonRetained
+		heldCond.Message = fmt.Sprintf("deletionPolicy Retain kept %d tags (%d cloud tags, %d labels) that the sync would have deleted",
+			st.RetainedDeletions, o.held.retained, o.retainedLabels)
+	}
+	suspended := metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonNotSuspended, Message: "passes write"}
+	if cfg.suspend {
+		suspended.Status, suspended.Reason = metav1.ConditionTrue, v1alpha1.ReasonSuspended
+		suspended.Message = fmt.Sprintf("spec.suspend is set: nothing is written; the last pass would have written %d cloud resources and %d Nodes",
+			o.held.suspendedWrites, o.suspendedNodes)
+		if ready.Status == metav1.ConditionTrue {
+			ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonSuspended
+		}
+		ready.Message = "suspended: " + ready.Message
+	}
+	setConditions(&st, nts.Generation, ready, degraded, heldCond, suspended)
 	return st
 }
 

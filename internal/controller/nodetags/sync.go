@@ -1,7 +1,6 @@
 package nodetags
 
 import (
-	"context"
 	"slices"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -11,9 +10,16 @@ import (
 
 // member is one managed Node in a sync pass, with its side of the merge.
 type member struct {
-	node       *cachedNode
-	base       tags.Set // nil: no history
-	baseTaints tags.Set // the taint tags of base (syncTaints)
+	node *cachedNode
+	// stored is the Node's stored base as read (its Origin, Legacy and
+	// Former); hasBase is false when there is none.
+	stored  tags.Base
+	hasBase bool
+	// base and baseTaints are the stored base's tags in scope, split into
+	// label tags and taint tags (syncTaints); mergeBases decides whether
+	// they are a base for this pass's configuration.
+	base       tags.Set
+	baseTaints tags.Set
 	baseText   string   // the annotation as found
 	nodeTags   tags.Set // managed labels decoded, filtered
 	taintTags  tags.Set // the node's taints as tags (syncTaints)
@@ -24,9 +30,10 @@ type member struct {
 // newMember decodes a Node's managed labels and stored base.
 func newMember(cfg syncConfig, node *cachedNode, note string) (*member, error) {
 	m := &member{node: node, baseText: node.Annotations[BaseAnnotation], note: note}
-	base, err := readBase(node)
-	if base != nil {
-		rest, taints := tags.SplitTaintTags(cfg.nameCase(), base)
+	stored, ok, err := readBase(node)
+	if ok {
+		rest, taints := tags.SplitTaintTags(cfg.nameCase(), stored.Tags)
+		m.stored, m.hasBase = stored, true
 		m.base = cfg.filter.Apply(cfg.nameCase(), orEmpty(rest))
 		if cfg.syncTaints {
 			m.baseTaints = orEmpty(taints)
@@ -39,6 +46,45 @@ func newMember(cfg syncConfig, node *cachedNode, note string) (*member, error) {
 	m.nodeTags = cfg.filter.Apply(cfg.nameCase(), decoded)
 	m.skipped = skipped
 	return m, err
+}
+
+// mergeBases are the member's merge bases (labels, taints) under the
+// pass's configuration, given the cloud's tags and taint tags in scope:
+// the stored ones when the same configuration made them, none (nil) when
+// another did, and a legacy base's entries both sides still hold (see
+// tags.Base.For).
+func (m *member) mergeBases(cfg syncConfig, cloudTags, cloudTaints tags.Set) (labels, taints tags.Set) {
+	if !m.hasBase {
+		return nil, nil
+	}
+	nc := cfg.nameCase()
+	b := m.stored
+	b.Tags = m.base
+	labels, _ = b.For(cfg.origin, nc, cloudTags, m.nodeTags)
+	if cfg.syncTaints {
+		b.Tags = m.baseTaints
+		taints, _ = b.For(cfg.origin, nc, orEmpty(cloudTaints), orEmpty(m.taintTags))
+	}
+	return labels, taints
+}
+
+// former are the labels the member still carries under an earlier label
+// prefix: those of its stored base when that base was made under another
+// prefix, else those its base still lists (nil: none).
+func (m *member) former(cfg syncConfig) *tags.Former {
+	switch {
+	case !m.hasBase || m.stored.Legacy:
+		return nil
+	case m.stored.Origin.Prefix != cfg.origin.Prefix:
+		rest, _ := tags.SplitTaintTags(cfg.nameCase(), m.stored.Tags)
+		if len(rest) == 0 {
+			return nil
+		}
+		return &tags.Former{Prefix: m.stored.Origin.Prefix, Tags: rest}
+	case m.stored.Former != nil && m.stored.Former.Prefix != cfg.origin.Prefix:
+		return m.stored.Former
+	}
+	return nil
 }
 
 // resourcePlan is what a pass decided for one cloud resource and the Nodes
@@ -59,25 +105,15 @@ type resourcePlan struct {
 	aggConflicts []tags.AggregateConflict
 	// wiped is true when the cloud's tags were rewritten wholesale.
 	wiped bool
+	// withheld is true when the pass kept part of proposed back (hold.go):
+	// the resource's Nodes are then not steady, so the next pass decides
+	// again (and sees an approval).
+	withheld bool
 	// writeErr is the cloud write's error, if it failed.
 	writeErr error
 	// wrote is true when the cloud was written; written is what.
 	wrote   bool
 	written tags.Patch
-}
-
-// syncResource merges every member with the resource's tags, writes the
-// combined cloud change once (aggregated over a scale set's Nodes, fitted to
-// the cloud's rules), and merges again against the written state so the
-// Nodes' label changes and bases reflect what the cloud now holds.
-func (p *pass) syncResource(ctx context.Context, res cloud.Resource, members []*member) resourcePlan {
-	plan := decide(p.cfg, res, members)
-	if !plan.proposed.IsEmpty() {
-		written, err := p.patchAudited(ctx, res, plan.proposed)
-		plan.settle(p.cfg, written, err)
-	}
-	plan.finish()
-	return plan
 }
 
 // decide is the pure first half of a resource's sync: every member merged
@@ -115,7 +151,7 @@ func (plan *resourcePlan) finish() {
 // untroubled reports whether the plan wrote nothing to the cloud and found
 // nothing to report about the resource: its nodes may then be steady.
 func (plan resourcePlan) untroubled() bool {
-	return !plan.wrote && plan.writeErr == nil && !plan.wiped && len(plan.cloudSkipped) == 0 &&
+	return !plan.wrote && plan.writeErr == nil && !plan.wiped && !plan.withheld && len(plan.cloudSkipped) == 0 &&
 		len(plan.limitSkipped) == 0 && len(plan.aggConflicts) == 0
 }
 
@@ -132,8 +168,9 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 	cloudHold := tags.SkippedNames(plan.cloudSkipped)
 	results := make([]memberMerge, len(members))
 	for i, m := range members {
+		base, baseTaints := m.mergeBases(cfg, cloudTags, cloudTaints)
 		results[i].labels = tags.Merge(cfg.nameCase(), tags.MergeInput{
-			Base:      m.base,
+			Base:      base,
 			Cloud:     cloudTags,
 			Node:      m.nodeTags,
 			Direction: cfg.direction,
@@ -142,7 +179,7 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 		})
 		if cfg.syncTaints {
 			results[i].taints = tags.Merge(cfg.nameCase(), tags.MergeInput{
-				Base: m.baseTaints, Cloud: orEmpty(cloudTaints), Node: orEmpty(m.taintTags),
+				Base: baseTaints, Cloud: orEmpty(cloudTaints), Node: orEmpty(m.taintTags),
 				Direction: tags.NodeToCloud, Policy: tags.NodeWins,
 			})
 		}
@@ -223,9 +260,16 @@ func aggregate(cfg syncConfig, res cloud.Resource, members []*member, results []
 }
 
 // nodeUpdateFor turns a member's final merge into the Node change: the label
-// edits and, when it changed, the new base.
+// edits (under deletionPolicy Retain without deletions, which it returns as
+// retained), the removal of labels moved from an earlier prefix, and, when
+// it changed, the new base.
 func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
 	result := mm.labels
+	var retained []string
+	if cfg.retain && len(result.NodePatch.Delete) > 0 {
+		retained = result.NodePatch.Delete
+		result = result.RestrictNode(tags.Patch{Set: result.NodePatch.Set})
+	}
 	changes, skipped := cfg.codec.LabelChanges(m.node.Labels, result.NodePatch)
 	if len(skipped) > 0 {
 		result = result.RestrictNode(withoutNames(cfg.nameCase(), result.NodePatch, tags.SkippedNames(skipped)))
@@ -237,11 +281,60 @@ func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tag
 		}
 		base[k] = v
 	}
-	u := nodeUpdate{labels: changes}
-	if text := encodeBase(base); text != m.baseText {
+	former := m.former(cfg)
+	if cfg.direction.WritesNodes() && !cfg.retain {
+		changes, former = moveLabels(cfg, m.node.Labels, changes, former)
+	}
+	u := nodeUpdate{labels: changes, retained: retained}
+	if text := (tags.Base{Origin: cfg.origin, Tags: base, Former: former}).Encode(); text != m.baseText {
 		u.base = text
 	}
 	return u, skipped
+}
+
+// moveLabels adds to changes the removal of each label former lists whose
+// tag now has its label under the current prefix (already there, or set by
+// changes), and returns what is still to be moved (nil: nothing). A former
+// label that is gone, or that someone changed since tagsync wrote it, is no
+// longer tagsync's: it is left alone and forgotten.
+func moveLabels(cfg syncConfig, labels map[string]string, changes tags.LabelChanges, former *tags.Former) (tags.LabelChanges, *tags.Former) {
+	if former == nil {
+		return changes, nil
+	}
+	old := tags.Codec{Prefix: former.Prefix, Rules: &cfg.rules}
+	left := tags.Set{}
+	for _, name := range former.Tags.Names() {
+		written, _ := old.ToLabels(tags.Set{name: former.Tags[name]})
+		for key, value := range written {
+			if labels[key] != value || cfg.codec.IsManaged(key) {
+				continue
+			}
+			if hasLabelAfter(cfg, labels, changes, name) {
+				changes.Delete = append(changes.Delete, key)
+			} else {
+				left[name] = former.Tags[name]
+			}
+		}
+	}
+	slices.Sort(changes.Delete)
+	if len(left) == 0 {
+		return changes, nil
+	}
+	return changes, &tags.Former{Prefix: former.Prefix, Tags: left}
+}
+
+// hasLabelAfter reports whether the Node carries tag name's label under
+// the current prefix once changes are applied.
+func hasLabelAfter(cfg syncConfig, labels map[string]string, changes tags.LabelChanges, name string) bool {
+	key, err := cfg.codec.LabelKey(name)
+	if err != nil {
+		return false
+	}
+	if _, ok := changes.Set[key]; ok {
+		return true
+	}
+	_, ok := labels[key]
+	return ok && !slices.Contains(changes.Delete, key)
 }
 
 // withoutNames returns p without operations on the given names (matched as nc
