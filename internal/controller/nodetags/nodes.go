@@ -2,7 +2,7 @@ package nodetags
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
