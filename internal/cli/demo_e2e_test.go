@@ -42,8 +42,9 @@ func TestDemo(t *testing.T) {
 	if held < 8 || !strings.Contains(out.String(), fmt.Sprintf("all %d steps held", held)) {
 		t.Errorf("the timeline shows %d held steps and no matching summary", held)
 	}
-	for _, want := range []string{"Node labels (azure.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled",
+	for _, want := range []string{"Node labels (corp.tags/<column>)", "Azure tags (armsim)", "ARM requests served by armsim", "0 throttled",
 		"✓ labelsync: host label → its Node", "✓ labelsync: Node edit reverted", "✓ portal edit → event → labels",
+		"✓ labelPrefix changed live → labels move", "0 of 13 tags deleted",
 		"LabelSyncProfile metal/racks: 1 host matched, 1 node in sync, 0 waiting, Ready=True"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q", want)

@@ -97,7 +97,7 @@ func planSync(ctx context.Context, nts *v1alpha1.NodeTagSync, all []v1alpha1.Nod
 	case err != nil:
 		return out, fmt.Errorf("NodeTagSync %s: reading the cloud: %w", nts.Name, err)
 	}
-	out.Claimed = pred.Claimed
+	out.Claimed, out.Held, out.Suspended = pred.Claimed, pred.Held, nts.Spec.Suspend
 	for _, f := range pred.Failed {
 		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 	}

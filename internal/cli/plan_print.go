@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // planPrinter writes the text form of a plan.
@@ -55,11 +57,21 @@ func (p *planPrinter) sync(s syncPlan) {
 		p.line(1, red, "! %s", s.Problem)
 		return
 	}
+	if s.Suspended {
+		p.line(1, yellow, "! suspended (spec.suspend): nothing would be written")
+	}
 	for _, res := range s.Resources {
 		p.resource(1, res)
 	}
 	for _, n := range s.Nodes {
 		p.node(n)
+	}
+	if h := s.Held; h != nil {
+		p.line(1, red, "! %d tag deletion(s) would be held for approval: %s", h.Count, h.Reason)
+		for _, r := range h.Resources {
+			p.line(2, red, "- %s: %s", r.Resource, strings.Join(r.Tags, ", "))
+		}
+		p.line(2, "", "approve once: kubectl annotate nodetagsync %s %s=%s --overwrite", s.Name, v1alpha1.ApproveDeletionsAnnotation, h.Token)
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)
 	for _, u := range s.Unsynced {

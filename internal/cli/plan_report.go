@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -32,6 +33,11 @@ type syncPlan struct {
 	Claimed   int            `json:"claimedByOlder,omitempty"`
 	Failed    []string       `json:"unreadableScopes,omitempty"`
 	InSync    int            `json:"inSyncNodes"`
+	// Suspended is set when the NodeTagSync is suspended: nothing would be
+	// written.
+	Suspended bool `json:"suspended,omitempty"`
+	// Held is the mass deletion the pass would hold back for approval.
+	Held *v1alpha1.HeldDeletions `json:"deletionsHeld,omitempty"`
 }
 
 // metadataPlan is one CloudMetadata's next pass.

@@ -67,7 +67,9 @@ func condition(conds []metav1.Condition, typ string) string {
 // healthyStatus is the status of a condition type when all is well:
 // Degraded is the one that is good when False.
 func healthyStatus(typ string) metav1.ConditionStatus {
-	if typ == v1alpha1.ConditionDegraded {
+	switch typ {
+	case v1alpha1.ConditionDegraded, v1alpha1.ConditionConflict, v1alpha1.ConditionAuditFailing,
+		v1alpha1.ConditionDeletionsHeld, v1alpha1.ConditionSuspended:
 		return metav1.ConditionFalse
 	}
 	return metav1.ConditionTrue

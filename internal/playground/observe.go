@@ -18,10 +18,16 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // managedLabels returns, per Node name, the labels under the sync's prefix.
 func (pg *playground) managedLabels(ctx context.Context) (map[string]map[string]string, error) {
+	return pg.labelsOf(ctx, pg.codec)
+}
+
+// labelsOf returns, per Node name, the labels codec manages.
+func (pg *playground) labelsOf(ctx context.Context, codec tags.Codec) (map[string]map[string]string, error) {
 	var list corev1.NodeList
 	if err := pg.cp.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
@@ -30,7 +36,7 @@ func (pg *playground) managedLabels(ctx context.Context) (map[string]map[string]
 	for _, n := range list.Items {
 		m := map[string]string{}
 		for k, v := range n.Labels {
-			if pg.codec.IsManaged(k) {
+			if codec.IsManaged(k) {
 				m[k] = v
 			}
 		}

@@ -29,6 +29,7 @@ func scenario(pg *playground) []Step {
 		pg.eventEdit(),
 		pg.hostLabelToNode(),
 		pg.nodeEditReverted(),
+		pg.prefixMoved(),
 	}
 }
 
