@@ -91,6 +91,17 @@ func (s NodeTagSyncSpec) EffectiveLabelPrefix() string {
 }
 
 // NodeTagSyncSpec configures two-way sync between cloud tags and node labels.
+//
+// Every field may change on a live object; none deletes
+// a tag because of the change itself. The merge base stored on each Node
+// records the NodeTagSync (UID), label prefix, direction and provider it was
+// made under, and a base made under another of these is no base: the next
+// pass merges as for a new Node (a union that deletes nothing). So a changed
+// labelPrefix writes the labels under the new prefix from the cloud's tags
+// and removes the old-prefix labels tagsync wrote (those still carrying the
+// value it wrote); a changed direction or provider, a Node moving to
+// another NodeTagSync (selector edits, or the oldest-wins rule after a
+// restore) and a re-created NodeTagSync start from the union too.
 // +kubebuilder:validation:XValidation:rule="!(has(self.syncTaints) && self.syncTaints && self.direction == 'CloudToNode')",message="syncTaints exports taints as tags, so it needs direction TwoWay or NodeToCloud"
 type NodeTagSyncSpec struct {
 	// Provider is the cloud that owns the nodes' resources: azure (VMs and
@@ -188,17 +199,6 @@ type NodeTagSyncSpec struct {
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
-
-// Every field of a NodeTagSyncSpec may change on a live object; none deletes
-// a tag because of the change itself. The merge base stored on each Node
-// records the NodeTagSync (UID), label prefix, direction and provider it was
-// made under, and a base made under another of these is no base: the next
-// pass merges as for a new Node (a union that deletes nothing). So a changed
-// labelPrefix writes the labels under the new prefix from the cloud's tags
-// and removes the old-prefix labels tagsync wrote (those still carrying the
-// value it wrote); a changed direction or provider, a Node moving to
-// another NodeTagSync (selector edits, or the oldest-wins rule after a
-// restore) and a re-created NodeTagSync start from the union too.
 
 // ResourceGroupName is an Azure resource group name or, on AWS, a region
 // name.
