@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
 // Filter selects the tag names in scope with glob patterns (path.Match syntax:
-// *, ?, [class], \ escapes), matched against the whole name, ignoring case
-// exactly when the cloud's names are case-insensitive (the NameCase its
-// methods take). A name is in scope when it matches some Include pattern (or
-// Include is empty) and no Exclude pattern.
+// *, ?, [class], \ escapes, except that '/' is an ordinary character: tag
+// names are not paths, so kubernetes.io/* matches kubernetes.io/cluster/demo),
+// matched against the whole name, ignoring case exactly when the cloud's
+// names are case-insensitive (the NameCase its methods take). A name is in
+// scope when it matches some Include pattern (or Include is empty) and no
+// Exclude pattern.
 type Filter struct {
 	// Include lists patterns of names in scope; empty means all names.
 	Include []string
@@ -58,7 +61,7 @@ func (f Filter) Match(nc NameCase, name string) bool {
 
 func anyMatch(nc NameCase, patterns []string, key string, onError bool) bool {
 	for _, p := range patterns {
-		ok, err := path.Match(nc.Key(p), key)
+		ok, err := globMatch(nc.Key(p), key)
 		if err != nil {
 			ok = onError
 		}
@@ -67,6 +70,96 @@ func anyMatch(nc NameCase, patterns []string, key string, onError bool) bool {
 		}
 	}
 	return false
+}
+
+// globMatch reports whether name matches pattern, which has path.Match's
+// syntax and its errors, but where '*', '?' and classes match '/' like any
+// other character.
+func globMatch(pattern, name string) (bool, error) {
+	if _, err := path.Match(pattern, ""); err != nil { // path.Match checks the whole pattern
+		return false, err
+	}
+	px, nx := 0, 0
+	starPx, starNx := -1, 0 // the last '*' seen and where its match ends so far
+	for px < len(pattern) || nx < len(name) {
+		if px < len(pattern) {
+			if pattern[px] == '*' {
+				starPx, starNx = px, nx
+				px++
+				continue
+			}
+			if nx < len(name) {
+				r, w := utf8.DecodeRuneInString(name[nx:])
+				if ok, n := matchOne(pattern[px:], r); ok {
+					px, nx = px+n, nx+w
+					continue
+				}
+			}
+		}
+		if starPx >= 0 && starNx < len(name) { // let the last '*' take one more character
+			_, w := utf8.DecodeRuneInString(name[starNx:])
+			starNx += w
+			px, nx = starPx+1, starNx
+			continue
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// matchOne matches r against the pattern element p starts with (not '*';
+// p is well-formed) and returns whether it matched and the element's length.
+func matchOne(p string, r rune) (bool, int) {
+	switch p[0] {
+	case '?':
+		return true, 1
+	case '[':
+		return matchClass(p, r)
+	case '\\':
+		c, w := utf8.DecodeRuneInString(p[1:])
+		return c == r, 1 + w
+	}
+	c, w := utf8.DecodeRuneInString(p)
+	return c == r, w
+}
+
+// matchClass matches r against the class p starts with ("[...]", path.Match
+// syntax: ^ negates, lo-hi ranges, \ escapes; well-formed) and returns
+// whether it matched and the class's length.
+func matchClass(p string, r rune) (bool, int) {
+	i := 1
+	negated := i < len(p) && p[i] == '^'
+	if negated {
+		i++
+	}
+	matched := false
+	for n := 0; ; n++ {
+		if p[i] == ']' && n > 0 {
+			i++
+			break
+		}
+		lo, w := classChar(p[i:])
+		i += w
+		hi := lo
+		if p[i] == '-' {
+			hi, w = classChar(p[i+1:])
+			i += 1 + w
+		}
+		if lo <= r && r <= hi {
+			matched = true
+		}
+	}
+	return matched != negated, i
+}
+
+// classChar is the character a class element starts with (escaped or not)
+// and its length.
+func classChar(p string) (rune, int) {
+	if p[0] == '\\' {
+		c, w := utf8.DecodeRuneInString(p[1:])
+		return c, 1 + w
+	}
+	return utf8.DecodeRuneInString(p)
 }
 
 // Apply returns the tags of s that are in scope (see Match); nil stays nil (so
