@@ -13,13 +13,22 @@ import (
 // names are not paths, so kubernetes.io/* matches kubernetes.io/cluster/demo),
 // matched against the whole name, ignoring case exactly when the cloud's
 // names are case-insensitive (the NameCase its methods take). A name is in
-// scope when it matches some Include pattern (or Include is empty) and no
-// Exclude pattern.
+// scope when it matches some Include pattern (or Include is empty), no
+// Exclude pattern, and no Platform pattern unless it also matches a
+// PlatformOptIn pattern.
 type Filter struct {
 	// Include lists patterns of names in scope; empty means all names.
 	Include []string
-	// Exclude lists patterns of names out of scope; it overrides Include.
+	// Exclude lists patterns of names out of scope; it overrides Include
+	// and PlatformOptIn.
 	Exclude []string
+	// Platform lists patterns of names the platform owns (see
+	// PlatformPatterns): out of scope, whatever Include says, unless
+	// PlatformOptIn lets them in.
+	Platform []string
+	// PlatformOptIn lists patterns of Platform names a user asked to have
+	// in scope anyway (still subject to Include and Exclude).
+	PlatformOptIn []string
 }
 
 // Validate returns an error naming every malformed or empty pattern.
@@ -34,6 +43,8 @@ func (f Filter) Validate() error {
 	}
 	check("include", f.Include)
 	check("exclude", f.Exclude)
+	check("platform", f.Platform)
+	check("includePlatform", f.PlatformOptIn)
 	return errors.Join(errs...)
 }
 
@@ -48,15 +59,18 @@ func validPattern(p string) error {
 }
 
 // Match reports whether name is in scope, ignoring case when nc is
-// CaseInsensitive. A malformed Include pattern matches nothing and a malformed
-// Exclude pattern matches everything, so a bad filter syncs less, never more;
-// call Validate to report them.
+// CaseInsensitive. A malformed Include or PlatformOptIn pattern matches
+// nothing and a malformed Exclude or Platform pattern matches everything, so
+// a bad filter syncs less, never more; call Validate to report them.
 func (f Filter) Match(nc NameCase, name string) bool {
 	key := nc.Key(name)
 	if len(f.Include) > 0 && !anyMatch(nc, f.Include, key, false) {
 		return false
 	}
-	return !anyMatch(nc, f.Exclude, key, true)
+	if anyMatch(nc, f.Exclude, key, true) {
+		return false
+	}
+	return !anyMatch(nc, f.Platform, key, true) || anyMatch(nc, f.PlatformOptIn, key, false)
 }
 
 func anyMatch(nc NameCase, patterns []string, key string, onError bool) bool {
@@ -181,8 +195,8 @@ func (f Filter) Apply(nc NameCase, s Set) Set {
 // through when names are compared as nc says: an Exclude pattern made only of
 // '*', or every Include pattern covered by an Exclude pattern (the same
 // pattern, or a "prefix*" pattern whose prefix starts it, case aside under
-// CaseInsensitive). It errs towards false: a filter it passes may still match
-// little.
+// CaseInsensitive) or, when PlatformOptIn is empty, by a Platform pattern.
+// It errs towards false: a filter it passes may still match little.
 //
 //	Filter{Exclude: []string{"*"}}                                  → true
 //	Filter{Include: []string{"cost*"}, Exclude: []string{"cost*"}}  → true
@@ -199,7 +213,7 @@ func (f Filter) ExcludesEverything(nc NameCase) bool {
 		return false
 	}
 	for _, p := range f.Include {
-		if !anyCovers(nc, f.Exclude, p) {
+		if !anyCovers(nc, f.Exclude, p) && (len(f.PlatformOptIn) > 0 || !anyCovers(nc, f.Platform, p)) {
 			return false
 		}
 	}
