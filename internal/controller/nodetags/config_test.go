@@ -1,6 +1,8 @@
 package nodetags
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,5 +64,37 @@ func TestConfigPlatformTags(t *testing.T) {
 	_, err := configFrom(v1alpha1.NodeTagSyncSpec{IncludePlatformTags: []v1alpha1.TagPattern{"["}}, tags.AzureRules)
 	if err == nil || !strings.Contains(err.Error(), `includePlatform[0] "["`) {
 		t.Errorf("a malformed includePlatformTags entry: err %v", err)
+	}
+}
+
+// TestDocsListThePlatformKeys: the table of docs/nodetagsync.md "Tags the
+// platform owns" lists exactly the keys the code keeps out of scope, in its
+// order.
+func TestDocsListThePlatformKeys(t *testing.T) {
+	text, err := os.ReadFile("../../../docs/nodetagsync.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n## Tags the platform owns\n")
+	if !ok {
+		t.Fatal(`docs/nodetagsync.md has no section "Tags the platform owns"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	docs := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		provider := map[string]string{"AWS": "aws", "Azure": "azure"}[strings.TrimSpace(cells[1])]
+		if provider == "" {
+			continue
+		}
+		docs[provider] = append(docs[provider], strings.Trim(strings.TrimSpace(cells[2]), "`"))
+	}
+	for _, provider := range []string{"aws", "azure"} {
+		if got, want := docs[provider], tags.PlatformPatterns(provider); !slices.Equal(got, want) {
+			t.Errorf("%s: the docs list %q, the code %q", provider, got, want)
+		}
 	}
 }
