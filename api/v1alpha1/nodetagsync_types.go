@@ -166,6 +166,24 @@ type NodeTagSyncSpec struct {
 	// +optional
 	ExcludeTags []TagPattern `json:"excludeTags,omitempty"`
 
+	// IncludePlatformTags are glob patterns of platform tags to sync anyway.
+	// Platform tags are the keys the platform writes on the nodes' cloud
+	// resources and depends on: on AWS eks:*, kubernetes.io/cluster/*,
+	// k8s.io/cluster-autoscaler/*, karpenter.sh/*, karpenter.k8s.aws/*,
+	// alpha.eksctl.io/*, eksctl.*, aws-node-termination-handler/*,
+	// sigs.k8s.io/cluster-api-provider-aws/*, KubernetesCluster and
+	// kops.k8s.io/*; on Azure aks-managed-*. By default they are out of scope
+	// on both sides: never written to the cloud, never deleted from it, never
+	// made labels (labels that already exist for them are left alone).
+	// Removing one can leak an instance or drop a group from its autoscaler,
+	// so list only keys you mean tagsync to write and delete from labels
+	// (such as karpenter.sh/nodepool). Matched as the provider compares tag
+	// names (case-sensitively on AWS); IncludeTags and ExcludeTags still
+	// apply, ExcludeTags winning.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	IncludePlatformTags []TagPattern `json:"includePlatformTags,omitempty"`
+
 	// ResyncInterval is how often every node is compared with the cloud even
 	// when nothing was observed to change. At least 30s.
 	// +kubebuilder:default="5m"

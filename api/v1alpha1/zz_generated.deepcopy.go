@@ -616,6 +616,11 @@ func (in *NodeTagSyncSpec) DeepCopyInto(out *NodeTagSyncSpec) {
 		*out = make([]TagPattern, len(*in))
 		copy(*out, *in)
 	}
+	if in.IncludePlatformTags != nil {
+		in, out := &in.IncludePlatformTags, &out.IncludePlatformTags
+		*out = make([]TagPattern, len(*in))
+		copy(*out, *in)
+	}
 	if in.ResyncInterval != nil {
 		in, out := &in.ResyncInterval, &out.ResyncInterval
 		*out = new(v1.Duration)

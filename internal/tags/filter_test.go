@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"path"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,45 @@ func TestFilterExcludesEverything(t *testing.T) {
 				if f.Match(CaseInsensitive, name) {
 					t.Errorf("include %v exclude %v: said to exclude everything but matches %q", c.include, c.exclude, name)
 				}
+			}
+		}
+	}
+}
+
+func TestFilterSlashIsOrdinary(t *testing.T) {
+	tests := []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"kubernetes.io/*", "kubernetes.io/cluster/demo", true},
+		{"k8s.io/cluster-autoscaler/*", "k8s.io/cluster-autoscaler/node-template/label/team", true},
+		{"eksctl.*", "eksctl.cluster.k8s.io/v1alpha1/cluster-name", true},
+		{"a?b", "a/b", true},
+		{"a[/]b", "a/b", true},
+		{"a[^/]b", "a/b", false},
+		{"kubernetes.io/*", "kubernetes.io", false},
+		{"*/x", "a/b/x", true},
+		{"*/x", "a/b/y", false},
+	}
+	for _, tt := range tests {
+		if got := (Filter{Include: []string{tt.pattern}}).Match(CaseSensitive, tt.name); got != tt.want {
+			t.Errorf("Match(%q) with include %q = %v, want %v", tt.name, tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// TestGlobMatchAgreesWithPathMatch: on names without '/', the filter's glob
+// answers as path.Match does.
+func TestGlobMatchAgreesWithPathMatch(t *testing.T) {
+	patterns := []string{"", "*", "**", "a*", "*a", "a*b", "a*b*c", "*a*", "?", "a?c", "??", "[abc]", "[^abc]", "[a-c]x",
+		"[^a-c]*", `\*`, `a\?`, `[\]]`, `[\-a]`, "[日-本]", "日*", "*本", "a**b", "*?*", "ab[c-]", "[a-]"}
+	names := []string{"", "a", "b", "ab", "abc", "aXbYc", "axc", "]", "-", "*", "?", "a?", "日本", "cx", "zz", "abab", "aab"}
+	for _, p := range patterns {
+		for _, n := range names {
+			want, werr := path.Match(p, n)
+			got, gerr := globMatch(p, n)
+			if (werr != nil) != (gerr != nil) || (werr == nil && got != want) {
+				t.Errorf("globMatch(%q, %q) = %v, %v; path.Match = %v, %v", p, n, got, gerr, want, werr)
 			}
 		}
 	}

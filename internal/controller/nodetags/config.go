@@ -79,6 +79,14 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 	for _, p := range spec.ExcludeTags {
 		cfg.filter.Exclude = append(cfg.filter.Exclude, string(p))
 	}
+	// Keys the platform owns are out of scope like excluded ones (never
+	// written, deleted nor made labels) unless includePlatformTags lets them
+	// in.
+	provider := orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure))
+	cfg.filter.Platform = tags.PlatformPatterns(provider)
+	for _, p := range spec.IncludePlatformTags {
+		cfg.filter.PlatformOptIn = append(cfg.filter.PlatformOptIn, string(p))
+	}
 	for _, rg := range spec.ResourceGroups {
 		cfg.resourceGroups = append(cfg.resourceGroups, string(rg))
 	}
@@ -104,15 +112,24 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 	if cfg.resync <= 0 {
 		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))
 	}
+	for i, p := range spec.IncludePlatformTags {
+		if validPattern(string(p)) && !tags.OverlapsPlatform(provider, cfg.nameCase(), string(p)) {
+			cfg.warnings = append(cfg.warnings, fmt.Sprintf("includePlatformTags[%d] %q matches no platform tag on %s, so it changes nothing: "+
+				"tags that are not the platform's are synced without it", i, p, provider))
+		}
+	}
 	if cfg.filter.ExcludesEverything(cfg.nameCase()) && !cfg.syncTaints {
-		cfg.warnings = append(cfg.warnings, "includeTags and excludeTags together exclude every tag, so no tag or label is synced: "+
-			"narrow excludeTags or widen includeTags")
+		cfg.warnings = append(cfg.warnings, "includeTags and excludeTags (with the platform's tags) together exclude every tag, so no tag or label is synced: "+
+			"narrow excludeTags, widen includeTags, or list the platform tags you mean in includePlatformTags")
 	}
 	return cfg, errors.Join(errs...)
 }
 
 // nameCase is how the provider compares tag names.
 func (cfg syncConfig) nameCase() tags.NameCase { return cfg.rules.NameCase() }
+
+// validPattern reports whether p is a well-formed tag filter pattern.
+func validPattern(p string) bool { return (tags.Filter{Include: []string{p}}).Validate() == nil }
 
 func orDefault(v, def string) string {
 	if v == "" {

@@ -220,7 +220,8 @@ func TestScaleOutAndNodeReplacement(t *testing.T) {
 }
 
 // TestNodePoolReconcileWipe: a wholesale rewrite of the scale set's tags
-// deletes no labels, is reported, and is repaired from the labels.
+// deletes no labels, is reported, and is repaired from the labels; the
+// platform's own tag it wrote is left to it.
 func TestNodePoolReconcileWipe(t *testing.T) {
 	h := newHarness(t)
 	want := map[string]string{"env": "prod", "team": "blue", "costcenter": "42"}
@@ -242,8 +243,11 @@ func TestNodePoolReconcileWipe(t *testing.T) {
 				t.Fatalf("wipe-%d lost label %s: %v", i, k, labels)
 			}
 		}
-		if labels["azure.tags/aks-managed-poolName"] != "pool" {
-			t.Fatalf("wipe-%d did not get the platform's new tag: %v", i, labels)
+		if v, ok := labels["azure.tags/aks-managed-poolName"]; ok {
+			t.Fatalf("wipe-%d got the platform's tag as label %q: aks-managed-* tags are AKS's, not synced", i, v)
 		}
+	}
+	if got := h.tags(ssID)["aks-managed-poolName"]; got != "pool" {
+		t.Fatalf("the platform's tag became %q after the repair, want it left as AKS wrote it", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -280,6 +281,8 @@ var behaviours = []behaviour{
 	{name: "mass-deletion", run: massDeletion},
 	{name: "suspend", run: suspend},
 	{name: "retain", run: retain},
+	{name: "platform-tags", run: platformTags,
+		differs: "the platform's keys: aks-managed-* on Azure; karpenter.sh/*, eks:* and the like on AWS"},
 }
 
 // TestCrossCloud runs every behaviour on Azure (armsim) and AWS (moto):
@@ -540,6 +543,109 @@ func exportNodes(o *onCloud) {
 		nts.Spec.Direction, nts.Spec.SyncTaints = v1alpha1.DirectionTwoWay, true
 		if err := o.c.Update(o.ctx, &nts); err != nil {
 			return err.Error() // a conflict with the status: read again
+		}
+		return ""
+	})
+}
+
+// platformKeysOf are, per cloud, keys its platform owns on a node's
+// resource: opted is the key the behaviour opts in, fresh one it never
+// does, unseen one that is on no resource.
+var platformKeysOf = map[v1alpha1.Provider]struct{ opted, fresh, unseen string }{
+	v1alpha1.ProviderAzure: {"aks-managed-poolName", "aks-managed-orchestrator", "aks-managed-createOperationID"},
+	v1alpha1.ProviderAWS:   {"karpenter.sh/nodepool", "eks:cluster-name", "karpenter.sh/nodeclaim"},
+}
+
+// platformTags: tags the platform owns are not the sync's: the resource's
+// become no label (its other tags do), a label a user puts under the prefix
+// for one is not written to the cloud, and removing such a label deletes
+// nothing. includePlatformTags opts a key in: it then syncs both ways; opted
+// out again, removing its label still deletes nothing.
+func platformTags(o *onCloud) {
+	keys := platformKeysOf[o.provider]
+	codec := tags.Codec{Prefix: o.provider.DefaultLabelPrefix()}
+	label := func(name string) string {
+		k, err := codec.LabelKey(name)
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		return k
+	}
+	want := map[string]string{keys.opted: "default", keys.fresh: "prod"}
+	id, pid := o.cloud.solo(o.harness, o.name, map[string]string{"env": "prod", keys.opted: "default", keys.fresh: "prod"})
+	node := o.node(0, pid, nil, nil)
+	o.sync(nil)
+	o.waitLabel(node, o.label("env"), "prod")
+	noLabels := func(names ...string) {
+		o.t.Helper()
+		got := o.labels(node)
+		for _, n := range names {
+			if v, ok := got[label(n)]; ok {
+				o.t.Fatalf("platform tag %s became label %s=%q", n, label(n), v)
+			}
+		}
+	}
+	cloudKeeps := func(want map[string]string, gone ...string) {
+		o.t.Helper()
+		got := o.cloud.tags(o.harness, id)
+		for k, v := range want {
+			if got[k] != v {
+				o.t.Fatalf("platform tag %s is %q, want %q: the sync wrote or deleted it (tags %v)", k, got[k], v, got)
+			}
+		}
+		for _, k := range gone {
+			if v, ok := got[k]; ok {
+				o.t.Fatalf("platform tag %s=%q was written from a label (tags %v)", k, v, got)
+			}
+		}
+	}
+	noLabels(keys.opted, keys.fresh)
+
+	// A user's labels for platform keys go nowhere; the label written after
+	// them syncs, so the pass that wrote it saw them.
+	setLabel(o.harness, node, label(keys.opted), "user")
+	setLabel(o.harness, node, label(keys.unseen), "user")
+	setLabel(o.harness, node, o.label("team"), "blue")
+	o.waitTag(id, "team", "blue")
+	cloudKeeps(want, keys.unseen)
+	removeLabel(o.harness, node, label(keys.opted))
+	removeLabel(o.harness, node, label(keys.unseen))
+	setLabel(o.harness, node, o.label("team"), "green")
+	o.waitTag(id, "team", "green")
+	cloudKeeps(want, keys.unseen)
+
+	// Opted in, the key syncs both ways; the others stay out.
+	o.updateSpec(func(s *v1alpha1.NodeTagSyncSpec) {
+		s.IncludePlatformTags = []v1alpha1.TagPattern{v1alpha1.TagPattern(keys.opted)}
+	})
+	o.waitLabel(node, label(keys.opted), "default")
+	setLabel(o.harness, node, label(keys.opted), "changed")
+	o.waitTag(id, keys.opted, "changed")
+	noLabels(keys.fresh)
+	want[keys.opted] = "changed"
+
+	// Opted out again (its label and base were the sync's), removing the
+	// label deletes nothing.
+	o.updateSpec(func(s *v1alpha1.NodeTagSyncSpec) { s.IncludePlatformTags = nil })
+	o.passDone(o.name, 1)
+	removeLabel(o.harness, node, label(keys.opted))
+	setLabel(o.harness, node, o.label("team"), "red")
+	o.waitTag(id, "team", "red")
+	cloudKeeps(want)
+}
+
+// updateSpec changes the case's NodeTagSync's spec (read again after a
+// conflict with a status write).
+func (o *onCloud) updateSpec(mutate func(*v1alpha1.NodeTagSyncSpec)) {
+	o.t.Helper()
+	o.eventually("the spec of "+o.name+" updated", func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := o.c.Get(o.ctx, clientKey(o.name), &nts); err != nil {
+			return err.Error()
+		}
+		mutate(&nts.Spec)
+		if err := o.c.Update(o.ctx, &nts); err != nil {
+			return err.Error()
 		}
 		return ""
 	})
