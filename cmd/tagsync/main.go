@@ -29,6 +29,7 @@ func main() {
 		cli.NewPlanCommand(),
 		cli.NewLoginCommand(),
 		cli.NewTagsCommand(),
+		cli.NewCleanupCommand(),
 	)
 	cli.RejectUnknownCommands(root)
 	err := root.ExecuteContext(ctx)

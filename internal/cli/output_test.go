@@ -14,12 +14,12 @@ import (
 
 // runVerbs runs args under a root command with every verb that has -o.
 func runVerbs(args ...string) (string, string, error) {
-	verbs := []*cobra.Command{NewVersionCommand(), NewStatusCommand(), NewPlanCommand(), NewValidateCommand(), NewTagsCommand()}
+	verbs := []*cobra.Command{NewVersionCommand(), NewStatusCommand(), NewPlanCommand(), NewValidateCommand(), NewTagsCommand(), NewCleanupCommand()}
 	return runWith(context.Background(), verbs, args...)
 }
 
 // outputVerbs are the verbs with -o, as typed.
-var outputVerbs = [][]string{{"version"}, {"status"}, {"plan"}, {"validate"}, {"tags", "add"}}
+var outputVerbs = [][]string{{"version"}, {"status"}, {"plan"}, {"validate"}, {"tags", "add"}, {"cleanup"}}
 
 // TestEveryVerbTakesTheSameOutputNames: every verb with -o completes
 // table, json and yaml, and refuses any other name with exit code 2 and an

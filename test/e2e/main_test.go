@@ -6,8 +6,8 @@
 // and every rule in it is needed, for each controller (ClusterRole or
 // per-namespace Roles; the rows of rbacProofs), and every rendering of it
 // (the rows of chartCases) is checked; its metadata and AWS
-// values wire what they say; and two `tagsync run` replicas fail over
-// without repeating an ARM write.
+// values wire what they say; two `tagsync run` replicas fail over
+// without repeating an ARM write; and uninstalling deletes no tag or label.
 //
 // The tests share one real kube-apiserver + etcd (internal/testenv), run the
 // chart through bin/helm (built by `make tools`; missing is a failure, never

@@ -20,6 +20,9 @@ type NodePatch struct {
 	Labels tags.LabelChanges
 	// Annotations are annotations to set.
 	Annotations map[string]string
+	// RemoveAnnotations are annotation keys to delete (sent as null; a key
+	// the Node does not carry is no error).
+	RemoveAnnotations []string
 	// Taints, when not nil, replace the Node's taints (a merge patch
 	// replaces a list whole): the pending taint released.
 	Taints []corev1.Taint
@@ -31,13 +34,13 @@ type NodePatch struct {
 
 // IsEmpty reports a patch that changes nothing.
 func (p NodePatch) IsEmpty() bool {
-	return p.Labels.IsEmpty() && len(p.Annotations) == 0 && p.Taints == nil
+	return p.Labels.IsEmpty() && len(p.Annotations) == 0 && len(p.RemoveAnnotations) == 0 && p.Taints == nil
 }
 
 // PatchNode writes p to the Node name, read at resourceVersion rv, as a
-// JSON merge patch of the changed keys only (a deleted label as null). It
-// patches through a metadata-only object, so a cached Node is never
-// mutated and the answer is the Node's metadata alone.
+// JSON merge patch of the changed keys only (a deleted label or annotation
+// as null). It patches through a metadata-only object, so a cached Node is
+// never mutated and the answer is the Node's metadata alone.
 func PatchNode(ctx context.Context, c client.Client, name, rv string, p NodePatch) error {
 	meta := map[string]any{}
 	if !p.Labels.IsEmpty() {
@@ -50,8 +53,15 @@ func PatchNode(ctx context.Context, c client.Client, name, rv string, p NodePatc
 		}
 		meta["labels"] = labels
 	}
-	if len(p.Annotations) > 0 {
-		meta["annotations"] = p.Annotations
+	if len(p.Annotations) > 0 || len(p.RemoveAnnotations) > 0 {
+		annotations := map[string]any{}
+		for k, v := range p.Annotations {
+			annotations[k] = v
+		}
+		for _, k := range p.RemoveAnnotations {
+			annotations[k] = nil
+		}
+		meta["annotations"] = annotations
 	}
 	patch := map[string]any{"metadata": meta}
 	if p.Guard || p.Taints != nil {
