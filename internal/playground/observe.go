@@ -139,12 +139,17 @@ func (pg *playground) requestSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nts := &v1alpha1.NodeTagSync{}
-	nts.Name = syncName
-	if err := pg.cp.client.Patch(ctx, nts, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if err := pg.patchNodeTagSync(ctx, body); err != nil {
 		return fmt.Errorf("requesting a sync on NodeTagSync %s: %w", syncName, err)
 	}
 	return nil
+}
+
+// patchNodeTagSync applies a JSON merge patch to the NodeTagSync.
+func (pg *playground) patchNodeTagSync(ctx context.Context, body []byte) error {
+	nts := &v1alpha1.NodeTagSync{}
+	nts.Name = syncName
+	return pg.cp.client.Patch(ctx, nts, client.RawPatch(types.MergePatchType, body))
 }
 
 // nodeTagSync reads the NodeTagSync.

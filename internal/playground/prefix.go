@@ -7,8 +7,6 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
@@ -41,9 +39,7 @@ func (pg *playground) prefixMoved() Step {
 			if err != nil {
 				return err
 			}
-			nts := &v1alpha1.NodeTagSync{}
-			nts.Name = syncName
-			if err := pg.cp.client.Patch(ctx, nts, client.RawPatch(types.MergePatchType, body)); err != nil {
+			if err := pg.patchNodeTagSync(ctx, body); err != nil {
 				return fmt.Errorf("changing the labelPrefix of NodeTagSync %s: %w", syncName, err)
 			}
 			pg.codec.Prefix = newPrefix

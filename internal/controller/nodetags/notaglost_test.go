@@ -65,6 +65,19 @@ func (o *onCloud) tagsIntact(name string, want map[string]map[string]string) {
 	}
 }
 
+// syncedSolo creates an instance in no group tagged t, its Node, and the
+// case's NodeTagSync (spec tweaked by mutate), and waits until the Node
+// carries t's labels; it returns the resource ID and the Node's name.
+func (o *onCloud) syncedSolo(t map[string]string, mutate func(*v1alpha1.NodeTagSyncSpec)) (string, string) {
+	o.t.Helper()
+	id, pid := o.cloud.solo(o.harness, o.name, t)
+	node := o.node(0, pid, nil, nil)
+	o.sync(mutate)
+	o.waitLabels([]string{node}, t)
+	o.passDone(o.name, 1)
+	return id, node
+}
+
 // prefixChange: changing labelPrefix on a live NodeTagSync moves the labels
 // to the new prefix and deletes no tag.
 func prefixChange(o *onCloud) {
@@ -114,11 +127,7 @@ func recreate(o *onCloud) {
 // the base made under CloudToNode is no base for TwoWay, the label comes
 // back from the cloud.
 func directionChange(o *onCloud) {
-	id, pid := o.cloud.solo(o.harness, o.name, estate)
-	node := o.node(0, pid, nil, nil)
-	o.sync(func(s *v1alpha1.NodeTagSyncSpec) { s.Direction = v1alpha1.DirectionCloudToNode })
-	o.waitLabels([]string{node}, estate)
-	o.passDone(o.name, 1)
+	id, node := o.syncedSolo(estate, func(s *v1alpha1.NodeTagSyncSpec) { s.Direction = v1alpha1.DirectionCloudToNode })
 	removeLabel(o.harness, node, o.label("team"))
 	o.syncAndWait(o.name)
 
@@ -131,11 +140,7 @@ func directionChange(o *onCloud) {
 // another (of another prefix) gets its labels under the new prefix, loses
 // the old ones, and no tag is deleted.
 func moveBetweenSyncs(o *onCloud) {
-	id, pid := o.cloud.solo(o.harness, o.name, estate)
-	node := o.node(0, pid, nil, nil)
-	o.sync(nil)
-	o.waitLabels([]string{node}, estate)
-	o.passDone(o.name, 1)
+	id, node := o.syncedSolo(estate, nil)
 	other := o.name + "-b"
 	o.harness.sync(other, func(s *v1alpha1.NodeTagSyncSpec) {
 		s.Provider, s.LabelPrefix = o.provider, ptrTo("moved.tags")
@@ -218,11 +223,7 @@ func massDeletion(o *onCloud) {
 // suspend: a suspended NodeTagSync writes nothing (cloud or Node) and says
 // so; resumed, it writes what changed meanwhile.
 func suspend(o *onCloud) {
-	id, pid := o.cloud.solo(o.harness, o.name, map[string]string{"env": "prod"})
-	node := o.node(0, pid, nil, nil)
-	o.sync(nil)
-	o.waitLabel(node, o.label("env"), "prod")
-	o.passDone(o.name, 1)
+	id, node := o.syncedSolo(map[string]string{"env": "prod"}, nil)
 
 	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = true })
 	o.waitStatus(o.name, "Suspended", func(nts *v1alpha1.NodeTagSync) string {
@@ -251,11 +252,7 @@ func suspend(o *onCloud) {
 // label and a label removed from the Node keeps its tag, both reported;
 // additions still flow.
 func retain(o *onCloud) {
-	id, pid := o.cloud.solo(o.harness, o.name, estate)
-	node := o.node(0, pid, nil, nil)
-	o.sync(func(s *v1alpha1.NodeTagSyncSpec) { s.DeletionPolicy = v1alpha1.DeletionPolicyRetain })
-	o.waitLabels([]string{node}, estate)
-	o.passDone(o.name, 1)
+	id, node := o.syncedSolo(estate, func(s *v1alpha1.NodeTagSyncSpec) { s.DeletionPolicy = v1alpha1.DeletionPolicyRetain })
 
 	o.cloud.edit(o.harness, id, nil, "cost")
 	removeLabel(o.harness, node, o.label("env"))
