@@ -100,7 +100,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 		}
 	}
 	for _, k := range sortedClusters(byCluster) {
-		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes)
+		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes, profile.Spec.Retains())
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Host < out.Nodes[j].Host })
 	sort.SliceStable(out.Waiting, func(i, j int) bool { return out.Waiting[i].Host < out.Waiting[j].Host })
@@ -119,7 +119,7 @@ func sortedClusters(m map[types.NamespacedName][]*link) []types.NamespacedName {
 
 // planCluster compares the hosts of one workload cluster with their Nodes,
 // read with one live List.
-func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string) {
+func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string, retain bool) {
 	ctx, cancel := context.WithTimeout(ctx, PlanClusterTimeout)
 	defer cancel()
 	nodes, unreachable, err := readNodes(ctx, clientFor, cluster)
@@ -140,7 +140,7 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 			p.wait(l, string(v1alpha1.WaitNoNodeRef), "")
 			continue
 		}
-		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints)
+		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
 		if u.isEmpty() {
 			p.InSync++
 			continue
