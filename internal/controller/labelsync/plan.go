@@ -38,6 +38,12 @@ type ProfilePlan struct {
 	Paused []string
 	// Waiting are the hosts whose Node would not be synced, with why.
 	Waiting []HostWait
+	// Suspended: the profile is suspended, so its pass writes none of
+	// Nodes.
+	Suspended bool
+	// Retained counts the labels deletionPolicy Retain keeps that the
+	// sync would otherwise remove (they are not in Nodes).
+	Retained int
 }
 
 // NodePlan is the patch the next pass would send to one host's Node.
@@ -69,7 +75,8 @@ type HostWait struct {
 func MissingKinds(dc discovery.DiscoveryInterface) string { return missingKinds(dc) }
 
 // PlanProfile computes, reading only, what the next pass over profile would
-// write: its hosts are read with c (the management cluster) and followed
+// write (a suspended profile's pass writes none of it: ProfilePlan.Suspended;
+// with deletionPolicy Retain no removal is planned): its hosts are read with c (the management cluster) and followed
 // along the controller's chain, each Node is read through clientFor (live,
 // at most PlanClusterTimeout per cluster) and compared with its host by the
 // controller's own update. The controller's memory of writes still in
@@ -80,7 +87,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 	if err != nil {
 		return nil, err
 	}
-	out := &ProfilePlan{Matched: len(hosts)}
+	out := &ProfilePlan{Matched: len(hosts), Suspended: profile.Spec.Suspend}
 	byCluster := map[types.NamespacedName][]*link{}
 	rd := newBulkReader(c)
 	for _, h := range hosts {
@@ -141,6 +148,7 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 			continue
 		}
 		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
+		p.Retained += len(u.retained)
 		if u.isEmpty() {
 			p.InSync++
 			continue
