@@ -65,9 +65,13 @@ func condition(conds []metav1.Condition, typ string) string {
 }
 
 // healthyStatus is the status of a condition type when all is well:
-// Degraded is the one that is good when False.
+// Degraded, Conflict, AuditFailing, Suspended and DeletionsHeld are good
+// when False (a True one is something a person should look at), the
+// others (Ready, Approved, Events, ...) when True.
 func healthyStatus(typ string) metav1.ConditionStatus {
-	if typ == v1alpha1.ConditionDegraded {
+	switch typ {
+	case v1alpha1.ConditionDegraded, v1alpha1.ConditionConflict, v1alpha1.ConditionAuditFailing,
+		v1alpha1.ConditionSuspended, v1alpha1.ConditionDeletionsHeld:
 		return metav1.ConditionFalse
 	}
 	return metav1.ConditionTrue
