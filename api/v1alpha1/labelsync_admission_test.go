@@ -66,6 +66,10 @@ func TestLabelSyncProfileAdmission(t *testing.T) {
 		{"resync 1h30m", labelSync(resync("1h30m")), ""},
 		{"resync 24h", labelSync(resync("24h")), ""},
 		{"resync 25h", labelSync(resync("25h")), "resyncInterval must be at most 24h"},
+		{"suspended", labelSync(func(s *v1alpha1.LabelSyncProfileSpec) { s.Suspend = true }), ""},
+		{"deletionPolicy Retain", labelSync(func(s *v1alpha1.LabelSyncProfileSpec) { s.DeletionPolicy = v1alpha1.DeletionPolicyRetain }), ""},
+		{"deletionPolicy Delete", labelSync(func(s *v1alpha1.LabelSyncProfileSpec) { s.DeletionPolicy = v1alpha1.DeletionPolicyDelete }), ""},
+		{"deletionPolicy Orphan", labelSync(func(s *v1alpha1.LabelSyncProfileSpec) { s.DeletionPolicy = "Orphan" }), `spec.deletionPolicy: Unsupported value: "Orphan"`},
 	}
 	for _, p := range v1alpha1.ReservedLabelPrefixes {
 		cases = append(cases, admissionCase{"reserved " + p, labelSync(prefixes("rack.example.com", p)), `prefix "` + p + `" ` + reserved})
@@ -96,7 +100,8 @@ func TestLabelSyncProfileResyncPattern(t *testing.T) {
 	}
 }
 
-// TestLabelSyncProfileDefaults: a profile without resyncInterval gets 60s.
+// TestLabelSyncProfileDefaults: a profile without resyncInterval gets 60s,
+// without deletionPolicy Delete.
 func TestLabelSyncProfileDefaults(t *testing.T) {
 	o := labelSync(nil)
 	o.Name, o.Namespace = "defaults", ns
@@ -108,6 +113,9 @@ func TestLabelSyncProfileDefaults(t *testing.T) {
 	}
 	if got := o.Spec.Resync(); got != v1alpha1.DefaultLabelResync {
 		t.Fatalf("Resync() = %s, want %s", got, v1alpha1.DefaultLabelResync)
+	}
+	if o.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete || o.Spec.Retains() || o.Spec.Suspend {
+		t.Fatalf("deletionPolicy defaulted to %q, suspend to %v; want Delete, not suspended", o.Spec.DeletionPolicy, o.Spec.Suspend)
 	}
 	for _, d := range []time.Duration{time.Second, 48 * time.Hour} {
 		s := v1alpha1.LabelSyncProfileSpec{ResyncInterval: &metav1.Duration{Duration: d}}

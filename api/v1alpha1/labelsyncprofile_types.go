@@ -66,7 +66,32 @@ type LabelSyncProfileSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) <= duration('24h')",message="resyncInterval must be at most 24h"
 	// +optional
 	ResyncInterval *metav1.Duration `json:"resyncInterval,omitempty"`
+
+	// Suspend, when true, makes the profile's passes read the hosts and
+	// Nodes and report what they would change (status.pending, the
+	// Suspended condition) without writing anything: no Node label is set
+	// or removed and the pending taint stays. Setting it back to false (or
+	// removing it) is a spec change: a pass runs at once and writes what
+	// is due. Default false.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy says whether the profile removes labels from Nodes.
+	// Delete (the default): an in-scope label removed from the host, or
+	// added on the Node without being on the host, is removed from the
+	// Node. Retain: upsert-only, labels are added and updated but never
+	// removed; what is kept is counted in status.labelsRetained and named
+	// by the DeletionsHeld condition (reason Retained) and a Retained
+	// event. Changing it to Delete makes the next pass (at once: it is a
+	// spec change) remove the labels kept so far.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// Retains reports an upsert-only profile (deletionPolicy Retain): it never
+// removes a label from a Node.
+func (s LabelSyncProfileSpec) Retains() bool { return s.DeletionPolicy == DeletionPolicyRetain }
 
 // Resync returns ResyncInterval: DefaultLabelResync when it is unset or
 // outside MinLabelResync to MaxLabelResync (which admission refuses, so
@@ -146,7 +171,11 @@ type LabelSyncProfileStatus struct {
 	// workload cluster was unreachable; and Conflict: true while hosts of
 	// the profile share a Node with another host (of this or another
 	// source) that wants other values for keys both own, which neither
-	// then writes (reason ContestedKeys; NoConflict when false).
+	// then writes (reason ContestedKeys; NoConflict when false);
+	// Suspended: true while spec.suspend is set (then Ready is false,
+	// reason Suspended, while a Node differs from its host); and
+	// DeletionsHeld: true (reason Retained) while deletionPolicy Retain
+	// keeps labels the sync would have removed, NoneHeld when false.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -161,7 +190,9 @@ type LabelSyncProfileStatus struct {
 	HostsMatched int32 `json:"hostsMatched"`
 
 	// NodesInSync counts the matched hosts whose Node carries exactly the
-	// host's in-scope labels; a host with contested keys is not counted.
+	// host's in-scope labels (with deletionPolicy Retain: carries them,
+	// the labels kept besides); a host with contested keys is not counted,
+	// nor, while the profile is suspended, a host whose Node differs.
 	// +optional
 	NodesInSync int32 `json:"nodesInSync"`
 
@@ -202,11 +233,42 @@ type LabelSyncProfileStatus struct {
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
+	// LabelsRetained counts the Node labels the last pass kept because
+	// deletionPolicy is Retain: in-scope labels it would otherwise have
+	// removed (gone from the host, or added on the Node only). 0 with
+	// deletionPolicy Delete.
+	// +optional
+	LabelsRetained int32 `json:"labelsRetained,omitempty"`
+
+	// Pending is, while the profile is suspended, what its last pass would
+	// have written had it not been; unset when the profile is not
+	// suspended or nothing would be written.
+	// +optional
+	Pending *PendingLabelWrites `json:"pending,omitempty"`
+
 	// LastSyncRequest is the value of the tagsync.io/sync-requested
 	// annotation when the pass this status describes ran: once it equals the
 	// value you set, a pass has served your request.
 	// +optional
 	LastSyncRequest string `json:"lastSyncRequest,omitempty"`
+}
+
+// PendingLabelWrites counts what a suspended profile's pass would have
+// written.
+type PendingLabelWrites struct {
+	// Nodes counts the Nodes that would be patched.
+	// +required
+	Nodes int32 `json:"nodes"`
+	// LabelsSet counts the labels that would be added or changed.
+	// +optional
+	LabelsSet int32 `json:"labelsSet,omitempty"`
+	// LabelsRemoved counts the labels that would be removed.
+	// +optional
+	LabelsRemoved int32 `json:"labelsRemoved,omitempty"`
+	// TaintsRemoved counts the Nodes that would lose the
+	// labelsync.tagsync.io/pending taint.
+	// +optional
+	TaintsRemoved int32 `json:"taintsRemoved,omitempty"`
 }
 
 // LabelSyncProfile makes the labels of Metal3 BareMetalHosts under some
@@ -221,6 +283,7 @@ type LabelSyncProfileStatus struct {
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.hostsMatched`
 // +kubebuilder:printcolumn:name="InSync",type=integer,JSONPath=`.status.nodesInSync`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.hostsWaiting`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

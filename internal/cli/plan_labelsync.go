@@ -54,6 +54,11 @@ type profilePlan struct {
 	InSync  int             `json:"inSyncNodes"`
 	Paused  []string        `json:"pausedHosts,omitempty"`
 	Waiting []hostWait      `json:"waitingHosts,omitempty"`
+	// Suspended: the profile is suspended; Nodes is what it would write,
+	// and none of it is written.
+	Suspended bool `json:"suspended,omitempty"`
+	// Retained counts the labels deletionPolicy Retain keeps.
+	Retained int `json:"retainedLabels,omitempty"`
 }
 
 // labelNodeDiff is the change of one host's Node in a workload cluster.
@@ -108,7 +113,7 @@ func (r *planReport) collectProfiles(ctx context.Context, c client.Reader, ls la
 // profileDiff renders a profile's prediction.
 func profileDiff(p *v1alpha1.LabelSyncProfile, pred *labelsync.ProfilePlan) profilePlan {
 	out := profilePlan{Namespace: p.Namespace, Name: p.Name, Prefixes: p.Spec.Prefixes, Matched: pred.Matched,
-		InSync: pred.InSync, Paused: pred.Paused}
+		InSync: pred.InSync, Paused: pred.Paused, Suspended: pred.Suspended, Retained: pred.Retained}
 	if out.Prefixes == nil {
 		out.Prefixes = []string{}
 	}
@@ -172,8 +177,12 @@ func connectable(ctx context.Context, mgmt client.Reader, cluster types.Namespac
 	return nil
 }
 
-// writes counts the Nodes the profile's pass would patch.
+// writes counts the Nodes the profile's pass would patch: none while it
+// is suspended.
 func (p profilePlan) writes() int {
+	if p.Suspended {
+		return 0
+	}
 	n := 0
 	for _, d := range p.Nodes {
 		if len(d.Labels) > 0 || d.ReleaseTaint {
@@ -186,6 +195,9 @@ func (p profilePlan) writes() int {
 // profile prints one LabelSyncProfile's plan.
 func (p *planPrinter) profile(s profilePlan) {
 	p.line(0, "", "LabelSyncProfile %s/%s (prefixes %s; %d host(s))", s.Namespace, s.Name, strings.Join(s.Prefixes, ", "), s.Matched)
+	if s.Suspended {
+		p.line(1, "", "suspended: nothing below is written until spec.suspend is unset")
+	}
 	for _, n := range s.Nodes {
 		p.line(1, cyan, "node %s of %s (host %s)", n.Name, n.Cluster, n.Host)
 		for _, c := range n.Labels {
@@ -196,6 +208,9 @@ func (p *planPrinter) profile(s profilePlan) {
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)
+	if s.Retained > 0 {
+		p.line(1, "", "%d label(s) kept that the sync would remove (deletionPolicy Retain)", s.Retained)
+	}
 	if len(s.Paused) > 0 {
 		slices.Sort(s.Paused)
 		p.line(1, "", "%d host(s) paused: %v", len(s.Paused), s.Paused)

@@ -344,3 +344,15 @@ func (e *lsEstate) startLabelSync() {
 	}
 	runManager(e.t, mgr, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 }
+
+func TestSuspendedProfilePlansNoWrite(t *testing.T) {
+	p := profilePlan{Nodes: []labelNodeDiff{{Name: "n1", Labels: []change{{Op: opAdd, Name: "rack.example.com/rack"}}}, {Name: "n2", ReleaseTaint: true}}}
+	if got := p.writes(); got != 2 {
+		t.Fatalf("an active profile plans %d write(s), want 2", got)
+	}
+	p.Suspended = true
+	r := planReport{LabelSyncProfiles: []profilePlan{p}}
+	if got := r.Writes(); got != 0 {
+		t.Fatalf("a suspended profile plans %d write(s), want 0: its pass writes nothing", got)
+	}
+}

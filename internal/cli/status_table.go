@@ -65,7 +65,9 @@ func condition(conds []metav1.Condition, typ string) string {
 }
 
 // healthyStatus is the status of a condition type when all is well:
-// Degraded is the one that is good when False.
+// Degraded, Conflict, AuditFailing, Suspended and DeletionsHeld are good
+// when False (a True one is something a person should look at), the
+// others (Ready, Approved, Events, ...) when True.
 func healthyStatus(typ string) metav1.ConditionStatus {
 	switch typ {
 	case v1alpha1.ConditionDegraded, v1alpha1.ConditionConflict, v1alpha1.ConditionAuditFailing,

@@ -228,3 +228,31 @@ func TestStatusEmptyNamespace(t *testing.T) {
 		t.Errorf("-o json of an empty namespace: %s %s", out, errOut)
 	}
 }
+
+// TestStatusProblemsAreConditionsOutOfTheirHealthyState: a profile whose
+// Conflict, Suspended and DeletionsHeld are False lists no problem; each
+// of them True is one, as Ready False is.
+func TestStatusProblemsAreConditionsOutOfTheirHealthyState(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: "R"}
+	}
+	profile := func(name string, conds ...metav1.Condition) v1alpha1.LabelSyncProfile {
+		return v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "metal", Name: name},
+			Status: v1alpha1.LabelSyncProfileStatus{Conditions: conds}}
+	}
+	r := statusReport{Profiles: []v1alpha1.LabelSyncProfile{
+		profile("calm", cond(v1alpha1.ConditionReady, "True"), cond(v1alpha1.ConditionConflict, "False"),
+			cond(v1alpha1.ConditionSuspended, "False"), cond(v1alpha1.ConditionDeletionsHeld, "False")),
+		profile("held", cond(v1alpha1.ConditionReady, "False"), cond(v1alpha1.ConditionConflict, "True"),
+			cond(v1alpha1.ConditionSuspended, "True"), cond(v1alpha1.ConditionDeletionsHeld, "True")),
+	}}
+	var got []string
+	for _, row := range r.problemTable().rows {
+		got = append(got, row[0]+" "+row[1])
+	}
+	want := "LabelSyncProfile metal/held Ready=False,LabelSyncProfile metal/held Conflict=True," +
+		"LabelSyncProfile metal/held Suspended=True,LabelSyncProfile metal/held DeletionsHeld=True"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("problems %q, want %q", got, want)
+	}
+}

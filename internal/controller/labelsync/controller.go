@@ -112,6 +112,9 @@ type state struct {
 	clusters map[types.NamespacedName]bool
 	nodes    map[nodeKey]bool
 	hosts    map[types.NamespacedName]bool
+	// retained names the labels deletionPolicy Retain kept at the last
+	// pass ("" when none), so the Retained event comes when they change.
+	retained string
 }
 
 // nodeKey is a Node in a workload cluster.

@@ -39,6 +39,9 @@ func TestLabelSync(t *testing.T) {
 		"ConflictingHostsWriteNeither":    testConflictingHosts,
 		"ConflictInOneProfile":            testConflictInOneProfile,
 		"SyncTimeWhileUnreachable":        testSyncTimeWhileUnreachable,
+		"SuspendWritesNothingThenResumes": testSuspend,
+		"RetainKeepsRemovedLabels":        testRetain,
+		"DeletedProfileLeavesLabels":      testDeleteProfileLeavesLabels,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -378,6 +381,10 @@ func testAnnotations(t *testing.T, p *planes) {
 	want := map[string]string{"kubernetes.io/hostname": "n1", "rack.example.com/rack": "r1", "my-prefix.kubernetes.io/zone": "z1"}
 	h.waitLabels(p.workloadC, node, want)
 	h.patchNodeLabels(p.workloadC, node, map[string]*string{"rack.example.com/rack": ptr.To("edited")})
+	h.waitLabels(p.workloadC, node, want)
+	// No suspend, no deletionPolicy: an in-scope label added on the Node
+	// only is removed, as CAPM3 removes it.
+	h.patchNodeLabels(p.workloadC, node, map[string]*string{"rack.example.com/extra": ptr.To("x")})
 	h.waitLabels(p.workloadC, node, want)
 
 	// An invalid annotation changes nothing and is reported on the

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
 )
@@ -54,6 +56,7 @@ func (p *pass) report() {
 		}
 		n.Normal(obj, ReasonLabelsSynced, note+"): "+notify.Summary(p.out.written, shownInNotes))
 	}
+	p.reportSafety()
 	for cluster := range p.out.unreachable {
 		// clustercache connects to a new cluster in the background: a
 		// cluster that has just appeared is "not connected" for a moment.
@@ -74,6 +77,23 @@ func (p *pass) report() {
 		n.Once(obj, "problem/"+pr.Host+"/"+pr.Reason, pr.Reason, fmt.Sprintf("host %s: %s", pr.Host, pr.Message))
 	}
 	n.EndPass(true)
+}
+
+// reportSafety emits the Normal events of a profile's safety settings:
+// Suspended when a pass first finds the profile suspended, and Retained
+// when the set of labels deletionPolicy Retain keeps changes (and is not
+// empty).
+func (p *pass) reportSafety() {
+	n, obj := p.st.notes, p.src.obj
+	if p.src.profile != nil && p.src.suspended && !meta.IsStatusConditionTrue(p.src.profile.Status.Conditions, v1alpha1.ConditionSuspended) {
+		n.Normal(obj, v1alpha1.ReasonSuspended, "spec.suspend is set: nothing is written until it is unset; "+describePending(p.out.pending))
+	}
+	sort.Strings(p.out.retained)
+	kept := strings.Join(p.out.retained, "\n")
+	if kept != p.st.retained && kept != "" {
+		n.Normal(obj, v1alpha1.ReasonRetained, retainedNote(p.out.retained))
+	}
+	p.st.retained = kept
 }
 
 // unreachableNote says which hosts wait for an unreachable cluster.

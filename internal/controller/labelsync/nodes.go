@@ -16,11 +16,20 @@ type nodeUpdate struct {
 	// taints, when not nil, are the Node's taints without the pending
 	// taint, which the update removes.
 	taints []corev1.Taint
+	// retained are the label keys the sync would remove but an
+	// upsert-only source keeps (not in labels.Delete), sorted.
+	retained []string
 }
 
-// updateFor is the change that brings a Node in line with its host.
-func updateFor(host, node map[string]string, prefixes []string, taints []corev1.Taint) nodeUpdate {
+// updateFor is the change that brings a Node in line with its host. With
+// retain (deletionPolicy Retain) no label is removed: the keys the sync
+// would remove are kept, in retained, and the pending taint goes once the
+// host's labels are in place, whatever else the Node keeps.
+func updateFor(host, node map[string]string, prefixes []string, taints []corev1.Taint, retain bool) nodeUpdate {
 	u := nodeUpdate{labels: tags.SyncLabels(host, node, prefixes)}
+	if retain {
+		u.retained, u.labels.Delete = u.labels.Delete, nil
+	}
 	u.taints = kit.ReleaseTaint(taints, PendingTaintKey)
 	return u
 }

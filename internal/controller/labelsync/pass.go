@@ -3,6 +3,7 @@ package labelsync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +66,11 @@ type outcome struct {
 	// contestNotes are the Warnings of contests, one per host and other
 	// host.
 	contestNotes []contestNote
+	// retained are the labels an upsert-only source kept, as "node N of
+	// C: key".
+	retained []string
+	// pending is what a suspended source would have written.
+	pending v1alpha1.PendingLabelWrites
 }
 
 // contestNote is the Warning of one host's contest with another host.
@@ -240,14 +246,24 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 		return nil
 	}
 	p.touch(k)
-	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints)
+	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints, p.src.retain)
 	inSync := len(contests) == 0
 	if !inSync {
-		u.labels, u.taints = u.labels.Without(contestedKeys(contests)), nil
+		keys := contestedKeys(contests)
+		u.labels, u.taints = u.labels.Without(keys), nil
+		u.retained = slices.DeleteFunc(u.retained, func(k string) bool { return slices.Contains(keys, k) })
 		p.contested(l, contests)
 	}
+	p.kept(l, u.retained)
 	if u.isEmpty() {
 		p.synced(inSync, false)
+		return nil
+	}
+	if p.src.suspended {
+		// Read and reported, never written: the Node is in sync only if
+		// its labels already are.
+		p.wouldWrite(u)
+		p.synced(inSync && u.labels.IsEmpty(), false)
 		return nil
 	}
 	if p.r.inFlight.Stale(k, node.ResourceVersion) {
@@ -349,6 +365,31 @@ func (p *pass) wrote(l *link, u nodeUpdate) {
 		p.out.taintsReleased++
 	}
 	p.out.written = append(p.out.written, fmt.Sprintf("node %s of %s (host %s): %s", l.node, l.cluster, l.host.Name, what))
+}
+
+// kept records the labels of a host's Node an upsert-only source keeps.
+func (p *pass) kept(l *link, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		p.out.retained = append(p.out.retained, fmt.Sprintf("node %s of %s: %s", l.node, l.cluster, k))
+	}
+}
+
+// wouldWrite counts what a suspended source would have written to a Node.
+func (p *pass) wouldWrite(u nodeUpdate) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := &p.out.pending
+	w.Nodes++
+	w.LabelsSet += int32(len(u.labels.Set))
+	w.LabelsRemoved += int32(len(u.labels.Delete))
+	if u.taints != nil {
+		w.TaintsRemoved++
+	}
 }
 
 // touch records a Node the pass looked at.

@@ -38,6 +38,12 @@ type ProfilePlan struct {
 	Paused []string
 	// Waiting are the hosts whose Node would not be synced, with why.
 	Waiting []HostWait
+	// Suspended: the profile is suspended, so its pass writes none of
+	// Nodes.
+	Suspended bool
+	// Retained counts the labels deletionPolicy Retain keeps that the
+	// sync would otherwise remove (they are not in Nodes).
+	Retained int
 }
 
 // NodePlan is the patch the next pass would send to one host's Node.
@@ -69,7 +75,8 @@ type HostWait struct {
 func MissingKinds(dc discovery.DiscoveryInterface) string { return missingKinds(dc) }
 
 // PlanProfile computes, reading only, what the next pass over profile would
-// write: its hosts are read with c (the management cluster) and followed
+// write (a suspended profile's pass writes none of it: ProfilePlan.Suspended;
+// with deletionPolicy Retain no removal is planned): its hosts are read with c (the management cluster) and followed
 // along the controller's chain, each Node is read through clientFor (live,
 // at most PlanClusterTimeout per cluster) and compared with its host by the
 // controller's own update. The controller's memory of writes still in
@@ -80,7 +87,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 	if err != nil {
 		return nil, err
 	}
-	out := &ProfilePlan{Matched: len(hosts)}
+	out := &ProfilePlan{Matched: len(hosts), Suspended: profile.Spec.Suspend}
 	byCluster := map[types.NamespacedName][]*link{}
 	rd := newBulkReader(c)
 	for _, h := range hosts {
@@ -100,7 +107,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 		}
 	}
 	for _, k := range sortedClusters(byCluster) {
-		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes)
+		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes, profile.Spec.Retains())
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Host < out.Nodes[j].Host })
 	sort.SliceStable(out.Waiting, func(i, j int) bool { return out.Waiting[i].Host < out.Waiting[j].Host })
@@ -119,7 +126,7 @@ func sortedClusters(m map[types.NamespacedName][]*link) []types.NamespacedName {
 
 // planCluster compares the hosts of one workload cluster with their Nodes,
 // read with one live List.
-func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string) {
+func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string, retain bool) {
 	ctx, cancel := context.WithTimeout(ctx, PlanClusterTimeout)
 	defer cancel()
 	nodes, unreachable, err := readNodes(ctx, clientFor, cluster)
@@ -140,7 +147,8 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 			p.wait(l, string(v1alpha1.WaitNoNodeRef), "")
 			continue
 		}
-		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints)
+		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
+		p.Retained += len(u.retained)
 		if u.isEmpty() {
 			p.InSync++
 			continue

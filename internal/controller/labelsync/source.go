@@ -31,6 +31,12 @@ type source struct {
 	prefixes []string
 	// resync is the full resync interval.
 	resync time.Duration
+	// suspended: the pass reads and reports but writes nothing (a
+	// profile's spec.suspend; a Metal3Cluster is never suspended).
+	suspended bool
+	// retain: the pass never removes a label (a profile's deletionPolicy
+	// Retain; a Metal3Cluster deletes, as CAPM3 does).
+	retain bool
 	// invalid is why a Metal3Cluster's annotations cannot be used.
 	invalid error
 }
@@ -55,7 +61,8 @@ func (r *Reconciler) sourceFor(ctx context.Context, key types.NamespacedName) (*
 		if err := r.Client.Get(ctx, key, &p); err != nil {
 			return nil, err
 		}
-		return &source{key: key, obj: &p, profile: &p, prefixes: p.Spec.Prefixes, resync: p.Spec.Resync()}, nil
+		return &source{key: key, obj: &p, profile: &p, prefixes: p.Spec.Prefixes, resync: p.Spec.Resync(),
+			suspended: p.Spec.Suspend, retain: p.Spec.Retains()}, nil
 	}
 	infra := types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimPrefix(key.Name, infraRequestPrefix)}
 	m3c := metadataOf(Metal3ClusterGVK)

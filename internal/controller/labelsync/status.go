@@ -48,6 +48,12 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready),
 		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation})
 	meta.SetStatusCondition(&s.Conditions, p.conflictCondition())
+	s.LabelsRetained, s.Pending = int32(len(o.retained)), nil
+	if p.src.suspended && o.pending.Nodes > 0 {
+		s.Pending = o.pending.DeepCopy()
+	}
+	meta.SetStatusCondition(&s.Conditions, p.suspendedCondition())
+	meta.SetStatusCondition(&s.Conditions, p.deletionsHeldCondition())
 	p.stampSyncTime(&s)
 	return s
 }
@@ -86,6 +92,10 @@ func (p *pass) readiness() (bool, string, string) {
 	if len(o.problems) > 0 {
 		return false, ReasonNodesNotSynced, fmt.Sprintf("%d of %d matched host(s) could not be synced (see problems)", len(o.problems), o.matched)
 	}
+	if p.src.suspended && o.pending.Nodes > 0 {
+		return false, v1alpha1.ReasonSuspended, fmt.Sprintf("the profile is suspended: %s; %d of %d matched host(s) have their labels on their Node",
+			describePending(o.pending), o.inSync, o.matched)
+	}
 	return true, ReasonInSync, fmt.Sprintf("%d of %d matched host(s) have their labels on their Node; %d paused, %d waiting for a Node",
 		o.inSync, o.matched, o.paused, p.waitingCount())
 }
@@ -106,6 +116,47 @@ func (p *pass) conflictCondition() metav1.Condition {
 			n, shown))
 	}
 	return c
+}
+
+// suspendedCondition is the Suspended condition: true while spec.suspend
+// is set, saying what the pass would have written.
+func (p *pass) suspendedCondition() metav1.Condition {
+	gen := p.src.profile.Generation
+	if !p.src.suspended {
+		return metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotSuspended,
+			Message: "Node labels are written", ObservedGeneration: gen}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSuspended,
+		Message: notify.Fit("spec.suspend is set: hosts and Nodes are read and reported, nothing is written (" + describePending(p.out.pending) +
+			"); unset it to resume"), ObservedGeneration: gen}
+}
+
+// describePending says what a suspended pass would have written.
+func describePending(w v1alpha1.PendingLabelWrites) string {
+	if w.Nodes == 0 {
+		return "no Node would be written"
+	}
+	return fmt.Sprintf("%d Node(s) would be written: %d label(s) set, %d removed, %d pending taint(s) removed",
+		w.Nodes, w.LabelsSet, w.LabelsRemoved, w.TaintsRemoved)
+}
+
+// deletionsHeldCondition is the DeletionsHeld condition: true while
+// deletionPolicy Retain keeps labels the sync would have removed.
+func (p *pass) deletionsHeldCondition() metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoneHeld,
+		Message: "no label the sync would remove is kept", ObservedGeneration: p.src.profile.Generation}
+	if n := len(p.out.retained); n > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonRetained
+		c.Message = notify.Fit(retainedNote(p.out.retained) + "; set deletionPolicy Delete to remove them, or remove them yourself")
+	}
+	return c
+}
+
+// retainedNote names the labels deletionPolicy Retain kept (sorted).
+func retainedNote(retained []string) string {
+	sort.Strings(retained)
+	return fmt.Sprintf("deletionPolicy is Retain: %d in-scope label(s) the sync would have removed are kept: %s",
+		len(retained), notify.Summary(retained, shownInNotes))
 }
 
 // notReadyStatus is the status of a profile that cannot be served at all.
