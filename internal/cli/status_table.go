@@ -65,9 +65,12 @@ func condition(conds []metav1.Condition, typ string) string {
 }
 
 // healthyStatus is the status of a condition type when all is well:
-// Degraded is the one that is good when False.
+// True, but False for the conditions that report trouble when True
+// (Degraded, Conflict, AuditFailing, Suspended, DeletionsHeld).
 func healthyStatus(typ string) metav1.ConditionStatus {
-	if typ == v1alpha1.ConditionDegraded {
+	switch typ {
+	case v1alpha1.ConditionDegraded, v1alpha1.ConditionConflict, v1alpha1.ConditionAuditFailing,
+		v1alpha1.ConditionSuspended, v1alpha1.ConditionDeletionsHeld:
 		return metav1.ConditionFalse
 	}
 	return metav1.ConditionTrue
