@@ -67,8 +67,12 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 	if o.request != nil {
 		set(v1alpha1.ConditionRequest, false, o.request.reason, o.request.message)
 	} else if o.approved {
-		set(v1alpha1.ConditionRequest, true, ReasonCompleted, fmt.Sprintf("%s of %d tag(s) at generation %d carried out over %d matched resource(s)",
-			o.t.opcode, len(o.t.resourceTags), gen, o.matched))
+		done := "carried out"
+		if o.suspended != "" {
+			done = "planned (suspended: not written)"
+		}
+		set(v1alpha1.ConditionRequest, true, ReasonCompleted, fmt.Sprintf("%s of %d tag(s) at generation %d %s over %d matched resource(s)",
+			o.t.opcode, len(o.t.resourceTags), gen, done, o.matched))
 	}
 	if !o.approved || (o.request != nil && o.matched == 0) {
 		set(v1alpha1.ConditionApplied, false, ReasonNotApplied, "nothing was applied in the last pass: see the Approved and Request conditions")
