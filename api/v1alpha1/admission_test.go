@@ -192,6 +192,11 @@ func TestCloudMetadataAdmission(t *testing.T) {
 		{"empty ref name", cloudMeta(func(s *v1alpha1.CloudMetadataSpec) {
 			s.CloudProvider.AWSRef = &v1alpha1.LocalObjectRef{}
 		}), "spec.cloudProvider.awsRef.name"},
+		{"suspended, upsert-only", cloudMeta(func(s *v1alpha1.CloudMetadataSpec) {
+			s.Suspend, s.DeletionPolicy = true, v1alpha1.DeletionPolicyRetain
+		}), ""},
+		{"bad deletionPolicy", cloudMeta(func(s *v1alpha1.CloudMetadataSpec) { s.DeletionPolicy = "Keep" }),
+			`supported values: "Delete", "Retain"`},
 	})
 }
 
@@ -312,7 +317,7 @@ func TestAWSMetadataAdmission(t *testing.T) {
 }
 
 // TestDefaults: a CloudMetadata without controllerConfig gets the default
-// limit policy and sync interval.
+// limit policy and sync interval, and deletionPolicy Delete.
 func TestDefaults(t *testing.T) {
 	o := cloudMeta(nil)
 	o.Name, o.Namespace = "defaults", ns
@@ -324,6 +329,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if got := o.Spec.ControllerConfig.SyncInterval(); got != v1alpha1.DefaultSyncInterval {
 		t.Fatalf("SyncInterval() = %s, want %s", got, v1alpha1.DefaultSyncInterval)
+	}
+	if o.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete || !o.Spec.Deletes() {
+		t.Fatalf("deletionPolicy defaulted to %q, want %s", o.Spec.DeletionPolicy, v1alpha1.DeletionPolicyDelete)
 	}
 
 	o = cloudMeta(func(s *v1alpha1.CloudMetadataSpec) { s.ControllerConfig.SyncEvery = "1h" })

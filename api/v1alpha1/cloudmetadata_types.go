@@ -61,7 +61,29 @@ type CloudMetadataSpec struct {
 	// happens.
 	// +optional
 	CloudProvider CloudProviderRefs `json:"cloudProvider,omitempty"`
+
+	// Suspend stops every cloud write made for this CloudMetadata while
+	// true: its passes still discover the resources, plan and report (the
+	// counts, and how many resources a pass would write), but send no tag
+	// write and record no tag as written. The Suspended condition is true
+	// and Ready says so. Clearing it resumes at once.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy says whether the delete opcodes of the requests this
+	// CloudMetadata applies delete cloud tags: Delete (the default) does;
+	// Retain is upsert-only: tags are added and updated, never deleted, and
+	// what a delete opcode would have deleted is kept and reported (the
+	// DeletionsHeld condition with reason Retained, status.retainedDeletions
+	// and an event).
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// Deletes reports whether the CloudMetadata's requests may delete cloud
+// tags (DeletionPolicy is not Retain).
+func (s CloudMetadataSpec) Deletes() bool { return s.DeletionPolicy != DeletionPolicyRetain }
 
 // ControllerConfig tunes how the controller applies a CloudMetadata's
 // requests.
@@ -127,7 +149,8 @@ type LocalObjectRef struct {
 // CloudMetadataStatus reports what the controller observed and did, over
 // every cloud.
 type CloudMetadataStatus struct {
-	// Conditions are Ready.
+	// Conditions are Ready, Suspended, DeletionsHeld (and Events when
+	// cloud change events are on).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -159,6 +182,17 @@ type CloudMetadataStatus struct {
 	// value you set, a pass with fresh cloud reads has served your request.
 	// +optional
 	LastSyncRequest string `json:"lastSyncRequest,omitempty"`
+
+	// DeletionsHeld is the mass deletion the last pass held back for a
+	// person's approval (see the DeletionsHeld condition); absent when none
+	// is held.
+	// +optional
+	DeletionsHeld *HeldDeletions `json:"deletionsHeld,omitempty"`
+
+	// RetainedDeletions counts the tag deletions the last pass kept because
+	// DeletionPolicy is Retain.
+	// +optional
+	RetainedDeletions int32 `json:"retainedDeletions,omitempty"`
 }
 
 // CloudMetadata selects cloud resources by classifier tags and applies the

@@ -100,6 +100,13 @@ type AzureMetadataSpec struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	ResourceGroups []ResourceGroupScope `json:"resourceGroups,omitempty"`
+
+	// Suspend stops the cloud writes made for this request while true: the
+	// CloudMetadata that applies it still discovers and plans its tags and
+	// reports them (the Suspended condition says how many resources a pass
+	// would write), but writes none of them. Clearing it resumes at once.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // ResourceGroupScope is the resources of a resource group whose names start
@@ -161,6 +168,13 @@ type AWSMetadataSpec struct {
 	// +listType=set
 	// +optional
 	Regions []string `json:"regions,omitempty"`
+
+	// Suspend stops the cloud writes made for this request while true: the
+	// CloudMetadata that applies it still discovers and plans its tags and
+	// reports them (the Suspended condition says how many resources a pass
+	// would write), but writes none of them. Clearing it resumes at once.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // DeepCopyInto copies the receiver into out; in must be non-nil.
@@ -193,7 +207,7 @@ type AWSTagValue = string
 // ProviderMetadataStatus reports what the controller observed and did with
 // an AzureMetadata's or AWSMetadata's request.
 type ProviderMetadataStatus struct {
-	// Conditions are Approved, Applied, Policy and Request.
+	// Conditions are Approved, Applied, Policy, Request and Suspended.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

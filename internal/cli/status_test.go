@@ -50,7 +50,10 @@ func estate(t *testing.T, env *testenv.Env, ns string) (*v1alpha1.NodeTagSync, *
 		Conflicts: []v1alpha1.TagConflict{{Resource: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/batch",
 			Nodes: []string{"batch-0", "batch-1"}, Tag: "env", CloudValue: &cloud, NodeValues: []string{"qa", "perf"}}}}
 	cm.Status = v1alpha1.CloudMetadataStatus{Matched: 9, InSync: 8, Failed: 1, LastSyncTime: &now,
-		Conditions: []metav1.Condition{cond("Ready", "False", "PartiallyApplied", "1 resource failed")}}
+		Conditions: []metav1.Condition{cond("Ready", "False", "PartiallyApplied", "1 resource failed"),
+			cond("Suspended", "False", "NotSuspended", "not suspended"),
+			cond("DeletionsHeld", "True", "MassDeletion", "4 tag deletion(s) on 2 resource(s) held for approval. To write them once, run: "+
+				"kubectl annotate cloudmetadata cluster -n "+ns+" tagsync.io/approve-deletions=0a1b2c3d4e5f --overwrite. Held: disks/os-1 (env,team)")}}
 	az.Status = v1alpha1.ProviderMetadataStatus{Matched: 9, InSync: 8, Failed: 1, MoreFailures: 2, CloudMetadata: "cluster",
 		Conditions: []metav1.Condition{cond("Approved", "True", "Valid", "ok"), cond("Applied", "False", "TagTaken", "1 resource keeps another env")},
 		Failures: []v1alpha1.ResourceFailure{{Resource: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/os-0",
@@ -76,6 +79,7 @@ func TestStatusTable(t *testing.T) {
 		"azuremetadata/azure   add      True       False     -        -         9         8         1        cost-center,env   -",
 		"awsmetadata/aws       update   -          -         -        -         0         0         0        env               owner",
 		"CloudMetadata " + ns + "/cluster", "Ready=False", "PartiallyApplied",
+		"DeletionsHeld=True", "MassDeletion", "tagsync.io/approve-deletions=0a1b2c3d4e5f --overwrite",
 		"NodeTagSync " + nts.Name, "Degraded=True",
 		"virtualMachineScaleSets/batch", "batch-0=qa, batch-1=perf",
 		"disks/os-0", "TagTaken", `env is "prod" there`, "(2 more)",
@@ -83,6 +87,9 @@ func TestStatusTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "Suspended=False") {
+		t.Errorf("a CloudMetadata that is not suspended is listed as a problem:\n%s", out)
 	}
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("colour codes in output that is no terminal:\n%q", out)

@@ -73,6 +73,8 @@ func (r *Reconciler) applyClouds(ctx context.Context, infra *unstructured.Unstru
 		Classifiers:      classifiers,
 		ControllerConfig: v1alpha1.ControllerConfig{Limit: v1alpha1.LimitPartial, SyncEvery: r.opts.SyncEvery.String()},
 		CloudProvider:    refs,
+		// As the API server defaults it, so the spec compares equal.
+		DeletionPolicy: v1alpha1.DeletionPolicyDelete,
 	}}
 	errs = append(errs, r.writeOrWarn(ctx, infra, cm))
 	return clouds, errors.Join(errs...)

@@ -6,7 +6,9 @@
 // needing the same change share calls (Provider.WriteTags), an audit record
 // and metrics per mutation, and one status patch per object that changed.
 // Nothing is written when nothing changed, and nothing at all by an object
-// whose references or tags are invalid.
+// whose references or tags are invalid. Between plan and write, a pass
+// applies the safety controls (safety.go): spec.suspend, deletionPolicy
+// Retain, and the mass-deletion guard with its approval annotation.
 package metadata
 
 import (

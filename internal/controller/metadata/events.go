@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -75,6 +76,8 @@ const (
 	ReasonTagsWritten = "TagsWritten"
 	// ReasonTagsNotApplied: some resources do not carry the request.
 	ReasonTagsNotApplied = "TagsNotApplied"
+	// ReasonDeletionsApproved: held deletions were written once approved.
+	ReasonDeletionsApproved = "DeletionsApproved"
 )
 
 // shownInNotes is how many items an event note lists before "and N more".
@@ -110,7 +113,19 @@ func (p *pass) report(problems []refProblem, outcomes []*outcome) {
 			n.Once(obj, "failures/"+note, ReasonTagsNotApplied, note)
 		}
 	}
+	p.reportHeld(n)
 	n.EndPass(complete)
+}
+
+// reportHeld emits, once while they last, a Warning on the CloudMetadata
+// for a mass deletion waiting for approval and for deletions Retain kept.
+func (p *pass) reportHeld(n *notify.Notifier) {
+	if h := p.hold; h != nil && !h.approved {
+		n.Once(p.cm, "massdeletion/"+h.record.Token, v1alpha1.ReasonMassDeletion, p.holdMessage(h))
+	}
+	if len(p.kept) > 0 {
+		n.Once(p.cm, "retained/"+strings.Join(p.kept, ";"), v1alpha1.ReasonRetained, p.retainMessage(p.retainedCount()))
+	}
 }
 
 // failedSuffix says how many writes failed, if any.
@@ -140,7 +155,7 @@ func describeFailures(o *outcome) string {
 		first = append(first, fmt.Sprintf("%s (%s)", f.Resource, f.Reason))
 	}
 	var counts []string
-	for _, r := range []string{ReasonTagTaken, ReasonConflict, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonNotRecorded, ReasonThrottled} {
+	for _, r := range []string{ReasonTagTaken, ReasonConflict, v1alpha1.ReasonMassDeletion, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonNotRecorded, ReasonThrottled} {
 		if byReason[r] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", byReason[r], r))
 		}

@@ -28,6 +28,8 @@ var (
 		"Passes over the resources cloud changes named (events), by CloudMetadata and result (ok, error).", "namespace", "cloudmetadata", "result")
 	targetedFallbacksTotal = metrics.Counter("targeted_fallbacks_total",
 		"Targeted passes that gave way to a full pass because reading the changed resources one by one would cost more requests than the last full pass's discovery, by CloudMetadata.", "namespace", "cloudmetadata")
+	deletionsHeldTotal = metrics.Counter("deletions_held_total",
+		"Tag deletions passes held back, by CloudMetadata and reason (MassDeletion: waiting for approval; Retained: kept by deletionPolicy Retain); a deletion held by several passes counts once per pass.", "namespace", "cloudmetadata", "reason")
 	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
 
@@ -68,4 +70,5 @@ func (o *outcome) observe(p *pass) {
 // forgetMetrics drops a deleted CloudMetadata's gauges.
 func forgetMetrics(key types.NamespacedName) {
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
+	deletionsHeldTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 }

@@ -49,6 +49,15 @@ type outcome struct {
 	contests []contest
 	// held is the target's held-tags record once discovery ran.
 	held *heldTags
+	// suspended names what suspends the target's writes ("" when
+	// nothing does); pending counts the resources a write would change,
+	// and wouldSet / wouldDelete the tags it would set and delete.
+	suspended             string
+	pending               int
+	wouldSet, wouldDelete int
+	// retained counts the deletions deletionPolicy Retain kept; massHeld
+	// those the mass-deletion guard held for approval.
+	retained, massHeld int
 }
 
 // notReady is the outcome of a target whose CloudMetadata has a broken
@@ -112,6 +121,13 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 func (o *outcome) tally(plans []Planned, results map[string]error, held *heldTags) {
 	for _, pl := range plans {
 		o.matched++
+		if o.suspended != "" && !pl.Plan.Patch.IsEmpty() {
+			// Not written: what it holds is unchanged.
+			o.pending++
+			o.wouldSet += len(pl.Plan.Patch.Set)
+			o.wouldDelete += len(pl.Plan.Patch.Delete)
+			continue
+		}
 		err, written := results[pl.Resource.ID]
 		if written && err != nil {
 			o.writeFailed(pl, err)
@@ -178,10 +194,13 @@ func skipReason(err error) string {
 		return ReasonConflict
 	case errors.Is(err, tags.ErrTooManyTags):
 		return ReasonOverLimit
+	case errors.Is(err, errMassDeletion):
+		return v1alpha1.ReasonMassDeletion
 	default:
 		return ReasonInvalidForResource
 	}
 }
 
-// failed is the number of matched resources not in sync.
-func (o *outcome) failed() int { return o.matched - o.inSync }
+// failed is the number of matched resources not in sync, those a
+// suspended pass would have written left out.
+func (o *outcome) failed() int { return o.matched - o.inSync - o.pending }

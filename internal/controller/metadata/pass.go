@@ -42,6 +42,12 @@ type pass struct {
 	fullNeeded bool
 	// carried is what the latest changes of the changed resources carried.
 	carried map[string]tagevents.Carried
+	// hold is the mass deletion the pass held (nil: none); kept describes
+	// the deletions deletionPolicy Retain kept, per resource.
+	hold *hold
+	kept []string
+	// planned are the targets the pass planned (safeguard).
+	planned []*targetPlan
 }
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
@@ -70,12 +76,29 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 	}
 	outcomes := make([]*outcome, 0, len(res.targets))
+	var planned []*targetPlan
 	for _, t := range res.targets {
 		if len(res.problems) > 0 {
-			outcomes = append(outcomes, notReady(t, p.cm, res.problems))
+			o := notReady(t, p.cm, res.problems)
+			o.suspended = p.suspendedBy(t)
+			outcomes = append(outcomes, o)
 			continue
 		}
-		outcomes = append(outcomes, p.syncTarget(ctx, t))
+		o, tp := p.planTarget(ctx, t)
+		outcomes = append(outcomes, o)
+		if tp != nil {
+			planned = append(planned, tp)
+		}
+	}
+	if len(res.problems) == 0 {
+		p.safeguard(planned)
+	}
+	for _, tp := range planned {
+		p.writeTarget(ctx, tp)
+	}
+	p.settleHold(planned)
+	for _, o := range outcomes {
+		o.observe(p)
 	}
 	p.st.keepHeld(res.targets)
 	p.keepIndexed(res.targets)
@@ -91,21 +114,22 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
 }
 
-// syncTarget is the pass over one target: check, discover, plan, write,
-// tally.
-func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
-	o := &outcome{t: t, started: p.r.Now()}
-	defer o.observe(p)
+// planTarget is the first half of the pass over one target: check,
+// discover, stake its claims and plan. It returns the target's outcome,
+// and its plans unless it stopped before planning (then the outcome says
+// why).
+func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan) {
+	o := &outcome{t: t, started: p.r.Now(), suspended: p.suspendedBy(t)}
 	provider, err := p.r.providers.ClassifiedProvider(t.cloud)
 	if err != nil {
 		o.request = &condition{ReasonProviderNotConfigured,
 			fmt.Sprintf("%v: start tagsync with the %s flags (docs/metadata.md) to apply %s objects", err, t.cloud, t.kind)}
-		return o
+		return o, nil
 	}
 	req := t.request(p.cm)
 	if err := req.Validate(provider.Rules()); err != nil {
 		o.invalid = err
-		return o
+		return o, nil
 	}
 	o.approved = true
 	disc, err := provider.Discover(ctx, req.Classifiers, req.Discover)
@@ -113,20 +137,31 @@ func (p *pass) syncTarget(ctx context.Context, t *target) *outcome {
 	if err != nil {
 		p.claimed[p.claimantOf(t)] = true // its last claim stands
 		o.readFailed(err)
-		return o
+		return o, nil
 	}
 	o.scopesFailed(disc.Failed)
 	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
 	held := p.st.heldFor(t)
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
-	plans := req.planYielding(disc.Resources, held.lookup, contested)
 	o.held = held
-	results := p.recordAndWrite(ctx, provider, t, plans, held, o)
-	o.tally(plans, results, held)
-	if len(disc.Failed) == 0 {
-		held.keepOnly(seenIDs(disc.Resources))
+	return o, &targetPlan{o: o, provider: provider, plans: req.planYielding(disc.Resources, held.lookup, contested),
+		held: held, resources: disc.Resources, complete: len(disc.Failed) == 0}
+}
+
+// writeTarget is the second half: write what the safeguards left of the
+// plans (nothing while the target is suspended), then tally.
+func (p *pass) writeTarget(ctx context.Context, tp *targetPlan) {
+	o := tp.o
+	var results map[string]error
+	if o.suspended == "" {
+		results = p.recordAndWrite(ctx, tp.provider, o.t, tp.plans, tp.held, o)
+	} else {
+		o.auditErr = p.r.audit.Probe()
 	}
-	return o
+	o.tally(tp.plans, results, tp.held)
+	if tp.complete {
+		tp.held.keepOnly(seenIDs(tp.resources))
+	}
 }
 
 // heldFor returns the held-tags record of a target.

@@ -52,6 +52,7 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 			Message: notify.Fit(msg), ObservedGeneration: gen})
 	}
 	o.auditFailing(s.Conditions, set)
+	o.setSuspended(s.Conditions, set)
 	switch {
 	case o.invalid != nil:
 		set(v1alpha1.ConditionApproved, false, ReasonInvalidTags, "the request breaks the "+o.t.cloud+" tag rules; nothing is applied: "+joinErrs(o.invalid))
@@ -66,8 +67,12 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 	if o.request != nil {
 		set(v1alpha1.ConditionRequest, false, o.request.reason, o.request.message)
 	} else if o.approved {
-		set(v1alpha1.ConditionRequest, true, ReasonCompleted, fmt.Sprintf("%s of %d tag(s) at generation %d carried out over %d matched resource(s)",
-			o.t.opcode, len(o.t.resourceTags), gen, o.matched))
+		done := "carried out"
+		if o.suspended != "" {
+			done = "planned (suspended: not written)"
+		}
+		set(v1alpha1.ConditionRequest, true, ReasonCompleted, fmt.Sprintf("%s of %d tag(s) at generation %d %s over %d matched resource(s)",
+			o.t.opcode, len(o.t.resourceTags), gen, done, o.matched))
 	}
 	if !o.approved || (o.request != nil && o.matched == 0) {
 		set(v1alpha1.ConditionApplied, false, ReasonNotApplied, "nothing was applied in the last pass: see the Approved and Request conditions")
@@ -97,6 +102,9 @@ func (o *outcome) setApplied(set func(string, bool, string, string)) {
 	switch {
 	case o.matched == 0:
 		set(v1alpha1.ConditionApplied, true, ReasonNoResources, "no resource carries a classifier tag of the CloudMetadata")
+	case o.pending > 0:
+		set(v1alpha1.ConditionApplied, false, v1alpha1.ReasonSuspended, fmt.Sprintf("%d of %d matched resource(s) do not carry the request and are not written: %s is suspended",
+			o.pending, o.matched, o.suspended))
 	case o.failed() == 0:
 		set(v1alpha1.ConditionApplied, true, ReasonApplied, fmt.Sprintf("all %d matched resource(s) carry the request", o.matched))
 	default:
@@ -126,7 +134,10 @@ func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, n
 		s.InSync += int32(o.inSync)
 		s.Failed += int32(o.failed())
 	}
-	ready, reason, msg := readiness(problems, outcomes)
+	if len(problems) == 0 {
+		p.safetyStatus(&s)
+	}
+	ready, reason, msg := p.readiness(problems, outcomes)
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready), Reason: reason,
 		Message: notify.Fit(msg), ObservedGeneration: p.cm.Generation})
 	if p.health != nil {
@@ -136,9 +147,9 @@ func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, n
 }
 
 // readiness is the Ready condition: broken references first, then invalid
-// requests, then requests that could not be carried out, then resources
-// out of sync.
-func readiness(problems []refProblem, outcomes []*outcome) (bool, string, string) {
+// requests, then suspension, then requests that could not be carried out,
+// then deletions waiting for approval, then resources out of sync.
+func (p *pass) readiness(problems []refProblem, outcomes []*outcome) (bool, string, string) {
 	if len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, pr := range problems {
@@ -146,14 +157,9 @@ func readiness(problems []refProblem, outcomes []*outcome) (bool, string, string
 		}
 		return false, problems[0].reason, strings.Join(msgs, "; ")
 	}
-	for _, o := range outcomes {
-		if o.invalid != nil {
-			return false, ReasonInvalidTags, fmt.Sprintf("%s: the request breaks the %s tag rules: %s", o.t.key(), o.t.cloud, joinErrs(o.invalid))
-		}
-	}
-	for _, o := range outcomes {
-		if o.request != nil {
-			return false, o.request.reason, o.t.key() + ": " + o.request.message
+	for _, check := range []func([]*outcome) *condition{invalidRequest, suspension, failedRequest, p.waitingForApproval} {
+		if c := check(outcomes); c != nil {
+			return false, c.reason, c.message
 		}
 	}
 	matched, failed := 0, 0
@@ -164,6 +170,26 @@ func readiness(problems []refProblem, outcomes []*outcome) (bool, string, string
 		return false, ReasonPartiallyApplied, fmt.Sprintf("%d of %d matched resource(s) do not carry the whole request (see the failures in the status of the objects referenced)", failed, matched)
 	}
 	return true, ReasonApplied, fmt.Sprintf("the requests are applied to all %d matched resource(s)", matched)
+}
+
+// invalidRequest is the first request that breaks its cloud's rules.
+func invalidRequest(outcomes []*outcome) *condition {
+	for _, o := range outcomes {
+		if o.invalid != nil {
+			return &condition{ReasonInvalidTags, fmt.Sprintf("%s: the request breaks the %s tag rules: %s", o.t.key(), o.t.cloud, joinErrs(o.invalid))}
+		}
+	}
+	return nil
+}
+
+// failedRequest is the first request that could not be carried out.
+func failedRequest(outcomes []*outcome) *condition {
+	for _, o := range outcomes {
+		if o.request != nil {
+			return &condition{o.request.reason, o.t.key() + ": " + o.request.message}
+		}
+	}
+	return nil
 }
 
 // limitOf is the CloudMetadata's limit policy, defaulted.

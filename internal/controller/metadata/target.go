@@ -33,12 +33,15 @@ type target struct {
 	scopes []string
 	// named adds resources by group and name prefix (Azure).
 	named []cloud.NameScope
+	// suspend is the object's spec.suspend: nothing is written for it.
+	suspend bool
 }
 
 // azureTarget views an AzureMetadata as a target.
 func azureTarget(o *v1alpha1.AzureMetadata) *target {
 	t := &target{cloud: cloudAzure, kind: "AzureMetadata", obj: o, status: &o.Status,
-		opcode: o.Spec.Opcode, resourceTags: o.Spec.ResourceTags, ignoreTags: o.Spec.IgnoreTags, scopes: o.Spec.Subscriptions}
+		opcode: o.Spec.Opcode, resourceTags: o.Spec.ResourceTags, ignoreTags: o.Spec.IgnoreTags, scopes: o.Spec.Subscriptions,
+		suspend: o.Spec.Suspend}
 	for _, g := range o.Spec.ResourceGroups {
 		t.named = append(t.named, cloud.NameScope{Group: g.Name, NamePrefix: g.NamePrefix})
 	}
@@ -48,7 +51,8 @@ func azureTarget(o *v1alpha1.AzureMetadata) *target {
 // awsTarget views an AWSMetadata as a target.
 func awsTarget(o *v1alpha1.AWSMetadata) *target {
 	return &target{cloud: cloudAWS, kind: "AWSMetadata", obj: o, status: &o.Status,
-		opcode: o.Spec.Opcode, resourceTags: o.Spec.ResourceTags, ignoreTags: o.Spec.IgnoreTags, scopes: o.Spec.Regions}
+		opcode: o.Spec.Opcode, resourceTags: o.Spec.ResourceTags, ignoreTags: o.Spec.IgnoreTags, scopes: o.Spec.Regions,
+		suspend: o.Spec.Suspend}
 }
 
 // lifecycle turns the request into the pure planner's input.

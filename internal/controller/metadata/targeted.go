@@ -40,6 +40,9 @@ type fullPass struct {
 	spec, request string
 	// calls is how many requests its discoveries took.
 	calls int
+	// approval is the approval annotation it saw: a new one needs a full
+	// pass (the mass-deletion guard runs there).
+	approval string
 }
 
 // doneFull records a full pass that ended with outcomes.
@@ -50,7 +53,7 @@ func (p *pass) doneFull(problems []refProblem, outcomes []*outcome) {
 		calls += o.discoveryCalls
 	}
 	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)),
-		request: p.cm.Annotations[SyncRequestAnnotation], calls: calls}
+		request: p.cm.Annotations[SyncRequestAnnotation], calls: calls, approval: p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]}
 }
 
 // targetsOf are the outcomes' targets.
@@ -66,7 +69,8 @@ func targetsOf(outcomes []*outcome) []*target {
 func (p *pass) canTarget(res resolved) bool {
 	f := p.st.full
 	return f.ok && len(res.problems) == 0 && p.r.Now().Before(f.at.Add(p.every)) &&
-		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets)
+		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets) &&
+		f.approval == p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]
 }
 
 // servedAlready reports a wake with nothing left to do: events are on, no
@@ -107,9 +111,19 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 		}
 		return reconcile.Result{}, err
 	}
-	failed := false
+	var changed []changedPlan
 	for _, w := range work {
-		failed = p.syncChanged(ctx, w) || failed
+		cp, err := p.planChanged(w)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if cp != nil {
+			changed = append(changed, *cp)
+		}
+	}
+	failed := false
+	for _, cp := range changed {
+		failed = p.writeChanged(ctx, cp) || failed
 	}
 	result := "ok"
 	if failed {
@@ -220,9 +234,23 @@ func readErr(err error) error {
 	return fmt.Errorf("reading a changed resource: %w", err)
 }
 
-// syncChanged plans and writes one target's changed resources as a full
-// pass does, and reports whether anything failed.
-func (p *pass) syncChanged(ctx context.Context, w targetWork) bool {
+// changedPlan is one target's plans in a targeted pass.
+type changedPlan struct {
+	w     targetWork
+	plans []Planned
+	held  *heldTags
+}
+
+// planChanged plans one target's changed resources as a full pass does.
+// It returns nil when nothing may be written for the target (it is
+// suspended), and errFullPass when the plans delete tags the
+// deletionPolicy allows to delete: the mass-deletion guard looks at a whole
+// pass, so deletions are left to a full pass. Under Retain the deletions
+// are dropped (the full passes count and report them).
+func (p *pass) planChanged(w targetWork) (*changedPlan, error) {
+	if p.suspendedBy(w.t) != "" {
+		return nil, nil
+	}
 	held := p.st.heldFor(w.t)
 	ids := make([]string, len(w.resources))
 	for i, r := range w.resources {
@@ -230,9 +258,25 @@ func (p *pass) syncChanged(ctx context.Context, w targetWork) bool {
 	}
 	contested := p.r.claims.contestedOn(p.claimantOf(w.t), ids)
 	plans := w.req.planYielding(w.resources, held.lookup, contested)
-	o := &outcome{t: w.t}
-	results := p.recordAndWrite(ctx, w.provider, w.t, plans, held, o)
-	o.tally(plans, results, held)
+	for i := range plans {
+		pl := &plans[i]
+		if len(pl.Plan.Patch.Delete) == 0 {
+			continue
+		}
+		if p.cm.Spec.Deletes() {
+			return nil, errFullPass
+		}
+		pl.Plan.Patch.Delete, pl.Plan.Expect = nil, nil
+	}
+	return &changedPlan{w: w, plans: plans, held: held}, nil
+}
+
+// writeChanged writes one target's planned changed resources and reports
+// whether anything failed.
+func (p *pass) writeChanged(ctx context.Context, cp changedPlan) bool {
+	o := &outcome{t: cp.w.t}
+	results := p.recordAndWrite(ctx, cp.w.provider, cp.w.t, cp.plans, cp.held, o)
+	o.tally(cp.plans, results, cp.held)
 	return o.writeErrors > 0 || o.auditErr != nil
 }
 

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -96,22 +95,10 @@ func plannedDeletions(cfg syncConfig, plan *resourcePlan) tags.Deletions {
 }
 
 // approval returns a function that records a mass deletion for nts's
-// status and reports whether nts's approval annotation names it. prev is
-// the last record of a held set (nil: none): the same set keeps the time
-// it was first held, and so its token; now stamps a new set.
+// status and reports whether nts's approval annotation names it (see
+// kit.HeldDeletions); prev is the last record of a held set (nil: none).
 func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.Time) func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) {
-	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) {
-		since := metav1.NewTime(now.UTC().Truncate(time.Second))
-		if prev != nil && prev.Digest == m.Digest() {
-			since = prev.Since
-		}
-		rec := &v1alpha1.HeldDeletions{Token: m.ApprovalToken(since.Time), Digest: m.Digest(), Since: since,
-			Count: int32(m.Count()), Reason: m.Reason}
-		for _, d := range m.Deletions[:min(len(m.Deletions), maxListed)] {
-			rec.Resources = append(rec.Resources, v1alpha1.HeldResource{Resource: d.Resource, Tags: d.Names})
-		}
-		return rec, nts.Annotations[v1alpha1.ApproveDeletionsAnnotation] == rec.Token
-	}
+	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
 }
 
 // heldMessage is the DeletionsHeld condition's message and the Warning
