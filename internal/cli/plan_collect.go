@@ -98,6 +98,9 @@ func planSync(ctx context.Context, nts *v1alpha1.NodeTagSync, all []v1alpha1.Nod
 		return out, fmt.Errorf("NodeTagSync %s: reading the cloud: %w", nts.Name, err)
 	}
 	out.Claimed, out.Held, out.Suspended = pred.Claimed, pred.Held, nts.Spec.Suspend
+	if h := out.Held; h != nil && (nts.Status.DeletionsHeld == nil || nts.Status.DeletionsHeld.Digest != h.Digest) {
+		h.Token = "" // a set the controller has not held yet: its pass stamps the token
+	}
 	for _, f := range pred.Failed {
 		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 	}

@@ -71,7 +71,11 @@ func (p *planPrinter) sync(s syncPlan) {
 		for _, r := range h.Resources {
 			p.line(2, red, "- %s: %s", r.Resource, strings.Join(r.Tags, ", "))
 		}
-		p.line(2, "", "approve once: kubectl annotate nodetagsync %s %s=%s --overwrite", s.Name, v1alpha1.ApproveDeletionsAnnotation, h.Token)
+		if h.Token == "" {
+			p.line(2, "", "the controller's next pass holds them and gives the approval token (tagsync status)")
+		} else {
+			p.line(2, "", "approve once: kubectl annotate nodetagsync %s %s=%s --overwrite", s.Name, v1alpha1.ApproveDeletionsAnnotation, h.Token)
+		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)
 	for _, u := range s.Unsynced {

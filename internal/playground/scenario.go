@@ -27,9 +27,9 @@ func scenario(pg *playground) []Step {
 		pg.metadataRevert(),
 		pg.metadataDelete(),
 		pg.eventEdit(),
+		pg.prefixMoved(),
 		pg.hostLabelToNode(),
 		pg.nodeEditReverted(),
-		pg.prefixMoved(),
 	}
 }
 

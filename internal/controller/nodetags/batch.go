@@ -37,6 +37,11 @@ func (p *pass) hold(all []*decided) {
 	}
 	h := holdWrites(p.cfg, plans, approval(p.nts, prev, p.r.Now()))
 	p.out.held = h
+	if p.targeted {
+		// A targeted pass sees part of the cluster: what it holds is the
+		// full passes' to report and to record (one token per set).
+		return
+	}
 	switch {
 	case h.record != nil && h.approved:
 		p.notes.Normal(p.nts, ReasonDeletionsApproved, fmt.Sprintf("the held deletions (token %s, %d tags) were approved and are written",

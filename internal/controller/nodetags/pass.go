@@ -43,6 +43,9 @@ type pass struct {
 	// complete is set when the pass read the cloud and synced every node
 	// it could.
 	complete bool
+	// targeted is set for a pass over the nodes of changed resources only
+	// (targeted.go).
+	targeted bool
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {

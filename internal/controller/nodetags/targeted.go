@@ -21,6 +21,7 @@ import (
 // passes', which see every node. A pass that fails keeps the changes for
 // its retry.
 func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string]tagevents.Carried) (reconcile.Result, error) {
+	p.targeted = true
 	res, err := p.syncChanged(ctx, ids, carried)
 	result := "ok"
 	if err != nil || p.out.errors > 0 {
