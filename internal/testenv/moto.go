@@ -40,8 +40,12 @@ const motoStartTimeout = 90 * time.Second
 // Resource Groups Tagging API and many more) on a loopback port, for tests of
 // code that calls AWS through the AWS SDK for Go v2.
 type Moto struct {
-	// URL is the server's endpoint, http://127.0.0.1:PORT.
+	// URL is the server's endpoint, http://127.0.0.1:PORT: moto behind
+	// the AWS limits moto does not enforce (motorules.go), so that a call
+	// AWS would refuse fails here too.
 	URL string
+	// Direct is moto_server's own endpoint, without those limits.
+	Direct string
 	// Config reaches the server with the AWS SDK for Go v2: region
 	// MotoRegion, static test credentials, BaseEndpoint URL. It is built
 	// from nothing else (no AWS_* variable, no ~/.aws file), so a client
@@ -49,11 +53,12 @@ type Moto struct {
 	// only.
 	Config aws.Config
 
-	cmd      *exec.Cmd
-	out      *SyncBuffer
-	exited   chan struct{} // closed when the process has exited
-	stopOnce sync.Once
-	stopErr  error
+	cmd       *exec.Cmd
+	stopRules func()
+	out       *SyncBuffer
+	exited    chan struct{} // closed when the process has exited
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // StartMoto starts a moto_server for the test on a free loopback port, waits
@@ -100,6 +105,11 @@ func NewMoto() (*Moto, error) {
 	if err := m.await(path); err != nil {
 		_ = m.Stop()
 		return nil, err
+	}
+	m.Direct = m.URL
+	if m.URL, m.stopRules, err = startAWSRules(m.Direct); err != nil {
+		_ = m.Stop()
+		return nil, fmt.Errorf("starting the AWS limits in front of moto_server: %w", err)
 	}
 	m.Config = motoConfig(m.URL)
 	return m, nil
@@ -209,6 +219,9 @@ func (m *Moto) Output() string { return m.out.String() }
 // more than once.
 func (m *Moto) Stop() error {
 	m.stopOnce.Do(func() {
+		if m.stopRules != nil {
+			m.stopRules()
+		}
 		select {
 		case <-m.exited:
 			return // it died by itself; the caller has seen why or will in Output

@@ -33,12 +33,12 @@
 // the group ARN's UUID tells apart names that differ only in case.
 //
 // Snapshot reads in bulk, per region: one DescribeInstances per
-// MaxIDsPerCall instances, by the instance-id filter (not InstanceIds, with
+// MaxFilterValues instances, by the instance-id filter (not InstanceIds, with
 // which one unknown ID fails the whole call; an unknown or terminated
 // instance is simply missing, and its node unmanaged), and, under
 // TargetScaleSet only, one DescribeAutoScalingGroups per GroupsPerRead
 // groups. So a pass over N instances in G groups costs
-// ceil(N/1000) + ceil(G/100) reads, or none while its reads are younger
+// ceil(N/200) + ceil(G/100) reads, or none while its reads are younger
 // than Options.CacheTTL (ReadOptions.Fresh bypasses the cache).
 // ReadOptions.Scopes are region names: nodes of other regions are
 // unmanaged. A failed read fails its region's nodes that needed it

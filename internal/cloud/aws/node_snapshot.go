@@ -35,7 +35,7 @@ type asGroup struct {
 
 // Snapshot locates nodes on EC2 and reads the tags of their resources in
 // bulk (see the package doc's "Node sync"): per region one DescribeInstances
-// per MaxIDsPerCall instances (the instance-id filter, so an instance that
+// per MaxFilterValues instances (the instance-id filter, so an instance that
 // no longer exists is missing from the answer instead of failing the call)
 // and, for TargetScaleSet, one DescribeAutoScalingGroups per
 // GroupsPerRead groups. Reads younger than Options.CacheTTL are reused
@@ -44,7 +44,7 @@ type asGroup struct {
 //
 // opts.Resources (canonical instance and group ARNs, after a change event)
 // makes the read targeted: only the named instances and groups are read
-// fresh, the instances in one DescribeInstances (per MaxIDsPerCall) and the
+// fresh, the instances in one DescribeInstances (per MaxFilterValues) and the
 // groups in one DescribeAutoScalingGroups by name; the nodes' other reads
 // (a changed group's instances, for their group) come from the cache while
 // it holds them. opts.Fresh then applies to the named resources only.
@@ -126,9 +126,10 @@ func (r *nodeReader) fail(region string, err error, keys ...regionalID) {
 }
 
 // readInstances reads the instances ids of region: from the cache unless
-// fresh, the rest with DescribeInstances, MaxIDsPerCall a call.
+// fresh, the rest with DescribeInstances, at most MaxFilterValues (and
+// maxIDsPerCall) a call.
 func (r *nodeReader) readInstances(ctx context.Context, region string, ids []string) {
-	load(r, region, ids, &r.p.nodes.instances, r.instances, r.p.opts.maxIDsPerCall, r.freshInstance,
+	load(r, region, ids, &r.p.nodes.instances, r.instances, min(r.p.opts.maxIDsPerCall, MaxFilterValues), r.freshInstance,
 		func(id string) regionalID { return regionalID{region, id} },
 		func(chunk []string) (map[regionalID]*ec2Instance, error) {
 			return r.p.describeInstances(ctx, region, chunk)
@@ -176,7 +177,7 @@ func load[T any](r *nodeReader, region string, keys []string, cache *map[regiona
 func (p *Provider) describeInstances(ctx context.Context, region string, ids []string) (map[regionalID]*ec2Instance, error) {
 	pages := ec2.NewDescribeInstancesPaginator(p.clientsFor(region).ec2, &ec2.DescribeInstancesInput{
 		Filters:    []ec2types.Filter{{Name: sdkaws.String("instance-id"), Values: ids}},
-		MaxResults: sdkaws.Int32(int32(max(5, min(len(ids), MaxIDsPerCall)))),
+		MaxResults: sdkaws.Int32(int32(max(5, min(len(ids), MaxFilterValues)))),
 	})
 	out := map[regionalID]*ec2Instance{}
 	err := eachPage(pages.HasMorePages, func() (*ec2.DescribeInstancesOutput, error) { return pages.NextPage(ctx) },

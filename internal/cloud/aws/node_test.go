@@ -493,3 +493,29 @@ func TestChangedResources(t *testing.T) {
 		t.Error("no resources: not a targeted read")
 	}
 }
+
+// TestSnapshotKeepsToEC2sFilterLimit: 250 standalone instances are read in
+// DescribeInstances calls of at most 200 instance-id values, as EC2
+// requires (moto accepts more; the test's moto refuses them as EC2 does:
+// internal/testenv/motorules.go), and every node is placed.
+func TestSnapshotKeepsToEC2sFilterLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const region, n = "us-east-1", 250
+	var nodes []cloud.Node
+	for _, arn := range e.instances(region, n, map[string]string{"env": "prod"}) {
+		id := ec2ID(arn)
+		nodes = append(nodes, node(id, region, id))
+	}
+	e.resetCalls()
+	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
+	if err != nil || len(snap.Failed) > 0 {
+		t.Fatalf("Snapshot of %d instances: %v, failed %v", n, err, snap.Failed)
+	}
+	for _, nd := range nodes {
+		if pl := snap.Placements[nd.Name]; !pl.Managed {
+			t.Fatalf("node %s not placed: %+v", nd.Name, pl)
+		}
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": (n + MaxFilterValues - 1) / MaxFilterValues})
+}

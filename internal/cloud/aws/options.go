@@ -14,6 +14,12 @@ const (
 	// MaxIDsPerCall is the most resource IDs EC2 accepts in one CreateTags
 	// or DeleteTags call.
 	MaxIDsPerCall = 1000
+	// MaxFilterValues is the most values EC2 accepts in one filter of a
+	// Describe call: more fail the whole call with FilterLimitExceeded
+	// ("The maximum number of filter values specified on a single call is
+	// 200"). The node sync reads instances by the instance-id filter, so
+	// it reads at most this many a call.
+	MaxFilterValues = 200
 	// DefaultMaxIsolationCalls bounds the extra calls WriteTags spends, per
 	// failed batch call, to find which of its resources fail (see the
 	// package doc): enough to retry past several named missing resources,
