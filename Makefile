@@ -159,11 +159,14 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, CRDs and RBAC with controller-
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=tagsync-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
-	@# The chart ships the same CRDs (Helm installs crds/ before the templates).
-	rm -f $(CHART)/crds/*.yaml
-	cp config/crd/bases/*.yaml $(CHART)/crds/
+	@# The chart ships the same CRDs as files its templates/crds.yaml renders
+	@# (crds.enabled), so helm upgrade upgrades them; a crds/ folder would be
+	@# installed once and never upgraded.
+	@mkdir -p $(CHART)/files/crds
+	rm -f $(CHART)/files/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/files/crds/
 
-GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml $(CHART)/crds
+GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml $(CHART)/files/crds
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are stale (and regenerate them).
