@@ -131,10 +131,27 @@ image: release-tool ## Build the OCI image index (linux/amd64, linux/arm64) into
 # for a quick local snapshot without the darwin builds.
 RELEASE_DIST_FLAGS ?=
 
+# The OCI registry (and path) the release pushes the packaged chart to, e.g.
+# ghcr.io/tagsync/charts (then: helm install tagsync
+# oci://ghcr.io/tagsync/charts/tagsync --version <version>). Empty (the
+# default): nothing is pushed. helm push uses helm's registry login
+# (helm registry login <host>); CHART_PUSH_FLAGS adds flags, e.g.
+# --plain-http for a registry without TLS.
+CHART_REGISTRY ?=
+CHART_PUSH_FLAGS ?=
+CHART_PACKAGE ?= $(DIST)/tagsync-$(VERSION:v%=%).tgz
+
 .PHONY: release
-release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest.
+release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest (pushed to CHART_REGISTRY when set).
 	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
 	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
+	@if [ -n "$(CHART_REGISTRY)" ]; then $(MAKE) --no-print-directory chart-push; fi
+
+.PHONY: chart-push
+chart-push: $(HELM) ## Push the packaged chart (CHART_PACKAGE, default dist/tagsync-<version>.tgz) to oci://CHART_REGISTRY (make release does it when CHART_REGISTRY is set).
+	@if [ -z "$(CHART_REGISTRY)" ]; then echo "make chart-push: set CHART_REGISTRY (e.g. ghcr.io/tagsync/charts)" >&2; exit 1; fi
+	@if [ ! -f "$(CHART_PACKAGE)" ]; then echo "make chart-push: no $(CHART_PACKAGE): run make release (or set CHART_PACKAGE)" >&2; exit 1; fi
+	$(HELM) push $(CHART_PACKAGE) oci://$(CHART_REGISTRY:oci://%=%) $(CHART_PUSH_FLAGS)
 
 # Where install-plugin puts tagsync and the kubectl plugin; must be on PATH.
 PLUGIN_DIR ?= $(shell go env GOPATH)/bin
