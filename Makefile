@@ -115,8 +115,9 @@ DIST := $(ROOT)/dist
 RELEASE_TOOL := $(DIST)/.tools/release
 RELEASE_FLAGS = -root $(ROOT) -version $(VERSION) -commit $(GIT_COMMIT) -source-date-epoch $(SOURCE_DATE_EPOCH)
 
-# The release tool (hack/tools/release, its own module: go-containerregistry
-# and the SBOM library stay out of the main module).
+# The release tool (hack/tools/release, its own module: the image building
+# and the SBOM library stay out of the main module, whose tests use only
+# go-containerregistry's in-process registry).
 .PHONY: release-tool
 release-tool:
 	@mkdir -p $(dir $(RELEASE_TOOL))
