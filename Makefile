@@ -115,8 +115,9 @@ DIST := $(ROOT)/dist
 RELEASE_TOOL := $(DIST)/.tools/release
 RELEASE_FLAGS = -root $(ROOT) -version $(VERSION) -commit $(GIT_COMMIT) -source-date-epoch $(SOURCE_DATE_EPOCH)
 
-# The release tool (hack/tools/release, its own module: go-containerregistry
-# and the SBOM library stay out of the main module).
+# The release tool (hack/tools/release, its own module: the image building
+# and the SBOM library stay out of the main module, whose tests use only
+# go-containerregistry's in-process registry).
 .PHONY: release-tool
 release-tool:
 	@mkdir -p $(dir $(RELEASE_TOOL))
@@ -131,10 +132,27 @@ image: release-tool ## Build the OCI image index (linux/amd64, linux/arm64) into
 # for a quick local snapshot without the darwin builds.
 RELEASE_DIST_FLAGS ?=
 
+# The OCI registry (and path) the release pushes the packaged chart to, e.g.
+# ghcr.io/tagsync/charts (then: helm install tagsync
+# oci://ghcr.io/tagsync/charts/tagsync --version <version>). Empty (the
+# default): nothing is pushed. helm push uses helm's registry login
+# (helm registry login <host>); CHART_PUSH_FLAGS adds flags, e.g.
+# --plain-http for a registry without TLS.
+CHART_REGISTRY ?=
+CHART_PUSH_FLAGS ?=
+CHART_PACKAGE ?= $(DIST)/tagsync-$(VERSION:v%=%).tgz
+
 .PHONY: release
-release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest.
+release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest (pushed to CHART_REGISTRY when set).
 	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
 	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
+	@if [ -n "$(CHART_REGISTRY)" ]; then $(MAKE) --no-print-directory chart-push; fi
+
+.PHONY: chart-push
+chart-push: $(HELM) ## Push the packaged chart (CHART_PACKAGE, default dist/tagsync-<version>.tgz) to oci://CHART_REGISTRY (make release does it when CHART_REGISTRY is set).
+	@if [ -z "$(CHART_REGISTRY)" ]; then echo "make chart-push: set CHART_REGISTRY (e.g. ghcr.io/tagsync/charts)" >&2; exit 1; fi
+	@if [ ! -f "$(CHART_PACKAGE)" ]; then echo "make chart-push: no $(CHART_PACKAGE): run make release (or set CHART_PACKAGE)" >&2; exit 1; fi
+	$(HELM) push $(CHART_PACKAGE) oci://$(CHART_REGISTRY:oci://%=%) $(CHART_PUSH_FLAGS)
 
 # Where install-plugin puts tagsync and the kubectl plugin; must be on PATH.
 PLUGIN_DIR ?= $(shell go env GOPATH)/bin
@@ -159,11 +177,14 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, CRDs and RBAC with controller-
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=tagsync-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
-	@# The chart ships the same CRDs (Helm installs crds/ before the templates).
-	rm -f $(CHART)/crds/*.yaml
-	cp config/crd/bases/*.yaml $(CHART)/crds/
+	@# The chart ships the same CRDs as files its templates/crds.yaml renders
+	@# (crds.enabled), so helm upgrade upgrades them; a crds/ folder would be
+	@# installed once and never upgraded.
+	@mkdir -p $(CHART)/files/crds
+	rm -f $(CHART)/files/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/files/crds/
 
-GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml $(CHART)/crds
+GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml $(CHART)/files/crds
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files are stale (and regenerate them).

@@ -24,6 +24,10 @@ import (
 type Options struct {
 	// RepoDir is the tagsync repository: its config/crd/bases are installed.
 	RepoDir string
+	// WithoutTagsyncCRDs starts the control plane without tagsync's CRDs
+	// (only ExtraCRDDirs), for tests that install them themselves, such
+	// as a Helm chart's install and upgrade.
+	WithoutTagsyncCRDs bool
 	// AssetsDir holds kube-apiserver and etcd; empty means
 	// $KUBEBUILDER_ASSETS, else RepoDir/bin/k8s.
 	AssetsDir string
@@ -123,12 +127,16 @@ func AssetsDir(dir, root, hint string) (string, error) {
 	return dir, nil
 }
 
-// crdPaths are tagsync's CRDs and the extra ones, checked to exist.
+// crdPaths are tagsync's CRDs (unless WithoutTagsyncCRDs) and the extra
+// ones, checked to exist.
 func crdPaths(o Options) ([]string, error) {
 	if o.RepoDir == "" {
 		return nil, errors.New("controlplane: no repository directory to install tagsync's CRDs from")
 	}
-	paths := []string{filepath.Join(o.RepoDir, "config", "crd", "bases")}
+	var paths []string
+	if !o.WithoutTagsyncCRDs {
+		paths = append(paths, filepath.Join(o.RepoDir, "config", "crd", "bases"))
+	}
 	for _, dir := range o.ExtraCRDDirs {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(o.RepoDir, dir)

@@ -63,12 +63,16 @@ func Start(t testing.TB) *Env {
 	return StartWith(t, Options{})
 }
 
-// Options says what a control plane holds besides tagsync's CRDs.
+// Options says what a control plane holds besides (or instead of) tagsync's
+// CRDs.
 type Options struct {
 	// ExtraCRDDirs are more CRD files or directories of them to install, such
 	// as test/crds for other projects' CRDs; a relative path is relative to
 	// the repository root. A path that does not exist is an error.
 	ExtraCRDDirs []string
+	// WithoutTagsyncCRDs leaves tagsync's own CRDs out: the test installs
+	// them (e.g. from a Helm chart).
+	WithoutTagsyncCRDs bool
 }
 
 // StartWith is Start with options.
@@ -133,7 +137,7 @@ func NewWith(opts Options) (*Env, error) {
 		return nil, err
 	}
 	cp, err := controlplane.Start(controlplane.Options{
-		RepoDir: root, ExtraCRDDirs: opts.ExtraCRDDirs,
+		RepoDir: root, ExtraCRDDirs: opts.ExtraCRDDirs, WithoutTagsyncCRDs: opts.WithoutTagsyncCRDs,
 		MissingHint: "run `make tools` (or `make test`, which builds it) first",
 	})
 	if err != nil {

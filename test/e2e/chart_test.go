@@ -98,7 +98,9 @@ func TestChartRenders(t *testing.T) {
 			ensureNamespaces(ctx, t, objs)
 			var serverSide []*unstructured.Unstructured
 			for _, o := range objs {
-				if !slices.Contains([]string{"ServiceMonitor", "PrometheusRule"}, o.GetKind()) {
+				// The CRDs, the same in every rendering, are checked by
+				// TestChartCRDsAreTheGeneratedOnes.
+				if !slices.Contains([]string{"ServiceMonitor", "PrometheusRule", "CustomResourceDefinition"}, o.GetKind()) {
 					serverSide = append(serverSide, o)
 				}
 			}
@@ -443,20 +445,69 @@ func checkWebhookIngress(t *testing.T, objs []*unstructured.Unstructured, classN
 }
 
 // TestChartCRDsAreTheGeneratedOnes: the chart ships exactly the CRDs
-// controller-gen writes to config/crd/bases (`make generate` copies them,
-// `make verify-generated` catches a stale copy; this catches a hand edit).
+// controller-gen writes to config/crd/bases (`make generate` copies them to
+// files/crds, `make verify-generated` catches a stale copy; this catches a
+// hand edit), and renders them (crds.enabled, the default) as they are,
+// with the chart's labels and helm.sh/resource-policy: keep (crds.keep, the
+// default; none with crds.keep=false), or not at all with
+// crds.enabled=false; the API server accepts them; and the chart has no
+// crds/ folder, which Helm would install once and never upgrade.
 func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
 	gen, _ := filepath.Glob(filepath.Join(kube.RootDir, "config", "crd", "bases", "*.yaml"))
-	shipped, _ := filepath.Glob(filepath.Join(chartDir(), "crds", "*.yaml"))
+	shipped, _ := filepath.Glob(filepath.Join(chartDir(), "files", "crds", "*.yaml"))
 	if len(gen) == 0 || len(gen) != len(shipped) {
-		t.Fatalf("config/crd/bases has %d CRDs, charts/tagsync/crds %d: run `make generate`", len(gen), len(shipped))
+		t.Fatalf("config/crd/bases has %d CRDs, charts/tagsync/files/crds %d: run `make generate`", len(gen), len(shipped))
 	}
+	if _, err := os.Stat(filepath.Join(chartDir(), "crds")); !os.IsNotExist(err) {
+		t.Errorf("charts/tagsync/crds exists (%v): Helm would install those CRDs once and never upgrade them", err)
+	}
+	want := map[string]*unstructured.Unstructured{}
 	for _, g := range gen {
-		want, err := os.ReadFile(g)
+		b, err := os.ReadFile(g)
 		must(t, err)
-		got, err := os.ReadFile(filepath.Join(chartDir(), "crds", filepath.Base(g)))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("charts/tagsync/crds/%s differs from config/crd/bases (%v): run `make generate`", filepath.Base(g), err)
+		got, err := os.ReadFile(filepath.Join(chartDir(), "files", "crds", filepath.Base(g)))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("charts/tagsync/files/crds/%s differs from config/crd/bases (%v): run `make generate`", filepath.Base(g), err)
+		}
+		objs, err := decodeObjects(b)
+		must(t, err)
+		for _, o := range objs {
+			want[o.GetName()] = o
+		}
+	}
+	for _, c := range []struct {
+		set    string
+		n      int
+		policy string
+	}{{"", len(gen), "keep"}, {"crds.keep=false", len(gen), ""}, {"crds.enabled=false", 0, ""}} {
+		objs := renderChart(t, chartNS, "--set", c.set)
+		crds := ofKind(objs, "CustomResourceDefinition")
+		if len(crds) != c.n {
+			t.Errorf("--set %q renders %d CRDs, want %d", c.set, len(crds), c.n)
+		}
+		for _, crd := range crds {
+			w, ok := want[crd.GetName()]
+			if !ok {
+				t.Errorf("--set %q renders CRD %s, which config/crd/bases lacks", c.set, crd.GetName())
+				continue
+			}
+			if got := crd.GetAnnotations()["helm.sh/resource-policy"]; got != c.policy {
+				t.Errorf("--set %q: CRD %s has helm.sh/resource-policy %q, want %q", c.set, crd.GetName(), got, c.policy)
+			}
+			if crd.GetLabels()["app.kubernetes.io/part-of"] != "tagsync" {
+				t.Errorf("--set %q: CRD %s lacks the chart's labels: %v", c.set, crd.GetName(), crd.GetLabels())
+			}
+			bare := crd.DeepCopy()
+			bare.SetLabels(nil)
+			annotations := bare.GetAnnotations()
+			delete(annotations, "helm.sh/resource-policy")
+			bare.SetAnnotations(annotations)
+			if !equality.Semantic.DeepEqual(bare.Object, w.Object) {
+				t.Errorf("--set %q: the rendered CRD %s is not config/crd/bases' one with the chart's labels", c.set, crd.GetName())
+			}
+		}
+		if c.set == "" {
+			apply(context.Background(), t, crds, client.DryRunAll)
 		}
 	}
 }
@@ -493,8 +544,8 @@ func TestChartRBACStaysWithinTheControllerMarkers(t *testing.T) {
 }
 
 // TestSampleIsTheChartWithComments: config/samples/tagsync-aks.yaml is the
-// chart rendered with its defaults (and the placeholder IDs it asks to
-// edit), object for object, apart from Helm's bookkeeping labels; and the
+// chart rendered with its defaults but crds.enabled=false (and the
+// placeholder IDs it asks to edit), object for object, apart from Helm's bookkeeping labels; and the
 // API server accepts it and the NodeTagSync sample.
 func TestSampleIsTheChartWithComments(t *testing.T) {
 	ctx := context.Background()
@@ -502,7 +553,8 @@ func TestSampleIsTheChartWithComments(t *testing.T) {
 	sample := slices.DeleteFunc(readObjects(t, "config/samples/tagsync-aks.yaml"), func(o *unstructured.Unstructured) bool {
 		return o.GetKind() == "Namespace"
 	})
-	chart := renderChart(t, chartNS, "--set", "azure.clientID="+placeholder+",azure.tenantID="+placeholder+",azure.subscriptionID="+placeholder)
+	// The sample leaves the CRDs to `kubectl apply -f config/crd/bases`.
+	chart := renderChart(t, chartNS, "--set", "crds.enabled=false,azure.clientID="+placeholder+",azure.tenantID="+placeholder+",azure.subscriptionID="+placeholder)
 	key := func(o *unstructured.Unstructured) string {
 		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
 	}
