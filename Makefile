@@ -73,10 +73,13 @@ test: tools verify-generated vet lint helm-check ## Build tools if missing, chec
 	@echo ">> go test ./... (TestDemo plays make demo, the newcomer's command)"
 	go test $(GO_TEST_FLAGS) ./...
 
-# The version of a build: the nearest v* tag (v0.2.0, or v0.2.0-3-g<sha>
-# past it, -dirty with uncommitted changes), else a Go-style pseudo-version
-# from the commit time and hash. The leading v is dropped where SemVer wants
-# none (image tag, chart version and appVersion, the binary's version).
+# The version of a build: VERSION=vX.Y.Z on the command line (make release
+# VERSION=v0.2.0), else the nearest v* tag (v0.2.0, or v0.2.0-3-g<sha> past
+# it, -dirty with uncommitted changes), else a Go-style pseudo-version from
+# the commit time and hash. The leading v is dropped where SemVer wants none
+# (image tag, chart version and appVersion, the binary's version); the krew
+# manifest and the release URLs keep it. image, release and release-plan
+# refuse a VERSION that is not SemVer with a leading v (check-version).
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 # Every timestamp of a build is the commit's: two builds of one commit are
 # byte-identical.
@@ -115,13 +118,28 @@ DIST := $(ROOT)/dist
 RELEASE_TOOL := $(DIST)/.tools/release
 RELEASE_FLAGS = -root $(ROOT) -version $(VERSION) -commit $(GIT_COMMIT) -source-date-epoch $(SOURCE_DATE_EPOCH)
 
+# SemVer 2.0.0 with a leading v, no build metadata (an image tag cannot
+# carry a +): v0.2.0, v0.3.0-rc.1, v0.2.0-3-g<sha>-dirty. The release tool
+# checks the same; this refuses before anything is built.
+SEMVER_RE := ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$$
+
+.PHONY: check-version
+check-version:
+	@if ! [[ "$(VERSION)" =~ $(SEMVER_RE) ]]; then \
+		echo "VERSION=$(VERSION) is not SemVer with a leading v: want vMAJOR.MINOR.PATCH, optionally -PRERELEASE (make release VERSION=v0.2.0)" >&2; exit 1; \
+	fi
+
 # The release tool (hack/tools/release, its own module: the image building
 # and the SBOM library stay out of the main module, whose tests use only
 # go-containerregistry's in-process registry).
 .PHONY: release-tool
-release-tool:
+release-tool: check-version
 	@mkdir -p $(dir $(RELEASE_TOOL))
 	go build -C hack/tools/release -o $(RELEASE_TOOL) .
+
+.PHONY: release-plan
+release-plan: release-tool ## Print, as JSON, the version every artifact of `make release` would carry (binary, image tag, chart, krew) and their names, building nothing.
+	@$(RELEASE_TOOL) plan $(RELEASE_FLAGS)
 
 .PHONY: image
 image: release-tool ## Build the OCI image index (linux/amd64, linux/arm64) into dist/image: OCI layout dist/image/oci, docker-load tarballs, its digest.
@@ -143,7 +161,7 @@ CHART_PUSH_FLAGS ?=
 CHART_PACKAGE ?= $(DIST)/tagsync-$(VERSION:v%=%).tgz
 
 .PHONY: release
-release: $(HELM) image ## Build a release snapshot into dist/: archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest (pushed to CHART_REGISTRY when set).
+release: check-version $(HELM) image ## Build a release into dist/ (VERSION=vX.Y.Z, default from git describe): archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest (pushed to CHART_REGISTRY when set).
 	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
 	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
 	@if [ -n "$(CHART_REGISTRY)" ]; then $(MAKE) --no-print-directory chart-push; fi

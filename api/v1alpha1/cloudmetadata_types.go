@@ -202,7 +202,9 @@ type CloudMetadataStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=cloudmeta
+// +kubebuilder:resource:scope=Namespaced,shortName=cloudmeta,categories=tagsync
+// +kubebuilder:printcolumn:name="Azure",type=string,JSONPath=`.spec.cloudProvider.azureRef.name`
+// +kubebuilder:printcolumn:name="AWS",type=string,JSONPath=`.spec.cloudProvider.awsRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matched`
 // +kubebuilder:printcolumn:name="InSync",type=integer,JSONPath=`.status.inSync`

@@ -278,13 +278,13 @@ type PendingLabelWrites struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=lsp
+// +kubebuilder:resource:scope=Namespaced,shortName=lsp,categories=tagsync
 // +kubebuilder:printcolumn:name="Prefixes",type=string,JSONPath=`.spec.prefixes`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.hostsMatched`
 // +kubebuilder:printcolumn:name="InSync",type=integer,JSONPath=`.status.nodesInSync`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.hostsWaiting`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LabelSyncProfile struct {

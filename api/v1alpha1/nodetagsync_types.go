@@ -338,11 +338,14 @@ type SkippedTag struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nts
+// +kubebuilder:resource:scope=Cluster,shortName=nts,categories=tagsync
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.syncedNodes`
 // +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictCount`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Errors",type=integer,JSONPath=`.status.errorCount`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastFullSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeTagSync struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -26,8 +26,11 @@ const (
 	OpcodeDelete Opcode = "delete"
 )
 
-// Condition types of an AzureMetadata or AWSMetadata (a CloudMetadata has
-// ConditionReady).
+// Condition types of an AzureMetadata or AWSMetadata. Both also report
+// ConditionReady, as every tagsync kind does: True when the request is
+// carried out on every matched resource, else False with the reason and
+// message of the condition that says why (Approved or Request False,
+// AuditFailing, Suspended or Conflict True, Applied False).
 const (
 	// ConditionApproved is true when the request passes the cloud's tag
 	// rules (names, values, names the cloud takes as one); false, nothing of
@@ -207,7 +210,8 @@ type AWSTagValue = string
 // ProviderMetadataStatus reports what the controller observed and did with
 // an AzureMetadata's or AWSMetadata's request.
 type ProviderMetadataStatus struct {
-	// Conditions are Approved, Applied, Policy, Request and Suspended.
+	// Conditions are Ready, Approved, Applied, Policy, Request, Suspended,
+	// Conflict and AuditFailing.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -305,13 +309,16 @@ type ResourceFailure struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:resource:scope=Namespaced,shortName=azmeta,categories=tagsync
+// +kubebuilder:printcolumn:name="CloudMetadata",type=string,JSONPath=`.status.cloudMetadata`
 // +kubebuilder:printcolumn:name="Opcode",type=string,JSONPath=`.spec.opcode`
-// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`
-// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`,priority=1
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`,priority=1
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matched`
 // +kubebuilder:printcolumn:name="InSync",type=integer,JSONPath=`.status.inSync`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AzureMetadata struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -340,13 +347,16 @@ type AzureMetadataList struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:resource:scope=Namespaced,shortName=awsmeta,categories=tagsync
+// +kubebuilder:printcolumn:name="CloudMetadata",type=string,JSONPath=`.status.cloudMetadata`
 // +kubebuilder:printcolumn:name="Opcode",type=string,JSONPath=`.spec.opcode`
-// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`
-// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.conditions[?(@.type=="Approved")].status`,priority=1
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`,priority=1
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matched`
 // +kubebuilder:printcolumn:name="InSync",type=integer,JSONPath=`.status.inSync`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Last Sync",type=date,JSONPath=`.status.lastSyncTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AWSMetadata struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,12 +11,13 @@ import (
 )
 
 // problemTable lists every condition that is not healthy, with its reason
-// and message.
+// and message. An AzureMetadata's or AWSMetadata's Ready is left out: it
+// repeats the reason and message of the condition that makes it False.
 func (r *statusReport) problemTable() *table {
 	t := &table{columns: []string{"OBJECT", "CONDITION", "REASON", "MESSAGE"}}
-	add := func(obj string, conds []metav1.Condition) {
+	add := func(obj string, conds []metav1.Condition, skip ...string) {
 		for _, c := range conds {
-			if c.Status != healthyStatus(c.Type) {
+			if c.Status != healthyStatus(c.Type) && !slices.Contains(skip, c.Type) {
 				t.add(obj, c.Type+"="+string(c.Status), c.Reason, c.Message)
 			}
 		}
@@ -27,10 +29,10 @@ func (r *statusReport) problemTable() *table {
 		add(objectName("CloudMetadata", o.Namespace, o.Name), o.Status.Conditions)
 	}
 	for _, o := range r.Azure {
-		add(objectName("AzureMetadata", o.Namespace, o.Name), o.Status.Conditions)
+		add(objectName("AzureMetadata", o.Namespace, o.Name), o.Status.Conditions, v1alpha1.ConditionReady)
 	}
 	for _, o := range r.AWS {
-		add(objectName("AWSMetadata", o.Namespace, o.Name), o.Status.Conditions)
+		add(objectName("AWSMetadata", o.Namespace, o.Name), o.Status.Conditions, v1alpha1.ConditionReady)
 	}
 	for _, o := range r.Profiles {
 		add(objectName("LabelSyncProfile", o.Namespace, o.Name), o.Status.Conditions)

@@ -27,10 +27,9 @@ import (
 // release and the image `release image` built — so a rendered Deployment
 // runs exactly that image, labelled with the version the binary prints.
 func TestReleaseArtifactsAgree(t *testing.T) {
-	image := buildImage(t)
+	image := sharedImage(t)
 	out := filepath.Join(t.TempDir(), "dist")
-	host := "linux/" + runtime.GOARCH
-	runTool(t, "dist", "-platforms", host, "-allow-partial", "-image", image,
+	runTool(t, "dist", "-platforms", hostPlatform(), "-allow-partial", "-image", image,
 		"-helm", helmPath(t), "-out", out)
 	digest := strings.TrimSpace(readFile(t, filepath.Join(image, "digest")))
 	archive := filepath.Join(out, "tagsync_linux_"+runtime.GOARCH+".tar.gz")

@@ -9,6 +9,14 @@
 // directory, with a fixed version and the repository's HEAD commit and
 // commit time. The chart is packaged with bin/helm (`make tools`; missing is
 // a failure, never a skip).
+//
+// To keep `make test` short the tests build the image for this machine's
+// platform only (linux/<GOARCH>), once, shared by every test (sharedImage);
+// the reproducibility test builds it a second time. A cross-compiled arm64
+// image costs a cold compile of every dependency for one more architecture
+// and exercises no code the host build does not: `make release` builds both
+// platforms, and TestReleasePlanCarriesTheVersion checks, without building,
+// that it would (and with which version everywhere).
 package release_test
 
 import (
@@ -32,21 +40,29 @@ const version = "1.2.3"
 
 var (
 	root      string
-	toolDir   string
+	workDir   string // the release tool and the shared image, removed after the tests
 	toolPath  string
 	commit    string
 	epoch     int64
 	setupOnce sync.Once
 	setupErr  error
+
+	imageOnce sync.Once
+	imageDir  string
+	imageErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if toolDir != "" {
-		_ = os.RemoveAll(toolDir)
+	if workDir != "" {
+		_ = os.RemoveAll(workDir)
 	}
 	os.Exit(code)
 }
+
+// hostPlatform is the one platform the tests build: this machine's
+// architecture, on linux (the image's OS), so its binary runs here.
+func hostPlatform() string { return "linux/" + runtime.GOARCH }
 
 // setup finds the repository, its HEAD commit and commit time, and builds
 // the release tool once.
@@ -72,10 +88,10 @@ func doSetup() error {
 	if epoch, err = strconv.ParseInt(ct, 10, 64); err != nil {
 		return fmt.Errorf("commit time %q: %w", ct, err)
 	}
-	if toolDir, err = os.MkdirTemp("", "tagsync-release-tool-"); err != nil {
+	if workDir, err = os.MkdirTemp("", "tagsync-release-test-"); err != nil {
 		return err
 	}
-	toolPath = filepath.Join(toolDir, "release")
+	toolPath = filepath.Join(workDir, "release")
 	cmd := exec.Command("go", "build", "-C", filepath.Join(root, "hack", "tools", "release"), "-o", toolPath, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building hack/tools/release: %v\n%s", err, out)
@@ -97,6 +113,16 @@ func gitOutput(args ...string) (string, error) {
 func runTool(t testing.TB, command string, extra ...string) {
 	t.Helper()
 	setup(t)
+	took, err := tool(command, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("release %s took %s", command, took)
+}
+
+// tool runs `release <command>` with the common flags and extra ones and
+// says how long it took.
+func tool(command string, extra ...string) (time.Duration, error) {
 	args := append([]string{command, "-root", root, "-version", "v" + version, "-commit", commit,
 		"-source-date-epoch", strconv.FormatInt(epoch, 10)}, extra...)
 	cmd := exec.Command(toolPath, args...)
@@ -104,17 +130,35 @@ func runTool(t testing.TB, command string, extra ...string) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("release %s: %v\n%s", command, err, out.String())
+		return 0, fmt.Errorf("release %s: %v\n%s", command, err, out.String())
 	}
-	t.Logf("release %s took %s", command, time.Since(start).Round(time.Second))
+	return time.Since(start).Round(time.Second), nil
 }
 
-// buildImage runs `release image` into a new directory and returns it.
+// buildImage runs `release image` for the host platform into a new
+// directory and returns it.
 func buildImage(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "image")
-	runTool(t, "image", "-out", dir)
+	runTool(t, "image", "-platforms", hostPlatform(), "-out", dir)
 	return dir
+}
+
+// sharedImage is the image every test reads, built once (for the host
+// platform) by whichever test asks first.
+func sharedImage(t testing.TB) string {
+	t.Helper()
+	setup(t)
+	imageOnce.Do(func() {
+		imageDir = filepath.Join(workDir, "image")
+		var took time.Duration
+		took, imageErr = tool("image", "-platforms", hostPlatform(), "-out", imageDir)
+		t.Logf("release image (shared by the tests) took %s", took)
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return imageDir
 }
 
 // commitDate is the commit time as the build stamps it.

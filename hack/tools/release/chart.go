@@ -51,7 +51,7 @@ func (b *build) packageChart(o distOptions) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("helm package: %w", err)
 	}
-	return filepath.Join(out, "tagsync-"+b.version+".tgz"), nil
+	return filepath.Join(out, b.chartPackage()), nil
 }
 
 // pinImageDigest sets image.digest in the values file (keeping its comments

@@ -51,7 +51,7 @@ func (b *build) writeDist(o distOptions) error {
 		if err != nil {
 			return err
 		}
-		archive := filepath.Join(o.out, "tagsync_"+p.name()+".tar.gz")
+		archive := filepath.Join(o.out, archiveName(p))
 		if err := b.writeArchive(archive, bin); err != nil {
 			return err
 		}

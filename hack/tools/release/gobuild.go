@@ -37,12 +37,7 @@ const versionPackage = "github.com/tagsync/tagsync/internal/version"
 // commit and commit time linked in, so one commit gives one binary.
 func (b *build) goBuild(p platform, dir string) (string, error) {
 	out := filepath.Join(dir, "tagsync")
-	ldflags := strings.Join([]string{"-s", "-w",
-		"-X", versionPackage + ".Version=" + b.version,
-		"-X", versionPackage + ".Commit=" + b.commit,
-		"-X", versionPackage + ".Date=" + b.date().Format(time.RFC3339),
-	}, " ")
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, "./cmd/tagsync")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", b.ldflags(), "-o", out, "./cmd/tagsync")
 	cmd.Dir = b.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch, "GOFLAGS=-mod=readonly")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -52,4 +47,15 @@ func (b *build) goBuild(p platform, dir string) (string, error) {
 	}
 	fmt.Fprintf(os.Stderr, ">> built tagsync for %s in %s\n", p, time.Since(start).Round(time.Second))
 	return out, nil
+}
+
+// ldflags are the linker flags of a release binary: stripped, with the
+// version (no v), commit and commit time linked into versionPackage, which
+// `tagsync version` prints.
+func (b *build) ldflags() string {
+	return strings.Join([]string{"-s", "-w",
+		"-X", versionPackage + ".Version=" + b.version,
+		"-X", versionPackage + ".Commit=" + b.commit,
+		"-X", versionPackage + ".Date=" + b.date().Format(time.RFC3339),
+	}, " ")
 }

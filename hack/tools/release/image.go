@@ -53,7 +53,7 @@ func (b *build) writeImage(out string) error {
 	if err := os.RemoveAll(out); err != nil {
 		return err
 	}
-	tag, err := name.NewTag(b.repo + ":" + b.version)
+	tag, err := name.NewTag(b.imageRef())
 	if err != nil {
 		return err
 	}

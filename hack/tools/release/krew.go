@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -22,7 +21,7 @@ func (b *build) writeKrewManifest(o distOptions, archives map[platform]string) (
 		return "", fmt.Errorf("%s: %w", o.krew, err)
 	}
 	spec := mapValue(doc.Content[0], "spec")
-	setScalar(spec, "version", "v"+b.version)
+	setScalar(spec, "version", b.tag())
 	platforms := mapValue(spec, "platforms")
 	if platforms == nil {
 		return "", fmt.Errorf("%s: no spec.platforms", o.krew)
@@ -56,7 +55,7 @@ func (b *build) fillKrewPlatform(entry *yaml.Node, archives map[platform]string,
 	if err != nil {
 		return err
 	}
-	setScalar(entry, "uri", fmt.Sprintf("%s/releases/download/v%s/%s", strings.TrimSuffix(b.source, "/"), b.version, filepath.Base(archive)))
+	setScalar(entry, "uri", b.archiveURL(p))
 	setScalar(entry, "sha256", sum)
 	return nil
 }

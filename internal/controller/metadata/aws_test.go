@@ -63,6 +63,10 @@ func TestAWSLifecycle(t *testing.T) {
 	if n := len(h.auditRecords()); n != len(ids) {
 		t.Errorf("%d audit records, want %d", n, len(ids))
 	}
+	h.waitCondition("AWSMetadata", v1alpha1.ConditionReady, metav1.ConditionTrue, metadata.ReasonApplied, func() (int64, []metav1.Condition) {
+		o := h.awsStatus("tags")
+		return o.Generation, o.Status.Conditions
+	})
 
 	// An outside edit of an owned tag is reverted.
 	if _, err := ec2c.CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: ids[:1],

@@ -273,6 +273,10 @@ func TestInvalidTagsApplyNothing(t *testing.T) {
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionApproved); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Approved = %+v", c)
 	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != metadata.ReasonInvalidTags || !strings.HasPrefix(c.Message, "Approved=False: ") {
+		t.Errorf("the AzureMetadata's Ready = %+v, want False with Approved's reason and message", c)
+	}
 	if n := h.writes(); n != 0 {
 		t.Errorf("%d writes by an invalid request", n)
 	}

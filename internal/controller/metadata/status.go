@@ -76,6 +76,7 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 	}
 	if !o.approved || (o.request != nil && o.matched == 0) {
 		set(v1alpha1.ConditionApplied, false, ReasonNotApplied, "nothing was applied in the last pass: see the Approved and Request conditions")
+		setRequestReady(&s.Conditions, gen)
 		s.ObservedGeneration = gen
 		return s
 	}
@@ -86,6 +87,7 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 	} else {
 		set(v1alpha1.ConditionPolicy, true, ReasonWithinLimits, "every matched resource has room for the requested tags")
 	}
+	setRequestReady(&s.Conditions, gen)
 	s.ObservedGeneration, s.LastSyncTime = gen, &now
 	s.Matched, s.InSync, s.Failed = int32(o.matched), int32(o.inSync), int32(o.failed())
 	s.Failures, s.MoreFailures = nil, 0
@@ -95,6 +97,39 @@ func (o *outcome) status(cm *v1alpha1.CloudMetadata, old v1alpha1.ProviderMetada
 		s.Failures = o.failures
 	}
 	return s
+}
+
+// requestNotReady are the conditions that make a request not Ready, in the
+// order Ready reports them, each with the status that does.
+var requestNotReady = []struct {
+	typ    string
+	status metav1.ConditionStatus
+}{
+	{v1alpha1.ConditionApproved, metav1.ConditionFalse},
+	{v1alpha1.ConditionRequest, metav1.ConditionFalse},
+	{v1alpha1.ConditionAuditFailing, metav1.ConditionTrue},
+	{v1alpha1.ConditionSuspended, metav1.ConditionTrue},
+	{v1alpha1.ConditionConflict, metav1.ConditionTrue},
+	{v1alpha1.ConditionApplied, metav1.ConditionFalse},
+}
+
+// setRequestReady sets an AzureMetadata's or AWSMetadata's Ready condition
+// from its others, so that every tagsync kind reports Ready: False with the
+// reason and message of the first condition in requestNotReady that says
+// so (the message names it), else True with Applied's.
+func setRequestReady(conds *[]metav1.Condition, gen int64) {
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonApplied,
+		Message: "the request is carried out", ObservedGeneration: gen}
+	for _, nr := range requestNotReady {
+		if c := meta.FindStatusCondition(*conds, nr.typ); c != nil && c.Status == nr.status {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, notify.Fit(nr.typ+"="+string(c.Status)+": "+c.Message)
+			break
+		}
+	}
+	if c := meta.FindStatusCondition(*conds, v1alpha1.ConditionApplied); ready.Status == metav1.ConditionTrue && c != nil {
+		ready.Reason, ready.Message = c.Reason, c.Message
+	}
+	meta.SetStatusCondition(conds, ready)
 }
 
 // setApplied sets the Applied condition from the counts.
