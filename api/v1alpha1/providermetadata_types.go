@@ -207,7 +207,9 @@ type AWSTagValue = string
 // ProviderMetadataStatus reports what the controller observed and did with
 // an AzureMetadata's or AWSMetadata's request.
 type ProviderMetadataStatus struct {
-	// Conditions are Approved, Applied, Policy, Request and Suspended.
+	// Conditions are Approved, Applied, Policy, Request, Suspended,
+	// Conflict (while applied: other objects want other values for its
+	// tags) and AuditFailing (once the audit log failed to take a record).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -45,9 +45,13 @@ func lineOf(text string, offset int) int { return strings.Count(text[:offset], "
 // names a family (tagsync_events_sqs_*).
 var docMetric = regexp.MustCompile(`(^|[^a-zA-Z0-9_/.-])(tagsync_[a-z0-9_]+)(\*?)`)
 
+// docLabels reads the label list after a metric name in docs.
+var docLabels = regexp.MustCompile(`^\{([^}]*)\}`)
+
 // TestDocsNameOnlyExportedMetrics: every tagsync_ metric the docs, the
 // READMEs and the chart's NOTES.txt name is one `tagsync run` serves (a
-// family tagsync_x_* must have a member).
+// family tagsync_x_* must have a member), with the labels it names in
+// braces.
 func TestDocsNameOnlyExportedMetrics(t *testing.T) {
 	exported := exportedMetrics(t)
 	for file, text := range userDocs(t) {
@@ -63,8 +67,20 @@ func TestDocsNameOnlyExportedMetrics(t *testing.T) {
 				}
 				continue
 			}
-			if _, ok := exported[name]; !ok {
+			labels, ok := exported[name]
+			if !ok {
 				t.Errorf("%s:%d names the metric %s, which tagsync does not export", file, lineOf(text, m[4]), name)
+				continue
+			}
+			// name{a,b} or name{a="x"}: every label named is the metric's.
+			if sel := docLabels.FindStringSubmatch(text[m[5]:]); sel != nil {
+				for _, l := range strings.Split(sel[1], ",") {
+					l, _, _ = strings.Cut(strings.TrimSpace(l), "=")
+					l = strings.TrimRight(l, "!~")
+					if l != "" && l != "..." && !slices.Contains(labels, l) {
+						t.Errorf("%s:%d names the label %s of %s, which has only %v", file, lineOf(text, m[4]), l, name, labels)
+					}
+				}
 			}
 		}
 	}
