@@ -33,6 +33,7 @@ import (
 	"github.com/tagsync/tagsync/internal/events/sqs"
 	_ "github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/version"
 )
 
 // targetLabels are the labels Prometheus adds to every series it scrapes
@@ -87,6 +88,16 @@ func exportedMetrics(t *testing.T) map[string][]string {
 		}
 	}
 	return out
+}
+
+// TestBuildInfo: tagsync_build_info is 1, labelled with what `tagsync
+// version` prints.
+func TestBuildInfo(t *testing.T) {
+	v := version.Read()
+	labels := map[string]string{"version": v.Version, "commit": v.Commit, "go_version": v.GoVersion}
+	if got := testenv.Counter(t, "tagsync_build_info", labels); got != 1 {
+		t.Fatalf("tagsync_build_info%v = %v, want 1", labels, got)
+	}
 }
 
 // metricRef finds metric names in PromQL: tagsync's own and the
