@@ -246,7 +246,8 @@ type NodeTagSyncStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Ready and Degraded.
+	// Conditions are Ready, Degraded, Suspended and DeletionsHeld (and
+	// Events when cloud change events are on).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

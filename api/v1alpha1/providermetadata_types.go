@@ -211,7 +211,8 @@ type AWSTagValue = string
 // an AzureMetadata's or AWSMetadata's request.
 type ProviderMetadataStatus struct {
 	// Conditions are Ready, Approved, Applied, Policy, Request, Suspended,
-	// Conflict and AuditFailing.
+	// Conflict (while applied: other objects want other values for its
+	// tags) and AuditFailing (once the audit log failed to take a record).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -17,21 +17,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	root := cli.NewRootCommand()
-	cli.AdjustForInvocation(root, os.Args[0])
-	root.AddCommand(
-		cli.NewVersionCommand(),
-		cli.NewRunCommand(),
-		cli.NewDemoCommand(),
-		cli.NewArmsimCommand(),
-		cli.NewValidateCommand(),
-		cli.NewStatusCommand(),
-		cli.NewPlanCommand(),
-		cli.NewLoginCommand(),
-		cli.NewTagsCommand(),
-		cli.NewCleanupCommand(),
-	)
-	cli.RejectUnknownCommands(root)
+	root := cli.NewCommandTree(os.Args[0])
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {

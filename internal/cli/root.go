@@ -18,9 +18,17 @@ func NewRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tagsync",
 		Short: "Keep cloud resource tags and Kubernetes labels in agreement",
-		Long: `tagsync keeps cloud resource tags and Kubernetes labels in agreement:
-Azure VM and scale-set tags with node labels (both ways), declaratively and
-cheaply on cloud API quota.`,
+		Long: `tagsync keeps cloud resource tags and Kubernetes labels in agreement,
+declaratively and cheaply on cloud API quota:
+  - node tags: Azure VM and scale-set tags, AWS EC2 instance and Auto Scaling
+    group tags, with node labels, both ways (NodeTagSync)
+  - metadata: declared tags on every Azure and AWS resource that carries a
+    classifier tag (CloudMetadata, AzureMetadata, AWSMetadata)
+  - OpenShift: the Infrastructure's user tags on the cluster's resources
+  - label sync: labels of Metal3 BareMetalHosts on the Nodes of workload
+    clusters (LabelSyncProfile)
+'tagsync run' is the controller manager; the other verbs check credentials,
+show status, plan, edit tag requests and clean up.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get(),
@@ -28,6 +36,27 @@ cheaply on cloud API quota.`,
 	root.SetVersionTemplate(version.Read().String() + "\n")
 	// Wrong flags are usage errors (exit code 2) in every verb.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	return root
+}
+
+// NewCommandTree returns the tagsync command with every verb, as the binary
+// invoked as argv0 runs it (docs are checked against its flags).
+func NewCommandTree(argv0 string) *cobra.Command {
+	root := NewRootCommand()
+	AdjustForInvocation(root, argv0)
+	root.AddCommand(
+		NewVersionCommand(),
+		NewRunCommand(),
+		NewDemoCommand(),
+		NewArmsimCommand(),
+		NewValidateCommand(),
+		NewStatusCommand(),
+		NewPlanCommand(),
+		NewLoginCommand(),
+		NewTagsCommand(),
+		NewCleanupCommand(),
+	)
+	RejectUnknownCommands(root)
 	return root
 }
 

@@ -63,7 +63,7 @@ func newRunCommand() (*cobra.Command, *runFlags) {
 	f := &runFlags{op: operator.DefaultOptions(), zapOptions: zap.Options{}}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the controller manager (NodeTagSync and metadata controllers, leader election, metrics, health probes)",
+		Short: "Run the controller manager (node tags, metadata, OpenShift and label sync controllers, leader election, metrics, health probes)",
 		Long: `Run the tagsync controller manager against the cluster of --kubeconfig (or the
 in-cluster config). Azure credentials come from the --azure-* flags or the
 standard AZURE_* environment variables (workload identity, managed identity,

@@ -6,8 +6,9 @@ import (
 )
 
 // Metrics defines one controller's metrics, named
-// tagsync_<subsystem>_<name>, and registers them with controller-runtime's
-// registry (served on the manager's metrics endpoint).
+// tagsync_<subsystem>_<name> (tagsync_<name> for the empty subsystem), and
+// registers them with controller-runtime's registry (served on the
+// manager's metrics endpoint).
 type Metrics string
 
 // Counter defines and registers a counter.

@@ -48,10 +48,12 @@ type outcome struct {
 	written []string
 	sets    int
 	deletes int
-	// taintsReleased counts Nodes that lost the pending taint.
-	taintsReleased int
-	writeErrors    int
-	inFlight       int
+	// taintsReleased counts Nodes that lost the pending taint; stillTainted
+	// the Nodes that keep it after the pass though their host matched
+	// (contested keys, a failed write, a suspended source).
+	taintsReleased, stillTainted int
+	writeErrors                  int
+	inFlight                     int
 	// unreachable are the clusters that could not be reached, with the
 	// wait before retrying them.
 	unreachable map[types.NamespacedName]time.Duration
@@ -247,12 +249,14 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	}
 	p.touch(k)
 	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints, p.src.retain)
+	tainted := u.taints != nil
 	inSync := len(contests) == 0
 	if !inSync {
 		keys := contestedKeys(contests)
 		u.labels, u.taints = u.labels.Without(keys), nil
 		u.retained = slices.DeleteFunc(u.retained, func(k string) bool { return slices.Contains(keys, k) })
 		p.contested(l, contests)
+		p.keepsTaint(tainted)
 	}
 	p.kept(l, u.retained)
 	if u.isEmpty() {
@@ -263,6 +267,7 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 		// Read and reported, never written: the Node is in sync only if
 		// its labels already are.
 		p.wouldWrite(u)
+		p.keepsTaint(inSync && tainted)
 		p.synced(inSync && u.labels.IsEmpty(), false)
 		return nil
 	}
@@ -290,8 +295,20 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 		p.mu.Lock()
 		p.out.writeErrors++
 		p.mu.Unlock()
+		p.keepsTaint(inSync && tainted)
 	}
 	return nil
+}
+
+// keepsTaint counts a Node that keeps the pending taint after the pass
+// (when tainted).
+func (p *pass) keepsTaint(tainted bool) {
+	if !tainted {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.stillTainted++
 }
 
 // unreachable makes the hosts wait for their cluster and records the

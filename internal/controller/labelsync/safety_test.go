@@ -76,6 +76,11 @@ func testSuspend(t *testing.T, p *planes) {
 		t.Fatal("a suspended profile wrote a Node")
 	}
 	h.waitTaints(p.workloadC, node2, []corev1.Taint{pending})
+	// The metrics count the Node that keeps its pending taint.
+	pendingNodes := map[string]string{"kind": "LabelSyncProfile", "namespace": h.ns, "name": "p1", "state": "pending"}
+	if n := testenv.Counter(t, "tagsync_labelsync_hosts", pendingNodes); n != 1 {
+		t.Fatalf("tagsync_labelsync_hosts{state=\"pending\"} = %v, want 1: the new host's Node keeps its taint", n)
+	}
 	if e := h.waitEvent("p1", v1alpha1.ReasonSuspended); e.Type != corev1.EventTypeNormal {
 		t.Fatalf("Suspended event %s %q, want Normal", e.Type, e.Note)
 	}
@@ -90,6 +95,9 @@ func testSuspend(t *testing.T, p *planes) {
 		t.Fatalf("status %+v after resuming, want nothing pending and 2 in sync", s)
 	}
 	h.waitStatus("p1", ready(metav1.ConditionTrue))
+	if n := testenv.Counter(t, "tagsync_labelsync_hosts", pendingNodes); n != 0 {
+		t.Fatalf("tagsync_labelsync_hosts{state=\"pending\"} = %v after resuming, want 0", n)
+	}
 }
 
 func testRetain(t *testing.T, p *planes) {

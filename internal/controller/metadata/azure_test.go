@@ -15,6 +15,7 @@ import (
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/tags/tagstest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // TestAzureLifecycle walks one request through its life on a cluster's
@@ -132,6 +133,9 @@ func TestAddOntoAnotherValue(t *testing.T) {
 	if cm.Status.Failed != 1 {
 		t.Errorf("failed = %d, want 1", cm.Status.Failed)
 	}
+	if ts := lastSuccess(t, h, "cm"); ts != 0 {
+		t.Errorf("last success %v after a partial pass, want none", ts)
+	}
 	if tg := h.tags(disk); tg["env"] != "dev" || tg["team"] != "a" {
 		t.Errorf("disk tags %v: want env=dev kept and team=a added", tg)
 	}
@@ -156,6 +160,16 @@ func TestIgnoreTags(t *testing.T) {
 	if tg := h.tags(disk); tg["cost-center"] != "policy-set" || tg["env"] != "prod" {
 		t.Errorf("disk tags %v", tg)
 	}
+	if ts := lastSuccess(t, h, "cm"); ts < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last success %v after an ok pass, want about now", ts)
+	}
+}
+
+// lastSuccess reads a CloudMetadata's last-success timestamp gauge (0:
+// none).
+func lastSuccess(t *testing.T, h *harness, name string) float64 {
+	t.Helper()
+	return testenv.Counter(t, "tagsync_metadata_last_success_timestamp_seconds", map[string]string{"namespace": h.ns, "cloudmetadata": name})
 }
 
 // TestLimitPolicy: at the 15-tag limit of DNS zones and the 50 of disks,

@@ -30,6 +30,8 @@ var (
 		"Targeted passes that gave way to a full pass because reading the changed resources one by one would cost more requests than the last full pass's discovery, by CloudMetadata.", "namespace", "cloudmetadata")
 	deletionsHeldTotal = metrics.Counter("deletions_held_total",
 		"Tag deletions passes held back, by CloudMetadata and reason (MassDeletion: waiting for approval; Retained: kept by deletionPolicy Retain); a deletion held by several passes counts once per pass.", "namespace", "cloudmetadata", "reason")
+	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
+		"When the CloudMetadata's last pass over a cloud with result ok ended (Unix seconds), by CloudMetadata and cloud.", "namespace", "cloudmetadata", "cloud")
 	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
 
@@ -61,6 +63,9 @@ func (o *outcome) observe(p *pass) {
 		result = "partial"
 	}
 	passesTotal.WithLabelValues(o.t.cloud, result).Inc()
+	if result == "ok" {
+		lastSuccessGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).SetToCurrentTime()
+	}
 	counts := map[string]int{"matched": o.matched, "in_sync": o.inSync, "failed": o.failed()}
 	for _, s := range resourceStates {
 		resourcesGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud, s).Set(float64(counts[s]))
@@ -71,4 +76,5 @@ func (o *outcome) observe(p *pass) {
 func forgetMetrics(key types.NamespacedName) {
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 	deletionsHeldTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
+	lastSuccessGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 }

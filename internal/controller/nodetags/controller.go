@@ -201,4 +201,5 @@ func (r *Reconciler) forget(name string) {
 	deletionsHeldGauge.DeleteLabelValues(name)
 	retainedGauge.DeleteLabelValues(name)
 	unrepresentableGauge.DeleteLabelValues(name)
+	lastSuccessGauge.DeleteLabelValues(name)
 }

@@ -6,7 +6,7 @@ const metrics = kit.Metrics(ControllerName)
 
 var (
 	passesTotal = metrics.Counter("passes_total",
-		"Sync passes by NodeTagSync, whether the cloud was read fresh, and result (ok, error).", "nodetagsync", "fresh", "result")
+		"Sync passes by NodeTagSync, whether the cloud was read fresh, and result (ok: every node synced; error: the cloud read failed, a scope could not be read, or a node or cloud write failed).", "nodetagsync", "fresh", "result")
 	passDuration = metrics.Histogram("pass_duration_seconds",
 		"Duration of a sync pass over every in-scope node.", 0.005, 14, "nodetagsync")
 	nodesGauge = metrics.Gauge("nodes",
@@ -23,6 +23,8 @@ var (
 		"Tag and label deletions the last pass kept because the NodeTagSync's deletionPolicy is Retain.", "nodetagsync")
 	approvalsTotal = metrics.Counter("deletion_approvals_total",
 		"Held mass deletions a person approved and a pass then wrote.", "nodetagsync")
+	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
+		"When the NodeTagSync's last pass with result ok ended (Unix seconds).", "nodetagsync")
 	targetedPassesTotal = metrics.Counter("targeted_passes_total",
 		"Passes over the nodes of cloud resources that changed (events), by NodeTagSync and result (ok, error).", "nodetagsync", "result")
 )

@@ -120,7 +120,15 @@ func (p *pass) finish(ctx context.Context, fresh bool, failed []cloud.ScopeError
 	nts, o := p.nts, p.out
 	p.notes.EndPass(len(failed) == 0)
 	o.record(nts.Name)
-	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), "ok").Inc()
+	// A pass that could not read a scope or write a node or resource
+	// failed, though it synced the others.
+	result := "ok"
+	if len(failed) > 0 || o.errors > 0 {
+		result = "error"
+	} else {
+		lastSuccessGauge.WithLabelValues(nts.Name).Set(float64(p.r.Now().Unix()))
+	}
+	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), result).Inc()
 	passDuration.WithLabelValues(nts.Name).Observe(p.r.Now().Sub(p.start).Seconds())
 	log.FromContext(ctx).V(1).Info("sync pass done", "fresh", fresh, "synced", o.synced, "unmanaged", o.unmanaged,
 		"conflicts", len(o.conflicts), "errors", o.errors, "cloudWrites", o.cloudWrites, "nodeWrites", o.nodeWrites)

@@ -263,3 +263,49 @@ func TestUnitStaleCacheKeepsLastFullSyncTime(t *testing.T) {
 		t.Fatalf("lastFullSyncTime = %v after a fresh pass, want %v", got.LastFullSyncTime, fresh)
 	}
 }
+
+// TestUnitFailedWritesAndScopesFailThePassInMetrics: a pass whose cloud
+// write fails, or that cannot read one scope (a 403 on a resource group),
+// counts as result="error" in tagsync_nodetags_passes_total, though it
+// synced what it could; only a pass with every node synced counts ok and
+// sets the last-success timestamp.
+func TestUnitFailedWritesAndScopesFailThePassInMetrics(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	passes := func(result string) float64 {
+		return testenv.Counter(t, "tagsync_nodetags_passes_total", map[string]string{"nodetagsync": "nts", "result": result})
+	}
+	lastSuccess := func() float64 {
+		return testenv.Counter(t, "tagsync_nodetags_last_success_timestamp_seconds", map[string]string{"nodetagsync": "nts"})
+	}
+	expect := func(what string, okBefore, errBefore, wantOK, wantErr float64) {
+		t.Helper()
+		if ok, failed := passes("ok")-okBefore, passes("error")-errBefore; ok != wantOK || failed != wantErr {
+			t.Fatalf("%s: passes ok +%v, error +%v; want ok +%v, error +%v", what, ok, failed, wantOK, wantErr)
+		}
+	}
+
+	u := newUnitWithClock(t, clk, unitObjects()...)
+	lastSuccessGauge.DeleteLabelValues("nts") // other tests ran passes of "nts"
+	u.cloud.SetResource("/r/vm1", tags.Set{"env": "prod"})
+	u.cloud.Place("n1", "/r/vm1", false)
+	ok, failed := passes("ok"), passes("error")
+	u.cloud.FailNext(cloudtest.OpPatchTags, errors.New("the tags write was refused"))
+	u.reconcile()
+	expect("a failed cloud write", ok, failed, 0, 1)
+	if lastSuccess() != 0 {
+		t.Fatalf("last success %v after a failed pass, want none", lastSuccess())
+	}
+	clk.SetTime(clk.Now().Add(time.Minute))
+	ok, failed = passes("ok"), passes("error")
+	u.reconcile()
+	expect("the retried write", ok, failed, 1, 0)
+	if want := float64(clk.Now().Unix()); lastSuccess() != want {
+		t.Fatalf("last success %v, want %v (the successful pass)", lastSuccess(), want)
+	}
+
+	s := newUnitWithClock(t, clk, unitObjects()...)
+	s.cloud.FailScope("resource group locked", cloud.ErrForbidden, "n1")
+	ok, failed = passes("ok"), passes("error")
+	s.reconcile()
+	expect("a scope answering 403", ok, failed, 0, 1)
+}
