@@ -104,7 +104,7 @@ var otherTools = []string{
 	"--dry-run", "--all-namespaces", "--enable-oidc-issuer", "--enable-workload-identity", "--include-full-endpoint-url",
 	"--max-events-per-batch", "--max-delivery-attempts", "--event-ttl", "--event-delivery-schema", "--advanced-filter",
 	"--included-event-types", "--deadletter-endpoint", "--endpoint-type", "--azure-active-directory-tenant-id",
-	"--azure-active-directory-application-id-or-uri", "--system-site-packages", "--as-group",
+	"--azure-active-directory-application-id-or-uri", "--system-site-packages", "--as-group", "--take-ownership",
 }
 
 // docFlag finds --flags in a code span or a command line; --x-* names the
