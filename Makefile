@@ -188,6 +188,19 @@ install-plugin: ## Install tagsync and the kubectl plugin (kubectl-tagsync, kube
 	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) echo ">> try: kubectl tagsync status -A";; \
 		*) echo ">> $(PLUGIN_DIR) is not on PATH: add it, or run make install-plugin PLUGIN_DIR=<a directory on PATH>";; esac
 
+##@ OLM
+
+# The operator image the bundle's CSV names, by digest: set IMAGE_DIGEST to
+# the released image's (cat dist/image/digest after make image). Unset: a
+# placeholder digest of zeros, which no registry serves (the committed
+# bundle uses it; replace it before publishing).
+IMAGE_REPO ?= ghcr.io/tagsync/tagsync
+IMAGE_DIGEST ?=
+
+.PHONY: bundle
+bundle: $(HELM) ## Generate the OLM bundle into bundle/ (CSV from the chart's rendering, the CRDs, metadata/annotations.yaml, bundle.Dockerfile); IMAGE_DIGEST=sha256:... names the image.
+	go run ./hack/bundle -helm $(HELM) -image $(IMAGE_REPO) -digest "$(IMAGE_DIGEST)" -out bundle
+
 ##@ Code generation and checks
 
 .PHONY: generate

@@ -38,7 +38,7 @@ func metadataCases() []chartCase {
 		noArgs:     []string{"--aws-endpoint", "--audit-log-max-size"},
 		namespaces: []string{"platform", "team-a"},
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
-			if got := oneOfKind(t, objs, "ServiceAccount").GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
+			if got := managerServiceAccount(t, objs).GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
 				t.Errorf("IRSA: the ServiceAccount's role annotation is %q", got)
 			}
 			if pod := deployment(t, objs).Spec.Template.Spec; len(pod.Containers[0].Env) != 0 || len(pod.Volumes) != 0 {

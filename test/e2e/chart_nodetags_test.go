@@ -25,8 +25,16 @@ func checkNodeSyncChart(t *testing.T, mode string, objs []*unstructured.Unstruct
 	dep := deployment(t, objs)
 	checkDeployment(t, dep)
 	checkAuthWiring(t, mode, dep, objs)
-	for _, kind := range []string{"ServiceAccount", "ClusterRoleBinding", "Service", "PodDisruptionBudget", "NodeTagSync", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+	for _, kind := range []string{"Service", "PodDisruptionBudget", "NodeTagSync", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		oneOfKind(t, objs, kind)
+	}
+	// The manager's ServiceAccount and binding, and with a ServiceMonitor
+	// the metrics scraper's.
+	scraper := len(ofKind(objs, "ServiceMonitor"))
+	for _, kind := range []string{"ServiceAccount", "ClusterRoleBinding"} {
+		if n := len(ofKind(objs, kind)); n != 1+scraper {
+			t.Errorf("%d %ss, want %d", n, kind, 1+scraper)
+		}
 	}
 	if n := len(ofKind(objs, "ClusterRole")); n != 2 {
 		t.Errorf("%d ClusterRoles, want 2 (the manager's, metrics-reader)", n)
@@ -77,9 +85,10 @@ func checkSecureMetrics(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 		ep := endpoints[0].(map[string]any)
 		skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
-		if ep["port"] != "https" || ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !skip {
-			t.Errorf("ServiceMonitor endpoint %v: want port https, scheme https, the pod's ServiceAccount token and the self-signed certificate accepted", ep)
+		if ep["port"] != "https" || ep["scheme"] != "https" || !skip {
+			t.Errorf("ServiceMonitor endpoint %v: want port https, scheme https and the self-signed certificate accepted", ep)
 		}
+		checkServiceMonitorToken(t, objs, sm)
 	}
 }
 
@@ -135,7 +144,7 @@ func checkAuthWiring(t *testing.T, mode string, d *appsv1.Deployment, objs []*un
 	t.Helper()
 	pod := d.Spec.Template.Spec
 	args := pod.Containers[0].Args
-	sa := oneOfKind(t, objs, "ServiceAccount")
+	sa := managerServiceAccount(t, objs)
 	wiLabel := d.Spec.Template.Labels["azure.workload.identity/use"]
 	has := func(prefix string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, prefix) })

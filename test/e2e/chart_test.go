@@ -138,7 +138,7 @@ func chartCases() []chartCase {
 		args: []string{"--aws-region=us-east-1"}, noArgs: eventsFlags,
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			checkAWSNodeTagSync(t, objs)
-			if got := oneOfKind(t, objs, "ServiceAccount").GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
+			if got := managerServiceAccount(t, objs).GetAnnotations()["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::111122223333:role/tagsync" {
 				t.Errorf("ServiceAccount role-arn annotation %q, want the values' role", got)
 			}
 		}})
@@ -246,6 +246,9 @@ func TestChartRefusesSettingsThatCannotWork(t *testing.T) {
 		{"an unknown events.webhook value", "additional properties 'path' not allowed", []string{"events.webhook.path=/x"}},
 		{"a provider that is none", "/nodeTagSync/spec/provider", []string{"nodeTagSync.spec.provider=gcp"}},
 		{"the AWS node sync with workload identity and no client ID", "set azure.authMode=default", []string{"nodeTagSync.spec.provider=aws"}},
+		{"a ServiceMonitor with no token to send", "set metrics.serviceMonitor.authorization.existingSecret",
+			[]string{"metrics.serviceMonitor.enabled=true", "rbac.create=false"}},
+		{"fixedIDs that is no boolean", "/fixedIDs", []string{"fixedIDs=maybe"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,3 +69,18 @@ func oneOfKind(t testing.TB, objs []*unstructured.Unstructured, kind string) *un
 	}
 	return found[0]
 }
+
+// managerServiceAccount returns the manager's ServiceAccount: the one the
+// Deployment runs as (the chart may render another, the metrics
+// scraper's).
+func managerServiceAccount(t testing.TB, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	name := deployment(t, objs).Spec.Template.Spec.ServiceAccountName
+	for _, o := range ofKind(objs, "ServiceAccount") {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("the Deployment's ServiceAccount %q is not rendered", name)
+	return nil
+}

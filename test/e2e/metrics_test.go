@@ -230,7 +230,7 @@ func TestMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}))
 
 	certDir, ca := servingCertificate(t)
-	sa := oneOfKind(t, objs, "ServiceAccount").GetName()
+	sa := managerServiceAccount(t, objs).GetName()
 	args := append(deploymentArgs(t, objs), "--kubeconfig="+writeKubeconfig(t, serviceAccountUser(ns, sa), serviceAccountGroups(ns)...),
 		"--leader-elect=false", "--metrics-cert-dir="+certDir)
 	p := startTagsync(t, "tagsync (secure metrics)", append(args, armsimFlags(t, cloud)...)...)

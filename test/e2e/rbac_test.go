@@ -230,7 +230,7 @@ func (r rbacProof) run(t *testing.T) {
 	s := r.subject(f)
 	s.setup(t)
 
-	sa := oneOfKind(t, f.objs, "ServiceAccount").GetName()
+	sa := managerServiceAccount(t, f.objs).GetName()
 	args := deploymentArgs(t, f.objs)
 	if wantArgs(t, args, r.args...); t.Failed() {
 		t.FailNow()
@@ -377,9 +377,11 @@ func singleRules(t testing.TB, role *unstructured.Unstructured) []singleRule {
 // controllerRoles are the roles ("Kind/name") the chart binds to its
 // ServiceAccount.
 func controllerRoles(objs []*unstructured.Unstructured) map[string]bool {
+	// The Deployment's ServiceAccount (the chart may render another one,
+	// the metrics scraper's).
 	sa := ""
-	for _, o := range ofKind(objs, "ServiceAccount") {
-		sa = o.GetName()
+	for _, o := range ofKind(objs, "Deployment") {
+		sa, _, _ = unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
 	}
 	out := map[string]bool{}
 	for _, b := range append(ofKind(objs, "ClusterRoleBinding"), ofKind(objs, "RoleBinding")...) {

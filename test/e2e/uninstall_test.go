@@ -66,7 +66,7 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 	apply(ctx, t, ofKind(objs, "NodeTagSync"))
 	nts := oneOfKind(t, objs, "NodeTagSync").GetName()
 
-	sa := oneOfKind(t, objs, "ServiceAccount").GetName()
+	sa := managerServiceAccount(t, objs).GetName()
 	args := append(deploymentArgs(t, objs), "--kubeconfig="+writeKubeconfig(t, serviceAccountUser(ns, sa), serviceAccountGroups(ns)...),
 		"--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms")
 	args = append(args, armsimFlags(t, cloud)...)

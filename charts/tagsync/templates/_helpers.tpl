@@ -388,3 +388,40 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The pod's and the container's securityContext: the values' podSecurityContext
+and securityContext, without runAsUser, runAsGroup and fsGroup when
+fixedIDs is false (OpenShift's restricted-v2 SCC assigns them from the
+namespace's range and rejects any other).
+*/}}
+{{- define "tagsync.podSecurityContext" -}}
+{{- $c := .Values.podSecurityContext | default dict }}
+{{- if not .Values.fixedIDs }}
+{{- $c = omit $c "runAsUser" "runAsGroup" "fsGroup" }}
+{{- end }}
+{{- toYaml $c }}
+{{- end }}
+
+{{- define "tagsync.securityContext" -}}
+{{- $c := .Values.securityContext | default dict }}
+{{- if not .Values.fixedIDs }}
+{{- $c = omit $c "runAsUser" "runAsGroup" }}
+{{- end }}
+{{- toYaml $c }}
+{{- end }}
+
+{{/*
+tagsync.admissionPolicyAPI: non-empty when the cluster serves
+ValidatingAdmissionPolicy in admissionregistration.k8s.io/v1 (GA in
+Kubernetes 1.30; OpenShift 4.14 to 4.16 run 1.27 to 1.29 and lack it). Against
+a cluster (helm install/upgrade) Helm lists the served kinds, so the kind
+decides; `helm template` without a cluster lists group versions only (no
+kinds), and then the Kubernetes version (--kube-version) decides.
+*/}}
+{{- define "tagsync.admissionPolicyAPI" -}}
+{{- $api := .Capabilities.APIVersions }}
+{{- if $api.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true
+{{- else if and (not ($api.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration")) (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) }}true
+{{- end }}
+{{- end }}
