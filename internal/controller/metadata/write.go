@@ -32,7 +32,7 @@ func (p *pass) write(ctx context.Context, provider cloud.ClassifiedProvider, t *
 		if !res.Pending {
 			countMutation(t.cloud, pl.Plan.Patch, res.Err)
 		}
-		return p.audit(t, pl, res)
+		return p.audit(ctx, t, pl, res)
 	}
 	results := provider.WriteTags(ctx, writes, each)
 	p.st.wrote = p.r.Now() // changes before it may predate the writes
@@ -77,10 +77,11 @@ func patchKey(plan tags.ResourcePlan) string {
 	return plan.Patch.Key() + fmt.Sprintf(" %q", map[string]string(plan.Expect))
 }
 
-// audit writes the record of one resource's mutation: pending before it
-// is sent, else its result. The error is the sink's when the record was
-// lost and the audit fails closed.
-func (p *pass) audit(t *target, pl Planned, res cloud.WriteResult) error {
+// audit writes the record of one resource's mutation under the audit
+// policy (audit.Log.Mutation): pending before it is sent, else its result.
+// The error is the sink's when the record was lost and the audit fails
+// closed.
+func (p *pass) audit(ctx context.Context, t *target, pl Planned, res cloud.WriteResult) error {
 	rec := audit.Record{
 		Time:     p.r.Now().UTC(),
 		Object:   audit.Object{Kind: t.kind, Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Generation: t.obj.GetGeneration()},
@@ -95,16 +96,7 @@ func (p *pass) audit(t *target, pl Planned, res cloud.WriteResult) error {
 	case res.Err != nil:
 		rec.Result, rec.Error = audit.ResultError, res.Err.Error()
 	}
-	werr := p.r.audit.Write(rec)
-	if werr == nil {
-		return nil
-	}
-	auditErrors.Inc()
-	p.log.Error(werr, "audit record not written", "resource", pl.Resource.ID, "failOpen", p.r.audit.FailOpen())
-	if p.r.audit.FailOpen() {
-		return nil
-	}
-	return werr
+	return p.r.audit.Mutation(ctx, rec)
 }
 
 // auditFailing sets the AuditFailing condition: true while the sink
