@@ -204,3 +204,8 @@ func skipReason(err error) string {
 // failed is the number of matched resources not in sync, those a
 // suspended pass would have written left out.
 func (o *outcome) failed() int { return o.matched - o.inSync - o.pending }
+
+// isPermanent reports write errors that a retry does not cure.
+func isPermanent(err error) bool {
+	return errors.Is(err, cloud.ErrTooManyTags) || errors.Is(err, cloud.ErrForbidden) || errors.Is(err, cloud.ErrNotFound)
+}

@@ -2,11 +2,12 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
@@ -14,14 +15,97 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// write sends every non-empty plan to the cloud, resources that need the
+// write is the write stage of a pass, full or targeted: each target's
+// plans, as the safeguards left them, written (writeTarget).
+func (p *pass) write(ctx context.Context, planned []*targetPlan) {
+	for _, tp := range planned {
+		p.writeTarget(ctx, tp)
+	}
+}
+
+// writeTarget writes one target's plans (nothing while it is suspended:
+// the audit sink is only probed) in three steps: the held tags recorded in
+// its status first (recordIntent; when they cannot be, no write is sent),
+// the grouped writes with their audit records (writeGrouped), then the
+// tally of every resource into the outcome and the held-tags record. After
+// a complete discovery, the record forgets the resources not found.
+func (p *pass) writeTarget(ctx context.Context, tp *targetPlan) {
+	o := tp.o
+	var results map[string]error
+	switch {
+	case o.suspended != "":
+		o.auditErr = p.r.audit.Probe()
+	default:
+		if err := p.recordIntent(ctx, o.t, tp.plans, tp.held); err != nil {
+			results = unsent(tp.plans, err)
+		} else {
+			results = p.writeGrouped(ctx, tp.provider, o.t, tp.plans, o)
+		}
+	}
+	o.tally(tp.plans, results, tp.held)
+	if tp.complete {
+		tp.held.keepOnly(seenIDs(tp.resources))
+	}
+}
+
+// recordIntent stores in the target's status, before anything is written,
+// the active tag list and the held tags as they will be once the plans are
+// written, so that a controller stopped during the writes still knows,
+// when it starts again, which tags the object wrote. Nothing is patched
+// when the record does not change. When the record cannot be stored it
+// returns errNotRecorded, leaves the status as it was, and nothing may be
+// written.
+func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *heldTags) error {
+	if t.opcode != v1alpha1.OpcodeAdd {
+		return nil
+	}
+	overlay := map[string][]string{}
+	for _, pl := range plans {
+		if !pl.Plan.Patch.IsEmpty() {
+			overlay[pl.Resource.ID] = pl.Plan.Held
+		}
+	}
+	if len(overlay) == 0 {
+		return nil
+	}
+	next := heldStatus(t, h, overlay)
+	active := activeList(t)
+	if equality.Semantic.DeepEqual(next, t.status.Held) && equality.Semantic.DeepEqual(active, t.status.ResourceTags) {
+		return nil
+	}
+	before := t.obj.DeepCopyObject().(client.Object)
+	prevHeld, prevActive := t.status.Held, t.status.ResourceTags
+	t.status.Held, t.status.ResourceTags = next, active
+	if err := p.r.PatchStatus(ctx, t.obj, before); err != nil {
+		t.status.Held, t.status.ResourceTags = prevHeld, prevActive
+		return fmt.Errorf("%w: %w", errNotRecorded, err)
+	}
+	return nil
+}
+
+// errNotRecorded: the held tags could not be recorded before writing.
+var errNotRecorded = errors.New("the tags this object holds could not be recorded in its status before writing, so nothing was written")
+
+// unsent is the result of plans none of which was sent: every planned
+// write fails with err.
+func unsent(plans []Planned, err error) map[string]error {
+	out := map[string]error{}
+	for _, pl := range plans {
+		if !pl.Plan.Patch.IsEmpty() {
+			out[pl.Resource.ID] = err
+		}
+	}
+	return out
+}
+
+// writeGrouped sends every non-empty plan to the cloud, resources that need the
 // same change grouped into one TagWrite, and audits each mutation as it
 // happens: a pending record before its first request, then its record and
 // metric as soon as the cloud answered for it. When a record cannot be
 // written and the audit fails closed, the provider starts no further
 // request; o.auditErr keeps the sink's error (also probed when nothing is
 // written). It returns the result per written resource ID.
-func (p *pass) write(ctx context.Context, provider cloud.ClassifiedProvider, t *target, plans []Planned, o *outcome) map[string]error {
+func (p *pass) writeGrouped(ctx context.Context, provider cloud.ClassifiedProvider, t *target, plans []Planned, o *outcome) map[string]error {
 	writes, byID := group(plans)
 	if len(writes) == 0 {
 		o.auditErr = p.r.audit.Probe()
@@ -97,16 +181,4 @@ func (p *pass) audit(ctx context.Context, t *target, pl Planned, res cloud.Write
 		rec.Result, rec.Error = audit.ResultError, res.Err.Error()
 	}
 	return p.r.audit.Mutation(ctx, rec)
-}
-
-// auditFailing sets the AuditFailing condition: true while the sink
-// fails, false once it works again (absent until it first failed).
-func (o *outcome) auditFailing(conds []metav1.Condition, set func(string, bool, string, string)) {
-	switch {
-	case o.auditErr != nil:
-		set(v1alpha1.ConditionAuditFailing, true, ReasonAuditSinkFailing,
-			"the audit log cannot take records; no cloud mutation is made until it can (tagsync run --audit-fail-open goes on without): "+o.auditErr.Error())
-	case meta.FindStatusCondition(conds, v1alpha1.ConditionAuditFailing) != nil:
-		set(v1alpha1.ConditionAuditFailing, false, ReasonAuditSinkWorking, "the audit log takes records")
-	}
 }
