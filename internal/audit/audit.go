@@ -23,12 +23,14 @@
 // every tag tagsync changed has at least one line, even when the process
 // died while the cloud accepted the request.
 //
-// The audit fails closed by default: once a record cannot be written
-// (disk full, file made read-only, a broken pipe), no further mutation is
-// started until one can, because the pending record comes first and a
-// controller stops its writes when it fails. With SetFailOpen(true)
-// (`tagsync run --audit-fail-open`) mutations go on and the lost records
-// are only counted and logged.
+// The log applies the audit policy itself (Log.Mutation), the same for
+// every controller that mutates the cloud: it fails closed by default: once
+// a record cannot be written (disk full, file made read-only, a broken
+// pipe), no further mutation is started until one can, because the pending
+// record comes first and a controller stops its writes when Mutation
+// fails. With SetFailOpen(true) (`tagsync run --audit-fail-open`) mutations
+// go on. Either way a lost record is counted
+// (tagsync_metadata_audit_errors_total) and logged.
 //
 // On standard error the records share Stderr with the logger: one
 // writer whose every Write is whole under one lock, so a record and a log
@@ -37,6 +39,7 @@ package audit
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,7 +49,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/natefinch/lumberjack.v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -255,6 +261,36 @@ func (l *Log) Probe() error {
 	}
 	l.failing = nil
 	return nil
+}
+
+// lostRecords counts the records Mutation could not write, whichever
+// controller made the mutation. It keeps the name the metadata controller
+// first gave it, which alerts and dashboards use.
+var lostRecords = func() prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tagsync", Subsystem: "metadata", Name: "audit_errors_total",
+		Help: "Audit records that could not be written."})
+	crmetrics.Registry.MustRegister(c)
+	return c
+}()
+
+// Mutation writes the record of a cloud mutation under the audit policy
+// and says whether mutations may go on: nil when the record was written,
+// or was lost while the audit fails open; the sink's error when it was
+// lost and the audit fails closed, and then the caller starts no further
+// mutation (for a pending record: not this one). A lost record is counted
+// and logged on ctx's logger either way; Err and Probe tell afterwards
+// whether the log is failing.
+func (l *Log) Mutation(ctx context.Context, r Record) error {
+	err := l.Write(r)
+	if err == nil {
+		return nil
+	}
+	lostRecords.Inc()
+	ctrllog.FromContext(ctx).Error(err, "audit record not written", "resource", r.Resource, "failOpen", l.FailOpen())
+	if l.FailOpen() {
+		return nil
+	}
+	return err
 }
 
 // SetFailOpen chooses what a lost record means: false (the default) stops

@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -195,6 +197,36 @@ func TestFailingSinkIsReportedUntilItWorks(t *testing.T) {
 	w.fail = false
 	if err := l.Write(Record{Result: ResultOK}); err != nil || l.Err() != nil {
 		t.Fatalf("Write = %v, Err = %v after the sink recovered", err, l.Err())
+	}
+}
+
+// TestMutationAppliesThePolicy: a record the sink takes lets the mutation
+// go on; a lost one is counted, and stops the mutations while the audit
+// fails closed, not once it fails open.
+func TestMutationAppliesThePolicy(t *testing.T) {
+	w := &failingWriter{}
+	l := New(w)
+	ctx := context.Background()
+	lost := testutil.ToFloat64(lostRecords)
+	if err := l.Mutation(ctx, Record{Resource: "/r/1", Result: ResultPending}); err != nil || testutil.ToFloat64(lostRecords) != lost {
+		t.Fatalf("Mutation = %v with a working sink, lost records %v (was %v)", err, testutil.ToFloat64(lostRecords), lost)
+	}
+	w.fail = true
+	if err := l.Mutation(ctx, Record{Resource: "/r/1", Result: ResultPending}); err == nil || !errors.Is(err, l.Err()) {
+		t.Errorf("Mutation = %v with a failing sink under fail-closed, want the sink's error %v", err, l.Err())
+	}
+	l.SetFailOpen(true)
+	if err := l.Mutation(ctx, Record{Resource: "/r/1", Result: ResultOK}); err != nil {
+		t.Errorf("Mutation = %v with a failing sink under fail-open, want nil", err)
+	}
+	if got := testutil.ToFloat64(lostRecords) - lost; got != 2 {
+		t.Errorf("%v lost records counted, want 2", got)
+	}
+	if l.Err() == nil {
+		t.Error("Err = nil after a lost record under fail-open: a controller could not report it")
+	}
+	if n := strings.Count(w.buf.String(), "\n"); n != 1 {
+		t.Errorf("%d records in the sink, want the 1 written before it failed", n)
 	}
 }
 

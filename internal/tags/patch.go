@@ -37,17 +37,47 @@ func (p Patch) Key() string {
 	return fmt.Sprintf("%q %q", map[string]string(p.Set), slices.Sorted(slices.Values(p.Delete)))
 }
 
-// Apply returns a copy of s with p applied: deletions first, then sets; both
-// match names as c says, and a set replaces every entry c takes for its name.
-func (p Patch) Apply(c NameCase, s Set) Set {
+// Spelling says which spelling a set keeps when s already holds its name
+// spelled otherwise (c CaseInsensitive; under CaseSensitive the two agree).
+type Spelling int
+
+const (
+	// PatchSpelling renames: the patch's spelling replaces every entry c
+	// takes for the name (Set.Put).
+	PatchSpelling Spelling = iota
+	// KeepSpelling changes only the value of the entry s holds
+	// (Set.Lookup's), as a cloud that matches names without case does
+	// (ARM's Merge): the cloud is never renamed.
+	KeepSpelling
+)
+
+// Apply returns a copy of s with p applied, the patch's spelling winning
+// (ApplySpelled with PatchSpelling).
+func (p Patch) Apply(c NameCase, s Set) Set { return p.ApplySpelled(c, s, PatchSpelling) }
+
+// ApplySpelled returns a copy of s with p applied (never nil): deletions
+// first, then sets, both matching names as c says; a name both deleted and
+// set is set. A set spells its name as sp says.
+//
+//	Patch{Set: Set{"env": "b"}}.ApplySpelled(CaseInsensitive, Set{"Env": "a"}, PatchSpelling) // {"env": "b"}
+//	Patch{Set: Set{"env": "b"}}.ApplySpelled(CaseInsensitive, Set{"Env": "a"}, KeepSpelling)  // {"Env": "b"}
+func (p Patch) ApplySpelled(c NameCase, s Set, sp Spelling) Set {
 	out := s.Clone()
 	if out == nil {
 		out = Set{}
 	}
 	for _, n := range p.Delete {
-		out.Remove(c, n)
+		if !p.Set.Has(c, n) {
+			out.Remove(c, n)
+		}
 	}
 	for n, v := range p.Set {
+		if sp == KeepSpelling {
+			if spelling, _, ok := out.Lookup(c, n); ok {
+				out[spelling] = v
+				continue
+			}
+		}
 		out.Put(c, n, v)
 	}
 	return out

@@ -110,13 +110,7 @@ func tagOps(cur tags.Set, patch tags.Patch) (set, del tags.Set) {
 // applyOps returns cur with del removed and set added, refusing a result
 // over AWS's tag limit.
 func applyOps(what string, cur, set, del tags.Set) (tags.Set, error) {
-	next := cur.Clone()
-	for name := range del {
-		delete(next, name)
-	}
-	for name, v := range set {
-		next[name] = v
-	}
+	next := tags.Patch{Set: set, Delete: del.Names()}.Apply(tags.CaseSensitive, cur)
 	if limit := tags.AWSRules.MaxTags; len(next) > limit && len(next) > len(cur) {
 		return nil, fmt.Errorf("aws: setting %s on %s would leave %d tags; a resource may carry at most %d: %w",
 			strings.Join(set.Names(), ", "), what, len(next), limit, cloud.ErrTooManyTags)

@@ -146,28 +146,6 @@ func tagsOf(r armresources.TagsResource) tags.Set {
 	return toSet(r.Properties.Tags)
 }
 
-// apply returns cur with patch applied, matching names as nc says and
-// keeping the existing spelling of names that exist (ARM's Merge does the
-// same), so the cloud is never renamed.
-func apply(nc tags.NameCase, cur tags.Set, patch tags.Patch) tags.Set {
-	next := cur.Clone()
-	if next == nil {
-		next = tags.Set{}
-	}
-	for _, name := range patch.Delete {
-		if _, ok := patch.Set.Get(nc, name); !ok {
-			next.Remove(nc, name)
-		}
-	}
-	for name, v := range patch.Set {
-		if spelling, _, ok := next.Lookup(nc, name); ok {
-			name = spelling
-		}
-		next[name] = v
-	}
-	return next
-}
-
 // tagsAPIOps splits a patch into the Merge and Delete payloads that change
 // cur: only keys whose value differs are merged; deletions carry the value
 // read so that ARM deletes only a tag nobody changed meanwhile. Names are
@@ -225,7 +203,7 @@ func (p *Provider) patchTagsAPI(ctx context.Context, ref resourceRef, patch tags
 		return nil, err
 	}
 	if result == nil {
-		result = apply(nc, cur.Tags, patch)
+		result = patch.ApplySpelled(nc, cur.Tags, tags.KeepSpelling) // as ARM's Merge: existing names keep their spelling
 	}
 	// The Tags API does not return the resource's ETag: it is unknown now.
 	return &entry{ID: cur.ID, Name: cur.Name, Tags: result}, nil
@@ -296,7 +274,7 @@ func (p *Provider) patchResource(ctx context.Context, ref resourceRef, patch tag
 			return nil, err
 		}
 		nc := p.Rules().NameCase()
-		next := apply(nc, cur.Tags, patch)
+		next := patch.ApplySpelled(nc, cur.Tags, tags.KeepSpelling) // the cloud is never renamed
 		if next.Equal(nc, cur.Tags) {
 			return cur, nil
 		}

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -232,4 +233,33 @@ func (o *outcome) reportConflicts(n *notify.Notifier) {
 	for _, c := range o.contests {
 		n.Once(o.t.obj, "conflict/"+c.other.String()+"/"+strings.Join(c.names, ","), v1alpha1.ReasonContestedKeys, c.message())
 	}
+}
+
+// contestedOn returns, per resource of ids (canonical) that who's claim
+// holds, the names another object contests there, as stake last found
+// them; it changes no claim.
+func (b *claimBook) contestedOn(who claimant, ids []string) map[string][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.claims[who]
+	if c == nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for other, oc := range b.claims {
+		if other == who || oc.cloud != c.cloud {
+			continue
+		}
+		names := c.life.Contested(c.nc, oc.life)
+		for _, id := range ids {
+			if len(names) > 0 && c.ids[id] && oc.ids[id] {
+				out[id] = append(out[id], names...)
+			}
+		}
+	}
+	for id, names := range out {
+		slices.Sort(names)
+		out[id] = slices.Compact(names)
+	}
+	return out
 }

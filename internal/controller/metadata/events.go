@@ -83,10 +83,10 @@ const (
 // shownInNotes is how many items an event note lists before "and N more".
 const shownInNotes = 5
 
-// report emits the pass's events: on the CloudMetadata its reference
+// emitEvents emits the pass's events: on the CloudMetadata its reference
 // problems, on each target its invalid request, what it wrote and what
 // failed. Problems are told once, until they go away; writes every time.
-func (p *pass) report(problems []refProblem, outcomes []*outcome) {
+func (p *pass) emitEvents(problems []refProblem, outcomes []*outcome) {
 	n := p.st.notes
 	for _, pr := range problems {
 		n.Once(p.cm, "ref/"+pr.message, pr.reason, pr.message)

@@ -1,17 +1,11 @@
 package metadata
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
-
-	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -202,56 +196,35 @@ func heldStatus(t *target, h *heldTags, overlay map[string][]string) []v1alpha1.
 	return h.record(overlay)
 }
 
-// recordIntent stores in the target's status, before anything is written,
-// the active tag list and the held tags as they will be once the plans are
-// written, so that a controller stopped during the writes still knows,
-// when it starts again, which tags the object wrote. Nothing is patched
-// when the record does not change. When the record cannot be stored it
-// returns errNotRecorded, leaves the status as it was, and nothing may be
-// written.
-func (p *pass) recordIntent(ctx context.Context, t *target, plans []Planned, h *heldTags) error {
-	if t.opcode != v1alpha1.OpcodeAdd {
-		return nil
+// heldFor returns the held-tags record of a target.
+func (st *state) heldFor(t *target) *heldTags {
+	h, ok := st.held[t.key()]
+	if !ok {
+		h = heldFromStatus(*t.status)
+		st.held[t.key()] = h
 	}
-	overlay := map[string][]string{}
-	for _, pl := range plans {
-		if !pl.Plan.Patch.IsEmpty() {
-			overlay[pl.Resource.ID] = pl.Plan.Held
-		}
-	}
-	if len(overlay) == 0 {
-		return nil
-	}
-	next := heldStatus(t, h, overlay)
-	active := activeList(t)
-	if equality.Semantic.DeepEqual(next, t.status.Held) && equality.Semantic.DeepEqual(active, t.status.ResourceTags) {
-		return nil
-	}
-	before := t.obj.DeepCopyObject().(client.Object)
-	prevHeld, prevActive := t.status.Held, t.status.ResourceTags
-	t.status.Held, t.status.ResourceTags = next, active
-	if err := p.r.PatchStatus(ctx, t.obj, before); err != nil {
-		t.status.Held, t.status.ResourceTags = prevHeld, prevActive
-		return fmt.Errorf("%w: %w", errNotRecorded, err)
-	}
-	return nil
+	return h
 }
 
-// errNotRecorded: the held tags could not be recorded before writing.
-var errNotRecorded = errors.New("the tags this object holds could not be recorded in its status before writing, so nothing was written")
-
-// recordAndWrite records the target's intent, then writes its plans; when
-// the intent cannot be recorded, every planned write fails with that
-// error, unsent.
-func (p *pass) recordAndWrite(ctx context.Context, provider cloud.ClassifiedProvider, t *target, plans []Planned, h *heldTags, o *outcome) map[string]error {
-	if err := p.recordIntent(ctx, t, plans, h); err != nil {
-		out := map[string]error{}
-		for _, pl := range plans {
-			if !pl.Plan.Patch.IsEmpty() {
-				out[pl.Resource.ID] = err
-			}
-		}
-		return out
+// keepHeld forgets the held-tags records of objects the CloudMetadata no
+// longer references.
+func (st *state) keepHeld(targets []*target) {
+	keep := map[string]bool{}
+	for _, t := range targets {
+		keep[t.key()] = true
 	}
-	return p.write(ctx, provider, t, plans, o)
+	for k := range st.held {
+		if !keep[k] {
+			delete(st.held, k)
+		}
+	}
+}
+
+// seenIDs indexes resources by canonical ID.
+func seenIDs(resources []cloud.Classified) map[string]bool {
+	out := make(map[string]bool, len(resources))
+	for _, r := range resources {
+		out[cloud.CanonicalID(r.ID)] = true
+	}
+	return out
 }

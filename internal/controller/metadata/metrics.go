@@ -32,7 +32,6 @@ var (
 		"Tag deletions passes held back, by CloudMetadata and reason (MassDeletion: waiting for approval; Retained: kept by deletionPolicy Retain); a deletion held by several passes counts once per pass.", "namespace", "cloudmetadata", "reason")
 	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
 		"When the CloudMetadata's last pass over a cloud with result ok ended (Unix seconds), by CloudMetadata and cloud.", "namespace", "cloudmetadata", "cloud")
-	auditErrors = metrics.Counter("audit_errors_total", "Audit records that could not be written.").WithLabelValues()
 )
 
 // countMutation counts one resource's write, per operation it contained.

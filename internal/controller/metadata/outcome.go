@@ -1,9 +1,7 @@
 package metadata
 
 import (
-	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // condition is a reason and message for a status condition.
@@ -114,91 +111,6 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 		return
 	}
 	o.request = &condition{ReasonScopeUnreadable, msg}
-}
-
-// tally counts the resources, records what each holds now and collects
-// the failures.
-func (o *outcome) tally(plans []Planned, results map[string]error, held *heldTags) {
-	for _, pl := range plans {
-		o.matched++
-		if o.suspended != "" && !pl.Plan.Patch.IsEmpty() {
-			// Not written: what it holds is unchanged.
-			o.pending++
-			o.wouldSet += len(pl.Plan.Patch.Set)
-			o.wouldDelete += len(pl.Plan.Patch.Delete)
-			continue
-		}
-		err, written := results[pl.Resource.ID]
-		if written && err != nil {
-			o.writeFailed(pl, err)
-			continue
-		}
-		if written {
-			o.writes++
-		}
-		held.replace(pl.Resource.ID, pl.Plan.Held)
-		if len(pl.Plan.Skipped) == 0 {
-			o.inSync++
-			continue
-		}
-		o.skipped(pl)
-	}
-	sort.Slice(o.failures, func(i, j int) bool { return o.failures[i].Resource < o.failures[j].Resource })
-}
-
-// writeFailed records a resource whose write failed.
-func (o *outcome) writeFailed(pl Planned, err error) {
-	o.writeErrors++
-	reason := ReasonWriteFailed
-	switch d, throttled := cloud.RetryAfter(err); {
-	case throttled:
-		reason = ReasonThrottled
-		o.retryAfter = max(o.retryAfter, d)
-	case errors.Is(err, cloud.ErrTooManyTags):
-		reason = ReasonOverLimit
-	case errors.Is(err, errNotRecorded):
-		reason = ReasonNotRecorded
-		o.transient = true
-	case !isPermanent(err):
-		o.transient = true
-	}
-	names := append(pl.Plan.Patch.Set.Names(), pl.Plan.Patch.Delete...)
-	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.Resource.ID, Tags: names, Reason: reason,
-		Message: notify.Fit(err.Error())})
-}
-
-// skipped records a resource on which some requested tags were not applied.
-func (o *outcome) skipped(pl Planned) {
-	sk := pl.Plan.Skipped
-	reason := skipReason(sk[0].Err)
-	for _, s := range sk {
-		if errors.Is(s.Err, tags.ErrTooManyTags) {
-			o.policyHits++
-			break
-		}
-	}
-	msgs := make([]string, len(sk))
-	for i, s := range sk {
-		msgs[i] = s.Reason
-	}
-	o.failures = append(o.failures, v1alpha1.ResourceFailure{Resource: pl.Resource.ID, Tags: tags.SkippedNames(sk), Reason: reason,
-		Message: notify.Fit(notify.Summary(msgs, 3))})
-}
-
-// skipReason names the kind of a skipped tag.
-func skipReason(err error) string {
-	switch {
-	case errors.Is(err, tags.ErrTaken):
-		return ReasonTagTaken
-	case errors.Is(err, tags.ErrContested):
-		return ReasonConflict
-	case errors.Is(err, tags.ErrTooManyTags):
-		return ReasonOverLimit
-	case errors.Is(err, errMassDeletion):
-		return v1alpha1.ReasonMassDeletion
-	default:
-		return ReasonInvalidForResource
-	}
 }
 
 // failed is the number of matched resources not in sync, those a

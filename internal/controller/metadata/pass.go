@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
 	"slices"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,10 +16,6 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	tagevents "github.com/tagsync/tagsync/internal/events"
 )
-
-// transientRetry is how soon a pass that hit transient write errors runs
-// again (never later than syncEvery).
-const transientRetry = 30 * time.Second
 
 // pass is one reconcile of a CloudMetadata: every target it drives, synced
 // once.
@@ -50,15 +45,33 @@ type pass struct {
 	planned []*targetPlan
 }
 
+// targetPlan is one target's pass between the plan and the write stage,
+// in a full pass and a targeted one alike: o is its outcome, which the
+// write's tally completes.
+type targetPlan struct {
+	o        *outcome
+	provider cloud.ClassifiedProvider
+	plans    []Planned
+	held     *heldTags
+	// resources are the resources discovered; complete says the
+	// discovery searched every scope (never in a targeted pass): then the
+	// held-tags record forgets the resources not found.
+	resources []cloud.Classified
+	complete  bool
+}
+
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 	p := &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
 	p.every, p.health = r.Interval(cm.Spec.ControllerConfig.SyncInterval())
 	return p
 }
 
-// run resolves the references, syncs each target (unless a reference is
-// broken: then nothing is written at all), writes the statuses and says
-// when to run again.
+// run is one pass, in stages: read the references (one broken: nothing
+// is written at all); serve the cloud changes with a targeted pass when one
+// can (targeted.go); else read and plan every target (plan), apply the
+// safety controls to the whole pass (safeguard), write (write), and report
+// the pass in metrics, events and statuses, saying when to run again
+// (report).
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
 	res, err := p.r.resolve(ctx, p.cm)
@@ -75,6 +88,22 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if p.servedAlready(res) {
 		return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 	}
+	outcomes, planned := p.plan(ctx, res)
+	if len(res.problems) == 0 {
+		p.safeguard(planned)
+	}
+	p.write(ctx, planned)
+	p.settleHold(planned)
+	p.st.keepHeld(res.targets)
+	p.keepIndexed(res.targets)
+	p.releaseClaims(ctx)
+	return p.report(ctx, res.problems, outcomes)
+}
+
+// plan is the read and plan stages of a full pass: each target read and
+// planned (planTarget), unless a reference is broken. It returns every
+// target's outcome, and the plans of those that got as far.
+func (p *pass) plan(ctx context.Context, res resolved) ([]*outcome, []*targetPlan) {
 	outcomes := make([]*outcome, 0, len(res.targets))
 	var planned []*targetPlan
 	for _, t := range res.targets {
@@ -90,34 +119,12 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 			planned = append(planned, tp)
 		}
 	}
-	if len(res.problems) == 0 {
-		p.safeguard(planned)
-	}
-	for _, tp := range planned {
-		p.writeTarget(ctx, tp)
-	}
-	p.settleHold(planned)
-	for _, o := range outcomes {
-		o.observe(p)
-	}
-	p.st.keepHeld(res.targets)
-	p.keepIndexed(res.targets)
-	p.releaseClaims(ctx)
-	p.report(res.problems, outcomes)
-	if err := p.writeStatuses(ctx, res.problems, outcomes); err != nil {
-		// Not done: the retry must be a full pass that writes the
-		// statuses, not one served by the last full pass that succeeded.
-		p.r.index.needFull(p.key())
-		return reconcile.Result{}, err
-	}
-	p.doneFull(res.problems, outcomes)
-	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
+	return outcomes, planned
 }
 
-// planTarget is the first half of the pass over one target: check,
-// discover, stake its claims and plan. It returns the target's outcome,
-// and its plans unless it stopped before planning (then the outcome says
-// why).
+// planTarget reads and plans one target: check, discover, stake its
+// claims and plan (planOf). It returns the target's outcome, and its
+// plans unless it stopped before planning (then the outcome says why).
 func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan) {
 	o := &outcome{t: t, started: p.r.Now(), suspended: p.suspendedBy(t)}
 	provider, err := p.r.providers.ClassifiedProvider(t.cloud)
@@ -141,87 +148,19 @@ func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan
 	}
 	o.scopesFailed(disc.Failed)
 	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
-	held := p.st.heldFor(t)
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
-	o.held = held
-	return o, &targetPlan{o: o, provider: provider, plans: req.planYielding(disc.Resources, held.lookup, contested),
-		held: held, resources: disc.Resources, complete: len(disc.Failed) == 0}
+	tp := p.planOf(o, provider, req, disc.Resources, contested)
+	o.held = tp.held
+	tp.complete = len(disc.Failed) == 0
+	return o, tp
 }
 
-// writeTarget is the second half: write what the safeguards left of the
-// plans (nothing while the target is suspended), then tally.
-func (p *pass) writeTarget(ctx context.Context, tp *targetPlan) {
-	o := tp.o
-	var results map[string]error
-	if o.suspended == "" {
-		results = p.recordAndWrite(ctx, tp.provider, o.t, tp.plans, tp.held, o)
-	} else {
-		o.auditErr = p.r.audit.Probe()
-	}
-	o.tally(tp.plans, results, tp.held)
-	if tp.complete {
-		tp.held.keepOnly(seenIDs(tp.resources))
-	}
-}
-
-// heldFor returns the held-tags record of a target.
-func (st *state) heldFor(t *target) *heldTags {
-	h, ok := st.held[t.key()]
-	if !ok {
-		h = heldFromStatus(*t.status)
-		st.held[t.key()] = h
-	}
-	return h
-}
-
-// keepHeld forgets the held-tags records of objects the CloudMetadata no
-// longer references.
-func (st *state) keepHeld(targets []*target) {
-	keep := map[string]bool{}
-	for _, t := range targets {
-		keep[t.key()] = true
-	}
-	for k := range st.held {
-		if !keep[k] {
-			delete(st.held, k)
-		}
-	}
-}
-
-// seenIDs indexes resources by canonical ID.
-func seenIDs(resources []cloud.Classified) map[string]bool {
-	out := make(map[string]bool, len(resources))
-	for _, r := range resources {
-		out[cloud.CanonicalID(r.ID)] = true
-	}
-	return out
-}
-
-// next is when the CloudMetadata's next pass is due: after syncEvery, sooner
-// after transient failures, later after errors only a person can fix
-// (kit.Backoff), and never before a throttled scope reopens.
-func (p *pass) next(outcomes []*outcome) time.Duration {
-	every := p.every
-	next := every
-	var throttled time.Duration
-	transient, permanent := false, false
-	for _, o := range outcomes {
-		transient = transient || o.transient
-		permanent = permanent || o.permanent
-		throttled = max(throttled, o.retryAfter)
-	}
-	switch {
-	case transient:
-		next = min(next, transientRetry)
-	case permanent:
-		next = p.st.backoff.Failed(specKeyOf(p.cm, targetsOf(outcomes)), every)
-	default:
-		p.st.backoff.Reset()
-	}
-	if throttled > 0 {
-		return throttled
-	}
-	return next
+// planOf plans a target's resources with the pure planner, as its
+// held-tags record says it holds them and leaving alone the names
+// contested there: the plan step of a full and a targeted pass.
+func (p *pass) planOf(o *outcome, provider cloud.ClassifiedProvider, req Request, resources []cloud.Classified, contested map[string][]string) *targetPlan {
+	held := p.st.heldFor(o.t)
+	return &targetPlan{o: o, provider: provider, plans: req.planYielding(resources, held.lookup, contested), held: held, resources: resources}
 }
 
 // key names the pass's CloudMetadata.
@@ -242,9 +181,4 @@ func (p *pass) keepIndexed(targets []*target) {
 		}
 	}
 	p.r.index.keep(p.key(), keys, want)
-}
-
-// isPermanent reports write errors that a retry does not cure.
-func isPermanent(err error) bool {
-	return errors.Is(err, cloud.ErrTooManyTags) || errors.Is(err, cloud.ErrForbidden) || errors.Is(err, cloud.ErrNotFound)
 }

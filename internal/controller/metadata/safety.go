@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -33,18 +32,6 @@ import (
 // tag left out of resourceTags, or an object removed, is released (left on
 // the resources), never deleted. So the guard and Retain concern delete
 // opcodes only.
-
-// targetPlan is one target's pass between planning and writing.
-type targetPlan struct {
-	o        *outcome
-	provider cloud.ClassifiedProvider
-	plans    []Planned
-	held     *heldTags
-	// resources are the resources discovered; complete says the
-	// discovery searched every scope.
-	resources []cloud.Classified
-	complete  bool
-}
 
 // errMassDeletion is the error of a deletion held by the mass-deletion
 // guard.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -111,19 +110,20 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 		}
 		return reconcile.Result{}, err
 	}
-	var changed []changedPlan
+	var planned []*targetPlan
 	for _, w := range work {
-		cp, err := p.planChanged(w)
+		tp, err := p.planChanged(w)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if cp != nil {
-			changed = append(changed, *cp)
+		if tp != nil {
+			planned = append(planned, tp)
 		}
 	}
+	p.write(ctx, planned)
 	failed := false
-	for _, cp := range changed {
-		failed = p.writeChanged(ctx, cp) || failed
+	for _, tp := range planned {
+		failed = failed || tp.o.writeErrors > 0 || tp.o.auditErr != nil
 	}
 	result := "ok"
 	if failed {
@@ -234,32 +234,25 @@ func readErr(err error) error {
 	return fmt.Errorf("reading a changed resource: %w", err)
 }
 
-// changedPlan is one target's plans in a targeted pass.
-type changedPlan struct {
-	w     targetWork
-	plans []Planned
-	held  *heldTags
-}
-
-// planChanged plans one target's changed resources as a full pass does.
+// planChanged plans one target's changed resources as a full pass does
+// (planOf), for the write stage both share.
 // It returns nil when nothing may be written for the target (it is
 // suspended), and errFullPass when the plans delete tags the
 // deletionPolicy allows to delete: the mass-deletion guard looks at a whole
 // pass, so deletions are left to a full pass. Under Retain the deletions
 // are dropped (the full passes count and report them).
-func (p *pass) planChanged(w targetWork) (*changedPlan, error) {
+func (p *pass) planChanged(w targetWork) (*targetPlan, error) {
 	if p.suspendedBy(w.t) != "" {
 		return nil, nil
 	}
-	held := p.st.heldFor(w.t)
 	ids := make([]string, len(w.resources))
 	for i, r := range w.resources {
 		ids[i] = cloud.CanonicalID(r.ID)
 	}
 	contested := p.r.claims.contestedOn(p.claimantOf(w.t), ids)
-	plans := w.req.planYielding(w.resources, held.lookup, contested)
-	for i := range plans {
-		pl := &plans[i]
+	tp := p.planOf(&outcome{t: w.t}, w.provider, w.req, w.resources, contested)
+	for i := range tp.plans {
+		pl := &tp.plans[i]
 		if len(pl.Plan.Patch.Delete) == 0 {
 			continue
 		}
@@ -268,16 +261,7 @@ func (p *pass) planChanged(w targetWork) (*changedPlan, error) {
 		}
 		pl.Plan.Patch.Delete, pl.Plan.Expect = nil, nil
 	}
-	return &changedPlan{w: w, plans: plans, held: held}, nil
-}
-
-// writeChanged writes one target's planned changed resources and reports
-// whether anything failed.
-func (p *pass) writeChanged(ctx context.Context, cp changedPlan) bool {
-	o := &outcome{t: cp.w.t}
-	results := p.recordAndWrite(ctx, cp.w.provider, cp.w.t, cp.plans, cp.held, o)
-	o.tally(cp.plans, results, cp.held)
-	return o.writeErrors > 0 || o.auditErr != nil
+	return tp, nil
 }
 
 // specKeyOf identifies the generations of the object and its targets.
@@ -287,33 +271,4 @@ func specKeyOf(cm *v1alpha1.CloudMetadata, targets []*target) string {
 		key += fmt.Sprintf("/%s=%d", t.key(), t.obj.GetGeneration())
 	}
 	return key
-}
-
-// contestedOn returns, per resource of ids (canonical) that who's claim
-// holds, the names another object contests there, as stake last found
-// them; it changes no claim.
-func (b *claimBook) contestedOn(who claimant, ids []string) map[string][]string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.claims[who]
-	if c == nil {
-		return nil
-	}
-	out := map[string][]string{}
-	for other, oc := range b.claims {
-		if other == who || oc.cloud != c.cloud {
-			continue
-		}
-		names := c.life.Contested(c.nc, oc.life)
-		for _, id := range ids {
-			if len(names) > 0 && c.ids[id] && oc.ids[id] {
-				out[id] = append(out[id], names...)
-			}
-		}
-	}
-	for id, names := range out {
-		slices.Sort(names)
-		out[id] = slices.Compact(names)
-	}
-	return out
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -73,8 +71,9 @@ func resultOf(err error) string {
 	return audit.ResultOK
 }
 
-// audit writes one record of a PatchTags; the error is the sink's when the
-// record was lost and the audit fails closed.
+// audit writes one record of a PatchTags under the audit policy
+// (audit.Log.Mutation); the error is the sink's when the record was lost
+// and the audit fails closed.
 func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, result string, err error) error {
 	rec := audit.Record{
 		Time:     p.r.Now().UTC(),
@@ -87,13 +86,5 @@ func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, 
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	werr := p.r.audit.Write(rec)
-	if werr == nil {
-		return nil
-	}
-	ctrllog.FromContext(ctx).Error(werr, "audit record not written", "resource", res.ID, "failOpen", p.r.audit.FailOpen())
-	if p.r.audit.FailOpen() {
-		return nil
-	}
-	return werr
+	return p.r.audit.Mutation(ctx, rec)
 }
