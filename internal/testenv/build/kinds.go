@@ -144,8 +144,8 @@ func AWSRef(name string) CloudMetadataFunc {
 }
 
 // AzureMetadataOption changes an AzureMetadata being built: a Meta option,
-// Opcode, ResourceTags, IgnoreTags, Subscriptions, Suspend or an
-// AzureMetadataFunc.
+// Opcode, ResourceTags, IgnoreTags, Subscriptions, ResourceGroupScopes,
+// Suspend or an AzureMetadataFunc.
 type AzureMetadataOption interface {
 	applyAzureMetadata(*v1alpha1.AzureMetadata)
 }
@@ -168,6 +168,11 @@ func AzureMetadata(name string, opts ...AzureMetadataOption) *v1alpha1.AzureMeta
 // Subscriptions sets the subscriptions an AzureMetadata looks in.
 func Subscriptions(ids ...string) AzureMetadataFunc {
 	return func(o *v1alpha1.AzureMetadata) { o.Spec.Subscriptions = ids }
+}
+
+// ResourceGroupScopes sets the resource groups an AzureMetadata looks in.
+func ResourceGroupScopes(scopes ...v1alpha1.ResourceGroupScope) AzureMetadataFunc {
+	return func(o *v1alpha1.AzureMetadata) { o.Spec.ResourceGroups = scopes }
 }
 
 // AWSMetadataOption changes an AWSMetadata being built: a Meta option,
