@@ -31,6 +31,11 @@ func TestBuildersMakeTheLiterals(t *testing.T) {
 	host.Object["spec"] = map[string]any{"consumerRef": map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3Machine", "name": "h1-m", "namespace": "ns"}}
 
+	spec := map[string]any{"platformSpec": map[string]any{"type": "Azure"}}
+	infra := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	infra.SetGroupVersionKind(build.InfrastructureGVK)
+	infra.SetName("cluster")
+
 	for _, tc := range []struct {
 		name      string
 		got, want any
@@ -71,6 +76,7 @@ func TestBuildersMakeTheLiterals(t *testing.T) {
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: build.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: "h1-m"}}}},
 		{"a Metal3Machine", build.Metal3Machine("h1-m", build.HostOf("ns", "h1"), build.MachineOwner(machine)), m3m},
 		{"a BareMetalHost", build.BareMetalHost("h1", build.Consumer("ns", "h1-m")), host},
+		{"an Infrastructure", build.Infrastructure(build.Field(spec, "spec")), infra},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("%s:\nbuilt   %#v\nliteral %#v", tc.name, tc.got, tc.want)

@@ -2,8 +2,8 @@
 // and the hosts behind them, tagsync's kinds (NodeTagSync, CloudMetadata,
 // AzureMetadata, AWSMetadata, LabelSyncProfile), and the Cluster API and
 // Metal3 objects label sync follows (a cluster's kubeconfig Secret, Cluster,
-// Machine, Metal3Cluster, Metal3Machine, BareMetalHost). A test names what
-// matters to it and nothing else:
+// Machine, Metal3Cluster, Metal3Machine, BareMetalHost), and OpenShift's
+// Infrastructure. A test names what matters to it and nothing else:
 //
 //	node := build.Node("n1",
 //		build.ProviderID("azure:///subscriptions/s/.../virtualMachines/vm-a"),
@@ -24,7 +24,8 @@
 // NodeTagSyncFunc and the other ...Func types turn any edit of one kind into
 // an option, for the fields no option names.
 //
-// The Metal3 kinds are unstructured objects with their group, version and
-// kind spelled here, so the package depends on no controller: it imports
-// only tagsync's API, Kubernetes' and Cluster API's types.
+// The Metal3 kinds and the Infrastructure are unstructured objects with
+// their group, version and kind spelled here, so the package depends on no
+// controller: it imports only tagsync's API, Kubernetes' and Cluster API's
+// types.
 package build

@@ -167,3 +167,34 @@ func Consumer(namespace, name string) UnstructuredFunc {
 func ConsumerRef(namespace, name string) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: Metal3MachineGVK.GroupVersion().String(), Kind: Metal3MachineGVK.Kind, Name: name, Namespace: namespace}
 }
+
+// InfrastructureGVK is OpenShift's Infrastructure kind (config.openshift.io),
+// whose one object, named cluster, the OpenShift adapter reads.
+var InfrastructureGVK = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Infrastructure"}
+
+// Infrastructure is OpenShift's Infrastructure named cluster with opts
+// applied (Field(spec, "spec") for its spec; its status is written through
+// the status subresource after it is created).
+func Infrastructure(opts ...UnstructuredOption) *unstructured.Unstructured {
+	return Unstructured(InfrastructureGVK, "cluster", opts...)
+}
+
+// Field sets the field at path of an unstructured object to value itself
+// (not a copy), making the maps on the way.
+func Field(value any, path ...string) UnstructuredFunc {
+	return func(o *unstructured.Unstructured) {
+		if o.Object == nil {
+			o.Object = map[string]any{}
+		}
+		m := o.Object
+		for _, k := range path[:len(path)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[path[len(path)-1]] = value
+	}
+}
