@@ -244,10 +244,8 @@ func (s *openShiftSubject) setup(t *testing.T) {
 	must(t, s.cloud.Server.SetTags(s.zone, tagstest.Numbered("x", 14)))
 	s.others = slices.DeleteFunc(append(estate.ResourceIDs(), estate.GroupIDs()...), func(id string) bool { return id == s.zone })
 
-	s.infra = &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"platformSpec": map[string]any{
-		"azure": map[string]any{"resourceTags": []any{map[string]any{"key": "env", "value": "prod"}, map[string]any{"key": "team", "value": "a"}}}}}}}
-	s.infra.SetGroupVersionKind(infratags.InfrastructureGVK)
-	s.infra.SetName(infratags.InfrastructureName)
+	s.infra = build.Infrastructure(build.Field(map[string]any{"platformSpec": map[string]any{
+		"azure": map[string]any{"resourceTags": []any{map[string]any{"key": "env", "value": "prod"}, map[string]any{"key": "team", "value": "a"}}}}}, "spec"))
 	createDeletedAtEnd(t, s.ctx, kube.Client)(s.infra)
 	s.infra.Object["status"] = map[string]any{"infrastructureName": infraID,
 		"platformStatus": map[string]any{"azure": map[string]any{"resourceGroupName": estate.ResourceGroup}}}
