@@ -14,15 +14,14 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // runMainEnv makes the test binary run main() instead of the tests, so the
@@ -252,8 +251,8 @@ func seed(ctx context.Context, t *testing.T, kube *testenv.Env, cloud *armsimtes
 		t.Fatal(err)
 	}
 	objs := []client.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm-0"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + id}},
-		&v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		build.Node("vm-0", build.ProviderID("azure://"+id)),
+		build.NodeTagSync("default"),
 	}
 	for _, o := range objs {
 		if err := kube.Client.Create(ctx, o); err != nil {

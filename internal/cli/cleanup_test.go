@@ -11,14 +11,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 var cleanupRuns atomic.Int32
@@ -58,25 +57,19 @@ func newCleanupNodes(t *testing.T) *cleanupNodes {
 	versionedBase := tags.Base{Origin: origin, Tags: tags.Set{"Cost Center": "4711"}}.Encode()
 	origin.Prefix, origin.Direction = "azure.tags", tags.NodeToCloud
 	oneWayBase := tags.Base{Origin: origin, Tags: tags.Set{"env": "prod"}}.Encode()
-	own := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	own := build.NoSchedule("dedicated", "gpu")
 	nodes := []*corev1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: e.legacy,
-			Labels: with(map[string]string{"azure.tags/env": "prod", "azure.tags/team": "red", "owner": "me"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
-				"example.com/keep": "yes"}},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{
-				{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
-				own,
-				{Key: labelsync.PendingTaintKey, Effect: corev1.TaintEffectNoSchedule},
-			}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: e.versioned,
-			Labels:      with(map[string]string{"corp.example.com/Costx_20Center": "4711", "azure.tags/env": "prod"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: versionedBase}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: e.oneWay,
-			Labels:      with(map[string]string{"azure.tags/env": "prod"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: oneWayBase}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: e.untouched, Labels: with(map[string]string{"azure.tags/env": "prod"})},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{own}}},
+		build.Node(e.legacy,
+			build.Labels(with(map[string]string{"azure.tags/env": "prod", "azure.tags/team": "red", "owner": "me"})),
+			build.Annotations(map[string]string{nodetags.BaseAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
+				"example.com/keep": "yes"}),
+			build.Taints(build.NoSchedule(nodetags.PendingTaintKey, "true"), own, build.NoSchedule(labelsync.PendingTaintKey, ""))),
+		build.Node(e.versioned,
+			build.Labels(with(map[string]string{"corp.example.com/Costx_20Center": "4711", "azure.tags/env": "prod"})),
+			build.Annotation(nodetags.BaseAnnotation, versionedBase)),
+		build.Node(e.oneWay, build.Labels(with(map[string]string{"azure.tags/env": "prod"})),
+			build.Annotation(nodetags.BaseAnnotation, oneWayBase)),
+		build.Node(e.untouched, build.Labels(with(map[string]string{"azure.tags/env": "prod"})), build.Taints(own)),
 	}
 	for _, n := range nodes {
 		if err := env.Client.Create(context.Background(), n); err != nil {
@@ -249,8 +242,7 @@ func TestCleanupLegacyBasePrefixFromNodeTagSync(t *testing.T) {
 		"and no NodeTagSync selects the node: no label removed (--label-prefix names the prefix)\n") {
 		t.Errorf("without a NodeTagSync or --label-prefix:\n%s", out)
 	}
-	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: e.id},
-		Spec: v1alpha1.NodeTagSyncSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"cleanup": e.id}}}}
+	nts := build.NodeTagSync(e.id, build.NodeSelector(map[string]string{"cleanup": e.id}))
 	if err := e.env.Client.Create(context.Background(), nts); err != nil {
 		t.Fatal(err)
 	}

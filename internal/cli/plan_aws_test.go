@@ -22,6 +22,7 @@ import (
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // awsFlags are the cloud flags that reach moto with static keys, the
@@ -52,10 +53,9 @@ func TestPlanAWSPredictsTheAuditRecords(t *testing.T) {
 	ids = append(ids, awstest.RunInstances(t, moto, 1, map[string]string{owned: "owned", "env": "old", "keep": "me"})...)
 	awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})
 	for _, o := range []client.Object{
-		&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns}, Spec: v1alpha1.AWSMetadataSpec{
-			Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "prod", "team": "a"}}},
-		&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "plan-aws", Namespace: ns}, Spec: v1alpha1.CloudMetadataSpec{
-			Classifiers: map[string]string{owned: "owned"}, CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "aws"}}}},
+		build.AWSMetadata("aws", build.Namespace(ns), build.Opcode(v1alpha1.OpcodeUpdate),
+			build.ResourceTags(map[string]string{"env": "prod", "team": "a"})),
+		build.CloudMetadata("plan-aws", build.Namespace(ns), build.Classifiers(map[string]string{owned: "owned"}), build.AWSRef("aws")),
 	} {
 		if err := env.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
@@ -130,13 +130,12 @@ func TestPlanAWSNodeTagSync(t *testing.T) {
 	_, group := seed.Group(t, moto.Config, testenv.MotoRegion, "pool1", 2, map[string]string{"env": "prod"})
 	solo := awstest.RunInstances(t, moto, 1, map[string]string{"owner": "ops"})
 	node := func(name, id string, labels map[string]string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-			Spec: corev1.NodeSpec{ProviderID: seed.ProviderID(testenv.MotoRegion, id)}}
+		return build.Node(name, build.Labels(labels), build.ProviderID(seed.ProviderID(testenv.MotoRegion, id)))
 	}
 	for _, o := range []client.Object{
 		node("pool1-0", group[0], nil), node("pool1-1", group[1], nil),
 		node("solo-0", solo[0], map[string]string{"aws.tags/team": "a"}),
-		&v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS}},
+		build.NodeTagSync("default", build.Provider(v1alpha1.ProviderAWS)),
 	} {
 		if err := env.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // labelSyncCRDs installs Cluster API's Cluster and Machine CRDs (from the
@@ -72,7 +72,7 @@ func newLSEstate(t *testing.T) *lsEstate {
 	e.cluster("self", env.KubeConfig)
 	e.cluster("dead", []byte("apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"contexts: [{name: d, context: {cluster: d, user: u}}]\ncurrent-context: d\nusers: [{name: u, user: {token: x}}]\n"))
-	pending := corev1.Taint{Key: labelsync.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	pending := build.NoSchedule(labelsync.PendingTaintKey, "true")
 	n1 := e.node("n1", map[string]string{"kubernetes.io/hostname": "n1", "rack.example.com/rack": "r0", "rack.example.com/old": "x",
 		"other.example.com/keep": "1"}, pending)
 	n3 := e.node("n3", map[string]string{"rack.example.com/rack": "r3"})
@@ -82,8 +82,7 @@ func newLSEstate(t *testing.T) *lsEstate {
 	e.machine(e.host("h3", racks, "rack.example.com/rack", "r3"), "self", n3)
 	e.machine(e.host("h4", racks, "rack.example.com/rack", "r4"), "self", "")
 	e.machine(e.host("h5", racks, "rack.example.com/rack", "r5"), "dead", "n5")
-	e.create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: "racks"}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector: metav1.LabelSelector{MatchLabels: racks}, Prefixes: []string{"rack.example.com"}}})
+	e.create(build.LabelSyncProfile("racks", build.HostSelector(racks), build.Prefixes("rack.example.com")))
 	return e
 }
 
@@ -100,14 +99,9 @@ func (e *lsEstate) create(obj client.Object) {
 // kubeconfig.
 func (e *lsEstate) cluster(name string, kubeconfig []byte) {
 	e.t.Helper()
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Data: map[string][]byte{"value": kubeconfig}})
-	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
-	m3c.SetName(name)
-	e.create(m3c)
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name}}}
+	e.create(build.KubeconfigSecret(name, kubeconfig))
+	e.create(build.Metal3Cluster(name))
+	c := build.Cluster(name, build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
 	e.create(c)
 	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	if err := e.c.Status().Update(context.Background(), c); err != nil {
@@ -118,7 +112,7 @@ func (e *lsEstate) cluster(name string, kubeconfig []byte) {
 // node creates a Node named after the namespace, deleted with the test.
 func (e *lsEstate) node(name string, labels map[string]string, taints ...corev1.Taint) string {
 	e.t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+	n := build.Node(e.ns+"-"+name, build.Labels(labels), build.Taints(taints...))
 	if err := e.c.Create(context.Background(), n); err != nil {
 		e.t.Fatal(err)
 	}
@@ -134,7 +128,7 @@ func (e *lsEstate) host(name string, sel map[string]string, kv ...string) *label
 	for i := 0; i+1 < len(kv); i += 2 {
 		labels[kv[i]] = kv[i+1]
 	}
-	b := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	b := build.Object(&labelsync.BareMetalHost{}, name, build.Labels(labels))
 	e.create(b)
 	return b
 }
@@ -145,23 +139,16 @@ func (e *lsEstate) machine(b *labelsync.BareMetalHost, cluster, node string) {
 	e.t.Helper()
 	ctx := context.Background()
 	name := b.Name + "-m"
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster, Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name}}}
+	m := build.Machine(name, cluster, build.InfrastructureRef(labelsync.Metal3MachineGVK, name))
 	e.create(m)
-	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
-	m3m.SetName(name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: e.ns + "/" + b.Name})
-	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
-	e.create(m3m)
+	e.create(build.Metal3Machine(name, build.HostOf(e.ns, b.Name), build.MachineOwner(m)))
 	if node != "" {
 		m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
 		if err := e.c.Status().Update(ctx, m); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: e.ns}
+	b.Spec.ConsumerRef = build.ConsumerRef(e.ns, name)
 	if err := e.c.Update(ctx, b); err != nil {
 		e.t.Fatal(err)
 	}

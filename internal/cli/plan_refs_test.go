@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestPlanAgreesWithTheControllerOnADeletedCloudMetadata: the oldest
@@ -22,9 +22,7 @@ import (
 func TestPlanAgreesWithTheControllerOnADeletedCloudMetadata(t *testing.T) {
 	e := newPlanEstate(t)
 	ctx, c := t.Context(), e.kube.Client
-	newer := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "newer", Namespace: e.ns}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:   map[string]string{classifier: "owned"},
-		CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "tags"}}}}
+	newer := build.CloudMetadata("newer", build.Namespace(e.ns), build.Classifiers(map[string]string{classifier: "owned"}), build.AzureRef("tags"))
 	if err := c.Create(ctx, newer); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 const (
@@ -84,7 +85,7 @@ func (e *planEstate) seedCluster(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	base := `{"env":"prod","team":"a"}`
-	pending := []corev1.Taint{{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	pending := []corev1.Taint{build.NoSchedule(nodetags.PendingTaintKey, "true")}
 	nodes := []*corev1.Node{
 		planNode("pool1-0", computeBase+"virtualMachineScaleSets/pool1/virtualMachines/0", base,
 			map[string]string{"azure.tags/env": "prod", "azure.tags/team": "a", "azure.tags/costcenter": "42"}, nil),
@@ -94,13 +95,10 @@ func (e *planEstate) seedCluster(t *testing.T) {
 		planNode("onprem", "", "", map[string]string{"kubernetes.azure.com/managed": "false"}, nil),
 	}
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}},
-		&v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags", Namespace: e.ns},
-			Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, Subscriptions: []string{planSub},
-				ResourceTags: map[string]string{"env": "demo", "cost-center": "eng-42"}}},
-		&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: e.ns}, Spec: v1alpha1.CloudMetadataSpec{
-			Classifiers:   map[string]string{classifier: "owned"},
-			CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "tags"}}}},
+		build.NodeTagSync("default"),
+		build.AzureMetadata("tags", build.Namespace(e.ns), build.Opcode(v1alpha1.OpcodeAdd), build.Subscriptions(planSub),
+			build.ResourceTags(map[string]string{"env": "demo", "cost-center": "eng-42"})),
+		build.CloudMetadata("cluster", build.Namespace(e.ns), build.Classifiers(map[string]string{classifier: "owned"}), build.AzureRef("tags")),
 	}
 	for _, n := range nodes {
 		objs = append(objs, n)
@@ -125,14 +123,14 @@ func (e *planEstate) seedCluster(t *testing.T) {
 
 // planNode is a Node with a providerID, base annotation, labels and taints.
 func planNode(name, providerID, base string, labels map[string]string, taints []corev1.Taint) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: providerID, Taints: taints}}
+	opts := []build.NodeOption{build.Labels(labels), build.Taints(taints...)}
 	if providerID != "" {
-		n.Spec.ProviderID = "azure://" + providerID
+		opts = append(opts, build.ProviderID("azure://"+providerID))
 	}
 	if base != "" {
-		n.Annotations = map[string]string{nodetags.BaseAnnotation: base}
+		opts = append(opts, build.Annotation(nodetags.BaseAnnotation, base))
 	}
-	return n
+	return build.Node(name, opts...)
 }
 
 // azureFlags are the cloud flags that reach the estate's armsim with a

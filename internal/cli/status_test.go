@@ -18,6 +18,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // estate creates in ns a CloudMetadata with an AzureMetadata and an
@@ -27,14 +28,13 @@ func estate(t *testing.T, env *testenv.Env, ns string) (*v1alpha1.NodeTagSync, *
 	t.Helper()
 	ctx := context.Background()
 	now := metav1.Now()
-	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: ns},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io_cluster.demo": "owned"},
-			CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "azure"}, AWSRef: &v1alpha1.LocalObjectRef{Name: "aws"}}}}
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "azure", Namespace: ns},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "demo", "cost-center": "eng-42"}}}
-	aws := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns},
-		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "demo"}, IgnoreTags: []string{"owner"}}}
+	nts := build.NodeTagSync(ns)
+	cm := build.CloudMetadata("cluster", build.Namespace(ns), build.Classifiers(map[string]string{"kubernetes.io_cluster.demo": "owned"}),
+		build.AzureRef("azure"), build.AWSRef("aws"))
+	az := build.AzureMetadata("azure", build.Namespace(ns), build.Opcode(v1alpha1.OpcodeAdd),
+		build.ResourceTags(map[string]string{"env": "demo", "cost-center": "eng-42"}))
+	aws := build.AWSMetadata("aws", build.Namespace(ns), build.Opcode(v1alpha1.OpcodeUpdate),
+		build.ResourceTags(map[string]string{"env": "demo"}), build.IgnoreTags("owner"))
 	for _, o := range []client.Object{nts, cm, az, aws} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)

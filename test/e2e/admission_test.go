@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 const (
@@ -38,11 +39,9 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 
 	node := "vap-node-0"
 	base := `{"env":"prod"}`
-	must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:        node,
-		Labels:      map[string]string{"azure.tags/env": "prod", "kubernetes.io/hostname": node},
-		Annotations: map[string]string{nodetags.BaseAnnotation: base},
-	}}))
+	must(t, kube.Client.Create(ctx, build.Node(node,
+		build.Labels(map[string]string{"azure.tags/env": "prod", "kubernetes.io/hostname": node}),
+		build.Annotation(nodetags.BaseAnnotation, base))))
 	grantNodesWrite(ctx, t)
 	kubelet := impersonatingClient(t, nodeUser(node), nodeGroups...)
 	dryRun := client.DryRunAll
@@ -103,7 +102,7 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 	}
 
 	t.Run("kubelet may not register a Node carrying synced labels", func(t *testing.T) {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vap-node-1", Labels: map[string]string{"azure.tags/env": "evil"}}}
+		n := build.Node("vap-node-1", build.Labels(map[string]string{"azure.tags/env": "evil"}))
 		err := impersonatingClient(t, nodeUser("vap-node-1"), nodeGroups...).Create(ctx, n)
 		if err == nil || !strings.Contains(err.Error(), policyDenial) {
 			t.Fatalf("registering a Node with a synced label: %v, want the policy's denial", err)
@@ -124,7 +123,7 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 		})
 	}
 	t.Run("kubelet may still register a Node", func(t *testing.T) {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vap-node-2", Labels: map[string]string{"kubernetes.io/hostname": "vap-node-2"}}}
+		n := build.Node("vap-node-2", build.Labels(map[string]string{"kubernetes.io/hostname": "vap-node-2"}))
 		must(t, impersonatingClient(t, nodeUser("vap-node-2"), nodeGroups...).Create(ctx, n))
 	})
 

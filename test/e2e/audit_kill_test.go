@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestAuditSurvivesKill9 applies a tag to a few hundred classified
@@ -80,10 +79,8 @@ func TestAuditSurvivesKill9(t *testing.T) {
 func addTagsToEstate(ctx context.Context, t *testing.T, ns, name, subscription string, tags, classifiers map[string]string) {
 	t.Helper()
 	ref := &v1alpha1.LocalObjectRef{Name: name + "-azure"}
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: tags, Subscriptions: []string{subscription}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: classifiers, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref}}}
+	az := build.AzureMetadata(ref.Name, build.Namespace(ns), build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(tags), build.Subscriptions(subscription))
+	cm := build.CloudMetadata(name, build.Namespace(ns), build.Classifiers(classifiers), build.AzureRef(ref.Name))
 	must(t, kube.Client.Create(ctx, az))
 	must(t, kube.Client.Create(ctx, cm))
 	t.Cleanup(func() {

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // federatedToken is a JWT-shaped service account token, as the workload
@@ -65,8 +65,8 @@ func TestEachAuthModeOfTheChartGetsTokensAndSyncs(t *testing.T) {
 			vm, err := s.CreateVM(cloud.SubscriptionID, "MC_auth", armsim.VirtualMachine{Name: "vm-" + strings.ToLower(mode), Tags: map[string]string{"mode": mode}})
 			must(t, err)
 			node := "auth-" + strings.ToLower(mode)
-			must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: corev1.NodeSpec{ProviderID: "azure://" + vm}}))
-			must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "auth"}}))
+			must(t, kube.Client.Create(ctx, build.Node(node, build.ProviderID("azure://"+vm))))
+			must(t, kube.Client.Create(ctx, build.NodeTagSync("auth")))
 
 			p := startTagsyncEnv(t, "tagsync ("+mode+")", env, args...)
 			eventually(t, "the tag mode="+mode+" as a label on "+node, func() string {
@@ -99,11 +99,9 @@ func TestAWSOnlyValuesStartTheMetadataController(t *testing.T) {
 	args = append(args, "--kubeconfig="+writeKubeconfig(t, ""), "--leader-elect=false")
 	p := startTagsyncEnv(t, "tagsync (aws-irsa values)", []string{"AWS_EC2_METADATA_DISABLED=true"}, args...)
 
-	req := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa-aws"},
-		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "irsa"},
-		Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io/cluster/irsa": "owned"},
-			CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: req.Name}}}}
+	req := build.AWSMetadata("irsa-aws", build.Namespace("platform"), build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]string{"env": "prod"}))
+	cm := build.CloudMetadata("irsa", build.Namespace("platform"), build.Classifiers(map[string]string{"kubernetes.io/cluster/irsa": "owned"}),
+		build.AWSRef(req.Name))
 	create := createDeletedAtEnd(t, ctx, kube.Client)
 	create(req)
 	create(cm)

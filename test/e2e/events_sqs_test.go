@@ -9,13 +9,13 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestTagChangeOnSQSReachesTheLabels runs `tagsync run` with an SQS queue
@@ -31,12 +31,10 @@ func TestTagChangeOnSQSReachesTheLabels(t *testing.T) {
 	ids := awstest.RunInstances(t, moto, 2, map[string]string{"env": "prod"})
 	ctx := context.Background()
 	for i, id := range ids {
-		must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sqs-%d", i)},
-			Spec: corev1.NodeSpec{ProviderID: seed.ProviderID(testenv.MotoRegion, id)}}))
+		must(t, kube.Client.Create(ctx, build.Node(fmt.Sprintf("sqs-%d", i), build.ProviderID(seed.ProviderID(testenv.MotoRegion, id)))))
 	}
 	queue := motoQueue(t, moto, "tagsync-events")
-	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "sqs"},
-		Spec: v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS, ResyncInterval: &metav1.Duration{Duration: time.Hour}}}))
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("sqs", build.Provider(v1alpha1.ProviderAWS), build.ResyncInterval(time.Hour))))
 
 	env := []string{"AWS_ACCESS_KEY_ID=" + testenv.MotoAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + testenv.MotoSecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
 	p := startTagsyncEnv(t, "tagsync (sqs)", env, "--kubeconfig="+writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",

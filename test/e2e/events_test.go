@@ -15,6 +15,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestPortalEditReachesLabelsThroughEventGrid runs `tagsync run` with the
@@ -34,8 +35,7 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	cleanupSyncObjects(t)
 	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
 	edited, silent := seedEventPools(t, arm)
-	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "events"},
-		Spec: v1alpha1.NodeTagSyncSpec{ResyncInterval: &metav1.Duration{Duration: time.Hour}}}))
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("events", build.ResyncInterval(time.Hour))))
 
 	hook := freeAddrs(t, 1)[0]
 	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false", "--zap-log-level=debug",

@@ -20,6 +20,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // Leader election timing of the HA test's processes.
@@ -56,7 +57,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	writes := &armWrites{}
 	cloud := armsimtest.Start(t, armsimtest.WithOptions(func(o *armsim.Options) { o.Logf = writes.logf }))
 	e := seedHA(t, cloud)
-	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "ha"}}))
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("ha")))
 
 	args := append([]string{
 		"--kubeconfig=" + writeKubeconfig(t, ""),
@@ -245,8 +246,7 @@ func seedHA(t *testing.T, cloud *armsimtest.Env) *haEstate {
 }
 
 func (e *haEstate) addNode(t *testing.T, name, providerResource, resource string) {
-	must(t, kube.Client.Create(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.NodeSpec{ProviderID: "azure://" + providerResource}}))
+	must(t, kube.Client.Create(e.ctx, build.Node(name, build.ProviderID("azure://"+providerResource))))
 	e.nodes[name] = strings.ToLower(resource)
 }
 

@@ -7,17 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // The objects of the label sync's RBAC proof, in the fixture's namespace:
@@ -74,7 +73,7 @@ func (f *labelSyncSubject) setup(t *testing.T) {
 	ns, ctx := f.objNS, f.ctx
 	ensureNamespace(ctx, t, ns)
 	create := createDeletedAtEnd(t, ctx, f.c)
-	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.node, Labels: map[string]string{"other.example.com/keep": "yes"}}})
+	create(build.Node(f.node, build.Labels(map[string]string{"other.example.com/keep": "yes"})))
 	mk := lsObjects{t: t, ctx: ctx, c: f.c, ns: ns, create: create}
 	mk.connectedCluster(lsCluster, kube.KubeConfig)
 	mk.hostOn(lsHost, lsProfile, lsCluster, f.node, map[string]string{lsLabel: lsValue, "not-owned.example.com/x": "y"})
@@ -99,7 +98,7 @@ func (f *labelSyncSubject) secretsElsewhereForbidden(t *testing.T) {
 	node := lsElsewhere + "-node"
 	ensureNamespace(f.ctx, t, lsElsewhere)
 	create := createDeletedAtEnd(t, f.ctx, f.c)
-	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	create(build.Node(node))
 	mk := lsObjects{t: t, ctx: f.ctx, c: f.c, ns: lsElsewhere, create: create}
 	mk.connectedCluster(cluster, kube.KubeConfig)
 	mk.hostOn(cluster+"-host", profile, cluster, node, map[string]string{lsLabel: lsValue})
@@ -204,19 +203,14 @@ type lsObjects struct {
 // sync=name.
 func (o lsObjects) profile(name string) {
 	o.t.Helper()
-	o.create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
-		Prefixes:     []string{lsPrefix},
-	}})
+	o.create(build.LabelSyncProfile(name, build.Namespace(o.ns), build.HostSelector(map[string]string{"sync": name}), build.Prefixes(lsPrefix)))
 }
 
 // connectedCluster creates a workload cluster and its kubeconfig Secret
 // holding kubeconfig.
 func (o lsObjects) connectedCluster(name string, kubeconfig []byte) {
 	o.t.Helper()
-	o.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name + "-kubeconfig",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Data: map[string][]byte{"value": kubeconfig}})
+	o.create(build.KubeconfigSecret(name, kubeconfig, build.Namespace(o.ns)))
 	o.workloadCluster(name)
 }
 
@@ -224,14 +218,8 @@ func (o lsObjects) connectedCluster(name string, kubeconfig []byte) {
 // provisioned.
 func (o lsObjects) workloadCluster(name string) {
 	o.t.Helper()
-	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
-	m3c.SetNamespace(o.ns)
-	m3c.SetName(name)
-	o.create(m3c)
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
-	}}
+	o.create(build.Metal3Cluster(name, build.Namespace(o.ns)))
+	cluster := build.Cluster(name, build.Namespace(o.ns), build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
 	o.create(cluster)
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	must(o.t, o.c.Status().Update(o.ctx, cluster))
@@ -243,26 +231,14 @@ func (o lsObjects) workloadCluster(name string) {
 func (o lsObjects) hostOn(name, profile, cluster, node string, labels map[string]string) {
 	o.t.Helper()
 	ns := o.ns
-	host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-	host.Labels["sync"] = profile
+	host := build.Object(&labelsync.BareMetalHost{}, name, build.Namespace(ns), build.Labels(labels), build.Label("sync", profile))
 	o.create(host)
-	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-m",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster,
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name + "-m"},
-		}}
+	machine := build.Machine(name+"-m", cluster, build.Namespace(ns), build.InfrastructureRef(labelsync.Metal3MachineGVK, name+"-m"))
 	o.create(machine)
 	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
 	must(o.t, o.c.Status().Update(o.ctx, machine))
-	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
-	m3m.SetNamespace(ns)
-	m3m.SetName(machine.Name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: ns + "/" + name})
-	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}})
-	o.create(m3m)
-	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: machine.Name, Namespace: ns}
+	o.create(build.Metal3Machine(machine.Name, build.Namespace(ns), build.HostOf(ns, name), build.MachineOwner(machine)))
+	host.Spec.ConsumerRef = build.ConsumerRef(ns, machine.Name)
 	must(o.t, o.c.Update(o.ctx, host))
 }
 

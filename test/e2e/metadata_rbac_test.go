@@ -18,6 +18,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/tags/tagstest"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // The metadata objects of the RBAC proof, in the fixture's namespace.
@@ -68,22 +69,15 @@ func (f *metadataSubject) checks() []rbacCheck { return nil }
 // ends.
 func (f *metadataSubject) seedObjects(t *testing.T) {
 	ns := f.objNS
-	ref := func(name string) *v1alpha1.LocalObjectRef { return &v1alpha1.LocalObjectRef{Name: name} }
 	objs := []client.Object{
-		&v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mdAzure},
-			Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: f.requested(),
-				Subscriptions: []string{f.cloud.SubscriptionID}}},
-		&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mdCluster},
-			Spec: v1alpha1.CloudMetadataSpec{Classifiers: f.estate.Tags,
-				CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref(mdAzure)}}},
-		&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mdAWSReq},
-			Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]string{"env": "prod"}}},
-		&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mdAWS},
-			Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io/cluster/mdrbac": "owned"},
-				CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: ref(mdAWSReq)}}},
-		&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mdBroken},
-			Spec: v1alpha1.CloudMetadataSpec{Classifiers: map[string]string{"kubernetes.io_cluster.none": "owned"},
-				CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: ref("missing-azure"), AWSRef: ref("missing-aws")}}},
+		build.AzureMetadata(mdAzure, build.Namespace(ns), build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(f.requested()),
+			build.Subscriptions(f.cloud.SubscriptionID)),
+		build.CloudMetadata(mdCluster, build.Namespace(ns), build.Classifiers(f.estate.Tags), build.AzureRef(mdAzure)),
+		build.AWSMetadata(mdAWSReq, build.Namespace(ns), build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]string{"env": "prod"})),
+		build.CloudMetadata(mdAWS, build.Namespace(ns), build.Classifiers(map[string]string{"kubernetes.io/cluster/mdrbac": "owned"}),
+			build.AWSRef(mdAWSReq)),
+		build.CloudMetadata(mdBroken, build.Namespace(ns), build.Classifiers(map[string]string{"kubernetes.io_cluster.none": "owned"}),
+			build.AzureRef("missing-azure"), build.AWSRef("missing-aws")),
 	}
 	create := createDeletedAtEnd(t, f.ctx, kube.Client)
 	for _, o := range objs {
@@ -250,10 +244,8 @@ func (s *openShiftSubject) setup(t *testing.T) {
 	must(t, s.cloud.Server.SetTags(s.zone, tagstest.Numbered("x", 14)))
 	s.others = slices.DeleteFunc(append(estate.ResourceIDs(), estate.GroupIDs()...), func(id string) bool { return id == s.zone })
 
-	s.infra = &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"platformSpec": map[string]any{
-		"azure": map[string]any{"resourceTags": []any{map[string]any{"key": "env", "value": "prod"}, map[string]any{"key": "team", "value": "a"}}}}}}}
-	s.infra.SetGroupVersionKind(infratags.InfrastructureGVK)
-	s.infra.SetName(infratags.InfrastructureName)
+	s.infra = build.Infrastructure(build.Field(map[string]any{"platformSpec": map[string]any{
+		"azure": map[string]any{"resourceTags": []any{map[string]any{"key": "env", "value": "prod"}, map[string]any{"key": "team", "value": "a"}}}}}, "spec"))
 	createDeletedAtEnd(t, s.ctx, kube.Client)(s.infra)
 	s.infra.Object["status"] = map[string]any{"infrastructureName": infraID,
 		"platformStatus": map[string]any{"azure": map[string]any{"resourceGroupName": estate.ResourceGroup}}}

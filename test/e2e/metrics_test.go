@@ -28,9 +28,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // insecureClient speaks HTTPS without verifying the server: the metrics
@@ -226,8 +226,8 @@ func TestMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 	must(t, err)
 	vm, err := s.CreateVM(cloud.SubscriptionID, "MC_metrics", armsim.VirtualMachine{Name: "vm-metrics", Tags: map[string]string{"env": "prod"}})
 	must(t, err)
-	must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metrics-0"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + vm}}))
-	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}))
+	must(t, kube.Client.Create(ctx, build.Node("metrics-0", build.ProviderID("azure://"+vm))))
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("metrics")))
 
 	certDir, ca := servingCertificate(t)
 	sa := managerServiceAccount(t, objs).GetName()

@@ -14,6 +14,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // nodeSyncSubject is the node sync's part of the RBAC proof: the chart's
@@ -53,14 +54,11 @@ func (s *nodeSyncSubject) seed(t *testing.T) {
 	must(t, err)
 	s.vm, err = arm.CreateVM(sub, "MC_rbac", armsim.VirtualMachine{Name: "vm-0", Tags: map[string]string{"owner": "ops"}})
 	must(t, err)
-	nodes := map[string]*corev1.Node{
-		"pool-0": {Spec: corev1.NodeSpec{ProviderID: "azure://" + instances[0]}},
-		"pool-1": {Spec: corev1.NodeSpec{ProviderID: "azure://" + instances[1]}},
-		"vm-0": {ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"azure.tags/from-node": "yes"}},
-			Spec: corev1.NodeSpec{ProviderID: "azure://" + s.vm}},
-	}
-	for name, n := range nodes {
-		n.Name = name
+	for _, n := range []*corev1.Node{
+		build.Node("pool-0", build.ProviderID("azure://"+instances[0])),
+		build.Node("pool-1", build.ProviderID("azure://"+instances[1])),
+		build.Node("vm-0", build.Labels(map[string]string{"azure.tags/from-node": "yes"}), build.ProviderID("azure://"+s.vm)),
+	} {
 		must(t, kube.Client.Create(s.ctx, n))
 	}
 }

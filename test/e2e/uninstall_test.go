@@ -17,6 +17,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestUninstallDeletesNoTagNorLabel runs the node sync as the chart does
@@ -54,13 +55,11 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 	must(t, err)
 	vm, err := arm.CreateVM(sub, "MC_uninstall", armsim.VirtualMachine{Name: "vm-0", Tags: map[string]string{"owner": "ops"}})
 	must(t, err)
-	for name, n := range map[string]*corev1.Node{
-		"pool-0": {Spec: corev1.NodeSpec{ProviderID: "azure://" + instances[0], Taints: []corev1.Taint{pendingTaint()}}},
-		"pool-1": {Spec: corev1.NodeSpec{ProviderID: "azure://" + instances[1]}},
-		"vm-0": {ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"azure.tags/from-node": "yes", "kept": "always"}},
-			Spec: corev1.NodeSpec{ProviderID: "azure://" + vm}},
+	for _, n := range []*corev1.Node{
+		build.Node("pool-0", build.ProviderID("azure://"+instances[0]), build.Taints(pendingTaint())),
+		build.Node("pool-1", build.ProviderID("azure://"+instances[1])),
+		build.Node("vm-0", build.Labels(map[string]string{"azure.tags/from-node": "yes", "kept": "always"}), build.ProviderID("azure://"+vm)),
 	} {
-		n.Name = name
 		must(t, kube.Client.Create(ctx, n))
 	}
 	apply(ctx, t, ofKind(objs, "NodeTagSync"))
@@ -100,9 +99,8 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 	// A NodeTagSync created after the deletion is served: the leader has
 	// seen the deletion and the edits (its informers deliver in order). It
 	// selects a Node of its own that no resource backs.
-	must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "canary", Labels: map[string]string{"canary": "yes"}}}))
-	must(t, kube.Client.Create(ctx, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "canary"},
-		Spec: v1alpha1.NodeTagSyncSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "yes"}}}}))
+	must(t, kube.Client.Create(ctx, build.Node("canary", build.Labels(map[string]string{"canary": "yes"}))))
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("canary", build.NodeSelector(map[string]string{"canary": "yes"}))))
 	waitNodeTagSync(ctx, t, "canary", "NodeTagSync canary served", func(st v1alpha1.NodeTagSyncStatus) bool {
 		return st.ObservedGeneration > 0
 	})
@@ -119,8 +117,7 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 
 	// A Node of the pool registers with the pending taint while tagsync is
 	// gone; cleanup releases it and removes what tagsync kept on Nodes.
-	must(t, kube.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pool-2"},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{pendingTaint()}}}))
+	must(t, kube.Client.Create(ctx, build.Node("pool-2", build.Taints(pendingTaint()))))
 	admin := writeKubeconfig(t, "")
 	out := runCleanup(t, "--kubeconfig="+admin)
 	for _, want := range []string{"node pool-2\n  - taint " + nodetags.PendingTaintKey + ":NoSchedule\n",
@@ -152,7 +149,7 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 
 // pendingTaint is the node sync's pending taint.
 func pendingTaint() corev1.Taint {
-	return corev1.Taint{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	return build.NoSchedule(nodetags.PendingTaintKey, "true")
 }
 
 func isPending(t corev1.Taint) bool { return t.Key == nodetags.PendingTaintKey }

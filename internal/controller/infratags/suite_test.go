@@ -27,6 +27,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, nil) }
@@ -145,9 +146,7 @@ func (h *harness) estate(infraID string) armsimtest.ClusterEstate {
 // status (status written through its subresource).
 func (h *harness) infrastructure(spec, status map[string]any) *unstructured.Unstructured {
 	h.t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(infratags.InfrastructureGVK)
-	u.SetName(infratags.InfrastructureName)
+	u := build.Infrastructure(build.Field(spec, "spec"))
 	if err := h.c.Create(h.ctx, u); err != nil {
 		h.t.Fatalf("create the Infrastructure: %v", err)
 	}

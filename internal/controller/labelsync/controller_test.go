@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestLabelSync runs the controller against two real control planes: the
@@ -51,7 +52,7 @@ func TestLabelSync(t *testing.T) {
 }
 
 // pending is the taint a Node can be registered with until its labels land.
-var pending = corev1.Taint{Key: labelsync.PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}
+var pending = build.NoSchedule(labelsync.PendingTaintKey, "")
 
 // withLabels returns base with the changes applied (a nil value deletes).
 func withLabels(base map[string]string, changes map[string]*string) map[string]string {
@@ -175,7 +176,7 @@ func testWaiting(t *testing.T, p *planes) {
 	}
 	// A consumer that does not exist (yet): no Machine.
 	h.update(h.c, b, func() {
-		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: "h1-m", Namespace: h.ns}
+		b.Spec.ConsumerRef = build.ConsumerRef(h.ns, "h1-m")
 	})
 	h.waitStatus("p1", waiting(v1alpha1.WaitNoMachine, "h1"))
 	// The Machine without a Node yet.
@@ -427,7 +428,7 @@ func testAnnotations(t *testing.T, p *planes) {
 func testPendingTaint(t *testing.T, p *planes) {
 	h := newHarness(t, p)
 	h.cluster("alpha", p.workloadKC, nil)
-	other := corev1.Taint{Key: "example.com/dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	other := build.NoSchedule("example.com/dedicated", "gpu")
 	node := h.node(p.workloadC, "n1", nil, pending, other)
 	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
 	h.profile("p1", "rack.example.com")
@@ -458,8 +459,7 @@ func testOutOfScope(t *testing.T, p *planes) {
 	// Two profiles own different prefixes of the same host: each keeps its
 	// own, neither removes the other's.
 	h.profile("p1", "rack.example.com")
-	other := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: "p2"}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": "p1"}}, Prefixes: []string{"zone.example.com"}}}
+	other := build.LabelSyncProfile("p2", build.HostSelector(map[string]string{"sync": "p1"}), build.Prefixes("zone.example.com"))
 	h.create(other)
 	want := map[string]string{"node-role.kubernetes.io/worker": "", "sub.rack.example.com/x": "1", "rack.example.com.evil/y": "2", "rackless": "3",
 		"rack.example.com/rack": "r1", "zone.example.com/zone": "z1"}

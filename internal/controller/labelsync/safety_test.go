@@ -14,6 +14,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // condition is a waitStatus check: the condition has the status and
@@ -106,11 +107,8 @@ func testRetain(t *testing.T, p *planes) {
 	node := h.node(p.workloadC, "n1", map[string]string{"rack.example.com/extra": "x", "other.io/keep": "1"})
 	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
 	h.machine(b, "alpha", node)
-	prof := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"sync": "p1"}},
-		Prefixes:       []string{"rack.example.com"},
-		DeletionPolicy: v1alpha1.DeletionPolicyRetain,
-	}}
+	prof := build.LabelSyncProfile("p1", build.HostSelector(map[string]string{"sync": "p1"}), build.Prefixes("rack.example.com"),
+		build.DeletionPolicy(v1alpha1.DeletionPolicyRetain))
 	h.create(prof)
 
 	// Added and kept: the Node's own in-scope label stays.

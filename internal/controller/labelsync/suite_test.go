@@ -13,7 +13,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,6 +26,7 @@ import (
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // waitFor bounds every wait of the suite.
@@ -171,17 +171,9 @@ func (h *harness) updateStatus(obj client.Object, fn func()) {
 // Metal3Cluster (with annotations) and Cluster, marked provisioned.
 func (h *harness) cluster(name string, kubeconfig []byte, annotations map[string]string) *clusterv1.Cluster {
 	h.t.Helper()
-	h.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
-		Data: map[string][]byte{"value": kubeconfig}})
-	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
-	m3c.SetName(name)
-	m3c.SetAnnotations(annotations)
-	h.create(m3c)
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
-	}}
+	h.create(build.KubeconfigSecret(name, kubeconfig))
+	h.create(build.Metal3Cluster(name, build.Annotations(annotations)))
+	c := build.Cluster(name, build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
 	h.create(c)
 	h.updateStatus(c, func() { c.Status.Initialization.InfrastructureProvisioned = ptr.To(true) })
 	return c
@@ -190,7 +182,7 @@ func (h *harness) cluster(name string, kubeconfig []byte, annotations map[string
 // host creates a BareMetalHost with labels.
 func (h *harness) host(name string, labels map[string]string) *labelsync.BareMetalHost {
 	h.t.Helper()
-	b := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	b := build.Object(&labelsync.BareMetalHost{}, name, build.Labels(labels))
 	h.create(b)
 	return b
 }
@@ -201,18 +193,14 @@ func (h *harness) host(name string, labels map[string]string) *labelsync.BareMet
 func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clusterv1.Machine {
 	h.t.Helper()
 	name := b.Name + "-m"
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
-		Spec: clusterv1.MachineSpec{ClusterName: cluster,
-			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name},
-		}}
+	m := build.Machine(name, cluster, build.InfrastructureRef(labelsync.Metal3MachineGVK, name))
 	h.create(m)
 	h.metal3Machine(b, m)
 	if node != "" {
 		h.nodeRef(m, node)
 	}
 	h.update(h.c, b, func() {
-		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: h.ns}
+		b.Spec.ConsumerRef = build.ConsumerRef(h.ns, name)
 	})
 	return m
 }
@@ -220,12 +208,7 @@ func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clu
 // metal3Machine creates the Metal3Machine of a Machine, naming its host.
 func (h *harness) metal3Machine(b *labelsync.BareMetalHost, m *clusterv1.Machine) {
 	h.t.Helper()
-	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
-	m3m.SetName(m.Spec.InfrastructureRef.Name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: h.ns + "/" + b.Name})
-	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
-	h.create(m3m)
+	h.create(build.Metal3Machine(m.Spec.InfrastructureRef.Name, build.HostOf(h.ns, b.Name), build.MachineOwner(m)))
 }
 
 // nodeRef sets a Machine's status.nodeRef.
@@ -238,7 +221,7 @@ func (h *harness) nodeRef(m *clusterv1.Machine, node string) {
 func (h *harness) node(c client.Client, name string, labels map[string]string, taints ...corev1.Taint) string {
 	h.t.Helper()
 	name = h.ns + "-" + name
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+	n := build.Node(name, build.Labels(labels), build.Taints(taints...))
 	if err := c.Create(h.ctx, n); err != nil {
 		h.t.Fatalf("create node %s: %v", name, err)
 	}
@@ -264,10 +247,7 @@ func (h *harness) syncedHost(p *planes) (*labelsync.BareMetalHost, string) {
 // profile creates a LabelSyncProfile selecting hosts labelled sync=<name>.
 func (h *harness) profile(name string, prefixes ...string) *v1alpha1.LabelSyncProfile {
 	h.t.Helper()
-	p := &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
-		Prefixes:     prefixes,
-	}}
+	p := build.LabelSyncProfile(name, build.HostSelector(map[string]string{"sync": name}), build.Prefixes(prefixes...))
 	h.create(p)
 	return p
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // problem is a waitStatus check: the host has a problem of the reason whose
@@ -70,8 +71,7 @@ func (h *harness) resourceVersion(node string) string {
 func (h *harness) consume(b *labelsync.BareMetalHost, m3m types.NamespacedName) {
 	h.t.Helper()
 	h.update(h.c, b, func() {
-		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(),
-			Kind: "Metal3Machine", Name: m3m.Name, Namespace: m3m.Namespace}
+		b.Spec.ConsumerRef = build.ConsumerRef(m3m.Namespace, m3m.Name)
 	})
 }
 
@@ -119,11 +119,8 @@ func testLinksStayInTheirNamespace(t *testing.T, p *planes) {
 // sync=<name>, resynced every interval.
 func (h *harness) profileEvery(name string, interval time.Duration, prefixes ...string) {
 	h.t.Helper()
-	h.create(&v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.LabelSyncProfileSpec{
-		HostSelector:   metav1.LabelSelector{MatchLabels: map[string]string{"sync": name}},
-		Prefixes:       prefixes,
-		ResyncInterval: &metav1.Duration{Duration: interval},
-	}})
+	h.create(build.LabelSyncProfile(name, build.HostSelector(map[string]string{"sync": name}), build.Prefixes(prefixes...),
+		build.ResyncInterval(interval)))
 }
 
 // conflict is a waitStatus check: the Conflict condition has status want,

@@ -21,6 +21,7 @@ import (
 	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/events/eventstest"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // awsOwned is the AWS spelling of a cluster's owned tag.
@@ -38,12 +39,8 @@ func TestAWSLifecycle(t *testing.T) {
 	ids = append(ids, createVolumes(t, ec2c, 5, awsOwned("aws1"))...)
 	stray := awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})[0]
 
-	h.create(&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"},
-		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod", "team": "a"}}})
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:   map[string]string{awsOwned("aws1"): "owned"},
-		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "tags"}},
-	}}
+	h.create(build.AWSMetadata("tags", build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod", "team": "a"})))
+	cm := build.CloudMetadata("cm", build.Classifiers(map[string]string{awsOwned("aws1"): "owned"}), build.AWSRef("tags"))
 	h.create(cm)
 	got := h.waitReady("cm", metav1.ConditionTrue)
 	if got.Status.Matched != int32(len(ids)) {
@@ -123,13 +120,10 @@ func TestMistypedRegionBacksOff(t *testing.T) {
 	provider := awstest.Provider(t, moto)
 	h := newHarness(t, provider)
 	id := awstest.RunInstances(t, moto, 1, map[string]string{awsOwned("aws1"): "owned"})[0]
-	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AWSMetadataSpec{
-		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}, Regions: []string{"us-esat-1"}}}
+	aw := build.AWSMetadata("tags", build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod"}),
+		build.Regions("us-esat-1"))
 	h.create(aw)
-	h.create(&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:   map[string]string{awsOwned("aws1"): "owned"},
-		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "tags"}},
-	}})
+	h.create(build.CloudMetadata("cm", build.Classifiers(map[string]string{awsOwned("aws1"): "owned"}), build.AWSRef("tags")))
 	eventually(t, "Request=False PermanentError", func() string {
 		c := meta.FindStatusCondition(h.awsStatus("tags").Status.Conditions, v1alpha1.ConditionRequest)
 		if c == nil || c.Reason != v1alpha1.ReasonPermanentError {
@@ -198,12 +192,8 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 	const name = "evt-aws"
 	ids := awstest.RunInstances(t, moto, 3, map[string]string{awsOwned(name): "owned"})
 	stray := awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "owned"})[0]
-	h.create(&v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: name + "-tags"},
-		Spec: v1alpha1.AWSMetadataSpec{Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}}})
-	h.create(&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:   map[string]string{awsOwned(name): "owned"},
-		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: name + "-tags"}},
-	}})
+	h.create(build.AWSMetadata(name+"-tags", build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod"})))
+	h.create(build.CloudMetadata(name, build.Classifiers(map[string]string{awsOwned(name): "owned"}), build.AWSRef(name+"-tags")))
 	h.waitReady(name, metav1.ConditionTrue)
 	arn := func(id string) string {
 		return fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", testenv.MotoRegion, testenv.MotoAccountID, id)

@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/tags/tagstest"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestAzureLifecycle walks one request through its life on a cluster's
@@ -380,9 +381,8 @@ func TestResourceGroupNamePrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AzureMetadataSpec{
-		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "prod"},
-		ResourceGroups: []v1alpha1.ResourceGroupScope{{Name: "RG-OLD", NamePrefix: "old-7lpkm"}}}}
+	az := build.AzureMetadata("tags", build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]string{"env": "prod"}),
+		build.ResourceGroupScopes(v1alpha1.ResourceGroupScope{Name: "RG-OLD", NamePrefix: "old-7lpkm"}))
 	h.create(az)
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("old-7lpkm"): "owned"})
 	cm := h.waitReady("cm", metav1.ConditionTrue)

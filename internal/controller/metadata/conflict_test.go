@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestConflictingObjectsWriteNeither: two objects whose classifiers match
@@ -134,10 +135,8 @@ func TestConflictAcrossNamespaces(t *testing.T) {
 	h.azureMetadata("a", v1alpha1.OpcodeUpdate, map[string]string{"env": "a"})
 	h.cloudMetadata("cm", "a", "", classifiers)
 	h.waitReady("cm", metav1.ConditionTrue)
-	b := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "a"},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "b"}}}
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers: classifiers, CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "a"}}}}
+	b := build.AzureMetadata("a", build.Namespace(other), build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]string{"env": "b"}))
+	cm := build.CloudMetadata("cm", build.Namespace(other), build.Classifiers(classifiers), build.AzureRef("a"))
 	for _, o := range []client.Object{b, cm} {
 		if err := h.c.Create(h.ctx, o); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // disks seeds n disks in the resource group rg-<infra>, each (and the
@@ -85,9 +86,7 @@ func TestSuspendWritesNothingThenResumes(t *testing.T) {
 	h := newHarness(t)
 	ids := h.disks("susp", 2, nil)
 	az := h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers: map[string]string{classifierOf("susp"): "owned"}, Suspend: true,
-		CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "tags"}}}}
+	cm := build.CloudMetadata("cm", build.Classifiers(map[string]string{classifierOf("susp"): "owned"}), build.Suspend(), build.AzureRef("tags"))
 	h.create(cm)
 
 	h.waitCondition("CloudMetadata", v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended, h.cmCondition("cm"))
@@ -136,9 +135,8 @@ func TestRetainKeepsWhatADeleteWouldDelete(t *testing.T) {
 	h := newHarness(t)
 	ids := h.disks("keep", 2, map[string]string{"env": "dev"})
 	h.azureMetadata("tags", v1alpha1.OpcodeDelete, map[string]string{"env": ""})
-	cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers: map[string]string{classifierOf("keep"): "owned"}, DeletionPolicy: v1alpha1.DeletionPolicyRetain,
-		CloudProvider: v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: "tags"}}}}
+	cm := build.CloudMetadata("cm", build.Classifiers(map[string]string{classifierOf("keep"): "owned"}),
+		build.DeletionPolicy(v1alpha1.DeletionPolicyRetain), build.AzureRef("tags"))
 	h.create(cm)
 	c := h.waitCondition("CloudMetadata", v1alpha1.ConditionDeletionsHeld, metav1.ConditionTrue, v1alpha1.ReasonRetained, h.cmCondition("cm"))
 	if !strings.Contains(c.Message, "Retain") {
@@ -266,13 +264,9 @@ func TestAWSSuspendedRequestWritesNothing(t *testing.T) {
 	provider := awstest.Provider(t, moto)
 	h := newHarness(t, provider)
 	ids := awstest.RunInstances(t, moto, 3, map[string]string{awsOwned("awssusp"): "owned"})
-	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AWSMetadataSpec{
-		Opcode: v1alpha1.OpcodeAdd, ResourceTags: map[string]v1alpha1.AWSTagValue{"env": "prod"}, Suspend: true}}
+	aw := build.AWSMetadata("tags", build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod"}), build.Suspend())
 	h.create(aw)
-	h.create(&v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:   map[string]string{awsOwned("awssusp"): "owned"},
-		CloudProvider: v1alpha1.CloudProviderRefs{AWSRef: &v1alpha1.LocalObjectRef{Name: "tags"}},
-	}})
+	h.create(build.CloudMetadata("cm", build.Classifiers(map[string]string{awsOwned("awssusp"): "owned"}), build.AWSRef("tags")))
 	awsCond := func() (int64, []metav1.Condition) {
 		o := h.awsStatus("tags")
 		return o.Generation, o.Status.Conditions

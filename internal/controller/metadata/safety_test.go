@@ -23,6 +23,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestRestartKeepsOwnedTags: the controller is stopped while it adds a tag
@@ -73,8 +74,7 @@ func TestForbiddenSubscriptionBacksOff(t *testing.T) {
 	h := newHarness(t)
 	h.estate("denied", 1)
 	h.az.Server.AddFault(armsim.Fault{Operation: "ResourceGraph.Resources", Scope: "/subscriptions/" + sub, Status: 403})
-	az := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tags"}, Spec: v1alpha1.AzureMetadataSpec{
-		Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"env": "prod"}, Subscriptions: []string{sub}}}
+	az := build.AzureMetadata("tags", build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]string{"env": "prod"}), build.Subscriptions(sub))
 	h.create(az)
 	cm := h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("denied"): "owned"})
 	eventually(t, "Request=False PermanentError", func() string {
@@ -184,8 +184,7 @@ func (h *harness) refuseStatusWrites() func() {
 			h.t.Fatal(err)
 		}
 	}
-	probe := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: "refusal-probe", Namespace: h.ns},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: v1alpha1.OpcodeUpdate, ResourceTags: map[string]string{"probe": "x"}}}
+	probe := build.AzureMetadata("refusal-probe", build.Namespace(h.ns), build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]string{"probe": "x"}))
 	if err := h.c.Create(h.ctx, probe); err != nil {
 		h.t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // kube is the control plane shared by the package's tests; each test has
@@ -183,20 +184,16 @@ func (h *harness) create(obj client.Object) {
 
 // azureMetadata creates an AzureMetadata.
 func (h *harness) azureMetadata(name string, op v1alpha1.Opcode, resourceTags map[string]string, ignore ...string) *v1alpha1.AzureMetadata {
-	o := &v1alpha1.AzureMetadata{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.AzureMetadataSpec{Opcode: op, ResourceTags: resourceTags, IgnoreTags: ignore}}
+	o := build.AzureMetadata(name, build.Opcode(op), build.ResourceTags(resourceTags), build.IgnoreTags(ignore...))
 	h.create(o)
 	return o
 }
 
 // cloudMetadata creates a CloudMetadata referencing an AzureMetadata.
 func (h *harness) cloudMetadata(name, azureRef string, limit v1alpha1.LimitPolicy, classifiers map[string]string) *v1alpha1.CloudMetadata {
-	o := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.CloudMetadataSpec{
-		Classifiers:      classifiers,
-		ControllerConfig: v1alpha1.ControllerConfig{Limit: limit},
-	}}
+	o := build.CloudMetadata(name, build.Classifiers(classifiers), build.Limit(limit))
 	if azureRef != "" {
-		o.Spec.CloudProvider.AzureRef = &v1alpha1.LocalObjectRef{Name: azureRef}
+		build.AzureRef(azureRef)(o)
 	}
 	h.create(o)
 	return o

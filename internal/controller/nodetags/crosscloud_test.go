@@ -18,6 +18,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // aProvider is any cloud's provider the harness runs the controller on.
@@ -203,9 +204,9 @@ func (o *onCloud) node(i int, providerID string, tags, base map[string]string, t
 	for k, v := range tags {
 		labels[o.label(k)] = v
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: providerID, Taints: taints}}
+	n := build.Node(name, build.Labels(labels), build.ProviderID(providerID), build.Taints(taints...))
 	if base != nil {
-		n.Annotations = map[string]string{nodetags.BaseAnnotation: jsonObject(base)}
+		build.Annotation(nodetags.BaseAnnotation, jsonObject(base))(n)
 	}
 	if err := o.c.Create(o.ctx, n); err != nil {
 		o.t.Fatalf("creating node %s: %v", name, err)
@@ -402,7 +403,7 @@ func wipe(o *onCloud) {
 // it with the taint; other tags stay.
 func taints(o *onCloud) {
 	id, pid := o.cloud.solo(o.harness, o.name, map[string]string{"env": "prod"})
-	node := o.node(0, pid, nil, nil, corev1.Taint{Key: "example.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	node := o.node(0, pid, nil, nil, build.NoSchedule("example.com/gpu", "true"))
 	o.sync(func(s *v1alpha1.NodeTagSyncSpec) { s.SyncTaints = true })
 	o.waitTag(id, "taint:example.com:gpu", "true:NoSchedule")
 	o.waitLabel(node, o.label("env"), "prod")
@@ -418,8 +419,8 @@ func taints(o *onCloud) {
 // unmanaged and keeps it, with a NodePending event.
 func pendingAndUnmanaged(o *onCloud) {
 	_, pid := o.cloud.solo(o.harness, o.name, map[string]string{"env": "prod"})
-	pending := corev1.Taint{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
-	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	pending := build.NoSchedule(nodetags.PendingTaintKey, "true")
+	other := build.NoSchedule("dedicated", "gpu")
 	synced := o.node(0, pid, nil, nil, pending, other)
 	upid, labels := o.cloud.unmanaged()
 	unmanaged := o.node(1, upid, nil, nil, pending)
@@ -485,7 +486,7 @@ func TestIdenticalInstanceWritesCoalesce(t *testing.T) {
 	const n = 20
 	h, c, provider := newCountedMotoHarness(t, nil)
 	o := &onCloud{harness: h, cloud: c, provider: v1alpha1.ProviderAWS, name: "coalesce"}
-	taint := corev1.Taint{Key: "example.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	taint := build.NoSchedule("example.com/gpu", "true")
 	instances := awstest.RunInstances(t, c.m, n, map[string]string{"env": "prod"})
 	nodes := make([]string, n)
 	for i, id := range instances {

@@ -19,6 +19,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestAwkwardNamesAndValues: spaces, colons, slashes round-trip through the
@@ -361,8 +362,7 @@ func TestInvalidSpecsRefused(t *testing.T) {
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
-			nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + b.name}}
-			b.mutate(&nts.Spec)
+			nts := build.NodeTagSync("invalid-"+b.name, build.NodeTagSyncSpec(b.mutate))
 			err := h.c.Create(h.ctx, nts)
 			if err == nil {
 				_ = h.c.Delete(h.ctx, nts)
@@ -373,7 +373,7 @@ func TestInvalidSpecsRefused(t *testing.T) {
 			}
 		})
 	}
-	ok := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "valid-empty-prefix"}, Spec: v1alpha1.NodeTagSyncSpec{LabelPrefix: ptrTo("")}}
+	ok := build.NodeTagSync("valid-empty-prefix", build.LabelPrefix(""))
 	if err := h.c.Create(h.ctx, ok); err != nil {
 		t.Fatalf("an empty labelPrefix must be allowed: %v", err)
 	}
@@ -383,8 +383,7 @@ func TestInvalidSpecsRefused(t *testing.T) {
 	}
 	// On AWS, with scopes that are regions; an omitted labelPrefix stays
 	// omitted (the controller resolves it by provider: aws.tags).
-	onAWS := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "valid-aws"}, Spec: v1alpha1.NodeTagSyncSpec{
-		Provider: v1alpha1.ProviderAWS, ResourceGroups: []v1alpha1.ResourceGroupName{"us-east-1", "eu-west-1"}}}
+	onAWS := build.NodeTagSync("valid-aws", build.Provider(v1alpha1.ProviderAWS), build.ResourceGroups("us-east-1", "eu-west-1"))
 	if err := h.c.Create(h.ctx, onAWS); err != nil {
 		t.Fatalf("a NodeTagSync on AWS must be allowed: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // TestResyncIntervalNotADuration: a resyncInterval that is not a duration
@@ -210,8 +211,8 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 func TestPendingTaint(t *testing.T) {
 	h := newHarness(t)
 	_, pid := h.vmInGroup("rg-pending", "vm-pending", map[string]string{"env": "prod"})
-	pending := corev1.Taint{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
-	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	pending := build.NoSchedule(nodetags.PendingTaintKey, "true")
+	other := build.NoSchedule("dedicated", "gpu")
 	h.taintedNode("fresh", pid, nil, pending, other)
 	h.taintedNode("onprem", "", map[string]string{"pool": "p", "kubernetes.azure.com/managed": "false"}, pending)
 	h.taintedNode("stray", "", map[string]string{"pool": "other"}, pending)
@@ -248,8 +249,7 @@ func TestPendingTaint(t *testing.T) {
 // taintedNode creates a Node with taints.
 func (h *harness) taintedNode(name, providerID string, labels map[string]string, taints ...corev1.Taint) {
 	h.t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: corev1.NodeSpec{ProviderID: providerID, Taints: taints}}
+	n := build.Node(name, build.Labels(labels), build.ProviderID(providerID), build.Taints(taints...))
 	if err := h.c.Create(h.ctx, n); err != nil {
 		h.t.Fatalf("creating node %s: %v", name, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/scheme"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // classifiedOnly is a provider that tags resources found by classifier
@@ -31,8 +32,7 @@ type classifiedOnly struct{ cloud.ClassifiedProvider }
 func TestProviderWithoutNodeSyncIsInvalidSpec(t *testing.T) {
 	classified := cloudtest.New(tags.AWSRules)
 	azureFake := cloudtest.New(tags.AzureRules)
-	onAWS := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "nts", UID: "u1", Generation: 1},
-		Spec: v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS}}
+	onAWS := build.NodeTagSync("nts", build.UID("u1"), build.Generation(1), build.Provider(v1alpha1.ProviderAWS))
 	objs := append([]client.Object{onAWS}, unitObjects()[1:]...)
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()

@@ -29,6 +29,7 @@ import (
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // planes are the control planes the package's tests share. NodeTagSyncs
@@ -236,10 +237,7 @@ func cleanupObjects(t *testing.T, c client.Client) {
 // sync creates a NodeTagSync with the given spec tweaks.
 func (h *harness) sync(name string, mutate func(*v1alpha1.NodeTagSyncSpec)) *v1alpha1.NodeTagSync {
 	h.t.Helper()
-	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if mutate != nil {
-		mutate(&nts.Spec)
-	}
+	nts := build.NodeTagSync(name, build.NodeTagSyncSpec(mutate))
 	if err := h.c.Create(h.ctx, nts); err != nil {
 		h.t.Fatalf("creating NodeTagSync %s: %v", name, err)
 	}
@@ -357,9 +355,9 @@ func (h *harness) vm(rg, name string, tags map[string]string) (string, string) {
 // node creates a Node.
 func (h *harness) node(name, providerID string, labels map[string]string, base map[string]string) {
 	h.t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	n := build.Node(name, build.Labels(labels), build.ProviderID(providerID))
 	if base != nil {
-		n.Annotations = map[string]string{nodetags.BaseAnnotation: jsonObject(base)}
+		build.Annotation(nodetags.BaseAnnotation, jsonObject(base))(n)
 	}
 	if err := h.c.Create(h.ctx, n); err != nil {
 		h.t.Fatalf("creating node %s: %v", name, err)

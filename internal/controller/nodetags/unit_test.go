@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +24,7 @@ import (
 	"github.com/tagsync/tagsync/internal/scheme"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
 // unit is a Reconciler on a fake client and the in-memory provider: pure
@@ -74,8 +74,8 @@ func (u *unit) ready() *metav1.Condition {
 
 func unitObjects() []client.Object {
 	return []client.Object{
-		&v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "nts", UID: "u1", Generation: 1}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"azure.tags/team": "blue"}}},
+		build.NodeTagSync("nts", build.UID("u1"), build.Generation(1)),
+		build.Node("n1", build.Labels(map[string]string{"azure.tags/team": "blue"})),
 	}
 }
 
@@ -253,7 +253,7 @@ func TestUnitStatusWrittenWhenTheCacheLags(t *testing.T) {
 func TestUnitStaleCacheKeepsLastFullSyncTime(t *testing.T) {
 	written := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	last := &v1alpha1.NodeTagSyncStatus{LastFullSyncTime: &written}
-	stale := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "nts", Generation: 1}}
+	stale := build.NodeTagSync("nts", build.Generation(1))
 	o := &outcome{}
 	if got := o.status(stale, last, syncConfig{}, nil, false, written.Add(time.Second)); got.LastFullSyncTime == nil || !got.LastFullSyncTime.Equal(&written) {
 		t.Fatalf("lastFullSyncTime = %v after a pass on a stale cached copy, want the %v written before", got.LastFullSyncTime, written)
