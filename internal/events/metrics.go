@@ -1,10 +1,10 @@
 package events
 
-import "github.com/tagsync/tagsync/internal/controller/kit"
+import tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 
 // The hub's metrics, tagsync_events_*.
 var (
-	metrics       = kit.Metrics("events")
+	metrics       = tagmetrics.Subsystem("events")
 	receivedTotal = metrics.Counter("changes_received_total",
 		"Changes the sources published, by source.", "source")
 	duplicatesTotal = metrics.Counter("changes_duplicate_total",

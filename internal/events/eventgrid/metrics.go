@@ -1,8 +1,8 @@
 package eventgrid
 
-import "github.com/tagsync/tagsync/internal/controller/kit"
+import tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 
-const metrics = kit.Metrics("eventgrid")
+const metrics = tagmetrics.Subsystem("eventgrid")
 
 var (
 	deliveriesTotal = metrics.Counter("deliveries_total",
