@@ -93,7 +93,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	return r.Serve(ctx, req.String(), func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
+	return r.subscriber.Serve(ctx, req.String(), func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass.

@@ -30,8 +30,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}
 	r.init()
 	r.wakeContests = make(chan event.GenericEvent, maxConcurrentPasses)
-	if r.EventsOn() {
-		r.Subscribe(ControllerName, r)
+	if r.subscriber.EventsOn() {
+		r.subscriber.Subscribe(ControllerName, r)
 		if err := mgr.Add(manager.RunnableFunc(r.runProbes)); err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&v1alpha1.AWSMetadata{}, handler.EnqueueRequestsFromMapFunc(r.referrers(awsRefIndex)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.wakeContests, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(r.EnqueueSource()).
+		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
 

@@ -176,7 +176,7 @@ func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, n
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready), Reason: reason,
 		Message: notify.Fit(msg), ObservedGeneration: p.cm.Generation})
 	if p.health != nil {
-		meta.SetStatusCondition(&s.Conditions, p.health.Condition(p.every, p.cm.Generation))
+		meta.SetStatusCondition(&s.Conditions, kit.EventsCondition(*p.health, p.every, p.cm.Generation))
 	}
 	return s
 }

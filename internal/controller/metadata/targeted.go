@@ -11,7 +11,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // A change of a resource an object's last discovery matched runs a
@@ -220,7 +220,7 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 // usableCarried is what the latest change of the resource id carried,
 // when it is its whole tag set from a change made after the object's last
 // full pass and last write (an older one may predate them).
-func (p *pass) usableCarried(id string) (tagevents.Carried, bool) {
+func (p *pass) usableCarried(id string) (kit.Carried, bool) {
 	c, ok := p.carried[cloud.CanonicalID(id)]
 	return c, ok && c.Usable(p.st.full.at) && c.Usable(p.st.wrote)
 }
