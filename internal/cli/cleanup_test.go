@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
@@ -62,19 +60,19 @@ func newCleanupNodes(t *testing.T) *cleanupNodes {
 	nodes := []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: e.legacy,
 			Labels: with(map[string]string{"azure.tags/env": "prod", "azure.tags/team": "red", "owner": "me"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
+			Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
 				"example.com/keep": "yes"}},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{
-				{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+				{Key: v1alpha1.NodeTagsPendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
 				own,
-				{Key: labelsync.PendingTaintKey, Effect: corev1.TaintEffectNoSchedule},
+				{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule},
 			}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: e.versioned,
 			Labels:      with(map[string]string{"corp.example.com/Costx_20Center": "4711", "azure.tags/env": "prod"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: versionedBase}}},
+			Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: versionedBase}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: e.oneWay,
 			Labels:      with(map[string]string{"azure.tags/env": "prod"}),
-			Annotations: map[string]string{nodetags.BaseAnnotation: oneWayBase}}},
+			Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: oneWayBase}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: e.untouched, Labels: with(map[string]string{"azure.tags/env": "prod"})},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{own}}},
 	}
@@ -191,8 +189,8 @@ func TestCleanupApplyRemovesAnnotationsAndTaintsKeepsLabels(t *testing.T) {
 	}
 	after := e.nodes(t)
 	for name, n := range after {
-		if _, ok := n.Annotations[nodetags.BaseAnnotation]; ok {
-			t.Errorf("node %s keeps %s", name, nodetags.BaseAnnotation)
+		if _, ok := n.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok {
+			t.Errorf("node %s keeps %s", name, v1alpha1.LastSyncedTagsAnnotation)
 		}
 		if !maps.Equal(n.Labels, before[name].Labels) {
 			t.Errorf("node %s: labels %v, want them untouched %v", name, n.Labels, before[name].Labels)
@@ -299,7 +297,7 @@ func TestCleanupConcurrentEditIsReplanned(t *testing.T) {
 	if got, want := labelsOf(n), map[string]string{key: "4712", "azure.tags/env": "prod"}; !maps.Equal(got, want) {
 		t.Errorf("labels %v, want %v (the edit made during cleanup kept)", got, want)
 	}
-	if _, ok := n.Annotations[nodetags.BaseAnnotation]; ok {
+	if _, ok := n.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok {
 		t.Errorf("after the retry: annotations %v", n.Annotations)
 	}
 	if !strings.Contains(out, `= label `+key+` kept: "4712" is not the synced "4711"`) {

@@ -204,7 +204,7 @@ func (p *planPrinter) profile(s profilePlan) {
 			p.change(2, c)
 		}
 		if n.ReleaseTaint {
-			p.line(2, red, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
+			p.line(2, red, "- taint %s:NoSchedule", v1alpha1.LabelSyncPendingTaintKey)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)

@@ -72,7 +72,7 @@ func newLSEstate(t *testing.T) *lsEstate {
 	e.cluster("self", env.KubeConfig)
 	e.cluster("dead", []byte("apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"contexts: [{name: d, context: {cluster: d, user: u}}]\ncurrent-context: d\nusers: [{name: u, user: {token: x}}]\n"))
-	pending := corev1.Taint{Key: labelsync.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	pending := corev1.Taint{Key: v1alpha1.LabelSyncPendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	n1 := e.node("n1", map[string]string{"kubernetes.io/hostname": "n1", "rack.example.com/rack": "r0", "rack.example.com/old": "x",
 		"other.example.com/keep": "1"}, pending)
 	n3 := e.node("n3", map[string]string{"rack.example.com/rack": "r3"})
@@ -218,7 +218,7 @@ func lsState(nodes map[string]*corev1.Node) map[string]nodeState {
 	for name, n := range nodes {
 		s := nodeState{Labels: maps.Clone(n.Labels)}
 		for _, tn := range n.Spec.Taints {
-			s.Pending = s.Pending || tn.Key == labelsync.PendingTaintKey
+			s.Pending = s.Pending || tn.Key == v1alpha1.LabelSyncPendingTaintKey
 		}
 		out[name] = s
 	}
@@ -263,7 +263,7 @@ func TestPlanPredictsWhatLabelSyncWrites(t *testing.T) {
 
 	e.startLabelSync()
 	testenv.RequestPass(t, e.c, &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "racks"}},
-		labelsync.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.LabelSyncProfile).Status.LastSyncRequest }, planWait)
+		v1alpha1.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.LabelSyncProfile).Status.LastSyncRequest }, planWait)
 	testenv.Eventually(t, planWait, "the Nodes as plan predicted", func() string {
 		if got := lsState(e.nodeObjects()); fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Sprintf("Nodes %v\nplan predicted %v", got, want)

@@ -30,9 +30,6 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 // managedBy is managedByLabel's value.
 const managedBy = "tagsync-infratags"
 
-// sourceAnnotation names the object the adapter derived an engine object from.
-const sourceAnnotation = "tagsync.io/source"
-
 // applyClouds validates each cloud's tags and writes its engine object;
 // it returns the clouds whose request is in place (valid now, or kept
 // from before when the new set is invalid), and the write failures: the
@@ -159,7 +156,7 @@ func (r *Reconciler) meta(name string) metav1.ObjectMeta {
 // as long as the cluster, and the objects are labelled and annotated with
 // their source instead.
 func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
-	obj.SetAnnotations(map[string]string{sourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
+	obj.SetAnnotations(map[string]string{v1alpha1.SourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
 	current := obj.DeepCopyObject().(client.Object)
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), current)
 	switch {
@@ -172,7 +169,7 @@ func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured
 		return err
 	}
 	if equality.Semantic.DeepEqual(kit.Field(current, "Spec"), kit.Field(obj, "Spec")) && current.GetLabels()[managedByLabel] == managedBy &&
-		current.GetAnnotations()[sourceAnnotation] != "" {
+		current.GetAnnotations()[v1alpha1.SourceAnnotation] != "" {
 		return nil
 	}
 	obj.SetResourceVersion(current.GetResourceVersion())

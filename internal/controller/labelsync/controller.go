@@ -58,16 +58,6 @@ import (
 // events.
 const ControllerName = "labelsync"
 
-// SyncRequestAnnotation asks for a pass over a LabelSyncProfile now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
-
-// PendingTaintKey is the taint (effect NoSchedule, any value) a Node can be
-// registered with (kubelet --register-with-taints, e.g. from a
-// KubeadmConfigTemplate) so that nothing is scheduled on it before its host's
-// labels are in place: the pass that finds them in place removes it. This
-// closes the gap the seed describes for selectors on a label's absence.
-const PendingTaintKey = "labelsync.tagsync.io/pending"
-
 // infraRequestPrefix marks the reconcile requests of Metal3Cluster sources:
 // an object name cannot contain ":", so "Metal3Cluster:<name>" never names
 // a LabelSyncProfile.

@@ -51,7 +51,7 @@ func TestLabelSync(t *testing.T) {
 }
 
 // pending is the taint a Node can be registered with until its labels land.
-var pending = corev1.Taint{Key: labelsync.PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}
+var pending = corev1.Taint{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}
 
 // withLabels returns base with the changes applied (a nil value deletes).
 func withLabels(base map[string]string, changes map[string]*string) map[string]string {

@@ -238,7 +238,7 @@ func TestSyncedNodeNeedsNothing(t *testing.T) {
 	if !u.isEmpty() {
 		t.Fatalf("a synced Node gets %+v", u)
 	}
-	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false)
+	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false)
 	if u.isEmpty() || u.taints == nil || len(u.taints) != 0 || !u.labels.IsEmpty() {
 		t.Fatalf("a synced Node with the pending taint gets %+v", u)
 	}
@@ -248,7 +248,7 @@ func TestRetainKeepsWhatSyncWouldRemove(t *testing.T) {
 	prefixes := []string{"r.io"}
 	host := map[string]string{"r.io/a": "2"}
 	node := map[string]string{"r.io/a": "1", "r.io/gone": "x", "r.io/extra": "y", "other": "z"}
-	taint := []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	taint := []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	u := updateFor(host, node, prefixes, taint, true)
 	if len(u.labels.Delete) != 0 || u.labels.Set["r.io/a"] != "2" || len(u.labels.Set) != 1 {
 		t.Fatalf("Retain: labels %+v, want r.io/a set and nothing removed", u.labels)

@@ -35,9 +35,6 @@ import (
 // events.
 const ControllerName = "metadata"
 
-// SyncRequestAnnotation asks for a pass over a CloudMetadata now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
-
 // Reconciler applies the requests of CloudMetadata objects. Build it with
 // NewReconciler.
 type Reconciler struct {

@@ -162,7 +162,7 @@ func activeList(t *target) map[string]string {
 func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, now metav1.Time) v1alpha1.CloudMetadataStatus {
 	s := *p.cm.Status.DeepCopy()
 	s.ObservedGeneration, s.LastSyncTime = p.cm.Generation, &now
-	s.LastSyncRequest = p.cm.Annotations[SyncRequestAnnotation]
+	s.LastSyncRequest = p.cm.Annotations[v1alpha1.SyncRequestAnnotation]
 	s.Matched, s.InSync, s.Failed = 0, 0, 0
 	for _, o := range outcomes {
 		s.Matched += int32(o.matched)

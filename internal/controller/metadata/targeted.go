@@ -53,7 +53,7 @@ func (p *pass) doneFull(problems []refProblem, outcomes []*outcome) {
 		calls += o.discoveryCalls
 	}
 	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)),
-		request: p.cm.Annotations[SyncRequestAnnotation], calls: calls, approval: p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]}
+		request: p.cm.Annotations[v1alpha1.SyncRequestAnnotation], calls: calls, approval: p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]}
 }
 
 // targetsOf are the outcomes' targets.
@@ -69,7 +69,7 @@ func targetsOf(outcomes []*outcome) []*target {
 func (p *pass) canTarget(res resolved) bool {
 	f := p.st.full
 	return f.ok && len(res.problems) == 0 && p.r.Now().Before(f.at.Add(p.every)) &&
-		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets) &&
+		f.request == p.cm.Annotations[v1alpha1.SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets) &&
 		f.approval == p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 // SyncRequestAnnotation asks for a pass over a NodeTagSync (with fresh cloud reads) now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
+const SyncRequestAnnotation = v1alpha1.SyncRequestAnnotation
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
 // Build it with NewReconciler.
