@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
@@ -103,11 +104,11 @@ func (e *lsEstate) cluster(name string, kubeconfig []byte) {
 	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 		Data: map[string][]byte{"value": kubeconfig}})
 	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
+	m3c.SetGroupVersionKind(metal3.Metal3ClusterGVK)
 	m3c.SetName(name)
 	e.create(m3c)
 	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name}}}
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name}}}
 	e.create(c)
 	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	if err := e.c.Status().Update(context.Background(), c); err != nil {
@@ -128,31 +129,31 @@ func (e *lsEstate) node(name string, labels map[string]string, taints ...corev1.
 }
 
 // host creates a BareMetalHost with the selector's labels and kv pairs.
-func (e *lsEstate) host(name string, sel map[string]string, kv ...string) *labelsync.BareMetalHost {
+func (e *lsEstate) host(name string, sel map[string]string, kv ...string) *metal3.BareMetalHost {
 	e.t.Helper()
 	labels := maps.Clone(sel)
 	for i := 0; i+1 < len(kv); i += 2 {
 		labels[kv[i]] = kv[i+1]
 	}
-	b := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	b := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	e.create(b)
 	return b
 }
 
 // machine links a host to a Metal3Machine owned by a Machine of cluster
 // whose nodeRef is node ("": none yet).
-func (e *lsEstate) machine(b *labelsync.BareMetalHost, cluster, node string) {
+func (e *lsEstate) machine(b *metal3.BareMetalHost, cluster, node string) {
 	e.t.Helper()
 	ctx := context.Background()
 	name := b.Name + "-m"
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
 		Spec: clusterv1.MachineSpec{ClusterName: cluster, Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name}}}
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name}}}
 	e.create(m)
 	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
+	m3m.SetGroupVersionKind(metal3.Metal3MachineGVK)
 	m3m.SetName(name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: e.ns + "/" + b.Name})
+	m3m.SetAnnotations(map[string]string{metal3.HostAnnotation: e.ns + "/" + b.Name})
 	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
 	e.create(m3m)
 	if node != "" {
@@ -161,7 +162,7 @@ func (e *lsEstate) machine(b *labelsync.BareMetalHost, cluster, node string) {
 			e.t.Fatal(err)
 		}
 	}
-	b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: e.ns}
+	b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: e.ns}
 	if err := e.c.Update(ctx, b); err != nil {
 		e.t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func (e *lsEstate) versions() map[string]string {
 	e.t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	lists := []client.ObjectList{&v1alpha1.LabelSyncProfileList{}, &labelsync.BareMetalHostList{}, &clusterv1.MachineList{},
+	lists := []client.ObjectList{&v1alpha1.LabelSyncProfileList{}, &metal3.BareMetalHostList{}, &clusterv1.MachineList{},
 		&clusterv1.ClusterList{}, &corev1.SecretList{}}
 	for _, l := range lists {
 		if err := e.c.List(ctx, l, client.InNamespace(e.ns)); err != nil {

@@ -16,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
@@ -225,12 +226,12 @@ func (o lsObjects) connectedCluster(name string, kubeconfig []byte) {
 func (o lsObjects) workloadCluster(name string) {
 	o.t.Helper()
 	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
+	m3c.SetGroupVersionKind(metal3.Metal3ClusterGVK)
 	m3c.SetNamespace(o.ns)
 	m3c.SetName(name)
 	o.create(m3c)
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
 	}}
 	o.create(cluster)
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
@@ -243,26 +244,26 @@ func (o lsObjects) workloadCluster(name string) {
 func (o lsObjects) hostOn(name, profile, cluster, node string, labels map[string]string) {
 	o.t.Helper()
 	ns := o.ns
-	host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+	host := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 	host.Labels["sync"] = profile
 	o.create(host)
 	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-m",
 		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
 		Spec: clusterv1.MachineSpec{ClusterName: cluster,
 			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name + "-m"},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name + "-m"},
 		}}
 	o.create(machine)
 	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
 	must(o.t, o.c.Status().Update(o.ctx, machine))
 	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
+	m3m.SetGroupVersionKind(metal3.Metal3MachineGVK)
 	m3m.SetNamespace(ns)
 	m3m.SetName(machine.Name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: ns + "/" + name})
+	m3m.SetAnnotations(map[string]string{metal3.HostAnnotation: ns + "/" + name})
 	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID, Controller: ptr.To(true)}})
 	o.create(m3m)
-	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: machine.Name, Namespace: ns}
+	host.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: machine.Name, Namespace: ns}
 	must(o.t, o.c.Update(o.ctx, host))
 }
 

@@ -21,6 +21,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
@@ -66,7 +67,7 @@ func scheme(t testing.TB) *runtime.Scheme {
 	if err := clusterv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := labelsync.AddToScheme(s); err != nil {
+	if err := metal3.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -175,12 +176,12 @@ func (h *harness) cluster(name string, kubeconfig []byte, annotations map[string
 		Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
 		Data: map[string][]byte{"value": kubeconfig}})
 	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
+	m3c.SetGroupVersionKind(metal3.Metal3ClusterGVK)
 	m3c.SetName(name)
 	m3c.SetAnnotations(annotations)
 	h.create(m3c)
 	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
 	}}
 	h.create(c)
 	h.updateStatus(c, func() { c.Status.Initialization.InfrastructureProvisioned = ptr.To(true) })
@@ -188,9 +189,9 @@ func (h *harness) cluster(name string, kubeconfig []byte, annotations map[string
 }
 
 // host creates a BareMetalHost with labels.
-func (h *harness) host(name string, labels map[string]string) *labelsync.BareMetalHost {
+func (h *harness) host(name string, labels map[string]string) *metal3.BareMetalHost {
 	h.t.Helper()
-	b := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	b := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	h.create(b)
 	return b
 }
@@ -198,13 +199,13 @@ func (h *harness) host(name string, labels map[string]string) *labelsync.BareMet
 // machine makes a host the consumer's: a Metal3Machine owned by a Machine
 // of cluster whose nodeRef is node ("": none yet), and the host's
 // consumerRef to the Metal3Machine.
-func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clusterv1.Machine {
+func (h *harness) machine(b *metal3.BareMetalHost, cluster, node string) *clusterv1.Machine {
 	h.t.Helper()
 	name := b.Name + "-m"
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
 		Spec: clusterv1.MachineSpec{ClusterName: cluster,
 			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name},
 		}}
 	h.create(m)
 	h.metal3Machine(b, m)
@@ -212,18 +213,18 @@ func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clu
 		h.nodeRef(m, node)
 	}
 	h.update(h.c, b, func() {
-		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: h.ns}
+		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Name: name, Namespace: h.ns}
 	})
 	return m
 }
 
 // metal3Machine creates the Metal3Machine of a Machine, naming its host.
-func (h *harness) metal3Machine(b *labelsync.BareMetalHost, m *clusterv1.Machine) {
+func (h *harness) metal3Machine(b *metal3.BareMetalHost, m *clusterv1.Machine) {
 	h.t.Helper()
 	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
+	m3m.SetGroupVersionKind(metal3.Metal3MachineGVK)
 	m3m.SetName(m.Spec.InfrastructureRef.Name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: h.ns + "/" + b.Name})
+	m3m.SetAnnotations(map[string]string{metal3.HostAnnotation: h.ns + "/" + b.Name})
 	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
 	h.create(m3m)
 }
@@ -250,7 +251,7 @@ func (h *harness) node(c client.Client, name string, labels map[string]string, t
 // workload cluster alpha, its Node n1, the host h1 (rack r1) on that Node,
 // and the profile p1 syncing rack.example.com labels. It returns the host
 // and the Node's name.
-func (h *harness) syncedHost(p *planes) (*labelsync.BareMetalHost, string) {
+func (h *harness) syncedHost(p *planes) (*metal3.BareMetalHost, string) {
 	h.t.Helper()
 	h.cluster("alpha", p.workloadKC, nil)
 	node := h.node(p.workloadC, "n1", nil)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -67,10 +68,10 @@ func (h *harness) resourceVersion(node string) string {
 }
 
 // consume points a host's consumerRef at a Metal3Machine (namespace/name).
-func (h *harness) consume(b *labelsync.BareMetalHost, m3m types.NamespacedName) {
+func (h *harness) consume(b *metal3.BareMetalHost, m3m types.NamespacedName) {
 	h.t.Helper()
 	h.update(h.c, b, func() {
-		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(),
+		b.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(),
 			Kind: "Metal3Machine", Name: m3m.Name, Namespace: m3m.Namespace}
 	})
 }
