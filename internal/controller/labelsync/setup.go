@@ -99,7 +99,7 @@ func (r *Reconciler) watchAll(mgr manager.Manager, ctl controller.Controller) er
 	}
 	c := mgr.GetCache()
 	for _, src := range []crsource.Source{
-		crsource.Func(r.setQueue),
+		r.wakeups.Source(),
 		crsource.Kind(c, client.Object(&metal3.BareMetalHost{}), handler.EnqueueRequestsFromMapFunc(r.hostSources), hostChanged()),
 		crsource.Kind(c, client.Object(metadataOf(metal3.Metal3MachineGVK)), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources), metal3MachineChanged()),
 		crsource.Kind(c, client.Object(&clusterv1.Machine{}), handler.EnqueueRequestsFromMapFunc(r.machineSources), machineChanged()),

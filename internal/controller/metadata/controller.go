@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -45,9 +44,9 @@ type Reconciler struct {
 	once   sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
-	// wakeContests enqueues CloudMetadata objects whose contests changed
-	// (nil until SetupWithManager).
-	wakeContests chan event.GenericEvent
+	// wakeContests enqueues CloudMetadata objects whose contests changed,
+	// without blocking the pass that changed them (kit.Wake).
+	wakeContests kit.Wake
 	// changeEvents turns cloud changes into passes (changes.go).
 	changeEvents
 }
