@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -71,25 +74,9 @@ type pkg struct {
 // placed in a layer. A package's external tests (package x_test) are
 // clients of it, as cmd is, and may import anything.
 func TestEveryImportPointsDown(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("go list: %v\n%s", err, exit.Stderr)
-		}
-		t.Fatalf("go list: %v", err)
-	}
 	testkitLayer := slices.IndexFunc(layers, func(l layer) bool { return l.name == testkit })
-	dec := json.NewDecoder(bytes.NewReader(out))
-	seen := 0
-	for {
-		var p pkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		seen++
+	pkgs := goList(t)
+	for _, p := range pkgs {
 		from := strings.TrimPrefix(p.ImportPath, module+"/")
 		at := layerOf(from)
 		if at < 0 {
@@ -116,7 +103,81 @@ func TestEveryImportPointsDown(t *testing.T) {
 		check(p.Imports, false)
 		check(p.TestImports, true)
 	}
-	if seen < 10 {
-		t.Fatalf("go list found %d packages; expected the whole module", seen)
+}
+
+// goList lists the module's packages.
+func goList(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("go list: %v\n%s", err, exit.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages; expected the whole module", len(pkgs))
+	}
+	return pkgs
+}
+
+// arrow is the mermaid arrow of one layer importing a lower one.
+var arrow = regexp.MustCompile(`^\s*([a-z]+) --> ([a-z]+)\s*$`)
+
+// TestTheDocDrawsTheLayersAsTheyAre: the layer diagram of
+// docs/architecture.md ("## Packages") names every layer and draws an
+// arrow from one layer to another exactly when a package of the first
+// imports one of the second.
+func TestTheDocDrawsTheLayersAsTheyAre(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Packages\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, diagram, _ := strings.Cut(section, "```mermaid\n")
+	diagram, _, _ = strings.Cut(diagram, "```")
+	for _, l := range layers {
+		if !strings.Contains(diagram, "<b>"+l.name+"</b>") {
+			t.Errorf("the layer diagram does not name the layer %s", l.name)
+		}
+	}
+	drawn := map[string]bool{}
+	for _, line := range strings.Split(diagram, "\n") {
+		if m := arrow.FindStringSubmatch(line); m != nil {
+			drawn[m[1]+" --> "+m[2]] = true
+		}
+	}
+	actual := map[string]bool{}
+	for _, p := range goList(t) {
+		from := layerOf(strings.TrimPrefix(p.ImportPath, module+"/"))
+		for _, imp := range p.Imports {
+			to, ok := strings.CutPrefix(imp, module+"/")
+			if l := layerOf(to); ok && from >= 0 && l >= 0 && l != from {
+				actual[layers[from].name+" --> "+layers[l].name] = true
+			}
+		}
+	}
+	for a := range actual {
+		if !drawn[a] {
+			t.Errorf("the layer diagram lacks %s: a package of the first imports one of the second", a)
+		}
+	}
+	for d := range drawn {
+		if !actual[d] {
+			t.Errorf("the layer diagram draws %s, but no package of the first imports one of the second", d)
+		}
 	}
 }
