@@ -72,16 +72,6 @@ const (
 	ReasonNoneHeld = "NoneHeld"
 )
 
-// ApproveDeletionsAnnotation, set on a tagsync object to the approval
-// token its DeletionsHeld condition names, lets its next pass write that
-// exact set of held deletions, once:
-//
-//	kubectl annotate nodetagsync default tagsync.io/approve-deletions=<token> --overwrite
-//
-// The token names the held set and when it was first held; a different
-// set, or the same set held again later, has another token.
-const ApproveDeletionsAnnotation = "tagsync.io/approve-deletions"
-
 // DeletionPolicy says whether an object deletes the cloud tags and labels
 // its sync would remove.
 // +kubebuilder:validation:Enum=Delete;Retain

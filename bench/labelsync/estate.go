@@ -16,8 +16,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -50,9 +50,9 @@ type bench struct {
 
 // managementResources are the management objects whose writes C counts.
 var managementResources = []schema.GroupVersionResource{
-	labelsync.HostGVK.GroupVersion().WithResource("baremetalhosts"),
-	labelsync.Metal3MachineGVK.GroupVersion().WithResource("metal3machines"),
-	labelsync.Metal3ClusterGVK.GroupVersion().WithResource("metal3clusters"),
+	metal3.HostGVK.GroupVersion().WithResource("baremetalhosts"),
+	metal3.Metal3MachineGVK.GroupVersion().WithResource("metal3machines"),
+	metal3.Metal3ClusterGVK.GroupVersion().WithResource("metal3clusters"),
 	clusterv1.GroupVersion.WithResource("machines"),
 	clusterv1.GroupVersion.WithResource("clusters"),
 	{Group: "tagsync.io", Version: "v1alpha1", Resource: "labelsyncprofiles"},
@@ -137,7 +137,7 @@ func (b *bench) clients() error {
 	if err := clusterv1.AddToScheme(s); err != nil {
 		return err
 	}
-	if err := labelsync.AddToScheme(s); err != nil {
+	if err := metal3.AddToScheme(s); err != nil {
 		return err
 	}
 	c, err := client.New(fast(b.mgmt.Config), client.Options{Scheme: s})

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
 
 // hostGVK is the BareMetalHost kind, patched through its metadata.
-var hostGVK = labelsync.HostGVK
+var hostGVK = metal3.HostGVK
 
 // Results is everything one run measured; it is written as JSON.
 type Results struct {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
 
 const (
@@ -87,14 +87,14 @@ func (b *bench) seedCluster(ctx context.Context, c int) error {
 		return err
 	}
 	m3c := &unstructured.Unstructured{}
-	m3c.SetGroupVersionKind(labelsync.Metal3ClusterGVK)
+	m3c.SetGroupVersionKind(metal3.Metal3ClusterGVK)
 	m3c.SetNamespace(namespace)
 	m3c.SetName(name)
 	if err := b.c.Create(ctx, m3c); err != nil {
 		return err
 	}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: clusterv1.ClusterSpec{
-		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3ClusterGVK.Group, Kind: "Metal3Cluster", Name: name},
 	}}
 	if err := b.c.Create(ctx, cl); err != nil {
 		return err
@@ -110,7 +110,7 @@ func (b *bench) seedHost(ctx context.Context, c, h int) error {
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: clusterName(c)}},
 		Spec: clusterv1.MachineSpec{ClusterName: clusterName(c),
 			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: labelsync.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: metal3.Metal3MachineGVK.Group, Kind: "Metal3Machine", Name: name},
 		}}
 	if err := b.c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine %s: %w", name, err)
@@ -120,10 +120,10 @@ func (b *bench) seedHost(ctx context.Context, c, h int) error {
 		return fmt.Errorf("setting the nodeRef of Machine %s: %w", name, err)
 	}
 	m3m := &unstructured.Unstructured{}
-	m3m.SetGroupVersionKind(labelsync.Metal3MachineGVK)
+	m3m.SetGroupVersionKind(metal3.Metal3MachineGVK)
 	m3m.SetNamespace(namespace)
 	m3m.SetName(name)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: namespace + "/" + hostName(c, h)})
+	m3m.SetAnnotations(map[string]string{metal3.HostAnnotation: namespace + "/" + hostName(c, h)})
 	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
 	if err := b.c.Create(ctx, m3m); err != nil {
 		return fmt.Errorf("creating Metal3Machine %s: %w", name, err)
@@ -131,9 +131,9 @@ func (b *bench) seedHost(ctx context.Context, c, h int) error {
 	labels := maps.Clone(b.want[c][h])
 	labels[selectorLabel] = profileName
 	labels["owner.example.com/team"] = "metal" // out of scope: stays on the host
-	host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hostName(c, h), Labels: labels},
-		Spec: labelsync.BareMetalHostSpec{ConsumerRef: &corev1.ObjectReference{
-			APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Namespace: namespace, Name: name}}}
+	host := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: hostName(c, h), Labels: labels},
+		Spec: metal3.BareMetalHostSpec{ConsumerRef: &corev1.ObjectReference{
+			APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(), Kind: "Metal3Machine", Namespace: namespace, Name: name}}}
 	if err := b.c.Create(ctx, host); err != nil {
 		return fmt.Errorf("creating BareMetalHost %s: %w", host.Name, err)
 	}

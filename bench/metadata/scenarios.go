@@ -15,7 +15,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/controller/metadata"
 )
 
 // Object names: one CloudMetadata per cloud, each referencing its request.
@@ -165,7 +164,7 @@ func (b *bench) requestPass(ctx context.Context, name string) (float64, error) {
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[metadata.SyncRequestAnnotation] = value
+	cm.Annotations[v1alpha1.SyncRequestAnnotation] = value
 	start := time.Now()
 	if err := b.c.Patch(ctx, cm, patch); err != nil {
 		return 0, err

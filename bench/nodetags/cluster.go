@@ -29,7 +29,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -230,7 +229,7 @@ func (b *bench) createSync(ctx context.Context, mutate func(*v1alpha1.NodeTagSyn
 // requestSync bumps the sync-request annotation: a pass with fresh cloud reads.
 func (b *bench) requestSync(ctx context.Context) error {
 	b.request++
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, nodetags.SyncRequestAnnotation, strconv.Itoa(b.request))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.SyncRequestAnnotation, strconv.Itoa(b.request))
 	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: syncName}}
 	return b.c.Patch(ctx, nts, client.RawPatch(types.MergePatchType, []byte(patch)))
 }

@@ -8,17 +8,15 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // cleanupAnnotations are the annotations tagsync writes on Nodes.
-var cleanupAnnotations = []string{nodetags.BaseAnnotation}
+var cleanupAnnotations = []string{v1alpha1.LastSyncedTagsAnnotation}
 
 // cleanupTaints are the taint keys tagsync removes from Nodes it has
 // synced; cleanup removes them with any effect.
-var cleanupTaints = []string{nodetags.PendingTaintKey, labelsync.PendingTaintKey}
+var cleanupTaints = []string{v1alpha1.NodeTagsPendingTaintKey, v1alpha1.LabelSyncPendingTaintKey}
 
 // cleanupReport is what cleanup changes (or, without --apply, would
 // change), per Node.
@@ -143,7 +141,7 @@ func (pl *cleanupPlanner) plan(node *corev1.Node) nodeCleanup {
 	if len(n.Taints) > 0 {
 		n.taints = kept
 	}
-	if raw, ok := node.Annotations[nodetags.BaseAnnotation]; ok && pl.labels {
+	if raw, ok := node.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok && pl.labels {
 		pl.planLabels(&n, node, raw)
 	}
 	return n
@@ -154,7 +152,7 @@ func (pl *cleanupPlanner) plan(node *corev1.Node) nodeCleanup {
 func (pl *cleanupPlanner) planLabels(n *nodeCleanup, node *corev1.Node, raw string) {
 	base, err := tags.ParseBase(raw)
 	if err != nil {
-		n.Notes = append(n.Notes, fmt.Sprintf("annotation %s is no merge base (%v): no label removed", nodetags.BaseAnnotation, err))
+		n.Notes = append(n.Notes, fmt.Sprintf("annotation %s is no merge base (%v): no label removed", v1alpha1.LastSyncedTagsAnnotation, err))
 		return
 	}
 	origin, from, ok := pl.origin(base, node)

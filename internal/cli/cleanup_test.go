@@ -13,8 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
@@ -61,14 +60,14 @@ func newCleanupNodes(t *testing.T) *cleanupNodes {
 	nodes := []*corev1.Node{
 		build.Node(e.legacy,
 			build.Labels(with(map[string]string{"azure.tags/env": "prod", "azure.tags/team": "red", "owner": "me"})),
-			build.Annotations(map[string]string{nodetags.BaseAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
+			build.Annotations(map[string]string{v1alpha1.LastSyncedTagsAnnotation: `{"env":"prod","gone":"x","team":"blue"}`,
 				"example.com/keep": "yes"}),
-			build.Taints(build.NoSchedule(nodetags.PendingTaintKey, "true"), own, build.NoSchedule(labelsync.PendingTaintKey, ""))),
+			build.Taints(build.NoSchedule(v1alpha1.NodeTagsPendingTaintKey, "true"), own, build.NoSchedule(v1alpha1.LabelSyncPendingTaintKey, ""))),
 		build.Node(e.versioned,
 			build.Labels(with(map[string]string{"corp.example.com/Costx_20Center": "4711", "azure.tags/env": "prod"})),
-			build.Annotation(nodetags.BaseAnnotation, versionedBase)),
+			build.Annotation(v1alpha1.LastSyncedTagsAnnotation, versionedBase)),
 		build.Node(e.oneWay, build.Labels(with(map[string]string{"azure.tags/env": "prod"})),
-			build.Annotation(nodetags.BaseAnnotation, oneWayBase)),
+			build.Annotation(v1alpha1.LastSyncedTagsAnnotation, oneWayBase)),
 		build.Node(e.untouched, build.Labels(with(map[string]string{"azure.tags/env": "prod"})), build.Taints(own)),
 	}
 	for _, n := range nodes {
@@ -184,8 +183,8 @@ func TestCleanupApplyRemovesAnnotationsAndTaintsKeepsLabels(t *testing.T) {
 	}
 	after := e.nodes(t)
 	for name, n := range after {
-		if _, ok := n.Annotations[nodetags.BaseAnnotation]; ok {
-			t.Errorf("node %s keeps %s", name, nodetags.BaseAnnotation)
+		if _, ok := n.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok {
+			t.Errorf("node %s keeps %s", name, v1alpha1.LastSyncedTagsAnnotation)
 		}
 		if !maps.Equal(n.Labels, before[name].Labels) {
 			t.Errorf("node %s: labels %v, want them untouched %v", name, n.Labels, before[name].Labels)
@@ -291,7 +290,7 @@ func TestCleanupConcurrentEditIsReplanned(t *testing.T) {
 	if got, want := labelsOf(n), map[string]string{key: "4712", "azure.tags/env": "prod"}; !maps.Equal(got, want) {
 		t.Errorf("labels %v, want %v (the edit made during cleanup kept)", got, want)
 	}
-	if _, ok := n.Annotations[nodetags.BaseAnnotation]; ok {
+	if _, ok := n.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok {
 		t.Errorf("after the retry: annotations %v", n.Annotations)
 	}
 	if !strings.Contains(out, `= label `+key+` kept: "4712" is not the synced "4711"`) {

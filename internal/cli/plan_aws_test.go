@@ -74,7 +74,7 @@ func TestPlanAWSPredictsTheAuditRecords(t *testing.T) {
 
 	log := startAWSController(t, env, ns, moto)
 	testenv.RequestPass(t, env.Client, &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plan-aws"}},
-		metadata.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
+		v1alpha1.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
 	if got, want := auditChanges(t, log.String()), planMetadataChanges(plan); got != want {
 		t.Errorf("audit records:\n%s\nplan predicted:\n%s", got, want)
 	}
@@ -172,7 +172,7 @@ func TestPlanAWSNodeTagSync(t *testing.T) {
 	}
 
 	startAWSNodeSync(t, env, moto)
-	testenv.RequestPass(t, env.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nodetags.SyncRequestAnnotation,
+	testenv.RequestPass(t, env.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, v1alpha1.SyncRequestAnnotation,
 		func(o client.Object) string { return o.(*v1alpha1.NodeTagSync).Status.LastSyncRequest }, planWait)
 	if got := awsLabels(t, env.Client); fmt.Sprint(got) != fmt.Sprint(predicted) {
 		t.Errorf("labels after the pass %v, plan predicted %v", got, predicted)

@@ -18,6 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/scheme"
@@ -28,7 +29,7 @@ import (
 // operator verbs' types, Cluster API's and the BareMetalHost.
 var planScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := scheme.New()
-	builder := runtime.NewSchemeBuilder(clusterv1.AddToScheme, labelsync.AddToScheme)
+	builder := runtime.NewSchemeBuilder(clusterv1.AddToScheme, metal3.AddToScheme)
 	utilruntime.Must(builder.AddToScheme(s))
 	return s
 })
@@ -169,7 +170,7 @@ func connectable(ctx context.Context, mgmt client.Reader, cluster types.Namespac
 	}
 	ref := c.Spec.InfrastructureRef
 	switch {
-	case ref.Kind != labelsync.Metal3ClusterGVK.Kind || ref.APIGroup != labelsync.Metal3ClusterGVK.Group:
+	case ref.Kind != metal3.Metal3ClusterGVK.Kind || ref.APIGroup != metal3.Metal3ClusterGVK.Group:
 		return fmt.Errorf("%w: its infrastructure is not a Metal3Cluster", errNotConnectable)
 	case !ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false):
 		return fmt.Errorf("%w yet: its infrastructure is not provisioned", errNotConnectable)
@@ -204,7 +205,7 @@ func (p *planPrinter) profile(s profilePlan) {
 			p.change(2, c)
 		}
 		if n.ReleaseTaint {
-			p.line(2, red, "- taint %s:NoSchedule", labelsync.PendingTaintKey)
+			p.line(2, red, "- taint %s:NoSchedule", v1alpha1.LabelSyncPendingTaintKey)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
@@ -72,7 +73,7 @@ func newLSEstate(t *testing.T) *lsEstate {
 	e.cluster("self", env.KubeConfig)
 	e.cluster("dead", []byte("apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"contexts: [{name: d, context: {cluster: d, user: u}}]\ncurrent-context: d\nusers: [{name: u, user: {token: x}}]\n"))
-	pending := build.NoSchedule(labelsync.PendingTaintKey, "true")
+	pending := build.NoSchedule(v1alpha1.LabelSyncPendingTaintKey, "true")
 	n1 := e.node("n1", map[string]string{"kubernetes.io/hostname": "n1", "rack.example.com/rack": "r0", "rack.example.com/old": "x",
 		"other.example.com/keep": "1"}, pending)
 	n3 := e.node("n3", map[string]string{"rack.example.com/rack": "r3"})
@@ -101,7 +102,7 @@ func (e *lsEstate) cluster(name string, kubeconfig []byte) {
 	e.t.Helper()
 	e.create(build.KubeconfigSecret(name, kubeconfig))
 	e.create(build.Metal3Cluster(name))
-	c := build.Cluster(name, build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
+	c := build.Cluster(name, build.InfrastructureRef(metal3.Metal3ClusterGVK, name))
 	e.create(c)
 	c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	if err := e.c.Status().Update(context.Background(), c); err != nil {
@@ -122,24 +123,24 @@ func (e *lsEstate) node(name string, labels map[string]string, taints ...corev1.
 }
 
 // host creates a BareMetalHost with the selector's labels and kv pairs.
-func (e *lsEstate) host(name string, sel map[string]string, kv ...string) *labelsync.BareMetalHost {
+func (e *lsEstate) host(name string, sel map[string]string, kv ...string) *metal3.BareMetalHost {
 	e.t.Helper()
 	labels := maps.Clone(sel)
 	for i := 0; i+1 < len(kv); i += 2 {
 		labels[kv[i]] = kv[i+1]
 	}
-	b := build.Object(&labelsync.BareMetalHost{}, name, build.Labels(labels))
+	b := build.Object(&metal3.BareMetalHost{}, name, build.Labels(labels))
 	e.create(b)
 	return b
 }
 
 // machine links a host to a Metal3Machine owned by a Machine of cluster
 // whose nodeRef is node ("": none yet).
-func (e *lsEstate) machine(b *labelsync.BareMetalHost, cluster, node string) {
+func (e *lsEstate) machine(b *metal3.BareMetalHost, cluster, node string) {
 	e.t.Helper()
 	ctx := context.Background()
 	name := b.Name + "-m"
-	m := build.Machine(name, cluster, build.InfrastructureRef(labelsync.Metal3MachineGVK, name))
+	m := build.Machine(name, cluster, build.InfrastructureRef(metal3.Metal3MachineGVK, name))
 	e.create(m)
 	e.create(build.Metal3Machine(name, build.HostOf(e.ns, b.Name), build.MachineOwner(m)))
 	if node != "" {
@@ -160,7 +161,7 @@ func (e *lsEstate) versions() map[string]string {
 	e.t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	lists := []client.ObjectList{&v1alpha1.LabelSyncProfileList{}, &labelsync.BareMetalHostList{}, &clusterv1.MachineList{},
+	lists := []client.ObjectList{&v1alpha1.LabelSyncProfileList{}, &metal3.BareMetalHostList{}, &clusterv1.MachineList{},
 		&clusterv1.ClusterList{}, &corev1.SecretList{}}
 	for _, l := range lists {
 		if err := e.c.List(ctx, l, client.InNamespace(e.ns)); err != nil {
@@ -205,7 +206,7 @@ func lsState(nodes map[string]*corev1.Node) map[string]nodeState {
 	for name, n := range nodes {
 		s := nodeState{Labels: maps.Clone(n.Labels)}
 		for _, tn := range n.Spec.Taints {
-			s.Pending = s.Pending || tn.Key == labelsync.PendingTaintKey
+			s.Pending = s.Pending || tn.Key == v1alpha1.LabelSyncPendingTaintKey
 		}
 		out[name] = s
 	}
@@ -250,7 +251,7 @@ func TestPlanPredictsWhatLabelSyncWrites(t *testing.T) {
 
 	e.startLabelSync()
 	testenv.RequestPass(t, e.c, &v1alpha1.LabelSyncProfile{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "racks"}},
-		labelsync.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.LabelSyncProfile).Status.LastSyncRequest }, planWait)
+		v1alpha1.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.LabelSyncProfile).Status.LastSyncRequest }, planWait)
 	testenv.Eventually(t, planWait, "the Nodes as plan predicted", func() string {
 		if got := lsState(e.nodeObjects()); fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Sprintf("Nodes %v\nplan predicted %v", got, want)

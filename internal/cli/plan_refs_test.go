@@ -48,7 +48,7 @@ func TestPlanAgreesWithTheControllerOnADeletedCloudMetadata(t *testing.T) {
 	}
 
 	startControllers(t, e)
-	testenv.RequestPass(t, c, newer, metadata.SyncRequestAnnotation,
+	testenv.RequestPass(t, c, newer, v1alpha1.SyncRequestAnnotation,
 		func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
 	ready := meta.FindStatusCondition(newer.Status.Conditions, v1alpha1.ConditionReady)
 	if ready == nil || ready.Reason != metadata.ReasonRefInUse {

@@ -85,7 +85,7 @@ func (e *planEstate) seedCluster(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	base := `{"env":"prod","team":"a"}`
-	pending := []corev1.Taint{build.NoSchedule(nodetags.PendingTaintKey, "true")}
+	pending := []corev1.Taint{build.NoSchedule(v1alpha1.NodeTagsPendingTaintKey, "true")}
 	nodes := []*corev1.Node{
 		planNode("pool1-0", computeBase+"virtualMachineScaleSets/pool1/virtualMachines/0", base,
 			map[string]string{"azure.tags/env": "prod", "azure.tags/team": "a", "azure.tags/costcenter": "42"}, nil),
@@ -128,7 +128,7 @@ func planNode(name, providerID, base string, labels map[string]string, taints []
 		opts = append(opts, build.ProviderID("azure://"+providerID))
 	}
 	if base != "" {
-		opts = append(opts, build.Annotation(nodetags.BaseAnnotation, base))
+		opts = append(opts, build.Annotation(v1alpha1.LastSyncedTagsAnnotation, base))
 	}
 	return build.Node(name, opts...)
 }
@@ -176,14 +176,14 @@ func (e *planEstate) nodesState(t *testing.T) map[string]nodeState {
 	}
 	out := map[string]nodeState{}
 	for _, n := range list.Items {
-		s := nodeState{Labels: map[string]string{}, Base: n.Annotations[nodetags.BaseAnnotation]}
+		s := nodeState{Labels: map[string]string{}, Base: n.Annotations[v1alpha1.LastSyncedTagsAnnotation]}
 		for k, v := range n.Labels {
 			if strings.HasPrefix(k, "azure.tags/") {
 				s.Labels[k] = v
 			}
 		}
 		for _, tn := range n.Spec.Taints {
-			s.Pending = s.Pending || tn.Key == nodetags.PendingTaintKey
+			s.Pending = s.Pending || tn.Key == v1alpha1.NodeTagsPendingTaintKey
 		}
 		out[n.Name] = s
 	}
@@ -360,10 +360,10 @@ func requestPasses(t *testing.T, e *planEstate) {
 	t.Helper()
 	c := e.kube.Client
 	ntsServed := func(o client.Object) string { return o.(*v1alpha1.NodeTagSync).Status.LastSyncRequest }
-	testenv.RequestPass(t, c, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nodetags.SyncRequestAnnotation, ntsServed, planWait)
-	testenv.RequestPass(t, c, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nodetags.SyncRequestAnnotation, ntsServed, planWait)
+	testenv.RequestPass(t, c, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, v1alpha1.SyncRequestAnnotation, ntsServed, planWait)
+	testenv.RequestPass(t, c, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, v1alpha1.SyncRequestAnnotation, ntsServed, planWait)
 	testenv.RequestPass(t, c, &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cluster"}},
-		metadata.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
+		v1alpha1.SyncRequestAnnotation, func(o client.Object) string { return o.(*v1alpha1.CloudMetadata).Status.LastSyncRequest }, planWait)
 }
 
 // assertOnlyReads fails when ARM saw anything but token requests and reads.

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tagsync/tagsync/internal/cloud/aws"
-	"github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventgrid"
-	"github.com/tagsync/tagsync/internal/events/sqs"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
+	"github.com/tagsync/tagsync/internal/cloudchange/sqs"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -42,9 +42,9 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
 	fs.DurationVar(&e.sqsMaxHold, "events-sqs-max-hold", sqs.DefaultMaxHold,
 		"how long an SQS message is kept hidden (its visibility timeout extended) while the passes it triggered run, at most 12h; then it is received again")
-	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", events.DefaultResyncInterval,
+	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", cloudchange.DefaultResyncInterval,
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
-	fs.IntVar(&op.Capacity, "events-queue-size", events.DefaultCapacity,
+	fs.IntVar(&op.Capacity, "events-queue-size", cloudchange.DefaultCapacity,
 		"cloud changes queued at most; a delivery that does not fit makes every object run one full pass instead")
 }
 
@@ -65,7 +65,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
-		out = append(out, func(sink events.Sink) (events.Source, error) { return eventgrid.New(cfg, sink) })
+		out = append(out, func(sink cloudchange.Sink) (cloudchange.Source, error) { return eventgrid.New(cfg, sink) })
 	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" ||
 		len(e.webhook.AllowedCallers) > 0 {
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
@@ -78,7 +78,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
-		out = append(out, func(sink events.Sink) (events.Source, error) { return sqs.New(cfg, sink) })
+		out = append(out, func(sink cloudchange.Sink) (cloudchange.Source, error) { return sqs.New(cfg, sink) })
 	}
 	return out, nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tagsync/tagsync/internal/cloud/aws"
-	"github.com/tagsync/tagsync/internal/events/eventgrid"
-	"github.com/tagsync/tagsync/internal/events/sqs"
+	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
+	"github.com/tagsync/tagsync/internal/cloudchange/sqs"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 

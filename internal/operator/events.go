@@ -7,13 +7,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 )
 
 // EventSource builds one source of cloud changes that publishes to sink
 // (the hub). Adding a source to `tagsync run` is one entry in
 // EventsOptions.Sources.
-type EventSource func(sink events.Sink) (events.Source, error)
+type EventSource func(sink cloudchange.Sink) (cloudchange.Source, error)
+
+// BuiltSource is the EventSource of a source built already (a test's,
+// whose health the test sets; it publishes to the hub the test gave).
+func BuiltSource(s cloudchange.Source) EventSource {
+	return func(cloudchange.Sink) (cloudchange.Source, error) { return s, nil }
+}
 
 // EventsOptions turn cloud change events into targeted passes of the node
 // sync and metadata controllers. With no source (and no Hub) events are
@@ -23,15 +29,15 @@ type EventsOptions struct {
 	// publishes to the hub, whose health is theirs together.
 	Sources []EventSource
 	// Capacity bounds the hub's queue, in changes
-	// (events.DefaultCapacity when 0).
+	// (cloudchange.DefaultCapacity when 0).
 	Capacity int
 	// ResyncInterval is how often the controllers poll while every source
-	// is up (--events-resync-interval; events.DefaultResyncInterval when
+	// is up (--events-resync-interval; cloudchange.DefaultResyncInterval when
 	// 0).
 	ResyncInterval time.Duration
 	// Hub, when set, is used instead of building one (tests publish to it
 	// directly).
-	Hub *events.Hub
+	Hub *cloudchange.Hub
 }
 
 // on reports whether events are on.
@@ -52,13 +58,13 @@ func (o EventsOptions) ownWrites() *cloud.OwnWrites {
 
 // eventHub builds the hub and its sources and adds them to mgr; nil when
 // events are off. own tells the hub which controller made which write.
-func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*events.Hub, error) {
+func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*cloudchange.Hub, error) {
 	if !o.on() {
 		return nil, nil
 	}
 	hub := o.Hub
 	if hub == nil {
-		hub = events.NewHub(events.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own})
+		hub = cloudchange.NewHub(cloudchange.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own})
 	}
 	if err := mgr.Add(hub); err != nil {
 		return nil, err

@@ -10,13 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/tagsync/tagsync/internal/controller/kit"
+	tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 	"github.com/tagsync/tagsync/internal/version"
 )
 
 // buildInfo is tagsync_build_info: 1, labelled with the binary's version,
 // commit and Go version (what `tagsync version` prints), on every replica.
-var buildInfo = kit.Metrics("").Gauge("build_info",
+var buildInfo = tagmetrics.Subsystem("").Gauge("build_info",
 	"Always 1, labelled with the running binary's version, commit and Go version.", "version", "commit", "go_version")
 
 func init() {

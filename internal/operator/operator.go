@@ -25,8 +25,8 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
-	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -150,7 +150,7 @@ type Manager struct {
 	// Controllers are what each registry entry's Setup returned, by name.
 	Controllers map[string]any
 	// Events is the hub the event sources publish to (nil: events off).
-	Events *tagevents.Hub
+	Events *cloudchange.Hub
 }
 
 // Validate checks the options that can be checked before starting, naming

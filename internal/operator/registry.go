@@ -16,11 +16,11 @@ import (
 
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
-	tagevents "github.com/tagsync/tagsync/internal/events"
 )
 
 // Controller is one controller `tagsync run` can start: what it is called
@@ -66,7 +66,7 @@ type Deps struct {
 	InfraTags infratags.Options
 	// Events, when set, sends cloud changes to the node sync and metadata
 	// controllers (nil: they poll only).
-	Events *tagevents.Hub
+	Events *cloudchange.Hub
 	// Recorder, when set, gives the event recorder of the named controller
 	// (tests wrap the real one to count what is emitted); nil lets each
 	// controller make its own.
@@ -138,7 +138,7 @@ func Controllers() []Controller {
 
 // eventsReconciler is a controller that takes cloud changes from the hub.
 type eventsReconciler interface {
-	UseEvents(hub *tagevents.Hub)
+	UseEvents(hub *cloudchange.Hub)
 	SetupWithManager(mgr ctrl.Manager) error
 }
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventgrid"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
 	"github.com/tagsync/tagsync/internal/operator"
 )
 
@@ -46,7 +46,7 @@ func newEventWebhook(dir string) (*eventWebhook, operator.EventsOptions, error) 
 		return nil, operator.EventsOptions{}, fmt.Errorf("writing the webhook's secret: %w", err)
 	}
 	cfg := eventgrid.Config{BindAddress: "127.0.0.1:0", SecretFile: file}
-	source := func(sink events.Sink) (events.Source, error) {
+	source := func(sink cloudchange.Sink) (cloudchange.Source, error) {
 		w, err := eventgrid.New(cfg, sink)
 		e.mu.Lock()
 		e.w = w

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // logTailLines is how much of the controller log a failure shows.
@@ -39,7 +39,7 @@ func (pg *playground) printKeep(scenarioErr error) {
 	fmt.Fprintf(w, "  curl -s --cacert %s %s/_admin/state\n", ca, pg.sim.URL())
 	fmt.Fprintf(w, "  curl -s --cacert %s %s/_admin/tags -d '{\"id\":\"%s\",\"set\":{\"env\":\"qa\"}}'\n", ca, pg.sim.URL(), pg.layout.Pool1.ID)
 	fmt.Fprintf(w, "  then ask for a sync now (else the next resync picks it up):\n")
-	fmt.Fprintf(w, "  %s annotate nodetagsync %s %s=\"$(date +%%s)\" --overwrite\n", kubectl, syncName, nodetags.SyncRequestAnnotation)
+	fmt.Fprintf(w, "  %s annotate nodetagsync %s %s=\"$(date +%%s)\" --overwrite\n", kubectl, syncName, v1alpha1.SyncRequestAnnotation)
 	if pg.logPath != "" {
 		fmt.Fprintf(w, "\nController and armsim log: %s\n", pg.logPath)
 	}

@@ -13,8 +13,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/scheme"
 )
 
@@ -70,7 +70,7 @@ func (pg *playground) installLabelSyncCRDs(ctx context.Context) (module, error) 
 	if err := clusterv1.AddToScheme(s); err != nil {
 		return mod, err
 	}
-	if err := labelsync.AddToScheme(s); err != nil {
+	if err := metal3.AddToScheme(s); err != nil {
 		return mod, err
 	}
 	pg.metal, err = client.New(pg.cp.config, client.Options{Scheme: s})
@@ -148,10 +148,10 @@ func createSelfCluster(ctx context.Context, c client.Client, kubeconfig []byte) 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metalNS}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metalNS, Name: metalCluster + "-kubeconfig",
 		Labels: map[string]string{clusterv1.ClusterNameLabel: metalCluster}}, Data: map[string][]byte{"value": kubeconfig}}
-	infra := metal3Object(labelsync.Metal3ClusterGVK, metalCluster)
+	infra := metal3Object(metal3.Metal3ClusterGVK, metalCluster)
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: metalNS, Name: metalCluster},
 		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-			APIGroup: labelsync.Metal3ClusterGVK.Group, Kind: labelsync.Metal3ClusterGVK.Kind, Name: metalCluster}}}
+			APIGroup: metal3.Metal3ClusterGVK.Group, Kind: metal3.Metal3ClusterGVK.Kind, Name: metalCluster}}}
 	if err := create(ctx, c, ns, secret, infra, cluster); err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func createHostChain(ctx context.Context, c client.Client, node string) error {
 		Spec: clusterv1.MachineSpec{ClusterName: metalCluster,
 			Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(metalMachine + "-bootstrap")},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: labelsync.Metal3MachineGVK.Group, Kind: labelsync.Metal3MachineGVK.Kind, Name: metalMachine}}}
+				APIGroup: metal3.Metal3MachineGVK.Group, Kind: metal3.Metal3MachineGVK.Kind, Name: metalMachine}}}
 	if err := create(ctx, c, m); err != nil {
 		return err
 	}
@@ -176,13 +176,13 @@ func createHostChain(ctx context.Context, c client.Client, node string) error {
 	if err := c.Status().Update(ctx, m); err != nil {
 		return fmt.Errorf("setting the nodeRef of Machine %s: %w", metalMachine, err)
 	}
-	m3m := metal3Object(labelsync.Metal3MachineGVK, metalMachine)
-	m3m.SetAnnotations(map[string]string{labelsync.HostAnnotation: metalNS + "/" + node})
+	m3m := metal3Object(metal3.Metal3MachineGVK, metalMachine)
+	m3m.SetAnnotations(map[string]string{metal3.HostAnnotation: metalNS + "/" + node})
 	m3m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine",
 		Name: m.Name, UID: m.UID, Controller: ptr.To(true)}})
-	host := &labelsync.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: metalNS, Name: node, Labels: map[string]string{rackLabel: rackValue}},
-		Spec: labelsync.BareMetalHostSpec{ConsumerRef: &corev1.ObjectReference{APIVersion: labelsync.Metal3MachineGVK.GroupVersion().String(),
-			Kind: labelsync.Metal3MachineGVK.Kind, Namespace: metalNS, Name: metalMachine}}}
+	host := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: metalNS, Name: node, Labels: map[string]string{rackLabel: rackValue}},
+		Spec: metal3.BareMetalHostSpec{ConsumerRef: &corev1.ObjectReference{APIVersion: metal3.Metal3MachineGVK.GroupVersion().String(),
+			Kind: metal3.Metal3MachineGVK.Kind, Namespace: metalNS, Name: metalMachine}}}
 	return create(ctx, c, m3m, host)
 }
 

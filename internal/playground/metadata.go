@@ -15,7 +15,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/controller/metadata"
 )
 
 // The metadata act: a platform team's tag request on the resources the
@@ -210,7 +209,7 @@ func (pg *playground) metadataReady(ctx context.Context) error {
 func (pg *playground) requestMetadataPass(ctx context.Context) error {
 	pg.syncRequests++
 	value := strconv.Itoa(pg.syncRequests) + "-" + time.Now().UTC().Format(time.RFC3339Nano)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{metadata.SyncRequestAnnotation: value}}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.SyncRequestAnnotation: value}}})
 	if err != nil {
 		return err
 	}

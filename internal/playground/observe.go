@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -81,8 +80,8 @@ func (pg *playground) hasBase(ctx context.Context, nodes []*node) error {
 		if err := pg.cp.client.Get(ctx, types.NamespacedName{Name: n.Name}, &obj); err != nil {
 			return err
 		}
-		if _, ok := obj.Annotations[nodetags.BaseAnnotation]; !ok {
-			return fmt.Errorf("node %s has no %s annotation yet", n.Name, nodetags.BaseAnnotation)
+		if _, ok := obj.Annotations[v1alpha1.LastSyncedTagsAnnotation]; !ok {
+			return fmt.Errorf("node %s has no %s annotation yet", n.Name, v1alpha1.LastSyncedTagsAnnotation)
 		}
 	}
 	return nil
@@ -134,7 +133,7 @@ func (pg *playground) requestSync(ctx context.Context) error {
 	pg.syncRequests++
 	value := strconv.Itoa(pg.syncRequests) + "-" + time.Now().UTC().Format(time.RFC3339Nano)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		nodetags.SyncRequestAnnotation: value,
+		v1alpha1.SyncRequestAnnotation: value,
 	}}})
 	if err != nil {
 		return err

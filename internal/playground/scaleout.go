@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // scaleOut adds an instance to a Uniform scale set and registers its Node
@@ -34,7 +34,7 @@ func (pg *playground) scaleOut() Step {
 			return pg.cp.client.Create(ctx, &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: added.Labels},
 				Spec: corev1.NodeSpec{ProviderID: added.ProviderID, Taints: []corev1.Taint{
-					{Key: nodetags.PendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+					{Key: v1alpha1.NodeTagsPendingTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 			})
 		},
 		Check: func(ctx context.Context) (string, error) {
@@ -43,7 +43,7 @@ func (pg *playground) scaleOut() Step {
 				return "", err
 			}
 			for _, t := range obj.Spec.Taints {
-				if t.Key == nodetags.PendingTaintKey {
+				if t.Key == v1alpha1.NodeTagsPendingTaintKey {
 					return "", fmt.Errorf("node %s still carries the pending taint", added.Name)
 				}
 			}
@@ -51,7 +51,7 @@ func (pg *playground) scaleOut() Step {
 				return "", permanent(fmt.Errorf("the pending taint went before the labels came: %w", err))
 			}
 			return fmt.Sprintf("new node %s registered tainted %s:NoSchedule → labelled from %s and untainted in one write",
-				short(added), nodetags.PendingTaintKey, r.Name), nil
+				short(added), v1alpha1.NodeTagsPendingTaintKey, r.Name), nil
 		},
 	}
 }

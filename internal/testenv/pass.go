@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/tagsync/tagsync/internal/controller/kit"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // passRequests numbers the requests of this process, so that two requests
@@ -76,6 +76,6 @@ func describe(c client.Client, obj client.Object, key client.ObjectKey) string {
 // holds the state that pass wrote.
 func Pass[O client.Object](t testing.TB, c client.Client, obj O, timeout time.Duration) O {
 	t.Helper()
-	RequestPass(t, c, obj, kit.SyncRequestAnnotation, LastSyncRequest, timeout)
+	RequestPass(t, c, obj, v1alpha1.SyncRequestAnnotation, LastSyncRequest, timeout)
 	return obj
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
@@ -41,7 +41,7 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 	base := `{"env":"prod"}`
 	must(t, kube.Client.Create(ctx, build.Node(node,
 		build.Labels(map[string]string{"azure.tags/env": "prod", "kubernetes.io/hostname": node}),
-		build.Annotation(nodetags.BaseAnnotation, base))))
+		build.Annotation(v1alpha1.LastSyncedTagsAnnotation, base))))
 	grantNodesWrite(ctx, t)
 	kubelet := impersonatingClient(t, nodeUser(node), nodeGroups...)
 	dryRun := client.DryRunAll
@@ -82,8 +82,8 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 		{"change a synced label", `{"metadata":{"labels":{"azure.tags/env":"evil"}}}`, "", "labels: azure.tags/env"},
 		{"remove a synced label", `{"metadata":{"labels":{"azure.tags/env":null}}}`, "", "labels: azure.tags/env"},
 		{"change a synced label through nodes/status", `{"metadata":{"labels":{"azure.tags/env":"evil"}}}`, "status", "labels: azure.tags/env"},
-		{"forge the merge base", `{"metadata":{"annotations":{"` + nodetags.BaseAnnotation + `":"{}"}}}`, "", "last-synced-tags annotation"},
-		{"drop the merge base", `{"metadata":{"annotations":{"` + nodetags.BaseAnnotation + `":null}}}`, "", "last-synced-tags annotation"},
+		{"forge the merge base", `{"metadata":{"annotations":{"` + v1alpha1.LastSyncedTagsAnnotation + `":"{}"}}}`, "", "last-synced-tags annotation"},
+		{"drop the merge base", `{"metadata":{"annotations":{"` + v1alpha1.LastSyncedTagsAnnotation + `":null}}}`, "", "last-synced-tags annotation"},
 	}
 	for _, tc := range denied {
 		t.Run("kubelet may not "+tc.name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestAdmissionPolicyKeepsKubeletsAwayFromSyncedLabels(t *testing.T) {
 	t.Run("the controller may write synced labels and the merge base", func(t *testing.T) {
 		sa := impersonatingClient(t, serviceAccountUser(ns, "tagsync"), serviceAccountGroups(ns)...)
 		patch := `{"metadata":{"labels":{"azure.tags/env":"staging","azure.tags/team":"a"},"annotations":{"` +
-			nodetags.BaseAnnotation + `":"{\"env\":\"staging\",\"team\":\"a\"}"}}}`
+			v1alpha1.LastSyncedTagsAnnotation + `":"{\"env\":\"staging\",\"team\":\"a\"}"}}}`
 		eventually(t, "the controller's patch", func() string {
 			if err := mergePatch(ctx, sa, nodeRef(node), patch); err != nil {
 				return err.Error()

@@ -19,7 +19,6 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
@@ -346,7 +345,7 @@ func (e *haEstate) nodeVersions(t *testing.T) map[string]string {
 // requestSync sets the sync-request annotation of a NodeTagSync.
 func requestSync(ctx context.Context, t testing.TB, name, value string) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, nodetags.SyncRequestAnnotation, value)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.SyncRequestAnnotation, value)
 	must(t, mergePatch(ctx, kube.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch))
 }
 

@@ -14,6 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv/build"
@@ -219,7 +220,7 @@ func (o lsObjects) connectedCluster(name string, kubeconfig []byte) {
 func (o lsObjects) workloadCluster(name string) {
 	o.t.Helper()
 	o.create(build.Metal3Cluster(name, build.Namespace(o.ns)))
-	cluster := build.Cluster(name, build.Namespace(o.ns), build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
+	cluster := build.Cluster(name, build.Namespace(o.ns), build.InfrastructureRef(metal3.Metal3ClusterGVK, name))
 	o.create(cluster)
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 	must(o.t, o.c.Status().Update(o.ctx, cluster))
@@ -231,9 +232,9 @@ func (o lsObjects) workloadCluster(name string) {
 func (o lsObjects) hostOn(name, profile, cluster, node string, labels map[string]string) {
 	o.t.Helper()
 	ns := o.ns
-	host := build.Object(&labelsync.BareMetalHost{}, name, build.Namespace(ns), build.Labels(labels), build.Label("sync", profile))
+	host := build.Object(&metal3.BareMetalHost{}, name, build.Namespace(ns), build.Labels(labels), build.Label("sync", profile))
 	o.create(host)
-	machine := build.Machine(name+"-m", cluster, build.Namespace(ns), build.InfrastructureRef(labelsync.Metal3MachineGVK, name+"-m"))
+	machine := build.Machine(name+"-m", cluster, build.Namespace(ns), build.InfrastructureRef(metal3.Metal3MachineGVK, name+"-m"))
 	o.create(machine)
 	machine.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
 	must(o.t, o.c.Status().Update(o.ctx, machine))

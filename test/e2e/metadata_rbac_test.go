@@ -178,7 +178,7 @@ func (f *metadataSubject) syncNow(t testing.TB, name string) {
 	t.Helper()
 	f.requests++
 	value := fmt.Sprintf("md-rbac-%d", f.requests)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, metadata.SyncRequestAnnotation, value)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.SyncRequestAnnotation, value)
 	must(t, mergePatch(f.ctx, kube.Client, &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: f.objNS, Name: name}}, patch))
 	eventually(t, "CloudMetadata "+name+" to serve sync request "+value, func() string {
 		var cm v1alpha1.CloudMetadata

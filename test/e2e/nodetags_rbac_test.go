@@ -142,7 +142,7 @@ func (s *nodeSyncSubject) editValue() string {
 func (s *nodeSyncSubject) syncNow(t testing.TB) {
 	t.Helper()
 	s.requests++
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"rbac-%d"}}}`, nodetags.SyncRequestAnnotation, s.requests)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"rbac-%d"}}}`, v1alpha1.SyncRequestAnnotation, s.requests)
 	must(t, mergePatch(s.ctx, kube.Client, &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, patch))
 }
 

@@ -13,8 +13,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
-	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -61,10 +61,10 @@ func installLabelSyncCRDs(t testing.TB) {
 	must(t, err)
 	bases := filepath.Join(dir, "core", "config", "crd", "bases")
 	files := []string{filepath.Join(bases, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
-	metal3, err := filepath.Glob(filepath.Join(kube.RootDir, "test", "crds", "metal3", "*.yaml"))
+	metal3CRDs, err := filepath.Glob(filepath.Join(kube.RootDir, "test", "crds", "metal3", "*.yaml"))
 	must(t, err)
 	var crds []*unstructured.Unstructured
-	for _, file := range append(files, metal3...) {
+	for _, file := range append(files, metal3CRDs...) {
 		b, err := os.ReadFile(file)
 		must(t, err)
 		objs, err := decodeObjects(b)
@@ -72,9 +72,9 @@ func installLabelSyncCRDs(t testing.TB) {
 		crds = append(crds, objs...)
 	}
 	installCRDs(t, crds, clusterv1.GroupVersion.WithKind("ClusterList"), clusterv1.GroupVersion.WithKind("MachineList"),
-		labelsync.HostGVK.GroupVersion().WithKind("BareMetalHostList"),
-		labelsync.Metal3MachineGVK.GroupVersion().WithKind("Metal3MachineList"),
-		labelsync.Metal3ClusterGVK.GroupVersion().WithKind("Metal3ClusterList"))
+		metal3.HostGVK.GroupVersion().WithKind("BareMetalHostList"),
+		metal3.Metal3MachineGVK.GroupVersion().WithKind("Metal3MachineList"),
+		metal3.Metal3ClusterGVK.GroupVersion().WithKind("Metal3ClusterList"))
 }
 
 // labelSyncClient is a cluster admin client that knows Cluster API's and
@@ -83,7 +83,7 @@ func labelSyncClient(t testing.TB) client.Client {
 	t.Helper()
 	s := testenv.Scheme()
 	must(t, clusterv1.AddToScheme(s))
-	must(t, labelsync.AddToScheme(s))
+	must(t, metal3.AddToScheme(s))
 	c, err := client.New(kube.Config, client.Options{Scheme: s})
 	must(t, err)
 	return c

@@ -16,7 +16,6 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
@@ -120,8 +119,8 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 	must(t, kube.Client.Create(ctx, build.Node("pool-2", build.Taints(pendingTaint()))))
 	admin := writeKubeconfig(t, "")
 	out := runCleanup(t, "--kubeconfig="+admin)
-	for _, want := range []string{"node pool-2\n  - taint " + nodetags.PendingTaintKey + ":NoSchedule\n",
-		"- annotation " + nodetags.BaseAnnotation, "nothing was written"} {
+	for _, want := range []string{"node pool-2\n  - taint " + v1alpha1.NodeTagsPendingTaintKey + ":NoSchedule\n",
+		"- annotation " + v1alpha1.LastSyncedTagsAnnotation, "nothing was written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cleanup's dry run lacks %q:\n%s", want, out)
 		}
@@ -141,7 +140,7 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 	var nodes corev1.NodeList
 	must(t, kube.Client.List(ctx, &nodes))
 	for _, n := range nodes.Items {
-		if _, ok := n.Annotations[nodetags.BaseAnnotation]; ok || slices.ContainsFunc(n.Spec.Taints, isPending) {
+		if _, ok := n.Annotations[v1alpha1.LastSyncedTagsAnnotation]; ok || slices.ContainsFunc(n.Spec.Taints, isPending) {
 			t.Errorf("after cleanup node %s keeps annotations %v, taints %v", n.Name, n.Annotations, n.Spec.Taints)
 		}
 	}
@@ -149,10 +148,10 @@ func TestUninstallDeletesNoTagNorLabel(t *testing.T) {
 
 // pendingTaint is the node sync's pending taint.
 func pendingTaint() corev1.Taint {
-	return build.NoSchedule(nodetags.PendingTaintKey, "true")
+	return build.NoSchedule(v1alpha1.NodeTagsPendingTaintKey, "true")
 }
 
-func isPending(t corev1.Taint) bool { return t.Key == nodetags.PendingTaintKey }
+func isPending(t corev1.Taint) bool { return t.Key == v1alpha1.NodeTagsPendingTaintKey }
 
 // uninstallDiff says how the cloud's tags (by resource) and the Nodes'
 // labels (by Node, without kubernetes.io ones) differ from the expected

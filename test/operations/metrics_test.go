@@ -24,13 +24,13 @@ import (
 	// Imported for the metrics they register with controller-runtime's
 	// registry (the one `tagsync run` serves): the controllers', the event
 	// hub's and sources', and tagsync_build_info (operator).
+	_ "github.com/tagsync/tagsync/internal/cloudchange"
+	_ "github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
+	"github.com/tagsync/tagsync/internal/cloudchange/sqs"
 	_ "github.com/tagsync/tagsync/internal/controller/infratags"
 	_ "github.com/tagsync/tagsync/internal/controller/labelsync"
 	_ "github.com/tagsync/tagsync/internal/controller/metadata"
 	_ "github.com/tagsync/tagsync/internal/controller/nodetags"
-	_ "github.com/tagsync/tagsync/internal/events"
-	_ "github.com/tagsync/tagsync/internal/events/eventgrid"
-	"github.com/tagsync/tagsync/internal/events/sqs"
 	_ "github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/version"

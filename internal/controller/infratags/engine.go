@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
@@ -29,9 +30,6 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 
 // managedBy is managedByLabel's value.
 const managedBy = "tagsync-infratags"
-
-// sourceAnnotation names the object the adapter derived an engine object from.
-const sourceAnnotation = "tagsync.io/source"
 
 // applyClouds validates each cloud's tags and writes its engine object;
 // it returns the clouds whose request is in place (valid now, or kept
@@ -150,8 +148,10 @@ func (r *Reconciler) meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name, Labels: map[string]string{managedByLabel: managedBy}}
 }
 
-// write creates obj, or updates its spec when it differs. The objects
-// carry no owner reference to the Infrastructure: OpenShift's
+// write creates obj, or updates its spec, labels and annotations when its
+// spec differs or it lacks the adapter's label or source annotation
+// (controllerutil.CreateOrUpdate: one read, then one create or update).
+// The objects carry no owner reference to the Infrastructure: OpenShift's
 // OwnerReferencesPermissionEnforcement admission plugin lets only a client
 // with delete rights on an object set its owner references (and update
 // rights on the owner's finalizers for blockOwnerDeletion), rights the
@@ -159,27 +159,27 @@ func (r *Reconciler) meta(name string) metav1.ObjectMeta {
 // as long as the cluster, and the objects are labelled and annotated with
 // their source instead.
 func (r *Reconciler) write(ctx context.Context, infra *unstructured.Unstructured, obj client.Object) error {
-	obj.SetAnnotations(map[string]string{sourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
-	current := obj.DeepCopyObject().(client.Object)
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), current)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := r.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("create %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	obj.SetAnnotations(map[string]string{v1alpha1.SourceAnnotation: "Infrastructure " + infra.GetName() + " (" + InfrastructureGVK.GroupVersion().String() + ")"})
+	desired := obj.DeepCopyObject().(client.Object)
+	existed, mutated := false, false
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		mutated, existed = true, obj.GetResourceVersion() != ""
+		if equality.Semantic.DeepEqual(kit.Field(obj, "Spec"), kit.Field(desired, "Spec")) && obj.GetLabels()[managedByLabel] == managedBy &&
+			obj.GetAnnotations()[v1alpha1.SourceAnnotation] != "" {
+			return nil
 		}
+		reflect.Indirect(reflect.ValueOf(obj)).FieldByName("Spec").Set(reflect.Indirect(reflect.ValueOf(desired)).FieldByName("Spec"))
+		obj.SetLabels(desired.GetLabels())
+		obj.SetAnnotations(desired.GetAnnotations())
 		return nil
-	case err != nil:
+	})
+	switch {
+	case err == nil || !mutated: // done, or the read failed
 		return err
-	}
-	if equality.Semantic.DeepEqual(kit.Field(current, "Spec"), kit.Field(obj, "Spec")) && current.GetLabels()[managedByLabel] == managedBy &&
-		current.GetAnnotations()[sourceAnnotation] != "" {
-		return nil
-	}
-	obj.SetResourceVersion(current.GetResourceVersion())
-	if err := r.Client.Update(ctx, obj); err != nil {
+	case existed:
 		return fmt.Errorf("update %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
-	return nil
+	return fmt.Errorf("create %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 }
 
 // exists reports whether an engine object is there (from an earlier pass).

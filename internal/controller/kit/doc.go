@@ -1,38 +1,36 @@
-// Package kit is what every tagsync controller shares, so that the four
-// controllers (nodetags, metadata, labelsync, infratags) read alike and a
-// fifth writes only its own logic. It holds no controller's rules: those
-// live in the controller packages and, when pure, in internal/tags.
+// Package kit is what tagsync's controllers (nodetags, metadata, labelsync,
+// infratags) share, so that they behave alike where they do the same thing
+// and a new controller writes only its own rules. It holds no controller's
+// rules: those live in the controller packages and, when pure, in
+// internal/tags. It sits in the layer under the controllers and above the
+// cloud change transport (internal/cloudchange), the clouds and the API.
 //
-// What the kit gives a controller:
+// A controller gets from it:
 //
-//   - Base: the client, event recorder and clock a reconciler embeds, with
-//     their defaults (NewBase, UseManager).
-//   - States: what the controller remembers per object (keyed by name, a new
-//     state when the object is recreated under its name, forgotten on
-//     delete), each with its event Notifier, and the fan-out of events the
-//     API server refused to every notifier (so the problem is told again).
-//   - Options: one workqueue rate limiter for every controller
-//     (failures back off exponentially from 100 ms to 5 min per object).
-//   - Backoff and NeedsPerson: errors a retry cannot cure (forbidden, not
-//     found, invalid) wait for a spec change or an interval that doubles up
-//     to a long ceiling, instead of being retried every few seconds.
-//   - StampSyncTime, PatchStatus and ConditionStatus: a status is patched
-//     only when it changed, from a base no older than the controller's own
-//     last write of it and guarded by that base's resourceVersion, and
-//     lastSyncTime is refreshed once per interval.
-//   - PatchNode, InFlight and the pending taint helpers: one Node write (the
-//     changed labels and annotations as a merge patch, the pending taint
-//     released in the same write, guarded by resourceVersion where a list
-//     is replaced), the record of writes the cache has not shown yet, and
-//     the NoSchedule taint a Node can be registered with until its labels
-//     are in place.
-//   - Metrics: counters, gauges and histograms named
-//     tagsync_<controller>_<name>, registered with controller-runtime's
-//     registry.
+//   - Its reconciler's base: the client, event recorder and clock (Base,
+//     NewBase, UseManager), and one workqueue rate limiter (Options).
+//   - What it remembers per object (States): a new state when the object is
+//     recreated under its name, forgotten on delete, each with its event
+//     Notifier, told again of an event the API server refused.
+//   - Waiting instead of retrying what a retry cannot cure (NeedsPerson,
+//     Backoff): forbidden, not found and invalid wait for a spec change or
+//     an interval that doubles up to a long ceiling.
+//   - Status writes that happen only when the status changed, from a base
+//     no older than its own last write (PatchStatus, StampSyncTime,
+//     ConditionStatus), and the record of a mass deletion it holds back
+//     (HeldDeletions).
+//   - One Node write (PatchNode), the writes the cache has not shown yet
+//     (InFlight) and the pending taint a Node can be registered with
+//     (HasTaint, ReleaseTaint).
+//   - Taking cloud changes: the Subscriber a reconciler holds (its hub
+//     subscription, the polling interval the sources' health allows, and
+//     Serve, which tells the hub when a pass of an object ran), the changes
+//     pending per object and what they carried (Pending, Carried), and the
+//     Events condition (EventsCondition).
+//   - Waking objects from outside its watches without blocking a worker
+//     (Wake), and watch predicates (UpdateChanged).
 //
-// What a controller writes itself: its Reconciler and watches (setup.go),
-// one pass (pass.go), the planner `tagsync plan` shares (plan.go), its
-// status and conditions (status.go), events (events.go) and metrics
-// (metrics.go) with the kit's helpers. docs/architecture.md shows the
-// layout.
+// Metrics are defined with internal/metrics; annotation and taint names are
+// in api/v1alpha1. docs/architecture.md shows where the kit sits and what
+// each controller uses of it.
 package kit

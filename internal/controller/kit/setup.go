@@ -46,8 +46,3 @@ func UpdateChanged[T client.Object](changed func(old, new T) bool) predicate.Pre
 		return changed(a, b)
 	}}
 }
-
-// SyncRequestAnnotation on an object a controller serves asks for a pass
-// now: set it to any new value (for example a timestamp). The object's
-// status.lastSyncRequest says when a pass has served it.
-const SyncRequestAnnotation = "tagsync.io/sync-requested"

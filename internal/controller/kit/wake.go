@@ -10,9 +10,11 @@ import (
 )
 
 // Wake enqueues objects from outside the controller's watches (the event
-// hub's routes) without ever blocking: its Source hands it the
+// hub's routes, a pass that ends a contest and wakes the rivals) without
+// ever blocking the caller, a worker included: its Source hands it the
 // controller's workqueue when the controller starts, and requests made
-// before that wait and are added then. Its zero value is ready.
+// before that wait and are added then. It is the one way a controller
+// wakes its objects from outside its watches. Its zero value is ready.
 type Wake struct {
 	mu      sync.Mutex
 	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]

@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
@@ -19,7 +20,7 @@ import (
 // Only links within the host's namespace are followed, and only to a
 // Metal3Machine that names the host back; any other link is refused.
 type link struct {
-	host *BareMetalHost
+	host *metal3.BareMetalHost
 	// wait is why the host has no Node to sync yet; "" when linked.
 	wait v1alpha1.WaitReason
 	// refused says which link of the chain is not followed and why; ""
@@ -49,10 +50,10 @@ func (l *link) hostKey() types.NamespacedName {
 // construction; the consumerRef is checked), and the Metal3Machine must
 // name the host back in its metal3.io/BareMetalHost annotation: a host
 // cannot steer the Node of a Metal3Machine that is not its own.
-func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, error) {
-	l := &link{host: h, paused: h.isPaused()}
+func resolve(ctx context.Context, rd chainReader, h *metal3.BareMetalHost) (*link, error) {
+	l := &link{host: h, paused: h.Paused()}
 	ref := h.Spec.ConsumerRef
-	if ref == nil || ref.Kind != Metal3MachineGVK.Kind || !isInfraGroup(ref.APIVersion) {
+	if ref == nil || ref.Kind != metal3.Metal3MachineGVK.Kind || !isInfraGroup(ref.APIVersion) {
 		l.wait = v1alpha1.WaitNoConsumer
 		return l, nil
 	}
@@ -77,7 +78,7 @@ func resolve(ctx context.Context, rd chainReader, h *BareMetalHost) (*link, erro
 		return l, nil
 	} else if named != l.hostKey() {
 		l.refused = fmt.Sprintf("spec.consumerRef names Metal3Machine %s/%s, whose annotation %s names host %s, not this one: the link is not followed",
-			ns, ref.Name, HostAnnotation, named)
+			ns, ref.Name, metal3.HostAnnotation, named)
 		return l, nil
 	}
 	if _, ok := m3m.Annotations[clusterv1.PausedAnnotation]; ok {
@@ -136,7 +137,7 @@ func readCluster(ctx context.Context, rd chainReader, l *link) error {
 	if clusterPaused(c) {
 		l.paused = true
 	}
-	if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
+	if ref := c.Spec.InfrastructureRef; ref.Kind == metal3.Metal3ClusterGVK.Kind && ref.APIGroup == metal3.Metal3ClusterGVK.Group {
 		l.infra = types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}
 		return readInfra(ctx, rd, l)
 	}
@@ -179,13 +180,13 @@ func ownerMachine(refs []metav1.OwnerReference) string {
 // group (any version; an empty apiVersion is taken as that group, as CAPM3
 // sets it).
 func isInfraGroup(apiVersion string) bool {
-	return apiVersion == "" || strings.HasPrefix(apiVersion, Metal3MachineGVK.Group+"/")
+	return apiVersion == "" || strings.HasPrefix(apiVersion, metal3.Metal3MachineGVK.Group+"/")
 }
 
 // hostOfMachine returns the BareMetalHost a Metal3Machine names in its
 // metal3.io/BareMetalHost annotation.
 func hostOfMachine(annotations map[string]string) (types.NamespacedName, bool) {
-	ns, name, ok := strings.Cut(annotations[HostAnnotation], "/")
+	ns, name, ok := strings.Cut(annotations[metal3.HostAnnotation], "/")
 	if !ok || ns == "" || name == "" {
 		return types.NamespacedName{}, false
 	}
@@ -195,7 +196,7 @@ func hostOfMachine(annotations map[string]string) (types.NamespacedName, bool) {
 // hostsOf lists the hosts of a source: a profile's selected hosts in its
 // namespace, or the hosts of a Metal3Cluster's Cluster(s) through their
 // Machines and Metal3Machines.
-func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost, error) {
+func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*metal3.BareMetalHost, error) {
 	if src.profile != nil {
 		return profileHosts(ctx, r.Client, src.profile)
 	}
@@ -204,17 +205,17 @@ func (r *Reconciler) hostsOf(ctx context.Context, src *source) ([]*BareMetalHost
 
 // profileHosts lists the hosts a profile selects in its namespace. The
 // hosts are only read: from a cache, they are not copied.
-func profileHosts(ctx context.Context, c client.Reader, p *v1alpha1.LabelSyncProfile) ([]*BareMetalHost, error) {
+func profileHosts(ctx context.Context, c client.Reader, p *v1alpha1.LabelSyncProfile) ([]*metal3.BareMetalHost, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.HostSelector)
 	if err != nil {
 		return nil, err
 	}
-	var list BareMetalHostList
+	var list metal3.BareMetalHostList
 	if err := c.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing BareMetalHosts: %w", err)
 	}
-	out := make([]*BareMetalHost, len(list.Items))
+	out := make([]*metal3.BareMetalHost, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
@@ -224,16 +225,16 @@ func profileHosts(ctx context.Context, c client.Reader, p *v1alpha1.LabelSyncPro
 // hostsOfInfra finds the hosts of a Metal3Cluster: Clusters whose
 // infrastructureRef names it → their Machines → each Machine's
 // Metal3Machine → the host its metal3.io/BareMetalHost annotation names.
-func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedName) ([]*BareMetalHost, error) {
+func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedName) ([]*metal3.BareMetalHost, error) {
 	var clusters clusterv1.ClusterList
 	if err := r.Client.List(ctx, &clusters, client.InNamespace(infra.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
-	var out []*BareMetalHost
+	var out []*metal3.BareMetalHost
 	seen := map[types.NamespacedName]bool{}
 	for i := range clusters.Items {
 		c := &clusters.Items[i]
-		if ref := c.Spec.InfrastructureRef; ref.Kind != Metal3ClusterGVK.Kind || ref.APIGroup != Metal3ClusterGVK.Group || ref.Name != infra.Name {
+		if ref := c.Spec.InfrastructureRef; ref.Kind != metal3.Metal3ClusterGVK.Kind || ref.APIGroup != metal3.Metal3ClusterGVK.Group || ref.Name != infra.Name {
 			continue
 		}
 		var machines clusterv1.MachineList
@@ -256,12 +257,12 @@ func (r *Reconciler) hostsOfInfra(ctx context.Context, infra types.NamespacedNam
 
 // hostOfMachineObject returns the host behind a Machine, or nil when its
 // Metal3Machine or host is missing or the host does not name it back.
-func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machine) (*BareMetalHost, error) {
+func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machine) (*metal3.BareMetalHost, error) {
 	ref := m.Spec.InfrastructureRef
-	if ref.Kind != Metal3MachineGVK.Kind || ref.APIGroup != Metal3MachineGVK.Group {
+	if ref.Kind != metal3.Metal3MachineGVK.Kind || ref.APIGroup != metal3.Metal3MachineGVK.Group {
 		return nil, nil
 	}
-	m3m := metadataOf(Metal3MachineGVK)
+	m3m := metadataOf(metal3.Metal3MachineGVK)
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, m3m); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
@@ -269,7 +270,7 @@ func (r *Reconciler) hostOfMachineObject(ctx context.Context, m *clusterv1.Machi
 	if !ok || key.Namespace != m.Namespace {
 		return nil, nil
 	}
-	var h BareMetalHost
+	var h metal3.BareMetalHost
 	if err := r.Client.Get(ctx, key, &h); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}

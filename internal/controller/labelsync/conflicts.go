@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -180,8 +181,8 @@ func describeContests(cs []contest) string {
 }
 
 // hostRef is a BareMetalHost named as an event's related object.
-func hostRef(key types.NamespacedName) *BareMetalHost {
-	return &BareMetalHost{TypeMeta: metav1.TypeMeta{APIVersion: HostGVK.GroupVersion().String(), Kind: HostGVK.Kind},
+func hostRef(key types.NamespacedName) *metal3.BareMetalHost {
+	return &metal3.BareMetalHost{TypeMeta: metav1.TypeMeta{APIVersion: metal3.HostGVK.GroupVersion().String(), Kind: metal3.HostGVK.Kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 }
 

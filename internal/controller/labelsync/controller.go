@@ -45,7 +45,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,16 +56,6 @@ import (
 // ControllerName names the controller in --controllers, logs, metrics and
 // events.
 const ControllerName = "labelsync"
-
-// SyncRequestAnnotation asks for a pass over a LabelSyncProfile now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
-
-// PendingTaintKey is the taint (effect NoSchedule, any value) a Node can be
-// registered with (kubelet --register-with-taints, e.g. from a
-// KubeadmConfigTemplate) so that nothing is scheduled on it before its host's
-// labels are in place: the pass that finds them in place removes it. This
-// closes the gap the seed describes for selectors on a label's absence.
-const PendingTaintKey = "labelsync.tagsync.io/pending"
 
 // infraRequestPrefix marks the reconcile requests of Metal3Cluster sources:
 // an object name cannot contain ":", so "Metal3Cluster:<name>" never names
@@ -94,9 +83,9 @@ type Reconciler struct {
 	inFlight kit.InFlight[nodeKey]
 	// claims are what each host wants on its Node, for one writer per key.
 	claims *claimRegistry
-	// queue is the controller's work queue (nil until it starts), for
-	// running the sources a contest's end concerns at once.
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	// wakeups run the sources a contest's end concerns at once, without
+	// blocking the pass that ends it (kit.Wake).
+	wakeups kit.Wake
 	// missing, when set, says which CRDs this cluster lacks (Metal3 or
 	// Cluster API): profiles then report it and nothing is synced until
 	// they appear (awaitCRDs). Read it with crdsMissing.
@@ -189,25 +178,10 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	forgetMetrics(key)
 }
 
-// setQueue keeps the controller's work queue; it is the Start of a
-// source.Func, called once the controller runs.
-func (r *Reconciler) setQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.queue = q
-	return nil
-}
-
-// wake queues passes over sources now.
+// wake queues passes over sources now; it never blocks.
 func (r *Reconciler) wake(sources []types.NamespacedName) {
-	r.mu.Lock()
-	q := r.queue
-	r.mu.Unlock()
-	if q == nil {
-		return
-	}
 	for _, s := range sources {
-		q.Add(reconcile.Request{NamespacedName: s})
+		r.wakeups.Add(reconcile.Request{NamespacedName: s})
 	}
 }
 

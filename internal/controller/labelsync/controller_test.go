@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -52,7 +53,7 @@ func TestLabelSync(t *testing.T) {
 }
 
 // pending is the taint a Node can be registered with until its labels land.
-var pending = build.NoSchedule(labelsync.PendingTaintKey, "")
+var pending = build.NoSchedule(v1alpha1.LabelSyncPendingTaintKey, "")
 
 // withLabels returns base with the changes applied (a nil value deletes).
 func withLabels(base map[string]string, changes map[string]*string) map[string]string {
@@ -267,7 +268,7 @@ func testPaused(t *testing.T, p *planes) {
 
 	// A paused host: its changes wait, and so do Node edits.
 	h.update(h.c, b, func() {
-		b.Annotations = map[string]string{labelsync.HostPausedAnnotation: ""}
+		b.Annotations = map[string]string{metal3.HostPausedAnnotation: ""}
 		b.Labels["rack.example.com/rack"] = "r2"
 	})
 	h.patchNodeLabels(p.workloadC, node, map[string]*string{"rack.example.com/extra": ptr.To("x")})
@@ -278,7 +279,7 @@ func testPaused(t *testing.T, p *planes) {
 	if got := h.labels(p.workloadC, node); !maps.Equal(got, map[string]string{"rack.example.com/rack": "r1", "rack.example.com/extra": "x"}) {
 		t.Fatalf("a paused host's Node was written: %v", got)
 	}
-	h.update(h.c, b, func() { delete(b.Annotations, labelsync.HostPausedAnnotation) })
+	h.update(h.c, b, func() { delete(b.Annotations, metal3.HostPausedAnnotation) })
 	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r2"})
 
 	// A paused Cluster: the same.
@@ -372,8 +373,8 @@ func testUnreachable(t *testing.T, p *planes) {
 func testAnnotations(t *testing.T, p *planes) {
 	h := newHarness(t, p)
 	h.cluster("capm3", p.workloadKC, map[string]string{
-		labelsync.PrefixesAnnotation: " rack.example.com,, my-prefix.kubernetes.io ",
-		labelsync.IntervalAnnotation: "30s",
+		metal3.PrefixesAnnotation: " rack.example.com,, my-prefix.kubernetes.io ",
+		metal3.IntervalAnnotation: "30s",
 	})
 	node := h.node(p.workloadC, "n1", map[string]string{"kubernetes.io/hostname": "n1"})
 	// No profile selects this host: the Metal3Cluster's annotation does.
@@ -390,8 +391,8 @@ func testAnnotations(t *testing.T, p *planes) {
 
 	// An invalid annotation changes nothing and is reported on the
 	// Metal3Cluster.
-	m3c := metav1PartialObject(labelsync.Metal3ClusterGVK.GroupVersion().String(), "Metal3Cluster", h.ns, "capm3")
-	h.setAnnotation(m3c, labelsync.PrefixesAnnotation, "rack.example.com, kubernetes.io")
+	m3c := metav1PartialObject(metal3.Metal3ClusterGVK.GroupVersion().String(), "Metal3Cluster", h.ns, "capm3")
+	h.setAnnotation(m3c, metal3.PrefixesAnnotation, "rack.example.com, kubernetes.io")
 	e := h.waitEvent("capm3", labelsync.ReasonInvalidAnnotation)
 	if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, `"kubernetes.io" is reserved`) {
 		t.Fatalf("event %s %q, want a warning saying kubernetes.io is reserved", e.Type, e.Note)
@@ -408,11 +409,11 @@ func testAnnotations(t *testing.T, p *planes) {
 		t.Fatalf("labels %v: an invalid annotation changed the Node", got)
 	}
 	// An invalid interval is refused too.
-	h.setAnnotation(m3c, labelsync.PrefixesAnnotation, "rack.example.com")
-	h.setAnnotation(m3c, labelsync.IntervalAnnotation, "5s")
+	h.setAnnotation(m3c, metal3.PrefixesAnnotation, "rack.example.com")
+	h.setAnnotation(m3c, metal3.IntervalAnnotation, "5s")
 	testenv.Eventually(t, waitFor, "the invalid interval reported", func() string {
 		for _, e := range h.events("capm3") {
-			if e.Reason == labelsync.ReasonInvalidAnnotation && strings.Contains(e.Note, labelsync.IntervalAnnotation) {
+			if e.Reason == labelsync.ReasonInvalidAnnotation && strings.Contains(e.Note, metal3.IntervalAnnotation) {
 				return ""
 			}
 		}
@@ -420,7 +421,7 @@ func testAnnotations(t *testing.T, p *planes) {
 	})
 	// Fixed: the host's change lands; my-prefix.kubernetes.io is no longer
 	// owned, so its label stays.
-	h.setAnnotation(m3c, labelsync.IntervalAnnotation, "1m")
+	h.setAnnotation(m3c, metal3.IntervalAnnotation, "1m")
 	want["rack.example.com/rack"] = "r2"
 	h.waitLabels(p.workloadC, node, want)
 }

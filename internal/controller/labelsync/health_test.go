@@ -13,6 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -213,7 +214,7 @@ func testPausedMetal3Cluster(t *testing.T, p *planes) {
 
 	// CAPM3 skips a Metal3Cluster annotated cluster.x-k8s.io/paused: so
 	// does label sync.
-	m3c := metav1PartialObject(labelsync.Metal3ClusterGVK.GroupVersion().String(), "Metal3Cluster", h.ns, "alpha")
+	m3c := metav1PartialObject(metal3.Metal3ClusterGVK.GroupVersion().String(), "Metal3Cluster", h.ns, "alpha")
 	h.setAnnotation(m3c, clusterv1.PausedAnnotation, "")
 	h.update(h.c, b, func() { b.Labels["rack.example.com/rack"] = "r2" })
 	prof := h.pass("p1")

@@ -6,10 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tagsync/tagsync/internal/controller/kit"
+	tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 )
 
-const metrics = kit.Metrics(ControllerName)
+const metrics = tagmetrics.Subsystem(ControllerName)
 
 // Host states of the hosts gauge.
 var hostStates = []string{"matched", "in_sync", "paused", "waiting", "pending"}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -30,7 +31,7 @@ func updateFor(host, node map[string]string, prefixes []string, taints []corev1.
 	if retain {
 		u.retained, u.labels.Delete = u.labels.Delete, nil
 	}
-	u.taints = kit.ReleaseTaint(taints, PendingTaintKey)
+	u.taints = kit.ReleaseTaint(taints, v1alpha1.LabelSyncPendingTaintKey)
 	return u
 }
 

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/metal3"
 )
 
 // chainReader reads the management objects a host's chain goes through;
@@ -24,7 +26,7 @@ type chainReader interface {
 type getReader struct{ c client.Reader }
 
 func (g getReader) metal3Machine(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
-	m := metadataOf(Metal3MachineGVK)
+	m := metadataOf(metal3.Metal3MachineGVK)
 	return orNil(m, g.c.Get(ctx, key, m))
 }
 
@@ -39,7 +41,7 @@ func (g getReader) cluster(ctx context.Context, key types.NamespacedName) (*clus
 }
 
 func (g getReader) metal3Cluster(ctx context.Context, key types.NamespacedName) (*metav1.PartialObjectMetadata, error) {
-	m := metadataOf(Metal3ClusterGVK)
+	m := metadataOf(metal3.Metal3ClusterGVK)
 	return orNil(m, g.c.Get(ctx, key, m))
 }
 
@@ -108,7 +110,7 @@ func (b *bulkReader) index(ctx context.Context, ns string) (*namespaceIndex, err
 	}
 	opts := []client.ListOption{client.InNamespace(ns), client.UnsafeDisableDeepCopy}
 	var m3ms metav1.PartialObjectMetadataList
-	m3ms.SetGroupVersionKind(Metal3MachineGVK.GroupVersion().WithKind(Metal3MachineGVK.Kind + "List"))
+	m3ms.SetGroupVersionKind(metal3.Metal3MachineGVK.GroupVersion().WithKind(metal3.Metal3MachineGVK.Kind + "List"))
 	if err := b.c.List(ctx, &m3ms, opts...); err != nil {
 		return nil, fmt.Errorf("listing Metal3Machines in %s: %w", ns, err)
 	}
@@ -121,7 +123,7 @@ func (b *bulkReader) index(ctx context.Context, ns string) (*namespaceIndex, err
 		return nil, fmt.Errorf("listing Clusters in %s: %w", ns, err)
 	}
 	var m3cs metav1.PartialObjectMetadataList
-	m3cs.SetGroupVersionKind(Metal3ClusterGVK.GroupVersion().WithKind(Metal3ClusterGVK.Kind + "List"))
+	m3cs.SetGroupVersionKind(metal3.Metal3ClusterGVK.GroupVersion().WithKind(metal3.Metal3ClusterGVK.Kind + "List"))
 	if err := b.c.List(ctx, &m3cs, opts...); err != nil {
 		return nil, fmt.Errorf("listing Metal3Clusters in %s: %w", ns, err)
 	}

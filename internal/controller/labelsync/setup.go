@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 )
@@ -81,7 +82,7 @@ func (r *Reconciler) prepare(mgr manager.Manager) error {
 	if err := clusterv1.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
-	if err := AddToScheme(mgr.GetScheme()); err != nil {
+	if err := metal3.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
 	r.init()
@@ -98,12 +99,12 @@ func (r *Reconciler) watchAll(mgr manager.Manager, ctl controller.Controller) er
 	}
 	c := mgr.GetCache()
 	for _, src := range []crsource.Source{
-		crsource.Func(r.setQueue),
-		crsource.Kind(c, client.Object(&BareMetalHost{}), handler.EnqueueRequestsFromMapFunc(r.hostSources), hostChanged()),
-		crsource.Kind(c, client.Object(metadataOf(Metal3MachineGVK)), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources), metal3MachineChanged()),
+		r.wakeups.Source(),
+		crsource.Kind(c, client.Object(&metal3.BareMetalHost{}), handler.EnqueueRequestsFromMapFunc(r.hostSources), hostChanged()),
+		crsource.Kind(c, client.Object(metadataOf(metal3.Metal3MachineGVK)), handler.EnqueueRequestsFromMapFunc(r.metal3MachineSources), metal3MachineChanged()),
 		crsource.Kind(c, client.Object(&clusterv1.Machine{}), handler.EnqueueRequestsFromMapFunc(r.machineSources), machineChanged()),
 		crsource.Kind(c, client.Object(&clusterv1.Cluster{}), r.clusterEvents(), clusterChanged()),
-		crsource.Kind(c, client.Object(metadataOf(Metal3ClusterGVK)), handler.EnqueueRequestsFromMapFunc(r.infraSources),
+		crsource.Kind(c, client.Object(metadataOf(metal3.Metal3ClusterGVK)), handler.EnqueueRequestsFromMapFunc(r.infraSources),
 			predicate.AnnotationChangedPredicate{}),
 	} {
 		if err := ctl.Watch(src); err != nil {
@@ -170,7 +171,7 @@ func (r *Reconciler) setupClusterCache(mgr manager.Manager, usable func(types.Na
 		Cache:        clustercache.CacheOptions{DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: nodeCache()},
 		ClusterFilter: func(c *clusterv1.Cluster) bool {
 			ref := c.Spec.InfrastructureRef
-			return ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group &&
+			return ref.Kind == metal3.Metal3ClusterGVK.Kind && ref.APIGroup == metal3.Metal3ClusterGVK.Group &&
 				usable(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
 		},
 	}, controller.Options{MaxConcurrentReconciles: 4})
@@ -217,7 +218,7 @@ func (r *Reconciler) hostSources(ctx context.Context, o client.Object) []reconci
 	}
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	out = append(out, r.sourcesWhere(func(st *state) bool { return st.hosts[key] })...)
-	if h, ok := o.(*BareMetalHost); ok {
+	if h, ok := o.(*metal3.BareMetalHost); ok {
 		if l, err := resolve(ctx, getReader{r.Client}, h); err == nil && l.infra.Name != "" {
 			out = append(out, infraRequest(l.infra))
 		}
@@ -231,7 +232,7 @@ func (r *Reconciler) metal3MachineSources(ctx context.Context, o client.Object) 
 	if !ok {
 		return nil
 	}
-	var h BareMetalHost
+	var h metal3.BareMetalHost
 	if err := r.Client.Get(ctx, key, &h); err != nil {
 		return nil
 	}
@@ -259,7 +260,7 @@ func (r *Reconciler) clusterSources(_ context.Context, o client.Object) []reconc
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	out := r.sourcesWhere(func(st *state) bool { return st.clusters[key] })
 	if c, ok := o.(*clusterv1.Cluster); ok {
-		if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group {
+		if ref := c.Spec.InfrastructureRef; ref.Kind == metal3.Metal3ClusterGVK.Kind && ref.APIGroup == metal3.Metal3ClusterGVK.Group {
 			out = append(out, infraRequest(types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}))
 		}
 	}
@@ -291,7 +292,7 @@ func (r *Reconciler) infraSources(ctx context.Context, o client.Object) []reconc
 	var clusters clusterv1.ClusterList
 	if err := r.Client.List(ctx, &clusters, client.InNamespace(o.GetNamespace())); err == nil {
 		for _, c := range clusters.Items {
-			if ref := c.Spec.InfrastructureRef; ref.Kind == Metal3ClusterGVK.Kind && ref.APIGroup == Metal3ClusterGVK.Group && ref.Name == o.GetName() {
+			if ref := c.Spec.InfrastructureRef; ref.Kind == metal3.Metal3ClusterGVK.Kind && ref.APIGroup == metal3.Metal3ClusterGVK.Group && ref.Name == o.GetName() {
 				key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 				out = append(out, r.sourcesWhere(func(st *state) bool { return st.clusters[key] })...)
 			}
@@ -345,7 +346,7 @@ func nodeChanged() predicate.Predicate {
 // hostChanged lets through host creations, deletions and changes of
 // labels, annotations (pause) or consumer.
 func hostChanged() predicate.Predicate {
-	return kit.UpdateChanged(func(a, b *BareMetalHost) bool {
+	return kit.UpdateChanged(func(a, b *metal3.BareMetalHost) bool {
 		return !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) ||
 			!equalRef(a.Spec.ConsumerRef, b.Spec.ConsumerRef)
 	})
@@ -403,9 +404,9 @@ type neededResource struct {
 
 // neededResources are the Metal3 and Cluster API kinds label sync needs.
 var neededResources = []neededResource{
-	{HostGVK, "baremetalhosts"},
-	{Metal3MachineGVK, "metal3machines"},
-	{Metal3ClusterGVK, "metal3clusters"},
+	{metal3.HostGVK, "baremetalhosts"},
+	{metal3.Metal3MachineGVK, "metal3machines"},
+	{metal3.Metal3ClusterGVK, "metal3clusters"},
 	{clusterv1.GroupVersion.WithKind("Machine"), "machines"},
 	{clusterv1.GroupVersion.WithKind("Cluster"), "clusters"},
 }

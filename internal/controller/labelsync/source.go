@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -65,7 +66,7 @@ func (r *Reconciler) sourceFor(ctx context.Context, key types.NamespacedName) (*
 			suspended: p.Spec.Suspend, retain: p.Spec.Retains()}, nil
 	}
 	infra := types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimPrefix(key.Name, infraRequestPrefix)}
-	m3c := metadataOf(Metal3ClusterGVK)
+	m3c := metadataOf(metal3.Metal3ClusterGVK)
 	if err := r.Client.Get(ctx, infra, m3c); err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (r *Reconciler) sourceFor(ctx context.Context, key types.NamespacedName) (*
 
 // hasSyncAnnotation reports a Metal3Cluster that asks for label sync.
 func hasSyncAnnotation(o metav1.Object) bool {
-	_, ok := o.GetAnnotations()[PrefixesAnnotation]
+	_, ok := o.GetAnnotations()[metal3.PrefixesAnnotation]
 	return ok
 }
 
@@ -91,20 +92,20 @@ func hasSyncAnnotation(o metav1.Object) bool {
 // Either invalid is an error and the whole configuration is refused, as
 // CAPM3 refuses an annotation with one invalid prefix.
 func parseAnnotations(a map[string]string) ([]string, time.Duration, error) {
-	text, ok := a[PrefixesAnnotation]
+	text, ok := a[metal3.PrefixesAnnotation]
 	if !ok {
 		return nil, 0, nil
 	}
 	var errs []error
 	prefixes, err := tags.ParseSyncPrefixes(text)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("annotation %s: %w", PrefixesAnnotation, err))
+		errs = append(errs, fmt.Errorf("annotation %s: %w", metal3.PrefixesAnnotation, err))
 	} else if prefixes == nil {
 		prefixes = []string{}
 	}
-	interval, err := ParseInterval(a[IntervalAnnotation])
+	interval, err := ParseInterval(a[metal3.IntervalAnnotation])
 	if err != nil {
-		errs = append(errs, fmt.Errorf("annotation %s: %w", IntervalAnnotation, err))
+		errs = append(errs, fmt.Errorf("annotation %s: %w", metal3.IntervalAnnotation, err))
 	}
 	if len(errs) > 0 {
 		return nil, 0, errors.Join(errs...)

@@ -24,7 +24,7 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 	prof, o := p.src.profile, &p.out
 	s := *prof.Status.DeepCopy()
 	s.ObservedGeneration = prof.Generation
-	s.LastSyncRequest = prof.Annotations[SyncRequestAnnotation]
+	s.LastSyncRequest = prof.Annotations[v1alpha1.SyncRequestAnnotation]
 	s.HostsMatched, s.NodesInSync, s.HostsPaused = int32(o.matched), int32(o.inSync), int32(o.paused)
 	s.HostsWaiting = int32(p.waitingCount())
 	s.Waiting = nil
@@ -163,7 +163,7 @@ func retainedNote(retained []string) string {
 func notReadyStatus(prof *v1alpha1.LabelSyncProfile, reason, msg string, now time.Time) v1alpha1.LabelSyncProfileStatus {
 	s := *prof.Status.DeepCopy()
 	s.ObservedGeneration = prof.Generation
-	s.LastSyncRequest = prof.Annotations[SyncRequestAnnotation]
+	s.LastSyncRequest = prof.Annotations[v1alpha1.SyncRequestAnnotation]
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation, LastTransitionTime: metav1.NewTime(now)})
 	return s

@@ -20,6 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
@@ -66,7 +67,7 @@ func scheme(t testing.TB) *runtime.Scheme {
 	if err := clusterv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := labelsync.AddToScheme(s); err != nil {
+	if err := metal3.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -173,16 +174,16 @@ func (h *harness) cluster(name string, kubeconfig []byte, annotations map[string
 	h.t.Helper()
 	h.create(build.KubeconfigSecret(name, kubeconfig))
 	h.create(build.Metal3Cluster(name, build.Annotations(annotations)))
-	c := build.Cluster(name, build.InfrastructureRef(labelsync.Metal3ClusterGVK, name))
+	c := build.Cluster(name, build.InfrastructureRef(metal3.Metal3ClusterGVK, name))
 	h.create(c)
 	h.updateStatus(c, func() { c.Status.Initialization.InfrastructureProvisioned = ptr.To(true) })
 	return c
 }
 
 // host creates a BareMetalHost with labels.
-func (h *harness) host(name string, labels map[string]string) *labelsync.BareMetalHost {
+func (h *harness) host(name string, labels map[string]string) *metal3.BareMetalHost {
 	h.t.Helper()
-	b := build.Object(&labelsync.BareMetalHost{}, name, build.Labels(labels))
+	b := build.Object(&metal3.BareMetalHost{}, name, build.Labels(labels))
 	h.create(b)
 	return b
 }
@@ -190,10 +191,10 @@ func (h *harness) host(name string, labels map[string]string) *labelsync.BareMet
 // machine makes a host the consumer's: a Metal3Machine owned by a Machine
 // of cluster whose nodeRef is node ("": none yet), and the host's
 // consumerRef to the Metal3Machine.
-func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clusterv1.Machine {
+func (h *harness) machine(b *metal3.BareMetalHost, cluster, node string) *clusterv1.Machine {
 	h.t.Helper()
 	name := b.Name + "-m"
-	m := build.Machine(name, cluster, build.InfrastructureRef(labelsync.Metal3MachineGVK, name))
+	m := build.Machine(name, cluster, build.InfrastructureRef(metal3.Metal3MachineGVK, name))
 	h.create(m)
 	h.metal3Machine(b, m)
 	if node != "" {
@@ -206,7 +207,7 @@ func (h *harness) machine(b *labelsync.BareMetalHost, cluster, node string) *clu
 }
 
 // metal3Machine creates the Metal3Machine of a Machine, naming its host.
-func (h *harness) metal3Machine(b *labelsync.BareMetalHost, m *clusterv1.Machine) {
+func (h *harness) metal3Machine(b *metal3.BareMetalHost, m *clusterv1.Machine) {
 	h.t.Helper()
 	h.create(build.Metal3Machine(m.Spec.InfrastructureRef.Name, build.HostOf(h.ns, b.Name), build.MachineOwner(m)))
 }
@@ -233,7 +234,7 @@ func (h *harness) node(c client.Client, name string, labels map[string]string, t
 // workload cluster alpha, its Node n1, the host h1 (rack r1) on that Node,
 // and the profile p1 syncing rack.example.com labels. It returns the host
 // and the Node's name.
-func (h *harness) syncedHost(p *planes) (*labelsync.BareMetalHost, string) {
+func (h *harness) syncedHost(p *planes) (*metal3.BareMetalHost, string) {
 	h.t.Helper()
 	h.cluster("alpha", p.workloadKC, nil)
 	node := h.node(p.workloadC, "n1", nil)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -68,7 +69,7 @@ func (h *harness) resourceVersion(node string) string {
 }
 
 // consume points a host's consumerRef at a Metal3Machine (namespace/name).
-func (h *harness) consume(b *labelsync.BareMetalHost, m3m types.NamespacedName) {
+func (h *harness) consume(b *metal3.BareMetalHost, m3m types.NamespacedName) {
 	h.t.Helper()
 	h.update(h.c, b, func() {
 		b.Spec.ConsumerRef = build.ConsumerRef(m3m.Namespace, m3m.Name)

@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
+	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
@@ -62,16 +63,16 @@ func TestParseAnnotations(t *testing.T) {
 		resync   time.Duration
 		errs     []string
 	}{
-		{name: "no annotation: no source", a: map[string]string{IntervalAnnotation: "30s"}},
-		{name: "CAPM3's example", a: map[string]string{PrefixesAnnotation: "my-prefix.foobar.io, my.thing", IntervalAnnotation: "30s"},
+		{name: "no annotation: no source", a: map[string]string{metal3.IntervalAnnotation: "30s"}},
+		{name: "CAPM3's example", a: map[string]string{metal3.PrefixesAnnotation: "my-prefix.foobar.io, my.thing", metal3.IntervalAnnotation: "30s"},
 			prefixes: []string{"my-prefix.foobar.io", "my.thing"}, resync: 30 * time.Second},
-		{name: "default interval", a: map[string]string{PrefixesAnnotation: "a.io"}, prefixes: []string{"a.io"}, resync: time.Minute},
-		{name: "empty list syncs nothing", a: map[string]string{PrefixesAnnotation: " , "}, prefixes: []string{}, resync: time.Minute},
-		{name: "a reserved prefix refuses all", a: map[string]string{PrefixesAnnotation: "a.io, kubernetes.io"},
-			errs: []string{PrefixesAnnotation, `"kubernetes.io" is reserved`}},
-		{name: "a bad interval refuses all", a: map[string]string{PrefixesAnnotation: "a.io", IntervalAnnotation: "1s"},
-			errs: []string{IntervalAnnotation, "shorter than 10s"}},
-		{name: "both wrong, both said", a: map[string]string{PrefixesAnnotation: "A.io", IntervalAnnotation: "x"},
+		{name: "default interval", a: map[string]string{metal3.PrefixesAnnotation: "a.io"}, prefixes: []string{"a.io"}, resync: time.Minute},
+		{name: "empty list syncs nothing", a: map[string]string{metal3.PrefixesAnnotation: " , "}, prefixes: []string{}, resync: time.Minute},
+		{name: "a reserved prefix refuses all", a: map[string]string{metal3.PrefixesAnnotation: "a.io, kubernetes.io"},
+			errs: []string{metal3.PrefixesAnnotation, `"kubernetes.io" is reserved`}},
+		{name: "a bad interval refuses all", a: map[string]string{metal3.PrefixesAnnotation: "a.io", metal3.IntervalAnnotation: "1s"},
+			errs: []string{metal3.IntervalAnnotation, "shorter than 10s"}},
+		{name: "both wrong, both said", a: map[string]string{metal3.PrefixesAnnotation: "A.io", metal3.IntervalAnnotation: "x"},
 			errs: []string{`"A.io"`, `"x" is not a duration`}},
 	}
 	for _, c := range cases {
@@ -238,7 +239,7 @@ func TestSyncedNodeNeedsNothing(t *testing.T) {
 	if !u.isEmpty() {
 		t.Fatalf("a synced Node gets %+v", u)
 	}
-	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false)
+	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false)
 	if u.isEmpty() || u.taints == nil || len(u.taints) != 0 || !u.labels.IsEmpty() {
 		t.Fatalf("a synced Node with the pending taint gets %+v", u)
 	}
@@ -248,7 +249,7 @@ func TestRetainKeepsWhatSyncWouldRemove(t *testing.T) {
 	prefixes := []string{"r.io"}
 	host := map[string]string{"r.io/a": "2"}
 	node := map[string]string{"r.io/a": "1", "r.io/gone": "x", "r.io/extra": "y", "other": "z"}
-	taint := []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	taint := []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	u := updateFor(host, node, prefixes, taint, true)
 	if len(u.labels.Delete) != 0 || u.labels.Set["r.io/a"] != "2" || len(u.labels.Set) != 1 {
 		t.Fatalf("Retain: labels %+v, want r.io/a set and nothing removed", u.labels)

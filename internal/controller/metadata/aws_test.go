@@ -17,9 +17,9 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
-	tagevents "github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventstest"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
@@ -205,18 +205,18 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 		}
 	}
 	// change is EventBridge's change of id, carrying its tags as they are.
-	change := func(id, eventID string) tagevents.Change {
-		return eventstest.Write("aws", arn(id), eventID, awstest.Tags(t, moto, id))
+	change := func(id, eventID string) cloudchange.Change {
+		return cloudchangetest.Write("aws", arn(id), eventID, awstest.Tags(t, moto, id))
 	}
 	targeted := func() float64 {
 		return testenv.Counter(t, "tagsync_metadata_targeted_passes_total", map[string]string{"namespace": h.ns, "cloudmetadata": name})
 	}
 	// publish delivers changes and returns the AWS calls and targeted
 	// passes they caused.
-	publish := func(changes ...tagevents.Change) (map[string]int, float64) {
+	publish := func(changes ...cloudchange.Change) (map[string]int, float64) {
 		t.Helper()
 		before, passes := provider.Calls(), targeted()
-		if err := eventstest.Publish(t, hub, waitFor, changes...); err != nil {
+		if err := cloudchangetest.Publish(t, hub, waitFor, changes...); err != nil {
 			t.Fatal(err)
 		}
 		calls := map[string]int{}
@@ -229,9 +229,9 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 	}
 
 	// burst hacks ids, then returns 50 changes of each.
-	burst := func(ids ...string) []tagevents.Change {
+	burst := func(ids ...string) []cloudchange.Change {
 		hack(ids...)
-		var out []tagevents.Change
+		var out []cloudchange.Change
 		for i := range 50 {
 			for _, id := range ids {
 				out = append(out, change(id, fmt.Sprintf("burst-%d-%s", i, id)))
@@ -241,19 +241,19 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 	}
 	for _, step := range []struct {
 		what    string
-		changes func() []tagevents.Change
+		changes func() []cloudchange.Change
 		calls   map[string]int
 		passes  float64
 	}{
-		{"an outside edit", func() []tagevents.Change { hack(ids[0]); return []tagevents.Change{change(ids[0], "edit")} },
+		{"an outside edit", func() []cloudchange.Change { hack(ids[0]); return []cloudchange.Change{change(ids[0], "edit")} },
 			map[string]int{"ec2:CreateTags": 1}, 1},
-		{"a burst of 100 changes of two instances", func() []tagevents.Change { return burst(ids[1:]...) }, map[string]int{"ec2:CreateTags": 1}, 1},
-		{"tagsync's own write", func() []tagevents.Change { return []tagevents.Change{change(ids[0], "own-write")} }, map[string]int{}, 1},
-		{"a duplicate", func() []tagevents.Change { return []tagevents.Change{change(ids[0], "own-write")} }, map[string]int{}, 0},
-		{"a change of an unrelated instance", func() []tagevents.Change { return []tagevents.Change{change(stray, "unrelated")} }, map[string]int{}, 0},
+		{"a burst of 100 changes of two instances", func() []cloudchange.Change { return burst(ids[1:]...) }, map[string]int{"ec2:CreateTags": 1}, 1},
+		{"tagsync's own write", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 1},
+		{"a duplicate", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 0},
+		{"a change of an unrelated instance", func() []cloudchange.Change { return []cloudchange.Change{change(stray, "unrelated")} }, map[string]int{}, 0},
 		// Without tags AWS has no read by ID: a full pass (one discovery).
-		{"a change without tags", func() []tagevents.Change {
-			return []tagevents.Change{eventstest.Write("aws", arn(ids[0]), "no-tags", nil)}
+		{"a change without tags", func() []cloudchange.Change {
+			return []cloudchange.Change{cloudchangetest.Write("aws", arn(ids[0]), "no-tags", nil)}
 		},
 			map[string]int{"tag:GetResources": 1}, 0},
 	} {

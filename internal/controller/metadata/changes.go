@@ -9,7 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -27,13 +28,16 @@ import (
 // (one discovery), which stakes the object's claim on it.
 
 // changeEvents is what the Reconciler needs to take cloud changes: the
-// hub subscription (UseEvents: events.Subscriber), the index of every
+// hub subscription (kit.Subscriber), the index of every
 // object's resources and classifiers, and the unknown resources to read.
 type changeEvents struct {
-	tagevents.Subscriber
-	index  *resourceIndex
-	probes probeQueue
+	subscriber kit.Subscriber
+	index      *resourceIndex
+	probes     probeQueue
 }
+
+// UseEvents makes the controller take hub's changes (kit.Subscriber.UseEvents).
+func (e *changeEvents) UseEvents(hub *cloudchange.Hub) { e.subscriber.UseEvents(hub) }
 
 // resourceIndex is, per CloudMetadata, the resources each of its targets'
 // last discovery matched and the classifiers and clouds it applies. It is
@@ -45,7 +49,7 @@ type resourceIndex struct {
 	wants   map[types.NamespacedName]interest
 	// pending are, per object, the matched resources changes named since
 	// its last pass; flagged: its next pass must be full.
-	pending tagevents.Pending[types.NamespacedName]
+	pending kit.Pending[types.NamespacedName]
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
@@ -139,7 +143,7 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 
 // owning returns the objects whose last discovery matched the change's
 // resource, and remembers the change (and the tags it carried) for them.
-func (x *resourceIndex) owning(c tagevents.Change) []types.NamespacedName {
+func (x *resourceIndex) owning(c cloudchange.Change) []types.NamespacedName {
 	id := cloud.CanonicalID(c.Resource)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -153,7 +157,7 @@ func (x *resourceIndex) owning(c tagevents.Change) []types.NamespacedName {
 
 // take returns and forgets the resources changed for cm, what their
 // latest changes carried, and whether its next pass must be full.
-func (x *resourceIndex) take(cm types.NamespacedName) ([]string, map[string]tagevents.Carried, bool) {
+func (x *resourceIndex) take(cm types.NamespacedName) ([]string, map[string]kit.Carried, bool) {
 	return x.pending.TakeCarried(cm)
 }
 
@@ -213,16 +217,16 @@ func (x *resourceIndex) searched(cloudName string, covers func(scopes []string) 
 	return false
 }
 
-// Route implements tagevents.Router: a change enqueues the objects that
+// Route implements cloudchange.Router: a change enqueues the objects that
 // matched its resource, or, for an unknown resource, those whose
 // classifiers its tags carry (read first when the change lacks them);
 // never the object whose own write made it (Change.EchoOf).
-func (r *Reconciler) Route(c tagevents.Change) []string {
-	if c.Kind == tagevents.KindState {
+func (r *Reconciler) Route(c cloudchange.Change) []string {
+	if c.Kind == cloudchange.KindState {
 		return nil // tags did not change
 	}
 	objects := withoutEcho(r.index.owning(c), c)
-	if len(objects) == 0 && c.Kind == tagevents.KindWrite {
+	if len(objects) == 0 && c.Kind == cloudchange.KindWrite {
 		if c.Tags == nil {
 			if c.EchoOf != "" {
 				return nil // the writer knows the resource: no read for its echo
@@ -237,21 +241,21 @@ func (r *Reconciler) Route(c tagevents.Change) []string {
 	keys := make([]string, len(objects))
 	for i, o := range objects {
 		keys[i] = o.String()
-		r.Enqueue(reconcile.Request{NamespacedName: o})
+		r.subscriber.Enqueue(reconcile.Request{NamespacedName: o})
 	}
 	return keys
 }
 
 // withoutEcho leaves out of objects the one whose own write made c.
-func withoutEcho(objects []types.NamespacedName, c tagevents.Change) []types.NamespacedName {
+func withoutEcho(objects []types.NamespacedName, c cloudchange.Change) []types.NamespacedName {
 	return slices.DeleteFunc(objects, func(o types.NamespacedName) bool { return o.String() == c.EchoOf })
 }
 
-// Overflow implements tagevents.Router: changes were dropped (or the
+// Overflow implements cloudchange.Router: changes were dropped (or the
 // sources' health changed), so every object runs one pass.
 func (r *Reconciler) Overflow() {
 	r.states.Each(func(key types.NamespacedName, _ *state) {
 		r.index.needFull(key)
-		r.Enqueue(reconcile.Request{NamespacedName: key})
+		r.subscriber.Enqueue(reconcile.Request{NamespacedName: key})
 	})
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -187,19 +187,12 @@ func (p *pass) releaseClaims(ctx context.Context) {
 	p.r.wakeUp(ctx, p.r.claims.withdraw(func(c claimant) bool { return c.cm == key && !p.claimed[c] }))
 }
 
-// wakeUp enqueues a pass of each CloudMetadata named, at once.
-func (r *Reconciler) wakeUp(ctx context.Context, keys []types.NamespacedName) {
-	if r.wakeContests == nil {
-		return
-	}
+// wakeUp enqueues a full pass of each CloudMetadata named, at once; it
+// never blocks.
+func (r *Reconciler) wakeUp(_ context.Context, keys []types.NamespacedName) {
 	r.index.needFull(keys...)
 	for _, k := range keys {
-		ev := event.GenericEvent{Object: &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
-		select {
-		case r.wakeContests <- ev:
-		case <-ctx.Done():
-			return
-		}
+		r.wakeContests.Add(reconcile.Request{NamespacedName: k})
 	}
 }
 

@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -41,9 +40,6 @@ import (
 // events.
 const ControllerName = "metadata"
 
-// SyncRequestAnnotation asks for a pass over a CloudMetadata now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
-
 // Reconciler applies the requests of CloudMetadata objects. Build it with
 // NewReconciler.
 type Reconciler struct {
@@ -54,9 +50,9 @@ type Reconciler struct {
 	once   sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
-	// wakeContests enqueues CloudMetadata objects whose contests changed
-	// (nil until SetupWithManager).
-	wakeContests chan event.GenericEvent
+	// wakeContests enqueues CloudMetadata objects whose contests changed,
+	// without blocking the pass that changed them (kit.Wake).
+	wakeContests kit.Wake
 	// changeEvents turns cloud changes into passes (changes.go).
 	changeEvents
 }
@@ -99,7 +95,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // changes routed to the object before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	return r.Serve(ctx, req.String(), func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
+	return r.subscriber.Serve(ctx, req.String(), func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass.

@@ -11,19 +11,20 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
-	"github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventstest"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // newEventsHarness starts a metadata controller that takes cloud changes
 // from hub, with one source that is up, on armsim and the extra providers.
-func newEventsHarness(t *testing.T, extra ...cloud.Provider) (*harness, *events.Hub, *eventstest.Source) {
-	hub := events.NewHub(events.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
-	src := eventstest.NewSource(t.Name())
+func newEventsHarness(t *testing.T, extra ...cloud.Provider) (*harness, *cloudchange.Hub, *cloudchangetest.Source) {
+	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := cloudchangetest.NewSource(t.Name())
 	h := newHarnessWith(t, func(h *harness) {
-		h.eventOpts = eventstest.Options(hub, src)
+		h.eventOpts = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
 	}, extra...)
 	return h, hub, src
 }
@@ -66,7 +67,7 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 	}
 	h.az.Server.ResetCalls()
 	start := time.Now()
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "edit-1", nil)); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", a[0], "edit-1", nil)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("change to the end of its targeted pass: %s", time.Since(start))
@@ -89,13 +90,13 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 		}
 	}
 	h.az.Server.ResetCalls()
-	var burst []events.Change
+	var burst []cloudchange.Change
 	for i := range 50 {
 		for _, id := range a[:2] {
-			burst = append(burst, eventstest.Write("azure", id, fmt.Sprintf("burst-%d-%s", i, id), nil))
+			burst = append(burst, cloudchangetest.Write("azure", id, fmt.Sprintf("burst-%d-%s", i, id), nil))
 		}
 	}
-	if err := eventstest.Publish(t, hub, waitFor, burst...); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, burst...); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 2}) {
@@ -109,7 +110,7 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 
 	// The change tagsync's own write caused: one read, no write.
 	h.az.Server.ResetCalls()
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", a[0], "own-write", nil)); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", a[0], "own-write", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) || h.writes() != 0 {
@@ -119,12 +120,12 @@ func TestAChangeRunsAPassOfTheObjectsThatMatchedTheResource(t *testing.T) {
 	// A redelivery, a state change and a deletion of an unknown resource
 	// cost nothing.
 	h.az.Server.ResetCalls()
-	state := eventstest.Write("azure", a[0], "state-1", nil)
-	state.Kind = events.KindState
-	gone := eventstest.Write("azure", a[0]+"-gone", "delete-1", nil)
-	gone.Kind = events.KindDelete
-	for _, c := range []events.Change{eventstest.Write("azure", a[0], "edit-1", nil), state, gone} {
-		if err := eventstest.Publish(t, hub, waitFor, c); err != nil {
+	state := cloudchangetest.Write("azure", a[0], "state-1", nil)
+	state.Kind = cloudchange.KindState
+	gone := cloudchangetest.Write("azure", a[0]+"-gone", "delete-1", nil)
+	gone.Kind = cloudchange.KindDelete
+	for _, c := range []cloudchange.Change{cloudchangetest.Write("azure", a[0], "edit-1", nil), state, gone} {
+		if err := cloudchangetest.Publish(t, hub, waitFor, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,16 +144,16 @@ func TestManyChangedResourcesRunAFullPassInstead(t *testing.T) {
 	if len(ids) <= metadata.AlwaysTargetedReads {
 		t.Fatalf("the estate has %d resources, want more than %d", len(ids), metadata.AlwaysTargetedReads)
 	}
-	var changes []events.Change
+	var changes []cloudchange.Change
 	for i, id := range ids {
 		if err := h.az.Server.DeleteTags(id, "env"); err != nil {
 			t.Fatal(err)
 		}
-		changes = append(changes, eventstest.Write("azure", id, fmt.Sprintf("many-%d", i), nil))
+		changes = append(changes, cloudchangetest.Write("azure", id, fmt.Sprintf("many-%d", i), nil))
 	}
 	fallbacks := testenv.Counter(t, "tagsync_metadata_targeted_fallbacks_total", map[string]string{"cloudmetadata": "evt-many"})
 	h.az.Server.ResetCalls()
-	if err := eventstest.Publish(t, hub, waitFor, changes...); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, changes...); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
@@ -180,7 +181,7 @@ func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
 
 	// Unclassified: one read, no pass, no write.
 	h.az.Server.ResetCalls()
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", disk, "late-1", nil)); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", disk, "late-1", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 1}) || h.writes() != 0 {
@@ -192,7 +193,7 @@ func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.az.Server.ResetCalls()
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", disk, "late-2", nil)); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", disk, "late-2", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.tags(disk)["env"]; got != "prod" {
@@ -205,7 +206,7 @@ func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
 	// A change that carries the tags (AWS) needs no read.
 	h.az.Server.ResetCalls()
 	other := disk + "-other"
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", other, "tagged-1", map[string]string{"unrelated": "x"})); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", other, "tagged-1", map[string]string{"unrelated": "x"})); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armOps(opGraph, opRead); len(got) != 0 {
@@ -215,7 +216,7 @@ func TestAnUnknownResourceIsReadOnceToSeeWhetherItIsClassified(t *testing.T) {
 	// A resource in a subscription no object searches is not read.
 	h.az.Server.ResetCalls()
 	far := "/subscriptions/00000000-0000-4000-8000-00000000beef/resourceGroups/rg-far/providers/Microsoft.Compute/disks/far"
-	if err := eventstest.Publish(t, hub, waitFor, eventstest.Write("azure", far, "far-1", nil)); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", far, "far-1", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armOps(opGraph, opRead); len(got) != 0 {
@@ -233,13 +234,13 @@ func TestWhileASourceIsDownCloudMetadataPollsAtItsInterval(t *testing.T) {
 			if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: "evt-health"}, &cm); err != nil {
 				return err.Error()
 			}
-			return eventstest.CheckCondition(cm.Status.Conditions, status, reason, message)
+			return cloudchangetest.CheckCondition(cm.Status.Conditions, status, reason, message)
 		})
 	}
 	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
-	src.Set(events.Health{Reason: "subscription deleted"})
+	src.Set(cloudchange.Health{Reason: "subscription deleted"})
 	eventsCondition(metav1.ConditionFalse, v1alpha1.ReasonEventSourceDown, src.Name()+": subscription deleted")
-	src.Set(events.Health{Up: true})
+	src.Set(cloudchange.Health{Up: true})
 	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
 }
 
@@ -259,7 +260,7 @@ func TestAFailedStatusWriteIsFollowedByAFullPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	unrefuse := h.refuseStatusWrites()
-	hub.Publish([]events.Change{eventstest.Write("azure", disk, "late-sw", nil)}, func(error) {})
+	hub.Publish([]cloudchange.Change{cloudchangetest.Write("azure", disk, "late-sw", nil)}, func(error) {})
 	h.waitEvent(metadata.ReasonTagsNotApplied, "evt-sw-tags", metadata.ReasonNotRecorded)
 	if got := h.tags(disk)["env"]; got != "" {
 		t.Fatalf("env=%q written while the held tags could not be recorded", got)

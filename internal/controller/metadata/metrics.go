@@ -6,11 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tagsync/tagsync/internal/controller/kit"
+	tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-const metrics = kit.Metrics(ControllerName)
+const metrics = tagmetrics.Subsystem(ControllerName)
 
 // Resource states of the resources gauge.
 var resourceStates = []string{"matched", "in_sync", "failed"}

@@ -14,7 +14,8 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // pass is one reconcile of a CloudMetadata: every target it drives, synced
@@ -30,13 +31,13 @@ type pass struct {
 	// every is the polling interval (the events resync interval while the
 	// event sources are up), health their health (nil: events off).
 	every  time.Duration
-	health *tagevents.Health
+	health *cloudchange.Health
 	// changed are the resources cloud changes named since the last pass;
 	// fullNeeded says the pass must be full whatever they are.
 	changed    []string
 	fullNeeded bool
 	// carried is what the latest changes of the changed resources carried.
-	carried map[string]tagevents.Carried
+	carried map[string]kit.Carried
 	// hold is the mass deletion the pass held (nil: none); kept describes
 	// the deletions deletionPolicy Retain kept, per resource.
 	hold *hold
@@ -62,7 +63,7 @@ type targetPlan struct {
 
 func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 	p := &pass{r: r, cm: cm, st: st, started: r.Now(), claimed: map[claimant]bool{}}
-	p.every, p.health = r.Interval(cm.Spec.ControllerConfig.SyncInterval())
+	p.every, p.health = r.subscriber.Interval(cm.Spec.ControllerConfig.SyncInterval())
 	return p
 }
 

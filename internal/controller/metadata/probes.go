@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 )
 
 // A change of a resource no object matched, that does not carry the
@@ -22,7 +22,7 @@ func probeKey(resource string) string { return "probe " + cloud.CanonicalID(reso
 // probe queues an unknown resource's change for a read, when the cloud
 // can read one resource and some object searches a scope holding it; it
 // returns the key the hub waits on (none when there is nothing to read).
-func (r *Reconciler) probe(c tagevents.Change) []string {
+func (r *Reconciler) probe(c cloudchange.Change) []string {
 	p, err := r.providers.Get(c.Cloud)
 	reader, ok := p.(cloud.ClassifiedReader)
 	if err != nil || !ok || !r.index.searched(c.Cloud, func(scopes []string) bool { return reader.Covers(c.Resource, scopes) }) {
@@ -46,8 +46,8 @@ func (r *Reconciler) runProbes(ctx context.Context) error {
 // readProbe reads an unknown resource once and publishes its change again
 // with the tags, so the objects whose classifiers it now carries run a
 // pass; the probe is done when they are.
-func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
-	finished := r.PassStarted(probeKey(c.Resource))
+func (r *Reconciler) readProbe(ctx context.Context, c cloudchange.Change) {
+	finished := r.subscriber.PassStarted(probeKey(c.Resource))
 	p, _ := r.providers.Get(c.Cloud)
 	res, err := p.(cloud.ClassifiedReader).ReadClassified(cloud.WithReadAfter(ctx, c.Received), c.Resource)
 	switch {
@@ -57,7 +57,7 @@ func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 		finished(err)
 	default:
 		c.Tags, c.ID = res.Tags, "" // a new change: no redelivery of the one read
-		r.Republish([]tagevents.Change{c}, finished)
+		r.subscriber.Republish([]cloudchange.Change{c}, finished)
 	}
 }
 
@@ -65,7 +65,7 @@ func (r *Reconciler) readProbe(ctx context.Context, c tagevents.Change) {
 // blocks, Pop waits for one. Its zero value is ready.
 type probeQueue struct {
 	mu      sync.Mutex
-	pending []tagevents.Change
+	pending []cloudchange.Change
 	signal  chan struct{}
 }
 
@@ -78,7 +78,7 @@ func (q *probeQueue) ready() chan struct{} {
 }
 
 // Push queues a change.
-func (q *probeQueue) Push(c tagevents.Change) {
+func (q *probeQueue) Push(c cloudchange.Change) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pending = append(q.pending, c)
@@ -89,7 +89,7 @@ func (q *probeQueue) Push(c tagevents.Change) {
 }
 
 // Pop returns the oldest change, waiting for one until ctx ends.
-func (q *probeQueue) Pop(ctx context.Context) (tagevents.Change, bool) {
+func (q *probeQueue) Pop(ctx context.Context) (cloudchange.Change, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.pending) > 0 {
@@ -102,7 +102,7 @@ func (q *probeQueue) Pop(ctx context.Context) (tagevents.Change, bool) {
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return tagevents.Change{}, false
+			return cloudchange.Change{}, false
 		case <-signal:
 		}
 	}

@@ -6,12 +6,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
@@ -29,9 +27,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	r.init()
-	r.wakeContests = make(chan event.GenericEvent, maxConcurrentPasses)
-	if r.EventsOn() {
-		r.Subscribe(ControllerName, r)
+	if r.subscriber.EventsOn() {
+		r.subscriber.Subscribe(ControllerName, r)
 		if err := mgr.Add(manager.RunnableFunc(r.runProbes)); err != nil {
 			return err
 		}
@@ -55,8 +52,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.AWSMetadata{}, handler.EnqueueRequestsFromMapFunc(r.referrers(awsRefIndex)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.wakeContests, &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(r.EnqueueSource()).
+		WatchesRawSource(r.wakeContests.Source()).
+		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
 

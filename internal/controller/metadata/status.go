@@ -163,7 +163,7 @@ func activeList(t *target) map[string]string {
 func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, now metav1.Time) v1alpha1.CloudMetadataStatus {
 	s := *p.cm.Status.DeepCopy()
 	s.ObservedGeneration, s.LastSyncTime = p.cm.Generation, &now
-	s.LastSyncRequest = p.cm.Annotations[SyncRequestAnnotation]
+	s.LastSyncRequest = p.cm.Annotations[v1alpha1.SyncRequestAnnotation]
 	s.Matched, s.InSync, s.Failed = 0, 0, 0
 	for _, o := range outcomes {
 		s.Matched += int32(o.matched)
@@ -177,7 +177,7 @@ func (p *pass) cloudMetadataStatus(problems []refProblem, outcomes []*outcome, n
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready), Reason: reason,
 		Message: notify.Fit(msg), ObservedGeneration: p.cm.Generation})
 	if p.health != nil {
-		meta.SetStatusCondition(&s.Conditions, p.health.Condition(p.every, p.cm.Generation))
+		meta.SetStatusCondition(&s.Conditions, kit.EventsCondition(*p.health, p.every, p.cm.Generation))
 	}
 	return s
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // A change of a resource an object's last discovery matched runs a
@@ -52,7 +52,7 @@ func (p *pass) doneFull(problems []refProblem, outcomes []*outcome) {
 		calls += o.discoveryCalls
 	}
 	p.st.full = fullPass{ok: ok, at: p.started, spec: specKeyOf(p.cm, targetsOf(outcomes)),
-		request: p.cm.Annotations[SyncRequestAnnotation], calls: calls, approval: p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]}
+		request: p.cm.Annotations[v1alpha1.SyncRequestAnnotation], calls: calls, approval: p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]}
 }
 
 // targetsOf are the outcomes' targets.
@@ -68,7 +68,7 @@ func targetsOf(outcomes []*outcome) []*target {
 func (p *pass) canTarget(res resolved) bool {
 	f := p.st.full
 	return f.ok && len(res.problems) == 0 && p.r.Now().Before(f.at.Add(p.every)) &&
-		f.request == p.cm.Annotations[SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets) &&
+		f.request == p.cm.Annotations[v1alpha1.SyncRequestAnnotation] && f.spec == specKeyOf(p.cm, res.targets) &&
 		f.approval == p.cm.Annotations[v1alpha1.ApproveDeletionsAnnotation]
 }
 
@@ -220,7 +220,7 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 // usableCarried is what the latest change of the resource id carried,
 // when it is its whole tag set from a change made after the object's last
 // full pass and last write (an older one may predate them).
-func (p *pass) usableCarried(id string) (tagevents.Carried, bool) {
+func (p *pass) usableCarried(id string) (kit.Carried, bool) {
 	c, ok := p.carried[cloud.CanonicalID(id)]
 	return c, ok && c.Usable(p.st.full.at) && c.Usable(p.st.wrote)
 }

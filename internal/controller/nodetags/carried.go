@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -45,7 +45,7 @@ func (b *changeBook) readLocked(id string, at time.Time) {
 // reserves for itself (which snapshots leave out), and its nodes placed as
 // the last full pass placed them. It returns the ids it could not serve,
 // which the pass reads.
-func (b *changeBook) fromChanges(name string, ids []string, carried map[string]tagevents.Carried, provider cloud.NodeProvider) (cloud.Snapshot, []string) {
+func (b *changeBook) fromChanges(name string, ids []string, carried map[string]kit.Carried, provider cloud.NodeProvider) (cloud.Snapshot, []string) {
 	rules := provider.Rules()
 	take := func(string, tags.Set, time.Time) bool { return true }
 	if t, ok := provider.(cloud.CarriedTagsTaker); ok {
@@ -97,7 +97,7 @@ func merge(snap *cloud.Snapshot, read cloud.Snapshot) {
 // a resource it does not know) serves this pass too, whichever of the two
 // reads first (cloud.WithReadAfter). A resource whose change's receipt is
 // unknown (the retry of a failed pass) is read anew.
-func readAfterChanges(ctx context.Context, ids []string, carried map[string]tagevents.Carried) context.Context {
+func readAfterChanges(ctx context.Context, ids []string, carried map[string]kit.Carried) context.Context {
 	var after time.Time
 	for _, id := range ids {
 		c, ok := carried[id]

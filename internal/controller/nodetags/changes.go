@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // Cloud changes (the events Hub) turn into targeted passes: the controller
@@ -30,11 +31,14 @@ import (
 // cloud fresh.
 
 // changeEvents is what the Reconciler needs to take cloud changes: the
-// hub subscription (UseEvents: events.Subscriber) and the change book.
+// hub subscription (kit.Subscriber) and the change book.
 type changeEvents struct {
-	tagevents.Subscriber
-	changes *changeBook
+	subscriber kit.Subscriber
+	changes    *changeBook
 }
+
+// UseEvents makes the controller take hub's changes (kit.Subscriber.UseEvents).
+func (e *changeEvents) UseEvents(hub *cloudchange.Hub) { e.subscriber.UseEvents(hub) }
 
 // changeBook is the controller's index and the changes pending per
 // NodeTagSync. It is safe for concurrent use.
@@ -51,7 +55,7 @@ type changeBook struct {
 	// pending are, per NodeTagSync, the resources changed since its last
 	// pass started; flagged: its next full pass must read the cloud fresh
 	// because changes were dropped (an overflow).
-	pending tagevents.Pending[string]
+	pending kit.Pending[string]
 	// epoch counts the events after which every NodeTagSync needs a full
 	// pass (Node events, overflows).
 	epoch uint64
@@ -78,7 +82,7 @@ func ownerKey(resource string) string {
 // except the one whose own write made it (Change.EchoOf), and returns
 // their names. The tags a change carries are kept only when they are the
 // indexed resource's own (not a scale set instance's).
-func (b *changeBook) route(c tagevents.Change) []string {
+func (b *changeBook) route(c cloudchange.Change) []string {
 	id := ownerKey(c.Resource)
 	if id != cloud.CanonicalID(c.Resource) {
 		c.Tags = nil
@@ -127,7 +131,7 @@ func (b *changeBook) currentEpoch() uint64 {
 
 // take returns and forgets the resources changed for name, what their
 // latest changes carried, and whether its next full pass must read fresh.
-func (b *changeBook) take(name string) ([]string, map[string]tagevents.Carried, bool) {
+func (b *changeBook) take(name string) ([]string, map[string]kit.Carried, bool) {
 	return b.pending.TakeCarried(name)
 }
 
@@ -190,22 +194,22 @@ func (b *changeBook) nodesOn(name string, ids []string) map[string]bool {
 	return out
 }
 
-// Route implements tagevents.Router: a change enqueues the NodeTagSyncs placed
+// Route implements cloudchange.Router: a change enqueues the NodeTagSyncs placed
 // on its resource; a change of its run state alone (its tags did not
 // change) does nothing.
-func (r *Reconciler) Route(c tagevents.Change) []string {
-	if c.Kind == tagevents.KindState {
+func (r *Reconciler) Route(c cloudchange.Change) []string {
+	if c.Kind == cloudchange.KindState {
 		return nil
 	}
 	names := r.changes.route(c)
-	r.Enqueue(requests(names)...)
+	r.subscriber.Enqueue(requests(names)...)
 	return names
 }
 
-// Overflow implements tagevents.Router: changes were dropped, so every
+// Overflow implements cloudchange.Router: changes were dropped, so every
 // NodeTagSync runs one full pass.
 func (r *Reconciler) Overflow() {
-	r.Enqueue(requests(r.changes.overflow())...)
+	r.subscriber.Enqueue(requests(r.changes.overflow())...)
 }
 
 // requests are the reconcile requests of NodeTagSyncs by name.

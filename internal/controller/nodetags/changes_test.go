@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -31,7 +31,7 @@ func TestTheChangeBookRoutesToTheOwnersOnly(t *testing.T) {
 	pool := ownerKey(scaleSetID)
 	b.record("a", map[string][]string{pool: {"n0", "n1"}}, nil, time.Now())
 	b.record("b", map[string][]string{"/other": {"n2"}}, nil, time.Now())
-	change := tagevents.Change{Resource: scaleSetID + "/virtualMachines/0", Kind: tagevents.KindWrite}
+	change := cloudchange.Change{Resource: scaleSetID + "/virtualMachines/0", Kind: cloudchange.KindWrite}
 	if got := b.route(change); fmt.Sprint(got) != "[a]" {
 		t.Fatalf("routed to %v, want [a]", got)
 	}
@@ -42,7 +42,7 @@ func TestTheChangeBookRoutesToTheOwnersOnly(t *testing.T) {
 	if got := b.nodesOn("a", []string{pool}); len(got) != 2 {
 		t.Fatalf("nodes on the scale set: %v", got)
 	}
-	if got := b.route(tagevents.Change{Resource: "/unowned"}); len(got) != 0 {
+	if got := b.route(cloudchange.Change{Resource: "/unowned"}); len(got) != 0 {
 		t.Fatalf("a change of an unowned resource routed to %v", got)
 	}
 	b.forget("a")
@@ -80,7 +80,7 @@ func TestTheEchoOfAWriteSkipsOnlyTheWriter(t *testing.T) {
 	pool := ownerKey(scaleSetID)
 	b.record("writer", map[string][]string{pool: {"n0"}}, nil, time.Now())
 	b.record("other", map[string][]string{pool: {"n1"}}, nil, time.Now())
-	echo := tagevents.Change{Resource: scaleSetID, Kind: tagevents.KindWrite, EchoOf: "writer"}
+	echo := cloudchange.Change{Resource: scaleSetID, Kind: cloudchange.KindWrite, EchoOf: "writer"}
 	if got := b.route(echo); fmt.Sprint(got) != "[other]" {
 		t.Fatalf("the echo was routed to %v, want [other]", got)
 	}
@@ -97,9 +97,9 @@ func TestCarriedTagsServeTheChangesMadeAfterTheRead(t *testing.T) {
 	b.record("a", map[string][]string{ownerKey(solo): {"n0"}, ownerKey(group): {"n1", "n2"}, pool: {"n3"}},
 		map[string]string{"n0": "in no group"}, read)
 	carrying := tags.Set{"env": "prod", "aws:autoscaling:groupName": "Pool"}
-	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
-	b.route(tagevents.Change{Resource: group, Tags: carrying, Time: read})
-	b.route(tagevents.Change{Resource: scaleSetID + "/virtualMachines/0", Tags: carrying, Time: read.Add(time.Second)})
+	b.route(cloudchange.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
+	b.route(cloudchange.Change{Resource: group, Tags: carrying, Time: read})
+	b.route(cloudchange.Change{Resource: scaleSetID + "/virtualMachines/0", Tags: carrying, Time: read.Add(time.Second)})
 	ids, carried, _ := b.take("a")
 	snap, unread := b.fromChanges("a", ids, carried, taker{})
 	if fmt.Sprint(unread) != fmt.Sprint([]string{pool, ownerKey(group)}) {
@@ -113,14 +113,14 @@ func TestCarriedTagsServeTheChangesMadeAfterTheRead(t *testing.T) {
 	}
 	// The change served is now the resource's last read: a redelivery of
 	// it is read.
-	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
+	b.route(cloudchange.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Second)})
 	ids, carried, _ = b.take("a")
 	if _, unread := b.fromChanges("a", ids, carried, taker{}); len(unread) != 1 {
 		t.Errorf("a change as old as the last one served: to read %v, want it", unread)
 	}
 	// A provider that does not take the tags into its cache (its read is
 	// newer): read.
-	b.route(tagevents.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Minute)})
+	b.route(cloudchange.Change{Resource: solo, Tags: carrying, Time: read.Add(time.Minute)})
 	ids, carried, _ = b.take("a")
 	if _, unread := b.fromChanges("a", ids, carried, taker{refuse: true}); len(unread) != 1 {
 		t.Errorf("tags the provider refused: to read %v, want them", unread)

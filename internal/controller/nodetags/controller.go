@@ -25,7 +25,7 @@ import (
 )
 
 // SyncRequestAnnotation asks for a pass over a NodeTagSync (with fresh cloud reads) now.
-const SyncRequestAnnotation = kit.SyncRequestAnnotation
+const SyncRequestAnnotation = v1alpha1.SyncRequestAnnotation
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
 // Build it with NewReconciler.
@@ -85,7 +85,7 @@ type syncState struct {
 // changes routed to the NodeTagSync before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
-	return r.Serve(ctx, req.Name, func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
+	return r.subscriber.Serve(ctx, req.Name, func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
 }
 
 // reconcile is one pass: targeted when only cloud changes can have asked
@@ -107,7 +107,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.writeStatus(ctx, &nts, invalidStatus(&nts, err), st)
 	}
 	p := r.newPass(&nts, cfg, st)
-	p.cfg.resync, p.health = r.Interval(cfg.resync)
+	p.cfg.resync, p.health = r.subscriber.Interval(cfg.resync)
 	epoch := r.changes.currentEpoch()
 	ids, carried, fresh := r.changes.take(nts.Name)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {

@@ -11,21 +11,22 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
-	"github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventstest"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // newMotoEventsHarness is newEventsHarness on moto: the provider keeps its
 // reads for an hour, so the AWS calls a test counts are the ones its
 // changes cause.
-func newMotoEventsHarness(t *testing.T) (*harness, motoCloud, *aws.Provider, *events.Hub) {
+func newMotoEventsHarness(t *testing.T) (*harness, motoCloud, *aws.Provider, *cloudchange.Hub) {
 	hub, src := newHub(t, 0)
 	var p *aws.Provider
 	h, c := newMotoHarnessWith(t, func(h *harness, m *testenv.Moto) {
 		p = awstest.Provider(t, m, aws.WithCacheTTL(time.Hour))
 		h.provider = func() aProvider { return p }
-		h.eventOpts = eventstest.Options(hub, src)
+		h.eventOpts = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
 	})
 	return h, c, p, hub
 }
@@ -43,8 +44,8 @@ func awsCalls(p *aws.Provider, before map[string]int) map[string]int {
 
 // awsWrite is the change EventBridge reports for a tag change of the
 // resource arn: carrying its tags when tags is not nil.
-func awsWrite(arn, eventID string, tags map[string]string) events.Change {
-	return eventstest.Write("aws", arn, eventID, tags)
+func awsWrite(arn, eventID string, tags map[string]string) cloudchange.Change {
+	return cloudchangetest.Write("aws", arn, eventID, tags)
 }
 
 // TestAWSChangesReadOnlyWhatTheirEventsLack: on AWS a change of an EC2
@@ -72,11 +73,11 @@ func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 
 	// publish delivers changes and returns the AWS calls and targeted
 	// passes they caused.
-	publish := func(changes ...events.Change) (map[string]int, float64) {
+	publish := func(changes ...cloudchange.Change) (map[string]int, float64) {
 		t.Helper()
 		before := p.Calls()
 		_, targeted := h.passes(name)
-		if err := eventstest.Publish(t, hub, waitFor, changes...); err != nil {
+		if err := cloudchangetest.Publish(t, hub, waitFor, changes...); err != nil {
 			t.Fatal(err)
 		}
 		_, after := h.passes(name)
@@ -103,7 +104,7 @@ func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 		if step.carry {
 			carried = c.tags(h, step.arn)
 		}
-		burst := make([]events.Change, step.burst)
+		burst := make([]cloudchange.Change, step.burst)
 		for j := range burst {
 			burst[j] = awsWrite(step.arn, fmt.Sprintf("%d-%d", i, j), carried)
 		}
@@ -132,7 +133,7 @@ func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 	unrelated := awsWrite(instanceARN("i-0123456789abcdef0"), "unrelated", map[string]string{"cost": "9"})
 	for _, step := range []struct {
 		what   string
-		change events.Change
+		change cloudchange.Change
 		passes float64
 	}{{"tagsync's own write", own, 1}, {"a duplicate", own, 0}, {"a change of an unrelated instance", unrelated, 0}} {
 		if calls, passes := publish(step.change); passes != step.passes || len(calls) != 0 {

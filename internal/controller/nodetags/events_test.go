@@ -11,8 +11,9 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
-	"github.com/tagsync/tagsync/internal/events"
-	"github.com/tagsync/tagsync/internal/events/eventstest"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -23,19 +24,19 @@ const eventsResync = 2 * time.Hour
 // (capacity changes at most), with one source that is up. The provider
 // keeps its listings for an hour, so the ARM reads a test counts are the
 // ones its changes cause.
-func newEventsHarness(t *testing.T, capacity int) (*harness, *events.Hub, *eventstest.Source) {
+func newEventsHarness(t *testing.T, capacity int) (*harness, *cloudchange.Hub, *cloudchangetest.Source) {
 	hub, src := newHub(t, capacity)
 	h := newHarnessWith(t, func(h *harness) {
-		h.eventOpts = eventstest.Options(hub, src)
+		h.eventOpts = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
 	}, azure.WithCacheTTL(time.Hour))
 	return h, hub, src
 }
 
 // newHub is the event tests' hub (capacity changes at most) and its one
 // source, which is up.
-func newHub(t *testing.T, capacity int) (*events.Hub, *eventstest.Source) {
-	hub := events.NewHub(events.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
-	return hub, eventstest.NewSource(t.Name())
+func newHub(t *testing.T, capacity int) (*cloudchange.Hub, *cloudchangetest.Source) {
+	hub := cloudchange.NewHub(cloudchange.HubOptions{Capacity: capacity, ResyncInterval: eventsResync, HealthEvery: 20 * time.Millisecond})
+	return hub, cloudchangetest.NewSource(t.Name())
 }
 
 // pool creates the resource group rg-<name> with a scale set of n
@@ -76,7 +77,9 @@ func (h *harness) settled(names ...string) {
 }
 
 // write is the change Event Grid reports for a write of resource id.
-func write(id, eventID string) events.Change { return eventstest.Write("azure", id, eventID, nil) }
+func write(id, eventID string) cloudchange.Change {
+	return cloudchangetest.Write("azure", id, eventID, nil)
+}
 
 // passes counts the NodeTagSync's passes so far: full and targeted.
 func (h *harness) passes(name string) (full, targeted float64) {
@@ -110,7 +113,7 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 	}
 	h.cloud.ResetCalls()
 	start := time.Now()
-	if err := eventstest.Publish(t, hub, waitFor, write(poolA, "change-1")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(poolA, "change-1")); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("change to the end of its targeted pass: %s", time.Since(start))
@@ -143,11 +146,11 @@ func TestACloudChangeRunsATargetedPassOfItsOwnerOnly(t *testing.T) {
 	}
 	h.cloud.ResetCalls()
 	_, targetedA = h.passes("evt-own-a")
-	burst := make([]events.Change, 100)
+	burst := make([]cloudchange.Change, 100)
 	for i := range burst {
 		burst[i] = write(poolA, fmt.Sprintf("burst-%d", i))
 	}
-	if err := eventstest.Publish(t, hub, waitFor, burst...); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, burst...); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.labels("evt-own-a-1")["azure.tags/cost"]; got != "43" {
@@ -169,7 +172,7 @@ func TestTheEchoesOfItsNodeWritesAreRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 	echoes := testenv.Counter(t, "tagsync_nodetags_node_echoes_total", nil)
-	if err := eventstest.Publish(t, hub, waitFor, write(pool, "echo-1")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "echo-1")); err != nil {
 		t.Fatal(err)
 	}
 	// Each Node write's watch event is matched to the write and consumed;
@@ -205,13 +208,13 @@ func TestAnotherReaderOfAChangeSharesTheTargetedPassRead(t *testing.T) {
 	hub, src := newHub(t, 0)
 	var provider aProvider
 	h := newHarnessWith(t, func(h *harness) {
-		h.eventOpts = eventstest.Options(hub, src)
+		h.eventOpts = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
 		h.provider = func() aProvider { provider = h.azureProvider(); return provider }
 	}, azure.WithCacheTTL(time.Hour))
 	reader := provider.(cloud.ClassifiedReader)
 	pool := h.pool("evt-share", 1, map[string]string{"env": "prod"})
 	h.settled("evt-share")
-	change := func(env, eventID string) events.Change {
+	change := func(env, eventID string) cloudchange.Change {
 		if err := h.cloud.SetTags(pool, map[string]string{"env": env}); err != nil {
 			t.Fatal(err)
 		}
@@ -220,16 +223,16 @@ func TestAnotherReaderOfAChangeSharesTheTargetedPassRead(t *testing.T) {
 		c.Received = time.Now()
 		return c
 	}
-	probe := func(c events.Change, want string) {
+	probe := func(c cloudchange.Change, want string) {
 		t.Helper()
 		res, err := reader.ReadClassified(cloud.WithReadAfter(h.ctx, c.Received), pool)
 		if err != nil || res.Tags["env"] != want {
 			t.Fatalf("the other reader: %+v, %v; want env=%s", res, err, want)
 		}
 	}
-	sync := func(c events.Change, want string) {
+	sync := func(c cloudchange.Change, want string) {
 		t.Helper()
-		if err := eventstest.Publish(t, hub, waitFor, c); err != nil {
+		if err := cloudchangetest.Publish(t, hub, waitFor, c); err != nil {
 			t.Fatal(err)
 		}
 		if got := h.labels("evt-share-0")["azure.tags/env"]; got != want {
@@ -268,7 +271,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	h.settled("evt-quiet")
 	writes, versions := h.writes(), h.nodeVersions(nodes...)
 	_, targeted := h.passes("evt-quiet")
-	if err := eventstest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
 		t.Fatal(err)
 	}
 	if _, got := h.passes("evt-quiet"); got != targeted+1 {
@@ -282,7 +285,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	}
 
 	// A redelivery of that change is dropped: no pass.
-	if err := eventstest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "own-write")); err != nil {
 		t.Fatal(err)
 	}
 	if _, got := h.passes("evt-quiet"); got != targeted+1 {
@@ -292,7 +295,7 @@ func TestChangesThatChangeNothingWriteNothing(t *testing.T) {
 	// A change of a resource no NodeTagSync owns: done at once, no read.
 	h.cloud.ResetCalls()
 	other := strings.Replace(pool, "rg-evt-quiet", "rg-elsewhere", 1)
-	if err := eventstest.Publish(t, hub, waitFor, write(other, "unrelated")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(other, "unrelated")); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.armReads(); len(got) != 0 {
@@ -316,7 +319,7 @@ func TestAnOverflowRunsAFreshFullPass(t *testing.T) {
 	}
 	// Two changes do not fit in a queue of one: the delivery is dropped
 	// and done at once, and the NodeTagSync runs one full pass instead.
-	if err := eventstest.Publish(t, hub, waitFor, write(pool, "o-1"), write(pool, "o-2")); err != nil {
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "o-1"), write(pool, "o-2")); err != nil {
 		t.Fatal(err)
 	}
 	h.waitLabel("evt-overflow-0", "azure.tags/cost", "7")
@@ -330,16 +333,16 @@ func TestWhileASourceIsDownTheObjectsPollAtTheirInterval(t *testing.T) {
 	h.pool("evt-health", 1, map[string]string{"env": "prod"})
 	eventsCondition := func(status metav1.ConditionStatus, reason string, message ...string) func(*v1alpha1.NodeTagSync) string {
 		return func(nts *v1alpha1.NodeTagSync) string {
-			return eventstest.CheckCondition(nts.Status.Conditions, status, reason, message...)
+			return cloudchangetest.CheckCondition(nts.Status.Conditions, status, reason, message...)
 		}
 	}
 	h.waitStatus("evt-health", "events on", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))
-	src.Set(events.Health{Reason: "the queue cannot be read: access denied"})
+	src.Set(cloudchange.Health{Reason: "the queue cannot be read: access denied"})
 	h.waitStatus("evt-health", "events degraded", eventsCondition(metav1.ConditionFalse, v1alpha1.ReasonEventSourceDown,
 		src.Name()+": the queue cannot be read: access denied", "polling every 5m0s"))
 	if got := testenv.Counter(t, "tagsync_events_source_up", map[string]string{"source": src.Name()}); got != 0 {
 		t.Errorf("tagsync_events_source_up = %v while the source is down", got)
 	}
-	src.Set(events.Health{Up: true})
+	src.Set(cloudchange.Health{Up: true})
 	h.waitStatus("evt-health", "events on again", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))
 }

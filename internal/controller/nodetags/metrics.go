@@ -1,8 +1,8 @@
 package nodetags
 
-import "github.com/tagsync/tagsync/internal/controller/kit"
+import tagmetrics "github.com/tagsync/tagsync/internal/metrics"
 
-const metrics = kit.Metrics(ControllerName)
+const metrics = tagmetrics.Subsystem(ControllerName)
 
 var (
 	passesTotal = metrics.Counter("passes_total",

@@ -7,17 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // BaseAnnotation holds, on each Node, the merge base of the three-way
-// merge: the tags both sides last agreed on and the configuration they were
-// agreed under (tags.Base: the NodeTagSync's UID, the label prefix, the
-// direction and the provider). A Node without it, or whose base was made
-// under another configuration, has no history, so its next sync is a union
-// that deletes nothing.
-const BaseAnnotation = "tagsync.io/last-synced-tags"
+// merge (tags.Base): v1alpha1.LastSyncedTagsAnnotation.
+const BaseAnnotation = v1alpha1.LastSyncedTagsAnnotation
 
 // readBase returns the Node's stored base; ok is false when there is none.
 // A malformed annotation is reported and treated as no history, which can

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
-	tagevents "github.com/tagsync/tagsync/internal/events"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -38,7 +38,7 @@ type pass struct {
 	// health is the event sources' health (nil: events off), reported in
 	// the status; changesPending makes a full pass read fresh because
 	// cloud changes are waiting for it.
-	health         *tagevents.Health
+	health         *cloudchange.Health
 	changesPending bool
 	// complete is set when the pass read the cloud and synced every node
 	// it could.

@@ -36,14 +36,14 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 		return err
 	}
 	r.nodes = nodes
-	r.Subscribe(ControllerName, r)
+	r.subscriber.Subscribe(ControllerName, r)
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(kit.Options(1)).
 		For(&v1alpha1.NodeTagSync{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanged())).
-		WatchesRawSource(r.EnqueueSource()).
+		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
 

@@ -6,15 +6,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
-// PendingTaintKey is the taint (effect NoSchedule, any value) a node can be
-// registered with (kubelet --register-with-taints, or an AKS node pool's
-// --node-taints) so nothing is scheduled on it before its labels are synced:
-// the pass that first gives the node its labels removes it, in the same
-// write. A node tagsync cannot sync keeps the taint and is reported.
-const PendingTaintKey = "nodetags.tagsync.io/pending"
+// PendingTaintKey is the taint a node can be registered with so nothing is
+// scheduled on it before its labels are synced:
+// v1alpha1.NodeTagsPendingTaintKey.
+const PendingTaintKey = v1alpha1.NodeTagsPendingTaintKey
 
 // pendingIndex indexes cached Nodes that carry the pending taint.
 const pendingIndex = "nodetags.pendingTaint"

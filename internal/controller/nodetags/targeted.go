@@ -9,7 +9,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
-	tagevents "github.com/tagsync/tagsync/internal/events"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // runTargeted is a pass over the nodes the last full pass placed on the
@@ -20,7 +20,7 @@ import (
 // events, logs and metrics; the status and its counts are the full
 // passes', which see every node. A pass that fails keeps the changes for
 // its retry.
-func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string]tagevents.Carried) (reconcile.Result, error) {
+func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string]kit.Carried) (reconcile.Result, error) {
 	p.targeted = true
 	res, err := p.syncChanged(ctx, ids, carried)
 	result := "ok"
@@ -36,7 +36,7 @@ func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string
 
 // syncChanged reads the changed resources whose changes carried no usable
 // tags and syncs the nodes of all of them.
-func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string]tagevents.Carried) (reconcile.Result, error) {
+func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string]kit.Carried) (reconcile.Result, error) {
 	sel, err := p.selectNodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -91,5 +91,5 @@ func (p *pass) setEventsCondition(st *v1alpha1.NodeTagSyncStatus) {
 	if p.health == nil {
 		return
 	}
-	setConditions(st, p.nts.Generation, p.health.Condition(p.cfg.resync, p.nts.Generation))
+	setConditions(st, p.nts.Generation, kit.EventsCondition(*p.health, p.cfg.resync, p.nts.Generation))
 }

@@ -70,7 +70,7 @@ func OwnedBy(owner metav1.Object, apiVersion, kind string) Meta {
 
 // Object applies the metadata options to obj, named name, and returns it:
 // for a kind the package has no builder for, such as a typed BareMetalHost
-// (build.Object(&labelsync.BareMetalHost{}, "h1", build.Labels(l))).
+// (build.Object(&metal3.BareMetalHost{}, "h1", build.Labels(l))).
 func Object[T metav1.Object](obj T, name string, opts ...Meta) T {
 	obj.SetName(name)
 	for _, o := range opts {

@@ -7,23 +7,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/tagsync/tagsync/api/metal3"
 )
 
-// The Metal3 kinds label sync follows. Metal3's Go modules are no
-// dependency of tagsync, so the builders make unstructured objects of these
-// kinds.
+// The Metal3 kinds label sync follows, as api/metal3 declares them (the
+// builders make unstructured objects of them: Metal3's Go modules are no
+// dependency of tagsync).
 var (
 	// BareMetalHostGVK is the Metal3 BareMetalHost kind.
-	BareMetalHostGVK = schema.GroupVersionKind{Group: "metal3.io", Version: "v1alpha1", Kind: "BareMetalHost"}
+	BareMetalHostGVK = metal3.HostGVK
 	// Metal3MachineGVK is CAPM3's Metal3Machine kind.
-	Metal3MachineGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "Metal3Machine"}
+	Metal3MachineGVK = metal3.Metal3MachineGVK
 	// Metal3ClusterGVK is CAPM3's Metal3Cluster kind.
-	Metal3ClusterGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: "Metal3Cluster"}
+	Metal3ClusterGVK = metal3.Metal3ClusterGVK
 )
 
 // hostAnnotation on a Metal3Machine names its BareMetalHost as
 // <namespace>/<name> (CAPM3's annotation).
-const hostAnnotation = "metal3.io/BareMetalHost"
+const hostAnnotation = metal3.HostAnnotation
 
 // SecretOption changes a Secret being built: a Meta option or a
 // SecretFunc.

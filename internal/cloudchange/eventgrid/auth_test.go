@@ -1,0 +1,253 @@
+package eventgrid
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/tagsync/tagsync/internal/cloudchange"
+)
+
+func TestSharedSecret(t *testing.T) {
+	e := serveWithKey(t)
+	body := gridBody(t, writeEvent("k1"))
+	wantRefused(t, reasonUnauthenticated, http.StatusUnauthorized, func() (int, string) { return post(t, e.url, body, nil) })
+	wantRefused(t, reasonBadKey, http.StatusForbidden, func() (int, string) { return post(t, e.keyURL("wrong-key-of-twenty-chars"), body, nil) })
+	wantRefused(t, reasonBadKey, http.StatusForbidden, func() (int, string) { return post(t, e.keyURL(testKey[:5]), body, nil) })
+	if calls := e.sink.published(); len(calls) != 0 {
+		t.Fatalf("refused deliveries published %v", calls)
+	}
+	if status, msg := post(t, e.keyURL(testKey), body, nil); status != http.StatusOK {
+		t.Fatalf("the right key: status %d: %s", status, msg)
+	}
+	e.wantOnePublish(t, cloudchange.Change{ID: "k1", Kind: cloudchange.KindWrite, Resource: scaleSet})
+}
+
+func TestSharedSecretRotation(t *testing.T) {
+	const next = "the-next-secret-0123456789"
+	path := writeSecret(t, testKey+"\n")
+	e := serve(t, Config{SecretFile: path})
+	accepted := func(key string) bool {
+		status, _ := post(t, e.keyURL(key), gridBody(t, writeEvent(key+time.Now().String())), nil)
+		return status == http.StatusOK
+	}
+	if !accepted(testKey) || accepted(next) {
+		t.Fatal("before the rotation only the first secret is accepted")
+	}
+	rewrite := func(content string) {
+		t.Helper()
+		if err := writeFileChanged(path, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(testKey + "\n" + next + "\n")
+	if !accepted(testKey) || !accepted(next) {
+		t.Fatal("during the rotation both secrets are accepted")
+	}
+	rewrite(next + "\n")
+	if accepted(testKey) || !accepted(next) {
+		t.Fatal("after the rotation only the new secret is accepted")
+	}
+}
+
+func TestBearerTokens(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	tn := newTenant(t)
+	e := serve(t, tn.config(audience))
+	other, err := newTenantKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(change func(map[string]any)) map[string]any {
+		c := tn.claims(audience)
+		change(c)
+		return c
+	}
+	n := 0
+	send := func(token string) func() (int, string) {
+		return func() (int, string) {
+			n++
+			return post(t, e.url, gridBody(t, writeEvent("tok-"+strconv.Itoa(n))), bearer(token))
+		}
+	}
+
+	if status, msg := send(tn.sign(t, tn.claims(audience), tn.key))(); status != http.StatusOK {
+		t.Fatalf("a valid token: status %d: %s", status, msg)
+	}
+	e.wantOnePublish(t, cloudchange.Change{ID: "tok-1", Kind: cloudchange.KindWrite, Resource: scaleSet})
+
+	refused := map[string]string{
+		"wrong issuer":       tn.sign(t, with(func(c map[string]any) { c["iss"] = "https://login.microsoftonline.com/" + tn.id + "/v2.0" }), tn.key),
+		"other tenant":       tn.sign(t, with(func(c map[string]any) { c["iss"] = tn.authority + "/99999999-0000-0000-0000-000000000000/v2.0" }), tn.key),
+		"v1 issuer, not on":  tn.sign(t, with(func(c map[string]any) { c["iss"] = "https://sts.windows.net/" + tn.id + "/" }), tn.key),
+		"wrong audience":     tn.sign(t, with(func(c map[string]any) { c["aud"] = "api://someone-else" }), tn.key),
+		"bad signature":      tn.sign(t, tn.claims(audience), other),
+		"expired":            tn.sign(t, with(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() }), tn.key),
+		"not a JWT":          "not-a-token",
+		"signature stripped": strings.TrimRightFunc(tn.sign(t, tn.claims(audience), tn.key), func(r rune) bool { return r != '.' }),
+	}
+	for name, token := range refused {
+		t.Run(name, func(t *testing.T) {
+			wantRefused(t, reasonBadToken, http.StatusForbidden, send(token))
+		})
+	}
+	wantRefused(t, reasonUnauthenticated, http.StatusUnauthorized, func() (int, string) {
+		return post(t, e.url, gridBody(t, writeEvent("no-token")), nil)
+	})
+	if calls := e.sink.published(); len(calls) != 1 {
+		t.Errorf("refused tokens published: %v", calls[1:])
+	}
+}
+
+func TestBearerTokenV1IssuerWhenAccepted(t *testing.T) {
+	const audience = "6c1e9d2a-8f4b-4a57-9d0e-2b7c3f5a1e84"
+	tn := newTenant(t)
+	cfg := tn.config(audience)
+	cfg.AcceptV1Issuer = true
+	e := serve(t, cfg)
+	v1 := tn.claims(audience)
+	v1["iss"] = "https://sts.windows.net/" + tn.id + "/"
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("v1")), bearer(tn.sign(t, v1, tn.key))); status != http.StatusOK {
+		t.Fatalf("a v1 token: status %d: %s", status, msg)
+	}
+	v1["iss"] = "https://sts.windows.net/99999999-0000-0000-0000-000000000000/"
+	wantRefused(t, reasonBadToken, http.StatusForbidden, func() (int, string) {
+		return post(t, e.url, gridBody(t, writeEvent("v1-other")), bearer(tn.sign(t, v1, tn.key)))
+	})
+}
+
+// TestBearerTokenCallerAllowList: with AllowedCallers, a valid token
+// passes only when the application that obtained it is listed: azp in a
+// v2.0 token, appid in a v1.0 one.
+func TestBearerTokenCallerAllowList(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	const other = "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"
+	tn := newTenant(t)
+	cfg := tn.config(audience)
+	cfg.AcceptV1Issuer = true
+	cfg.AllowedCallers = []string{"0B5F3C1E-0000-4000-8000-000000000001", EventGridAppID}
+	e := serve(t, cfg)
+	token := func(ver string, claims map[string]any) string {
+		c := tn.claims(audience)
+		c["ver"] = ver
+		if ver == "1.0" {
+			c["iss"] = "https://sts.windows.net/" + tn.id + "/"
+		}
+		for k, v := range claims {
+			c[k] = v
+		}
+		return tn.sign(t, c, tn.key)
+	}
+	n := 0
+	send := func(token string) func() (int, string) {
+		return func() (int, string) {
+			n++
+			return post(t, e.url, gridBody(t, writeEvent("caller-"+strconv.Itoa(n))), bearer(token))
+		}
+	}
+
+	accepted := map[string]string{
+		"v1 appid":                   token("1.0", map[string]any{"appid": EventGridAppID}),
+		"v2 azp":                     token("2.0", map[string]any{"azp": EventGridAppID}),
+		"v2 azp in upper case":       token("2.0", map[string]any{"azp": strings.ToUpper(EventGridAppID)}),
+		"the other listed caller":    token("2.0", map[string]any{"azp": "0b5f3c1e-0000-4000-8000-000000000001"}),
+		"no ver, appid":              token("", map[string]any{"appid": EventGridAppID}),
+		"v1 appid, azp of no matter": token("1.0", map[string]any{"appid": EventGridAppID, "azp": other}),
+	}
+	for name, tok := range accepted {
+		if status, msg := send(tok)(); status != http.StatusOK {
+			t.Errorf("%s: status %d: %s", name, status, msg)
+		}
+	}
+	refused := map[string]string{
+		"v1 appid of another app": token("1.0", map[string]any{"appid": other}),
+		"v2 azp of another app":   token("2.0", map[string]any{"azp": other}),
+		"v2 appid, azp another":   token("2.0", map[string]any{"appid": EventGridAppID, "azp": other}),
+		"v2 without azp":          token("2.0", map[string]any{"appid": EventGridAppID}),
+		"no caller claim":         token("", nil),
+	}
+	for name, tok := range refused {
+		t.Run(name, func(t *testing.T) {
+			wantRefused(t, reasonCallerNotAllowed, http.StatusForbidden, send(tok))
+		})
+	}
+	// A token that fails before its caller is looked at is a bad token.
+	expired := token("2.0", map[string]any{"azp": other, "exp": time.Now().Add(-time.Minute).Unix()})
+	wantRefused(t, reasonBadToken, http.StatusForbidden, send(expired))
+	if calls := e.sink.published(); len(calls) != len(accepted) {
+		t.Errorf("%d deliveries published, want the %d accepted", len(calls), len(accepted))
+	}
+}
+
+// TestBearerTokenWithoutAllowList: without AllowedCallers a valid token of
+// any application of the tenant passes, as before the allow-list.
+func TestBearerTokenWithoutAllowList(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	tn := newTenant(t)
+	e := serve(t, tn.config(audience))
+	for i, caller := range []map[string]any{{"ver": "2.0", "azp": "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"}, {"ver": "1.0", "appid": EventGridAppID}, {}} {
+		c := tn.claims(audience)
+		for k, v := range caller {
+			c[k] = v
+		}
+		if status, msg := post(t, e.url, gridBody(t, writeEvent("any-"+strconv.Itoa(i))), bearer(tn.sign(t, c, tn.key))); status != http.StatusOK {
+			t.Errorf("caller %v: status %d: %s", caller, status, msg)
+		}
+	}
+}
+
+func TestEitherModeAuthenticates(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	tn := newTenant(t)
+	cfg := tn.config(audience)
+	cfg.SecretFile = writeSecret(t, testKey)
+	e := serve(t, cfg)
+	if status, msg := post(t, e.keyURL(testKey), gridBody(t, writeEvent("by-key")), nil); status != http.StatusOK {
+		t.Fatalf("by key: status %d: %s", status, msg)
+	}
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("by-token")), bearer(tn.sign(t, tn.claims(audience), tn.key))); status != http.StatusOK {
+		t.Fatalf("by token: status %d: %s", status, msg)
+	}
+}
+
+func TestAuthorityDownIsRetryable(t *testing.T) {
+	tn := newTenant(t)
+	cfg := tn.config("api://tagsync-eventgrid")
+	cfg.TenantID = "00000000-0000-0000-0000-00000000dead" // no discovery document
+	e := serve(t, cfg)
+	wantRefused(t, reasonAuthUnavailable, http.StatusServiceUnavailable, func() (int, string) {
+		return post(t, e.url, gridBody(t, writeEvent("x")), bearer(tn.sign(t, tn.claims("api://tagsync-eventgrid"), tn.key)))
+	})
+}
+
+func TestLogsNeverShowTheKey(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	e := serveWith(t, Config{SecretFile: writeSecret(t, testKey)}, func(w *Webhook) {
+		w.log = funcr.New(func(prefix, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged.WriteString(prefix + " " + args + "\n")
+		}, funcr.Options{Verbosity: 9})
+	})
+	const wrong = "a-wrong-key-of-20-chars"
+	post(t, e.keyURL(wrong), gridBody(t, writeEvent("l1")), nil)
+	post(t, e.keyURL(testKey), []byte("{oops"), nil)
+	post(t, e.keyURL(testKey), gridBody(t, writeEvent("l2")), nil)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), reasonBadKey) {
+		t.Fatalf("the refusals were not logged at V(1): %s", logged.String())
+	}
+	for _, secret := range []string{testKey, wrong} {
+		if strings.Contains(logged.String(), secret) {
+			t.Errorf("the log shows a key: %s", logged.String())
+		}
+	}
+}

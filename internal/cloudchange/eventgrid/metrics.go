@@ -1,0 +1,57 @@
+package eventgrid
+
+import tagmetrics "github.com/tagsync/tagsync/internal/metrics"
+
+const metrics = tagmetrics.Subsystem("eventgrid")
+
+var (
+	deliveriesTotal = metrics.Counter("deliveries_total",
+		"Deliveries (HTTP requests to the endpoint) by result: accepted, handshake, refused, unavailable.", "result")
+	eventsTotal = metrics.Counter("events_total",
+		"Events received in accepted deliveries, by type (ResourceWriteSuccess, ..., other) and outcome (published, ignored, duplicate, too_old).",
+		"type", "outcome")
+	refusedTotal = metrics.Counter("refused_total",
+		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, auth_unavailable, too_large, malformed, too_old, not_leader, method.",
+		"reason")
+)
+
+// Delivery results.
+const (
+	resultAccepted    = "accepted"
+	resultHandshake   = "handshake"
+	resultRefused     = "refused"
+	resultUnavailable = "unavailable"
+)
+
+// Event outcomes.
+const (
+	outcomePublished = "published"
+	outcomeIgnored   = "ignored"
+	outcomeDuplicate = "duplicate"
+	outcomeTooOld    = "too_old"
+)
+
+// Refusal reasons.
+const (
+	reasonUnauthenticated  = "unauthenticated"
+	reasonBadKey           = "bad_key"
+	reasonBadToken         = "bad_token"
+	reasonCallerNotAllowed = "caller_not_allowed"
+	reasonAuthUnavailable  = "auth_unavailable"
+	reasonTooLarge         = "too_large"
+	reasonMalformed        = "malformed"
+	reasonTooOld           = "too_old"
+	reasonNotLeader        = "not_leader"
+	reasonMethod           = "method"
+)
+
+// The series alerts compare exist from the start, at zero.
+func init() {
+	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable} {
+		deliveriesTotal.WithLabelValues(r)
+	}
+	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonAuthUnavailable,
+		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonMethod} {
+		refusedTotal.WithLabelValues(r)
+	}
+}
