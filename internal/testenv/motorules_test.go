@@ -1,0 +1,161 @@
+package testenv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// awsRulesMoto is the moto of TestAWSRules, which every rule's subtest
+// shares (each works on resources of its own).
+var awsRulesMoto *testenv.Moto
+
+// ruleClients returns a config through the rules (URL) and one to moto
+// alone (Direct), neither retrying, so a refusal is seen as it is.
+func ruleClients(m *testenv.Moto) (through, direct aws.Config) {
+	through, direct = m.Config.Copy(), m.Config.Copy()
+	through.RetryMaxAttempts, direct.RetryMaxAttempts = 1, 1
+	direct.BaseEndpoint = aws.String(m.Direct)
+	return through, direct
+}
+
+// wantCode fails unless err is an AWS API error with code.
+func wantCode(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != code {
+		t.Fatalf("%s through the rules: err = %v, want %s", what, err, code)
+	}
+}
+
+// wantMotoAccepts fails unless moto alone took the call.
+func wantMotoAccepts(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s on moto alone: %v; the rule's test needs moto to accept it", what, err)
+	}
+}
+
+// fakeInstanceIDs returns n instance IDs moto never started.
+func fakeInstanceIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("i-%017x", 0xf00000+i)
+	}
+	return ids
+}
+
+// TestAWSRules shows, for each rule of the AWS limits in front of moto,
+// that moto alone (Direct) takes a call the rules refuse as AWS does.
+func TestAWSRules(t *testing.T) {
+	awsRulesMoto = testenv.StartMoto(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	through, direct := ruleClients(awsRulesMoto)
+	ec2Through, ec2Direct := ec2.NewFromConfig(through), ec2.NewFromConfig(direct)
+	vpc, err := ec2Through.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.9.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vpcID := aws.ToString(vpc.Vpc.VpcId)
+	tagVPC := func(c *ec2.Client, key, value string) error {
+		_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vpcID},
+			Tags: []ec2types.Tag{{Key: aws.String(key), Value: aws.String(value)}}})
+		return err
+	}
+
+	t.Run("FilterValues", func(t *testing.T) {
+		in := func() *ec2.DescribeInstancesInput {
+			return &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: fakeInstanceIDs(testenv.MaxEC2FilterValues + 1)}}}
+		}
+		_, err := ec2Through.DescribeInstances(ctx, in())
+		wantCode(t, "DescribeInstances with 201 filter values", err, "FilterLimitExceeded")
+		_, err = ec2Direct.DescribeInstances(ctx, in())
+		wantMotoAccepts(t, "DescribeInstances with 201 filter values", err)
+		ok := in()
+		ok.Filters[0].Values = ok.Filters[0].Values[:testenv.MaxEC2FilterValues]
+		if _, err := ec2Through.DescribeInstances(ctx, ok); err != nil {
+			t.Fatalf("DescribeInstances with 200 filter values through the rules: %v", err)
+		}
+	})
+
+	t.Run("IDsPerCall", func(t *testing.T) {
+		in := func() *ec2.DeleteTagsInput {
+			return &ec2.DeleteTagsInput{Resources: fakeInstanceIDs(testenv.MaxEC2IDsPerCall + 1), Tags: []ec2types.Tag{{Key: aws.String("k")}}}
+		}
+		_, err := ec2Through.DeleteTags(ctx, in())
+		wantCode(t, "DeleteTags on 1001 resources", err, "InvalidParameterValue")
+		_, err = ec2Direct.DeleteTags(ctx, in())
+		wantMotoAccepts(t, "DeleteTags on 1001 resources", err)
+	})
+
+	t.Run("TagKeyLength", func(t *testing.T) {
+		long := strings.Repeat("k", testenv.MaxEC2TagKeyLength+1)
+		wantCode(t, "CreateTags with a 128-character key", tagVPC(ec2Through, long, "v"), "InvalidParameterValue")
+		wantMotoAccepts(t, "CreateTags with a 128-character key", tagVPC(ec2Direct, long, "v"))
+		// 127 characters, multi-byte ones among them: characters count, not bytes.
+		if err := tagVPC(ec2Through, strings.Repeat("é", testenv.MaxEC2TagKeyLength), "v"); err != nil {
+			t.Fatalf("CreateTags with a 127-character key through the rules: %v", err)
+		}
+	})
+
+	t.Run("TagValueLength", func(t *testing.T) {
+		long := strings.Repeat("v", testenv.MaxEC2TagValueLength+1)
+		wantCode(t, "CreateTags with a 257-character value", tagVPC(ec2Through, "k", long), "InvalidParameterValue")
+		wantMotoAccepts(t, "CreateTags with a 257-character value", tagVPC(ec2Direct, "k", long))
+		if err := tagVPC(ec2Through, "k", long[:testenv.MaxEC2TagValueLength]); err != nil {
+			t.Fatalf("CreateTags with a 256-character value through the rules: %v", err)
+		}
+	})
+
+	t.Run("AWSPrefix", func(t *testing.T) {
+		wantCode(t, "CreateTags with key AWS:owner", tagVPC(ec2Through, "AWS:owner", "me"), "InvalidParameterValue")
+		wantMotoAccepts(t, "CreateTags with key AWS:owner", tagVPC(ec2Direct, "AWS:owner", "me"))
+		_, err := ec2Through.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{vpcID}, Tags: []ec2types.Tag{{Key: aws.String("AWS:owner")}}})
+		wantCode(t, "DeleteTags of key AWS:owner", err, "InvalidParameterValue")
+	})
+
+	t.Run("AutoScalingTagsPerCall", func(t *testing.T) {
+		asThrough, asDirect := autoscaling.NewFromConfig(through), autoscaling.NewFromConfig(direct)
+		if _, err := ec2Through.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("lt-rules"),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-12c6146b"), InstanceType: ec2types.InstanceTypeT3Micro}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := asThrough.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{AutoScalingGroupName: aws.String("rules"),
+			MinSize: aws.Int32(0), MaxSize: aws.Int32(1), AvailabilityZones: []string{testenv.MotoRegion + "a"},
+			LaunchTemplate: &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String("lt-rules"), Version: aws.String("$Latest")}}); err != nil {
+			t.Fatal(err)
+		}
+		tags := func(n int, prefix string) *autoscaling.CreateOrUpdateTagsInput {
+			in := &autoscaling.CreateOrUpdateTagsInput{}
+			for i := range n {
+				in.Tags = append(in.Tags, astypes.Tag{ResourceId: aws.String("rules"), ResourceType: aws.String("auto-scaling-group"),
+					Key: aws.String(fmt.Sprintf("%s%02d", prefix, i)), Value: aws.String("v")})
+			}
+			return in
+		}
+		_, err := asThrough.CreateOrUpdateTags(ctx, tags(testenv.MaxTagsPerResource+1, "k"))
+		wantCode(t, "CreateOrUpdateTags with 51 tags for one group", err, "ValidationError")
+		_, err = asDirect.CreateOrUpdateTags(ctx, tags(testenv.MaxTagsPerResource+1, "k"))
+		wantMotoAccepts(t, "CreateOrUpdateTags with 51 tags for one group", err)
+		_, err = asThrough.CreateOrUpdateTags(ctx, tags(1, "aws:k"))
+		wantCode(t, "CreateOrUpdateTags with key aws:k00", err, "InvalidParameterValue")
+		_, err = asDirect.CreateOrUpdateTags(ctx, tags(1, "aws:k"))
+		wantMotoAccepts(t, "CreateOrUpdateTags with key aws:k00", err)
+		if _, err := asThrough.CreateOrUpdateTags(ctx, tags(testenv.MaxTagsPerResource, "j")); err != nil {
+			t.Fatalf("CreateOrUpdateTags with 50 tags through the rules: %v", err)
+		}
+	})
+}
