@@ -22,7 +22,10 @@ import (
 // Requests are told apart by the service in their SigV4 credential scope
 // (ec2, autoscaling, tagging) and, for the query protocol, by Action.
 type AWSRules struct {
-	proxy *httputil.ReverseProxy
+	proxy     *httputil.ReverseProxy
+	direct    string // moto's own URL, to ask what it has
+	throttle  ec2Throttle
+	instances instanceSet
 }
 
 // MaxEC2FilterValues is the most values EC2 accepts in one filter of a
@@ -95,7 +98,7 @@ func startAWSRules(target string) (*AWSRules, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	rules := &AWSRules{proxy: httputil.NewSingleHostReverseProxy(u)}
+	rules := &AWSRules{proxy: httputil.NewSingleHostReverseProxy(u), direct: target}
 	srv := &http.Server{Handler: rules}
 	go func() { _ = srv.Serve(ln) }()
 	return rules, "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
@@ -113,6 +116,8 @@ func awsService(r *http.Request) string {
 // ServeHTTP refuses a request AWS would refuse and passes the others to
 // moto.
 func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	service := awsService(r)
+	var form url.Values
 	if r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -120,20 +125,43 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if form, err := url.ParseQuery(string(body)); err == nil {
-			switch awsService(r) {
-			case "autoscaling":
-				if code, msg := autoScalingRefusal(form); code != "" {
-					writeQueryError(w, http.StatusBadRequest, code, msg)
+		form, _ = url.ParseQuery(string(body))
+	}
+	action := form.Get("Action")
+	if form != nil {
+		switch service {
+		case "autoscaling":
+			if code, msg := autoScalingRefusal(form); code != "" {
+				writeQueryError(w, http.StatusBadRequest, code, msg)
+				return
+			}
+		default: // EC2, and unsigned requests as before
+			if service == "ec2" && !a.throttle.take(action, form) {
+				// EC2 developer guide, "Request throttling": RequestLimitExceeded;
+				// the SDKs retry it as a throttling error (HTTP 503).
+				writeEC2ErrorStatus(w, http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
+				return
+			}
+			if code, msg := ec2Refusal(form); code != "" {
+				writeEC2Error(w, code, msg)
+				return
+			}
+			if service == "ec2" {
+				code, msg, err := a.instanceRefusal(r.Context(), action, form)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadGateway)
 					return
 				}
-			default: // EC2, and unsigned requests as before
-				if code, msg := ec2Refusal(form); code != "" {
+				if code != "" {
 					writeEC2Error(w, code, msg)
 					return
 				}
 			}
 		}
+	}
+	if changesInstances(service, action) {
+		a.instances.gen.Add(1)
+		defer a.instances.gen.Add(1)
 	}
 	a.proxy.ServeHTTP(w, r)
 }

@@ -158,4 +158,83 @@ func TestAWSRules(t *testing.T) {
 			t.Fatalf("CreateOrUpdateTags with 50 tags through the rules: %v", err)
 		}
 	})
+
+	t.Run("InstanceNotFound", func(t *testing.T) {
+		run, err := ec2Through.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(1), MaxCount: aws.Int32(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := aws.ToString(run.Instances[0].InstanceId)
+		gone := fakeInstanceIDs(2)
+		tag := func(c *ec2.Client, ids ...string) error {
+			_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids, Tags: []ec2types.Tag{{Key: aws.String("k"), Value: aws.String("v")}}})
+			return err
+		}
+		// The instance started a moment ago through the rules is known.
+		if err := tag(ec2Through, live); err != nil {
+			t.Fatalf("CreateTags on running %s through the rules: %v", live, err)
+		}
+		wantCode(t, "CreateTags on an instance that does not exist", tag(ec2Through, live, gone[0]), "InvalidInstanceID.NotFound")
+		wantMotoAccepts(t, "CreateTags on an instance that does not exist", tag(ec2Direct, live, gone[0]))
+		_, err = ec2Through.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: gone[:1], Tags: []ec2types.Tag{{Key: aws.String("k")}}})
+		wantCode(t, "DeleteTags on an instance that does not exist", err, "InvalidInstanceID.NotFound")
+		_, err = ec2Direct.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: gone[:1], Tags: []ec2types.Tag{{Key: aws.String("k")}}})
+		wantMotoAccepts(t, "DeleteTags on an instance that does not exist", err)
+
+		// DescribeInstances by ID fails the whole call, naming every
+		// missing ID; by an instance-id filter it matches nothing.
+		_, err = ec2Through.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: append([]string{live}, gone...)})
+		wantCode(t, "DescribeInstances naming instances that do not exist", err, "InvalidInstanceID.NotFound")
+		if !strings.Contains(err.Error(), gone[0]) || !strings.Contains(err.Error(), gone[1]) || strings.Contains(err.Error(), live) {
+			t.Fatalf("DescribeInstances error %v: want it to name %v and not %s", err, gone, live)
+		}
+		out, err := ec2Through.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: gone}}})
+		if err != nil || len(out.Reservations) != 0 {
+			t.Fatalf("DescribeInstances filtered on missing IDs: %d reservations, %v; want none and no error", len(out.Reservations), err)
+		}
+	})
+
+	t.Run("Throttling", func(t *testing.T) {
+		if got := testenv.DefaultEC2Bucket("CreateTags", false); got != (testenv.EC2Bucket{Capacity: 100, Refill: 10}) {
+			t.Errorf("CreateTags bucket = %+v, want AWS's 100 tokens refilled at 10/s", got)
+		}
+		if got := testenv.DefaultEC2Bucket("DescribeInstances", true); got != testenv.EC2UnfilteredBucket {
+			t.Errorf("unfiltered DescribeInstances bucket = %+v, want %+v", got, testenv.EC2UnfilteredBucket)
+		}
+		if got := testenv.DefaultEC2Bucket("DescribeTags", false); got != testenv.EC2NonMutatingBucket {
+			t.Errorf("DescribeTags bucket = %+v, want %+v", got, testenv.EC2NonMutatingBucket)
+		}
+		if got := testenv.DefaultEC2Bucket("CreateVpc", false); got != testenv.EC2MutatingBucket {
+			t.Errorf("CreateVpc bucket = %+v, want %+v", got, testenv.EC2MutatingBucket)
+		}
+		awsRulesMoto.Rules.SetEC2Bucket("DescribeVpcs", testenv.EC2Bucket{Capacity: 3, Refill: 5})
+		defer awsRulesMoto.Rules.SetEC2Bucket("DescribeVpcs", testenv.DefaultEC2Bucket("DescribeVpcs", false))
+		describe := func(c *ec2.Client) error {
+			_, err := c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
+			return err
+		}
+		var err error
+		for i := 0; i < 10 && err == nil; i++ {
+			err = describe(ec2Through)
+		}
+		wantCode(t, "DescribeVpcs past a bucket of 3", err, "RequestLimitExceeded")
+		var re interface{ HTTPStatusCode() int }
+		if !errors.As(err, &re) || re.HTTPStatusCode() != 503 {
+			t.Errorf("RequestLimitExceeded with HTTP status %v, want 503", re)
+		}
+		for range 10 {
+			wantMotoAccepts(t, "DescribeVpcs ten times at once", describe(ec2Direct))
+		}
+		// Other actions have buckets of their own.
+		if _, err := ec2Through.DescribeTags(ctx, &ec2.DescribeTagsInput{}); err != nil {
+			t.Fatalf("DescribeTags while DescribeVpcs is throttled: %v", err)
+		}
+		// The bucket refills.
+		testenv.Eventually(t, 5*time.Second, "DescribeVpcs to pass again as its bucket refills", func() string {
+			if err := describe(ec2Through); err != nil {
+				return err.Error()
+			}
+			return ""
+		})
+	})
 }
