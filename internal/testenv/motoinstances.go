@@ -28,10 +28,15 @@ import (
 type instanceSet struct {
 	gen atomic.Uint64 // bumped around each call that may change the set
 
-	mu    sync.Mutex
-	at    uint64 // gen when ids was read
-	ids   map[string]bool
-	valid bool
+	mu   sync.Mutex
+	sets map[string]knownInstances // by awsCaller.key
+}
+
+// knownInstances is one account's instances in one region, as read when
+// the generation was at.
+type knownInstances struct {
+	at  uint64
+	ids map[string]bool
 }
 
 // changes reports whether a call may start or end instances.
@@ -53,15 +58,15 @@ func changesInstances(service, action string) bool {
 }
 
 // known returns the IDs of the instances moto has.
-func (s *instanceSet) known(ctx context.Context, direct string) (map[string]bool, error) {
+func (s *instanceSet) known(ctx context.Context, direct string, caller awsCaller) (map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gen := s.gen.Load()
-	if s.valid && s.at == gen {
-		return s.ids, nil
+	if k, ok := s.sets[caller.key()]; ok && k.at == gen {
+		return k.ids, nil
 	}
 	ids := map[string]bool{}
-	p := ec2.NewDescribeInstancesPaginator(ec2.NewFromConfig(motoConfig(direct)), &ec2.DescribeInstancesInput{MaxResults: aws.Int32(1000)})
+	p := ec2.NewDescribeInstancesPaginator(ec2.NewFromConfig(caller.config(direct)), &ec2.DescribeInstancesInput{MaxResults: aws.Int32(1000)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -73,13 +78,16 @@ func (s *instanceSet) known(ctx context.Context, direct string) (map[string]bool
 			}
 		}
 	}
-	s.ids, s.at, s.valid = ids, gen, true
+	if s.sets == nil {
+		s.sets = map[string]knownInstances{}
+	}
+	s.sets[caller.key()] = knownInstances{at: gen, ids: ids}
 	return ids, nil
 }
 
 // instanceRefusal returns EC2's error for an EC2 call naming instances
 // moto does not have, or "" when there is none.
-func (a *AWSRules) instanceRefusal(ctx context.Context, action string, form url.Values) (code, msg string, err error) {
+func (a *AWSRules) instanceRefusal(ctx context.Context, caller awsCaller, action string, form url.Values) (code, msg string, err error) {
 	var param string
 	switch action {
 	case "CreateTags", "DeleteTags":
@@ -98,7 +106,7 @@ func (a *AWSRules) instanceRefusal(ctx context.Context, action string, form url.
 	if len(named) == 0 {
 		return "", "", nil
 	}
-	known, err := a.instances.known(ctx, a.direct)
+	known, err := a.instances.known(ctx, a.direct, caller)
 	if err != nil {
 		return "", "", err
 	}

@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
 // AWSRules front moto_server with the limits AWS enforces and moto does
@@ -26,6 +29,7 @@ type AWSRules struct {
 	direct    string // moto's own URL, to ask what it has
 	throttle  ec2Throttle
 	instances instanceSet
+	index     tagIndex
 }
 
 // MaxEC2FilterValues is the most values EC2 accepts in one filter of a
@@ -116,7 +120,7 @@ func awsService(r *http.Request) string {
 // ServeHTTP refuses a request AWS would refuse and passes the others to
 // moto.
 func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	service := awsService(r)
+	service, caller := awsService(r), callerOf(r)
 	var form url.Values
 	if r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		body, err := io.ReadAll(r.Body)
@@ -136,7 +140,7 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		default: // EC2, and unsigned requests as before
-			if service == "ec2" && !a.throttle.take(action, form) {
+			if service == "ec2" && !a.throttle.take(caller.key(), action, form) {
 				// EC2 developer guide, "Request throttling": RequestLimitExceeded;
 				// the SDKs retry it as a throttling error (HTTP 503).
 				writeEC2ErrorStatus(w, http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
@@ -147,7 +151,7 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if service == "ec2" {
-				code, msg, err := a.instanceRefusal(r.Context(), action, form)
+				code, msg, err := a.instanceRefusal(r.Context(), caller, action, form)
 				if err != nil {
 					http.Error(w, err.Error(), http.StatusBadGateway)
 					return
@@ -162,6 +166,16 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if changesInstances(service, action) {
 		a.instances.gen.Add(1)
 		defer a.instances.gen.Add(1)
+	}
+	if a.indexDelay() > 0 {
+		switch {
+		case service == "ec2" && (action == "CreateTags" || action == "DeleteTags"):
+			a.recordTagWrite(w, r, caller, form)
+			return
+		case service == "tagging" && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetResources"):
+			a.serveGetResources(w, r, caller)
+			return
+		}
 	}
 	a.proxy.ServeHTTP(w, r)
 }
@@ -281,3 +295,46 @@ func xmlEscape(s string) string {
 }
 
 func xmlEscapeText(w io.Writer, s string) error { return xml.EscapeText(w, []byte(s)) }
+
+// awsCaller is who a request speaks for: its access key, its region and
+// moto's account header (x-moto-account-id, with which tests give each
+// test an account of its own). The rules ask moto in the caller's name and
+// keep per-account, per-region state (instances, throttling buckets) by
+// it, as AWS does.
+type awsCaller struct {
+	accessKey, region, account string
+}
+
+// credentialParts splits a SigV4 Authorization header's credential scope.
+var credentialParts = regexp.MustCompile(`Credential=([^/]*)/[0-9]+/([^/]+)/[^/]+/aws4_request`)
+
+// callerOf returns the caller of r.
+func callerOf(r *http.Request) awsCaller {
+	c := awsCaller{account: r.Header.Get("x-moto-account-id"), accessKey: MotoAccessKeyID, region: MotoRegion}
+	if m := credentialParts.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		c.accessKey, c.region = m[1], m[2]
+	}
+	return c
+}
+
+// key names the caller's account and region.
+func (c awsCaller) key() string { return c.account + "|" + c.accessKey + "|" + c.region }
+
+// config is an aws.Config that reaches moto at direct as the caller.
+func (c awsCaller) config(direct string) aws.Config {
+	cfg := motoConfig(direct)
+	cfg.Region = c.region
+	cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(c.accessKey, MotoSecretAccessKey, ""))
+	if c.account != "" {
+		cfg.HTTPClient = accountClient{account: c.account}
+	}
+	return cfg
+}
+
+// accountClient sends requests with moto's account header.
+type accountClient struct{ account string }
+
+func (a accountClient) Do(r *http.Request) (*http.Response, error) {
+	r.Header.Set("x-moto-account-id", a.account)
+	return http.DefaultClient.Do(r)
+}

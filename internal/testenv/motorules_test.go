@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -233,6 +236,75 @@ func TestAWSRules(t *testing.T) {
 		testenv.Eventually(t, 5*time.Second, "DescribeVpcs to pass again as its bucket refills", func() string {
 			if err := describe(ec2Through); err != nil {
 				return err.Error()
+			}
+			return ""
+		})
+	})
+
+	t.Run("TaggingIndexDelay", func(t *testing.T) {
+		awsRulesMoto.Rules.SetTaggingIndexDelay(1500 * time.Millisecond)
+		defer awsRulesMoto.Rules.SetTaggingIndexDelay(0)
+		tagThrough, tagDirect := tagging.NewFromConfig(through), tagging.NewFromConfig(direct)
+		run, err := ec2Through.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(3), MaxCount: aws.Int32(3),
+			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance,
+				Tags: []ec2types.Tag{{Key: aws.String("stage"), Value: aws.String("old")}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, i := range run.Instances {
+			ids = append(ids, aws.ToString(i.InstanceId))
+		}
+		// found lists the instances GetResources finds with stage=value,
+		// two a page, checking the tags it reports.
+		found := func(c *tagging.Client, value string) []string {
+			var got []string
+			p := tagging.NewGetResourcesPaginator(c, &tagging.GetResourcesInput{ResourcesPerPage: aws.Int32(2),
+				ResourceTypeFilters: []string{"ec2:instance"},
+				TagFilters:          []taggingtypes.TagFilter{{Key: aws.String("stage"), Values: []string{value}}}})
+			for p.HasMorePages() {
+				page, err := p.NextPage(ctx)
+				if err != nil {
+					t.Fatalf("GetResources stage=%s: %v", value, err)
+				}
+				for _, m := range page.ResourceTagMappingList {
+					if !slices.ContainsFunc(m.Tags, func(tag taggingtypes.Tag) bool {
+						return aws.ToString(tag.Key) == "stage" && aws.ToString(tag.Value) == value
+					}) {
+						t.Fatalf("GetResources stage=%s returned %s with tags %v", value, aws.ToString(m.ResourceARN), m.Tags)
+					}
+					arn := aws.ToString(m.ResourceARN)
+					if id := arn[strings.LastIndex(arn, "/")+1:]; slices.Contains(ids, id) {
+						got = append(got, id)
+					}
+				}
+			}
+			slices.Sort(got)
+			return got
+		}
+		slices.Sort(ids)
+		if got := found(tagThrough, "old"); !slices.Equal(got, ids) {
+			t.Fatalf("GetResources stage=old before any write = %v, want %v (tags given at launch are seen at once)", got, ids)
+		}
+		if _, err := ec2Through.CreateTags(ctx, &ec2.CreateTagsInput{Resources: ids,
+			Tags: []ec2types.Tag{{Key: aws.String("stage"), Value: aws.String("new")}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := found(tagDirect, "new"); !slices.Equal(got, ids) {
+			t.Fatalf("moto alone: GetResources stage=new right after the write = %v, want %v", got, ids)
+		}
+		if got := found(tagThrough, "new"); len(got) != 0 {
+			t.Fatalf("GetResources stage=new right after the write = %v, want none within the delay", got)
+		}
+		if got := found(tagThrough, "old"); !slices.Equal(got, ids) {
+			t.Fatalf("GetResources stage=old right after the write = %v, want the tags as they were: %v", got, ids)
+		}
+		testenv.Eventually(t, 10*time.Second, "the write to reach GetResources after the delay", func() string {
+			if got := found(tagThrough, "new"); !slices.Equal(got, ids) {
+				return fmt.Sprintf("stage=new finds %v, want %v", got, ids)
+			}
+			if got := found(tagThrough, "old"); len(got) != 0 {
+				return fmt.Sprintf("stage=old still finds %v", got)
 			}
 			return ""
 		})

@@ -91,8 +91,8 @@ type tokenBucket struct {
 	at     time.Time
 }
 
-// ec2Throttle holds the buckets of one account and region (moto serves one
-// account; the rules keep one set for all regions, which is stricter).
+// ec2Throttle holds the buckets of each account and region (EC2 throttles
+// "for each AWS account on a per-Region basis").
 type ec2Throttle struct {
 	mu        sync.Mutex
 	buckets   map[string]*tokenBucket
@@ -112,17 +112,21 @@ func (a *AWSRules) SetEC2Bucket(action string, b EC2Bucket) {
 		t.overrides = map[string]EC2Bucket{}
 	}
 	t.overrides[action] = b
-	delete(t.buckets, action)
-	delete(t.buckets, action+"/unfiltered")
+	for key := range t.buckets {
+		if kind := key[strings.LastIndex(key, "|")+1:]; kind == action || kind == action+"/unfiltered" {
+			delete(t.buckets, key)
+		}
+	}
 }
 
 // take takes a token for an EC2 call and reports whether there was one.
-func (t *ec2Throttle) take(action string, form url.Values) bool {
+func (t *ec2Throttle) take(account, action string, form url.Values) bool {
 	unfiltered := ec2UnfilteredActions[action] && !hasFilterOrPagination(form)
-	key := action
+	kind := action
 	if unfiltered {
-		key += "/unfiltered"
+		kind += "/unfiltered"
 	}
+	key := account + "|" + kind
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
