@@ -40,6 +40,13 @@ type AWSRules struct {
 // number of filters in one call, so the rules set none.
 const MaxEC2FilterValues = 200
 
+// MaxEC2FilterValueLength is the longest value EC2 accepts in a filter:
+// FilterLimitExceeded, "The maximum length for a filter value is 255
+// characters" (EC2's answer to a DescribeInstances with a longer one, as
+// its users report it). A 256-character tag value cannot be searched for
+// by a tag:<key> filter.
+const MaxEC2FilterValueLength = 255
+
 // MaxEC2IDsPerCall is the most resource IDs one EC2 call may name: the EC2
 // API reference for CreateTags and DeleteTags (ResourceId.N, "Constraints:
 // Up to 1000 resource IDs"), and the EC2 developer guide, "Pagination"
@@ -188,6 +195,9 @@ func ec2Refusal(form url.Values) (code, msg string) {
 	for key := range form {
 		if m := filterValueKey.FindStringSubmatch(key); m != nil {
 			counts[m[1]]++
+			if utf8.RuneCountInString(form.Get(key)) > MaxEC2FilterValueLength {
+				return "FilterLimitExceeded", fmt.Sprintf("The maximum length for a filter value is %d characters", MaxEC2FilterValueLength)
+			}
 		}
 		if ec2IDListKey.MatchString(key) {
 			ids++

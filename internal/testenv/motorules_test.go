@@ -94,6 +94,19 @@ func TestAWSRules(t *testing.T) {
 		}
 	})
 
+	t.Run("FilterValueLength", func(t *testing.T) {
+		in := func(n int) *ec2.DescribeInstancesInput {
+			return &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:k"), Values: []string{strings.Repeat("v", n)}}}}
+		}
+		_, err := ec2Through.DescribeInstances(ctx, in(testenv.MaxEC2FilterValueLength+1))
+		wantCode(t, "DescribeInstances with a 256-character filter value", err, "FilterLimitExceeded")
+		_, err = ec2Direct.DescribeInstances(ctx, in(testenv.MaxEC2FilterValueLength+1))
+		wantMotoAccepts(t, "DescribeInstances with a 256-character filter value", err)
+		if _, err := ec2Through.DescribeInstances(ctx, in(testenv.MaxEC2FilterValueLength)); err != nil {
+			t.Fatalf("DescribeInstances with a 255-character filter value through the rules: %v", err)
+		}
+	})
+
 	t.Run("IDsPerCall", func(t *testing.T) {
 		in := func() *ec2.DeleteTagsInput {
 			return &ec2.DeleteTagsInput{Resources: fakeInstanceIDs(testenv.MaxEC2IDsPerCall + 1), Tags: []ec2types.Tag{{Key: aws.String("k")}}}
