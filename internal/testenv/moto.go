@@ -44,8 +44,14 @@ type Moto struct {
 	// the AWS limits moto does not enforce (motorules.go), so that a call
 	// AWS would refuse fails here too.
 	URL string
-	// Direct is moto_server's own endpoint, without those limits.
+	// Direct is moto_server's own endpoint, without those limits. Tests
+	// and benchmarks use URL; Direct is for showing what moto alone
+	// accepts.
 	Direct string
+	// Rules are the AWS limits in front of moto at URL; tests may tune
+	// the configurable ones (EC2 throttling, the tagging API's indexing
+	// delay).
+	Rules *AWSRules
 	// Config reaches the server with the AWS SDK for Go v2: region
 	// MotoRegion, static test credentials, BaseEndpoint URL. It is built
 	// from nothing else (no AWS_* variable, no ~/.aws file), so a client
@@ -107,7 +113,7 @@ func NewMoto() (*Moto, error) {
 		return nil, err
 	}
 	m.Direct = m.URL
-	if m.URL, m.stopRules, err = startAWSRules(m.Direct); err != nil {
+	if m.Rules, m.URL, m.stopRules, err = startAWSRules(m.Direct); err != nil {
 		_ = m.Stop()
 		return nil, fmt.Errorf("starting the AWS limits in front of moto_server: %w", err)
 	}

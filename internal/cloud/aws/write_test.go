@@ -168,17 +168,24 @@ func TestWriteTagsMissingResource(t *testing.T) {
 	}
 }
 
-// TestMotoTagsMissingInstance documents a gap of moto 5.2.1: CreateTags
-// does not check that instances exist (it does for volumes, subnets, VPCs,
-// security groups, snapshots and more), so a missing instance is "tagged"
-// without error where EC2 answers InvalidInstanceID.NotFound. The missing
-// resources of the other tests are therefore volumes and subnets.
-func TestMotoTagsMissingInstance(t *testing.T) {
+// TestWriteTagsMissingInstance: moto 5.2.1's CreateTags does not check
+// that instances exist (it does for volumes, subnets, VPCs and more); the
+// AWS rules in front of it (testenv) answer InvalidInstanceID.NotFound as
+// EC2 does, so a missing instance among live ones fails with ErrNotFound
+// and the others are written.
+func TestWriteTagsMissingInstance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	ids := e.instances("us-east-1", 3, nil)
 	gone := e.arn("us-east-1", "instance", "i-0000000000000dead")
-	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{gone}, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
-	checkResults(t, res, []string{gone}, nil)
+	all := append([]string{ids[0], gone}, ids[1:]...)
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: all, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
+	checkResults(t, res, all, map[string]error{gone: cloud.ErrNotFound})
+	for _, id := range ids {
+		if got := e.tagsOf(id); got["team"] != "a" {
+			t.Fatalf("%s tags = %v, want team=a", id, got)
+		}
+	}
 }
 
 // fullTags returns the 50 tags k00 ... k49, as many as an EC2 resource

@@ -1,0 +1,272 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+)
+
+// tagIndex delays what the Resource Groups Tagging API's GetResources sees
+// of EC2 tag writes. AWS's tagging API reads an index that is eventually
+// consistent: a tag written a moment ago may not be found yet (and a
+// removed one still found). moto answers from its live state, so the rules
+// keep, for each resource tagged or untagged through them within the
+// delay, its tags before those writes and after each one, and answer
+// GetResources from the tags as they were a delay ago.
+//
+// It covers EC2 CreateTags and DeleteTags (tags written at creation, by
+// RunInstances' TagSpecifications, are seen at once) and GetResources by
+// TagFilters and ResourceTypeFilters, paginated. The delay is 0 unless a
+// test sets one (SetTaggingIndexDelay); with 0 the rules only pass calls on.
+type tagIndex struct {
+	mu      sync.Mutex
+	delay   time.Duration
+	history map[string]*tagHistory // by awsCaller.key and EC2 resource ID
+}
+
+// tagHistory is one resource's tags before its recent writes and after each.
+type tagHistory struct {
+	base   map[string]string
+	writes []tagWrite
+}
+
+type tagWrite struct {
+	at    time.Time
+	after map[string]string
+}
+
+// taggingPageToken starts the pagination tokens of the answers the rules
+// make themselves.
+const taggingPageToken = "testenv-index-"
+
+// SetTaggingIndexDelay makes a resource's EC2 tag change visible to
+// tag:GetResources only d after it was written through the rules. The
+// default is 0: GetResources sees every write at once.
+func (a *AWSRules) SetTaggingIndexDelay(d time.Duration) {
+	a.index.mu.Lock()
+	defer a.index.mu.Unlock()
+	a.index.delay = d
+	if d == 0 {
+		a.index.history = nil
+	}
+}
+
+// indexDelay returns the delay in force.
+func (a *AWSRules) indexDelay() time.Duration {
+	a.index.mu.Lock()
+	defer a.index.mu.Unlock()
+	return a.index.delay
+}
+
+// resourceIDs returns the ResourceId.N of an EC2 call.
+func resourceIDs(form url.Values) []string {
+	var ids []string
+	for key, vs := range form {
+		if strings.HasPrefix(key, "ResourceId.") && len(vs) > 0 {
+			ids = append(ids, vs[0])
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// currentTags reads the tags of resources from moto (Direct).
+func (a *AWSRules) currentTags(ctx context.Context, caller awsCaller, ids []string) (map[string]map[string]string, error) {
+	c := ec2.NewFromConfig(caller.config(a.direct))
+	tags := map[string]map[string]string{}
+	for _, id := range ids {
+		tags[id] = map[string]string{}
+	}
+	for chunk := range slices.Chunk(ids, MaxEC2FilterValues) {
+		p := ec2.NewDescribeTagsPaginator(c, &ec2.DescribeTagsInput{
+			Filters: []ec2types.Filter{{Name: aws.String("resource-id"), Values: chunk}}})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("reading tags of %d resources from moto: %w", len(chunk), err)
+			}
+			for _, d := range page.Tags {
+				if m := tags[aws.ToString(d.ResourceId)]; m != nil {
+					m[aws.ToString(d.Key)] = aws.ToString(d.Value)
+				}
+			}
+		}
+	}
+	return tags, nil
+}
+
+// recordTagWrite passes an EC2 tag write to moto and records the tags of
+// its resources before and after it.
+func (a *AWSRules) recordTagWrite(w http.ResponseWriter, r *http.Request, caller awsCaller, form url.Values) {
+	ids := resourceIDs(form)
+	before, err := a.currentTags(r.Context(), caller, ids)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	a.proxy.ServeHTTP(rec, r)
+	if rec.status/100 != 2 {
+		return
+	}
+	after, err := a.currentTags(r.Context(), caller, ids)
+	if err != nil {
+		return // the write is done; without its after state it is seen at once
+	}
+	now := time.Now()
+	a.index.mu.Lock()
+	defer a.index.mu.Unlock()
+	if a.index.history == nil {
+		a.index.history = map[string]*tagHistory{}
+	}
+	for _, id := range ids {
+		h := a.index.history[caller.key()+"|"+id]
+		if h == nil {
+			h = &tagHistory{base: before[id]}
+			a.index.history[caller.key()+"|"+id] = h
+		}
+		h.writes = append(h.writes, tagWrite{at: now, after: after[id]})
+	}
+}
+
+// visible returns the tags GetResources sees now of the resources written
+// within the delay, by ID, forgetting writes older than the delay.
+func (a *AWSRules) visible(now time.Time, caller awsCaller) map[string]map[string]string {
+	a.index.mu.Lock()
+	defer a.index.mu.Unlock()
+	seen := map[string]map[string]string{}
+	for key, h := range a.index.history {
+		id, ok := strings.CutPrefix(key, caller.key()+"|")
+		if !ok {
+			continue
+		}
+		for len(h.writes) > 0 && !h.writes[0].at.After(now.Add(-a.index.delay)) {
+			h.base, h.writes = h.writes[0].after, h.writes[1:]
+		}
+		if len(h.writes) == 0 {
+			delete(a.index.history, key)
+			continue
+		}
+		seen[id] = h.base
+	}
+	return seen
+}
+
+// getResourcesInput is the part of a GetResources request the rules read.
+type getResourcesInput struct {
+	PaginationToken     string
+	ResourcesPerPage    int
+	ResourceTypeFilters []string
+	TagFilters          []struct {
+		Key    string
+		Values []string
+	}
+}
+
+// serveGetResources answers GetResources itself when a write within the
+// delay makes moto's live answer differ from AWS's indexed one, and passes
+// it to moto otherwise.
+func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, caller awsCaller) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var in getResourcesInput
+	if err := json.Unmarshal(body, &in); err != nil {
+		a.proxy.ServeHTTP(w, r)
+		return
+	}
+	seen := a.visible(time.Now(), caller)
+	ours := strings.HasPrefix(in.PaginationToken, taggingPageToken)
+	if !ours && (len(seen) == 0 || in.PaginationToken != "") {
+		a.proxy.ServeHTTP(w, r)
+		return
+	}
+	// Every resource of the types asked for, from moto, with the tags of
+	// those written within the delay as they were; then the tag filters.
+	type tag struct{ Key, Value string }
+	type mapping struct {
+		ResourceARN string
+		Tags        []tag
+	}
+	var all []mapping
+	p := tagging.NewGetResourcesPaginator(tagging.NewFromConfig(caller.config(a.direct)), &tagging.GetResourcesInput{ResourceTypeFilters: in.ResourceTypeFilters})
+	for p.HasMorePages() {
+		page, err := p.NextPage(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for _, m := range page.ResourceTagMappingList {
+			arn := aws.ToString(m.ResourceARN)
+			tags := map[string]string{}
+			for _, t := range m.Tags {
+				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+			}
+			if old, ok := seen[arn[strings.LastIndex(arn, "/")+1:]]; ok {
+				tags = old
+			}
+			match := true
+			for _, f := range in.TagFilters {
+				v, ok := tags[f.Key]
+				match = match && ok && (len(f.Values) == 0 || slices.Contains(f.Values, v))
+			}
+			if !match || len(tags) == 0 && len(in.TagFilters) > 0 {
+				continue
+			}
+			out := mapping{ResourceARN: arn, Tags: []tag{}}
+			for k, v := range tags {
+				out.Tags = append(out.Tags, tag{k, v})
+			}
+			slices.SortFunc(out.Tags, func(a, b tag) int { return strings.Compare(a.Key, b.Key) })
+			all = append(all, out)
+		}
+	}
+	slices.SortFunc(all, func(a, b mapping) int { return strings.Compare(a.ResourceARN, b.ResourceARN) })
+	size := in.ResourcesPerPage
+	if size <= 0 {
+		size = 100
+	}
+	from := 0
+	if ours {
+		from, _ = strconv.Atoi(strings.TrimPrefix(in.PaginationToken, taggingPageToken))
+	}
+	from = min(from, len(all))
+	to := min(from+size, len(all))
+	next := ""
+	if to < len(all) {
+		next = taggingPageToken + strconv.Itoa(to)
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_ = json.NewEncoder(w).Encode(struct {
+		PaginationToken        string
+		ResourceTagMappingList []mapping
+	}{next, all[from:to]})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	s.status = status
+	s.ResponseWriter.WriteHeader(status)
+}
