@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
@@ -53,7 +54,9 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
 // Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch set,
-// so instances launched later carry the tags), then one EC2 DeleteTags and
+// so instances launched later carry the tags; MaxGroupTagsPerCall tags a
+// call, and a failed call undoes the ones answered before it: see
+// writeGroupTags), then one EC2 DeleteTags and
 // one CreateTags for all the group's current instances (MaxIDsPerCall a
 // call; deletions conditional on the group's old value). When the group was
 // written but some instance was not, the error says so; the group's tags
@@ -369,7 +372,7 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
 	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
 		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
-			if err := p.writeGroupTags(ctx, ref, set, del); err != nil {
+			if err := p.writeGroupTags(ctx, ref, g.tags, set, del); err != nil {
 				return err
 			}
 			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances})
@@ -384,34 +387,122 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 	})
 }
 
-// writeGroupTags sends Auto Scaling's DeleteTags for del, then its
-// CreateOrUpdateTags for set with PropagateAtLaunch.
-func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, set, del tags.Set) error {
-	c := p.clientsFor(ref.region).autoscaling
-	tagList := func(s tags.Set) []astypes.Tag {
-		out := make([]astypes.Tag, 0, len(s))
-		for _, name := range s.Names() {
-			out = append(out, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
-				Key: sdkaws.String(name), Value: sdkaws.String(s[name]), PropagateAtLaunch: sdkaws.Bool(true)})
-		}
-		return out
-	}
-	if len(del) > 0 {
-		if _, err := c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: tagList(del)}); err != nil {
-			return p.wrap(ref.region, fmt.Sprintf("aws: DeleteTags %s on Auto Scaling group %q in %s",
-				strings.Join(del.Names(), ", "), ref.name, ref.region), err)
-		}
-	}
-	if len(set) > 0 {
-		if _, err := c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: tagList(set)}); err != nil {
-			msg := fmt.Sprintf("aws: CreateOrUpdateTags %s on Auto Scaling group %q in %s", strings.Join(set.Names(), ", "), ref.name, ref.region)
-			if len(del) > 0 {
-				msg += " (the patch's deletions were applied)"
+// MaxGroupTagsPerCall is the most tags of one Auto Scaling group tagsync
+// names in one Auto Scaling CreateOrUpdateTags or DeleteTags call. The Auto
+// Scaling API reference states no limit on a call's Tags.member.N, but a
+// group holds at most 50 tags (Auto Scaling user guide, "Tag your Auto
+// Scaling groups", tag restrictions), so a call naming more for one group
+// is refused.
+const MaxGroupTagsPerCall = 50
+
+// groupTagCall is one Auto Scaling tag call of writeGroupTags: the tags it
+// deletes (del) or sets.
+type groupTagCall struct {
+	del  bool
+	tags tags.Set
+}
+
+// groupTagCalls splits the deletion of del and the setting of set into
+// calls of at most MaxGroupTagsPerCall tags, deletions first.
+func groupTagCalls(set, del tags.Set) []groupTagCall {
+	var out []groupTagCall
+	for _, c := range []struct {
+		del bool
+		s   tags.Set
+	}{{true, del}, {false, set}} {
+		for names := range slices.Chunk(c.s.Names(), MaxGroupTagsPerCall) {
+			part := make(tags.Set, len(names))
+			for _, n := range names {
+				part[n] = c.s[n]
 			}
-			return p.wrap(ref.region, msg, err)
+			out = append(out, groupTagCall{del: c.del, tags: part})
 		}
+	}
+	return out
+}
+
+// writeGroupTags changes the tags of the group ref from cur (as read) by
+// deleting del and setting set (PropagateAtLaunch), with Auto Scaling's
+// DeleteTags and CreateOrUpdateTags, MaxGroupTagsPerCall tags a call. It
+// never leaves the change half applied on purpose: when a call fails after
+// others were answered, the written tags are put back as read (a deleted or
+// overwritten tag is set again with its old value, with PropagateAtLaunch,
+// and a tag that was new is deleted). The error names the call that failed
+// and which keys are left written and which not (all not written when the
+// undo succeeded), and wraps the failed call's error (its cloud kind).
+func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, cur, set, del tags.Set) error {
+	var done []groupTagCall
+	for _, call := range groupTagCalls(set, del) {
+		if err := p.sendGroupTags(ctx, ref, call); err != nil {
+			return p.groupWriteFailed(ctx, ref, cur, set, del, done, err)
+		}
+		done = append(done, call)
 	}
 	return nil
+}
+
+// sendGroupTags sends one Auto Scaling tag call.
+func (p *Provider) sendGroupTags(ctx context.Context, ref groupRef, call groupTagCall) error {
+	c := p.clientsFor(ref.region).autoscaling
+	list := make([]astypes.Tag, 0, len(call.tags))
+	for _, name := range call.tags.Names() {
+		list = append(list, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
+			Key: sdkaws.String(name), Value: sdkaws.String(call.tags[name]), PropagateAtLaunch: sdkaws.Bool(true)})
+	}
+	op, err := "CreateOrUpdateTags", error(nil)
+	if call.del {
+		op = "DeleteTags"
+		_, err = c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: list})
+	} else {
+		_, err = c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: list})
+	}
+	if err != nil {
+		return p.wrap(ref.region, fmt.Sprintf("aws: %s %s on Auto Scaling group %q in %s",
+			op, strings.Join(call.tags.Names(), ", "), ref.name, ref.region), err)
+	}
+	return nil
+}
+
+// groupUndoTimeout bounds the calls that undo a half-written group change.
+const groupUndoTimeout = 30 * time.Second
+
+// groupWriteFailed undoes the calls done of a group change that failed with
+// err and returns the error that says what is left written.
+func (p *Provider) groupWriteFailed(ctx context.Context, ref groupRef, cur, set, del tags.Set, done []groupTagCall, err error) error {
+	changed := append(set.Names(), del.Names()...)
+	slices.Sort(changed)
+	var written []string
+	for _, call := range done {
+		written = append(written, call.tags.Names()...)
+	}
+	slices.Sort(written)
+	if len(written) > 0 {
+		restore, remove := tags.Set{}, tags.Set{}
+		for _, name := range written {
+			if v, ok := cur[name]; ok {
+				restore[name] = v
+			} else {
+				remove[name] = set[name]
+			}
+		}
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupUndoTimeout)
+		defer cancel()
+		var undone []string
+		for _, call := range groupTagCalls(restore, remove) {
+			if p.sendGroupTags(uctx, ref, call) != nil {
+				break
+			}
+			undone = append(undone, call.tags.Names()...)
+		}
+		written = slices.DeleteFunc(written, func(name string) bool { return slices.Contains(undone, name) })
+	}
+	notWritten := slices.DeleteFunc(slices.Clone(changed), func(name string) bool { return slices.Contains(written, name) })
+	if len(written) == 0 {
+		return fmt.Errorf("aws: Auto Scaling group %q in %s left as it was (not written: %s): %w",
+			ref.name, ref.region, strings.Join(notWritten, ", "), err)
+	}
+	return fmt.Errorf("aws: Auto Scaling group %q in %s half changed, and undoing it failed (written: %s; not written: %s): %w",
+		ref.name, ref.region, strings.Join(written, ", "), cmp.Or(strings.Join(notWritten, ", "), "none"), err)
 }
 
 // instancesFailed is the error of a group written whose instances were not
