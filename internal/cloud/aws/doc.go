@@ -135,9 +135,13 @@
 // its (service, region, bucket) — buckets are reads (Describe*, Get*,
 // List*) and writes — for DefaultThrottleWait, doubling while throttling
 // goes on up to MaxThrottleWait. While it is closed every other attempt
-// through it is not sent and fails at once with a *cloud.ThrottledError
-// whose RetryAfter is the wait left, and tagsync_cloud_requests_held_total
-// counts it; only the SDK's retries of the throttled call itself pass. The
+// through it waits for it to open when that is at most MaxThrottleHold
+// away and the attempt's context lasts that long, so throttling slows a
+// pass down instead of failing it; a gate closed for longer fails the
+// attempt at once, unsent, with a *cloud.ThrottledError whose RetryAfter
+// is the wait left, and tagsync_cloud_requests_held_total counts it (the
+// caller retries after RetryAfter). Only the SDK's retries of the
+// throttled call itself pass at once. The
 // gates (ThrottleGates) are process-wide (DefaultThrottleGates) unless
 // WithThrottleGates gives a Provider its own.
 //
