@@ -39,7 +39,8 @@ type asGroup struct {
 // no longer exists is missing from the answer instead of failing the call)
 // and, for TargetScaleSet, one DescribeAutoScalingGroups per
 // GroupsPerRead groups. Reads younger than Options.CacheTTL are reused
-// unless opts.Fresh. opts.Scopes are region names: nodes in other regions
+// unless opts.Fresh; older ones are forgotten first, so the cache holds
+// the instances and groups that Nodes still name, not every one ever read. opts.Scopes are region names: nodes in other regions
 // are unmanaged and cost no call.
 //
 // opts.Resources (canonical instance and group ARNs, after a change event)
@@ -58,6 +59,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 	if target == "" {
 		target = cloud.TargetScaleSet
 	}
+	p.nodes.sweep(p.opts.CacheTTL)
 	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
 	refs := map[string]nodeRef{}
 	need := map[string][]string{} // instance IDs by region
