@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -278,9 +279,18 @@ func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *
 	}
 	in := r.instances[k]
 	if in == nil {
+		if since := r.p.nodes.miss(k); since < NewInstanceGrace {
+			// Perhaps too new for EC2's reads: look again next pass.
+			cacheDrop(&r.p.nodes, &r.p.nodes.instances, k)
+			out.Reason = fmt.Sprintf("EC2 instance %s is not known to EC2 in region %s yet (EC2's reads are eventually consistent): "+
+				"not synced yet, looked for again at every pass until %s after it was first missed (%s ago)",
+				ref.instanceID, ref.region, NewInstanceGrace, since.Round(time.Second))
+			return out, nil
+		}
 		out.Reason = fmt.Sprintf("EC2 instance %s not found in region %s", ref.instanceID, ref.region)
 		return out, nil
 	}
+	r.p.nodes.found(k)
 	if target == cloud.TargetInstance || in.group == "" {
 		if in.group == "" && target == cloud.TargetScaleSet {
 			out.Note = fmt.Sprintf("EC2 instance %s is in no Auto Scaling group (Karpenter or standalone): synced with its own tags", ref.instanceID)

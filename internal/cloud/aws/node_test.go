@@ -123,18 +123,18 @@ func TestSnapshotPlacements(t *testing.T) {
 	if res := snap.Resources[cloud.CanonicalID(soloARN)]; !maps.Equal(res.Tags, tags.Set{"Env": "prod", "env": "dev"}) {
 		t.Errorf("solo resource %+v, want Env and env, two tags", res)
 	}
-	for n, reason := range map[string]string{"fargate": "Fargate", "azure": "not an AWS providerID", "none": "no providerID", "gone": "not found"} {
+	for n, reason := range map[string]string{"fargate": "Fargate", "azure": "not an AWS providerID", "none": "no providerID", "gone": "not known to EC2"} {
 		if pl := snap.Placements[n]; pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, reason) {
 			t.Errorf("%s placed %+v, want unmanaged saying %q", n, pl, reason)
 		}
 	}
 	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
-	// Within the cache's lifetime the same read, the missing instance
-	// included, costs nothing.
+	// Within the cache's lifetime the same read costs nothing but the
+	// missing instance's, which is looked for again (NewInstanceGrace).
 	if snap, err = e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{}); err != nil || snap.Placements["gone"].Managed || !snap.Placements["g0"].Managed {
 		t.Fatalf("cached Snapshot: %v, %+v", err, snap.Placements)
 	}
-	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "autoscaling:DescribeAutoScalingGroups": 1})
 
 	e.resetCalls()
 	snap, err = e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Target: cloud.TargetInstance})
