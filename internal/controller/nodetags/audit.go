@@ -11,29 +11,14 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// patchAudited writes patch to res through PatchTags between two audit
-// records: pending before the request, then its result, both with the
-// tags' values before and after. When the pending record cannot be
-// written and the audit fails closed, nothing is sent and the error is
-// the sink's.
-func (p *pass) patchAudited(ctx context.Context, res cloud.Resource, patch tags.Patch) (cloud.Resource, error) {
-	if err := p.audit(ctx, res, patch, audit.ResultPending, nil); err != nil {
-		return cloud.Resource{}, err
-	}
-	written, err := p.cfg.provider.PatchTags(ctx, res.ID, patch)
-	p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(res.ID)) // changes before the write may predate it
-	_ = p.audit(ctx, res, patch, resultOf(err), err)           // the write is done: its outcome stands
-	return written, err
-}
-
 // patchBatchAudited writes the plans' identical proposed patch to their
 // resources with one PatchTagsBatch and settles each plan with its
-// resource's result. The audit stays per resource, as patchAudited's: a
-// pending record for each before the batch is sent, and a result record
-// for each as the provider reports it. A resource whose pending record
+// resource's result. The audit is per resource, between two records with
+// the tags' values before and after: a pending record for each before the
+// batch is sent, and a result record for each as the provider reports it. A resource whose pending record
 // cannot be written while the audit fails closed is left out of the
 // batch, its plan failing with the sink's error.
-func (p *pass) patchBatchAudited(ctx context.Context, bp cloud.BatchPatcher, plans []*resourcePlan) {
+func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
 	patch := plans[0].proposed
 	byID := make(map[string]*resourcePlan, len(plans))
 	ids := make([]string, 0, len(plans))
@@ -48,7 +33,7 @@ func (p *pass) patchBatchAudited(ctx context.Context, bp cloud.BatchPatcher, pla
 	if len(ids) == 0 {
 		return
 	}
-	bp.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
+	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
 		plan, ok := byID[id]
 		if !ok {
 			return

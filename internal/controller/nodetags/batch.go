@@ -60,21 +60,19 @@ func (p *pass) hold(all []*decided) {
 	}
 }
 
-// writeAll makes the decided cloud writes: on a provider that batches
-// writes (cloud.BatchPatcher), resources of their own (not shared by several
-// Nodes) whose proposed patch is identical are written with one
-// PatchTagsBatch; every other write is one PatchTags. Each written plan is
-// settled with its outcome.
+// writeAll makes the decided cloud writes with the provider's one write,
+// PatchTagsBatch: each resource shared by several Nodes alone, as its plan
+// comes; then resources of their own whose proposed patch is identical
+// together (a provider that writes one resource at a time writes them one
+// by one). Each written plan is settled with its outcome.
 func (p *pass) writeAll(ctx context.Context, all []*decided) {
-	bp, batches := p.cfg.provider.(cloud.BatchPatcher)
 	var order []string
 	batched := map[string][]*resourcePlan{}
 	for _, d := range all {
 		switch {
 		case d.plan.proposed.IsEmpty():
-		case d.shared || !batches:
-			written, err := p.patchAudited(ctx, d.plan.resource, d.plan.proposed)
-			d.plan.settle(p.cfg, written, err)
+		case d.shared:
+			p.patchBatchAudited(ctx, []*resourcePlan{&d.plan})
 		default:
 			key := d.plan.proposed.Key()
 			if batched[key] == nil {
@@ -84,6 +82,6 @@ func (p *pass) writeAll(ctx context.Context, all []*decided) {
 		}
 	}
 	for _, key := range order {
-		p.patchBatchAudited(ctx, bp, batched[key])
+		p.patchBatchAudited(ctx, batched[key])
 	}
 }
