@@ -57,7 +57,7 @@ type syncState struct {
 	lastRead time.Time
 	request  string
 	// steady are the nodes the last pass found fully in sync, with the
-	// state they were in (steady.go).
+	// state they were in (steadyMark).
 	steady map[string]string
 	// backoff spaces passes whose cloud read met errors a person must fix.
 	backoff kit.Backoff
