@@ -23,7 +23,9 @@
 //   - PatchNode, InFlight and the pending taint helpers: one Node write (the
 //     changed labels and annotations as a merge patch, the pending taint
 //     released in the same write, guarded by resourceVersion where a list
-//     is replaced), the record of writes the cache has not shown yet, and
+//     is replaced; InFlight.Patch sends it), the one record of a
+//     controller's own writes (in flight until the cache shows them, and
+//     their watch events recognised as echoes), and
 //     the NoSchedule taint a Node can be registered with until its labels
 //     are in place.
 //   - Metrics: counters, gauges and histograms named

@@ -42,7 +42,7 @@ type Reconciler struct {
 	syncs *kit.States[string, *syncState] // by NodeTagSync name
 	// writes are the controller's Node writes: in flight until the cache
 	// shows them, and their watch events, which need no pass (echo.go).
-	writes ownWrites
+	writes kit.InFlight[string]
 
 	// events turns cloud changes into targeted passes (changes.go).
 	changeEvents

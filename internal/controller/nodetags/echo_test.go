@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -38,12 +39,12 @@ func TestUnitOnlyTheExactWriteIsItsEcho(t *testing.T) {
 		{"the providerID changed", "41", echo(func(n *cachedNode) { n.Spec.ProviderID = "azure:///x" }), false},
 	}
 	for _, tc := range cases {
-		var w ownWrites
-		w.expect("n", tc.from, write)
-		if got := w.isEcho(old, tc.updated); got != tc.want {
+		var w kit.InFlight[string]
+		w.Expect("n", tc.from, write.patch())
+		if got := isEcho(&w, old, tc.updated); got != tc.want {
 			t.Errorf("%s: echo %v, want %v", tc.name, got, tc.want)
 		}
-		if got := w.isEcho(old, tc.updated); got {
+		if got := isEcho(&w, old, tc.updated); got {
 			t.Errorf("%s: recognised twice; an echo is consumed", tc.name)
 		}
 	}

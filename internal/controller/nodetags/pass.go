@@ -84,7 +84,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 // and metrics (report).
 func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	p.reportReadFailures(snap.Failed)
-	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.inFlight}, nodes, snap)
+	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced}, nodes, snap)
 	h := holdWrites(p.cfg, pl.plans, approval(p.nts, p.heldBefore(), p.r.Now()))
 	p.writeAll(ctx, pl.plans)
 	p.writeNodes(ctx, pl.plans)

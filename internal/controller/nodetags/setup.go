@@ -65,7 +65,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 			all.Update(ctx, e, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.writes.forget(e.Object.GetName())
+			r.writes.Forget(e.Object.GetName())
 			r.changes.nodeChanged()
 			all.Delete(ctx, e, q)
 		},

@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tagsync/tagsync/internal/audit"
@@ -202,11 +201,7 @@ func (p *pass) applyNodes(ctx context.Context, plan *resourcePlan) {
 // and its watch event brings a pass that sees the change, so nothing
 // failed.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate) (nodeOutcome, error) {
-	p.r.writes.expect(m.node.Name, m.node.ResourceVersion, u)
-	err := patchNode(ctx, p.r.Client, m.node, u)
-	if err != nil {
-		p.r.writes.forget(m.node.Name)
-	}
+	err := p.r.writes.Patch(ctx, p.r.Client, m.node.Name, m.node.Name, m.node.ResourceVersion, u.patch())
 	switch {
 	case apierrors.IsConflict(err):
 		return nodeInFlight, nil
@@ -230,15 +225,16 @@ type nodeUpdate struct {
 
 func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && u.taints == nil }
 
-// patchNode writes only the changed labels and the base annotation (and,
-// when the pending taint goes, the Node's taints without it), guarded by the
-// Node's resourceVersion: if the Node changed since it was read, the API
-// server answers Conflict and the next pass re-reads it, so a label or taint
-// someone else just wrote is never overwritten.
-func patchNode(ctx context.Context, c client.Client, node *cachedNode, u nodeUpdate) error {
+// patch is the update as kit's Node write: only the changed labels and
+// the base annotation (and, when the pending taint goes, the Node's taints
+// without it), guarded by the Node's resourceVersion: if the Node changed
+// since it was read, the API server answers Conflict and the next pass
+// re-reads it, so a label or taint someone else just wrote is never
+// overwritten.
+func (u nodeUpdate) patch() kit.NodePatch {
 	p := kit.NodePatch{Labels: u.labels, Taints: u.taints, Guard: true}
 	if u.base != "" {
 		p.Annotations = map[string]string{BaseAnnotation: u.base}
 	}
-	return kit.PatchNode(ctx, c, node.Name, node.ResourceVersion, p)
+	return p
 }
