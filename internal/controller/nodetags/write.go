@@ -50,9 +50,9 @@ func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) {
 // resources with one PatchTagsBatch and settles each plan with its
 // resource's result. The audit is per resource, between two records with
 // the tags' values before and after: a pending record for each before the
-// batch is sent, and a result record for each as the provider reports it. A resource whose pending record
-// cannot be written while the audit fails closed is left out of the
-// batch, its plan failing with the sink's error.
+// batch is sent, and a result record for each as the provider reports it.
+// A resource whose pending record cannot be written while the audit fails
+// closed is left out of the batch, its plan failing with the sink's error.
 func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
 	patch := plans[0].proposed
 	byID := make(map[string]*resourcePlan, len(plans))
