@@ -218,30 +218,19 @@ type NodeProvider interface {
 	// not stop the others; the error is for a read that could not run at
 	// all (e.g. the context ended).
 	Snapshot(ctx context.Context, nodes []Node, opts ReadOptions) (Snapshot, error)
-	// PatchTags sets and deletes only the named tags on one resource, based on
-	// a fresh read: concurrent changes by others to other keys are kept, and a
-	// stale read is retried rather than overwritten. It returns the resource's
-	// tags after the write. After a failed write, the provider's cached
-	// reads of that resource are dropped so the retry reads afresh.
-	PatchTags(ctx context.Context, id string, patch tags.Patch) (Resource, error)
-}
-
-// BatchPatcher is a NodeProvider that can write one patch to many
-// resources in fewer calls than one PatchTags each (AWS: one CreateTags and
-// at most one DeleteTags for up to 1000 instances of a region). A node sync
-// whose provider implements it coalesces the resources that need the
-// identical patch; other providers are patched one resource at a time.
-type BatchPatcher interface {
-	NodeProvider
-	// PatchTagsBatch applies patch to each of ids (distinct resource IDs as
-	// Snapshot placed nodes on) with PatchTags's semantics, resource by
-	// resource: only the named tags are set and deleted, based on a fresh
-	// read; others' keys are kept, a deletion takes effect only where the
-	// tag still has the value read, nothing is written to a resource the
-	// patch does not change, and after a failed write the resource's
-	// cached reads are dropped. Resources whose change is identical are
-	// written together; resources the provider cannot batch (AWS: Auto
-	// Scaling groups) are patched as PatchTags does.
+	// PatchTagsBatch is the node sync's one write: it applies patch to each
+	// of ids (distinct resource IDs as Snapshot placed nodes on), resource
+	// by resource: only the named tags are set and deleted, based on a
+	// fresh read, so concurrent changes by others to other keys are kept
+	// and a stale read is retried rather than overwritten; a deletion
+	// takes effect only where the tag still has the value read; nothing is
+	// written to a resource the patch does not change; and after a failed
+	// write the provider's cached reads of that resource are dropped so the
+	// retry reads afresh. A provider that can write one patch to many
+	// resources in fewer calls than one each does so (AWS: one CreateTags
+	// and at most one DeleteTags for up to 1000 instances of a region whose
+	// change is identical; Auto Scaling groups one by one); one that
+	// writes one resource at a time implements it with PatchEach.
 	//
 	// Results stream: each is called serially, never concurrently, exactly
 	// once per ID, with the resource's tags after the write or its error,
@@ -249,6 +238,18 @@ type BatchPatcher interface {
 	// a caller records every mutation's outcome. Every ID's result is
 	// reported before PatchTagsBatch returns.
 	PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res Resource, err error))
+}
+
+// PatchEach is PatchTagsBatch for a provider that writes one resource at a
+// time: patchTags (the provider's write of one resource, returning its tags
+// after the write) is called for each of ids in order, and each gets its
+// result before the next is written.
+func PatchEach(ctx context.Context, patchTags func(ctx context.Context, id string, patch tags.Patch) (Resource, error),
+	ids []string, patch tags.Patch, each func(id string, res Resource, err error)) {
+	for _, id := range ids {
+		res, err := patchTags(ctx, id, patch)
+		each(id, res, err)
+	}
 }
 
 // ClassifiedProvider is a cloud whose resources metadata objects

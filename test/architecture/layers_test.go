@@ -29,7 +29,7 @@ var layers = []layer{
 		"internal/notify", "internal/audit", "internal/scheme", "internal/controlplane"}},
 	{"clouds", []string{"internal/cloud", "internal/cloud/aws", "internal/cloud/azure", "internal/armsim"}},
 	{"cloudchange", []string{"internal/cloudchange/..."}},
-	{"testkit", []string{"internal/testenv", "internal/cloud/cloudtest", "internal/cloud/aws/awstest/...",
+	{"testkit", []string{"internal/testenv", "internal/testenv/build", "internal/cloud/cloudtest", "internal/cloud/aws/awstest/...",
 		"internal/armsim/armsimtest", "internal/tags/tagstest", "internal/cloudchange/cloudchangetest"}},
 	{"kit", []string{"internal/controller/kit"}},
 	{"controllers", []string{"internal/controller/..."}},

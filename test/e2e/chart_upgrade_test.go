@@ -147,7 +147,9 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, false)
 	}
 	h.run(t, "uninstall", release, "-n", ns)
-	eventually(t, "helm uninstall with crds.keep=false deletes the CRDs", func() string {
+	// The API server deletes a CRD once its finalizer has removed every
+	// object of it, which on a loaded machine takes longer than waitFor.
+	eventuallyWithin(t, 2*time.Minute, "helm uninstall with crds.keep=false deletes the CRDs", func() string {
 		for _, name := range tagsyncCRDs {
 			if err := cluster.Client.Get(ctx, client.ObjectKey{Name: name}, newObject(crdGVK)); !apierrors.IsNotFound(err) {
 				return fmt.Sprintf("CRD %s: %v", name, err)

@@ -216,7 +216,7 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 
 // PatchTagsBatch applies patch to each of ids as PatchTags does, and
 // reports each one's result to each as soon as it is known (see
-// cloud.BatchPatcher). Instances are read afresh with one DescribeInstances
+// cloud.NodeProvider). Instances are read afresh with one DescribeInstances
 // per region and MaxIDsPerCall of them; those whose change is identical
 // (the same names set to the same values, the same names deleted with the
 // same values read) are written with one DeleteTags (each name with its

@@ -88,6 +88,13 @@ func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (
 	return e.resource(), nil
 }
 
+// PatchTagsBatch writes patch to each of ids with PatchTags, one resource
+// at a time in ids' order (ARM has no call that writes several resources'
+// tags; see cloud.NodeProvider).
+func (p *Provider) PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+	cloud.PatchEach(ctx, p.PatchTags, ids, patch, each)
+}
+
 // remember puts a written VM or scale set into its group's cached listing.
 func (p *Provider) remember(ref resourceRef, e *entry) {
 	if ref.kind != refOther {

@@ -37,6 +37,9 @@ type Call struct {
 	Nodes []string
 	// Fresh is a Snapshot's ReadOptions.Fresh.
 	Fresh bool
+	// Batch is, for a PatchTags, how many resources the PatchTagsBatch
+	// that wrote it wrote together (0: a PatchTags of its own).
+	Batch int
 }
 
 // Provider is the fake. The zero value is not usable; call New.
@@ -162,7 +165,13 @@ func (p *Provider) Snapshot(_ context.Context, nodes []cloud.Node, opts cloud.Re
 func (p *Provider) PatchTags(_ context.Context, id string, patch tags.Patch) (cloud.Resource, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, Call{Op: OpPatchTags, ID: id, Patch: patch})
+	return p.patchLocked(id, patch, 0)
+}
+
+// patchLocked is PatchTags, recorded as a write of a batch of batch
+// resources (0: none). Callers hold p.mu.
+func (p *Provider) patchLocked(id string, patch tags.Patch, batch int) (cloud.Resource, error) {
+	p.calls = append(p.calls, Call{Op: OpPatchTags, ID: id, Patch: patch, Batch: batch})
 	if err := p.nextErr(OpPatchTags); err != nil {
 		return cloud.Resource{}, err
 	}
@@ -174,6 +183,27 @@ func (p *Provider) PatchTags(_ context.Context, id string, patch tags.Patch) (cl
 	p.resources[cloud.CanonicalID(id)] = res
 	res.Tags = res.Tags.Clone()
 	return res, nil
+}
+
+// PatchTagsBatch writes patch to each of ids as PatchTags does, as one
+// batch: each resource's write is recorded as a PatchTags call (with
+// Batch, the batch's size) and takes the next error FailNext queued for
+// OpPatchTags; results are reported once every resource is written, as a
+// batching cloud's complete together.
+func (p *Provider) PatchTagsBatch(_ context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+	type result struct {
+		res cloud.Resource
+		err error
+	}
+	results := make([]result, len(ids))
+	p.mu.Lock()
+	for i, id := range ids {
+		results[i].res, results[i].err = p.patchLocked(id, patch, len(ids))
+	}
+	p.mu.Unlock()
+	for i, id := range ids {
+		each(id, results[i].res, results[i].err)
+	}
 }
 
 func (p *Provider) nextErr(op string) error {

@@ -19,9 +19,11 @@
 //     no older than its own last write (PatchStatus, StampSyncTime,
 //     ConditionStatus), and the record of a mass deletion it holds back
 //     (HeldDeletions).
-//   - One Node write (PatchNode), the writes the cache has not shown yet
-//     (InFlight) and the pending taint a Node can be registered with
-//     (HasTaint, ReleaseTaint).
+//   - One Node write and one record of a controller's own Node writes
+//     (InFlight: Patch sends the write, guarded by resourceVersion where a
+//     list is replaced; a write stays in flight until the cache shows it,
+//     and its watch event is recognised as an echo), and the pending taint a
+//     Node can be registered with (HasTaint, ReleaseTaint).
 //   - Taking cloud changes: the Subscriber a reconciler holds (its hub
 //     subscription, the polling interval the sources' health allows, and
 //     Serve, which tells the hub when a pass of an object ran), the changes

@@ -108,6 +108,21 @@ func TestInFlightUntilTheCacheShowsANewerVersion(t *testing.T) {
 	}
 }
 
+func TestInFlightRecognisesOnlyTheExactEchoOfAWrite(t *testing.T) {
+	var f InFlight[string]
+	f.Expect("n1", "5", NodePatch{Annotations: map[string]string{"a": "1"}})
+	if !f.Replaced("n1", "5") || f.Replaced("n1", "6") || !f.Has("n1") {
+		t.Fatal("Replaced answers wrongly, or dropped the record on a newer version")
+	}
+	made := func(p NodePatch) bool { return p.Annotations["a"] == "1" }
+	if f.Echo("n1", "4", made) || f.Echo("n1", "5", func(NodePatch) bool { return false }) {
+		t.Fatal("an update from another version, or not made of the write, is its echo")
+	}
+	if !f.Echo("n1", "5", made) || f.Has("n1") {
+		t.Fatal("the write's echo is not recognised, or its record stays")
+	}
+}
+
 func TestReleaseTaint(t *testing.T) {
 	pending := corev1.Taint{Key: "p", Effect: corev1.TaintEffectNoSchedule}
 	other := corev1.Taint{Key: "o", Effect: corev1.TaintEffectNoExecute}

@@ -114,52 +114,109 @@ func IsTaint(t corev1.Taint, key string) bool {
 	return t.Key == key && t.Effect == corev1.TaintEffectNoSchedule
 }
 
-// InFlight remembers, per Node (K), the resourceVersion our last write
-// replaced. The informer cache shows a write a moment after it is made, and
-// the write's own watch event triggers the next pass; until the cache shows
-// a newer version, a pass that compared the old one would redo the write
-// and be refused. Its zero value is ready.
+// InFlight is the record of a controller's own Node writes, per Node (K):
+// the resourceVersion each write replaced and its patch. The informer
+// cache shows a write a moment after it is made, and the write's own watch
+// event triggers the next pass; until the cache shows a newer version, a
+// pass that compared the old one would redo the write and be refused. A
+// controller that recognises that watch event as its own write's (Echo)
+// needs no pass for it. Both Node-writing controllers write through
+// Patch. Its zero value is ready.
 type InFlight[K comparable] struct {
-	mu       sync.Mutex
-	replaced map[K]string
+	mu     sync.Mutex
+	writes map[K]ownWrite
+}
+
+// ownWrite is one Node write: the version it replaced and its patch.
+type ownWrite struct {
+	from  string
+	patch NodePatch
+}
+
+// Patch is the controllers' one Node write: PatchNode of p to the Node
+// name, read at version rv, recorded as k's write before it is sent (its
+// watch event may come before the answer) and forgotten when it fails.
+func (f *InFlight[K]) Patch(ctx context.Context, c client.Client, k K, name, rv string, p NodePatch) error {
+	f.Expect(k, rv, p)
+	err := PatchNode(ctx, c, name, rv, p)
+	if err != nil {
+		f.Forget(k)
+	}
+	return err
+}
+
+// Expect records a write of p to k, replacing version rv, before it is
+// sent.
+func (f *InFlight[K]) Expect(k K, rv string, p NodePatch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writes == nil {
+		f.writes = map[K]ownWrite{}
+	}
+	f.writes[k] = ownWrite{from: rv, patch: p}
 }
 
 // Mark records that our write replaced version rv of k.
-func (f *InFlight[K]) Mark(k K, rv string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.replaced == nil {
-		f.replaced = map[K]string{}
-	}
-	f.replaced[k] = rv
-}
+func (f *InFlight[K]) Mark(k K, rv string) { f.Expect(k, rv, NodePatch{}) }
 
 // Stale reports whether version rv of k is the one our write replaced;
 // once the cache shows a newer version the record is dropped.
 func (f *InFlight[K]) Stale(k K, rv string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v, ok := f.replaced[k]
+	w, ok := f.writes[k]
 	if !ok {
 		return false
 	}
-	if v == rv {
+	if w.from == rv {
 		return true
 	}
-	delete(f.replaced, k)
+	delete(f.writes, k)
 	return false
 }
 
-// Forget drops the record of a deleted Node.
+// Replaced reports, as Stale does, whether version rv of k is the one our
+// write replaced, but keeps the record when rv is newer: a controller that
+// recognises its writes' watch events (Echo) drops it there.
+func (f *InFlight[K]) Replaced(k K, rv string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.writes[k]
+	return ok && w.from == rv
+}
+
+// Echo reports whether an update of k from version from is exactly our
+// recorded write, and forgets the record when it is; made reports whether
+// the updated Node is the old one with the write's patch applied.
+func (f *InFlight[K]) Echo(k K, from string, made func(NodePatch) bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, ok := f.writes[k]
+	if !ok || w.from != from || !made(w.patch) {
+		return false
+	}
+	delete(f.writes, k)
+	return true
+}
+
+// Has reports whether a write of k is recorded.
+func (f *InFlight[K]) Has(k K) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.writes[k]
+	return ok
+}
+
+// Forget drops the record of k's write: it failed, or the Node is gone.
 func (f *InFlight[K]) Forget(k K) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.replaced, k)
+	delete(f.writes, k)
 }
 
 // Len is how many writes are in flight.
 func (f *InFlight[K]) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.replaced)
+	return len(f.writes)
 }

@@ -1,10 +1,7 @@
 package labelsync
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
@@ -38,10 +35,10 @@ func updateFor(host, node map[string]string, prefixes []string, taints []corev1.
 // isEmpty reports an update that changes nothing.
 func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.taints == nil }
 
-// patchNode sends a JSON merge patch of the changed label keys only (a
-// removed key as null) and, when the pending taint goes, the taint list
-// without it, guarded by the resourceVersion read (a merge patch replaces
-// a list whole).
-func patchNode(ctx context.Context, c client.Client, node *corev1.Node, u nodeUpdate) error {
-	return kit.PatchNode(ctx, c, node.Name, node.ResourceVersion, kit.NodePatch{Labels: u.labels, Taints: u.taints})
+// patch is the update as kit's Node write: a JSON merge patch of the
+// changed label keys only (a removed key as null) and, when the pending
+// taint goes, the taint list without it, guarded by the resourceVersion
+// read (a merge patch replaces a list whole).
+func (u nodeUpdate) patch() kit.NodePatch {
+	return kit.NodePatch{Labels: u.labels, Taints: u.taints}
 }

@@ -275,10 +275,9 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 		p.synced(inSync, true)
 		return nil
 	}
-	err := patchNode(ctx, c, node, u)
+	err := p.r.inFlight.Patch(ctx, c, k, node.Name, node.ResourceVersion, u.patch())
 	switch {
 	case err == nil:
-		p.r.inFlight.Mark(k, node.ResourceVersion)
 		p.wrote(l, u)
 		p.synced(inSync, true)
 	case apierrors.IsConflict(err):

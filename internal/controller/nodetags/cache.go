@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
 )
 
 // TrimNode is the cache transform the controller works with: it reads a
@@ -123,14 +125,14 @@ func (l nodeLabels) Lookup(key string) (string, bool) {
 // onlyBase keeps, of a Node's annotations, only the one the controller
 // reads (the stored base). It copies rather than edits annotations.
 func onlyBase(annotations map[string]string) map[string]string {
-	base, ok := annotations[BaseAnnotation]
+	base, ok := annotations[v1alpha1.LastSyncedTagsAnnotation]
 	if !ok {
 		return nil
 	}
 	if len(annotations) == 1 {
 		return annotations
 	}
-	return map[string]string{BaseAnnotation: base}
+	return map[string]string{v1alpha1.LastSyncedTagsAnnotation: base}
 }
 
 // internMap returns a copy of m with canonical copies of its keys and values.

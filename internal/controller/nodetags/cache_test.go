@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -20,18 +21,18 @@ func TestTrimNodeKeepsWhatTheControllerReadsAndSharesStrings(t *testing.T) {
 		return &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "7",
 				Labels:        map[string]string{string([]byte("agentpool")): string([]byte("pool1"))},
-				Annotations:   map[string]string{BaseAnnotation: `{"env":"prod"}`, "node.alpha.kubernetes.io/ttl": "0"},
+				Annotations:   map[string]string{v1alpha1.LastSyncedTagsAnnotation: `{"env":"prod"}`, "node.alpha.kubernetes.io/ttl": "0"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 			Spec: corev1.NodeSpec{ProviderID: "azure:///x", PodCIDR: "10.0.0.0/24",
-				Taints: []corev1.Taint{{Key: PendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
+				Taints: []corev1.Taint{{Key: v1alpha1.NodeTagsPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"img"}}}},
 		}
 	}
 	a, _ := TrimNode(mk("a"))
 	b, _ := TrimNode(mk("b"))
 	na, nb := a.(*cachedNode), b.(*cachedNode)
-	if na.Spec.ProviderID != "azure:///x" || !kit.HasTaint(na.Spec.Taints, PendingTaintKey) || na.Labels["agentpool"] != "pool1" ||
-		na.Annotations[BaseAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {
+	if na.Spec.ProviderID != "azure:///x" || !kit.HasTaint(na.Spec.Taints, v1alpha1.NodeTagsPendingTaintKey) || na.Labels["agentpool"] != "pool1" ||
+		na.Annotations[v1alpha1.LastSyncedTagsAnnotation] != `{"env":"prod"}` || na.ResourceVersion != "7" {
 		t.Fatalf("trimNode dropped something the controller reads: %+v", na)
 	}
 	if na.ManagedFields != nil || na.Spec.PodCIDR != "" || len(na.Annotations) != 1 {
@@ -52,7 +53,7 @@ func TestTrimNodeSharesEqualLabelMapsAndKeepsTheHostnameSelectable(t *testing.T)
 			l[corev1.LabelHostname] = host
 		}
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l,
-			Annotations: map[string]string{BaseAnnotation: `{"env":"prod"}`, "other": "x"}}}
+			Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: `{"env":"prod"}`, "other": "x"}}}
 	}
 	trim := func(n *corev1.Node) *cachedNode {
 		out, err := TrimNode(n)

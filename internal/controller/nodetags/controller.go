@@ -24,9 +24,6 @@ import (
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
-// SyncRequestAnnotation asks for a pass over a NodeTagSync (with fresh cloud reads) now.
-const SyncRequestAnnotation = v1alpha1.SyncRequestAnnotation
-
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
 // Build it with NewReconciler.
 type Reconciler struct {
@@ -42,7 +39,7 @@ type Reconciler struct {
 	syncs *kit.States[string, *syncState] // by NodeTagSync name
 	// writes are the controller's Node writes: in flight until the cache
 	// shows them, and their watch events, which need no pass (echo.go).
-	writes ownWrites
+	writes kit.InFlight[string]
 
 	// events turns cloud changes into targeted passes (changes.go).
 	changeEvents
@@ -57,7 +54,7 @@ type syncState struct {
 	lastRead time.Time
 	request  string
 	// steady are the nodes the last pass found fully in sync, with the
-	// state they were in (steady.go).
+	// state they were in (steadyMark).
 	steady map[string]string
 	// backoff spaces passes whose cloud read met errors a person must fix.
 	backoff kit.Backoff
@@ -162,13 +159,13 @@ func (r *Reconciler) init() {
 func (r *Reconciler) freshRead(nts *v1alpha1.NodeTagSync, st *syncState, resync time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return st.lastRead.IsZero() || r.Now().Sub(st.lastRead) >= resync || st.request != nts.Annotations[SyncRequestAnnotation]
+	return st.lastRead.IsZero() || r.Now().Sub(st.lastRead) >= resync || st.request != nts.Annotations[v1alpha1.SyncRequestAnnotation]
 }
 
 func (r *Reconciler) markRead(nts *v1alpha1.NodeTagSync, st *syncState, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st.lastRead, st.request = at, nts.Annotations[SyncRequestAnnotation]
+	st.lastRead, st.request = at, nts.Annotations[v1alpha1.SyncRequestAnnotation]
 }
 
 // canTarget reports whether the NodeTagSync's pass may be targeted: its

@@ -15,7 +15,6 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
@@ -206,7 +205,7 @@ func (o *onCloud) node(i int, providerID string, tags, base map[string]string, t
 	}
 	n := build.Node(name, build.Labels(labels), build.ProviderID(providerID), build.Taints(taints...))
 	if base != nil {
-		build.Annotation(nodetags.BaseAnnotation, jsonObject(base))(n)
+		build.Annotation(v1alpha1.LastSyncedTagsAnnotation, jsonObject(base))(n)
 	}
 	if err := o.c.Create(o.ctx, n); err != nil {
 		o.t.Fatalf("creating node %s: %v", name, err)
@@ -419,7 +418,7 @@ func taints(o *onCloud) {
 // unmanaged and keeps it, with a NodePending event.
 func pendingAndUnmanaged(o *onCloud) {
 	_, pid := o.cloud.solo(o.harness, o.name, map[string]string{"env": "prod"})
-	pending := build.NoSchedule(nodetags.PendingTaintKey, "true")
+	pending := build.NoSchedule(v1alpha1.NodeTagsPendingTaintKey, "true")
 	other := build.NoSchedule("dedicated", "gpu")
 	synced := o.node(0, pid, nil, nil, pending, other)
 	upid, labels := o.cloud.unmanaged()
@@ -431,7 +430,7 @@ func pendingAndUnmanaged(o *onCloud) {
 	o.eventually("the pending taint gone from "+synced, func() string {
 		n := o.getNode(synced)
 		switch {
-		case hasTaint(n, nodetags.PendingTaintKey):
+		case hasTaint(n, v1alpha1.NodeTagsPendingTaintKey):
 			return "still tainted"
 		case n.Labels[o.label("env")] != "prod":
 			return "the taint went before the labels came"
@@ -445,7 +444,7 @@ func pendingAndUnmanaged(o *onCloud) {
 	if nts.Status.SyncedNodes != 1 || nts.Status.UnmanagedNodes != 1 {
 		o.t.Fatalf("status %+v, want 1 synced and 1 unmanaged", nts.Status)
 	}
-	if !hasTaint(o.getNode(unmanaged), nodetags.PendingTaintKey) {
+	if !hasTaint(o.getNode(unmanaged), v1alpha1.NodeTagsPendingTaintKey) {
 		o.t.Fatalf("%s lost the pending taint although tagsync cannot sync it", unmanaged)
 	}
 }

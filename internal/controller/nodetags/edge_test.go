@@ -17,7 +17,6 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
@@ -292,9 +291,9 @@ func storedBase(h *harness, name string) map[string]string {
 	if err := h.c.Get(h.ctx, clientKey(name), &n); err != nil {
 		h.t.Fatal(err)
 	}
-	base, err := tags.ParseBase(n.Annotations[nodetags.BaseAnnotation])
+	base, err := tags.ParseBase(n.Annotations[v1alpha1.LastSyncedTagsAnnotation])
 	if err != nil {
-		h.t.Fatalf("%s's base annotation %q: %v", name, n.Annotations[nodetags.BaseAnnotation], err)
+		h.t.Fatalf("%s's base annotation %q: %v", name, n.Annotations[v1alpha1.LastSyncedTagsAnnotation], err)
 	}
 	return base.Tags
 }

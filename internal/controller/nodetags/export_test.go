@@ -8,7 +8,7 @@ func (r *Reconciler) Tracked() (syncs, nodes int) {
 }
 
 // NotePending records a write in flight for a node, as a Node write does.
-func (r *Reconciler) NotePending(name, rv string) { r.writes.expect(name, rv, nodeUpdate{}) }
+func (r *Reconciler) NotePending(name, rv string) { r.writes.Mark(name, rv) }
 
 // Steady is how many of a NodeTagSync's nodes its last pass found steady
 // (in sync and unchanged, so the next pass skips their merge).
@@ -43,8 +43,5 @@ func (r *Reconciler) Targetable(name string) bool {
 // EchoExpected reports whether a Node write of the controller waits for its
 // watch event to be recognised as its echo.
 func (r *Reconciler) EchoExpected(node string) bool {
-	r.writes.mu.Lock()
-	defer r.writes.mu.Unlock()
-	_, ok := r.writes.byNode[node]
-	return ok
+	return r.writes.Has(node)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
-	"github.com/tagsync/tagsync/internal/controller/nodetags"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
@@ -211,7 +210,7 @@ func TestLongRetryAfterHonoured(t *testing.T) {
 func TestPendingTaint(t *testing.T) {
 	h := newHarness(t)
 	_, pid := h.vmInGroup("rg-pending", "vm-pending", map[string]string{"env": "prod"})
-	pending := build.NoSchedule(nodetags.PendingTaintKey, "true")
+	pending := build.NoSchedule(v1alpha1.NodeTagsPendingTaintKey, "true")
 	other := build.NoSchedule("dedicated", "gpu")
 	h.taintedNode("fresh", pid, nil, pending, other)
 	h.taintedNode("onprem", "", map[string]string{"pool": "p", "kubernetes.azure.com/managed": "false"}, pending)
@@ -222,7 +221,7 @@ func TestPendingTaint(t *testing.T) {
 	})
 	h.eventually("the pending taint gone from fresh", func() string {
 		n := h.getNode("fresh")
-		if hasTaint(n, nodetags.PendingTaintKey) {
+		if hasTaint(n, v1alpha1.NodeTagsPendingTaintKey) {
 			return "still tainted"
 		}
 		if n.Labels["azure.tags/env"] != "prod" {
@@ -237,11 +236,11 @@ func TestPendingTaint(t *testing.T) {
 	h.waitEvent("NodePending", "stray")
 	nts := h.syncAndWait("pending")
 	for _, name := range []string{"onprem", "stray"} {
-		if !hasTaint(h.getNode(name), nodetags.PendingTaintKey) {
+		if !hasTaint(h.getNode(name), v1alpha1.NodeTagsPendingTaintKey) {
 			t.Fatalf("%s lost the pending taint although tagsync cannot sync it", name)
 		}
 	}
-	if c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "keep the "+nodetags.PendingTaintKey) {
+	if c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "keep the "+v1alpha1.NodeTagsPendingTaintKey) {
 		t.Fatalf("Ready = %+v, want it to count the nodes kept pending", c)
 	}
 }

@@ -163,7 +163,7 @@ func legacyBase(o *onCloud) {
 		o.waitLabel(node, "new.tags/"+k, v)
 	}
 	o.tagsIntact(o.name, map[string]map[string]string{id: estate})
-	base, err := tags.ParseBase(o.getNode(node).Annotations[nodetags.BaseAnnotation])
+	base, err := tags.ParseBase(o.getNode(node).Annotations[v1alpha1.LastSyncedTagsAnnotation])
 	if err != nil || base.Legacy || base.Origin.Prefix != "new.tags" {
 		o.t.Fatalf("the base was not rewritten in the current format: %+v (%v)", base, err)
 	}

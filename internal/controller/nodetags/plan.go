@@ -1,207 +1,656 @@
 package nodetags
 
 import (
-	"context"
+	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// Prediction is what the next pass of a NodeTagSync would write, planned
-// by the pass's own code (decide, settle, memberUpdate) without writing
-// anything: each resource's cloud write is assumed to succeed as planned.
-type Prediction struct {
-	// Resources are the resources whose tags would change or that have
-	// something to report (conflicts, skipped tags, a wipe), by ID.
-	Resources []ResourceWrite
-	// Nodes are the Nodes that would be patched, by name.
-	Nodes []NodeWrite
-	// Unmanaged are the selected Nodes the pass would not sync, and why.
-	Unmanaged []Unsynced
-	// Claimed counts selected Nodes an older NodeTagSync syncs.
-	Claimed int
-	// Managed counts the Nodes planned (synced with a resource), written
-	// or not.
-	Managed int
-	// Failed are the cloud scopes that could not be read: their Nodes are
-	// in Unmanaged with the error.
-	Failed []cloud.ScopeError
-	// Held is the mass deletion the pass would hold back for approval (nil:
-	// none); its deletions are not in Resources.
-	Held *v1alpha1.HeldDeletions
+// The planner: pure functions from a pass's nodes and cloud read to what
+// the pass writes. It places the nodes on their resources, leaves out the
+// nodes that are steady (steady marks, below), merges each remaining
+// resource's nodes with its tags (decide), and holds back what the pass
+// must not write (holdWrites). It writes nothing and reports nothing: the
+// pass's applier and reporter act on its plans, and `tagsync plan`
+// (Predict) runs the same planner.
+
+// planInput is what the planner needs besides the nodes and the cloud
+// read: the pass's configuration and the NodeTagSync's generation, the
+// steady marks of the last pass (nil: none, every node is merged), and
+// which Nodes have a write of the controller in flight (nil: none).
+type planInput struct {
+	cfg        syncConfig
+	generation int64
+	steady     map[string]string
+	inFlight   func(node, resourceVersion string) bool
 }
 
-// ResourceWrite is the cloud side of one resource's plan.
-type ResourceWrite struct {
-	// ID is the resource ID as the cloud spells it.
-	ID string
-	// Before are the resource's tags as read.
-	Before tags.Set
-	// Patch is the write (empty when the tags stay as they are).
-	Patch tags.Patch
-	// Conflicts are tags the resource's Nodes disagree on (not written).
-	Conflicts []tags.AggregateConflict
-	// Skipped are tags that cannot become labels or do not fit the cloud's
-	// rules (not written).
-	Skipped []tags.Skipped
-	// Wiped is set when all synced tags vanished at once (a platform
-	// rewrite): reported, and repaired from the labels under TwoWay.
-	Wiped bool
-	// Nodes are the Nodes that sync with the resource.
-	Nodes []string
+// passPlan is what the planner made of a pass's nodes.
+type passPlan struct {
+	// plans are the resources to sync (not all their nodes steady), in
+	// resource ID order.
+	plans []*resourcePlan
+	// unsynced are the nodes that cannot be synced: unmanaged ones, in
+	// the nodes' order, then those whose resource could not be read.
+	unsynced []unsynced
+	// placed are the managed nodes by canonical resource ID, and notes
+	// the placement notes of those that have one (the change index).
+	placed map[string][]string
+	notes  map[string]string
+	// steady are the marks of the nodes still steady; steadyNodes counts
+	// those left out of the merge (their whole resource steady), inFlight
+	// the nodes left out because the cache does not show our write yet.
+	steady                map[string]string
+	steadyNodes, inFlight int
 }
 
-// NodeWrite is the patch of one Node.
-type NodeWrite struct {
-	// Name is the Node's name; Resource the resource it syncs with.
-	Name, Resource string
-	// Labels are the label edits.
-	Labels tags.LabelChanges
-	// Before holds the current values of the labels Labels changes or
-	// deletes (absent: the label is new).
-	Before map[string]string
-	// Base is the new BaseAnnotation value; "" when it stays.
-	Base string
-	// ReleaseTaint is set when the pending taint goes.
-	ReleaseTaint bool
-	// Conflicts are the Node's unresolved tag conflicts (nothing written
-	// for them).
-	Conflicts []tags.Conflict
+// unsynced is a node a pass does not sync: unmanaged (reason says why), or
+// failed (err) because its resource could not be read.
+type unsynced struct {
+	node   *cachedNode
+	reason string
+	err    error
 }
 
-// Unsynced is a selected Node the pass would not sync.
-type Unsynced struct {
-	// Name is the Node's name; Reason says why.
-	Name, Reason string
-}
-
-// Predict computes what the next pass of nts would write. syncs are every
-// NodeTagSync of the cluster (an older one that selects a Node syncs it) and
-// nodes every Node; neither is modified. The only cloud call is the pass's
-// bulk read (Provider.Snapshot, fresh). It returns the spec's error when
-// nts is invalid: such a NodeTagSync writes nothing.
-func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.NodeTagSync, nodes []*corev1.Node,
-	providers cloud.Providers) (Prediction, error) {
-	cfg, err := configFor(nts, providers)
-	if err != nil {
-		return Prediction{}, &SpecError{Err: err}
-	}
-	var selected []*cachedNode
-	for _, n := range nodes {
-		if c := trim(n); cfg.selector.Matches(nodeLabels{c}) {
-			selected = append(selected, c)
-		}
-	}
-	all := append([]v1alpha1.NodeTagSync(nil), syncs...)
-	items, claimed := withoutClaimed(selected, olderClaimants(validSyncsOf(all, providers), nts))
-	snap, err := cfg.provider.Snapshot(ctx, cloudNodes(items), cloud.ReadOptions{
-		Target: cfg.target, Fresh: true, Scopes: cfg.resourceGroups,
-	})
-	if err != nil {
-		return Prediction{}, err
-	}
-	out := Prediction{Claimed: claimed, Failed: snap.Failed}
-	groups := out.place(items, snap)
-	var plans []*resourcePlan
-	for _, id := range slices.Sorted(maps.Keys(groups)) {
-		res, ok := snap.Resources[id]
-		if !ok {
-			for _, n := range groups[id] {
-				out.Unmanaged = append(out.Unmanaged, Unsynced{n.node.Name, "its resource " + id + " is missing from the cloud read"})
-			}
-			continue
-		}
-		members := make([]*member, len(groups[id]))
-		for i, n := range groups[id] {
-			members[i], _ = newMember(cfg, n.node, n.note)
-		}
-		plan := decide(cfg, res, members)
-		plans = append(plans, &plan)
-	}
-	h := holdWrites(cfg, plans, approval(nts, nts.Status.DeletionsHeld, time.Now()))
-	if h.record != nil && !h.approved {
-		out.Held = h.record
-	}
-	for _, plan := range plans {
-		out.predictResource(cfg, plan)
-	}
-	return out, nil
-}
-
-// SpecError is a NodeTagSync spec the controller refuses (it then writes
-// nothing), or one naming a cloud that is not configured.
-type SpecError struct{ Err error }
-
-// Error returns the spec's problem.
-func (e *SpecError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the spec's problem.
-func (e *SpecError) Unwrap() error { return e.Err }
-
-// place groups the managed Nodes by resource (canonical ID) and records the
-// others as unsynced, as the pass's syncAll does.
-func (out *Prediction) place(nodes []*cachedNode, snap cloud.Snapshot) map[string][]placed {
+// planPass is the planner's first step: it groups the managed nodes by the
+// resource carrying their tags (canonical ID) and decides the plan of each
+// resource whose nodes are not all steady (see decide), in ID order. The
+// pass holds every resource's merge state at once, so that what it holds
+// back (a mass deletion) is judged over the whole pass.
+func planPass(in planInput, nodes []*cachedNode, snap cloud.Snapshot) passPlan {
+	pp := passPlan{placed: map[string][]string{}, notes: map[string]string{}, steady: map[string]string{}}
 	groups := map[string][]placed{}
 	for _, node := range nodes {
 		pl, ok := snap.Placements[node.Name]
 		switch {
 		case ok && pl.Err != nil:
-			out.Unmanaged = append(out.Unmanaged, Unsynced{node.Name, "its resource could not be read: " + pl.Err.Error()})
+			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: "its resource could not be read: " + pl.Err.Error(),
+				err: fmt.Errorf("node %s: %w", node.Name, pl.Err)})
 		case !ok || !pl.Managed:
-			out.Unmanaged = append(out.Unmanaged, Unsynced{node.Name, pl.Reason})
+			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: pl.Reason})
 		default:
 			id := cloud.CanonicalID(pl.Resource)
-			groups[id] = append(groups[id], placed{node: node, note: pl.Note})
+			pp.placed[id] = append(pp.placed[id], node.Name)
+			if pl.Note != "" {
+				pp.notes[node.Name] = pl.Note
+			}
+			if in.inFlight != nil && in.inFlight(node.Name, node.ResourceVersion) {
+				pp.inFlight++
+				continue
+			}
+			groups[id] = append(groups[id], placed{node: node, note: pl.Note, shared: pl.Shared})
 		}
 	}
-	return groups
-}
-
-// predictResource finishes one decided resource's plan as the pass does,
-// with the cloud write assumed to succeed as planned.
-func (out *Prediction) predictResource(cfg syncConfig, plan *resourcePlan) {
-	res, members := plan.resource, plan.members
-	if !plan.proposed.IsEmpty() {
-		after := cloud.Resource{ID: res.ID, Tags: plan.proposed.Apply(cfg.nameCase(), res.Tags)}
-		plan.settle(cfg, after, nil)
-	}
-	plan.finish()
-	rw := ResourceWrite{ID: res.ID, Before: res.Tags, Patch: plan.proposed, Conflicts: plan.aggConflicts,
-		Skipped: append(append([]tags.Skipped(nil), plan.cloudSkipped...), plan.limitSkipped...), Wiped: plan.wiped}
-	out.Managed += len(members)
-	for i, m := range members {
-		rw.Nodes = append(rw.Nodes, m.node.Name)
-		u, _ := memberUpdate(cfg, m, plan.results[i])
-		conflicts := plan.results[i].conflicts()
-		if cfg.suspend || (u.isEmpty() && len(conflicts) == 0) {
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		res, ok := snap.Resources[id]
+		if !ok {
+			for _, n := range groups[id] {
+				pp.unsynced = append(pp.unsynced, unsynced{node: n.node, reason: "its resource " + id + " is missing from the cloud read",
+					err: fmt.Errorf("node %s: its resource %s is missing from the cloud read", n.node.Name, id)})
+			}
 			continue
 		}
-		out.Nodes = append(out.Nodes, NodeWrite{Name: m.node.Name, Resource: res.ID, Labels: u.labels,
-			Before: labelsBefore(m.node, u.labels), Base: u.base, ReleaseTaint: u.taints != nil, Conflicts: conflicts})
+		tagsHash := hashTags(res)
+		members := pp.members(in, groups[id], tagsHash)
+		if len(members) == 0 {
+			continue // every node steady
+		}
+		plan := decide(in.cfg, res, members)
+		plan.tagsHash = tagsHash
+		plan.shared = slices.ContainsFunc(groups[id], func(n placed) bool { return n.shared })
+		pp.plans = append(pp.plans, &plan)
 	}
-	if !rw.Patch.IsEmpty() || len(rw.Conflicts) > 0 || len(rw.Skipped) > 0 || rw.Wiped {
-		out.Resources = append(out.Resources, rw)
+	return pp
+}
+
+// placed is a managed node, its placement note and whether its resource
+// is shared.
+type placed struct {
+	node   *cachedNode
+	note   string
+	shared bool
+}
+
+// members decodes the nodes of one resource for the merge, except steady
+// ones, which are counted. When some nodes of a resource are not steady,
+// all are merged: a scale set's nodes aggregate together. A steady node is
+// carried into this pass's marks whether or not it is merged.
+func (pp *passPlan) members(in planInput, nodes []placed, tagsHash uint64) []*member {
+	steady := 0
+	for _, n := range nodes {
+		if n.note != "" {
+			continue
+		}
+		if mark := steadyMark(n.node, tagsHash, in.generation); in.steady[n.node.Name] == mark {
+			pp.steady[n.node.Name] = mark
+			steady++
+		}
+	}
+	if steady == len(nodes) {
+		pp.steadyNodes += steady
+		return nil
+	}
+	out := make([]*member, len(nodes))
+	for i, n := range nodes {
+		m, err := newMember(in.cfg, n.node, n.note)
+		m.baseErr = err // reported: the node is treated as new
+		out[i] = m
+	}
+	return out
+}
+
+// readBase returns the Node's stored base; ok is false when there is none.
+// A malformed annotation is reported and treated as no history, which can
+// only add, never delete.
+func readBase(node *cachedNode) (base tags.Base, ok bool, err error) {
+	raw, found := node.Annotations[v1alpha1.LastSyncedTagsAnnotation]
+	if !found {
+		return tags.Base{}, false, nil
+	}
+	base, err = tags.ParseBase(raw)
+	if err != nil {
+		return tags.Base{}, false, fmt.Errorf("annotation %s on node %s: %v; treating the node as new", v1alpha1.LastSyncedTagsAnnotation, node.Name, err)
+	}
+	return base, true, nil
+}
+
+// member is one managed Node in a sync pass, with its side of the merge.
+type member struct {
+	node *cachedNode
+	// stored is the Node's stored base as read (its Origin, Legacy and
+	// Former); hasBase is false when there is none.
+	stored  tags.Base
+	hasBase bool
+	// base and baseTaints are the stored base's tags in scope, split into
+	// label tags and taint tags (syncTaints); mergeBases decides whether
+	// they are a base for this pass's configuration.
+	base       tags.Set
+	baseTaints tags.Set
+	baseText   string   // the annotation as found
+	nodeTags   tags.Set // managed labels decoded, filtered
+	taintTags  tags.Set // the node's taints as tags (syncTaints)
+	skipped    []tags.Skipped
+	note       string // placement note (e.g. a fallback to the scale set)
+	// baseErr is why the stored base could not be read (nil: it could,
+	// or there is none): reported, and the node is treated as new.
+	baseErr error
+}
+
+// newMember decodes a Node's managed labels and stored base.
+func newMember(cfg syncConfig, node *cachedNode, note string) (*member, error) {
+	m := &member{node: node, baseText: node.Annotations[v1alpha1.LastSyncedTagsAnnotation], note: note}
+	stored, ok, err := readBase(node)
+	if ok {
+		rest, taints := tags.SplitTaintTags(cfg.nameCase(), stored.Tags)
+		m.stored, m.hasBase = stored, true
+		m.base = cfg.filter.Apply(cfg.nameCase(), orEmpty(rest))
+		if cfg.syncTaints {
+			m.baseTaints = orEmpty(taints)
+		}
+	}
+	if cfg.syncTaints {
+		m.taintTags = taintTags(node)
+	}
+	decoded, skipped := cfg.codec.FromLabels(node.Labels)
+	m.nodeTags = cfg.filter.Apply(cfg.nameCase(), decoded)
+	m.skipped = skipped
+	return m, err
+}
+
+// mergeBases are the member's merge bases (labels, taints) under the
+// pass's configuration, given the cloud's tags and taint tags in scope:
+// the stored ones when the same configuration made them, none (nil) when
+// another did, and a legacy base's entries both sides still hold (see
+// tags.Base.For).
+func (m *member) mergeBases(cfg syncConfig, cloudTags, cloudTaints tags.Set) (labels, taints tags.Set) {
+	if !m.hasBase {
+		return nil, nil
+	}
+	nc := cfg.nameCase()
+	b := m.stored
+	b.Tags = m.base
+	labels, _ = b.For(cfg.origin, nc, cloudTags, m.nodeTags)
+	if cfg.syncTaints {
+		b.Tags = m.baseTaints
+		taints, _ = b.For(cfg.origin, nc, orEmpty(cloudTaints), orEmpty(m.taintTags))
+	}
+	return labels, taints
+}
+
+// former are the labels the member still carries under an earlier label
+// prefix: those of its stored base when that base was made under another
+// prefix, else those its base still lists (nil: none).
+func (m *member) former(cfg syncConfig) *tags.Former {
+	switch {
+	case !m.hasBase || m.stored.Legacy:
+		return nil
+	case m.stored.Origin.Prefix != cfg.origin.Prefix:
+		rest, _ := tags.SplitTaintTags(cfg.nameCase(), m.stored.Tags)
+		if len(rest) == 0 {
+			return nil
+		}
+		return &tags.Former{Prefix: m.stored.Origin.Prefix, Tags: rest}
+	case m.stored.Former != nil && m.stored.Former.Prefix != cfg.origin.Prefix:
+		return m.stored.Former
+	}
+	return nil
+}
+
+// resourcePlan is what a pass decided for one cloud resource and the Nodes
+// that sync with it.
+type resourcePlan struct {
+	resource cloud.Resource
+	members  []*member
+	// tagsHash is the hash of the resource's tags as read (steady marks);
+	// shared is true when several Nodes share the resource (a scale set).
+	tagsHash uint64
+	shared   bool
+	// results are the members' merges, in members' order (final after
+	// finish).
+	results []memberMerge
+	// proposed is the cloud write decide chose (aggregated, fitted).
+	proposed tags.Patch
+	// cloudSkipped are cloud tags that cannot become labels.
+	cloudSkipped []tags.Skipped
+	// limitSkipped are writes the cloud's rules refused (limit, reserved).
+	limitSkipped []tags.Skipped
+	// aggConflicts are tags the Nodes of a shared resource disagree on.
+	aggConflicts []tags.AggregateConflict
+	// wiped is true when the cloud's tags were rewritten wholesale.
+	wiped bool
+	// withheld is true when the pass kept part of proposed back (holdWrites):
+	// the resource's Nodes are then not steady, so the next pass decides
+	// again (and sees an approval).
+	withheld bool
+	// writeErr is the cloud write's error, if it failed.
+	writeErr error
+	// wrote is true when the cloud was written; written is what.
+	wrote   bool
+	written tags.Patch
+	// nodes are the applier's records of the members' Node writes, in
+	// members' order; labelled counts the Nodes whose labels it wrote, the
+	// first of them with firstLabels.
+	nodes       []nodeResult
+	labelled    int
+	firstLabels tags.LabelChanges
+}
+
+// decide is the pure first half of a resource's sync: every member merged
+// with the resource's tags, their cloud proposals aggregated (a scale set's
+// Nodes must agree) and fitted to the cloud's rules. plan.proposed is the
+// cloud write; with nothing to write, the plan is final after finish.
+func decide(cfg syncConfig, res cloud.Resource, members []*member) resourcePlan {
+	plan := resourcePlan{resource: res, members: members}
+	plan.results = mergeAll(cfg, res, members, &plan)
+	patch := aggregate(cfg, res, members, plan.results, &plan)
+	plan.proposed, plan.limitSkipped = tags.Fit(res.Tags, patch, cfg.rules)
+	return plan
+}
+
+// settle records the cloud write's outcome: on success the members are
+// merged again against written, the resource's tags after the write.
+func (plan *resourcePlan) settle(cfg syncConfig, written cloud.Resource, err error) {
+	if err != nil {
+		plan.writeErr = err
+		return
+	}
+	plan.wrote, plan.written = true, plan.proposed
+	plan.resource = written
+	plan.results = mergeAll(cfg, written, plan.members, plan)
+}
+
+// finish keeps, for whatever cloud change is still proposed (not written: a
+// disagreement, a limit, a failure), the members' bases so it is retried.
+func (plan *resourcePlan) finish() {
+	for i, res := range plan.results {
+		plan.results[i] = res.unwritten()
 	}
 }
 
-// labelsBefore returns the current values of the labels changes touches.
-func labelsBefore(node *cachedNode, changes tags.LabelChanges) map[string]string {
-	out := map[string]string{}
-	for k := range changes.Set {
-		if v, ok := node.Labels[k]; ok {
-			out[k] = v
+// untroubled reports whether the plan wrote nothing to the cloud and found
+// nothing to report about the resource: its nodes may then be steady.
+func (plan resourcePlan) untroubled() bool {
+	return !plan.wrote && plan.writeErr == nil && !plan.wiped && !plan.withheld && len(plan.cloudSkipped) == 0 &&
+		len(plan.limitSkipped) == 0 && len(plan.aggConflicts) == 0
+}
+
+// mergeAll runs the three-way merge for every member against res's tags:
+// labels both ways as configured, and (syncTaints) the node's taints one way
+// to the cloud.
+func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resourcePlan) []memberMerge {
+	cloudTags, cloudTaints := res.Tags, tags.Set(nil)
+	if cfg.syncTaints {
+		cloudTags, cloudTaints = tags.SplitTaintTags(cfg.nameCase(), res.Tags)
+	}
+	cloudTags = cfg.filter.Apply(cfg.nameCase(), orEmpty(cloudTags))
+	_, plan.cloudSkipped = cfg.codec.ToLabels(cloudTags)
+	cloudHold := tags.SkippedNames(plan.cloudSkipped)
+	results := make([]memberMerge, len(members))
+	for i, m := range members {
+		base, baseTaints := m.mergeBases(cfg, cloudTags, cloudTaints)
+		results[i].labels = tags.Merge(cfg.nameCase(), tags.MergeInput{
+			Base:      base,
+			Cloud:     cloudTags,
+			Node:      m.nodeTags,
+			Direction: cfg.direction,
+			Policy:    cfg.policy,
+			Hold:      append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
+		})
+		if cfg.syncTaints {
+			results[i].taints = tags.Merge(cfg.nameCase(), tags.MergeInput{
+				Base: baseTaints, Cloud: orEmpty(cloudTaints), Node: orEmpty(m.taintTags),
+				Direction: tags.NodeToCloud, Policy: tags.NodeWins,
+			})
+		}
+		plan.wiped = plan.wiped || results[i].labels.Wiped
+	}
+	return results
+}
+
+// memberMerge is one member's merge: its labels and, with syncTaints, its
+// taints (whose names never overlap: taint tags carry TaintTagPrefix).
+type memberMerge struct {
+	labels tags.MergeResult
+	taints tags.MergeResult
+}
+
+// cloudPatch is everything the member proposes for the cloud.
+func (mm memberMerge) cloudPatch() tags.Patch {
+	p := mm.labels.CloudPatch
+	t := mm.taints.CloudPatch
+	if t.IsEmpty() {
+		return p
+	}
+	out := tags.Patch{Set: p.Set.Clone(), Delete: append(slices.Clone(p.Delete), t.Delete...)}
+	for k, v := range t.Set {
+		if out.Set == nil {
+			out.Set = tags.Set{}
+		}
+		out.Set[k] = v
+	}
+	slices.Sort(out.Delete)
+	return out
+}
+
+// unwritten keeps the bases of cloud changes that were not written.
+func (mm memberMerge) unwritten() memberMerge {
+	return memberMerge{labels: mm.labels.RestrictCloud(tags.Patch{}), taints: mm.taints.RestrictCloud(tags.Patch{})}
+}
+
+// conflicts lists both merges' conflicts.
+func (mm memberMerge) conflicts() []tags.Conflict {
+	return append(slices.Clone(mm.labels.Conflicts), mm.taints.Conflicts...)
+}
+
+func orEmpty(s tags.Set) tags.Set {
+	if s == nil {
+		return tags.Set{}
+	}
+	return s
+}
+
+// taintTags renders a node's taints as tags.
+func taintTags(node *cachedNode) tags.Set {
+	taints := make([]tags.Taint, 0, len(node.Spec.Taints))
+	for _, t := range node.Spec.Taints {
+		if !kit.IsTaint(t, v1alpha1.NodeTagsPendingTaintKey) { // tagsync's own, gone once synced
+			taints = append(taints, tags.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 		}
 	}
-	for _, k := range changes.Delete {
-		if v, ok := node.Labels[k]; ok {
-			out[k] = v
+	return tags.TaintTags(taints)
+}
+
+// aggregate combines the members' cloud proposals into one patch; for a
+// resource shared by several Nodes, disagreeing proposals are conflicts and
+// are not written.
+func aggregate(cfg syncConfig, res cloud.Resource, members []*member, results []memberMerge, plan *resourcePlan) tags.Patch {
+	var proposals []tags.NodeProposal
+	for i, r := range results {
+		if p := r.cloudPatch(); !p.IsEmpty() {
+			proposals = append(proposals, tags.NodeProposal{Node: members[i].node.Name, Patch: p})
+		}
+	}
+	if len(proposals) == 0 {
+		return tags.Patch{}
+	}
+	agg := tags.Aggregate(cfg.nameCase(), res.Tags, proposals)
+	plan.aggConflicts = agg.Conflicts
+	return agg.Patch
+}
+
+// nodeUpdateFor turns a member's final merge into the Node change: the label
+// edits (under deletionPolicy Retain without deletions, which it returns as
+// retained), the removal of labels moved from an earlier prefix, and, when
+// it changed, the new base.
+func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
+	result := mm.labels
+	var retained []string
+	if cfg.retain && len(result.NodePatch.Delete) > 0 {
+		retained = result.NodePatch.Delete
+		result = result.RestrictNode(tags.Patch{Set: result.NodePatch.Set})
+	}
+	changes, skipped := cfg.codec.LabelChanges(m.node.Labels, result.NodePatch)
+	if len(skipped) > 0 {
+		result = result.RestrictNode(withoutNames(cfg.nameCase(), result.NodePatch, tags.SkippedNames(skipped)))
+	}
+	base := result.NewBase.Clone()
+	for k, v := range mm.taints.NewBase {
+		if base == nil {
+			base = tags.Set{}
+		}
+		base[k] = v
+	}
+	former := m.former(cfg)
+	if cfg.direction.WritesNodes() && !cfg.retain {
+		changes, former = moveLabels(cfg, m.node.Labels, changes, former)
+	}
+	u := nodeUpdate{labels: changes, retained: retained}
+	if text := (tags.Base{Origin: cfg.origin, Tags: base, Former: former}).Encode(); text != m.baseText {
+		u.base = text
+	}
+	return u, skipped
+}
+
+// moveLabels adds to changes the removal of each label former lists whose
+// tag now has its label under the current prefix (already there, or set by
+// changes), and returns what is still to be moved (nil: nothing). A former
+// label that is gone, or that someone changed since tagsync wrote it, is no
+// longer tagsync's: it is left alone and forgotten.
+func moveLabels(cfg syncConfig, labels map[string]string, changes tags.LabelChanges, former *tags.Former) (tags.LabelChanges, *tags.Former) {
+	if former == nil {
+		return changes, nil
+	}
+	old := tags.Codec{Prefix: former.Prefix, Rules: &cfg.rules}
+	left := tags.Set{}
+	for _, name := range former.Tags.Names() {
+		written, _ := old.ToLabels(tags.Set{name: former.Tags[name]})
+		for key, value := range written {
+			if labels[key] != value || cfg.codec.IsManaged(key) {
+				continue
+			}
+			if hasLabelAfter(cfg, labels, changes, name) {
+				changes.Delete = append(changes.Delete, key)
+			} else {
+				left[name] = former.Tags[name]
+			}
+		}
+	}
+	slices.Sort(changes.Delete)
+	if len(left) == 0 {
+		return changes, nil
+	}
+	return changes, &tags.Former{Prefix: former.Prefix, Tags: left}
+}
+
+// hasLabelAfter reports whether the Node carries tag name's label under
+// the current prefix once changes are applied.
+func hasLabelAfter(cfg syncConfig, labels map[string]string, changes tags.LabelChanges, name string) bool {
+	key, err := cfg.codec.LabelKey(name)
+	if err != nil {
+		return false
+	}
+	if _, ok := changes.Set[key]; ok {
+		return true
+	}
+	_, ok := labels[key]
+	return ok && !slices.Contains(changes.Delete, key)
+}
+
+// withoutNames returns p without operations on the given names (matched as nc
+// says).
+func withoutNames(nc tags.NameCase, p tags.Patch, names []string) tags.Patch {
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop[nc.Key(n)] = true
+	}
+	out := tags.Patch{}
+	for k, v := range p.Set {
+		if !drop[nc.Key(k)] {
+			if out.Set == nil {
+				out.Set = tags.Set{}
+			}
+			out.Set[k] = v
+		}
+	}
+	for _, k := range p.Delete {
+		if !drop[nc.Key(k)] {
+			out.Delete = append(out.Delete, k)
 		}
 	}
 	return out
+}
+
+// memberUpdate is the whole change a pass makes to a member's Node: the
+// label edits and new base of its final merge, and the pending taint's
+// removal.
+func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
+	u, skipped := nodeUpdateFor(cfg, m, mm)
+	u.taints = kit.ReleaseTaint(m.node.Spec.Taints, v1alpha1.NodeTagsPendingTaintKey)
+	return u, skipped
+}
+
+// A node that a pass found fully in sync (nothing to write on either side,
+// no conflict, nothing unrepresentable) stays in sync while neither the
+// Node, nor its resource's tags, nor the NodeTagSync's spec change. The next
+// pass then counts it as synced without decoding its labels or merging: at
+// 10,000 nodes most of a resync's work and allocation.
+//
+// A steady mark is the node's resourceVersion, a hash of the resource's tags
+// and the spec's generation. Each pass keeps only the marks of the nodes it
+// saw, so nodes that left (deleted, deselected) are forgotten.
+
+// steadyMark identifies the state in which a node was found in sync.
+func steadyMark(node *cachedNode, tagsHash uint64, generation int64) string {
+	return node.ResourceVersion + "/" + strconv.FormatUint(tagsHash, 36) + "/" + strconv.FormatInt(generation, 10)
+}
+
+// hashTags hashes a resource's tags (names and values exactly as stored).
+func hashTags(res cloud.Resource) uint64 {
+	h := fnv.New64a()
+	for _, n := range res.Tags.Names() { // sorted
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write([]byte(res.Tags[n]))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// held is what a pass kept back from its cloud writes: a mass deletion
+// waiting for approval (mass; approved when the approval annotation named
+// it), the deletions deletionPolicy Retain kept, and, while suspended, the
+// writes not made.
+type held struct {
+	mass     tags.MassDeletion
+	record   *v1alpha1.HeldDeletions // mass as the status shows it (nil: none held)
+	approved bool
+	retained int
+	// suspendedWrites counts the cloud writes a suspended pass did not make.
+	suspendedWrites int
+}
+
+// holdWrites removes from the plans' cloud writes what the pass must not
+// write, in order: everything while suspended; every deletion under
+// deletionPolicy Retain; a mass deletion (tags.GuardDeletions) unless
+// approve accepts it. approve gets the mass deletion and returns its status
+// record and whether the object's approval annotation names it.
+func holdWrites(cfg syncConfig, plans []*resourcePlan, approve func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool)) held {
+	var h held
+	if cfg.suspend {
+		for _, plan := range plans {
+			if !plan.proposed.IsEmpty() {
+				h.suspendedWrites++
+				plan.proposed, plan.withheld = tags.Patch{}, true
+			}
+		}
+		return h
+	}
+	nc := cfg.nameCase()
+	if cfg.retain {
+		for _, plan := range plans {
+			h.retained += len(plan.proposed.Delete)
+			plan.withheld = plan.withheld || len(plan.proposed.Delete) > 0
+			plan.proposed = tags.Patch{Set: plan.proposed.Set}
+		}
+		return h
+	}
+	deletions := make([]tags.Deletions, 0, len(plans))
+	for _, plan := range plans {
+		if len(plan.proposed.Delete) > 0 {
+			deletions = append(deletions, plannedDeletions(cfg, plan))
+		}
+	}
+	h.mass = tags.GuardDeletions(deletions)
+	if !h.mass.Held() {
+		return h
+	}
+	h.record, h.approved = approve(h.mass)
+	if h.approved {
+		return h
+	}
+	for _, plan := range plans {
+		var keep []string
+		for _, name := range plan.proposed.Delete {
+			if !h.mass.Has(nc, plan.resource.ID, name) {
+				keep = append(keep, name)
+			}
+		}
+		plan.withheld = plan.withheld || len(keep) < len(plan.proposed.Delete)
+		plan.proposed = tags.Patch{Set: plan.proposed.Set, Delete: keep}
+	}
+	return h
+}
+
+// plannedDeletions are a plan's label-tag deletions (taint tags come and go
+// with taints and are not counted) and its synced tags: the resource's tags
+// in the sync's scope.
+func plannedDeletions(cfg syncConfig, plan *resourcePlan) tags.Deletions {
+	nc := cfg.nameCase()
+	d := tags.Deletions{Resource: plan.resource.ID}
+	for _, name := range plan.proposed.Delete {
+		if !tags.IsTaintTag(nc, name) {
+			d.Names = append(d.Names, name)
+		}
+	}
+	for name := range cfg.filter.Apply(nc, orEmpty(plan.resource.Tags)) {
+		if !tags.IsTaintTag(nc, name) {
+			d.Synced++
+		}
+	}
+	return d
+}
+
+// approval returns a function that records a mass deletion for nts's
+// status and reports whether nts's approval annotation names it (see
+// kit.HeldDeletions); prev is the last record of a held set (nil: none).
+func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.Time) func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) {
+	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
 }

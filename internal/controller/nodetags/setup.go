@@ -65,7 +65,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 			all.Update(ctx, e, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.writes.forget(e.Object.GetName())
+			r.writes.Forget(e.Object.GetName())
 			r.changes.nodeChanged()
 			all.Delete(ctx, e, q)
 		},
@@ -93,7 +93,7 @@ func (r *Reconciler) allSyncs(ctx context.Context, _ client.Object) []reconcile.
 func nodeChanged() predicate.Predicate {
 	return predicate.And(kit.UpdateChanged(func(a, b *cachedNode) bool {
 		return !maps.Equal(a.Labels, b.Labels) || a.Spec.ProviderID != b.Spec.ProviderID ||
-			a.Annotations[BaseAnnotation] != b.Annotations[BaseAnnotation] ||
+			a.Annotations[v1alpha1.LastSyncedTagsAnnotation] != b.Annotations[v1alpha1.LastSyncedTagsAnnotation] ||
 			!sameTaints(a.Spec.Taints, b.Spec.Taints)
 	}), predicate.Funcs{GenericFunc: func(event.GenericEvent) bool { return false }})
 }

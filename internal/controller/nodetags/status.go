@@ -3,11 +3,9 @@ package nodetags
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,127 +13,12 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
 // maxListed bounds the conflict and unrepresentable lists in the status.
 const maxListed = 50
-
-// outcome is what a pass found and did, for status, metrics and logs. The
-// counters Node writes touch are guarded by mu (they run in parallel); the
-// rest is written by the pass's own goroutine.
-type outcome struct {
-	mu                        sync.Mutex
-	synced, unmanaged, errors int
-	claimed                   int // nodes an older NodeTagSync syncs
-	inFlight                  int // nodes whose last write the cache has not shown yet
-	pending                   int // nodes kept tainted as pending because they cannot be synced
-	cloudWrites, nodeWrites   int
-	conflicts                 []v1alpha1.TagConflict
-	skipped                   []v1alpha1.SkippedTag
-	wipes                     int
-	held                      held // what the pass held back from its cloud writes
-	retainedLabels            int  // label deletions kept (deletionPolicy Retain)
-	suspendedNodes            int  // Node writes a suspended pass did not make
-	firstError                string
-	errs                      []error
-}
-
-// fail counts a node that could not be synced.
-func (o *outcome) fail(err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.errors++
-	if o.firstError == "" {
-		o.firstError = err.Error()
-	}
-	if len(o.errs) < maxListed {
-		o.errs = append(o.errs, err)
-	}
-}
-
-// err joins the (first maxListed) errors of the pass.
-func (o *outcome) err() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return errors.Join(o.errs...)
-}
-
-// nodeSynced counts a node that needed no write; it is synced unless its
-// resource's cloud write failed (then that failure already counted it).
-func (o *outcome) nodeSynced(cloudOK bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if cloudOK {
-		o.synced++
-	}
-}
-
-// nodeWritten counts a successful Node write.
-func (o *outcome) nodeWritten(cloudOK bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.nodeWrites++
-	if cloudOK {
-		o.synced++
-	}
-}
-
-// nodeInFlight counts a Node whose write met a newer version.
-func (o *outcome) nodeInFlight() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.inFlight++
-}
-
-// addSkipped lists a tag or label that could not be carried across.
-func (o *outcome) addSkipped(s v1alpha1.SkippedTag) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.skipped = append(o.skipped, s)
-}
-
-// nodeSuspended counts a Node a suspended pass would have written (it is
-// not in sync).
-func (o *outcome) nodeSuspended() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.suspendedNodes++
-}
-
-// nodeRetained counts label deletions deletionPolicy Retain kept.
-func (o *outcome) nodeRetained(n int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.retainedLabels += n
-}
-
-// record publishes the pass's gauges.
-func (o *outcome) record(name string) {
-	nodesGauge.WithLabelValues(name, "synced").Set(float64(o.synced))
-	nodesGauge.WithLabelValues(name, "unmanaged").Set(float64(o.unmanaged))
-	nodesGauge.WithLabelValues(name, "error").Set(float64(o.errors))
-	nodesGauge.WithLabelValues(name, "pending").Set(float64(o.pending))
-	conflictsGauge.WithLabelValues(name).Set(float64(len(o.conflicts)))
-	unrepresentableGauge.WithLabelValues(name).Set(float64(len(o.skipped)))
-	wipesTotal.WithLabelValues(name).Add(float64(o.wipes))
-	deletionsHeldGauge.WithLabelValues(name).Set(float64(o.heldCount()))
-	retainedGauge.WithLabelValues(name).Set(float64(o.held.retained + o.retainedLabels))
-	if o.held.approved {
-		approvalsTotal.WithLabelValues(name).Inc()
-	}
-}
-
-// heldCount is the number of tag deletions the pass held for approval.
-func (o *outcome) heldCount() int {
-	if o.held.approved {
-		return 0
-	}
-	return o.held.mass.Count()
-}
-
-// nodeStates are the values of the nodes gauge's state label.
-var nodeStates = []string{"synced", "unmanaged", "error", "pending"}
 
 // status renders the pass as the NodeTagSync's status. last is the status
 // this controller last wrote (nil: unknown): the cached nts may not show it
@@ -147,7 +30,7 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, last *v1alpha1.NodeTagSyncSt
 		st.LastFullSyncTime = last.LastFullSyncTime.DeepCopy()
 	}
 	st.ObservedGeneration = nts.Generation
-	st.LastSyncRequest = nts.Annotations[SyncRequestAnnotation]
+	st.LastSyncRequest = nts.Annotations[v1alpha1.SyncRequestAnnotation]
 	st.SyncedNodes = int32(o.synced)
 	st.UnmanagedNodes = int32(o.unmanaged + o.claimed)
 	st.ConflictCount = int32(len(o.conflicts))
@@ -219,7 +102,7 @@ func (o *outcome) summary(cfg syncConfig) string {
 		msg += fmt.Sprintf("; %d of the unmanaged are synced by an older NodeTagSync that also selects them", o.claimed)
 	}
 	if o.pending > 0 {
-		msg += fmt.Sprintf("; %d nodes keep the %s taint because they cannot be synced", o.pending, PendingTaintKey)
+		msg += fmt.Sprintf("; %d nodes keep the %s taint because they cannot be synced", o.pending, v1alpha1.NodeTagsPendingTaintKey)
 	}
 	for _, w := range cfg.warnings {
 		msg += "; " + w
@@ -255,7 +138,7 @@ func readFailedStatus(nts *v1alpha1.NodeTagSync, err error) v1alpha1.NodeTagSync
 func failedStatus(nts *v1alpha1.NodeTagSync, reason, msg string) v1alpha1.NodeTagSyncStatus {
 	st := *nts.Status.DeepCopy()
 	st.ObservedGeneration = nts.Generation
-	st.LastSyncRequest = nts.Annotations[SyncRequestAnnotation]
+	st.LastSyncRequest = nts.Annotations[v1alpha1.SyncRequestAnnotation]
 	setConditions(&st, nts.Generation,
 		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
 		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
@@ -317,4 +200,21 @@ func sortedSkipped(in []v1alpha1.SkippedTag) []v1alpha1.SkippedTag {
 func firstSorted[T any](in []T, compare func(a, b T) int) []T {
 	slices.SortFunc(in, compare)
 	return in[:min(len(in), maxListed)]
+}
+
+// writePassStatus renders a full pass as the NodeTagSync's status (with
+// the Events condition) and writes it.
+func (p *pass) writePassStatus(ctx context.Context, fresh bool, failed []cloud.ScopeError) error {
+	st := p.out.status(p.nts, p.st.lastStatus, p.cfg, failed, fresh, p.start)
+	p.setEventsCondition(&st)
+	return p.r.writeStatus(ctx, p.nts, st, p.st)
+}
+
+// setEventsCondition reports in st whether events drive the passes (the
+// Events condition), or removes it when events are off.
+func (p *pass) setEventsCondition(st *v1alpha1.NodeTagSyncStatus) {
+	if p.health == nil {
+		return
+	}
+	setConditions(st, p.nts.Generation, kit.EventsCondition(*p.health, p.cfg.resync, p.nts.Generation))
 }

@@ -249,7 +249,7 @@ func (h *harness) sync(name string, mutate func(*v1alpha1.NodeTagSyncSpec)) *v1a
 func (h *harness) syncNow(name string) string {
 	h.t.Helper()
 	req := fmt.Sprint(h.requests.Add(1))
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, nodetags.SyncRequestAnnotation, req)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.SyncRequestAnnotation, req)
 	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := h.c.Patch(h.ctx, nts, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		h.t.Fatal(err)
@@ -262,7 +262,7 @@ func (h *harness) syncNow(name string) string {
 func (h *harness) syncAndWait(name string) *v1alpha1.NodeTagSync {
 	h.t.Helper()
 	nts := &v1alpha1.NodeTagSync{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	testenv.RequestPass(h.t, h.c, nts, nodetags.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
+	testenv.RequestPass(h.t, h.c, nts, v1alpha1.SyncRequestAnnotation, testenv.LastSyncRequest, waitFor)
 	return nts
 }
 
@@ -357,7 +357,7 @@ func (h *harness) node(name, providerID string, labels map[string]string, base m
 	h.t.Helper()
 	n := build.Node(name, build.Labels(labels), build.ProviderID(providerID))
 	if base != nil {
-		build.Annotation(nodetags.BaseAnnotation, jsonObject(base))(n)
+		build.Annotation(v1alpha1.LastSyncedTagsAnnotation, jsonObject(base))(n)
 	}
 	if err := h.c.Create(h.ctx, n); err != nil {
 		h.t.Fatalf("creating node %s: %v", name, err)

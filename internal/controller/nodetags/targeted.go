@@ -7,15 +7,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // runTargeted is a pass over the nodes the last full pass placed on the
 // changed resources ids: it reads those resources only (fresh), or takes
-// the tags their changes carried (carried.go), syncs them as a full pass
-// does, and writes nothing when nothing differs (a
+// the tags their changes carried (carried.go), syncs them in the stages of
+// a full pass (sync), and writes nothing when nothing differs (a
 // change tagsync's own write caused, a redelivery). Its findings go to
 // events, logs and metrics; the status and its counts are the full
 // passes', which see every node. A pass that fails keeps the changes for
@@ -56,8 +55,7 @@ func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string
 		p.r.changes.markRead(p.r.Now(), unread...)
 		merge(&snap, read)
 	}
-	p.reportReadFailures(snap.Failed)
-	p.syncAll(ctx, items, snap)
+	p.sync(ctx, items, snap)
 	p.keepSteady(items)
 	return p.next()
 }
@@ -83,13 +81,4 @@ func onlyNodes(nodes []*cachedNode, names map[string]bool) []*cachedNode {
 		}
 	}
 	return out
-}
-
-// setEventsCondition reports in st whether events drive the passes (the
-// Events condition), or removes it when events are off.
-func (p *pass) setEventsCondition(st *v1alpha1.NodeTagSyncStatus) {
-	if p.health == nil {
-		return
-	}
-	setConditions(st, p.nts.Generation, kit.EventsCondition(*p.health, p.cfg.resync, p.nts.Generation))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -308,4 +309,32 @@ func TestUnitFailedWritesAndScopesFailThePassInMetrics(t *testing.T) {
 	ok, failed = passes("ok"), passes("error")
 	s.reconcile()
 	expect("a scope answering 403", ok, failed, 0, 1)
+}
+
+// TestUnitIdenticalWritesAreOneBatch: the pass writes the cloud only
+// through PatchTagsBatch, the path both clouds take: resources of their own
+// whose patch is identical in one batch, a resource several Nodes share
+// alone.
+func TestUnitIdenticalWritesAreOneBatch(t *testing.T) {
+	objs := unitObjects()
+	objs = append(objs,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{"azure.tags/team": "blue"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", Labels: map[string]string{"azure.tags/team": "red"}}})
+	u := newUnit(t, objs...)
+	u.cloud.SetResource("/r/vm1", tags.Set{})
+	u.cloud.SetResource("/r/vm2", tags.Set{})
+	u.cloud.SetResource("/r/vmss", tags.Set{})
+	u.cloud.Place("n1", "/r/vm1", false)
+	u.cloud.Place("n2", "/r/vm2", false)
+	u.cloud.Place("n3", "/r/vmss", true)
+	u.reconcile()
+	batches := map[string]int{}
+	for _, c := range u.cloud.Calls() {
+		if c.Op == cloudtest.OpPatchTags {
+			batches[c.ID] = c.Batch
+		}
+	}
+	if want := map[string]int{"/r/vm1": 2, "/r/vm2": 2, "/r/vmss": 1}; fmt.Sprint(batches) != fmt.Sprint(want) {
+		t.Fatalf("batch sizes of the writes = %v, want %v", batches, want)
+	}
 }

@@ -1,0 +1,233 @@
+package nodetags
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// The applier: the pass's writes, as its plans say, with their outcomes
+// recorded in the plans for the reporter. The cloud is written first,
+// through the provider's one write (PatchTagsBatch, audited); then each
+// resource's Nodes (labels, base annotation, pending taint).
+
+// writeAll makes the plans' cloud writes with the provider's one write,
+// PatchTagsBatch: each resource shared by several Nodes alone, as its plan
+// comes; then resources of their own whose proposed patch is identical
+// together (a provider that writes one resource at a time writes them one
+// by one). Each written plan is settled with its outcome.
+func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) {
+	var order []string
+	batched := map[string][]*resourcePlan{}
+	for _, plan := range plans {
+		switch {
+		case plan.proposed.IsEmpty():
+		case plan.shared:
+			p.patchBatchAudited(ctx, []*resourcePlan{plan})
+		default:
+			key := plan.proposed.Key()
+			if batched[key] == nil {
+				order = append(order, key)
+			}
+			batched[key] = append(batched[key], plan)
+		}
+	}
+	for _, key := range order {
+		p.patchBatchAudited(ctx, batched[key])
+	}
+}
+
+// patchBatchAudited writes the plans' identical proposed patch to their
+// resources with one PatchTagsBatch and settles each plan with its
+// resource's result. The audit is per resource, between two records with
+// the tags' values before and after: a pending record for each before the
+// batch is sent, and a result record for each as the provider reports it.
+// A resource whose pending record cannot be written while the audit fails
+// closed is left out of the batch, its plan failing with the sink's error.
+func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
+	patch := plans[0].proposed
+	byID := make(map[string]*resourcePlan, len(plans))
+	ids := make([]string, 0, len(plans))
+	for _, plan := range plans {
+		if err := p.audit(ctx, plan.resource, patch, audit.ResultPending, nil); err != nil {
+			plan.settle(p.cfg, cloud.Resource{}, err)
+			continue
+		}
+		byID[plan.resource.ID] = plan
+		ids = append(ids, plan.resource.ID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
+		plan, ok := byID[id]
+		if !ok {
+			return
+		}
+		delete(byID, id)
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))     // changes before the write may predate it
+		_ = p.audit(ctx, plan.resource, patch, resultOf(err), err) // the write is done: its outcome stands
+		plan.settle(p.cfg, written, err)
+	})
+	for id, plan := range byID { // the provider broke its contract: retry them
+		err := fmt.Errorf("the cloud provider reported no result for %s", id)
+		_ = p.audit(ctx, plan.resource, patch, audit.ResultError, err)
+		plan.settle(p.cfg, cloud.Resource{}, err)
+	}
+}
+
+// resultOf is the audit result of a write that ended with err.
+func resultOf(err error) string {
+	if err != nil {
+		return audit.ResultError
+	}
+	return audit.ResultOK
+}
+
+// audit writes one record of a PatchTags under the audit policy
+// (audit.Log.Mutation); the error is the sink's when the record was lost
+// and the audit fails closed.
+func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, result string, err error) error {
+	rec := audit.Record{
+		Time:     p.r.Now().UTC(),
+		Object:   audit.Object{Kind: "NodeTagSync", Name: p.nts.Name, Generation: p.nts.Generation},
+		Cloud:    p.cfg.provider.Name(),
+		Resource: res.ID,
+		Result:   result,
+	}
+	rec.Describe(p.cfg.nameCase(), res.Tags, patch)
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	return p.r.audit.Mutation(ctx, rec)
+}
+
+// writeNodes finishes every plan once the cloud is written (plan.finish)
+// and writes its Nodes, resource by resource.
+func (p *pass) writeNodes(ctx context.Context, plans []*resourcePlan) {
+	for _, plan := range plans {
+		plan.finish()
+		p.applyNodes(ctx, plan)
+	}
+}
+
+// nodeOutcome is what became of a member's Node write.
+type nodeOutcome uint8
+
+const (
+	// nodeUnchanged: the Node needed no write.
+	nodeUnchanged nodeOutcome = iota
+	// nodeSuspended: a suspended pass did not make the write.
+	nodeSuspended
+	// nodeWritten: the Node was patched.
+	nodeWritten
+	// nodeInFlight: the Node changed since the cache read it (409); its
+	// watch event brings a pass that sees the change, so nothing failed.
+	nodeInFlight
+	// nodeFailed: the write failed with nodeResult.err.
+	nodeFailed
+)
+
+// nodeResult is the applier's record of one member's Node, for the
+// reporter.
+type nodeResult struct {
+	outcome nodeOutcome
+	err     error
+	// skipped are labels the Node could not be given; retained counts the
+	// label deletions deletionPolicy Retain kept.
+	skipped  []tags.Skipped
+	retained int
+	// released is set when the write removes the pending taint.
+	released bool
+}
+
+// applyNodes writes each member's label changes and new base, in parallel,
+// and records each Node's outcome in plan.nodes. Nodes that need no change
+// are not written. A Node still carrying the pending taint has it removed
+// by the same write that gives it its labels (or, when it needs none, by a
+// write of its own).
+func (p *pass) applyNodes(ctx context.Context, plan *resourcePlan) {
+	limit := p.r.nodeWriteConcurrency
+	if limit <= 0 {
+		limit = 16
+	}
+	var g errgroup.Group
+	g.SetLimit(limit)
+	plan.nodes = make([]nodeResult, len(plan.members))
+	for i, m := range plan.members {
+		u, skipped := memberUpdate(p.cfg, m, plan.results[i])
+		nr := &plan.nodes[i]
+		nr.skipped, nr.retained = skipped, len(u.retained)
+		switch {
+		case u.isEmpty():
+			continue
+		case p.cfg.suspend:
+			nr.outcome = nodeSuspended
+			continue
+		}
+		if !u.labels.IsEmpty() {
+			if plan.labelled == 0 {
+				plan.firstLabels = u.labels
+			}
+			plan.labelled++
+		}
+		nr.released = u.taints != nil
+		g.Go(func() error {
+			nr.outcome, nr.err = p.writeNode(ctx, m, u)
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// writeNode patches one Node, recorded as the controller's own write while
+// it is in flight; a 409 means the Node changed since the cache read it,
+// and its watch event brings a pass that sees the change, so nothing
+// failed.
+func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate) (nodeOutcome, error) {
+	err := p.r.writes.Patch(ctx, p.r.Client, m.node.Name, m.node.Name, m.node.ResourceVersion, u.patch())
+	switch {
+	case apierrors.IsConflict(err):
+		return nodeInFlight, nil
+	case err != nil:
+		return nodeFailed, err
+	}
+	return nodeWritten, nil
+}
+
+// nodeUpdate is the change one pass makes to a Node.
+type nodeUpdate struct {
+	labels tags.LabelChanges
+	base   string // new annotation value; "" when unchanged
+	// taints, when not nil, are the Node's taints without the pending
+	// taint, which the update removes.
+	taints []corev1.Taint
+	// retained are the tags whose labels deletionPolicy Retain kept (not
+	// written: reported).
+	retained []string
+}
+
+func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && u.taints == nil }
+
+// patch is the update as kit's Node write: only the changed labels and
+// the base annotation (and, when the pending taint goes, the Node's taints
+// without it), guarded by the Node's resourceVersion: if the Node changed
+// since it was read, the API server answers Conflict and the next pass
+// re-reads it, so a label or taint someone else just wrote is never
+// overwritten.
+func (u nodeUpdate) patch() kit.NodePatch {
+	p := kit.NodePatch{Labels: u.labels, Taints: u.taints, Guard: true}
+	if u.base != "" {
+		p.Annotations = map[string]string{v1alpha1.LastSyncedTagsAnnotation: u.base}
+	}
+	return p
+}
