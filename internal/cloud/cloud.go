@@ -56,6 +56,13 @@ type Placement struct {
 	// Note explains a fallback, e.g. a Uniform instance synced with its scale
 	// set under TargetInstance.
 	Note string
+	// Member, for a Shared placement, is the ID of the node's own resource
+	// when it must carry the shared resource's synced tags too (AWS: the
+	// instance of an Auto Scaling group under TargetScaleSet, since cost
+	// allocation reads instance tags); its tags are in Snapshot.Resources.
+	// The pass copies the shared resource's synced tags to it and repairs
+	// them when they drift. Empty when the cloud needs no such copy.
+	Member string
 	// Err is set when the node's resource could not be read in this
 	// snapshot (its scope is in Snapshot.Failed): the node is not synced in
 	// this pass and counts as an error, not as unmanaged.
@@ -68,6 +75,10 @@ type Resource struct {
 	ID string
 	// Tags are the resource's tags, all of them.
 	Tags tags.Set
+	// OwnOnly names tags of a shared resource that stay on it and are not
+	// copied to its Placement.Member resources (AWS: an Auto Scaling group
+	// tag whose PropagateAtLaunch is false). Sorted; usually empty.
+	OwnOnly []string
 }
 
 // Snapshot is the bulk read of a sync pass: every node's placement and the

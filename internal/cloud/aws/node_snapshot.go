@@ -32,6 +32,18 @@ type asGroup struct {
 	arn, name string
 	tags      tags.Set // without the aws: tags
 	instances []string // the IDs of its instances
+	// noPropagate are the names of its tags whose PropagateAtLaunch is
+	// false, sorted: a write of such a tag keeps the flag, and the tag is
+	// not copied to the group's instances.
+	noPropagate []string
+}
+
+// propagates reports whether the group's tag name reaches its instances:
+// every tag but those whose PropagateAtLaunch is false (a new tag is written
+// with PropagateAtLaunch true).
+func (g *asGroup) propagates(name string) bool {
+	_, found := slices.BinarySearch(g.noPropagate, name)
+	return !found
 }
 
 // Snapshot locates nodes on EC2 and reads the tags of their resources in
@@ -96,6 +108,10 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 		snap.Placements[name] = pl
 		if res != nil {
 			snap.Resources[cloud.CanonicalID(res.ID)] = *res
+		}
+		if pl.Member != "" {
+			in := r.instances[regionalID{ref.region, ref.instanceID}]
+			snap.Resources[cloud.CanonicalID(in.arn)] = cloud.Resource{ID: in.arn, Tags: in.tags.Clone()}
 		}
 	}
 	snap.Failed = r.failures()
@@ -259,10 +275,16 @@ func (p *Provider) describeGroups(ctx context.Context, region string, names []st
 // newGroup converts a described group.
 func newGroup(g astypes.AutoScalingGroup) *asGroup {
 	all := tags.Set{}
+	var noPropagate []string
 	for _, t := range g.Tags {
 		all[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+		if !sdkaws.ToBool(t.PropagateAtLaunch) && !tags.AWSRules.IsReservedName(sdkaws.ToString(t.Key)) {
+			noPropagate = append(noPropagate, sdkaws.ToString(t.Key))
+		}
 	}
-	e := &asGroup{arn: sdkaws.ToString(g.AutoScalingGroupARN), name: sdkaws.ToString(g.AutoScalingGroupName), tags: userTags(all)}
+	slices.Sort(noPropagate)
+	e := &asGroup{arn: sdkaws.ToString(g.AutoScalingGroupARN), name: sdkaws.ToString(g.AutoScalingGroupName), tags: userTags(all),
+		noPropagate: noPropagate}
 	for _, in := range g.Instances {
 		e.instances = append(e.instances, sdkaws.ToString(in.InstanceId))
 	}
@@ -306,8 +328,8 @@ func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *
 		out.Reason = fmt.Sprintf("Auto Scaling group %q of EC2 instance %s not found in region %s", in.group, ref.instanceID, ref.region)
 		return out, nil
 	}
-	out.Managed, out.Resource, out.Shared = true, g.arn, true
-	return out, &cloud.Resource{ID: g.arn, Tags: g.tags.Clone()}
+	out.Managed, out.Resource, out.Shared, out.Member = true, g.arn, true, in.arn
+	return out, &cloud.Resource{ID: g.arn, Tags: g.tags.Clone(), OwnOnly: slices.Clone(g.noPropagate)}
 }
 
 // unreadable is the placement of a node whose resource could not be read:

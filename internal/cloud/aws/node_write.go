@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -53,12 +54,14 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 // An instance costs one DescribeInstances, then a DeleteTags (each name
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
-// Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch set,
-// so instances launched later carry the tags; MaxGroupTagsPerCall tags a
+// Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch true
+// for a new tag, so instances launched later carry it, and as read for a
+// tag whose value changes; MaxGroupTagsPerCall tags a
 // call, and a failed call undoes the ones answered before it: see
 // writeGroupTags), then one EC2 DeleteTags and
 // one CreateTags for all the group's current instances (MaxIDsPerCall a
-// call; deletions conditional on the group's old value). When the group was
+// call; deletions conditional on the group's old value; a tag whose
+// PropagateAtLaunch is false is not set on them). When the group was
 // written but some instance was not, the error says so; the group's tags
 // are written either way. After a failure the cached reads of the resource
 // are dropped.
@@ -372,14 +375,16 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
 	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
 		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
-			if err := p.writeGroupTags(ctx, ref, g.tags, set, del); err != nil {
+			if err := p.writeGroupTags(ctx, ref, g, set, del); err != nil {
 				return err
 			}
-			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances})
+			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances, noPropagate: g.noPropagate})
 			for _, id := range g.instances {
 				cacheDrop(&p.nodes, &p.nodes.instances, regionalID{ref.region, id})
 			}
-			if failed := p.writeEC2(ctx, ref.region, g.instances, set, del); len(failed) > 0 {
+			propagated := maps.Clone(set)
+			maps.DeleteFunc(propagated, func(name, _ string) bool { return !g.propagates(name) })
+			if failed := p.writeEC2(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
 				return instancesFailed(ref, len(g.instances), failed)
 			}
 			return nil
@@ -421,33 +426,36 @@ func groupTagCalls(set, del tags.Set) []groupTagCall {
 	return out
 }
 
-// writeGroupTags changes the tags of the group ref from cur (as read) by
-// deleting del and setting set (PropagateAtLaunch), with Auto Scaling's
+// writeGroupTags changes the tags of the group ref from g's (as read) by
+// deleting del and setting set (each tag keeping the PropagateAtLaunch read,
+// a new one with PropagateAtLaunch true), with Auto Scaling's
 // DeleteTags and CreateOrUpdateTags, MaxGroupTagsPerCall tags a call. It
 // never leaves the change half applied on purpose: when a call fails after
 // others were answered, the written tags are put back as read (a deleted or
-// overwritten tag is set again with its old value, with PropagateAtLaunch,
+// overwritten tag is set again with its old value and PropagateAtLaunch,
 // and a tag that was new is deleted). The error names the call that failed
 // and which keys are left written and which not (all not written when the
 // undo succeeded), and wraps the failed call's error (its cloud kind).
-func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, cur, set, del tags.Set) error {
+func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set) error {
 	var done []groupTagCall
 	for _, call := range groupTagCalls(set, del) {
-		if err := p.sendGroupTags(ctx, ref, call); err != nil {
-			return p.groupWriteFailed(ctx, ref, cur, set, del, done, err)
+		if err := p.sendGroupTags(ctx, ref, g, call); err != nil {
+			return p.groupWriteFailed(ctx, ref, g, set, del, done, err)
 		}
 		done = append(done, call)
 	}
 	return nil
 }
 
-// sendGroupTags sends one Auto Scaling tag call.
-func (p *Provider) sendGroupTags(ctx context.Context, ref groupRef, call groupTagCall) error {
+// sendGroupTags sends one Auto Scaling tag call. A tag keeps the
+// PropagateAtLaunch the group read g has for it (false stays false); a new
+// tag propagates.
+func (p *Provider) sendGroupTags(ctx context.Context, ref groupRef, g *asGroup, call groupTagCall) error {
 	c := p.clientsFor(ref.region).autoscaling
 	list := make([]astypes.Tag, 0, len(call.tags))
 	for _, name := range call.tags.Names() {
 		list = append(list, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
-			Key: sdkaws.String(name), Value: sdkaws.String(call.tags[name]), PropagateAtLaunch: sdkaws.Bool(true)})
+			Key: sdkaws.String(name), Value: sdkaws.String(call.tags[name]), PropagateAtLaunch: sdkaws.Bool(g.propagates(name))})
 	}
 	op, err := "CreateOrUpdateTags", error(nil)
 	if call.del {
@@ -468,7 +476,8 @@ const groupUndoTimeout = 30 * time.Second
 
 // groupWriteFailed undoes the calls done of a group change that failed with
 // err and returns the error that says what is left written.
-func (p *Provider) groupWriteFailed(ctx context.Context, ref groupRef, cur, set, del tags.Set, done []groupTagCall, err error) error {
+func (p *Provider) groupWriteFailed(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set, done []groupTagCall, err error) error {
+	cur := g.tags
 	changed := append(set.Names(), del.Names()...)
 	slices.Sort(changed)
 	var written []string
@@ -489,7 +498,7 @@ func (p *Provider) groupWriteFailed(ctx context.Context, ref groupRef, cur, set,
 		defer cancel()
 		var undone []string
 		for _, call := range groupTagCalls(restore, remove) {
-			if p.sendGroupTags(uctx, ref, call) != nil {
+			if p.sendGroupTags(uctx, ref, g, call) != nil {
 				break
 			}
 			undone = append(undone, call.tags.Names()...)

@@ -79,7 +79,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 // and decides every resource's plan (planPass, pure); what the pass must
 // not write is held back across all of them (holdWrites: suspend,
 // deletionPolicy Retain, a mass deletion); the applier makes the cloud
-// writes, then the Node writes (writeAll, writeNodes); and the reporter,
+// writes, then copies the shared resources' synced tags to their members
+// where the cloud needs it (planMemberWrites, writeMembers: an Auto
+// Scaling group's instances), then the Node writes (writeAll, writeNodes);
+// and the reporter,
 // once every write is made, turns the settled plans into counts, events
 // and metrics (report).
 func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
@@ -87,6 +90,7 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced}, nodes, snap)
 	h := holdWrites(p.cfg, pl.plans, approval(p.nts, p.heldBefore(), p.r.Now()))
 	p.writeAll(ctx, pl.plans)
+	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
 	p.writeNodes(ctx, pl.plans)
 	p.report(ctx, pl, h)
 }
@@ -112,6 +116,9 @@ func (p *pass) next() (reconcile.Result, error) {
 	p.st.backoff.Reset()
 	if o.errors > 0 {
 		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", o.errors, o.firstError)
+	}
+	if o.memberErrors > 0 {
+		return reconcile.Result{}, fmt.Errorf("%d instances could not be given their group's tags; first error: %s", o.memberErrors, o.firstError)
 	}
 	if o.inFlight > 0 {
 		// Our own writes have not reached the cache yet; their watch events

@@ -373,6 +373,29 @@ type outcome struct {
 	suspendedNodes            int  // Node writes a suspended pass did not make
 	firstError                string
 	errs                      []error
+	// memberErrors counts the members (an Auto Scaling group's instances)
+	// that could not be given their shared resource's tags.
+	memberErrors int
+}
+
+// memberWritten counts a member written (a cloud write).
+func (o *outcome) memberWritten() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cloudWrites++
+}
+
+// memberFailed counts a member whose write failed.
+func (o *outcome) memberFailed(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.memberErrors++
+	if o.firstError == "" {
+		o.firstError = err.Error()
+	}
+	if len(o.errs) < maxListed {
+		o.errs = append(o.errs, err)
+	}
 }
 
 // fail counts a node that could not be synced.
