@@ -25,16 +25,17 @@ type nodeCache struct {
 // missedAt is when an instance was first and last looked for in vain.
 type missedAt struct{ first, last time.Time }
 
-// NewInstanceGrace is how long after the node sync first looks for an
-// instance in vain it takes the instance for one EC2 does not show yet
-// rather than one that is gone. EC2's API is eventually consistent ("the
+// NewInstanceGrace is how long after its Node's creation (cloud.Node.Created;
+// when unknown, after the node sync first looks for the instance in vain)
+// the node sync takes an instance EC2 does not return for one EC2 does not
+// show yet rather than one that is gone. EC2's API is eventually consistent ("the
 // result of an API command you run might not be immediately visible to all
 // subsequent commands", EC2 API reference, "Eventual consistency in the
 // Amazon EC2 API") and documents no bound; a kubelet registers its Node
 // only after the instance booted, and the lag EC2's users report is
 // seconds, so two minutes covers it with room. Within it the node is not
-// synced yet, its placement says why, and the miss is not cached: every
-// pass looks again.
+// synced yet, its placement is NotYet and says why, and the miss is not
+// cached: every pass looks again.
 const NewInstanceGrace = 2 * time.Minute
 
 // missRetention is how long a miss no Node asked about again is kept: long

@@ -48,3 +48,35 @@ func TestSnapshotNewInstanceGrace(t *testing.T) {
 		t.Fatalf("new node after the grace: %+v, want not found", pl)
 	}
 }
+
+// TestSnapshotNewInstanceGraceFromNodeCreation: with the Node's creation
+// time known, the grace counts from it, not from the first miss: a Node
+// created a minute ago whose instance EC2 does not show is NotYet (not
+// synced yet, looked for again) until NewInstanceGrace after its creation,
+// and one created before that is not found at its very first pass.
+func TestSnapshotNewInstanceGraceFromNodeCreation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	start := time.Now()
+	var now atomic.Int64
+	now.Store(start.UnixNano())
+	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	const region = "us-east-1"
+	fresh, old := node("fresh", region, "i-0123456789abcdef0"), node("old", region, "i-0123456789abcdef1")
+	fresh.Created, old.Created = start.Add(-time.Minute), start.Add(-NewInstanceGrace-time.Second)
+	snap, err := e.p.Snapshot(e.ctx, []cloud.Node{fresh, old}, cloud.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl := snap.Placements["fresh"]; pl.Managed || !pl.NotYet || !strings.Contains(pl.Reason, "after its Node was created") {
+		t.Errorf("a Node created a minute ago: %+v, want NotYet, counted from the Node's creation", pl)
+	}
+	if pl := snap.Placements["old"]; pl.Managed || pl.NotYet || !strings.Contains(pl.Reason, "not found in region") {
+		t.Errorf("a Node created before the grace: %+v, want not found at once", pl)
+	}
+	now.Add(int64(time.Minute + time.Second))
+	snap, err = e.p.Snapshot(e.ctx, []cloud.Node{fresh}, cloud.ReadOptions{})
+	if pl := snap.Placements["fresh"]; err != nil || pl.NotYet || !strings.Contains(pl.Reason, "not found in region") {
+		t.Errorf("the same Node past the grace: %+v, %v; want not found", pl, err)
+	}
+}

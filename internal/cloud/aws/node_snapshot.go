@@ -75,6 +75,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 	p.nodes.sweep(p.opts.CacheTTL)
 	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
 	refs := map[string]nodeRef{}
+	created := map[string]time.Time{}
 	need := map[string][]string{} // instance IDs by region
 	seen := map[regionalID]bool{}
 	for _, n := range nodes {
@@ -87,6 +88,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			continue
 		}
 		refs[n.Name] = ref
+		created[n.Name] = n.Created
 		if k := (regionalID{ref.region, ref.instanceID}); !seen[k] {
 			seen[k] = true
 			need[ref.region] = append(need[ref.region], ref.instanceID)
@@ -104,7 +106,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 		return cloud.Snapshot{}, fmt.Errorf("aws: snapshot of %d nodes: %w", len(nodes), err)
 	}
 	for name, ref := range refs {
-		pl, res := r.place(ref, target)
+		pl, res := r.place(ref, target, created[name])
 		snap.Placements[name] = pl
 		if res != nil {
 			snap.Resources[cloud.CanonicalID(res.ID)] = *res
@@ -292,8 +294,10 @@ func newGroup(g astypes.AutoScalingGroup) *asGroup {
 }
 
 // place resolves a node's placement and the resource that carries its tags
-// (nil when it has none in this snapshot).
-func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *cloud.Resource) {
+// (nil when it has none in this snapshot). created is the Node's creation
+// time (zero: unknown), from which an instance EC2 does not show yet gets
+// NewInstanceGrace.
+func (r *nodeReader) place(ref nodeRef, target cloud.Target, created time.Time) (cloud.Placement, *cloud.Resource) {
 	out := cloud.Placement{Scope: regionScope(ref.region)}
 	k := regionalID{ref.region, ref.instanceID}
 	if err := r.bad[k]; err != nil {
@@ -301,12 +305,17 @@ func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *
 	}
 	in := r.instances[k]
 	if in == nil {
-		if since := r.p.nodes.miss(k); since < NewInstanceGrace {
+		since, from := r.p.nodes.clock().Sub(created), "its Node was created"
+		if created.IsZero() {
+			since, from = r.p.nodes.miss(k), "it was first missed"
+		}
+		if since < NewInstanceGrace {
 			// Perhaps too new for EC2's reads: look again next pass.
 			cacheDrop(&r.p.nodes, &r.p.nodes.instances, k)
+			out.NotYet = true
 			out.Reason = fmt.Sprintf("EC2 instance %s is not known to EC2 in region %s yet (EC2's reads are eventually consistent): "+
-				"not synced yet, looked for again at every pass until %s after it was first missed (%s ago)",
-				ref.instanceID, ref.region, NewInstanceGrace, since.Round(time.Second))
+				"not synced yet, looked for again until %s after %s (%s ago)",
+				ref.instanceID, ref.region, NewInstanceGrace, from, since.Round(time.Second))
 			return out, nil
 		}
 		out.Reason = fmt.Sprintf("EC2 instance %s not found in region %s", ref.instanceID, ref.region)

@@ -106,8 +106,9 @@ func (p *pass) heldBefore() *v1alpha1.HeldDeletions {
 
 // next schedules the next pass: after the cloud's Retry-After when it
 // throttled us, with the workqueue's backoff after other errors (what
-// succeeded is not redone), soon while our own writes are in flight, else at
-// the next resync.
+// succeeded is not redone), soon while our own writes are in flight or a
+// new node's resource is not shown by the cloud yet, else at the next
+// resync.
 func (p *pass) next() (reconcile.Result, error) {
 	o := p.out
 	if wait, ok := cloud.RetryAfter(o.err()); ok {
@@ -125,8 +126,17 @@ func (p *pass) next() (reconcile.Result, error) {
 		// normally trigger the next pass, this is the safety net.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
+	if o.notYet > 0 {
+		// A new node's resource the cloud does not show yet: look again
+		// soon, not at the next resync.
+		return reconcile.Result{RequeueAfter: min(NotYetRequeue, p.r.nextPass(p.st, p.cfg.resync))}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.r.nextPass(p.st, p.cfg.resync)}, nil
 }
+
+// NotYetRequeue is how soon a pass is retried while a node's resource is
+// not shown by the cloud yet (cloud.Placement.NotYet).
+const NotYetRequeue = 5 * time.Second
 
 // readFailed ends a pass whose cloud read could not run at all: nothing was
 // written, the status says why, and the pass is retried (after the cloud's

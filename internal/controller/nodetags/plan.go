@@ -68,6 +68,9 @@ type unsynced struct {
 	node   *cachedNode
 	reason string
 	err    error
+	// notYet: the cloud does not show the node's resource yet but may
+	// shortly (Placement.NotYet).
+	notYet bool
 }
 
 // planPass is the planner's first step: it groups the managed nodes by the
@@ -85,7 +88,7 @@ func planPass(in planInput, nodes []*cachedNode, snap cloud.Snapshot) passPlan {
 			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: "its resource could not be read: " + pl.Err.Error(),
 				err: fmt.Errorf("node %s: %w", node.Name, pl.Err)})
 		case !ok || !pl.Managed:
-			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: pl.Reason})
+			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: pl.Reason, notYet: pl.NotYet})
 		default:
 			id := cloud.CanonicalID(pl.Resource)
 			pp.placed[id] = append(pp.placed[id], node.Name)

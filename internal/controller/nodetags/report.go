@@ -34,7 +34,12 @@ func (p *pass) report(ctx context.Context, pl passPlan, h held) {
 			continue
 		}
 		p.out.unmanaged++
-		p.reportUnmanagedPending(u.node, u.reason)
+		if u.notYet {
+			// Not a person's job: the pass looks again soon (pass.next).
+			p.out.notYet++
+		} else {
+			p.reportUnmanagedPending(u.node, u.reason)
+		}
 		log.FromContext(ctx).V(2).Info("node not synced", "node", u.node.Name, "reason", u.reason)
 	}
 	p.reportHeld(h)
@@ -373,6 +378,9 @@ type outcome struct {
 	suspendedNodes            int  // Node writes a suspended pass did not make
 	firstError                string
 	errs                      []error
+	// notYet counts the unmanaged nodes whose resource the cloud does not
+	// show yet but may shortly (Placement.NotYet).
+	notYet int
 	// memberErrors counts the members (an Auto Scaling group's instances)
 	// that could not be given their shared resource's tags.
 	memberErrors int
