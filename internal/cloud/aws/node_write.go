@@ -220,7 +220,8 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 // PatchTagsBatch applies patch to each of ids as PatchTags does, and
 // reports each one's result to each as soon as it is known (see
 // cloud.NodeProvider). Instances are read afresh with one DescribeInstances
-// per region and MaxIDsPerCall of them; those whose change is identical
+// per region and MaxFilterValues of them (EC2's limit on one filter's
+// values; a failed read fails only its instances); those whose change is identical
 // (the same names set to the same values, the same names deleted with the
 // same values read) are written with one DeleteTags (each name with its
 // value read: EC2 deletes it only where it still has that value) and one
@@ -282,7 +283,7 @@ type changeGroup struct {
 }
 
 // patchInstances patches instances of one region (at most MaxIDsPerCall):
-// one fresh read of all, then one write per distinct change.
+// one fresh read per MaxFilterValues, then one write per distinct change.
 func (p *Provider) patchInstances(ctx context.Context, region string, refs []resourceRef, patch tags.Patch,
 	each func(id string, res cloud.Resource, err error),
 ) {
@@ -290,16 +291,26 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 	for i, ref := range refs {
 		ec2IDs[i] = ref.ec2ID
 	}
-	found, err := p.describeInstances(ctx, region, ec2IDs)
-	if err != nil {
-		for _, ref := range refs {
-			each(ref.id, cloud.Resource{}, err)
+	// EC2 takes at most MaxFilterValues values in one filter: read in as
+	// many calls, and fail only the instances of a call that failed.
+	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
+	for chunk := range slices.Chunk(ec2IDs, min(p.opts.maxIDsPerCall, MaxFilterValues)) {
+		got, err := p.describeInstances(ctx, region, chunk)
+		if err != nil {
+			for _, id := range chunk {
+				readErr[id] = err
+			}
+			continue
 		}
-		return
+		maps.Copy(found, got)
 	}
 	var order []string
 	groups := map[string]*changeGroup{}
 	for _, ref := range refs {
+		if err := readErr[ref.ec2ID]; err != nil {
+			each(ref.id, cloud.Resource{}, err)
+			continue
+		}
 		c, set, del, err := p.instanceChange(region, ref, found, patch)
 		switch {
 		case err != nil:
