@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -97,5 +101,40 @@ func TestPatchGroupNeverHalfApplied(t *testing.T) {
 				t.Fatalf("group tags = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPatchGroupKeepsPropagateAtLaunch: a group tag whose PropagateAtLaunch
+// is false keeps it when a patch changes its value, is not copied to the
+// group's instances, and is the group resource's OwnOnly in a Snapshot; a
+// new tag propagates.
+func TestPatchGroupKeepsPropagateAtLaunch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cfg := e.seedConfig()
+	const region = "us-east-1"
+	groupARN, ids := seed.Group(t, cfg, region, "own", 2, nil)
+	as := autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.Region = region })
+	if _, err := as.CreateOrUpdateTags(e.ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: []astypes.Tag{{
+		ResourceId: sdkaws.String("own"), ResourceType: sdkaws.String("auto-scaling-group"),
+		Key: sdkaws.String("owner"), Value: sdkaws.String("a"), PropagateAtLaunch: sdkaws.Bool(false),
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.p.Snapshot(e.ctx, []cloud.Node{node("n0", region, ids[0])}, cloud.ReadOptions{Fresh: true})
+	if res := snap.Resources[cloud.CanonicalID(groupARN)]; err != nil || fmt.Sprint(res.OwnOnly) != "[owner]" {
+		t.Errorf("Snapshot group %+v, %v; want OwnOnly [owner]", res, err)
+	}
+	if _, err := e.p.PatchTags(e.ctx, groupARN, tags.Patch{Set: tags.Set{"owner": "b", "team": "blue"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]seed.Tag{"owner": {Value: "b"}, "team": {Value: "blue", PropagateAtLaunch: true}}
+	if got := seed.GroupTags(t, cfg, region, "own"); !maps.Equal(got, want) {
+		t.Errorf("group tags = %v, want %v", got, want)
+	}
+	for _, id := range ids {
+		if got := userTags(seed.InstanceTags(t, cfg, region, id)); !maps.Equal(got, tags.Set{"team": "blue"}) {
+			t.Errorf("instance %s tags = %v, want team only (owner does not propagate)", id, got)
+		}
 	}
 }
