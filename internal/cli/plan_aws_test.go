@@ -129,6 +129,7 @@ func TestPlanAWSNodeTagSync(t *testing.T) {
 	moto := testenv.StartMoto(t)
 	_, group := seed.Group(t, moto.Config, testenv.MotoRegion, "pool1", 2, map[string]string{"env": "prod"})
 	solo := awstest.RunInstances(t, moto, 1, map[string]string{"owner": "ops"})
+	seed.SetInstanceTags(t, moto.Config, testenv.MotoRegion, group[1], nil, "env") // drifted from its group
 	node := func(name, id string, labels map[string]string) *corev1.Node {
 		return build.Node(name, build.Labels(labels), build.ProviderID(seed.ProviderID(testenv.MotoRegion, id)))
 	}
@@ -167,8 +168,12 @@ func TestPlanAWSNodeTagSync(t *testing.T) {
 	if fmt.Sprint(predicted) != fmt.Sprint(want) {
 		t.Errorf("plan predicts the labels %v, want %v", predicted, want)
 	}
-	if len(sp.Resources) != 1 || !strings.HasSuffix(sp.Resources[0].ID, solo[0]) || fmt.Sprint(applyChanges(tags.CaseSensitive, tags.Set{}, sp.Resources[0].Changes)) != "map[team:a]" {
-		t.Errorf("plan's cloud writes %+v, want team=a on %s", sp.Resources, solo[0])
+	writes := map[string]string{}
+	for _, r := range sp.Resources {
+		writes[r.ID[strings.LastIndex(r.ID, "/")+1:]] = fmt.Sprint(applyChanges(tags.CaseSensitive, tags.Set{}, r.Changes))
+	}
+	if want := map[string]string{solo[0]: "map[team:a]", group[1]: "map[env:prod]"}; !equalMaps(writes, want) {
+		t.Errorf("plan's cloud writes %+v, want team=a on %s and its group's env=prod back on %s", sp.Resources, solo[0], group[1])
 	}
 
 	startAWSNodeSync(t, env, moto)
@@ -179,6 +184,9 @@ func TestPlanAWSNodeTagSync(t *testing.T) {
 	}
 	if got := seed.InstanceTags(t, moto.Config, testenv.MotoRegion, solo[0])["team"]; got != "a" {
 		t.Errorf("team tag on %s after the pass %q, plan predicted a", solo[0], got)
+	}
+	if got := seed.InstanceTags(t, moto.Config, testenv.MotoRegion, group[1])["env"]; got != "prod" {
+		t.Errorf("env tag on %s after the pass %q, plan predicted prod", group[1], got)
 	}
 }
 

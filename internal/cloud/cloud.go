@@ -34,6 +34,9 @@ type Node struct {
 	ProviderID string
 	// Labels are the Node's labels (read only).
 	Labels map[string]string
+	// Created is the Node's creation time (zero when unknown): a provider
+	// whose reads may not show a new resource yet counts its grace from it.
+	Created time.Time
 }
 
 // Placement says where a node runs and which resource carries its tags.
@@ -56,6 +59,19 @@ type Placement struct {
 	// Note explains a fallback, e.g. a Uniform instance synced with its scale
 	// set under TargetInstance.
 	Note string
+	// Member, for a Shared placement, is the ID of the node's own resource
+	// when it must carry the shared resource's synced tags too (AWS: the
+	// instance of an Auto Scaling group under TargetScaleSet, since cost
+	// allocation reads instance tags); its tags are in Snapshot.Resources.
+	// The pass copies the shared resource's synced tags to it and repairs
+	// them when they drift. Empty when the cloud needs no such copy.
+	Member string
+	// NotYet marks an unmanaged placement whose resource the cloud does not
+	// show yet but may shortly (AWS: an instance EC2's eventually consistent
+	// reads do not return within NewInstanceGrace of the Node's creation):
+	// the node is not synced yet, nothing needs a person, and the pass looks
+	// again soon instead of at its resync interval.
+	NotYet bool
 	// Err is set when the node's resource could not be read in this
 	// snapshot (its scope is in Snapshot.Failed): the node is not synced in
 	// this pass and counts as an error, not as unmanaged.
@@ -68,6 +84,10 @@ type Resource struct {
 	ID string
 	// Tags are the resource's tags, all of them.
 	Tags tags.Set
+	// OwnOnly names tags of a shared resource that stay on it and are not
+	// copied to its Placement.Member resources (AWS: an Auto Scaling group
+	// tag whose PropagateAtLaunch is false). Sorted; usually empty.
+	OwnOnly []string
 }
 
 // Snapshot is the bulk read of a sync pass: every node's placement and the

@@ -22,7 +22,10 @@
 //
 // The Auto Scaling group plays Azure's scale set. An instance's group is
 // its tag aws:autoscaling:groupName. Under cloud.TargetScaleSet a node
-// syncs with its group (Placement.Shared: the group's nodes aggregate);
+// syncs with its group (Placement.Shared: the group's nodes aggregate), and
+// its instance is the placement's Member (its tags in Snapshot.Resources),
+// which the node sync keeps carrying the group's synced tags; the group's
+// tags whose PropagateAtLaunch is false are its Resource.OwnOnly;
 // under cloud.TargetInstance with its own instance. An instance in no group
 // (Karpenter's, a standalone one) syncs with itself under both targets,
 // with a Placement.Note saying so under TargetScaleSet. Resource IDs are
@@ -59,9 +62,10 @@
 // PatchTags reads the resource afresh and writes only what changes. An
 // instance costs DescribeInstances, DeleteTags (conditional on the values
 // read) and CreateTags. A group costs DescribeAutoScalingGroups, Auto
-// Scaling's DeleteTags and CreateOrUpdateTags with PropagateAtLaunch (so
-// instances launched later carry the tags), then one EC2 DeleteTags and one
-// CreateTags for all its current instances. Patches naming aws: tags are
+// Scaling's DeleteTags and CreateOrUpdateTags (a new tag with
+// PropagateAtLaunch, so instances launched later carry it; a changed one
+// keeps the flag it had), then one EC2 DeleteTags and one CreateTags for
+// all its current instances (not of tags that do not propagate). Patches naming aws: tags are
 // refused, and so are patches that would leave more than 50 tags
 // (cloud.ErrTooManyTags), before any call. Tag keys are case-sensitive:
 // "Env" and "env" are two tags.
@@ -135,9 +139,13 @@
 // its (service, region, bucket) — buckets are reads (Describe*, Get*,
 // List*) and writes — for DefaultThrottleWait, doubling while throttling
 // goes on up to MaxThrottleWait. While it is closed every other attempt
-// through it is not sent and fails at once with a *cloud.ThrottledError
-// whose RetryAfter is the wait left, and tagsync_cloud_requests_held_total
-// counts it; only the SDK's retries of the throttled call itself pass. The
+// through it waits for it to open when that is at most MaxThrottleHold
+// away and the attempt's context lasts that long, so throttling slows a
+// pass down instead of failing it; a gate closed for longer fails the
+// attempt at once, unsent, with a *cloud.ThrottledError whose RetryAfter
+// is the wait left, and tagsync_cloud_requests_held_total counts it (the
+// caller retries after RetryAfter). Only the SDK's retries of the
+// throttled call itself pass at once. The
 // gates (ThrottleGates) are process-wide (DefaultThrottleGates) unless
 // WithThrottleGates gives a Provider its own.
 //

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -41,6 +42,15 @@ const (
 	MaxThrottleWait     = 2 * time.Minute
 )
 
+// MaxThrottleHold is how long an attempt waits at a closed gate for it to
+// open: a gate that opens sooner (and before the attempt's context ends)
+// slows the call down instead of failing it, so one throttled call does
+// not fail the calls of a pass that follow it. A gate closed for longer
+// fails the attempt at once with a *cloud.ThrottledError (its RetryAfter
+// the wait left), and the caller retries later. It covers the first two
+// waits of a throttling streak (5 s, 10 s).
+const MaxThrottleHold = 10 * time.Second
+
 // gateKey names one gate: endpoint override ("" for AWS's own), service,
 // region and bucket. AWS meters requests per account and region and, within
 // EC2, per group of actions; one provider is one account.
@@ -59,7 +69,8 @@ func (k gateKey) scope() string {
 // API's ThrottlingException, any Throttling* code), the gate of that
 // request's (service, region, bucket) closes for a while (DefaultThrottleWait,
 // doubling while the throttling goes on, up to MaxThrottleWait), and every
-// later HTTP attempt through that gate fails at once with a
+// later HTTP attempt through that gate waits for it to open when that is
+// at most MaxThrottleHold away, and otherwise fails at once with a
 // *cloud.ThrottledError instead of being sent. Only the SDK's own retries of
 // the call that was throttled pass, after the SDK's back-off: the call that
 // met the throttling finishes as the SDK would, every other call stops. AWS
@@ -70,11 +81,35 @@ func (k gateKey) scope() string {
 type ThrottleGates struct {
 	gates     *cloud.Gates[gateKey]
 	base, max time.Duration
+	hold      time.Duration // MaxThrottleHold
 }
 
 // NewThrottleGates returns gates that are all open.
 func NewThrottleGates() *ThrottleGates {
-	return &ThrottleGates{gates: cloud.NewGates[gateKey](), base: DefaultThrottleWait, max: MaxThrottleWait}
+	return &ThrottleGates{gates: cloud.NewGates[gateKey](), base: DefaultThrottleWait, max: MaxThrottleWait, hold: MaxThrottleHold}
+}
+
+// wait waits for k's gate to open when it closes for no longer than the
+// gates' hold and the context's deadline allows, and reports whether it
+// is open; left is how long it was to stay closed.
+func (g *ThrottleGates) wait(ctx context.Context, k gateKey, left time.Duration) bool {
+	for left > 0 {
+		if left > g.hold {
+			return false
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < left {
+			return false
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		left = g.remaining(k)
+	}
+	return true
 }
 
 // defaultGates are the process-wide gates.
@@ -179,9 +214,9 @@ func (mw gateMiddleware) HandleFinalize(ctx context.Context, in middleware.Final
 ) {
 	key := mw.key(middleware.GetOperationName(ctx))
 	st, _ := ctx.Value(callStateKey{}).(*callState)
-	if left := mw.gates.remaining(key); left > 0 && (st == nil || !st.owns(key)) {
+	if left := mw.gates.remaining(key); left > 0 && (st == nil || !st.owns(key)) && !mw.gates.wait(ctx, key, left) {
 		mw.m.Held(operationName(ctx), string(key.bucket))
-		return middleware.FinalizeOutput{}, middleware.Metadata{}, &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
+		return middleware.FinalizeOutput{}, middleware.Metadata{}, &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: cmp.Or(mw.gates.remaining(key), left)}}
 	}
 	out, md, err := next.HandleFinalize(ctx, in)
 	switch {

@@ -114,3 +114,21 @@ func TestPatchTagsBatchDeleteIsConditional(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchTagsBatchReadsWithinFilterLimit: 250 instances needing the
+// identical patch are read afresh within EC2's 200 values per filter (two
+// DescribeInstances, which the AWS rules refuse as one) and written with
+// one CreateTags (1000 IDs a call).
+func TestPatchTagsBatchReadsWithinFilterLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.instances("us-east-1", 250, nil)
+	e.resetCalls()
+	got := e.patchBatch(ids, tags.Patch{Set: tags.Set{"team": "blue"}})
+	for _, id := range ids {
+		if r := got[id]; r.err != nil || r.res.Tags["team"] != "blue" {
+			t.Fatalf("%s: %+v, want team=blue", id, r)
+		}
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "ec2:CreateTags": 1})
+}

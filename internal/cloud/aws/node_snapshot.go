@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
@@ -31,6 +32,18 @@ type asGroup struct {
 	arn, name string
 	tags      tags.Set // without the aws: tags
 	instances []string // the IDs of its instances
+	// noPropagate are the names of its tags whose PropagateAtLaunch is
+	// false, sorted: a write of such a tag keeps the flag, and the tag is
+	// not copied to the group's instances.
+	noPropagate []string
+}
+
+// propagates reports whether the group's tag name reaches its instances:
+// every tag but those whose PropagateAtLaunch is false (a new tag is written
+// with PropagateAtLaunch true).
+func (g *asGroup) propagates(name string) bool {
+	_, found := slices.BinarySearch(g.noPropagate, name)
+	return !found
 }
 
 // Snapshot locates nodes on EC2 and reads the tags of their resources in
@@ -39,7 +52,8 @@ type asGroup struct {
 // no longer exists is missing from the answer instead of failing the call)
 // and, for TargetScaleSet, one DescribeAutoScalingGroups per
 // GroupsPerRead groups. Reads younger than Options.CacheTTL are reused
-// unless opts.Fresh. opts.Scopes are region names: nodes in other regions
+// unless opts.Fresh; older ones are forgotten first, so the cache holds
+// the instances and groups that Nodes still name, not every one ever read. opts.Scopes are region names: nodes in other regions
 // are unmanaged and cost no call.
 //
 // opts.Resources (canonical instance and group ARNs, after a change event)
@@ -58,8 +72,10 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 	if target == "" {
 		target = cloud.TargetScaleSet
 	}
+	p.nodes.sweep(p.opts.CacheTTL)
 	snap := cloud.Snapshot{Placements: make(map[string]cloud.Placement, len(nodes)), Resources: map[string]cloud.Resource{}}
 	refs := map[string]nodeRef{}
+	created := map[string]time.Time{}
 	need := map[string][]string{} // instance IDs by region
 	seen := map[regionalID]bool{}
 	for _, n := range nodes {
@@ -72,6 +88,7 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 			continue
 		}
 		refs[n.Name] = ref
+		created[n.Name] = n.Created
 		if k := (regionalID{ref.region, ref.instanceID}); !seen[k] {
 			seen[k] = true
 			need[ref.region] = append(need[ref.region], ref.instanceID)
@@ -89,10 +106,14 @@ func (p *Provider) Snapshot(ctx context.Context, nodes []cloud.Node, opts cloud.
 		return cloud.Snapshot{}, fmt.Errorf("aws: snapshot of %d nodes: %w", len(nodes), err)
 	}
 	for name, ref := range refs {
-		pl, res := r.place(ref, target)
+		pl, res := r.place(ref, target, created[name])
 		snap.Placements[name] = pl
 		if res != nil {
 			snap.Resources[cloud.CanonicalID(res.ID)] = *res
+		}
+		if pl.Member != "" {
+			in := r.instances[regionalID{ref.region, ref.instanceID}]
+			snap.Resources[cloud.CanonicalID(in.arn)] = cloud.Resource{ID: in.arn, Tags: in.tags.Clone()}
 		}
 	}
 	snap.Failed = r.failures()
@@ -256,10 +277,16 @@ func (p *Provider) describeGroups(ctx context.Context, region string, names []st
 // newGroup converts a described group.
 func newGroup(g astypes.AutoScalingGroup) *asGroup {
 	all := tags.Set{}
+	var noPropagate []string
 	for _, t := range g.Tags {
 		all[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+		if !sdkaws.ToBool(t.PropagateAtLaunch) && !tags.AWSRules.IsReservedName(sdkaws.ToString(t.Key)) {
+			noPropagate = append(noPropagate, sdkaws.ToString(t.Key))
+		}
 	}
-	e := &asGroup{arn: sdkaws.ToString(g.AutoScalingGroupARN), name: sdkaws.ToString(g.AutoScalingGroupName), tags: userTags(all)}
+	slices.Sort(noPropagate)
+	e := &asGroup{arn: sdkaws.ToString(g.AutoScalingGroupARN), name: sdkaws.ToString(g.AutoScalingGroupName), tags: userTags(all),
+		noPropagate: noPropagate}
 	for _, in := range g.Instances {
 		e.instances = append(e.instances, sdkaws.ToString(in.InstanceId))
 	}
@@ -267,8 +294,10 @@ func newGroup(g astypes.AutoScalingGroup) *asGroup {
 }
 
 // place resolves a node's placement and the resource that carries its tags
-// (nil when it has none in this snapshot).
-func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *cloud.Resource) {
+// (nil when it has none in this snapshot). created is the Node's creation
+// time (zero: unknown), from which an instance EC2 does not show yet gets
+// NewInstanceGrace.
+func (r *nodeReader) place(ref nodeRef, target cloud.Target, created time.Time) (cloud.Placement, *cloud.Resource) {
 	out := cloud.Placement{Scope: regionScope(ref.region)}
 	k := regionalID{ref.region, ref.instanceID}
 	if err := r.bad[k]; err != nil {
@@ -276,9 +305,23 @@ func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *
 	}
 	in := r.instances[k]
 	if in == nil {
+		since, from := r.p.nodes.clock().Sub(created), "its Node was created"
+		if created.IsZero() {
+			since, from = r.p.nodes.miss(k), "it was first missed"
+		}
+		if since < NewInstanceGrace {
+			// Perhaps too new for EC2's reads: look again next pass.
+			cacheDrop(&r.p.nodes, &r.p.nodes.instances, k)
+			out.NotYet = true
+			out.Reason = fmt.Sprintf("EC2 instance %s is not known to EC2 in region %s yet (EC2's reads are eventually consistent): "+
+				"not synced yet, looked for again until %s after %s (%s ago)",
+				ref.instanceID, ref.region, NewInstanceGrace, from, since.Round(time.Second))
+			return out, nil
+		}
 		out.Reason = fmt.Sprintf("EC2 instance %s not found in region %s", ref.instanceID, ref.region)
 		return out, nil
 	}
+	r.p.nodes.found(k)
 	if target == cloud.TargetInstance || in.group == "" {
 		if in.group == "" && target == cloud.TargetScaleSet {
 			out.Note = fmt.Sprintf("EC2 instance %s is in no Auto Scaling group (Karpenter or standalone): synced with its own tags", ref.instanceID)
@@ -294,8 +337,8 @@ func (r *nodeReader) place(ref nodeRef, target cloud.Target) (cloud.Placement, *
 		out.Reason = fmt.Sprintf("Auto Scaling group %q of EC2 instance %s not found in region %s", in.group, ref.instanceID, ref.region)
 		return out, nil
 	}
-	out.Managed, out.Resource, out.Shared = true, g.arn, true
-	return out, &cloud.Resource{ID: g.arn, Tags: g.tags.Clone()}
+	out.Managed, out.Resource, out.Shared, out.Member = true, g.arn, true, in.arn
+	return out, &cloud.Resource{ID: g.arn, Tags: g.tags.Clone(), OwnOnly: slices.Clone(g.noPropagate)}
 }
 
 // unreadable is the placement of a node whose resource could not be read:

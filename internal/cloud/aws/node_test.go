@@ -86,7 +86,8 @@ func TestParseProviderID(t *testing.T) {
 }
 
 // TestSnapshotPlacements: under ScaleSet a group's nodes share the group
-// (Shared, the group's tags without aws: ones), an instance in no group
+// (Shared, the group's tags without aws: ones) and name their own instance
+// as its Member (its tags read too), an instance in no group
 // is its own resource with a Note, and Fargate, foreign, empty and missing
 // nodes are unmanaged; one DescribeInstances and one
 // DescribeAutoScalingGroups in all, and nothing more for the same read
@@ -108,9 +109,16 @@ func TestSnapshotPlacements(t *testing.T) {
 	if err != nil || len(snap.Failed) > 0 {
 		t.Fatalf("Snapshot: %v, failed %v", err, snap.Failed)
 	}
-	for _, n := range []string{"g0", "g1"} {
+	for i, n := range []string{"g0", "g1"} {
 		if pl := snap.Placements[n]; !pl.Managed || pl.Resource != groupARN || !pl.Shared || pl.Note != "" {
 			t.Errorf("%s placed %+v, want shared group %s", n, pl, groupARN)
+		}
+		own := e.arn(region, "instance", members[i])
+		if pl := snap.Placements[n]; pl.Member != own {
+			t.Errorf("%s placed %+v, want its instance %s as the group's member", n, pl, own)
+		}
+		if res, ok := snap.Resources[cloud.CanonicalID(own)]; !ok || res.Tags["team"] != "a" {
+			t.Errorf("member resource %+v, want the instance with the group's propagated team=a", res)
 		}
 	}
 	if res := snap.Resources[cloud.CanonicalID(groupARN)]; !maps.Equal(res.Tags, tags.Set{"team": "a"}) {
@@ -123,18 +131,18 @@ func TestSnapshotPlacements(t *testing.T) {
 	if res := snap.Resources[cloud.CanonicalID(soloARN)]; !maps.Equal(res.Tags, tags.Set{"Env": "prod", "env": "dev"}) {
 		t.Errorf("solo resource %+v, want Env and env, two tags", res)
 	}
-	for n, reason := range map[string]string{"fargate": "Fargate", "azure": "not an AWS providerID", "none": "no providerID", "gone": "not found"} {
+	for n, reason := range map[string]string{"fargate": "Fargate", "azure": "not an AWS providerID", "none": "no providerID", "gone": "not known to EC2"} {
 		if pl := snap.Placements[n]; pl.Managed || pl.Err != nil || !strings.Contains(pl.Reason, reason) {
 			t.Errorf("%s placed %+v, want unmanaged saying %q", n, pl, reason)
 		}
 	}
 	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
-	// Within the cache's lifetime the same read, the missing instance
-	// included, costs nothing.
+	// Within the cache's lifetime the same read costs nothing but the
+	// missing instance's, which is looked for again (NewInstanceGrace).
 	if snap, err = e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{}); err != nil || snap.Placements["gone"].Managed || !snap.Placements["g0"].Managed {
 		t.Fatalf("cached Snapshot: %v, %+v", err, snap.Placements)
 	}
-	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "autoscaling:DescribeAutoScalingGroups": 1})
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "autoscaling:DescribeAutoScalingGroups": 1})
 
 	e.resetCalls()
 	snap, err = e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Target: cloud.TargetInstance})
@@ -174,7 +182,7 @@ func TestSnapshotBatchesAndCache(t *testing.T) {
 	want := map[string]int{"ec2:DescribeInstances": 3, "autoscaling:DescribeAutoScalingGroups": 1}
 	for _, fresh := range []bool{false, false, true} {
 		snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: fresh})
-		if err != nil || len(snap.Resources) != 3 {
+		if err != nil || len(snap.Resources) != 3+100 { // the groups and their nodes' instances (Placement.Member)
 			t.Fatalf("Snapshot: %d resources, %v", len(snap.Resources), err)
 		}
 		if fresh {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
@@ -52,10 +54,14 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 // An instance costs one DescribeInstances, then a DeleteTags (each name
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
-// Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch set,
-// so instances launched later carry the tags), then one EC2 DeleteTags and
+// Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch true
+// for a new tag, so instances launched later carry it, and as read for a
+// tag whose value changes; MaxGroupTagsPerCall tags a
+// call, and a failed call undoes the ones answered before it: see
+// writeGroupTags), then one EC2 DeleteTags and
 // one CreateTags for all the group's current instances (MaxIDsPerCall a
-// call; deletions conditional on the group's old value). When the group was
+// call; deletions conditional on the group's old value; a tag whose
+// PropagateAtLaunch is false is not set on them). When the group was
 // written but some instance was not, the error says so; the group's tags
 // are written either way. After a failure the cached reads of the resource
 // are dropped.
@@ -214,7 +220,8 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 // PatchTagsBatch applies patch to each of ids as PatchTags does, and
 // reports each one's result to each as soon as it is known (see
 // cloud.NodeProvider). Instances are read afresh with one DescribeInstances
-// per region and MaxIDsPerCall of them; those whose change is identical
+// per region and MaxFilterValues of them (EC2's limit on one filter's
+// values; a failed read fails only its instances); those whose change is identical
 // (the same names set to the same values, the same names deleted with the
 // same values read) are written with one DeleteTags (each name with its
 // value read: EC2 deletes it only where it still has that value) and one
@@ -276,7 +283,7 @@ type changeGroup struct {
 }
 
 // patchInstances patches instances of one region (at most MaxIDsPerCall):
-// one fresh read of all, then one write per distinct change.
+// one fresh read per MaxFilterValues, then one write per distinct change.
 func (p *Provider) patchInstances(ctx context.Context, region string, refs []resourceRef, patch tags.Patch,
 	each func(id string, res cloud.Resource, err error),
 ) {
@@ -284,16 +291,26 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 	for i, ref := range refs {
 		ec2IDs[i] = ref.ec2ID
 	}
-	found, err := p.describeInstances(ctx, region, ec2IDs)
-	if err != nil {
-		for _, ref := range refs {
-			each(ref.id, cloud.Resource{}, err)
+	// EC2 takes at most MaxFilterValues values in one filter: read in as
+	// many calls, and fail only the instances of a call that failed.
+	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
+	for chunk := range slices.Chunk(ec2IDs, min(p.opts.maxIDsPerCall, MaxFilterValues)) {
+		got, err := p.describeInstances(ctx, region, chunk)
+		if err != nil {
+			for _, id := range chunk {
+				readErr[id] = err
+			}
+			continue
 		}
-		return
+		maps.Copy(found, got)
 	}
 	var order []string
 	groups := map[string]*changeGroup{}
 	for _, ref := range refs {
+		if err := readErr[ref.ec2ID]; err != nil {
+			each(ref.id, cloud.Resource{}, err)
+			continue
+		}
 		c, set, del, err := p.instanceChange(region, ref, found, patch)
 		switch {
 		case err != nil:
@@ -369,14 +386,16 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
 	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
 		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
-			if err := p.writeGroupTags(ctx, ref, set, del); err != nil {
+			if err := p.writeGroupTags(ctx, ref, g, set, del); err != nil {
 				return err
 			}
-			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances})
+			cachePut(&p.nodes, &p.nodes.groups, k, &asGroup{arn: g.arn, name: g.name, tags: next, instances: g.instances, noPropagate: g.noPropagate})
 			for _, id := range g.instances {
 				cacheDrop(&p.nodes, &p.nodes.instances, regionalID{ref.region, id})
 			}
-			if failed := p.writeEC2(ctx, ref.region, g.instances, set, del); len(failed) > 0 {
+			propagated := maps.Clone(set)
+			maps.DeleteFunc(propagated, func(name, _ string) bool { return !g.propagates(name) })
+			if failed := p.writeEC2(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
 				return instancesFailed(ref, len(g.instances), failed)
 			}
 			return nil
@@ -384,34 +403,126 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 	})
 }
 
-// writeGroupTags sends Auto Scaling's DeleteTags for del, then its
-// CreateOrUpdateTags for set with PropagateAtLaunch.
-func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, set, del tags.Set) error {
-	c := p.clientsFor(ref.region).autoscaling
-	tagList := func(s tags.Set) []astypes.Tag {
-		out := make([]astypes.Tag, 0, len(s))
-		for _, name := range s.Names() {
-			out = append(out, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
-				Key: sdkaws.String(name), Value: sdkaws.String(s[name]), PropagateAtLaunch: sdkaws.Bool(true)})
-		}
-		return out
-	}
-	if len(del) > 0 {
-		if _, err := c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: tagList(del)}); err != nil {
-			return p.wrap(ref.region, fmt.Sprintf("aws: DeleteTags %s on Auto Scaling group %q in %s",
-				strings.Join(del.Names(), ", "), ref.name, ref.region), err)
-		}
-	}
-	if len(set) > 0 {
-		if _, err := c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: tagList(set)}); err != nil {
-			msg := fmt.Sprintf("aws: CreateOrUpdateTags %s on Auto Scaling group %q in %s", strings.Join(set.Names(), ", "), ref.name, ref.region)
-			if len(del) > 0 {
-				msg += " (the patch's deletions were applied)"
+// MaxGroupTagsPerCall is the most tags of one Auto Scaling group tagsync
+// names in one Auto Scaling CreateOrUpdateTags or DeleteTags call. The Auto
+// Scaling API reference states no limit on a call's Tags.member.N, but a
+// group holds at most 50 tags (Auto Scaling user guide, "Tag your Auto
+// Scaling groups", tag restrictions), so a call naming more for one group
+// is refused.
+const MaxGroupTagsPerCall = 50
+
+// groupTagCall is one Auto Scaling tag call of writeGroupTags: the tags it
+// deletes (del) or sets.
+type groupTagCall struct {
+	del  bool
+	tags tags.Set
+}
+
+// groupTagCalls splits the deletion of del and the setting of set into
+// calls of at most MaxGroupTagsPerCall tags, deletions first.
+func groupTagCalls(set, del tags.Set) []groupTagCall {
+	var out []groupTagCall
+	for _, c := range []struct {
+		del bool
+		s   tags.Set
+	}{{true, del}, {false, set}} {
+		for names := range slices.Chunk(c.s.Names(), MaxGroupTagsPerCall) {
+			part := make(tags.Set, len(names))
+			for _, n := range names {
+				part[n] = c.s[n]
 			}
-			return p.wrap(ref.region, msg, err)
+			out = append(out, groupTagCall{del: c.del, tags: part})
 		}
+	}
+	return out
+}
+
+// writeGroupTags changes the tags of the group ref from g's (as read) by
+// deleting del and setting set (each tag keeping the PropagateAtLaunch read,
+// a new one with PropagateAtLaunch true), with Auto Scaling's
+// DeleteTags and CreateOrUpdateTags, MaxGroupTagsPerCall tags a call. It
+// never leaves the change half applied on purpose: when a call fails after
+// others were answered, the written tags are put back as read (a deleted or
+// overwritten tag is set again with its old value and PropagateAtLaunch,
+// and a tag that was new is deleted). The error names the call that failed
+// and which keys are left written and which not (all not written when the
+// undo succeeded), and wraps the failed call's error (its cloud kind).
+func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set) error {
+	var done []groupTagCall
+	for _, call := range groupTagCalls(set, del) {
+		if err := p.sendGroupTags(ctx, ref, g, call); err != nil {
+			return p.groupWriteFailed(ctx, ref, g, set, del, done, err)
+		}
+		done = append(done, call)
 	}
 	return nil
+}
+
+// sendGroupTags sends one Auto Scaling tag call. A tag keeps the
+// PropagateAtLaunch the group read g has for it (false stays false); a new
+// tag propagates.
+func (p *Provider) sendGroupTags(ctx context.Context, ref groupRef, g *asGroup, call groupTagCall) error {
+	c := p.clientsFor(ref.region).autoscaling
+	list := make([]astypes.Tag, 0, len(call.tags))
+	for _, name := range call.tags.Names() {
+		list = append(list, astypes.Tag{ResourceId: sdkaws.String(ref.name), ResourceType: sdkaws.String("auto-scaling-group"),
+			Key: sdkaws.String(name), Value: sdkaws.String(call.tags[name]), PropagateAtLaunch: sdkaws.Bool(g.propagates(name))})
+	}
+	op, err := "CreateOrUpdateTags", error(nil)
+	if call.del {
+		op = "DeleteTags"
+		_, err = c.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: list})
+	} else {
+		_, err = c.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: list})
+	}
+	if err != nil {
+		return p.wrap(ref.region, fmt.Sprintf("aws: %s %s on Auto Scaling group %q in %s",
+			op, strings.Join(call.tags.Names(), ", "), ref.name, ref.region), err)
+	}
+	return nil
+}
+
+// groupUndoTimeout bounds the calls that undo a half-written group change.
+const groupUndoTimeout = 30 * time.Second
+
+// groupWriteFailed undoes the calls done of a group change that failed with
+// err and returns the error that says what is left written.
+func (p *Provider) groupWriteFailed(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set, done []groupTagCall, err error) error {
+	cur := g.tags
+	changed := append(set.Names(), del.Names()...)
+	slices.Sort(changed)
+	var written []string
+	for _, call := range done {
+		written = append(written, call.tags.Names()...)
+	}
+	slices.Sort(written)
+	if len(written) > 0 {
+		restore, remove := tags.Set{}, tags.Set{}
+		for _, name := range written {
+			if v, ok := cur[name]; ok {
+				restore[name] = v
+			} else {
+				remove[name] = set[name]
+			}
+		}
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupUndoTimeout)
+		defer cancel()
+		var undone []string
+		for _, call := range groupTagCalls(restore, remove) {
+			if p.sendGroupTags(uctx, ref, g, call) != nil {
+				break
+			}
+			undone = append(undone, call.tags.Names()...)
+		}
+		written = slices.DeleteFunc(written, func(name string) bool { return slices.Contains(undone, name) })
+	}
+	notWritten := slices.DeleteFunc(slices.Clone(changed), func(name string) bool { return slices.Contains(written, name) })
+	if len(written) == 0 {
+		return fmt.Errorf("aws: Auto Scaling group %q in %s left as it was (not written: %s): %w",
+			ref.name, ref.region, strings.Join(notWritten, ", "), err)
+	}
+	return fmt.Errorf("aws: Auto Scaling group %q in %s half changed, and undoing it failed (written: %s; not written: %s): %w",
+		ref.name, ref.region, strings.Join(written, ", "), cmp.Or(strings.Join(notWritten, ", "), "none"), err)
 }
 
 // instancesFailed is the error of a group written whose instances were not

@@ -51,7 +51,8 @@ func awsWrite(arn, eventID string, tags map[string]string) cloudchange.Change {
 // TestAWSChangesReadOnlyWhatTheirEventsLack: on AWS a change of an EC2
 // instance that carries its tags costs its targeted pass no call at all,
 // one without tags a single DescribeInstances, a change of an Auto Scaling
-// group a single DescribeAutoScalingGroups; a burst of 100 runs one pass;
+// group a single DescribeAutoScalingGroups (and, as its new tag reaches its
+// instances, one DescribeInstances and one CreateTags); a burst of 100 runs one pass;
 // duplicates, unrelated resources and tagsync's own writes write nothing.
 func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 	h, c, p, hub := newMotoEventsHarness(t)
@@ -83,6 +84,9 @@ func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 		_, after := h.passes(name)
 		return awsCalls(p, before), after - targeted
 	}
+	// A group's new tag reaches its two instances too: one fresh read of
+	// both and one CreateTags.
+	groupChange := map[string]int{"autoscaling:DescribeAutoScalingGroups": 1, "ec2:DescribeInstances": 1, "ec2:CreateTags": 1}
 	for i, step := range []struct {
 		what  string
 		arn   string
@@ -93,9 +97,9 @@ func TestAWSChangesReadOnlyWhatTheirEventsLack(t *testing.T) {
 	}{
 		{"an instance's change carrying its tags", soloARN, true, 1, nodes[2], map[string]int{}},
 		{"an instance's change without tags", soloARN, false, 1, nodes[2], map[string]int{"ec2:DescribeInstances": 1}},
-		{"a group's change", groupARN, false, 1, nodes[1], map[string]int{"autoscaling:DescribeAutoScalingGroups": 1}},
+		{"a group's change", groupARN, false, 1, nodes[1], groupChange},
 		{"a burst of 100 changes carrying the tags", soloARN, true, 100, nodes[2], map[string]int{}},
-		{"a burst of 100 changes of a group", groupARN, false, 100, nodes[0], map[string]int{"autoscaling:DescribeAutoScalingGroups": 1}},
+		{"a burst of 100 changes of a group", groupARN, false, 100, nodes[0], groupChange},
 	} {
 		h.settled(name)
 		cost := fmt.Sprint(i)

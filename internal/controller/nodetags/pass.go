@@ -79,7 +79,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 // and decides every resource's plan (planPass, pure); what the pass must
 // not write is held back across all of them (holdWrites: suspend,
 // deletionPolicy Retain, a mass deletion); the applier makes the cloud
-// writes, then the Node writes (writeAll, writeNodes); and the reporter,
+// writes, then copies the shared resources' synced tags to their members
+// where the cloud needs it (planMemberWrites, writeMembers: an Auto
+// Scaling group's instances), then the Node writes (writeAll, writeNodes);
+// and the reporter,
 // once every write is made, turns the settled plans into counts, events
 // and metrics (report).
 func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
@@ -87,6 +90,7 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced}, nodes, snap)
 	h := holdWrites(p.cfg, pl.plans, approval(p.nts, p.heldBefore(), p.r.Now()))
 	p.writeAll(ctx, pl.plans)
+	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
 	p.writeNodes(ctx, pl.plans)
 	p.report(ctx, pl, h)
 }
@@ -102,8 +106,9 @@ func (p *pass) heldBefore() *v1alpha1.HeldDeletions {
 
 // next schedules the next pass: after the cloud's Retry-After when it
 // throttled us, with the workqueue's backoff after other errors (what
-// succeeded is not redone), soon while our own writes are in flight, else at
-// the next resync.
+// succeeded is not redone), soon while our own writes are in flight or a
+// new node's resource is not shown by the cloud yet, else at the next
+// resync.
 func (p *pass) next() (reconcile.Result, error) {
 	o := p.out
 	if wait, ok := cloud.RetryAfter(o.err()); ok {
@@ -113,13 +118,25 @@ func (p *pass) next() (reconcile.Result, error) {
 	if o.errors > 0 {
 		return reconcile.Result{}, fmt.Errorf("%d nodes could not be synced; first error: %s", o.errors, o.firstError)
 	}
+	if o.memberErrors > 0 {
+		return reconcile.Result{}, fmt.Errorf("%d instances could not be given their group's tags; first error: %s", o.memberErrors, o.firstError)
+	}
 	if o.inFlight > 0 {
 		// Our own writes have not reached the cache yet; their watch events
 		// normally trigger the next pass, this is the safety net.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
+	if o.notYet > 0 {
+		// A new node's resource the cloud does not show yet: look again
+		// soon, not at the next resync.
+		return reconcile.Result{RequeueAfter: min(NotYetRequeue, p.r.nextPass(p.st, p.cfg.resync))}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.r.nextPass(p.st, p.cfg.resync)}, nil
 }
+
+// NotYetRequeue is how soon a pass is retried while a node's resource is
+// not shown by the cloud yet (cloud.Placement.NotYet).
+const NotYetRequeue = 5 * time.Second
 
 // readFailed ends a pass whose cloud read could not run at all: nothing was
 // written, the status says why, and the pass is retried (after the cloud's

@@ -50,6 +50,16 @@ type passPlan struct {
 	// the nodes left out because the cache does not show our write yet.
 	steady                map[string]string
 	steadyNodes, inFlight int
+	// followers are the managed nodes whose own resource carries their
+	// shared resource's synced tags too (Placement.Member), in the nodes'
+	// order.
+	followers []follower
+}
+
+// follower is a node placed on a shared resource (shared, canonical ID)
+// whose own resource (member, canonical ID) carries its synced tags too.
+type follower struct {
+	node, shared, member string
 }
 
 // unsynced is a node a pass does not sync: unmanaged (reason says why), or
@@ -58,6 +68,9 @@ type unsynced struct {
 	node   *cachedNode
 	reason string
 	err    error
+	// notYet: the cloud does not show the node's resource yet but may
+	// shortly (Placement.NotYet).
+	notYet bool
 }
 
 // planPass is the planner's first step: it groups the managed nodes by the
@@ -75,10 +88,13 @@ func planPass(in planInput, nodes []*cachedNode, snap cloud.Snapshot) passPlan {
 			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: "its resource could not be read: " + pl.Err.Error(),
 				err: fmt.Errorf("node %s: %w", node.Name, pl.Err)})
 		case !ok || !pl.Managed:
-			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: pl.Reason})
+			pp.unsynced = append(pp.unsynced, unsynced{node: node, reason: pl.Reason, notYet: pl.NotYet})
 		default:
 			id := cloud.CanonicalID(pl.Resource)
 			pp.placed[id] = append(pp.placed[id], node.Name)
+			if pl.Shared && pl.Member != "" {
+				pp.followers = append(pp.followers, follower{node: node.Name, shared: id, member: cloud.CanonicalID(pl.Member)})
+			}
 			if pl.Note != "" {
 				pp.notes[node.Name] = pl.Note
 			}
@@ -653,4 +669,100 @@ func plannedDeletions(cfg syncConfig, plan *resourcePlan) tags.Deletions {
 // kit.HeldDeletions); prev is the last record of a held set (nil: none).
 func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.Time) func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) {
 	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
+}
+
+// memberWrite is the copy of a shared resource's synced tags onto one of
+// its members (Placement.Member: an Auto Scaling group's instance): patch
+// sets what the member lacks or holds with another value, fitted to the
+// cloud's limits (skipped: what does not fit).
+type memberWrite struct {
+	resource cloud.Resource // the member as read
+	shared   string         // the shared resource's ID
+	nodes    []string       // the nodes on the member
+	patch    tags.Patch
+	skipped  []tags.Skipped
+}
+
+// planMemberWrites is the planner's second step, once the shared
+// resources are written: for every follower's member, the write that gives
+// it the synced tags its shared resource carries after this pass's write
+// (as read when the pass wrote nothing to it; none when that write failed,
+// so the next pass decides again). Synced tags are those in the pass's
+// scope (includeTags, excludeTags, the taint tags with syncTaints), less
+// the shared resource's OwnOnly ones. Only set: a member's tag is deleted
+// only by the shared resource's own write, where the provider does so
+// (AWS: a group write deletes the tag on its instances where it still has
+// the group's old value). Nothing when the pass does not write the cloud.
+// The writes come in member ID order; a member in line gets none.
+func planMemberWrites(cfg syncConfig, pp passPlan, snap cloud.Snapshot) []memberWrite {
+	if !cfg.direction.WritesCloud() || len(pp.followers) == 0 {
+		return nil
+	}
+	plans := make(map[string]*resourcePlan, len(pp.plans))
+	for _, plan := range pp.plans {
+		plans[cloud.CanonicalID(plan.resource.ID)] = plan
+	}
+	nodes := map[string][]string{}
+	sharedOf := map[string]string{}
+	for _, f := range pp.followers {
+		nodes[f.member] = append(nodes[f.member], f.node)
+		sharedOf[f.member] = f.shared
+	}
+	nc := cfg.nameCase()
+	var out []memberWrite
+	for _, id := range slices.Sorted(maps.Keys(nodes)) {
+		shared, ok := snap.Resources[sharedOf[id]]
+		res, found := snap.Resources[id]
+		if !ok || !found {
+			continue
+		}
+		cur := res.Tags
+		if plan := plans[sharedOf[id]]; plan != nil {
+			if plan.writeErr != nil {
+				continue
+			}
+			if plan.wrote {
+				// The provider gave the group's change to its instances
+				// along with the group.
+				shared.Tags = plan.resource.Tags
+				set := plan.written.Set.Clone()
+				maps.DeleteFunc(set, func(name, _ string) bool { return slices.Contains(shared.OwnOnly, name) })
+				cur = tags.Patch{Set: set}.Apply(nc, orEmpty(cur))
+			}
+		}
+		want := syncedTags(cfg, shared.Tags)
+		patch := tags.Patch{Set: tags.Set{}}
+		for name, v := range want {
+			if slices.Contains(shared.OwnOnly, name) {
+				continue
+			}
+			if old, ok := cur[name]; !ok || old != v {
+				patch.Set[name] = v
+			}
+		}
+		if len(patch.Set) == 0 {
+			continue
+		}
+		fitted, skipped := tags.Fit(orEmpty(cur), patch, cfg.rules)
+		if fitted.IsEmpty() && len(skipped) == 0 {
+			continue
+		}
+		out = append(out, memberWrite{resource: cloud.Resource{ID: res.ID, Tags: cur}, shared: shared.ID, nodes: nodes[id],
+			patch: fitted, skipped: skipped})
+	}
+	return out
+}
+
+// syncedTags are the tags of t in the pass's scope: those its filter
+// keeps and, with syncTaints, the taint tags.
+func syncedTags(cfg syncConfig, t tags.Set) tags.Set {
+	cloudTags, taints := orEmpty(t), tags.Set(nil)
+	if cfg.syncTaints {
+		cloudTags, taints = tags.SplitTaintTags(cfg.nameCase(), cloudTags)
+	}
+	out := cfg.filter.Apply(cfg.nameCase(), orEmpty(cloudTags))
+	for k, v := range taints {
+		out[k] = v
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package nodetags
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,6 +118,15 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	for _, plan := range pl.plans {
 		out.predictResource(cfg, plan)
 	}
+	// The members' copies of their shared resource's tags (an Auto Scaling
+	// group's instances), after the shared resources' predicted writes.
+	for _, w := range planMemberWrites(cfg, pl, snap) {
+		out.Resources = append(out.Resources, ResourceWrite{ID: w.resource.ID, Before: w.resource.Tags, Patch: w.patch,
+			Skipped: w.skipped, Nodes: w.nodes})
+	}
+	slices.SortFunc(out.Resources, func(a, b ResourceWrite) int {
+		return strings.Compare(cloud.CanonicalID(a.ID), cloud.CanonicalID(b.ID))
+	})
 	return out, nil
 }
 

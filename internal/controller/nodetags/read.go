@@ -67,7 +67,7 @@ func (p *pass) readCloud(ctx context.Context, nodes []*cachedNode) (cloud.Snapsh
 func cloudNodes(nodes []*cachedNode) []cloud.Node {
 	out := make([]cloud.Node, len(nodes))
 	for i, n := range nodes {
-		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels}
+		out[i] = cloud.Node{Name: n.Name, ProviderID: n.Spec.ProviderID, Labels: n.Labels, Created: n.CreationTimestamp.Time}
 	}
 	return out
 }

@@ -34,7 +34,12 @@ func (p *pass) report(ctx context.Context, pl passPlan, h held) {
 			continue
 		}
 		p.out.unmanaged++
-		p.reportUnmanagedPending(u.node, u.reason)
+		if u.notYet {
+			// Not a person's job: the pass looks again soon (pass.next).
+			p.out.notYet++
+		} else {
+			p.reportUnmanagedPending(u.node, u.reason)
+		}
 		log.FromContext(ctx).V(2).Info("node not synced", "node", u.node.Name, "reason", u.reason)
 	}
 	p.reportHeld(h)
@@ -373,6 +378,32 @@ type outcome struct {
 	suspendedNodes            int  // Node writes a suspended pass did not make
 	firstError                string
 	errs                      []error
+	// notYet counts the unmanaged nodes whose resource the cloud does not
+	// show yet but may shortly (Placement.NotYet).
+	notYet int
+	// memberErrors counts the members (an Auto Scaling group's instances)
+	// that could not be given their shared resource's tags.
+	memberErrors int
+}
+
+// memberWritten counts a member written (a cloud write).
+func (o *outcome) memberWritten() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cloudWrites++
+}
+
+// memberFailed counts a member whose write failed.
+func (o *outcome) memberFailed(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.memberErrors++
+	if o.firstError == "" {
+		o.firstError = err.Error()
+	}
+	if len(o.errs) < maxListed {
+		o.errs = append(o.errs, err)
+	}
 }
 
 // fail counts a node that could not be synced.

@@ -37,7 +37,7 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, last *v1alpha1.NodeTagSyncSt
 	st.ErrorCount = int32(o.errors)
 	st.Conflicts = sortedConflicts(o.conflicts)
 	st.Unrepresentable = sortedSkipped(o.skipped)
-	if fresh && o.errors == 0 {
+	if fresh && o.errors == 0 && o.memberErrors == 0 {
 		t := metav1.NewTime(at)
 		st.LastFullSyncTime = &t
 	}
@@ -63,6 +63,10 @@ func (o *outcome) status(nts *v1alpha1.NodeTagSync, last *v1alpha1.NodeTagSyncSt
 				wait.Round(time.Second), degraded.Message)
 		}
 		ready.Message = degraded.Message + "; " + ready.Message
+	} else if o.memberErrors > 0 {
+		// The nodes are synced; some group instances lack the group's tags.
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, "InstanceTagsFailed"
+		degraded.Message = fmt.Sprintf("%d instances could not be given their group's tags; first error: %s", o.memberErrors, o.firstError)
 	}
 	st.DeletionsHeld, st.RetainedDeletions = nil, int32(o.held.retained+o.retainedLabels)
 	heldCond := metav1.Condition{Type: v1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionFalse,

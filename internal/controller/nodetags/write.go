@@ -111,6 +111,76 @@ func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, 
 	return p.r.audit.Mutation(ctx, rec)
 }
 
+// writeMembers makes the members' writes (planMemberWrites) with the
+// provider's one write, PatchTagsBatch, members whose patch is identical
+// together (AWS: one CreateTags for up to 1000 instances), audited as
+// every cloud write. What does not fit a member's tag limit is reported
+// (a TagUnrepresentable warning and the status's skipped tags); a failed
+// write is a warning and fails the pass, so it is retried with backoff. A
+// suspended pass writes nothing.
+func (p *pass) writeMembers(ctx context.Context, writes []memberWrite) {
+	var order []string
+	batched := map[string][]memberWrite{}
+	for _, w := range writes {
+		for _, s := range w.skipped {
+			p.out.addSkipped(skippedEntry(w.resource.ID, s))
+			p.notes.Once(p.nts, "skip/"+w.resource.ID+"/"+s.Name, ReasonTagUnrepresentable,
+				fmt.Sprintf("tag %q of %s not copied to its member %s (node %s): %s", s.Name, w.shared, w.resource.ID, w.nodes[0], s.Reason))
+		}
+		if w.patch.IsEmpty() || p.cfg.suspend {
+			continue
+		}
+		key := w.patch.Key()
+		if batched[key] == nil {
+			order = append(order, key)
+		}
+		batched[key] = append(batched[key], w)
+	}
+	for _, key := range order {
+		p.patchMembers(ctx, batched[key])
+	}
+}
+
+// patchMembers writes the identical patch of writes with one
+// PatchTagsBatch, audited per member as patchBatchAudited does.
+func (p *pass) patchMembers(ctx context.Context, writes []memberWrite) {
+	patch := writes[0].patch
+	byID := make(map[string]memberWrite, len(writes))
+	ids := make([]string, 0, len(writes))
+	for _, w := range writes {
+		if err := p.audit(ctx, w.resource, patch, audit.ResultPending, nil); err != nil {
+			p.out.memberFailed(err)
+			continue
+		}
+		byID[w.resource.ID] = w
+		ids = append(ids, w.resource.ID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, _ cloud.Resource, err error) {
+		w, ok := byID[id]
+		if !ok {
+			return
+		}
+		delete(byID, id)
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))
+		_ = p.audit(ctx, w.resource, patch, resultOf(err), err)
+		if err != nil {
+			p.out.memberFailed(fmt.Errorf("instance %s of %s (node %s): %w", id, w.shared, w.nodes[0], err))
+			p.notes.Once(p.nts, "member/"+id, ReasonCloudWriteFailed,
+				fmt.Sprintf("copying the tags of %s to its member %s (node %s) failed: %v", w.shared, id, w.nodes[0], err))
+			return
+		}
+		p.out.memberWritten()
+	})
+	for id, w := range byID {
+		err := fmt.Errorf("the cloud provider reported no result for %s", id)
+		_ = p.audit(ctx, w.resource, patch, audit.ResultError, err)
+		p.out.memberFailed(err)
+	}
+}
+
 // writeNodes finishes every plan once the cloud is written (plan.finish)
 // and writes its Nodes, resource by resource.
 func (p *pass) writeNodes(ctx context.Context, plans []*resourcePlan) {

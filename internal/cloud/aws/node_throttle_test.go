@@ -1,0 +1,84 @@
+package aws
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// fixedBackoff retries after a fixed delay.
+type fixedBackoff time.Duration
+
+// BackoffDelay returns the delay.
+func (b fixedBackoff) BackoffDelay(int, error) (time.Duration, error) { return time.Duration(b), nil }
+
+// shrinkEC2Bucket sets the AWS rules' bucket of an EC2 action for the
+// test, and AWS's own again after it. The rules are shared by every test
+// of the package, so a test calling it must not run in parallel (Go runs
+// the parallel tests after the others).
+func shrinkEC2Bucket(t *testing.T, action string, b testenv.EC2Bucket) {
+	moto.Rules.SetEC2Bucket(action, b)
+	t.Cleanup(func() { moto.Rules.SetEC2Bucket(action, testenv.DefaultEC2Bucket(action, false)) })
+}
+
+// TestSnapshotSlowsDownWhenThrottled: with EC2's DescribeInstances bucket
+// shrunk to one token refilled at 5 a second, a snapshot of 8 instances in
+// 4 calls is throttled, and ends with every node read: the throttled call
+// is retried by the SDK, and the calls after it wait at the closed gate
+// instead of failing the region.
+func TestSnapshotSlowsDownWhenThrottled(t *testing.T) {
+	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = fixedBackoff(300 * time.Millisecond) })
+	})), func(o *Options) { o.maxIDsPerCall = 2 })
+	// The gate closes for longer than the SDK's back-off: the call after a
+	// throttled one meets it closed.
+	e.gates.base, e.gates.max = time.Second, 2*time.Second
+	ids := e.instances("us-east-1", 8, nil)
+	nodes := make([]cloud.Node, len(ids))
+	for i, a := range ids {
+		nodes[i] = node(ec2ID(a), "us-east-1", ec2ID(a))
+	}
+	shrinkEC2Bucket(t, "DescribeInstances", testenv.EC2Bucket{Capacity: 1, Refill: 5})
+	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Failed) != 0 {
+		t.Fatalf("snapshot failed %+v, want throttling to slow it down", snap.Failed)
+	}
+	for _, n := range nodes {
+		if pl := snap.Placements[n.Name]; !pl.Managed || pl.Err != nil {
+			t.Fatalf("node %s: %+v, want read", n.Name, pl)
+		}
+	}
+	if got := e.counterValue(cloud.MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:DescribeInstances"}); got == 0 {
+		t.Fatal("no DescribeInstances was throttled: the test shows nothing")
+	}
+}
+
+// TestPatchStillThrottled: a write EC2 keeps throttling past the SDK's
+// retries fails with cloud.ErrThrottled and a RetryAfter, so the pass
+// requeues.
+func TestPatchStillThrottled(t *testing.T) {
+	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = fixedBackoff(50 * time.Millisecond) })
+	})))
+	ids := e.instances("us-east-1", 1, nil)
+	shrinkEC2Bucket(t, "CreateTags", testenv.EC2Bucket{Capacity: 0, Refill: 0})
+	_, err := e.p.PatchTags(e.ctx, ids[0], tags.Patch{Set: tags.Set{"team": "blue"}})
+	wait, ok := cloud.RetryAfter(err)
+	if !errors.Is(err, cloud.ErrThrottled) || !ok || wait <= 0 {
+		t.Fatalf("PatchTags = %v (retry after %s), want throttled with a RetryAfter", err, wait)
+	}
+	if got := e.p.Calls()["ec2:CreateTags"]; got != 3 {
+		t.Fatalf("CreateTags requests = %d, want 3 (the SDK's attempts)", got)
+	}
+}
