@@ -47,41 +47,53 @@ func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) {
 }
 
 // patchBatchAudited writes the plans' identical proposed patch to their
-// resources with one PatchTagsBatch and settles each plan with its
-// resource's result. The audit is per resource, between two records with
-// the tags' values before and after: a pending record for each before the
-// batch is sent, and a result record for each as the provider reports it.
-// A resource whose pending record cannot be written while the audit fails
-// closed is left out of the batch, its plan failing with the sink's error.
+// resources (writeAudited) and settles each plan with its resource's
+// result.
 func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
-	patch := plans[0].proposed
-	byID := make(map[string]*resourcePlan, len(plans))
-	ids := make([]string, 0, len(plans))
-	for _, plan := range plans {
-		if err := p.audit(ctx, plan.resource, patch, audit.ResultPending, nil); err != nil {
-			plan.settle(p.cfg, cloud.Resource{}, err)
+	resources := make([]cloud.Resource, len(plans))
+	for i, plan := range plans {
+		resources[i] = plan.resource
+	}
+	p.writeAudited(ctx, plans[0].proposed, resources, func(i int, written cloud.Resource, err error) {
+		plans[i].settle(p.cfg, written, err)
+	})
+}
+
+// writeAudited is the applier's one cloud write: patch to every resource
+// with one PatchTagsBatch, each resource audited between a pending record
+// (before the batch is sent) and a result record (as the provider reports
+// it). A resource whose pending record cannot be written while the audit
+// fails closed is left out of the batch with the sink's error. done is
+// called once for each resource, by its index, with its result.
+func (p *pass) writeAudited(ctx context.Context, patch tags.Patch, resources []cloud.Resource,
+	done func(i int, written cloud.Resource, err error)) {
+	byID := make(map[string]int, len(resources))
+	ids := make([]string, 0, len(resources))
+	for i, res := range resources {
+		if err := p.audit(ctx, res, patch, audit.ResultPending, nil); err != nil {
+			done(i, cloud.Resource{}, err)
 			continue
 		}
-		byID[plan.resource.ID] = plan
-		ids = append(ids, plan.resource.ID)
+		byID[res.ID] = i
+		ids = append(ids, res.ID)
 	}
 	if len(ids) == 0 {
 		return
 	}
 	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
-		plan, ok := byID[id]
+		i, ok := byID[id]
 		if !ok {
 			return
 		}
 		delete(byID, id)
-		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))     // changes before the write may predate it
-		_ = p.audit(ctx, plan.resource, patch, resultOf(err), err) // the write is done: its outcome stands
-		plan.settle(p.cfg, written, err)
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))    // changes before the write may predate it
+		_ = p.audit(ctx, resources[i], patch, resultOf(err), err) // the write is done: its outcome stands
+		done(i, written, err)
 	})
-	for id, plan := range byID { // the provider broke its contract: retry them
+	for id, i := range byID { // the provider broke its contract: retry them
 		err := fmt.Errorf("the cloud provider reported no result for %s", id)
-		_ = p.audit(ctx, plan.resource, patch, audit.ResultError, err)
-		plan.settle(p.cfg, cloud.Resource{}, err)
+		_ = p.audit(ctx, resources[i], patch, audit.ResultError, err)
+		done(i, cloud.Resource{}, err)
 	}
 }
 
@@ -141,44 +153,23 @@ func (p *pass) writeMembers(ctx context.Context, writes []memberWrite) {
 	}
 }
 
-// patchMembers writes the identical patch of writes with one
-// PatchTagsBatch, audited per member as patchBatchAudited does.
+// patchMembers writes the identical patch of writes with writeAudited and
+// counts and reports each member's result.
 func (p *pass) patchMembers(ctx context.Context, writes []memberWrite) {
-	patch := writes[0].patch
-	byID := make(map[string]memberWrite, len(writes))
-	ids := make([]string, 0, len(writes))
-	for _, w := range writes {
-		if err := p.audit(ctx, w.resource, patch, audit.ResultPending, nil); err != nil {
-			p.out.memberFailed(err)
-			continue
-		}
-		byID[w.resource.ID] = w
-		ids = append(ids, w.resource.ID)
+	resources := make([]cloud.Resource, len(writes))
+	for i, w := range writes {
+		resources[i] = w.resource
 	}
-	if len(ids) == 0 {
-		return
-	}
-	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, _ cloud.Resource, err error) {
-		w, ok := byID[id]
-		if !ok {
-			return
-		}
-		delete(byID, id)
-		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))
-		_ = p.audit(ctx, w.resource, patch, resultOf(err), err)
+	p.writeAudited(ctx, writes[0].patch, resources, func(i int, _ cloud.Resource, err error) {
+		w := writes[i]
 		if err != nil {
-			p.out.memberFailed(fmt.Errorf("instance %s of %s (node %s): %w", id, w.shared, w.nodes[0], err))
-			p.notes.Once(p.nts, "member/"+id, ReasonCloudWriteFailed,
-				fmt.Sprintf("copying the tags of %s to its member %s (node %s) failed: %v", w.shared, id, w.nodes[0], err))
+			p.out.memberFailed(fmt.Errorf("instance %s of %s (node %s): %w", w.resource.ID, w.shared, w.nodes[0], err))
+			p.notes.Once(p.nts, "member/"+w.resource.ID, ReasonCloudWriteFailed,
+				fmt.Sprintf("copying the tags of %s to its member %s (node %s) failed: %v", w.shared, w.resource.ID, w.nodes[0], err))
 			return
 		}
 		p.out.memberWritten()
 	})
-	for id, w := range byID {
-		err := fmt.Errorf("the cloud provider reported no result for %s", id)
-		_ = p.audit(ctx, w.resource, patch, audit.ResultError, err)
-		p.out.memberFailed(err)
-	}
 }
 
 // writeNodes finishes every plan once the cloud is written (plan.finish)
