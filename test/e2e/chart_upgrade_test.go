@@ -147,9 +147,7 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, false)
 	}
 	h.run(t, "uninstall", release, "-n", ns)
-	// The API server deletes a CRD once its finalizer has removed every
-	// object of it, which on a loaded machine takes longer than waitFor.
-	eventuallyWithin(t, 2*time.Minute, "helm uninstall with crds.keep=false deletes the CRDs", func() string {
+	eventuallyWithin(t, crdDeletionWait, "helm uninstall with crds.keep=false deletes the CRDs", func() string {
 		for _, name := range tagsyncCRDs {
 			if err := cluster.Client.Get(ctx, client.ObjectKey{Name: name}, newObject(crdGVK)); !apierrors.IsNotFound(err) {
 				return fmt.Sprintf("CRD %s: %v", name, err)
@@ -186,6 +184,11 @@ func hasSuspend(crd *unstructured.Unstructured) bool {
 
 // deleteCRDs deletes tagsync's CRDs (and with them every object of their
 // kinds) and waits until they are gone.
+// crdDeletionWait is how long a CRD's deletion may take: the API server
+// deletes it once its finalizer has removed every object of it, which on a
+// loaded machine takes longer than waitFor.
+const crdDeletionWait = 2 * time.Minute
+
 func deleteCRDs(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
 	for _, name := range tagsyncCRDs {
@@ -193,7 +196,7 @@ func deleteCRDs(ctx context.Context, t *testing.T, c client.Client) {
 		crd.SetName(name)
 		must(t, client.IgnoreNotFound(c.Delete(ctx, crd)))
 	}
-	eventually(t, "tagsync's CRDs deleted", func() string {
+	eventuallyWithin(t, crdDeletionWait, "tagsync's CRDs deleted", func() string {
 		for _, name := range tagsyncCRDs {
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, newObject(crdGVK)); !apierrors.IsNotFound(err) {
 				return fmt.Sprintf("CRD %s: %v", name, err)
