@@ -146,14 +146,10 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 	for _, name := range tagsyncCRDs {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, false)
 	}
+	waitCRDsServed(ctx, t, cluster.Client)
 	h.run(t, "uninstall", release, "-n", ns)
 	eventuallyWithin(t, crdDeletionWait, "helm uninstall with crds.keep=false deletes the CRDs", func() string {
-		for _, name := range tagsyncCRDs {
-			if err := cluster.Client.Get(ctx, client.ObjectKey{Name: name}, newObject(crdGVK)); !apierrors.IsNotFound(err) {
-				return fmt.Sprintf("CRD %s: %v", name, err)
-			}
-		}
-		return ""
+		return crdsLeft(ctx, cluster.Client)
 	})
 }
 
@@ -189,21 +185,52 @@ func hasSuspend(crd *unstructured.Unstructured) bool {
 // loaded machine takes longer than waitFor.
 const crdDeletionWait = 2 * time.Minute
 
+// waitCRDsServed waits until the objects of every tagsync CRD can be
+// listed. Right after a CRD is created or changed the API server
+// (re)initializes its storage; a CRD deleted then fails to delete its
+// objects ("storage is (re)initializing") and is retried with a backoff
+// that can grow to minutes.
+func waitCRDsServed(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	eventually(t, "tagsync's CRDs served", func() string {
+		for _, name := range tagsyncCRDs {
+			crd := newObject(crdGVK)
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return fmt.Sprintf("CRD %s: %v", name, err)
+			}
+			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: "tagsync.io", Version: "v1alpha1", Kind: kind + "List"})
+			if err := c.List(ctx, list); err != nil {
+				return fmt.Sprintf("listing %s: %v", kind, err)
+			}
+		}
+		return ""
+	})
+}
+
+// crdsLeft names a tagsync CRD that still exists, with its finalizers and
+// conditions, or returns "" when none does.
+func crdsLeft(ctx context.Context, c client.Client) string {
+	for _, name := range tagsyncCRDs {
+		crd := newObject(crdGVK)
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); !apierrors.IsNotFound(err) {
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			return fmt.Sprintf("CRD %s: %v; finalizers %v, conditions %v", name, err, crd.GetFinalizers(), conds)
+		}
+	}
+	return ""
+}
+
 func deleteCRDs(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
+	waitCRDsServed(ctx, t, c)
 	for _, name := range tagsyncCRDs {
 		crd := newObject(crdGVK)
 		crd.SetName(name)
 		must(t, client.IgnoreNotFound(c.Delete(ctx, crd)))
 	}
-	eventuallyWithin(t, crdDeletionWait, "tagsync's CRDs deleted", func() string {
-		for _, name := range tagsyncCRDs {
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, newObject(crdGVK)); !apierrors.IsNotFound(err) {
-				return fmt.Sprintf("CRD %s: %v", name, err)
-			}
-		}
-		return ""
-	})
+	eventuallyWithin(t, crdDeletionWait, "tagsync's CRDs deleted", func() string { return crdsLeft(ctx, c) })
 }
 
 func newObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
