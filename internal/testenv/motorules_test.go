@@ -224,7 +224,7 @@ func TestAWSRules(t *testing.T) {
 			t.Errorf("CreateVpc bucket = %+v, want %+v", got, testenv.EC2MutatingBucket)
 		}
 		awsRulesMoto.Rules.SetEC2Bucket("DescribeVpcs", testenv.EC2Bucket{Capacity: 3, Refill: 5})
-		defer awsRulesMoto.Rules.SetEC2Bucket("DescribeVpcs", testenv.DefaultEC2Bucket("DescribeVpcs", false))
+		defer awsRulesMoto.Rules.ResetEC2Bucket("DescribeVpcs")
 		describe := func(c *ec2.Client) error {
 			_, err := c.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
 			return err

@@ -119,6 +119,20 @@ func (a *AWSRules) SetEC2Bucket(action string, b EC2Bucket) {
 	}
 }
 
+// ResetEC2Bucket gives action AWS's own buckets back (both its filtered and
+// its unfiltered one), undoing SetEC2Bucket, with full buckets.
+func (a *AWSRules) ResetEC2Bucket(action string) {
+	t := &a.throttle
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.overrides, action)
+	for key := range t.buckets {
+		if kind := key[strings.LastIndex(key, "|")+1:]; kind == action || kind == action+"/unfiltered" {
+			delete(t.buckets, key)
+		}
+	}
+}
+
 // take takes a token for an EC2 call and reports whether there was one.
 func (t *ec2Throttle) take(account, action string, form url.Values) bool {
 	unfiltered := ec2UnfilteredActions[action] && !hasFilterOrPagination(form)

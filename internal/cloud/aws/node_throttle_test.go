@@ -26,7 +26,7 @@ func (b fixedBackoff) BackoffDelay(int, error) (time.Duration, error) { return t
 // the parallel tests after the others).
 func shrinkEC2Bucket(t *testing.T, action string, b testenv.EC2Bucket) {
 	moto.Rules.SetEC2Bucket(action, b)
-	t.Cleanup(func() { moto.Rules.SetEC2Bucket(action, testenv.DefaultEC2Bucket(action, false)) })
+	t.Cleanup(func() { moto.Rules.ResetEC2Bucket(action) })
 }
 
 // TestSnapshotSlowsDownWhenThrottled: with EC2's DescribeInstances bucket
