@@ -197,8 +197,8 @@ func (w *Webhook) publish(changes []cloudchange.Change) {
 	w.delivered()
 }
 
-// refuse answers a refusal and counts it. The request's URL is never
-// logged: it may carry the shared secret.
+// refuse answers a refusal and counts it. The request's URL and headers
+// are never logged: they may carry the shared secret.
 func (w *Webhook) refuse(rw http.ResponseWriter, ref *refusal) {
 	result := resultRefused
 	if ref.status == http.StatusServiceUnavailable {
