@@ -19,6 +19,7 @@ package cloudchange
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tagsync/tagsync/internal/tags"
@@ -70,6 +71,13 @@ type Change struct {
 	// sent after it shows the change (cloud.WithReadAfter).
 	Received time.Time
 }
+
+// ErrKeptForRetry is the error of a delivery whose changes a pass did not
+// finish though it ended without an error: it was throttled, or some of
+// the changes failed, and it keeps them for a retry of its own. A source
+// treats it as a failed pass: an SQS message stays on the queue, to be
+// received again.
+var ErrKeptForRetry = errors.New("the pass kept the changes for its retry")
 
 // Sink takes the changes sources receive.
 type Sink interface {

@@ -190,7 +190,11 @@ func (w *Webhook) publish(changes []cloudchange.Change) {
 		return
 	}
 	w.sink.Publish(changes, func(err error) {
-		if err != nil {
+		switch {
+		case errors.Is(err, cloudchange.ErrKeptForRetry):
+			w.log.V(1).Info("a pass triggered by a delivery runs again later", "changes", len(changes), "firstEvent", changes[0].ID,
+				"why", err.Error())
+		case err != nil:
 			w.log.Error(err, "a pass triggered by a delivery failed", "changes", len(changes), "firstEvent", changes[0].ID)
 		}
 	})
