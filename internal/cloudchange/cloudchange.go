@@ -85,7 +85,8 @@ type Sink interface {
 	// exactly once: with nil when every pass the changes triggered has
 	// completed (at once when they concern no object, or when the queue
 	// was full and the changes were folded into a full pass instead), or
-	// with an error when a pass failed. A source acknowledges a delivery
+	// with an error when a pass failed or kept the changes for a retry of
+	// its own (ErrKeptForRetry). A source acknowledges a delivery
 	// (SQS: deletes the message) only after done(nil). Publish does not
 	// block on the passes.
 	Publish(changes []Change, done func(error))
