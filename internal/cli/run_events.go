@@ -30,13 +30,15 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.webhook.CertDir, "events-webhook-cert-dir", "",
 		"directory with the webhook's tls.crt and tls.key (reloaded on change); unset: plain HTTP behind an Ingress that terminates TLS")
 	fs.StringVar(&e.webhook.SecretFile, "events-webhook-secret-file", "",
-		"file with the shared secret deliveries carry as ?"+eventgrid.KeyParameter+"=<secret> (one a line; each line is accepted, for rotation)")
+		"file with the shared secret deliveries carry in the "+eventgrid.KeyHeader+" header (preferred: access logs record query strings) or as ?"+
+			eventgrid.KeyParameter+"=<secret> (one a line; each line is accepted, for rotation)")
 	fs.StringVar(&e.webhook.TenantID, "events-webhook-entra-tenant-id", "", "Entra ID tenant whose delivery tokens the webhook accepts (with --events-webhook-entra-audience)")
 	fs.StringVar(&e.webhook.Audience, "events-webhook-entra-audience", "", "application ID or URI the event subscription names for Entra ID-protected delivery")
 	fs.StringVar(&e.webhook.Authority, "events-webhook-entra-authority", eventgrid.DefaultAuthority, "Entra ID authority the tenant's keys are fetched from")
 	fs.StringSliceVar(&e.webhook.AllowedCallers, "events-webhook-entra-allowed-callers", nil,
 		"application (client) IDs allowed to deliver with Entra ID tokens, e.g. Event Grid's "+eventgrid.EventGridAppID+
-			" (Azure public cloud): a token's azp (v2) or appid (v1) must be one of them; unset: any application of the tenant that can get a token for the audience")
+			" (Azure public cloud): a token's azp (v2) or appid (v1) must be one of them; unset: Event Grid's own application only ("+
+			eventgrid.EventGridGovernmentAppID+" with Azure Government's authority, login.microsoftonline.us)")
 	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
 	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")

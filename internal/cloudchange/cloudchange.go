@@ -19,6 +19,7 @@ package cloudchange
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tagsync/tagsync/internal/tags"
@@ -71,13 +72,21 @@ type Change struct {
 	Received time.Time
 }
 
+// ErrKeptForRetry is the error of a delivery whose changes a pass did not
+// finish though it ended without an error: it was throttled, or some of
+// the changes failed, and it keeps them for a retry of its own. A source
+// treats it as a failed pass: an SQS message stays on the queue, to be
+// received again.
+var ErrKeptForRetry = errors.New("the pass kept the changes for its retry")
+
 // Sink takes the changes sources receive.
 type Sink interface {
 	// Publish hands over the changes of one delivery. done is called
 	// exactly once: with nil when every pass the changes triggered has
 	// completed (at once when they concern no object, or when the queue
 	// was full and the changes were folded into a full pass instead), or
-	// with an error when a pass failed. A source acknowledges a delivery
+	// with an error when a pass failed or kept the changes for a retry of
+	// its own (ErrKeptForRetry). A source acknowledges a delivery
 	// (SQS: deletes the message) only after done(nil). Publish does not
 	// block on the passes.
 	Publish(changes []Change, done func(error))

@@ -276,6 +276,10 @@ type waiter struct {
 	source string
 }
 
+// Capacity is how many changes the hub queues at most (HubOptions.Capacity):
+// the bound of the queues its subscribers keep of their own.
+func (h *Hub) Capacity() int { return h.opts.Capacity }
+
 // OwnWrites is the record of the writes whose echoes the hub knows: the
 // cloud providers record the writes of the controllers' passes into it.
 func (h *Hub) OwnWrites() *cloud.OwnWrites { return h.opts.OwnWrites }

@@ -225,7 +225,7 @@ to set. Called from the Deployment.
 {{- if $hook.enabled }}
 {{- $entra := or $hook.entra.tenantID $hook.entra.audience }}
 {{- if not (or $hook.sharedSecret.existingSecret $entra) }}
-{{- fail "events.webhook.enabled needs a way to authenticate Event Grid: events.webhook.sharedSecret.existingSecret (a Secret holding the key the delivery URL carries as ?key=...) and/or events.webhook.entra.tenantID with events.webhook.entra.audience (Entra ID-protected delivery)" }}
+{{- fail "events.webhook.enabled needs a way to authenticate Event Grid: events.webhook.sharedSecret.existingSecret (a Secret holding the key deliveries carry in the X-Tagsync-Key header or as ?key=...) and/or events.webhook.entra.tenantID with events.webhook.entra.audience (Entra ID-protected delivery)" }}
 {{- end }}
 {{- if and $entra (not (and $hook.entra.tenantID $hook.entra.audience)) }}
 {{- fail "events.webhook.entra needs both tenantID and audience (the Entra application ID or application ID URI the event subscription names)" }}

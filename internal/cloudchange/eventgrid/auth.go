@@ -20,9 +20,6 @@ import (
 // minKeyLen is the shortest shared secret accepted.
 const minKeyLen = 16
 
-// discoveryTimeout bounds one fetch of the discovery document.
-const discoveryTimeout = 10 * time.Second
-
 // authenticator checks a delivery against the configured modes; a nil mode
 // is off. A delivery passes when one configured mode accepts it.
 type authenticator struct {
@@ -35,11 +32,11 @@ type authenticator struct {
 // carries does not verify, 503 when a mode cannot check (unreadable secret
 // file, unreachable authority).
 func (a *authenticator) check(r *http.Request) *refusal {
-	key, hasKey := r.URL.Query()[KeyParameter]
+	key, hasKey := deliveryKey(r)
 	raw, hasToken := bearerToken(r.Header.Get("Authorization"))
 	var failed *refusal
 	if a.keys != nil && hasKey {
-		ok, err := a.keys.matches(key[0])
+		ok, err := a.keys.matches(key)
 		if ok {
 			return nil
 		}
@@ -56,7 +53,20 @@ func (a *authenticator) check(r *http.Request) *refusal {
 		return failed
 	}
 	return &refusal{status: http.StatusUnauthorized, reason: reasonUnauthenticated,
-		msg: "no credential: the delivery URL's key or an Entra ID bearer token"}
+		msg: "no credential: the " + KeyHeader + " header, the delivery URL's key or an Entra ID bearer token"}
+}
+
+// deliveryKey returns the shared secret a delivery carries: the KeyHeader
+// header (a custom delivery property of the event subscription), else the
+// URL's KeyParameter.
+func deliveryKey(r *http.Request) (string, bool) {
+	if v := r.Header.Values(KeyHeader); len(v) > 0 {
+		return v[0], true
+	}
+	if v, ok := r.URL.Query()[KeyParameter]; ok {
+		return v[0], true
+	}
+	return "", false
 }
 
 // bearerToken returns the token of an Authorization header of the Bearer
@@ -77,7 +87,7 @@ func keyRefusal(err error) *refusal {
 }
 
 func tokenRefusal(err error) *refusal {
-	if errors.Is(err, errDiscovery) {
+	if errors.Is(err, errDiscovery) || errors.Is(err, errKeysUnavailable) {
 		return &refusal{status: http.StatusServiceUnavailable, reason: reasonAuthUnavailable, msg: "the Entra ID keys cannot be fetched", cause: err}
 	}
 	if errors.Is(err, errCallerNotAllowed) {
@@ -179,13 +189,19 @@ type bearerAuth struct {
 	verifier *oidc.IDTokenVerifier
 }
 
-// verify checks a raw JWT.
+// verify checks a raw JWT. It fails with errDiscovery or
+// errKeysUnavailable when the token could not be checked because the
+// authority could not be reached in time.
 func (b *bearerAuth) verify(ctx context.Context, raw string) error {
 	v, err := b.discover(ctx)
 	if err != nil {
 		return err
 	}
-	tok, err := v.Verify(ctx, raw)
+	var fetch fetchFailure
+	tok, err := v.Verify(withFetchFailure(ctx, &fetch), raw)
+	if fetch.err != nil {
+		return fmt.Errorf("%w: %w", errKeysUnavailable, fetch.err)
+	}
 	if err != nil {
 		return err
 	}
@@ -204,15 +220,35 @@ func (b *bearerAuth) discover(ctx context.Context) (*oidc.IDTokenVerifier, error
 	if b.verifier != nil {
 		return b.verifier, nil
 	}
-	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, b.cfg.AuthorityClient), discoveryTimeout)
+	client := b.authorityClient()
+	ctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), client), b.cfg.AuthorityTimeout)
 	defer cancel()
 	p, err := oidc.NewProvider(ctx, b.cfg.issuer())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDiscovery, err)
 	}
+	var doc struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&doc); err != nil || doc.JWKSURI == "" {
+		return nil, fmt.Errorf("%w: the discovery document names no jwks_uri", errDiscovery)
+	}
 	// The issuer is checked against the allow-list (v2 and, if asked, v1)
 	// after the signature; the keys are the tenant's either way.
-	b.verifier = p.Verifier(&oidc.Config{ClientID: b.cfg.Audience, SkipIssuerCheck: true,
+	keys := &signingKeys{url: doc.JWKSURI, client: client}
+	b.verifier = oidc.NewVerifier(b.cfg.issuer(), keys, &oidc.Config{ClientID: b.cfg.Audience, SkipIssuerCheck: true,
 		SupportedSigningAlgs: []string{oidc.RS256}})
 	return b.verifier, nil
+}
+
+// authorityClient is Config.AuthorityClient bounded by
+// Config.AuthorityTimeout per request (unless it has a shorter timeout of
+// its own): an authority that accepts the connection and never answers
+// must not hold deliveries, nor the fetches other deliveries wait for.
+func (b *bearerAuth) authorityClient() *http.Client {
+	c := *b.cfg.AuthorityClient
+	if c.Timeout == 0 || c.Timeout > b.cfg.AuthorityTimeout {
+		c.Timeout = b.cfg.AuthorityTimeout
+	}
+	return &c
 }

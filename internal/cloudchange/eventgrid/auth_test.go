@@ -1,10 +1,14 @@
 package eventgrid
 
 import (
+	"bytes"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +68,7 @@ func TestBearerTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	with := func(change func(map[string]any)) map[string]any {
-		c := tn.claims(audience)
+		c := tn.eventGridClaims(audience)
 		change(c)
 		return c
 	}
@@ -76,7 +80,7 @@ func TestBearerTokens(t *testing.T) {
 		}
 	}
 
-	if status, msg := send(tn.sign(t, tn.claims(audience), tn.key))(); status != http.StatusOK {
+	if status, msg := send(tn.sign(t, tn.eventGridClaims(audience), tn.key))(); status != http.StatusOK {
 		t.Fatalf("a valid token: status %d: %s", status, msg)
 	}
 	e.wantOnePublish(t, cloudchange.Change{ID: "tok-1", Kind: cloudchange.KindWrite, Resource: scaleSet})
@@ -86,10 +90,10 @@ func TestBearerTokens(t *testing.T) {
 		"other tenant":       tn.sign(t, with(func(c map[string]any) { c["iss"] = tn.authority + "/99999999-0000-0000-0000-000000000000/v2.0" }), tn.key),
 		"v1 issuer, not on":  tn.sign(t, with(func(c map[string]any) { c["iss"] = "https://sts.windows.net/" + tn.id + "/" }), tn.key),
 		"wrong audience":     tn.sign(t, with(func(c map[string]any) { c["aud"] = "api://someone-else" }), tn.key),
-		"bad signature":      tn.sign(t, tn.claims(audience), other),
+		"bad signature":      tn.sign(t, tn.eventGridClaims(audience), other),
 		"expired":            tn.sign(t, with(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() }), tn.key),
 		"not a JWT":          "not-a-token",
-		"signature stripped": strings.TrimRightFunc(tn.sign(t, tn.claims(audience), tn.key), func(r rune) bool { return r != '.' }),
+		"signature stripped": strings.TrimRightFunc(tn.sign(t, tn.eventGridClaims(audience), tn.key), func(r rune) bool { return r != '.' }),
 	}
 	for name, token := range refused {
 		t.Run(name, func(t *testing.T) {
@@ -111,7 +115,7 @@ func TestBearerTokenV1IssuerWhenAccepted(t *testing.T) {
 	cfg.AcceptV1Issuer = true
 	e := serve(t, cfg)
 	v1 := tn.claims(audience)
-	v1["iss"] = "https://sts.windows.net/" + tn.id + "/"
+	v1["iss"], v1["ver"], v1["appid"] = "https://sts.windows.net/"+tn.id+"/", "1.0", EventGridAppID
 	if status, msg := post(t, e.url, gridBody(t, writeEvent("v1")), bearer(tn.sign(t, v1, tn.key))); status != http.StatusOK {
 		t.Fatalf("a v1 token: status %d: %s", status, msg)
 	}
@@ -184,19 +188,47 @@ func TestBearerTokenCallerAllowList(t *testing.T) {
 	}
 }
 
-// TestBearerTokenWithoutAllowList: without AllowedCallers a valid token of
-// any application of the tenant passes, as before the allow-list.
-func TestBearerTokenWithoutAllowList(t *testing.T) {
+// TestBearerTokenCallersDefaultToEventGrid: without AllowedCallers only
+// Event Grid's own application may deliver; a valid token another
+// application of the tenant obtained for the audience is refused.
+func TestBearerTokenCallersDefaultToEventGrid(t *testing.T) {
 	const audience = "api://tagsync-eventgrid"
 	tn := newTenant(t)
 	e := serve(t, tn.config(audience))
-	for i, caller := range []map[string]any{{"ver": "2.0", "azp": "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"}, {"ver": "1.0", "appid": EventGridAppID}, {}} {
-		c := tn.claims(audience)
-		for k, v := range caller {
-			c[k] = v
+	n := 0
+	send := func(caller map[string]any) func() (int, string) {
+		return func() (int, string) {
+			c := tn.claims(audience)
+			for k, v := range caller {
+				c[k] = v
+			}
+			n++
+			return post(t, e.url, gridBody(t, writeEvent("default-"+strconv.Itoa(n))), bearer(tn.sign(t, c, tn.key)))
 		}
-		if status, msg := post(t, e.url, gridBody(t, writeEvent("any-"+strconv.Itoa(i))), bearer(tn.sign(t, c, tn.key))); status != http.StatusOK {
-			t.Errorf("caller %v: status %d: %s", caller, status, msg)
+	}
+	for _, caller := range []map[string]any{{"ver": "2.0", "azp": EventGridAppID}, {"ver": "1.0", "appid": EventGridAppID}} {
+		if status, msg := send(caller)(); status != http.StatusOK {
+			t.Errorf("Event Grid's token %v: status %d: %s", caller, status, msg)
+		}
+	}
+	for _, caller := range []map[string]any{{"ver": "2.0", "azp": "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"},
+		{"ver": "1.0", "appid": "0b5f3c1e-7d2a-4e69-8c41-9a6d2f0e1b37"}, {}} {
+		wantRefused(t, reasonCallerNotAllowed, http.StatusForbidden, send(caller))
+	}
+	if calls := e.sink.published(); len(calls) != 2 {
+		t.Errorf("%d deliveries published, want Event Grid's 2", len(calls))
+	}
+}
+
+func TestDefaultCallersFollowTheCloud(t *testing.T) {
+	for authority, want := range map[string]string{
+		DefaultAuthority:                    EventGridAppID,
+		"https://login.microsoftonline.us":  EventGridGovernmentAppID,
+		"https://LOGIN.microsoftonline.us/": EventGridGovernmentAppID,
+		"http://127.0.0.1:8443":             EventGridAppID,
+	} {
+		if got := DefaultCallers(authority); len(got) != 1 || got[0] != want {
+			t.Errorf("DefaultCallers(%s) = %v, want %s", authority, got, want)
 		}
 	}
 }
@@ -210,7 +242,7 @@ func TestEitherModeAuthenticates(t *testing.T) {
 	if status, msg := post(t, e.keyURL(testKey), gridBody(t, writeEvent("by-key")), nil); status != http.StatusOK {
 		t.Fatalf("by key: status %d: %s", status, msg)
 	}
-	if status, msg := post(t, e.url, gridBody(t, writeEvent("by-token")), bearer(tn.sign(t, tn.claims(audience), tn.key))); status != http.StatusOK {
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("by-token")), bearer(tn.sign(t, tn.eventGridClaims(audience), tn.key))); status != http.StatusOK {
 		t.Fatalf("by token: status %d: %s", status, msg)
 	}
 }
@@ -237,6 +269,8 @@ func TestLogsNeverShowTheKey(t *testing.T) {
 	})
 	const wrong = "a-wrong-key-of-20-chars"
 	post(t, e.keyURL(wrong), gridBody(t, writeEvent("l1")), nil)
+	post(t, e.url, gridBody(t, writeEvent("l1h")), http.Header{"X-Tagsync-Key": {wrong}})
+	post(t, e.url, []byte("{oops"), http.Header{"X-Tagsync-Key": {testKey}})
 	post(t, e.keyURL(testKey), []byte("{oops"), nil)
 	post(t, e.keyURL(testKey), gridBody(t, writeEvent("l2")), nil)
 
@@ -250,4 +284,97 @@ func TestLogsNeverShowTheKey(t *testing.T) {
 			t.Errorf("the log shows a key: %s", logged.String())
 		}
 	}
+}
+
+// TestSharedSecretInAHeader: the secret may come in the X-Tagsync-Key
+// header (an event subscription's custom delivery property), compared as
+// the URL's key is; the header wins over the URL, which still works alone.
+func TestSharedSecretInAHeader(t *testing.T) {
+	e := serveWithKey(t)
+	header := func(key string) http.Header { return http.Header{"X-Tagsync-Key": {key}} }
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("h1")), header(testKey)); status != http.StatusOK {
+		t.Fatalf("the right key in the header: status %d: %s", status, msg)
+	}
+	wantRefused(t, reasonBadKey, http.StatusForbidden, func() (int, string) {
+		return post(t, e.url, gridBody(t, writeEvent("h2")), header("wrong-key-of-twenty-chars"))
+	})
+	wantRefused(t, reasonBadKey, http.StatusForbidden, func() (int, string) {
+		return post(t, e.keyURL(testKey), gridBody(t, writeEvent("h3")), header("wrong-key-of-twenty-chars"))
+	})
+	if status, msg := post(t, e.keyURL("wrong-key-of-twenty-chars"), gridBody(t, writeEvent("h4")), header(testKey)); status != http.StatusOK {
+		t.Fatalf("the right key in the header, a wrong one in the URL: status %d: %s", status, msg)
+	}
+	if status, msg := post(t, e.keyURL(testKey), gridBody(t, writeEvent("h5")), nil); status != http.StatusOK {
+		t.Fatalf("the right key in the URL: status %d: %s", status, msg)
+	}
+	if n := len(e.sink.published()); n != 3 {
+		t.Errorf("%d deliveries published, want the 3 with the right key where it counts", n)
+	}
+}
+
+// TestSigningKeysUnavailableIsRetryable: a token that cannot be checked
+// because the tenant's signing keys (or its discovery document) cannot be
+// fetched — the authority hangs or fails — is refused 503 (Event Grid
+// retries it), within the authority timeout; once the authority answers
+// again, the same token passes.
+func TestSigningKeysUnavailableIsRetryable(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	cases := map[string]struct {
+		path   string
+		broken func(w http.ResponseWriter, r *http.Request)
+	}{
+		"keys hang": {"/discovery/v2.0/keys", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+		"keys fail": {"/discovery/v2.0/keys", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "down", http.StatusInternalServerError)
+		}},
+		"discovery hangs": {"/v2.0/.well-known/openid-configuration", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tn := newTenant(t)
+			var broken atomic.Bool
+			broken.Store(true)
+			authority := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if broken.Load() && r.URL.Path == "/"+tn.id+tc.path {
+					tc.broken(w, r)
+					return
+				}
+				proxyTo(t, tn.authority, w, r)
+			}))
+			t.Cleanup(authority.Close)
+			cfg := tn.config(audience)
+			cfg.Authority, cfg.AuthorityTimeout = authority.URL, 300*time.Millisecond
+			e := serve(t, cfg)
+			claims := tn.eventGridClaims(audience)
+			claims["iss"] = authority.URL + "/" + tn.id + "/v2.0"
+			token := tn.sign(t, claims, tn.key)
+			started := time.Now()
+			wantRefused(t, reasonAuthUnavailable, http.StatusServiceUnavailable, func() (int, string) {
+				return post(t, e.url, gridBody(t, writeEvent("keys-1")), bearer(token))
+			})
+			if took := time.Since(started); took > 5*time.Second {
+				t.Errorf("the refusal took %s, want about the authority timeout", took)
+			}
+			broken.Store(false)
+			if status, msg := post(t, e.url, gridBody(t, writeEvent("keys-2")), bearer(token)); status != http.StatusOK {
+				t.Fatalf("the authority answers again: status %d: %s", status, msg)
+			}
+		})
+	}
+}
+
+// proxyTo answers r with what the tenant's server at base answers to its
+// path, the tenant's URLs in the body rewritten to the proxy's.
+func proxyTo(t *testing.T, base string, w http.ResponseWriter, r *http.Request) {
+	resp, err := http.Get(base + r.URL.Path)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	body = bytes.ReplaceAll(body, []byte(base), []byte("http://"+r.Host))
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
 }

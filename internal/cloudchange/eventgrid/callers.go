@@ -3,6 +3,7 @@ package eventgrid
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,11 +13,33 @@ import (
 
 // EventGridAppID is the application ID of Azure Event Grid
 // (Microsoft.EventGrid) in Azure's public cloud: the caller of the tokens
-// it presents to an Entra ID-protected webhook, the one entry
-// Config.AllowedCallers needs there. Microsoft's "Secure WebHook delivery
-// with Microsoft Entra Application in Azure Event Grid" script gives it,
-// and 54316b56-3481-47f9-8f30-0300f5542a7b for Azure Government.
+// it presents to an Entra ID-protected webhook, and what
+// Config.AllowedCallers defaults to. Microsoft's sample script "Secure
+// WebHook delivery with Microsoft Entra Application in Azure Event Grid"
+// (https://learn.microsoft.com/azure/event-grid/scripts/powershell-webhook-secure-delivery-microsoft-entra-app,
+// which "Deliver events to Microsoft Entra protected endpoints",
+// https://learn.microsoft.com/azure/event-grid/secure-webhook-delivery,
+// runs) gives it as "Azure Public Cloud", noting that the ID differs
+// between clouds.
 const EventGridAppID = "4962773b-9cdb-44cf-a8bf-237846a00ab7"
+
+// EventGridGovernmentAppID is Event Grid's application ID in Azure
+// Government, from the same script ("Azure Government Cloud").
+const EventGridGovernmentAppID = "54316b56-3481-47f9-8f30-0300f5542a7b"
+
+// governmentAuthority is Azure Government's Entra ID authority.
+const governmentAuthority = "login.microsoftonline.us"
+
+// DefaultCallers is what Config.AllowedCallers defaults to: Event Grid's
+// own application in the cloud of the authority (Azure Government's for
+// https://login.microsoftonline.us, else the public cloud's). Other
+// clouds' Event Grid IDs are not published there: give AllowedCallers.
+func DefaultCallers(authority string) []string {
+	if u, err := url.Parse(authority); err == nil && strings.EqualFold(u.Hostname(), governmentAuthority) {
+		return []string{EventGridGovernmentAppID}
+	}
+	return []string{EventGridAppID}
+}
 
 // errCallerNotAllowed marks a valid token obtained by an application that
 // is not in Config.AllowedCallers.
@@ -64,8 +87,8 @@ func (c callerClaims) caller() (id, claim string) {
 	return c.Azp, "azp"
 }
 
-// checkCaller returns nil when allowed is empty or names the application
-// that obtained tok (compared without regard to case), else an
+// checkCaller returns nil when allowed is empty (no bearer tokens: see
+// Config.withDefaults) or names the application that obtained tok (compared without regard to case), else an
 // errCallerNotAllowed that names the claim and its value (an application
 // ID, no secret).
 func checkCaller(tok *oidc.IDToken, allowed []string) error {

@@ -17,10 +17,22 @@ const (
 	DefaultMaxAge          = time.Hour
 	DefaultDuplicateIDs    = 10000
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultAuthorityTimeout bounds one request to the Entra ID
+	// authority (the discovery document, the signing keys): well within
+	// the 30 seconds Event Grid waits for an answer.
+	DefaultAuthorityTimeout = 10 * time.Second
 )
 
-// KeyParameter is the query parameter of the delivery URL that carries the
-// shared secret: https://tagsync.example.com/eventgrid?key=<secret>.
+// KeyHeader is the request header that carries the shared secret: the
+// event subscription sets it as a static delivery property (a custom
+// header, marked secret). Preferred to KeyParameter, because the access
+// logs of ingresses and load balancers record URLs with their query
+// strings, and not request headers.
+const KeyHeader = "X-Tagsync-Key"
+
+// KeyParameter is the query parameter of the delivery URL that may carry
+// the shared secret instead of KeyHeader:
+// https://tagsync.example.com/eventgrid?key=<secret>.
 const KeyParameter = "key"
 
 // Config configures the webhook. Zero values take the defaults above. At
@@ -36,10 +48,11 @@ type Config struct {
 	// HTTP, for an Ingress that terminates TLS in front.
 	CertDir string
 
-	// SecretFile holds the shared secret the delivery URL carries in
-	// KeyParameter: one secret a line, each at least 16 characters; every
-	// line is accepted, so a rotation lists the new secret next to the old
-	// one until the subscription uses the new URL. Re-read when it changes.
+	// SecretFile holds the shared secret deliveries carry in the KeyHeader
+	// header or the URL's KeyParameter (the header wins when both are
+	// there): one secret a line, each at least 16 characters; every line
+	// is accepted, so a rotation lists the new secret next to the old one
+	// until the subscription sends the new one. Re-read when it changes.
 	SecretFile string
 
 	// Authority is the Entra ID authority; default
@@ -56,16 +69,23 @@ type Config struct {
 	// application without accessTokenAcceptedVersion 2 receives). The
 	// signature is checked against the same tenant keys.
 	AcceptV1Issuer bool
-	// AllowedCallers, when not empty, are the Entra application (client)
-	// IDs whose tokens are accepted: the application that obtained the
-	// token (its azp claim in a v2.0 token, appid in a v1.0 one) must be
-	// one of them, else the delivery is refused 403 caller_not_allowed.
-	// Empty accepts a token of any application of the tenant that can get
-	// one for Audience. Event Grid's is EventGridAppID.
+	// AllowedCallers are the Entra application (client) IDs whose tokens
+	// are accepted: the application that obtained the token (its azp
+	// claim in a v2.0 token, appid in a v1.0 one) must be one of them,
+	// else the delivery is refused 403 caller_not_allowed. Empty means
+	// Event Grid's own application only (DefaultCallers: EventGridAppID,
+	// or EventGridGovernmentAppID with Azure Government's authority), so
+	// that no other application of the tenant that can get a token for
+	// Audience may post deliveries.
 	AllowedCallers []string
 	// AuthorityClient fetches the discovery document and the keys; nil is
 	// http.DefaultClient. Give one trusting a private CA for a simulator.
 	AuthorityClient *http.Client
+	// AuthorityTimeout bounds each request to the authority (the
+	// discovery document, the signing keys); default 10s. A delivery
+	// whose token cannot be checked because the authority did not answer
+	// in time is refused 503 auth_unavailable, which Event Grid retries.
+	AuthorityTimeout time.Duration
 
 	// MaxBodyBytes bounds a delivery's body; default 1 MiB + 64 KiB.
 	MaxBodyBytes int64
@@ -104,8 +124,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("eventgrid: Authority %q is not an http(s) URL", c.Authority))
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 {
-		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout must not be negative (0 takes the default)"))
+	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.AuthorityTimeout < 0 {
+		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout and AuthorityTimeout must not be negative (0 takes the default)"))
 	}
 	return errors.Join(errs...)
 }
@@ -118,8 +138,12 @@ func (c Config) withDefaults() Config {
 	c.MaxAge = or(c.MaxAge, DefaultMaxAge)
 	c.DuplicateIDs = or(c.DuplicateIDs, DefaultDuplicateIDs)
 	c.ShutdownTimeout = or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.AuthorityTimeout = or(c.AuthorityTimeout, DefaultAuthorityTimeout)
 	if c.AuthorityClient == nil {
 		c.AuthorityClient = http.DefaultClient
+	}
+	if c.TenantID != "" && len(c.AllowedCallers) == 0 {
+		c.AllowedCallers = DefaultCallers(c.Authority)
 	}
 	return c
 }

@@ -41,13 +41,17 @@
 // Every POST must authenticate with one of the configured modes (New
 // refuses a Config with neither):
 //
-//   - Shared secret (Config.SecretFile): the delivery URL carries it in the
-//     query, https://tagsync.example.com/eventgrid?key=<secret>. The file (a
+//   - Shared secret (Config.SecretFile): the delivery carries it in the
+//     X-Tagsync-Key header (KeyHeader), which the event subscription sets
+//     as a static delivery property marked secret, or in the URL's query,
+//     https://tagsync.example.com/eventgrid?key=<secret> (KeyParameter);
+//     the header wins when both are there. Prefer the header: ingress and
+//     load balancer access logs record query strings. The file (a
 //     mounted Secret) holds one secret a line, at least 16 characters each;
 //     every line is accepted, so a rotation adds the new secret, updates the
-//     subscription's URL, then removes the old one. The file is re-read when
-//     it changes; comparisons are constant-time; the secret and the request
-//     URL are never logged.
+//     subscription, then removes the old one. The file is re-read when
+//     it changes; comparisons are constant-time; the secret, the request
+//     URL and the request headers are never logged.
 //   - Entra ID (Config.TenantID and Config.Audience): the subscription
 //     delivers with "Microsoft Entra authentication" and sends
 //     Authorization: Bearer <JWT>. The token's signature is checked with
@@ -60,15 +64,21 @@
 //     when Config.AcceptV1Issuer is set (an application whose manifest does
 //     not ask for v2 tokens gets v1 ones). The issuer is pinned exactly, tenant
 //     included, because Entra signs every tenant's tokens with the same keys.
-//     Discovery happens on the first token and again after a failure.
+//     Discovery happens on the first token and again after a failure; the
+//     keys are cached and fetched again when a token names an unknown key.
+//     Each request to the authority is bounded by Config.AuthorityTimeout
+//     (10s); a token that cannot be checked because the discovery document
+//     or the keys cannot be fetched is refused 503 auth_unavailable, which
+//     Event Grid retries (a 403 it would not).
 //     Any application of the tenant that can get a token for Audience
 //     passes those checks; Config.AllowedCallers narrows it to the listed
 //     application (client) IDs: the application that obtained the token,
 //     its azp claim in a v2.0 token and appid in a v1.0 one (as the ver
 //     claim says; without one, appid if present, else azp), must be one of
 //     them (compared without regard to case), else the delivery is refused
-//     403 caller_not_allowed. Event Grid's own application is
-//     EventGridAppID (Azure public cloud).
+//     403 caller_not_allowed. Left empty, it is Event Grid's own
+//     application (DefaultCallers: EventGridAppID in Azure's public cloud,
+//     EventGridGovernmentAppID with Azure Government's authority).
 //
 // A delivery passes when a credential of a configured mode verifies. None
 // presented: 401. Presented and wrong (wrong key, bad signature, wrong
@@ -129,8 +139,8 @@
 // # A delivery
 //
 // Someone sets tag team=blue on scale set pool1 with the Tags API. Event
-// Grid POSTs to https://tagsync.example.com/eventgrid?key=... (Event Grid
-// schema, one event):
+// Grid POSTs to https://tagsync.example.com/eventgrid with the header
+// X-Tagsync-Key: ... (Event Grid schema, one event):
 //
 //	[{
 //	  "id": "0d8c5a8e-0f0a-4a3c-9a2b-6a4c2f1e9b71",
@@ -164,12 +174,12 @@
 //	    SecretFile:  "/etc/tagsync/eventgrid/key",  // and/or:
 //	    TenantID:    "72f988bf-86f1-41af-91ab-2d7cd011db47",
 //	    Audience:    "api://tagsync-eventgrid",
-//	    AllowedCallers: []string{eventgrid.EventGridAppID}, // optional
+//	    AllowedCallers: []string{eventgrid.EventGridAppID}, // the default
 //	}
 //
 // Path (/eventgrid), Authority (https://login.microsoftonline.com),
 // AcceptV1Issuer, AllowedCallers, AuthorityClient (a client trusting a private CA, for a
-// simulator), MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout are
+// simulator), AuthorityTimeout, MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout are
 // optional. Validate reports a configuration that cannot work without
 // reading any file; New also reads the secret file.
 package eventgrid

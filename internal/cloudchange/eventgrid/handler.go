@@ -190,15 +190,19 @@ func (w *Webhook) publish(changes []cloudchange.Change) {
 		return
 	}
 	w.sink.Publish(changes, func(err error) {
-		if err != nil {
+		switch {
+		case errors.Is(err, cloudchange.ErrKeptForRetry):
+			w.log.V(1).Info("a pass triggered by a delivery runs again later", "changes", len(changes), "firstEvent", changes[0].ID,
+				"why", err.Error())
+		case err != nil:
 			w.log.Error(err, "a pass triggered by a delivery failed", "changes", len(changes), "firstEvent", changes[0].ID)
 		}
 	})
 	w.delivered()
 }
 
-// refuse answers a refusal and counts it. The request's URL is never
-// logged: it may carry the shared secret.
+// refuse answers a refusal and counts it. The request's URL and headers
+// are never logged: they may carry the shared secret.
 func (w *Webhook) refuse(rw http.ResponseWriter, ref *refusal) {
 	result := resultRefused
 	if ref.status == http.StatusServiceUnavailable {

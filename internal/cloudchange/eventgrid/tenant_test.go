@@ -70,6 +70,14 @@ func (tn *tenant) claims(audience string) map[string]any {
 		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix()}
 }
 
+// eventGridClaims are claims as Event Grid's tokens carry them: a v2.0
+// token its own application obtained.
+func (tn *tenant) eventGridClaims(audience string) map[string]any {
+	c := tn.claims(audience)
+	c["ver"], c["azp"] = "2.0", EventGridAppID
+	return c
+}
+
 // sign returns an RS256 JWT of the claims, signed with key under the
 // tenant's key ID.
 func (tn *tenant) sign(t *testing.T, claims map[string]any, key *rsa.PrivateKey) string {

@@ -68,7 +68,8 @@ type Config struct {
 	// visibility timeout (ChangeMessageVisibilityBatch) every half
 	// timeout, so that a pass longer than the timeout does not get the
 	// message received twice. After MaxHold it stops, and the message is
-	// received again once its timeout ends, as if the pass had failed.
+	// received again once its timeout ends; it is deleted when its passes
+	// succeed, or left when they fail.
 	// At most MaxMaxHold (12 h); 0 means DefaultMaxHold.
 	MaxHold time.Duration `json:"maxHold,omitempty"`
 }

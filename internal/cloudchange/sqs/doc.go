@@ -90,11 +90,17 @@
 // deleted; after done(err) it is left alone, as above, and received again
 // once the last extension ends (within one visibility timeout). A message
 // held for Config.MaxHold (DefaultMaxHold, 15 min; SQS allows 12 h) is no
-// longer extended, so that a stuck pass does not hold it for ever: it is
-// received and published again, counted and logged. A failed extension is
-// counted and logged at V(1); the message may then be received again
-// while its passes run, which is harmless (a pass writes only what
-// differs) but costs a second pass.
+// longer extended, so that a stuck pass does not hide it for ever: SQS
+// delivers it again every visibility timeout, each receive counting
+// towards the redrive policy's maxReceiveCount; the expiry is counted and
+// logged. A failed extension is counted and logged at V(1); the message
+// may then be received again while its passes run. A message received
+// again while its passes run is not published again (the hub would take
+// it for a redelivery and be done with it at once, and the message would
+// be deleted before its passes succeed): the source keeps the receipt
+// handle of its latest receive, the one SQS deletes it with, deletes it
+// when the passes of its first receive succeed and leaves it when they
+// fail (MetricReReceived).
 //
 // # Health
 //

@@ -99,7 +99,7 @@ func (s *Source) extend(ctx context.Context, batch []message, timeout int32) {
 	failed := 0
 	for _, f := range out.Failed {
 		i, _ := strconv.Atoi(sdkaws.ToString(f.Id))
-		if i < 0 || i >= len(batch) || !s.holds.has(batch[i].receipt) {
+		if i < 0 || i >= len(batch) || !s.holds.has(batch[i]) {
 			continue
 		}
 		failed++

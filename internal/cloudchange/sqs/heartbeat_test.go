@@ -38,24 +38,32 @@ func TestSetVisibility(t *testing.T) {
 }
 
 // TestHoldsDue: a message is extended until it has been held for the
-// longest hold, then handed back once as expired and no longer held; a
-// message done is no longer held.
+// longest hold, then handed back once as expired and no longer extended,
+// though still in flight; a message done is no longer held; a message
+// received again while held keeps its new receipt handle.
 func TestHoldsDue(t *testing.T) {
 	start := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
 	var h holds
-	h.add(message{id: "old", receipt: "r-old"}, start)
-	h.add(message{id: "new", receipt: "r-new"}, start.Add(time.Minute))
-	h.add(message{id: "done", receipt: "r-done"}, start)
-	h.remove("r-done")
+	old, recent, done := message{id: "old", receipt: "r-old"}, message{id: "new", receipt: "r-new"}, message{id: "done", receipt: "r-done"}
+	h.add(old, start)
+	h.add(recent, start.Add(time.Minute))
+	h.add(done, start)
+	h.remove("done")
 
 	extend, expired := h.due(start.Add(time.Minute+30*time.Second), time.Minute)
 	if len(extend) != 1 || extend[0].id != "new" || len(expired) != 1 || expired[0].id != "old" {
 		t.Fatalf("due: extend %v, expired %v; want new extended, old expired", extend, expired)
 	}
-	if h.has("r-old") || !h.has("r-new") || h.has("r-done") {
-		t.Errorf("held after due: old %t, new %t, done %t; want only new", h.has("r-old"), h.has("r-new"), h.has("r-done"))
+	if h.has(old) || !h.has(recent) || h.has(done) {
+		t.Errorf("extended after due: old %t, new %t, done %t; want only new", h.has(old), h.has(recent), h.has(done))
+	}
+	if h.add(message{id: "old", receipt: "r-old-2"}, start.Add(2*time.Minute)) {
+		t.Error("the expired message received again was taken for a new one")
 	}
 	if extend, expired := h.due(start.Add(2*time.Minute), time.Minute); len(extend) != 0 || len(expired) != 1 || expired[0].id != "new" {
-		t.Errorf("due a minute later: extend %v, expired %v; want new expired", extend, expired)
+		t.Errorf("due a minute later: extend %v, expired %v; want new expired, old not again", extend, expired)
+	}
+	if m, ok := h.remove("old"); !ok || m.receipt != "r-old-2" {
+		t.Errorf("old done: %v, %t; want it with the receipt of its latest receive", m, ok)
 	}
 }

@@ -20,6 +20,7 @@ const (
 	MetricExtended     = "tagsync_events_sqs_visibility_extensions_total"
 	MetricExtendError  = "tagsync_events_sqs_visibility_extension_errors_total"
 	MetricHoldExpired  = "tagsync_events_sqs_messages_hold_expired_total"
+	MetricReReceived   = "tagsync_events_sqs_messages_received_in_flight_total"
 	MetricInFlight     = "tagsync_events_sqs_messages_in_flight"
 	MetricUp           = "tagsync_events_sqs_up"
 )
@@ -33,7 +34,7 @@ const (
 // metrics are the source's collectors.
 type metrics struct {
 	received, deleted, ignored, failed, deleteErrors prometheus.Counter
-	extended, extendErrors, holdExpired              prometheus.Counter
+	extended, extendErrors, holdExpired, rereceived  prometheus.Counter
 	poison, receiveErrors                            *prometheus.CounterVec
 	inFlight, up                                     prometheus.Gauge
 }
@@ -57,6 +58,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Failed visibility timeout extensions of SQS messages whose passes were running (they may be received again meanwhile)."),
 		holdExpired: counter(MetricHoldExpired,
 			"SQS messages whose passes outlasted the longest hold: no longer kept hidden, received again."),
+		rereceived: counter(MetricReReceived,
+			"SQS messages received again while the passes of their first receive still ran: not published again, deleted when those passes succeed."),
 		poison: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPoison,
 			Help: "SQS messages that cannot be read (reason unparseable) or were received too often (reason receive_count); the queue's redrive policy moves them to its dead-letter queue."},
 			[]string{"reason"}),
@@ -72,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.received, m.deleted, m.ignored, m.failed, m.deleteErrors, m.extended,
-		m.extendErrors, m.holdExpired, m.poison, m.receiveErrors, m.inFlight, m.up} {
+		m.extendErrors, m.holdExpired, m.rereceived, m.poison, m.receiveErrors, m.inFlight, m.up} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("sqs: register metrics: %w", err)
 		}

@@ -191,7 +191,12 @@ func (s *Source) acquire(ctx context.Context) (int, error) {
 
 // handle publishes a message's change, or acknowledges a message tagsync
 // does not read, or counts a poison message and leaves it on the queue for
-// its redrive policy.
+// its redrive policy. A message received again while the passes of its
+// first receive still run (its visibility timeout ran out: the hold
+// expired, or an extension failed) is not published again: it is deleted,
+// with this receive's handle, when those passes succeed, and left on the
+// queue when they fail. Publishing it again would not wait for them: the
+// hub takes it for a redelivery and is done with it at once.
 func (s *Source) handle(m types.Message) {
 	s.metrics.received.Inc()
 	msg := message{id: sdkaws.ToString(m.MessageId), receipt: sdkaws.ToString(m.ReceiptHandle)}
@@ -215,21 +220,29 @@ func (s *Source) handle(m types.Message) {
 		s.log.Info("an SQS message was received too often: its passes keep failing", "message", msg.id,
 			"receiveCount", receives, "resource", change.Resource, "event", change.ID)
 	}
+	if !s.holds.add(msg, time.Now()) {
+		s.metrics.rereceived.Inc()
+		s.log.V(1).Info("an SQS message was received again while its passes run; it is deleted when they succeed",
+			"message", msg.id, "receiveCount", receives, "resource", change.Resource)
+		s.finish(1) // the first receive holds the message's slot
+		return
+	}
 	s.health.delivered(time.Now())
-	s.holds.add(msg, time.Now())
 	s.sink.Publish([]cloudchange.Change{change}, s.doneFunc(msg, change))
 }
 
 // doneFunc returns the done of a message's Publish: the heartbeat stops
-// extending the message's visibility; on nil the message is deleted, on an
-// error it stays on the queue and is received again once its visibility
-// timeout (the last extension's) ends. It never blocks, and only its first
-// call counts.
+// extending the message's visibility; on nil the message is deleted (with
+// the receipt handle of its latest receive), on an error it stays on the
+// queue and is received again once its visibility timeout (the last
+// extension's) ends. It never blocks, and only its first call counts.
 func (s *Source) doneFunc(msg message, change cloudchange.Change) func(error) {
 	var once sync.Once
 	return func(err error) {
 		once.Do(func() {
-			s.holds.remove(msg.receipt)
+			if latest, ok := s.holds.remove(msg.id); ok {
+				msg = latest
+			}
 			if err == nil {
 				s.acks <- msg
 				return

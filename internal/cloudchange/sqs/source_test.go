@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -47,6 +48,7 @@ func TestSourceOnMoto(t *testing.T) {
 		{"MessagesDoneTogetherAreDeletedInOneBatch", testMessagesDoneTogetherAreDeletedInOneBatch},
 		{"PassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden", testPassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden},
 		{"MessageHeldLongerThanMaxHoldIsReceivedAgain", testMessageHeldLongerThanMaxHoldIsReceivedAgain},
+		{"MessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds", testMessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -512,11 +514,18 @@ func testMessageHeldLongerThanMaxHoldIsReceivedAgain(t *testing.T) {
 	s := start(t, cfg, sink)
 
 	send(t, q.url, stateBody("running"))
-	// The first pass never completes (a stuck pass keeps its slot); after
-	// MaxHold the message is no longer kept hidden and is received again.
-	got := sink.wait(t, 2)
-	if got[1].changes[0].ID != got[0].changes[0].ID {
-		t.Fatalf("second delivery %+v, want the first's event %+v again", got[1].changes, got[0].changes)
+	// The first pass does not complete; after MaxHold the message is no
+	// longer kept hidden and is received again, but not published again
+	// nor deleted: it waits for the pass it triggered.
+	first := sink.wait(t, 1)[0]
+	testenv.Eventually(t, waitLimit, "the message received again", func() string {
+		if n := testutil.ToFloat64(s.metrics.rereceived); n < 1 {
+			return fmt.Sprintf("received %v times, %v again in flight", testutil.ToFloat64(s.metrics.received), n)
+		}
+		return ""
+	})
+	if got := sink.deliveries(); len(got) != 1 {
+		t.Errorf("%d deliveries, want the message published once", len(got))
 	}
 	if n := testutil.ToFloat64(s.metrics.holdExpired); n != 1 {
 		t.Errorf("hold expired metric %v, want 1", n)
@@ -524,6 +533,81 @@ func testMessageHeldLongerThanMaxHoldIsReceivedAgain(t *testing.T) {
 	if n, errs := testutil.ToFloat64(s.metrics.extended), testutil.ToFloat64(s.metrics.extendErrors); n < 1 || errs != 0 {
 		t.Errorf("extensions %v, extension errors %v: want the message extended until MaxHold, without errors", n, errs)
 	}
-	got[1].done(nil)
+	if n := testutil.ToFloat64(s.metrics.deleted); n != 0 {
+		t.Fatalf("deleted %v messages while the pass ran", n)
+	}
+	// Deleted with the handle of its latest receive.
+	first.done(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
+	waitDeleted(t, s, 1)
+}
+
+// passRouter routes every change to one object and records them.
+type passRouter struct {
+	mu     sync.Mutex
+	routed []cloudchange.Change
+}
+
+func (r *passRouter) Route(c cloudchange.Change) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routed = append(r.routed, c)
+	return []string{"object"}
+}
+
+func (r *passRouter) Overflow() {}
+
+// waitRouted waits until n changes were routed.
+func (r *passRouter) waitRouted(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, waitLimit, fmt.Sprintf("%d changes routed", n), func() string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.routed) < n {
+			return fmt.Sprintf("%d routed", len(r.routed))
+		}
+		return ""
+	})
+}
+
+// testMessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds
+// publishes to the hub the controllers take changes from: a message
+// received again while the pass it triggered runs (its visibility timeout
+// ran out) is not deleted then, nor when that pass fails, which leaves it
+// for a redelivery; the redelivery's pass succeeds and deletes it.
+func testMessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "2"})
+	hub := cloudchange.NewHub(cloudchange.HubOptions{})
+	router := &passRouter{}
+	sub := hub.Subscribe("test", router)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = hub.Start(ctx) }()
+	cfg := config(q.url)
+	cfg.MaxHold = 3 * time.Second
+	s := start(t, cfg, hub)
+
+	send(t, q.url, tagChangeBody)
+	router.waitRouted(t, 1)
+	finished := sub.Started("object") // the pass runs
+	testenv.Eventually(t, waitLimit, "the message received again while its pass runs", func() string {
+		if n := testutil.ToFloat64(s.metrics.received); n < 2 {
+			return fmt.Sprintf("received %v times", n)
+		}
+		return ""
+	})
+	if n := testutil.ToFloat64(s.metrics.deleted); n != 0 {
+		t.Fatalf("deleted %v messages while their pass ran", n)
+	}
+	finished(errors.New("throttled: the pass requeued"))
+	router.waitRouted(t, 2) // received again once visible, published anew
+	if n := testutil.ToFloat64(s.metrics.deleted); n != 0 {
+		t.Fatalf("deleted %v messages after their pass failed", n)
+	}
+	if n := testutil.ToFloat64(s.metrics.failed); n != 1 {
+		t.Errorf("failed metric %v, want 1", n)
+	}
+	sub.Started("object")(nil)
+	waitCounts(t, q.url, "visible=0 notVisible=0")
+	waitDeleted(t, s, 1)
 }

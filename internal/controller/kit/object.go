@@ -170,16 +170,45 @@ func (s *Subscriber) PassStarted(key string) func(error) { return s.sub.Started(
 
 // Serve runs pass, a pass of the object key, and tells the hub when it
 // started and how it ended: the changes routed to key before it started
-// are done with it. The pass's context names the object as the writer of
-// its cloud writes (cloud.WithWriter), so their echoes skip it.
+// are done with it, failed when the pass returned an error or kept them
+// for its retry (KeepForRetry). The pass's context names the object as the
+// writer of its cloud writes (cloud.WithWriter), so their echoes skip it.
 func (s *Subscriber) Serve(ctx context.Context, key string, pass func(context.Context) (reconcile.Result, error)) (reconcile.Result, error) {
 	finished := s.sub.Started(key)
 	if s.sub != nil {
 		ctx = cloud.WithWriter(ctx, cloud.Writer{Controller: s.sub.Name(), Object: key})
 	}
-	res, err := pass(ctx)
-	finished(err)
+	kept := &keptForRetry{}
+	res, err := pass(context.WithValue(ctx, keptForRetryKey{}, kept))
+	switch {
+	case err != nil:
+		finished(err)
+	case kept.why != "":
+		finished(fmt.Errorf("%w: %s", cloudchange.ErrKeptForRetry, kept.why))
+	default:
+		finished(nil)
+	}
 	return res, err
+}
+
+// keptForRetry is where KeepForRetry notes, for Serve, why a pass kept its
+// changes.
+type keptForRetry struct{ why string }
+
+type keptForRetryKey struct{}
+
+// KeepForRetry tells Serve, from within a pass (its context), that the
+// pass ends without an error but did not finish the cloud changes routed
+// to it: it was throttled, or some of them failed, and it keeps them for a
+// retry of its own (a requeue). The hub then takes the pass as failed for
+// those changes (cloudchange.ErrKeptForRetry): their deliveries are not
+// acknowledged, so an SQS message stays on its queue and is received
+// again, as after a pass that returned an error. Outside Serve it does
+// nothing.
+func KeepForRetry(ctx context.Context, why string) {
+	if kept, ok := ctx.Value(keptForRetryKey{}).(*keptForRetry); ok && why != "" {
+		kept.why = why
+	}
 }
 
 // Enqueue asks for passes of the objects (from cloudchange.Router.Route: it never

@@ -36,8 +36,14 @@ type changeEvents struct {
 	probes     probeQueue
 }
 
-// UseEvents makes the controller take hub's changes (kit.Subscriber.UseEvents).
-func (e *changeEvents) UseEvents(hub *cloudchange.Hub) { e.subscriber.UseEvents(hub) }
+// UseEvents makes the controller take hub's changes (kit.Subscriber.UseEvents);
+// its queue of unknown resources to read is as bounded as the hub's.
+func (e *changeEvents) UseEvents(hub *cloudchange.Hub) {
+	e.subscriber.UseEvents(hub)
+	if hub != nil {
+		e.probes.limit = hub.Capacity()
+	}
+}
 
 // resourceIndex is, per CloudMetadata, the resources each of its targets'
 // last discovery matched and the classifiers and clouds it applies. It is
@@ -196,6 +202,20 @@ func (x *resourceIndex) classifying(cloudName string, nc tags.NameCase, t tags.S
 	var out []types.NamespacedName
 	for cm, w := range x.wants {
 		if slices.Contains(w.clouds, cloudName) && cloud.Classifies(nc, t, w.classifiers) {
+			out = append(out, cm)
+		}
+	}
+	return out
+}
+
+// searching returns the objects with a target that searches a scope of
+// cloudName that covers says holds the resource.
+func (x *resourceIndex) searching(cloudName string, covers func(scopes []string) bool) []types.NamespacedName {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []types.NamespacedName
+	for cm, w := range x.wants {
+		if slices.ContainsFunc(w.searches, func(s search) bool { return s.cloud == cloudName && covers(s.scopes) }) {
 			out = append(out, cm)
 		}
 	}

@@ -1,7 +1,9 @@
 package metadata_test
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
@@ -272,4 +275,84 @@ func TestAFailedStatusWriteIsFollowedByAFullPass(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// gatedReads is an Azure provider whose reads of one resource
+// (ReadClassified) wait, while the gate is closed, until it opens; entered
+// receives each read that waits.
+type gatedReads struct {
+	*azure.Provider
+	closed  atomic.Bool
+	open    chan struct{}
+	entered chan string
+}
+
+func (g *gatedReads) ReadClassified(ctx context.Context, id string) (cloud.Classified, error) {
+	if g.closed.Load() {
+		select {
+		case g.entered <- id:
+		default:
+		}
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return cloud.Classified{}, ctx.Err()
+		}
+	}
+	return g.Provider.ReadClassified(ctx, id)
+}
+
+// TestAFullProbeQueueFallsBackToAFullPass: the reads of unknown
+// resources wait in a queue as bounded as the hub's; a change that finds
+// it full is not queued, and the objects searching its resource's scope
+// run a full pass instead, which tags the resource if it is now
+// classified, without waiting for the reads ahead of it.
+func TestAFullProbeQueueFallsBackToAFullPass(t *testing.T) {
+	const capacity = 3
+	hub := cloudchange.NewHub(cloudchange.HubOptions{Capacity: capacity, ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := cloudchangetest.NewSource(t.Name())
+	gate := &gatedReads{open: make(chan struct{}), entered: make(chan string, 1)}
+	h := newHarnessWith(t, func(h *harness) {
+		h.eventOpts = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
+		h.wrapAzure = func(p *azure.Provider) cloud.Provider {
+			gate.Provider = p
+			return gate
+		}
+	})
+	h.applied("evt-probeq")
+	disk := func(name string, tags map[string]string) string {
+		id, err := h.az.Server.CreateResource(sub, "rg-evt-probeq", armsim.Resource{Type: armsim.TypeDisk, Name: name, Tags: tags})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var unknown []cloudchange.Change
+	for i := range capacity + 1 {
+		unknown = append(unknown, cloudchangetest.Write("azure", disk(fmt.Sprintf("unknown-%d", i), nil), fmt.Sprintf("unknown-%d", i), nil))
+	}
+	classified := disk("classified", map[string]string{classifierOf("evt-probeq"): "owned"})
+	overflows := testenv.Counter(t, "tagsync_metadata_probe_overflows_total", nil)
+
+	// The first read waits at the gate; the queue behind it fills up.
+	gate.closed.Store(true)
+	t.Cleanup(func() { close(gate.open) })
+	hub.Publish(unknown[:capacity], nil)
+	select {
+	case <-gate.entered:
+	case <-time.After(waitFor):
+		t.Fatal("no read of an unknown resource started")
+	}
+	// One more fits; the classified disk's change does not.
+	hub.Publish([]cloudchange.Change{unknown[capacity], cloudchangetest.Write("azure", classified, "classified-1", nil)}, nil)
+	testenv.Eventually(t, waitFor, "the classified disk tagged by a full pass while the reads wait", func() string {
+		if got := h.tags(classified)["env"]; got != "prod" {
+			return fmt.Sprintf("env=%q on the classified disk, probe overflows %v", got,
+				testenv.Counter(t, "tagsync_metadata_probe_overflows_total", nil)-overflows)
+		}
+		return ""
+	})
+	if n := testenv.Counter(t, "tagsync_metadata_probe_overflows_total", nil) - overflows; n < 1 {
+		t.Errorf("probe overflows counted: %v, want at least 1", n)
+	}
 }

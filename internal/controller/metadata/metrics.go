@@ -30,6 +30,10 @@ var (
 		"Targeted passes that gave way to a full pass because reading the changed resources one by one would cost more requests than the last full pass's discovery, by CloudMetadata.", "namespace", "cloudmetadata")
 	deletionsHeldTotal = metrics.Counter("deletions_held_total",
 		"Tag deletions passes held back, by CloudMetadata and reason (MassDeletion: waiting for approval; Retained: kept by deletionPolicy Retain); a deletion held by several passes counts once per pass.", "namespace", "cloudmetadata", "reason")
+	probeOverflowsTotal = metrics.Counter("probe_overflows_total",
+		"Changes of resources no CloudMetadata matched that were not read because the queue of such reads was full (events.queueSize): the objects searching the resource's scope ran a full pass instead.")
+	probeQueueLength = metrics.Gauge("probe_queue_length",
+		"Changes of resources no CloudMetadata matched waiting for the read that tells whether they are classified now.")
 	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
 		"When the CloudMetadata's last pass over a cloud with result ok ended (Unix seconds), by CloudMetadata and cloud.", "namespace", "cloudmetadata", "cloud")
 )

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 )
@@ -22,14 +24,29 @@ func probeKey(resource string) string { return "probe " + cloud.CanonicalID(reso
 // probe queues an unknown resource's change for a read, when the cloud
 // can read one resource and some object searches a scope holding it; it
 // returns the key the hub waits on (none when there is nothing to read).
+// When the queue is full (a burst of changes of unknown resources), the
+// change is not read: the objects searching a scope that holds the
+// resource run a full pass instead, whose discovery finds the resource if
+// it is classified now, as the hub does when its own queue overflows.
 func (r *Reconciler) probe(c cloudchange.Change) []string {
 	p, err := r.providers.Get(c.Cloud)
 	reader, ok := p.(cloud.ClassifiedReader)
-	if err != nil || !ok || !r.index.searched(c.Cloud, func(scopes []string) bool { return reader.Covers(c.Resource, scopes) }) {
+	covers := func(scopes []string) bool { return reader.Covers(c.Resource, scopes) }
+	if err != nil || !ok || !r.index.searched(c.Cloud, covers) {
 		return nil
 	}
-	r.probes.Push(c)
-	return []string{probeKey(c.Resource)}
+	if r.probes.Push(c) {
+		return []string{probeKey(c.Resource)}
+	}
+	probeOverflowsTotal.WithLabelValues().Inc()
+	objects := withoutEcho(r.index.searching(c.Cloud, covers), c)
+	keys := make([]string, len(objects))
+	for i, o := range objects {
+		r.index.needFull(o)
+		keys[i] = o.String()
+		r.subscriber.Enqueue(reconcile.Request{NamespacedName: o})
+	}
+	return keys
 }
 
 // runProbes reads the queued unknown resources until ctx ends.
@@ -61,9 +78,12 @@ func (r *Reconciler) readProbe(ctx context.Context, c cloudchange.Change) {
 	}
 }
 
-// probeQueue holds the changes of unknown resources to read: Push never
-// blocks, Pop waits for one. Its zero value is ready.
+// probeQueue holds the changes of unknown resources to read, at most
+// limit (no bound when 0): Push never blocks, Pop waits for one. Its zero
+// value is ready.
 type probeQueue struct {
+	limit int
+
 	mu      sync.Mutex
 	pending []cloudchange.Change
 	signal  chan struct{}
@@ -77,15 +97,21 @@ func (q *probeQueue) ready() chan struct{} {
 	return q.signal
 }
 
-// Push queues a change.
-func (q *probeQueue) Push(c cloudchange.Change) {
+// Push queues a change; it returns false, having queued nothing, when
+// the queue holds limit changes already.
+func (q *probeQueue) Push(c cloudchange.Change) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.limit > 0 && len(q.pending) >= q.limit {
+		return false
+	}
 	q.pending = append(q.pending, c)
+	probeQueueLength.WithLabelValues().Set(float64(len(q.pending)))
 	select {
 	case q.ready() <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // Pop returns the oldest change, waiting for one until ctx ends.
@@ -95,6 +121,7 @@ func (q *probeQueue) Pop(ctx context.Context) (cloudchange.Change, bool) {
 		if len(q.pending) > 0 {
 			c := q.pending[0]
 			q.pending = q.pending[1:]
+			probeQueueLength.WithLabelValues().Set(float64(len(q.pending)))
 			q.mu.Unlock()
 			return c, true
 		}

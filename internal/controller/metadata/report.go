@@ -36,7 +36,24 @@ func (p *pass) report(ctx context.Context, problems []refProblem, outcomes []*ou
 		return reconcile.Result{}, err
 	}
 	p.doneFull(problems, outcomes)
+	if why := retriedSoon(outcomes); why != "" {
+		kit.KeepForRetry(ctx, why) // the changes it served: their deliveries wait for the retry
+	}
 	return reconcile.Result{RequeueAfter: p.next(outcomes)}, nil
+}
+
+// retriedSoon says why the pass runs again before syncEvery (next): a
+// target was throttled or met transient errors; "" when none was.
+func retriedSoon(outcomes []*outcome) string {
+	for _, o := range outcomes {
+		switch {
+		case o.retryAfter > 0:
+			return fmt.Sprintf("%s was throttled", o.t.key())
+		case o.transient:
+			return fmt.Sprintf("%s met transient errors", o.t.key())
+		}
+	}
+	return ""
 }
 
 // transientRetry is how soon a pass that hit transient write errors runs

@@ -56,6 +56,8 @@ type harness struct {
 	other string
 	// eventOpts are the controller's event options (none: polling only).
 	eventOpts operator.EventsOptions
+	// wrapAzure, if set, wraps the Azure provider the controller uses.
+	wrapAzure func(*azure.Provider) cloud.Provider
 }
 
 // auditSink is the harness's audit log: a buffer that can be made to fail,
@@ -115,7 +117,7 @@ func (h *harness) startController() {
 	h.t.Helper()
 	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Providers:   append([]cloud.Provider{h.azureProvider()}, h.extra...),
+		Providers:   append([]cloud.Provider{h.azure()}, h.extra...),
 		Controllers: []string{metadata.ControllerName},
 		Namespaces:  h.namespaces(),
 		Audit:       audit.New(h.audit),
@@ -126,6 +128,16 @@ func (h *harness) startController() {
 	}
 	h.stop = testenv.StartManager(h.ctx, h.t, mgr)
 	h.cached = mgr.GetClient()
+}
+
+// azure is the Azure provider the controller uses: azureProvider, wrapped
+// by wrapAzure if set.
+func (h *harness) azure() cloud.Provider {
+	az := h.azureProvider()
+	if h.wrapAzure != nil {
+		return h.wrapAzure(az)
+	}
+	return az
 }
 
 // azureProvider is an Azure provider on the test's armsim.

@@ -1,7 +1,9 @@
 package nodetags_test
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloudchange"
@@ -345,4 +348,36 @@ func TestWhileASourceIsDownTheObjectsPollAtTheirInterval(t *testing.T) {
 	}
 	src.Set(cloudchange.Health{Up: true})
 	h.waitStatus("evt-health", "events on again", eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"))
+}
+
+// TestAThrottledTargetedPassLeavesItsDeliveryUndone: a targeted pass that
+// cannot read the changed scale set (throttled) keeps the change for its
+// retry, and its delivery is done with cloudchange.ErrKeptForRetry, not
+// acknowledged (an SQS message stays on its queue). Delivered again once
+// the cloud answers, the change is taken, not dropped as a redelivery,
+// and reaches the labels.
+func TestAThrottledTargetedPassLeavesItsDeliveryUndone(t *testing.T) {
+	h, hub, _ := newEventsHarness(t, 0)
+	pool := h.pool("evt-throttled", 1, map[string]string{"env": "prod"})
+	h.settled("evt-throttled")
+	if err := h.cloud.SetTags(pool, map[string]string{"cost": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	h.cloud.AddFault(armsim.Fault{Operation: "VirtualMachineScaleSets.Get", Status: http.StatusTooManyRequests, RetryAfter: 20 * time.Millisecond})
+	err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "throttled-1"))
+	if !errors.Is(err, cloudchange.ErrKeptForRetry) {
+		t.Fatalf("the delivery of a change whose pass was throttled is done with %v, want %v", err, cloudchange.ErrKeptForRetry)
+	}
+	h.cloud.ClearFaults()
+	// Delivered again (as SQS and Event Grid do) until a pass took it: the
+	// provider may wait out the throttling a little longer.
+	h.eventually("the change delivered again and done", func() string {
+		if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "throttled-1")); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	if got := h.labels("evt-throttled-0")["azure.tags/cost"]; got != "7" {
+		t.Errorf("label azure.tags/cost=%q after the redelivered change's pass, want 7", got)
+	}
 }

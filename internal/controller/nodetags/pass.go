@@ -115,12 +115,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	res, err := p.run(ctx)
 	if err != nil || !p.complete || p.out.errors > 0 {
 		r.changes.restore(nts.Name, ids, p.changesPending)
+		kit.KeepForRetry(ctx, p.unfinished())
 		return res, err
 	}
 	r.mu.Lock()
 	st.fullEpoch, st.fullGeneration = epoch, nts.Generation
 	r.mu.Unlock()
 	return res, err
+}
+
+// unfinished says why a full pass that returned no error left the
+// changes it took for its retry.
+func (p *pass) unfinished() string {
+	if !p.complete {
+		return "the pass did not see every node"
+	}
+	return fmt.Sprintf("%d nodes not synced", p.out.errors)
 }
 
 // NewReconciler builds a Reconciler. c reads Nodes and NodeTagSyncs (from

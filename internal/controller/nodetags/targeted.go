@@ -26,6 +26,7 @@ func (p *pass) runTargeted(ctx context.Context, ids []string, carried map[string
 	if err != nil || p.out.errors > 0 {
 		result = "error"
 		p.r.changes.restore(p.nts.Name, ids, false)
+		kit.KeepForRetry(ctx, fmt.Sprintf("%d nodes of the changed resources not synced", p.out.errors))
 	}
 	targetedPassesTotal.WithLabelValues(p.nts.Name, result).Inc()
 	log.FromContext(ctx).V(1).Info("targeted sync pass done", "resources", len(ids), "synced", p.out.synced,
