@@ -112,7 +112,7 @@ bench-labelsync: $(KUBE_APISERVER) $(ETCD) build ## Benchmark label sync (~4 min
 bench-events: $(KUBE_APISERVER) $(ETCD) build ## Benchmark cloud change events (~10 min, most of it a 5-minute load): a table on stdout, bench/results/events.json.
 	go run ./bench/events -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
-bench-sizing: $(KUBE_APISERVER) $(ETCD) build ## Benchmark one tagsync run serving every controller with events on (~25 min at 10,000 Nodes, 20,000 resources, 1,000 hosts): a table on stdout, bench/results/sizing.json.
+bench-sizing: $(KUBE_APISERVER) $(ETCD) build ## Benchmark one tagsync run serving every controller with events on (~5 min at 10,000 Nodes, 20,000 resources, 1,000 hosts in 10 clusters): a table on stdout, bench/results/sizing.json.
 	go run ./bench/sizing -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
 ##@ Release
