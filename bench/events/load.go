@@ -86,7 +86,7 @@ func (b *bench) load(ctx context.Context) (*LoadResult, error) {
 	r := &LoadResult{RatePerMinute: b.o.loadRate, Seconds: b.o.loadFor.Seconds(), QueueCapacity: b.o.queueSize,
 		Counters: map[string]int{}, Memory: benchkit.Memory{GoalMiB: 200}}
 	before, _ := b.ctrl.Metrics()
-	gen := &generator{url: b.webhook, owned: append(append([]string{}, b.owned...), b.hosts...), status: map[int]int{}}
+	gen := &generator{url: b.az.Webhook, owned: append(append([]string{}, b.az.Owned...), b.az.Hosts...), status: map[int]int{}}
 	every := time.Duration(float64(time.Minute) * batch / float64(b.o.loadRate))
 	st := &loadStats{}
 	ctx, cancel := context.WithCancel(ctx)
@@ -94,7 +94,7 @@ func (b *bench) load(ctx context.Context) (*LoadResult, error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); b.followQueue(ctx, st) }()
-	b.arm.ResetCalls()
+	b.az.Arm.ResetCalls()
 	start := time.Now()
 	tick, editTick := time.NewTicker(every), time.NewTicker(2*time.Second)
 	var edits []func(context.Context) error
@@ -120,7 +120,7 @@ func (b *bench) load(ctx context.Context) (*LoadResult, error) {
 		}
 	}
 	r.Edits, r.InSyncSeconds = len(edits), benchkit.Secs(time.Since(start))
-	r.ARM = benchkit.TallyARM(b.arm.Calls())
+	r.ARM = benchkit.TallyARM(b.az.Arm.Calls())
 	after, _ := b.ctrl.Metrics()
 	for _, m := range []string{"tagsync_events_changes_received_total", "tagsync_events_changes_duplicate_total", "tagsync_events_overflows_total",
 		"tagsync_nodetags_passes_total", "tagsync_nodetags_targeted_passes_total", "tagsync_metadata_passes_total", "tagsync_metadata_targeted_passes_total"} {
@@ -163,15 +163,21 @@ func (b *bench) followQueue(ctx context.Context, st *loadStats) {
 // wait until it is in sync.
 func (b *bench) loadEdit(k int) (func(context.Context) error, error) {
 	if k%2 == 0 {
-		id := b.owned[(k*104729+13)%len(b.owned)]
-		if err := b.arm.SetTags(id, map[string]string{"env": "dev"}); err != nil {
+		id := b.az.Owned[(k*104729+13)%len(b.az.Owned)]
+		if err := b.az.Arm.SetTags(id, map[string]string{"env": "dev"}); err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context) error { _, err := b.reverted(ctx, id); return err }, nil
+		return func(ctx context.Context) error {
+			_, err := b.az.Reverted(ctx, id, b.ctrl.Running, b.o.Timeout)
+			return err
+		}, nil
 	}
-	host, label, err := b.nodeEdit(k, fmt.Sprintf("load-%d", k))
+	host, label, err := b.az.NodeEdit(k, fmt.Sprintf("load-%d", k))
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) error { _, err := b.labelled(ctx, host, label, "v"); return err }, nil
+	return func(ctx context.Context) error {
+		_, err := b.az.Labelled(ctx, host, label, "v", b.o.Timeout)
+		return err
+	}, nil
 }

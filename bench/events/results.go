@@ -36,33 +36,8 @@ type FirstPasses struct {
 	ARM     benchkit.ARMTally `json:"arm"`
 }
 
-// LatencyResult is goal 1 in one mode: seconds from each edit to the last
-// Node labelled (node sync) or to the revert (metadata). ARM is the
-// controller's requests from the first edit until 3 s after the last was
-// in sync; ReadsPerEdit divides its reads by the edits of both kinds.
-type LatencyResult struct {
-	Node         Spread            `json:"nodeSync"`
-	Metadata     Spread            `json:"metadata"`
-	ARM          benchkit.ARMTally `json:"arm"`
-	ReadsPerEdit float64           `json:"readsPerEdit"`
-}
-
-// Spread is a set of latencies and their percentiles.
-type Spread struct {
-	Seconds []float64 `json:"seconds"`
-	P50     float64   `json:"p50"`
-	P99     float64   `json:"p99"`
-}
-
-// summarise fills the percentiles and the reads per edit.
-func (r *LatencyResult) summarise() {
-	for _, s := range []*Spread{&r.Node, &r.Metadata} {
-		s.P50, s.P99 = percentile(s.Seconds, 50), percentile(s.Seconds, 99)
-	}
-	if n := len(r.Node.Seconds) + len(r.Metadata.Seconds); n > 0 {
-		r.ReadsPerEdit = benchkit.Round3(float64(r.ARM.Reads) / float64(n))
-	}
-}
+// LatencyResult is goal 1 in one mode (benchkit.Azure.Latency).
+type LatencyResult = benchkit.EditLatency
 
 // SteadyResult is goal 2: the reads of a quiet window with events on, and
 // an hour extrapolated.
@@ -140,11 +115,6 @@ func (b *bench) Goals() []benchkit.Goal {
 				Measured: fmt.Sprintf("%d of %d, %.1f s after the start", l.Edits, l.Edits, l.InSyncSeconds), Met: true})
 	}
 	return g
-}
-
-// String is the percentiles and the count.
-func (s Spread) String() string {
-	return fmt.Sprintf("p50 %.2f s, p99 %.2f s (%d edits)", s.P50, s.P99, len(s.Seconds))
 }
 
 // Report prints what the verdict table does not say.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -184,8 +183,8 @@ func (b *bench) writesSeen() map[string]int {
 			out[w.Resource+"."+op] += n
 		}
 	}
-	for _, w := range b.workloads {
-		add(w.nodes)
+	for _, w := range b.Workloads {
+		add(w.Nodes)
 	}
 	for _, w := range b.mgmtWatches {
 		add(w)
@@ -195,8 +194,8 @@ func (b *bench) writesSeen() map[string]int {
 
 // resetWrites zeroes every watch's write counts.
 func (b *bench) resetWrites() {
-	for _, w := range b.workloads {
-		w.nodes.ResetWrites()
+	for _, w := range b.Workloads {
+		w.Nodes.ResetWrites()
 	}
 	for _, w := range b.mgmtWatches {
 		w.ResetWrites()
@@ -207,26 +206,11 @@ func (b *bench) resetWrites() {
 // cluster (management or workload) and method, and its Node writes by
 // result.
 func (b *bench) controllerCounts(text string) map[string]int {
-	mgmt := hostOf(b.mgmt.Config.Host)
-	out := map[string]int{}
-	benchkit.EachSample(text, "rest_client_requests_total", func(series string, v float64) {
-		where := "workload"
-		if benchkit.Label(series, "host") == mgmt {
-			where = "management"
-		}
-		out["requests."+where+"."+benchkit.Label(series, "method")] += int(v)
-	})
+	out := benchkit.KubeRequests(text, b.Mgmt.Config.Host)
 	benchkit.EachSample(text, "tagsync_labelsync_node_writes_total", func(series string, v float64) {
 		out["nodeWrites."+benchkit.Label(series, "result")] += int(v)
 	})
 	return out
-}
-
-func hostOf(server string) string {
-	if u, err := url.Parse(server); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return server
 }
 
 func (o options) settings() map[string]any {
@@ -234,7 +218,7 @@ func (o options) settings() map[string]any {
 		"scenarios": o.Scenarios,
 		"estate": fmt.Sprintf("1 management + %d workload control planes; %d BareMetalHosts per workload cluster, each with Metal3Machine, Machine (nodeRef) and Node",
 			o.clusters, o.hostsPer),
-		"profile":       fmt.Sprintf("one LabelSyncProfile selecting every host, prefixes %s and %s, resyncInterval %s", rackPrefix, securityPrefix, o.resync),
+		"profile":       fmt.Sprintf("one LabelSyncProfile selecting every host, prefixes %s and %s, resyncInterval %s", benchkit.RackPrefix, benchkit.SecurityPrefix, o.resync),
 		"hostLabels":    "3 in scope, 1 out of scope, the selector label",
 		"nodeShape":     fmt.Sprintf("kubelet-like labels, annotations, spec and status with %d images", o.nodeImages),
 		"changes":       o.changes,

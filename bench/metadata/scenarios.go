@@ -129,56 +129,15 @@ func cloudMetadata(name, classifier string, refs *v1alpha1.CloudProviderRefs) *v
 }
 
 // waitMatched waits until a CloudMetadata is Ready for its generation with
-// every resource matched and in sync.
+// every resource matched and in sync (benchkit.WaitMatched).
 func (b *bench) waitMatched(ctx context.Context, name string, want int) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
-		if err := b.ctrl.Running(); err != nil {
-			return false, err
-		}
-		cm := &v1alpha1.CloudMetadata{}
-		if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady)
-		last = fmt.Sprintf("matched %d, inSync %d, failed %d, condition %+v", cm.Status.Matched, cm.Status.InSync, cm.Status.Failed, c)
-		return c != nil && c.Status == metav1.ConditionTrue && cm.Status.ObservedGeneration == cm.Generation &&
-			int(cm.Status.Matched) == want && int(cm.Status.InSync) == want, nil
-	})
-	if err != nil {
-		return fmt.Errorf("CloudMetadata %s: %w (last: %s); controller log:\n%s", name, err, last, benchkit.Tail(b.ctrl.LogFile, 20))
-	}
-	return nil
+	return benchkit.WaitMatched(ctx, b.c, namespace, name, want, b.ctrl.Running, b.ctrl.LogFile, b.o.Timeout)
 }
 
-// requestPass bumps the sync-request annotation of a CloudMetadata and
-// waits until its status says the pass was served; it returns the seconds
-// from the request.
+// requestPass asks a CloudMetadata for a pass and returns the seconds
+// until its status said it was served (benchkit.RequestPass).
 func (b *bench) requestPass(ctx context.Context, name string) (float64, error) {
-	value := fmt.Sprint(time.Now().UnixNano())
-	cm := &v1alpha1.CloudMetadata{}
-	if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
-		return 0, err
-	}
-	patch := client.MergeFrom(cm.DeepCopy())
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
-	}
-	cm.Annotations[v1alpha1.SyncRequestAnnotation] = value
-	start := time.Now()
-	if err := b.c.Patch(ctx, cm, patch); err != nil {
-		return 0, err
-	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, b.o.Timeout, true, func(ctx context.Context) (bool, error) {
-		if err := b.ctrl.Running(); err != nil {
-			return false, err
-		}
-		if err := b.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
-			return false, err
-		}
-		return cm.Status.LastSyncRequest == value, nil
-	})
-	return benchkit.Secs(time.Since(start)), err
+	return benchkit.RequestPass(ctx, b.c, namespace, name, b.ctrl.Running, b.o.Timeout)
 }
 
 // steady measures unchanged resyncs of the Azure estate (goal A): ARM

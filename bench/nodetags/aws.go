@@ -75,9 +75,9 @@ func awsNodeSpecs(prefix string, ids []string, tags map[string]string) []nodeSpe
 }
 
 // awsGroup creates an Auto Scaling group of n instances tagged with
-// poolTags on moto and returns its Nodes.
+// benchkit.PoolTags on moto and returns its Nodes.
 func awsGroup(ctx context.Context, m *testenv.Moto, i, n int, name string) ([]nodeSpec, error) {
-	tags := poolTags(i, name)
+	tags := benchkit.PoolTags(i, name)
 	_, ids, err := seed.CreateGroup(ctx, m.Config, testenv.MotoRegion, name, n, tags)
 	return awsNodeSpecs(name, ids, tags), err
 }

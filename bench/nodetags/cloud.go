@@ -166,15 +166,6 @@ func labelsFor(tags map[string]string) map[string]string {
 	return out
 }
 
-// poolTags are ~5 tags of a scale set.
-func poolTags(i int, name string) map[string]string {
-	teams := []string{"payments", "search", "platform", "data", "frontend"}
-	return map[string]string{
-		"env": "prod", "costcenter": fmt.Sprintf("cc-%04d", 1000+i), "team": teams[i%len(teams)],
-		"owner": teams[i%len(teams)] + "-oncall", "nodepool": name,
-	}
-}
-
 // vmTags are ~5 tags of a standalone VM.
 func vmTags(i int) map[string]string {
 	return map[string]string{

@@ -136,7 +136,7 @@ func (b *bench) coldAndResync(ctx context.Context, withResync bool) (*ColdResult
 	var l layout
 	for i := range b.o.coldScaleSets {
 		name := fmt.Sprintf("pool%02d", i)
-		l.pools = append(l.pools, pool{rg: "mc_bench_aks_westeurope", name: name, size: b.o.coldPerSet, tags: poolTags(i, name)})
+		l.pools = append(l.pools, pool{rg: "mc_bench_aks_westeurope", name: name, size: b.o.coldPerSet, tags: benchkit.PoolTags(i, name)})
 	}
 	for i := range b.o.coldVMs {
 		l.vms = append(l.vms, vm{rg: "rg-legacy-vms", name: fmt.Sprintf("vm-legacy-%03d", i), tags: vmTags(i)})
@@ -294,7 +294,7 @@ func (b *bench) resyncOnce(ctx context.Context, cloud benchCloud, ctl controller
 // fanOut runs goal 3: a portal edit on one 500-node scale set, then a sync
 // request; time until all 500 nodes show the new values.
 func (b *bench) fanOut(ctx context.Context) (*FanOutResult, error) {
-	s, err := b.prepare(ctx, "fanout", layout{pools: []pool{{rg: "mc_fanout_aks_westeurope", name: "bigpool", size: b.o.fanOutNodes, tags: poolTags(0, "bigpool")}}})
+	s, err := b.prepare(ctx, "fanout", layout{pools: []pool{{rg: "mc_fanout_aks_westeurope", name: "bigpool", size: b.o.fanOutNodes, tags: benchkit.PoolTags(0, "bigpool")}}})
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +388,7 @@ func (b *bench) memoryRun(ctx context.Context, variant string) (*MemoryResult, e
 	for i := range b.o.memSets {
 		name := fmt.Sprintf("mpool%02d", i)
 		rg := fmt.Sprintf("mc_mem_aks_%d", i%max(b.o.memGroups, 1))
-		l.pools = append(l.pools, pool{rg: rg, name: name, size: b.o.memPerSet, tags: poolTags(i, name)})
+		l.pools = append(l.pools, pool{rg: rg, name: name, size: b.o.memPerSet, tags: benchkit.PoolTags(i, name)})
 	}
 	s, err := b.prepare(ctx, "memory-"+variant, l)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -87,6 +88,32 @@ func (h *Header) Head() *Header { return h }
 // (SIGINT, SIGTERM), and exits with status 1 on an error.
 func Main(out string, b Bench) {
 	run(func(ctx context.Context) error { return Run(ctx, out, b) })
+}
+
+// MainStrict is Main for a benchmark whose verdict is its exit status:
+// it also exits with status 1 when a goal was missed (after the report and
+// the results file).
+func MainStrict(out string, b Bench) {
+	run(func(ctx context.Context) error {
+		if err := Run(ctx, out, b); err != nil {
+			return err
+		}
+		return Missed(b.Results().Head().Goals)
+	})
+}
+
+// Missed is an error naming the goals missed (nil when every goal was met).
+func Missed(goals []Goal) error {
+	var missed []string
+	for _, g := range goals {
+		if !g.Met {
+			missed = append(missed, g.Goal)
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d goals missed: %s", len(missed), len(goals), strings.Join(missed, "; "))
 }
 
 // Run starts the benchmark, records the commit measured, runs its
