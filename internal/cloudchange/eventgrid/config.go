@@ -17,6 +17,7 @@ const (
 	DefaultMaxAge          = time.Hour
 	DefaultDuplicateIDs    = 10000
 	DefaultShutdownTimeout = 5 * time.Second
+	DefaultLeaderWait      = 20 * time.Second
 )
 
 // KeyParameter is the query parameter of the delivery URL that carries the
@@ -77,6 +78,11 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown when Start's context
 	// ends; default 5s.
 	ShutdownTimeout time.Duration
+	// LeaderWait bounds how long a follower holds a delivery while no
+	// leader answers (a takeover) before it answers 503 (see
+	// Webhook.FollowLeader); default 20s, well inside the 30s Event Grid
+	// waits for an answer.
+	LeaderWait time.Duration
 }
 
 // Validate reports what makes the configuration unusable, without reading
@@ -104,8 +110,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("eventgrid: Authority %q is not an http(s) URL", c.Authority))
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 {
-		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs and ShutdownTimeout must not be negative (0 takes the default)"))
+	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.LeaderWait < 0 {
+		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout and LeaderWait must not be negative (0 takes the default)"))
 	}
 	return errors.Join(errs...)
 }
@@ -118,6 +124,7 @@ func (c Config) withDefaults() Config {
 	c.MaxAge = or(c.MaxAge, DefaultMaxAge)
 	c.DuplicateIDs = or(c.DuplicateIDs, DefaultDuplicateIDs)
 	c.ShutdownTimeout = or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.LeaderWait = or(c.LeaderWait, DefaultLeaderWait)
 	if c.AuthorityClient == nil {
 		c.AuthorityClient = http.DefaultClient
 	}
