@@ -696,9 +696,11 @@ func tagsyncRunFlags(t testing.TB) []string {
 // its Lease for followers to forward Event Grid deliveries to.
 func checkPodIPEnv(t *testing.T, objs []*unstructured.Unstructured, want bool) {
 	t.Helper()
+	checked := 0
 	for _, d := range ofKind(objs, "Deployment") {
 		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {
+			checked++
 			env, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
 			got := false
 			for _, e := range env {
@@ -711,5 +713,8 @@ func checkPodIPEnv(t *testing.T, objs []*unstructured.Unstructured, want bool) {
 				t.Errorf("container %v: POD_IP from status.podIP is %v, want %v", c.(map[string]any)["name"], got, want)
 			}
 		}
+	}
+	if checked == 0 {
+		t.Error("no Deployment container to check POD_IP in")
 	}
 }

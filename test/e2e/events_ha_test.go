@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
@@ -24,7 +28,9 @@ const haEditBound = 5 * time.Second
 // two `tagsync run` replicas with leader election and the Event Grid
 // webhook, behind one round-robin address (each delivery to the next
 // replica in turn), and armsim's Event Grid with its real retry schedule
-// (10 s, 30 s, 1 min, ...). The NodeTagSync polls hourly, so only events
+// (10 s, 30 s, 1 min, ...). The leader advertises its webhook's address on
+// the Lease (and records its leader election event, as without the
+// address). The NodeTagSync polls hourly, so only events
 // explain label changes. 12 portal edits one after another each reach their
 // Node's label within 5 s, although half the deliveries land on the
 // follower: it forwards them to the leader. Then the leader is killed
@@ -69,6 +75,25 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 			return "no leader yet"
 		}
 		return ""
+	})
+	leaderHook := hooks[0]
+	if leader == procs[1] {
+		leaderHook = hooks[1]
+	}
+	lease := leaderLease(ns)
+	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease))
+	if got := lease.Annotations[operator.WebhookAddressAnnotation]; got != leaderHook {
+		t.Errorf("the Lease advertises the webhook address %q, want the leader's %q", got, leaderHook)
+	}
+	eventually(t, "the leader election event in "+ns, func() string {
+		var list corev1.EventList
+		must(t, kube.Client.List(ctx, &list, client.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("none among %d events", len(list.Items))
 	})
 	waitNodeTagSync(ctx, t, "events-ha", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool {
 		return readyWithEvents(st, len(pools))
