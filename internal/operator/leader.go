@@ -68,7 +68,8 @@ func newLeaderLock(cfg *rest.Config, o Options) (*leaderLock, error) {
 // recordTo makes the lock record its events ("became leader") as
 // controller-runtime's does.
 func (l *leaderLock) recordTo(mgr ctrl.Manager) {
-	l.LockConfig.EventRecorder = mgr.GetEventRecorderFor(l.Identity()) //nolint:staticcheck // what client-go's leader election takes
+	//lint:ignore SA1019 client-go's leader election records with the old events API, as controller-runtime's own lock does
+	l.LockConfig.EventRecorder = mgr.GetEventRecorderFor(l.Identity())
 }
 
 // LeaderAddress is the webhook address the Lease's holder advertises; ""
