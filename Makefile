@@ -109,7 +109,7 @@ bench-metadata: $(KUBE_APISERVER) $(ETCD) moto build ## Benchmark the metadata c
 bench-labelsync: $(KUBE_APISERVER) $(ETCD) build ## Benchmark label sync (~4 min): a table on stdout, bench/results/labelsync.json.
 	go run ./bench/labelsync -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
-bench-events: $(KUBE_APISERVER) $(ETCD) build ## Benchmark cloud change events (~10 min, most of it a 5-minute load): a table on stdout, bench/results/events.json.
+bench-events: $(KUBE_APISERVER) $(ETCD) build ## Benchmark cloud change events (~13 min, most of it a 5-minute load; two replicas behind one address last): a table on stdout, bench/results/events.json.
 	go run ./bench/events -tagsync $(BIN)/tagsync $(BENCH_FLAGS)
 
 bench-sizing: $(KUBE_APISERVER) $(ETCD) build ## Benchmark one tagsync run serving every controller with events on (~5 min at 10,000 Nodes, 20,000 resources, 1,000 hosts in 10 clusters): a table on stdout, bench/results/sizing.json.

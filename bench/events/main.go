@@ -9,6 +9,10 @@
 //     webhook: bounded memory and queue, overflow as full passes, no lost
 //     work
 //
+// and goal 1 again with the chart's shape (ha): two replicas with leader
+// election behind one round-robin address, Event Grid retrying on its real
+// schedule, while a leader serves and across a leader kill.
+//
 // The estate is the node-sync benchmark's layout (10 Uniform scale sets ×
 // 100 instances + 50 VMs, one Node each) and the metadata benchmark's
 // (10,000 classified resources in 5 subscriptions), both in armsim over
@@ -48,7 +52,8 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	o.Register("events", "events,steady,load,polling", "comma-separated scenarios: events (1, events on), steady (2), load (3), polling (1, events off)", 10*time.Minute)
+	o.Register("events", "events,steady,load,polling,ha", "comma-separated scenarios: events (1, events on), steady (2), load (3), polling (1, events off), "+
+		"ha (1 with two replicas behind one address, and across a leader kill)", 10*time.Minute)
 	for _, f := range []struct {
 		p     *int
 		name  string

@@ -17,6 +17,8 @@ type Results struct {
 	// the one without (goal 1's reference).
 	Events  *ModeResult `json:"events,omitempty"`
 	Polling *ModeResult `json:"polling,omitempty"`
+	// HA is the ha scenario: two replicas behind one address.
+	HA *HAResult `json:"ha,omitempty"`
 }
 
 // ModeResult is one controller process: its first passes and its
@@ -98,6 +100,7 @@ func (b *bench) Goals() []benchkit.Goal {
 				Measured: fmt.Sprintf("%.2f (%s)", l.ReadsPerEdit, benchkit.OpsLine(l.ARM.ByOp)), Met: l.ReadsPerEdit <= 1})
 		}
 	}
+	g = append(g, haGoals(r.HA)...)
 	if r.Events == nil {
 		return g
 	}
@@ -122,6 +125,12 @@ func (b *bench) Report(w io.Writer) {
 	r := b.res
 	reportMode(w, "events on", r.Events)
 	reportMode(w, "polling", r.Polling)
+	if h := r.HA; h != nil && h.Served != nil {
+		fmt.Fprintf(w, "Two replicas: node sync %v; metadata %v; deliveries by replica %v\n", h.Served.Node.Seconds, h.Served.Metadata.Seconds, h.ByReplica)
+		if h.Kill != nil {
+			fmt.Fprintf(w, "Across the leader kill (takeover %.1f s): node sync %v; metadata %v\n", h.TakeoverSeconds, h.Kill.Node.Seconds, h.Kill.Metadata.Seconds)
+		}
+	}
 	if r.Events == nil {
 		return
 	}

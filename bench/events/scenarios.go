@@ -22,7 +22,12 @@ func (b *bench) Scenarios(ctx context.Context) error {
 		}
 	}
 	if b.o.Has("polling") {
-		return b.runMode(ctx, false)
+		if err := b.runMode(ctx, false); err != nil {
+			return err
+		}
+	}
+	if b.o.Has("ha") {
+		return b.runHA(ctx)
 	}
 	return nil
 }

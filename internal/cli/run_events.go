@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +20,7 @@ import (
 // (docs/events.md).
 type eventFlags struct {
 	webhook     eventgrid.Config
+	advertise   string
 	sqsQueueURL string
 	sqsRegion   string
 	sqsMaxHold  time.Duration
@@ -39,6 +42,9 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 		"application (client) IDs allowed to deliver with Entra ID tokens, e.g. Event Grid's "+eventgrid.EventGridAppID+
 			" (Azure public cloud): a token's azp (v2) or appid (v1) must be one of them; unset: Event Grid's own application only ("+
 			eventgrid.EventGridGovernmentAppID+" with Azure Government's authority, login.microsoftonline.us)")
+	fs.StringVar(&e.advertise, "events-webhook-advertise-address", "",
+		"host:port at which the other replicas reach this one's webhook: the leader writes it on its Lease, and followers forward the deliveries they receive there "+
+			"(default: the bind address when it names a host, else $POD_IP with the bind address's port; neither: followers answer deliveries 503)")
 	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
 	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
@@ -48,6 +54,29 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
 	fs.IntVar(&op.Capacity, "events-queue-size", cloudchange.DefaultCapacity,
 		"cloud changes queued at most; a delivery that does not fit makes every object run one full pass instead")
+}
+
+// advertiseAddress is where the other replicas reach this one's webhook
+// (--events-webhook-advertise-address, or its default); "" without a
+// webhook or when nothing names this replica.
+func (e *eventFlags) advertiseAddress() string {
+	if e.webhook.BindAddress == "" {
+		return ""
+	}
+	if e.advertise != "" {
+		return e.advertise
+	}
+	host, port, err := net.SplitHostPort(e.webhook.BindAddress)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return e.webhook.BindAddress
+	}
+	if pod := os.Getenv("POD_IP"); pod != "" {
+		return net.JoinHostPort(pod, port)
+	}
+	return ""
 }
 
 // sources returns the event sources the flags turn on. The webhook's
@@ -69,7 +98,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		}
 		out = append(out, func(sink cloudchange.Sink) (cloudchange.Source, error) { return eventgrid.New(cfg, sink) })
 	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" ||
-		len(e.webhook.AllowedCallers) > 0 {
+		len(e.webhook.AllowedCallers) > 0 || e.advertise != "" {
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {

@@ -64,3 +64,27 @@ func TestEventsFlagsCallerAllowListAndMaxHold(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookAdvertiseAddress: the address followers forward deliveries to
+// is the flag's, else the bind address when it names a host, else the Pod
+// IP (the chart's POD_IP) with the bind address's port; nothing without a
+// webhook or anything naming the replica.
+func TestWebhookAdvertiseAddress(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		podIP string
+		want  string
+	}{
+		{[]string{"--events-webhook-bind-address=:9443"}, "10.244.1.7", "10.244.1.7:9443"},
+		{[]string{"--events-webhook-bind-address=0.0.0.0:9443"}, "fd00::7", "[fd00::7]:9443"},
+		{[]string{"--events-webhook-bind-address=127.0.0.1:8000"}, "10.244.1.7", "127.0.0.1:8000"},
+		{[]string{"--events-webhook-bind-address=:9443", "--events-webhook-advertise-address=tagsync-0.tagsync:9443"}, "10.244.1.7", "tagsync-0.tagsync:9443"},
+		{[]string{"--events-webhook-bind-address=:9443"}, "", ""},
+		{nil, "10.244.1.7", ""},
+	} {
+		t.Setenv("POD_IP", tc.podIP)
+		if got := parseEventFlags(t, tc.args...).advertiseAddress(); got != tc.want {
+			t.Errorf("%v with POD_IP=%q: %q, want %q", tc.args, tc.podIP, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -38,6 +39,13 @@ type EventsOptions struct {
 	// Hub, when set, is used instead of building one (tests publish to it
 	// directly).
 	Hub *cloudchange.Hub
+	// AdvertiseAddress is the host:port at which the other replicas reach
+	// this one's Event Grid webhook (its Pod IP and the webhook's port).
+	// With leader election on, the leader writes it on its Lease
+	// (WebhookAddressAnnotation) and followers forward the deliveries they
+	// receive there; empty, a follower answers them 503 and Event Grid
+	// retries (10 s or more later).
+	AdvertiseAddress string
 }
 
 // on reports whether events are on.
@@ -57,8 +65,9 @@ func (o EventsOptions) ownWrites() *cloud.OwnWrites {
 }
 
 // eventHub builds the hub and its sources and adds them to mgr; nil when
-// events are off. own tells the hub which controller made which write.
-func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*cloudchange.Hub, error) {
+// events are off. own tells the hub which controller made which write;
+// lock, when not nil, tells a follower's sources where the leader is.
+func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, lock *leaderLock) (*cloudchange.Hub, error) {
 	if !o.on() {
 		return nil, nil
 	}
@@ -77,6 +86,9 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*cloudc
 		if l, ok := s.(leaderAware); ok {
 			l.AwaitLeader(mgr.Elected())
 		}
+		if f, ok := s.(leaderFollower); ok && lock != nil {
+			f.FollowLeader(lock.LeaderAddress)
+		}
 		hub.AddSource(s)
 		if err := mgr.Add(s); err != nil {
 			return nil, err
@@ -90,4 +102,11 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites) (*cloudc
 // replica behind the Service).
 type leaderAware interface {
 	AwaitLeader(elected <-chan struct{})
+}
+
+// leaderFollower is a source that hands what a follower receives to the
+// leader (the Event Grid webhook forwards deliveries), given where the
+// leader is.
+type leaderFollower interface {
+	FollowLeader(lookup func(ctx context.Context, maxAge time.Duration) (string, error))
 }

@@ -197,11 +197,15 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	mgr, err := newManager(ctx, cfg, o, cacheOpts)
+	lock, err := newLeaderLock(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	hub, err := o.Events.eventHub(mgr, own)
+	mgr, err := newManager(ctx, cfg, o, cacheOpts, lock)
+	if err != nil {
+		return nil, err
+	}
+	hub, err := o.Events.eventHub(mgr, own, lock)
 	if err != nil {
 		return nil, err
 	}
@@ -253,9 +257,10 @@ func (o Options) logger() logr.Logger {
 	return o.Logger
 }
 
-// newManager builds the controller-runtime manager with its health checks.
-func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cache.Options) (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// newManager builds the controller-runtime manager with its health checks;
+// with lock (not nil) it elects its leader with that Lease lock.
+func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cache.Options, lock *leaderLock) (ctrl.Manager, error) {
+	opts := ctrl.Options{
 		Logger:                        ShutdownLogger(ctx, o.logger()),
 		Scheme:                        scheme.New(),
 		Cache:                         cacheOpts,
@@ -271,9 +276,16 @@ func newManager(ctx context.Context, cfg *rest.Config, o Options, cacheOpts cach
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
 		GracefulShutdownTimeout:       ptr.To(o.gracefulShutdown()),
-	})
+	}
+	if lock != nil {
+		opts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if lock != nil {
+		lock.recordTo(mgr)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

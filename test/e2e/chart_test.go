@@ -293,6 +293,7 @@ func eventsCases() []chartCase {
 				checkWebhookService(t, objs, "ClusterIP", 9443)
 				checkWebhookMounts(t, objs, map[string]string{"events-webhook-secret": "tagsync-events-webhook"})
 				checkWebhookIngress(t, objs, "nginx", "tagsync-events.example.com", "tagsync-events-ingress-tls")
+				checkPodIPEnv(t, objs, true)
 			}},
 		{name: "Entra only, own certificate, LoadBalancer",
 			set: "events.webhook.enabled=true,events.webhook.port=10443,events.webhook.certSecret=tagsync-events-tls," +
@@ -323,7 +324,10 @@ func eventsCases() []chartCase {
 			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
 				"--events-sqs-region=us-east-1", "--events-sqs-max-hold=30m", "--aws-region=us-east-1"}, common...),
 			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
-			check:  func(t *testing.T, objs []*unstructured.Unstructured) { checkNoWebhook(t, objs) }},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				checkNoWebhook(t, objs)
+				checkPodIPEnv(t, objs, false)
+			}},
 		{name: "AWS node sync with static keys and SQS",
 			set: "azure.authMode=default,nodeTagSync.spec.provider=aws,nodeTagSync.spec.labelPrefix=aws.tags,aws.region=eu-west-1," +
 				"aws.existingSecret=tagsync-aws,events.sqs.queueURL=https://sqs.eu-west-1.amazonaws.com/111122223333/tagsync-events",
@@ -685,4 +689,32 @@ func tagsyncRunFlags(t testing.TB) []string {
 		}
 	}
 	return flags
+}
+
+// checkPodIPEnv checks that the manager gets POD_IP from the downward API
+// (status.podIP) exactly when want: the address the leader advertises on
+// its Lease for followers to forward Event Grid deliveries to.
+func checkPodIPEnv(t *testing.T, objs []*unstructured.Unstructured, want bool) {
+	t.Helper()
+	checked := 0
+	for _, d := range ofKind(objs, "Deployment") {
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			checked++
+			env, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			got := false
+			for _, e := range env {
+				if m := e.(map[string]any); m["name"] == "POD_IP" {
+					path, _, _ := unstructured.NestedString(m, "valueFrom", "fieldRef", "fieldPath")
+					got = path == "status.podIP"
+				}
+			}
+			if got != want {
+				t.Errorf("container %v: POD_IP from status.podIP is %v, want %v", c.(map[string]any)["name"], got, want)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no Deployment container to check POD_IP in")
+	}
 }

@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +58,9 @@ type Command struct {
 	// PeakEvery, when set, samples VmRSS at that interval from the start
 	// on (see Process.PeakRSS).
 	PeakEvery time.Duration
+	// ReadyLog is the log text Start waits for; empty: "Starting workers"
+	// (a follower replica never starts its workers).
+	ReadyLog string
 }
 
 // Process is a controller process the harness started.
@@ -106,7 +110,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 			return false, err
 		}
 		data, _ := os.ReadFile(p.LogFile)
-		return strings.Contains(string(data), "Starting workers"), nil
+		return strings.Contains(string(data), cmp.Or(c.ReadyLog, "Starting workers")), nil
 	})
 	if err != nil {
 		_ = p.Stop()
@@ -187,6 +191,18 @@ func (p *Process) Stop() error {
 		<-p.exited
 		return errors.New("the controller process did not stop on SIGTERM within 30s; killed")
 	}
+}
+
+// Kill sends SIGKILL to the process (a crash, a node lost) and waits for
+// it to be gone.
+func (p *Process) Kill() {
+	p.stopOnce.Do(func() { close(p.done) })
+	if p.Running() != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	err := <-p.exited
+	p.exited <- err
 }
 
 // MemorySample is a controller's memory at one moment.

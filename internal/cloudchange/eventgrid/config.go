@@ -21,6 +21,9 @@ const (
 	// authority (the discovery document, the signing keys): well within
 	// the 30 seconds Event Grid waits for an answer.
 	DefaultAuthorityTimeout = 10 * time.Second
+	// DefaultLeaderWait is how long a follower holds a delivery while no
+	// leader answers (a takeover), within the 30 seconds Event Grid waits.
+	DefaultLeaderWait = 20 * time.Second
 )
 
 // KeyHeader is the request header that carries the shared secret: the
@@ -97,6 +100,11 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown when Start's context
 	// ends; default 5s.
 	ShutdownTimeout time.Duration
+	// LeaderWait bounds how long a follower holds a delivery while no
+	// leader answers (a takeover) before it answers 503 (see
+	// Webhook.FollowLeader); default 20s, well inside the 30s Event Grid
+	// waits for an answer.
+	LeaderWait time.Duration
 }
 
 // Validate reports what makes the configuration unusable, without reading
@@ -124,8 +132,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("eventgrid: Authority %q is not an http(s) URL", c.Authority))
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.AuthorityTimeout < 0 {
-		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout and AuthorityTimeout must not be negative (0 takes the default)"))
+	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.AuthorityTimeout < 0 || c.LeaderWait < 0 {
+		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout, AuthorityTimeout and LeaderWait must not be negative (0 takes the default)"))
 	}
 	return errors.Join(errs...)
 }
@@ -139,6 +147,7 @@ func (c Config) withDefaults() Config {
 	c.DuplicateIDs = or(c.DuplicateIDs, DefaultDuplicateIDs)
 	c.ShutdownTimeout = or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	c.AuthorityTimeout = or(c.AuthorityTimeout, DefaultAuthorityTimeout)
+	c.LeaderWait = or(c.LeaderWait, DefaultLeaderWait)
 	if c.AuthorityClient == nil {
 		c.AuthorityClient = http.DefaultClient
 	}

@@ -78,8 +78,9 @@ func (w *Webhook) deliver(rw http.ResponseWriter, r *http.Request) *refusal {
 		return w.answerValidation(rw, e)
 	}
 	if !w.leader() {
-		rw.Header().Set("Retry-After", retryAfter)
-		return &refusal{status: http.StatusServiceUnavailable, reason: reasonNotLeader, msg: "this replica is not the leader: retry"}
+		if done, ref := w.forward(rw, r, body); done {
+			return ref
+		}
 	}
 	changes, ref := w.accept(evs)
 	if ref != nil {

@@ -6,12 +6,12 @@ const metrics = tagmetrics.Subsystem("eventgrid")
 
 var (
 	deliveriesTotal = metrics.Counter("deliveries_total",
-		"Deliveries (HTTP requests to the endpoint) by result: accepted, handshake, refused, unavailable.", "result")
+		"Deliveries (HTTP requests to the endpoint) by result: accepted, handshake, forwarded (by a follower, to the leader), refused, unavailable.", "result")
 	eventsTotal = metrics.Counter("events_total",
 		"Events received in accepted deliveries, by type (ResourceWriteSuccess, ..., other) and outcome (published, ignored, duplicate, too_old).",
 		"type", "outcome")
 	refusedTotal = metrics.Counter("refused_total",
-		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, auth_unavailable, too_large, malformed, too_old, not_leader, method.",
+		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, method.",
 		"reason")
 )
 
@@ -21,6 +21,7 @@ const (
 	resultHandshake   = "handshake"
 	resultRefused     = "refused"
 	resultUnavailable = "unavailable"
+	resultForwarded   = "forwarded"
 )
 
 // Event outcomes.
@@ -42,16 +43,17 @@ const (
 	reasonMalformed        = "malformed"
 	reasonTooOld           = "too_old"
 	reasonNotLeader        = "not_leader"
+	reasonNoLeader         = "no_leader"
 	reasonMethod           = "method"
 )
 
 // The series alerts compare exist from the start, at zero.
 func init() {
-	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable} {
+	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable, resultForwarded} {
 		deliveriesTotal.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonAuthUnavailable,
-		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonMethod} {
+		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonNoLeader, reasonMethod} {
 		refusedTotal.WithLabelValues(r)
 	}
 }

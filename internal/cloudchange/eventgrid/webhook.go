@@ -48,6 +48,11 @@ type Webhook struct {
 	mu      sync.Mutex
 	serving serving
 	elected <-chan struct{}
+	// lookupLeader finds the leader to forward to (FollowLeader); getCert
+	// is the certificate served, which the leader's must be.
+	lookupLeader func(context.Context, time.Duration) (string, error)
+	getCert      func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	forwarder    *http.Client
 }
 
 var (
@@ -68,6 +73,7 @@ func New(cfg Config, sink cloudchange.Sink) (*Webhook, error) {
 	w := &Webhook{cfg: cfg, sink: sink, log: ctrl.Log.WithName(SourceName), now: time.Now,
 		recent:  lru.New(cfg.DuplicateIDs),
 		serving: serving{health: cloudchange.Health{Reason: "not started", Since: time.Now()}}}
+	w.forwarder = newForwarder(w.ownCert)
 	if cfg.SecretFile != "" {
 		keys, err := newKeyFile(cfg.SecretFile)
 		if err != nil {
@@ -83,9 +89,10 @@ func New(cfg Config, sink cloudchange.Sink) (*Webhook, error) {
 
 // AwaitLeader makes the webhook publish only once elected is closed (give
 // it the manager's Elected()); call it before Start. Until then deliveries
-// are answered 503 with Retry-After, and Event Grid redelivers them, most
-// likely to another replica behind the Service: every replica serves, only
-// the leader runs the controllers that consume the changes. Handshakes are
+// are forwarded to the leader (FollowLeader), or without FollowLeader
+// answered 503 with Retry-After, and Event Grid redelivers them, maybe to
+// another replica behind the Service: every replica serves, only the
+// leader runs the controllers that consume the changes. Handshakes are
 // answered on every replica. Without AwaitLeader the webhook publishes at
 // once (a single replica, or leader election off).
 func (w *Webhook) AwaitLeader(elected <-chan struct{}) {
@@ -188,6 +195,9 @@ func (w *Webhook) servingMode(ctx context.Context, srv *http.Server) (func(net.L
 		}
 	}()
 	srv.TLSConfig = &tls.Config{GetCertificate: cw.GetCertificate, MinVersion: tls.VersionTLS12}
+	w.mu.Lock()
+	w.getCert = cw.GetCertificate
+	w.mu.Unlock()
 	return func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }, nil
 }
 
@@ -222,6 +232,24 @@ func (w *Webhook) leader() bool {
 	default:
 		return false
 	}
+}
+
+// electedChan is the channel AwaitLeader gave (nil without it).
+func (w *Webhook) electedChan() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.elected
+}
+
+// ownCert is the certificate this replica serves (TLS only).
+func (w *Webhook) ownCert() (*tls.Certificate, error) {
+	w.mu.Lock()
+	get := w.getCert
+	w.mu.Unlock()
+	if get == nil {
+		return nil, errors.New("not serving TLS")
+	}
+	return get(nil)
 }
 
 // firstTime records id and says whether it was not seen recently.

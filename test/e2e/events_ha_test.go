@@ -1,0 +1,227 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/operator"
+	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
+)
+
+// Bounds of the two-replica events test: an edit reaches its label within
+// haEditBound while a leader serves (Event Grid's first retry comes 10 s
+// after a refused delivery), and within haEditBound of the takeover across
+// a leader kill.
+const haEditBound = 5 * time.Second
+
+// TestEveryDeliveryReachesTheLeaderWithTwoReplicas runs the chart's shape:
+// two `tagsync run` replicas with leader election and the Event Grid
+// webhook, behind one round-robin address (each delivery to the next
+// replica in turn), and armsim's Event Grid with its real retry schedule
+// (10 s, 30 s, 1 min, ...). The leader advertises its webhook's address on
+// the Lease (and records its leader election event, as without the
+// address). The NodeTagSync polls hourly, so only events
+// explain label changes. 12 portal edits one after another each reach their
+// Node's label within 5 s, although half the deliveries land on the
+// follower: it forwards them to the leader. Then the leader is killed
+// (SIGKILL) and 6 more edits, one a second, are made while the follower takes over: their
+// deliveries, refused by nobody, are held by the follower until it leads
+// and reach the labels right after the takeover. Event Grid never retries:
+// no delivery attempt fails in the whole test.
+func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
+	ctx := context.Background()
+	const ns = "tagsync-events-ha"
+	cleanupSyncObjects(t)
+	ensureNamespace(ctx, t, ns)
+	arm := armsimtest.Start(t) // Event Grid's real retry schedule
+	pools := seedEditPools(t, arm, 6)
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("events-ha", build.ResyncInterval(time.Hour))))
+
+	hooks := freeAddrs(t, 2)
+	secret := tempFile(t, "events-secret", eventsKey+"\n")
+	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags",
+		"--leader-elect", "--leader-election-namespace=" + ns,
+		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
+		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug", "--events-webhook-secret-file=" + secret},
+		armsimFlags(t, arm)...)
+	procs := []*tagsyncProc{
+		startTagsync(t, "replica-a", append(args, "--events-webhook-bind-address="+hooks[0])...),
+		startTagsync(t, "replica-b", append(args, "--events-webhook-bind-address="+hooks[1])...),
+	}
+	front, err := testenv.StartRoundRobin(hooks...)
+	must(t, err)
+	t.Cleanup(func() { _ = front.Close() })
+
+	var leader, follower *tagsyncProc
+	eventually(t, "one of the two replicas to lead", func() string {
+		switch a, b := procs[0].isLeader(t), procs[1].isLeader(t); {
+		case a && b:
+			t.Fatal("both replicas lead")
+		case a:
+			leader, follower = procs[0], procs[1]
+		case b:
+			leader, follower = procs[1], procs[0]
+		default:
+			return "no leader yet"
+		}
+		return ""
+	})
+	leaderHook := hooks[0]
+	if leader == procs[1] {
+		leaderHook = hooks[1]
+	}
+	lease := leaderLease(ns)
+	must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease))
+	if got := lease.Annotations[operator.WebhookAddressAnnotation]; got != leaderHook {
+		t.Errorf("the Lease advertises the webhook address %q, want the leader's %q", got, leaderHook)
+	}
+	eventually(t, "the leader election event in "+ns, func() string {
+		var list corev1.EventList
+		must(t, kube.Client.List(ctx, &list, client.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("none among %d events", len(list.Items))
+	})
+	waitNodeTagSync(ctx, t, "events-ha", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool {
+		return readyWithEvents(st, len(pools))
+	})
+	arm.Subscribe(t, "tagsync", armsimtest.WebHook("http://"+front.Addr()+"/eventgrid?key="+eventsKey))
+
+	// 12 edits one after another, each awaited.
+	var took []time.Duration
+	for i := range 12 {
+		pool := pools[i%len(pools)]
+		value := fmt.Sprintf("served-%d", i)
+		start := time.Now()
+		must(t, arm.Server.SetTags(pool.id, map[string]string{"edit": value}))
+		eventuallyWithin(t, haEditBound, fmt.Sprintf("edit %d on Node %s", i, pool.node), func() string {
+			return labelIs(ctx, t, pool.node, value)
+		})
+		took = append(took, time.Since(start))
+	}
+	t.Logf("portal edit → label with %s leading: %s", leader.name, spread(took))
+	if n := follower.metric(t, "tagsync_eventgrid_deliveries_total", `result="forwarded"`); n < 1 {
+		t.Errorf("%s forwarded %v deliveries, want at least 1 (the round robin sent it %v)", follower.name, n, front.Served())
+	}
+	noFailedDeliveries(t, arm, "while "+leader.name+" led")
+
+	// The leader killed; edits while the follower takes over.
+	leader.kill()
+	killedAt := time.Now()
+	type edit struct {
+		pool  editPool
+		value string
+		at    time.Time
+	}
+	var edits []edit
+	for i := range len(pools) { // one edit per scale set
+		pool := pools[i]
+		e := edit{pool: pool, value: fmt.Sprintf("takeover-%d", i), at: time.Now()}
+		must(t, arm.Server.SetTags(pool.id, map[string]string{"edit": e.value}))
+		edits = append(edits, e)
+		pause(time.Second)
+	}
+	var tookOver time.Time
+	eventuallyWithin(t, haTakeoverBound+time.Second, follower.name+" to take over", func() string {
+		if !follower.isLeader(t) {
+			return "still a follower"
+		}
+		tookOver = time.Now()
+		return ""
+	})
+	t.Logf("%s took over %s after the kill", follower.name, tookOver.Sub(killedAt).Round(time.Millisecond))
+	arrived := map[string]time.Time{}
+	eventuallyWithin(t, haEditBound, "the edits made during the takeover on their Nodes", func() string {
+		for _, e := range edits {
+			if _, ok := arrived[e.value]; ok {
+				continue
+			}
+			if msg := labelIs(ctx, t, e.pool.node, e.value); msg != "" {
+				return msg
+			}
+			arrived[e.value] = time.Now()
+		}
+		return ""
+	})
+	var during []time.Duration
+	for _, e := range edits {
+		wait := arrived[e.value].Sub(e.at)
+		during = append(during, wait)
+		if late := arrived[e.value].Sub(tookOver); late > haEditBound {
+			t.Errorf("edit %s reached its label %s after the edit, %s after the takeover (bound %s)", e.value,
+				wait.Round(time.Millisecond), late.Round(time.Millisecond), haEditBound)
+		}
+	}
+	t.Logf("portal edit → label across the takeover: %s", spread(during))
+	noFailedDeliveries(t, arm, "across the leader kill")
+	if n := follower.metric(t, "tagsync_eventgrid_refused_total", `reason="no_leader"`); n != 0 {
+		t.Errorf("%s gave up on %v deliveries for want of a leader, want none", follower.name, n)
+	}
+}
+
+// noFailedDeliveries fails the test when Event Grid had to retry or drop a
+// delivery.
+func noFailedDeliveries(t *testing.T, arm *armsimtest.Env, when string) {
+	t.Helper()
+	st := arm.Server.EventGridStats()
+	if st.FailedAttempts != 0 || st.Dropped != 0 {
+		t.Errorf("%s: Event Grid counts %d failed delivery attempts and %d dropped events (%d delivered), want none: "+
+			"each waits for a retry (10 s, 30 s, ...)", when, st.FailedAttempts, st.Dropped, st.Delivered)
+	}
+}
+
+// editPool is a scale set of one instance and that instance's Node.
+type editPool struct{ id, node string }
+
+// seedEditPools creates n scale sets of one instance each, and their Nodes.
+func seedEditPools(t *testing.T, arm *armsimtest.Env, n int) []editPool {
+	t.Helper()
+	s, sub := arm.Server, arm.SubscriptionID
+	_, err := s.CreateResourceGroup(sub, armsim.ResourceGroup{Name: "MC_events_ha", Location: "westeurope"})
+	must(t, err)
+	var out []editPool
+	for i := range n {
+		id, err := s.CreateScaleSet(sub, "MC_events_ha", armsim.ScaleSet{Name: fmt.Sprintf("edit%d", i), Location: "westeurope",
+			Tags: map[string]string{"env": "prod"}})
+		must(t, err)
+		instances, err := s.AddInstances(id, 1)
+		must(t, err)
+		node := fmt.Sprintf("edit%d-0", i)
+		must(t, kube.Client.Create(context.Background(), build.Node(node, build.ProviderID("azure://"+instances[0]))))
+		out = append(out, editPool{id: id, node: node})
+	}
+	return out
+}
+
+// labelIs returns "" when Node name carries azure.tags/edit=value.
+func labelIs(ctx context.Context, t testing.TB, name, value string) string {
+	t.Helper()
+	if got := nodeLabels(ctx, t, name)["azure.tags/edit"]; got != value {
+		return fmt.Sprintf("Node %s has azure.tags/edit=%q, want %q", name, got, value)
+	}
+	return ""
+}
+
+// spread summarises durations: min, median, max.
+func spread(ds []time.Duration) string {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("%d edits, min %s, median %s, max %s", len(s), r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
+}
+
+// pause spaces the edits (a measurement schedule, not synchronisation).
+func pause(d time.Duration) { <-time.After(d) }
