@@ -43,7 +43,7 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 }
 
 // PatchTags sets and deletes the named tags of one node resource, based on
-// a fresh read, and returns its tags afterwards (without AWS's aws: tags).
+// a read of it, and returns its tags afterwards (without AWS's aws: tags).
 // id is what Snapshot placed nodes on: an EC2 instance ARN (or bare
 // instance ID in the provider's region), or an Auto Scaling group ARN.
 // Names match exactly (AWS tag keys are case-sensitive); a patch naming an
@@ -51,7 +51,8 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 // (the latter with cloud.ErrTooManyTags). Nothing is written when the patch
 // changes nothing.
 //
-// An instance costs one DescribeInstances, then a DeleteTags (each name
+// An instance costs one DescribeInstances (none when the node sync read it
+// less than WriteReadAge ago: see PatchTagsBatch), then a DeleteTags (each name
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
 // Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch true
@@ -219,9 +220,12 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 
 // PatchTagsBatch applies patch to each of ids as PatchTags does, and
 // reports each one's result to each as soon as it is known (see
-// cloud.NodeProvider). Instances are read afresh with one DescribeInstances
+// cloud.NodeProvider). An instance that the node sync read (or wrote)
+// less than WriteReadAge ago is taken as that read says, so the pass that
+// just read it (Snapshot) and decided the patch from that read does not
+// read it again; the others are read afresh with one DescribeInstances
 // per region and MaxFilterValues of them (EC2's limit on one filter's
-// values; a failed read fails only its instances); those whose change is identical
+// values; a failed read fails only its instances). Those whose change is identical
 // (the same names set to the same values, the same names deleted with the
 // same values read) are written with one DeleteTags (each name with its
 // value read: EC2 deletes it only where it still has that value) and one
@@ -282,18 +286,35 @@ type changeGroup struct {
 	instances []instanceChange
 }
 
+// WriteReadAge is how recent a read of an instance PatchTagsBatch takes
+// instead of reading the instance again before writing it: a pass writes
+// right after its Snapshot, and what it writes was decided from that
+// read, so a second read a moment later only costs a call. (Deletions stay
+// conditional on the value read, so a tag changed meanwhile by someone
+// else is not deleted; a set only names the keys it changes.) It is below
+// DefaultCacheTTL, so a pass served from an older cached read still reads
+// afresh before it writes; with the cache off (Options.CacheTTL negative)
+// every write reads afresh.
+const WriteReadAge = 10 * time.Second
+
 // patchInstances patches instances of one region (at most MaxIDsPerCall):
+// the instances read less than WriteReadAge ago as read, the others with
 // one fresh read per MaxFilterValues, then one write per distinct change.
 func (p *Provider) patchInstances(ctx context.Context, region string, refs []resourceRef, patch tags.Patch,
 	each func(id string, res cloud.Resource, err error),
 ) {
-	ec2IDs := make([]string, len(refs))
-	for i, ref := range refs {
-		ec2IDs[i] = ref.ec2ID
+	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
+	var ec2IDs []string
+	for _, ref := range refs {
+		k := regionalID{region, ref.ec2ID}
+		if in, ok := cacheGet(&p.nodes, &p.nodes.instances, k, min(WriteReadAge, p.opts.CacheTTL)); ok && in != nil {
+			found[k] = in
+		} else {
+			ec2IDs = append(ec2IDs, ref.ec2ID)
+		}
 	}
 	// EC2 takes at most MaxFilterValues values in one filter: read in as
 	// many calls, and fail only the instances of a call that failed.
-	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
 	for chunk := range slices.Chunk(ec2IDs, min(p.opts.maxIDsPerCall, MaxFilterValues)) {
 		got, err := p.describeInstances(ctx, region, chunk)
 		if err != nil {
