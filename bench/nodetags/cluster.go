@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -351,6 +352,7 @@ func realisticNode(s nodeSpec, i int, images []corev1.ContainerImage, withStatus
 		"topology.kubernetes.io/region":                           "westeurope",
 		"topology.kubernetes.io/zone":                             "westeurope-" + zone,
 	}
+	maps.Copy(labels, s.labels)
 	ip := fmt.Sprintf("10.%d.%d.%d", 224+i/65536%16, i/256%256, i%256)
 	q := resource.MustParse
 	now := metav1.NewTime(time.Now().Truncate(time.Second))

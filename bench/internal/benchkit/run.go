@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -105,7 +106,31 @@ func Run(ctx context.Context, out string, b Bench) error {
 	h.Finish(b.Goals())
 	h.PrintTitle(os.Stdout)
 	b.Report(os.Stdout)
-	return Save(out, b.Results(), runErr)
+	err = Save(out, b.Results(), runErr)
+	if s, ok := b.(Strict); ok && s.FailsOnMissedGoals() {
+		err = errors.Join(err, Missed(h.Goals))
+	}
+	return err
+}
+
+// Strict is a Bench whose run fails (exit status 1, after the report and
+// the JSON) when its verdict misses a goal.
+type Strict interface {
+	FailsOnMissedGoals() bool
+}
+
+// Missed returns an error naming the goals not met, nil when all were.
+func Missed(goals []Goal) error {
+	var missed []string
+	for _, g := range goals {
+		if !g.Met {
+			missed = append(missed, fmt.Sprintf("%s (target %s, measured %s)", g.Goal, g.Target, g.Measured))
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d goals missed: %s", len(missed), strings.Join(missed, "; "))
 }
 
 // Save writes the results as indented JSON to path (the -out flag; nothing
