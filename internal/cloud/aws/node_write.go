@@ -316,7 +316,7 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 	// EC2 takes at most MaxFilterValues values in one filter: read in as
 	// many calls, and fail only the instances of a call that failed.
 	for chunk := range slices.Chunk(ec2IDs, min(p.opts.maxIDsPerCall, MaxFilterValues)) {
-		got, err := p.describeInstances(ctx, region, chunk)
+		got, err := patientRead(ctx, p, func() (map[regionalID]*ec2Instance, error) { return p.describeInstances(ctx, region, chunk) })
 		if err != nil {
 			for _, id := range chunk {
 				readErr[id] = err
@@ -383,7 +383,7 @@ func (p *Provider) writeChange(ctx context.Context, region string, g *changeGrou
 	for i, c := range g.instances {
 		ids[i] = c.ref.ec2ID
 	}
-	failed := p.writeEC2(ctx, region, ids, g.set, g.del)
+	failed := p.writeEC2Patiently(ctx, region, ids, g.set, g.del)
 	for _, c := range g.instances {
 		if err := failed[c.ref.ec2ID]; err != nil {
 			cacheDrop(&p.nodes, &p.nodes.instances, c.k)
@@ -404,7 +404,9 @@ func changeKey(set, del tags.Set) string {
 // patchGroup patches an Auto Scaling group's tags and its instances'.
 func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patch) (cloud.Resource, error) {
 	k := regionalID{ref.region, ref.name}
-	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
+	read := func() (map[regionalID]*asGroup, error) {
+		return patientRead(ctx, p, func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) })
+	}
 	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
 		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
 			if err := p.writeGroupTags(ctx, ref, g, set, del); err != nil {
@@ -416,7 +418,7 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 			}
 			propagated := maps.Clone(set)
 			maps.DeleteFunc(propagated, func(name, _ string) bool { return !g.propagates(name) })
-			if failed := p.writeEC2(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
+			if failed := p.writeEC2Patiently(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
 				return instancesFailed(ref, len(g.instances), failed)
 			}
 			return nil
@@ -471,7 +473,7 @@ func groupTagCalls(set, del tags.Set) []groupTagCall {
 func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set) error {
 	var done []groupTagCall
 	for _, call := range groupTagCalls(set, del) {
-		if err := p.sendGroupTags(ctx, ref, g, call); err != nil {
+		if err := p.patiently(ctx, func() error { return p.sendGroupTags(ctx, ref, g, call) }); err != nil {
 			return p.groupWriteFailed(ctx, ref, g, set, del, done, err)
 		}
 		done = append(done, call)
