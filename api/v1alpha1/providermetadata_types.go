@@ -57,7 +57,7 @@ const MaxFailures = 20
 
 // AzureMetadataSpec is a tag request for Azure resources: what to do with
 // which tags, which tags to leave alone, and where to look.
-// +kubebuilder:validation:XValidation:rule="!has(self.resourceTags) || !has(self.ignoreTags) || !self.ignoreTags.exists(i, self.resourceTags.exists(k, k.lowerAscii() == i.lowerAscii()))",message="a tag may not be both in resourceTags and ignoreTags: ignored tags are never written",messageExpression="'tag \"' + self.ignoreTags.filter(i, self.resourceTags.exists(k, k.lowerAscii() == i.lowerAscii()))[0] + '\" is both in resourceTags and ignoreTags (Azure tag names ignore case): ignored tags are never written, so remove it from one of them'",fieldPath=".ignoreTags"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceTags) || !has(self.ignoreTags) || !self.ignoreTags.exists(i, self.resourceTags.exists(k, k.lowerAscii() == i.lowerAscii()))",message="a tag may not be both in resourceTags and ignoreTags: ignored tags are never written",messageExpression="'tag \"' + self.ignoreTags.filter(i, self.resourceTags.exists(k, k.lowerAscii() == i.lowerAscii()))[0] + '\" is both in resourceTags and ignoreTags (Azure tag names ignore case): ignored tags are never written, so remove it from one of them'"
 type AzureMetadataSpec struct {
 	// Opcode is what to do with ResourceTags: add, update or delete.
 	// +required
@@ -135,7 +135,7 @@ type ResourceGroupScope struct {
 // are written by hand (below): controller-gen cannot copy a map whose values
 // are an alias such as AWSTagValue.
 // +kubebuilder:object:generate=false
-// +kubebuilder:validation:XValidation:rule="!has(self.resourceTags) || !has(self.ignoreTags) || !self.ignoreTags.exists(k, k in self.resourceTags)",message="a tag may not be both in resourceTags and ignoreTags: ignored tags are never written",messageExpression="'tag \"' + self.ignoreTags.filter(k, k in self.resourceTags)[0] + '\" is both in resourceTags and ignoreTags: ignored tags are never written, so remove it from one of them'",fieldPath=".ignoreTags"
+// +kubebuilder:validation:XValidation:rule="!has(self.resourceTags) || !has(self.ignoreTags) || !self.ignoreTags.exists(k, k in self.resourceTags)",message="a tag may not be both in resourceTags and ignoreTags: ignored tags are never written",messageExpression="'tag \"' + self.ignoreTags.filter(k, k in self.resourceTags)[0] + '\" is both in resourceTags and ignoreTags: ignored tags are never written, so remove it from one of them'"
 type AWSMetadataSpec struct {
 	// Opcode is what to do with ResourceTags: add, update or delete.
 	// +required

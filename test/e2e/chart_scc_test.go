@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
 )
 
 // openShiftValues is the chart's values file for OpenShift.
@@ -330,5 +333,65 @@ func checkServiceMonitorToken(t *testing.T, objs []*unstructured.Unstructured, s
 	}
 	if !bound {
 		t.Errorf("ServiceAccount %s is not bound to %s", sa, reader)
+	}
+}
+
+// validationRuleFields127 are the fields of a CRD's x-kubernetes-validations
+// rule that Kubernetes 1.27 (OpenShift 4.14, the oldest the chart admits)
+// knows. reason and fieldPath came in 1.28 and optionalOldSelf in 1.29: a
+// 1.27 API server drops them, and a client validating strictly refuses the
+// CRD as having unknown fields.
+var validationRuleFields127 = []string{"rule", "message", "messageExpression"}
+
+// TestChartCRDsKeepToKubernetes127 walks every schema of the chart's CRDs
+// and fails on a validation rule field that Kubernetes 1.27 lacks, so the
+// CRDs install on every cluster the chart's kubeVersion admits.
+func TestChartCRDsKeepToKubernetes127(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(chartDir(), "files", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the chart's CRDs: %v (%d files)", err, len(files))
+	}
+	rules := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd map[string]any
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		walkValidations(crd, "", func(at string, rule map[string]any) {
+			rules++
+			for k := range rule {
+				if !slices.Contains(validationRuleFields127, k) {
+					t.Errorf("%s: %s: validation rule field %q is unknown to Kubernetes 1.27 (keep to %v)", filepath.Base(f), at, k, validationRuleFields127)
+				}
+			}
+		})
+	}
+	if rules == 0 {
+		t.Fatal("found no x-kubernetes-validations rule: the walk looks in the wrong place")
+	}
+}
+
+// walkValidations calls fn with every rule of every x-kubernetes-validations
+// list under v, and where it sits.
+func walkValidations(v any, at string, fn func(at string, rule map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if k == "x-kubernetes-validations" {
+				for _, r := range child.([]any) {
+					fn(at, r.(map[string]any))
+				}
+				continue
+			}
+			walkValidations(child, at+"."+k, fn)
+		}
+	case []any:
+		for i, child := range v {
+			walkValidations(child, fmt.Sprintf("%s[%d]", at, i), fn)
+		}
 	}
 }

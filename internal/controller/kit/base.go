@@ -24,7 +24,7 @@ type Base struct {
 	// Clock tells the time (a fake one in tests).
 	Clock clock.PassiveClock
 
-	// replaced is what PatchStatus remembers of its writes (status.go).
+	// replaced is what PatchStatus remembers of its writes (object.go).
 	statusOnce sync.Once
 	replaced   *lru.Cache
 }

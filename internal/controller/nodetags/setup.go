@@ -48,7 +48,7 @@ func setup(mgr ctrlManager, r *Reconciler) error {
 }
 
 // nodeEvents enqueues every NodeTagSync on a Node event (a full pass:
-// see changes.go), and forgets a deleted Node's bookkeeping.
+// see read.go), and forgets a deleted Node's bookkeeping.
 func (r *Reconciler) nodeEvents() handler.EventHandler {
 	all := handler.EnqueueRequestsFromMapFunc(r.allSyncs)
 	return handler.Funcs{

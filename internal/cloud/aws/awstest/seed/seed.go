@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -222,10 +225,23 @@ func InstanceTags(tb testing.TB, cfg sdkaws.Config, region, id string) map[strin
 
 // ec2Client is an EC2 client of region.
 func ec2Client(cfg sdkaws.Config, region string) *ec2.Client {
-	return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region })
+	return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region, o.Retryer = region, fixtureRetryer() })
 }
 
 // asClient is an Auto Scaling client of region.
 func asClient(cfg sdkaws.Config, region string) *autoscaling.Client {
-	return autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.Region = region })
+	return autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) { o.Region, o.Retryer = region, fixtureRetryer() })
+}
+
+// fixtureRetryer waits out throttling as infrastructure tooling does. The
+// fidelity layer in front of moto throttles as EC2 does, so parallel tests
+// that start instances faster than RunInstances' bucket refills (5 calls,
+// 2 a second) are answered RequestLimitExceeded; building a fixture is no
+// test of tagsync's throttling, so it retries (up to 30 attempts, at most
+// 2 s apart, without the SDK's client-side retry quota).
+func fixtureRetryer() sdkaws.Retryer {
+	return retry.AddWithMaxAttempts(retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxBackoff = 2 * time.Second
+		o.RateLimiter = ratelimit.None
+	}), 30)
 }
