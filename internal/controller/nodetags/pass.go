@@ -69,6 +69,10 @@ type syncState struct {
 	// held is the mass deletion the last pass held (nil: none), so that the
 	// same set keeps its approval token across passes.
 	held *v1alpha1.HeldDeletions
+	// caseWarnings are the includeTags patterns the last fresh pass found
+	// to match only ignoring case (warnCaseOnlyPatterns), warned about in
+	// every pass until a fresh pass finds otherwise.
+	caseWarnings []string
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -377,6 +381,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return p.readFailed(ctx, fresh, err)
 	}
+	p.warnCaseOnlyPatterns(sel.items, snap, fresh)
 	p.sync(ctx, sel.items, snap)
 	p.complete = len(snap.Failed) == 0
 	p.reportFull(ctx, sel, fresh, snap.Failed)
