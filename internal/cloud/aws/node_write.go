@@ -278,6 +278,10 @@ type instanceChange struct {
 	k    regionalID
 	cur  *ec2Instance
 	next tags.Set
+	// readAt is when cur was read, when it came from the cache (zero:
+	// read for this write): the tags written are cached as of that read,
+	// so a write never makes an older read look younger.
+	readAt time.Time
 }
 
 // changeGroup is the instances one change (set, del) applies to alike.
@@ -304,11 +308,12 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 	each func(id string, res cloud.Resource, err error),
 ) {
 	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
+	readAt := map[regionalID]time.Time{} // of the instances taken from the cache
 	var ec2IDs []string
 	for _, ref := range refs {
 		k := regionalID{region, ref.ec2ID}
-		if in, ok := cacheGet(&p.nodes, &p.nodes.instances, k, min(WriteReadAge, p.opts.CacheTTL)); ok && in != nil {
-			found[k] = in
+		if in, at, ok := cacheGetAt(&p.nodes, &p.nodes.instances, k, min(WriteReadAge, p.opts.CacheTTL)); ok && in != nil {
+			found[k], readAt[k] = in, at
 		} else {
 			ec2IDs = append(ec2IDs, ref.ec2ID)
 		}
@@ -333,6 +338,7 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 			continue
 		}
 		c, set, del, err := p.instanceChange(region, ref, found, patch)
+		c.readAt = readAt[c.k]
 		switch {
 		case err != nil:
 			each(ref.id, cloud.Resource{}, err)
@@ -390,7 +396,12 @@ func (p *Provider) writeChange(ctx context.Context, region string, g *changeGrou
 			each(c.ref.id, cloud.Resource{}, err)
 			continue
 		}
-		cachePut(&p.nodes, &p.nodes.instances, c.k, &ec2Instance{arn: c.cur.arn, group: c.cur.group, tags: c.next})
+		written := &ec2Instance{arn: c.cur.arn, group: c.cur.group, tags: c.next}
+		if c.readAt.IsZero() {
+			cachePut(&p.nodes, &p.nodes.instances, c.k, written)
+		} else {
+			cachePutAt(&p.nodes, &p.nodes.instances, c.k, written, c.readAt)
+		}
 		each(c.ref.id, cloud.Resource{ID: c.cur.arn, Tags: c.next.Clone()}, nil)
 	}
 }
