@@ -154,14 +154,19 @@ type NodeTagSyncSpec struct {
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
-	// IncludeTags are case-insensitive glob patterns (such as cost* or env);
-	// when set, only tags whose name matches one are synced.
+	// IncludeTags are glob patterns over tag names (such as cost* or env);
+	// when set, only tags whose name matches one are synced. They compare
+	// names as the provider does: ignoring case on Azure, exactly on AWS,
+	// where tag keys are case-sensitive (Team and team are two tags, and
+	// the pattern Team does not match team; a pattern that matches only
+	// ignoring case is reported as a SpecWarning).
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	IncludeTags []TagPattern `json:"includeTags,omitempty"`
 
-	// ExcludeTags are case-insensitive glob patterns of tag names never synced.
-	// They win over IncludeTags.
+	// ExcludeTags are glob patterns of tag names never synced, compared as
+	// IncludeTags are (ignoring case on Azure, exactly on AWS). They win
+	// over IncludeTags.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	ExcludeTags []TagPattern `json:"excludeTags,omitempty"`
@@ -225,8 +230,10 @@ type NodeTagSyncSpec struct {
 // +kubebuilder:validation:Pattern=`^[-\w\._\(\)]+$`
 type ResourceGroupName string
 
-// TagPattern is a case-insensitive glob pattern over tag names: * matches any
-// run of characters, ? one character, [a-z] a class.
+// TagPattern is a glob pattern over tag names: * matches any run of
+// characters, / included, ? one character, [a-z] a class. It compares names
+// as the provider compares tag names: ignoring case on Azure, exactly on
+// AWS.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=512
 type TagPattern string

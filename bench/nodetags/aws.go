@@ -30,22 +30,59 @@ type AWSResult struct {
 	Resync     *ResyncResult `json:"resync,omitempty"`
 	FanOut     *FanOutResult `json:"fanOut,omitempty"`
 	Memory     *MemoryResult `json:"memory,omitempty"`
+	// Throttle is scenario aws-throttle, Peer aws-peer (awslimits.go).
+	Throttle *AWSThrottleResult `json:"throttle,omitempty"`
+	Peer     *AWSPeerResult     `json:"peer,omitempty"`
 }
 
-// motoCloud is moto as the aws scenario sees it: moto keeps no request log
-// the harness reads, so what the provider counted is the measurement.
-type motoCloud struct{}
+// benchAccessKey is the access key the measured controller signs its AWS
+// calls with: the fidelity layer in front of moto counts its calls apart
+// from the harness's own (seeding, checks), which sign with
+// testenv.MotoAccessKeyID. moto takes any key it did not issue for its one
+// account, so both see the same resources; the layer keeps EC2's throttling
+// buckets per key, so the harness's calls take no token of the
+// controller's.
+const benchAccessKey = "AKIATAGSYNCBENCH0001"
 
-// resetCalls does nothing: the provider's counts are diffed instead.
-func (motoCloud) resetCalls() {}
+// motoCloud is moto behind the AWS fidelity layer (testenv.AWSRules) as
+// the aws scenarios see it: the layer answers every call as AWS would
+// (limits per call, EC2's throttling buckets) and counts it, so a phase's
+// calls are the controller's calls the layer answered, throttled and
+// refused ones included.
+type motoCloud struct {
+	rules *testenv.AWSRules
+	base  map[testenv.AWSCall]int
+}
 
-// stats classifies the provider's counts: Describe*, Get* and List* are
-// reads, the rest writes.
-func (motoCloud) stats(provider map[string]int) callStats {
-	s := callStats{ARMTally: benchkit.ARMTally{ByOp: provider}, Provider: provider}
-	for op, n := range provider {
-		_, name, _ := strings.Cut(op, ":")
-		if strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") {
+// newMotoCloud counts the calls through m's layer from now on.
+func newMotoCloud(m *testenv.Moto) *motoCloud {
+	c := &motoCloud{rules: m.Rules}
+	c.resetCalls()
+	return c
+}
+
+// resetCalls starts counting afresh.
+func (c *motoCloud) resetCalls() { c.base = c.rules.Calls() }
+
+// stats are the controller's calls since resetCalls as the layer answered
+// them: Describe*, Get* and List* are reads, the rest writes; Throttled
+// counts the throttling answers (RequestLimitExceeded, Throttling*);
+// Errors every error answer by operation and code. provider is what the
+// provider counted, kept beside them.
+func (c *motoCloud) stats(provider map[string]int) callStats {
+	s := callStats{ARMTally: benchkit.ARMTally{ByOp: map[string]int{}}, Provider: provider, Errors: map[string]int{}}
+	for call, n := range c.rules.Calls() {
+		if n -= c.base[call]; n == 0 || call.AccessKey != benchAccessKey {
+			continue
+		}
+		s.ByOp[call.Op] += n
+		if call.Error != "" {
+			s.Errors[call.Op+" "+call.Error] += n
+		}
+		if call.Error == "RequestLimitExceeded" || strings.HasPrefix(call.Error, "Throttling") {
+			s.Throttled += n
+		}
+		if _, name, _ := strings.Cut(call.Op, ":"); strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") {
 			s.Reads += n
 		} else {
 			s.Writes += n
@@ -107,17 +144,18 @@ func (b *bench) awsEstate(ctx context.Context, m *testenv.Moto) ([]nodeSpec, err
 
 // awsSync is an estate of nodes on moto synced by a NodeTagSync with
 // provider aws (otherwise the defaults: TwoWay, groups as the target).
-func (b *bench) awsSync(nodes []nodeSpec) estate {
-	return estate{cloud: motoCloud{}, expect: expected(nodes), create: func(ctx context.Context) error {
+func (b *bench) awsSync(m *testenv.Moto, nodes []nodeSpec) estate {
+	return estate{cloud: newMotoCloud(m), expect: expected(nodes), create: func(ctx context.Context) error {
 		return b.createSync(ctx, func(s *v1alpha1.NodeTagSyncSpec) { s.Provider = v1alpha1.ProviderAWS })
 	}}
 }
 
 // startAWS starts the controller in this process with the AWS provider on
-// moto: its defaults, its own metrics registry.
+// moto (through the fidelity layer, signing with benchAccessKey): its
+// defaults, its own metrics registry.
 func (b *bench) startAWS(ctx context.Context, m *testenv.Moto) (*inProcess, error) {
 	p, err := aws.NewProvider(ctx, aws.Config{Region: testenv.MotoRegion, Endpoint: m.URL,
-		AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey},
+		AccessKeyID: benchAccessKey, SecretAccessKey: testenv.MotoSecretAccessKey},
 		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
 	if err != nil {
 		return nil, err
@@ -133,8 +171,8 @@ func (b *bench) awsResult() *AWSResult {
 	return b.res.AWS
 }
 
-// awsNodes runs scenarios aws and aws-memory on one moto estate of
-// -aws-groups groups and -aws-instances instances in no group.
+// awsNodes runs scenarios aws, aws-throttle and aws-memory on one moto
+// estate of -aws-groups groups and -aws-instances instances in no group.
 func (b *bench) awsNodes(ctx context.Context) error {
 	m, err := testenv.NewMoto()
 	if err != nil {
@@ -150,6 +188,11 @@ func (b *bench) awsNodes(ctx context.Context) error {
 	if b.o.Has("aws") {
 		if err := b.awsResync(ctx, m, nodes, res); err != nil {
 			return fmt.Errorf("aws: %w", err)
+		}
+	}
+	if b.o.Has("aws-throttle") {
+		if res.Throttle, err = b.awsThrottle(ctx, m, nodes); err != nil {
+			return fmt.Errorf("aws-throttle: %w", err)
 		}
 	}
 	if b.o.Has("aws-memory") {
@@ -170,7 +213,8 @@ func (b *bench) awsResync(ctx context.Context, m *testenv.Moto, nodes []nodeSpec
 		return err
 	}
 	defer stop(ctl)
-	if res.Cold, err = b.initialSync(ctx, "aws cold sync", b.awsSync(nodes), ctl); err != nil {
+	e := b.awsSync(m, nodes)
+	if res.Cold, err = b.initialSync(ctx, "aws cold sync", e, ctl); err != nil {
 		return err
 	}
 	benchkit.Logf("aws cold sync: %d nodes labelled in %.2fs; %s; %d node writes", res.Nodes, res.Cold.LabelsSeconds,
@@ -178,7 +222,7 @@ func (b *bench) awsResync(ctx context.Context, m *testenv.Moto, nodes []nodeSpec
 	res.Resync = &ResyncResult{Nodes: len(nodes), ScaleSets: b.o.awsGroups, ResourceGroups: 1,
 		ReadBudget: ceilDiv(len(nodes), aws.MaxFilterValues) + ceilDiv(b.o.awsGroups, aws.GroupsPerRead), PassesPerHour: 12,
 		NaiveReadsPerPass: len(nodes), NaiveReadsPerHour: 12 * len(nodes)}
-	return b.resyncs(ctx, "aws resync", motoCloud{}, ctl, res.Resync)
+	return b.resyncs(ctx, "aws resync", e.cloud, ctl, res.Resync)
 }
 
 // awsMemory runs scenario aws-memory as the memory scenario runs on Azure:
@@ -193,6 +237,11 @@ func (b *bench) awsMemory(ctx context.Context, m *testenv.Moto, nodes []nodeSpec
 	if err != nil {
 		return nil, err
 	}
+	for i := range flags[:len(flags)-1] {
+		if flags[i] == "--aws-access-key-id" {
+			flags[i+1] = benchAccessKey
+		}
+	}
 	sep, err := startOn(ctx, b, nodes, func(ctx context.Context) (separate, error) { return b.startRun(ctx, dir, flags) })
 	if err != nil {
 		return nil, err
@@ -200,7 +249,7 @@ func (b *bench) awsMemory(ctx context.Context, m *testenv.Moto, nodes []nodeSpec
 	defer stop(sep)
 	res := &MemoryResult{Variant: "aws-" + variantTagsyncRun, Nodes: len(nodes), ScaleSets: b.o.awsGroups, NodeObjectBytes: b.nodeSize(nodes[0]),
 		NodeShape: b.o.nodeShape(), GoalMiB: 150, Mode: "separate process: tagsync run", Command: sep.Command}
-	return res, b.memoryPhases(ctx, "aws", b.awsSync(nodes), sep, res, sep.sampler(res))
+	return res, b.memoryPhases(ctx, "aws", b.awsSync(m, nodes), sep, res, sep.sampler(res))
 }
 
 // awsFanOut runs scenario aws-fanout: a fresh moto with one group of
@@ -221,7 +270,7 @@ func (b *bench) awsFanOut(ctx context.Context) (*FanOutResult, error) {
 		return nil, err
 	}
 	defer stop(ctl)
-	return b.fanOutEdit(ctx, b.awsSync(nodes), ctl, nodes, awsLabelsFor, func(ctx context.Context, edit map[string]string) error {
+	return b.fanOutEdit(ctx, b.awsSync(m, nodes), ctl, nodes, awsLabelsFor, func(ctx context.Context, edit map[string]string) error {
 		return seed.UpdateGroupTags(ctx, m.Config, testenv.MotoRegion, "bigpool", edit)
 	})
 }
@@ -256,6 +305,12 @@ func awsGoals(a *AWSResult) []benchkit.Goal {
 	if m := a.Memory; m != nil {
 		g = append(g, memoryGoal("5. AWS controller memory", m))
 	}
+	if t := a.Throttle; t != nil {
+		g = append(g, throttleGoals(t)...)
+	}
+	if p := a.Peer; p != nil {
+		g = append(g, peerGoals(p)...)
+	}
 	return g
 }
 
@@ -274,4 +329,5 @@ func printAWS(w io.Writer, a *AWSResult) {
 	if m := a.Memory; m != nil {
 		printMemory(w, m)
 	}
+	printLimits(w, a)
 }

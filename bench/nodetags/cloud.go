@@ -93,6 +93,7 @@ type layout struct {
 type nodeSpec struct {
 	name, providerID, pool string
 	expect                 map[string]string // labels the controller must add
+	labels                 map[string]string // labels the Node is created with besides the kubelet's
 }
 
 // built is a layout as created.
@@ -181,6 +182,9 @@ type callStats struct {
 	// Provider is what the provider counted (Provider.Calls()), retries
 	// and polls included.
 	Provider map[string]int `json:"providerByOperation,omitempty"`
+	// Errors are the calls answered with an error, by operation and code
+	// (on AWS, as the fidelity layer answered them).
+	Errors map[string]int `json:"errorsByOperation,omitempty"`
 }
 
 // benchCloud is the cloud a scenario runs against, as its measurements

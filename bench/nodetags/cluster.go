@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,6 +164,7 @@ func (b *bench) createNodes(ctx context.Context, nodes []nodeSpec) error {
 	images := benchkit.NodeImages(b.o.nodeImages)
 	err := benchkit.Parallel(ctx, len(nodes), 32, func(ctx context.Context, i int) error {
 		n := benchkit.AKSNode(nodes[i].name, nodes[i].providerID, nodes[i].pool, i, images, b.o.nodeStatus)
+		maps.Copy(n.Labels, nodes[i].labels)
 		if _, err := b.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}

@@ -30,6 +30,7 @@ type AWSRules struct {
 	throttle  ec2Throttle
 	instances instanceSet
 	index     tagIndex
+	log       awsCallLog
 }
 
 // MaxEC2FilterValues is the most values EC2 accepts in one filter of a
@@ -125,7 +126,7 @@ func awsService(r *http.Request) string {
 }
 
 // ServeHTTP refuses a request AWS would refuse and passes the others to
-// moto.
+// moto, and counts each signed request with its answer (Calls).
 func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	service, caller := awsService(r), callerOf(r)
 	var form url.Values
@@ -138,6 +139,18 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		form, _ = url.ParseQuery(string(body))
 	}
+	if service != "" {
+		rec := &callRecorder{ResponseWriter: w}
+		defer func() {
+			a.log.record(AWSCall{AccessKey: caller.accessKey, Op: awsOp(service, r, form), Error: rec.code()})
+		}()
+		w = rec
+	}
+	a.serve(w, r, service, caller, form)
+}
+
+// serve is ServeHTTP once the request is read.
+func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string, caller awsCaller, form url.Values) {
 	action := form.Get("Action")
 	if form != nil {
 		switch service {

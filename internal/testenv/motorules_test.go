@@ -234,6 +234,14 @@ func TestAWSRules(t *testing.T) {
 			err = describe(ec2Through)
 		}
 		wantCode(t, "DescribeVpcs past a bucket of 3", err, "RequestLimitExceeded")
+		// The rules count what they answered, throttled calls apart (the
+		// SDK retried some of them).
+		calls := awsRulesMoto.Rules.Calls()
+		ok := calls[testenv.AWSCall{AccessKey: testenv.MotoAccessKeyID, Op: "ec2:DescribeVpcs"}]
+		throttled := calls[testenv.AWSCall{AccessKey: testenv.MotoAccessKeyID, Op: "ec2:DescribeVpcs", Error: "RequestLimitExceeded"}]
+		if ok < 3 || throttled < 1 {
+			t.Errorf("Calls counted %d DescribeVpcs answered and %d throttled, want at least 3 and 1 (all: %v)", ok, throttled, calls)
+		}
 		var re interface{ HTTPStatusCode() int }
 		if !errors.As(err, &re) || re.HTTPStatusCode() != 503 {
 			t.Errorf("RequestLimitExceeded with HTTP status %v, want 503", re)

@@ -2,10 +2,14 @@ package aws
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
@@ -130,5 +134,48 @@ func TestPatchTagsBatchReadsWithinFilterLimit(t *testing.T) {
 			t.Fatalf("%s: %+v, want team=blue", id, r)
 		}
 	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "ec2:CreateTags": 1})
+}
+
+// TestPatchTagsBatchTakesThePassRead: a write right after the Snapshot it
+// was decided from takes the instances as that read found them: one
+// DescribeInstances and one CreateTags for a pass that changes a label;
+// a read older than WriteReadAge is read again before the write, and one
+// with the cache off always is.
+func TestPatchTagsBatchTakesThePassRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	const region = "us-east-1"
+	ids := e.instances(region, 100, map[string]string{"team": "red"}) // ARNs
+	nodes := make([]cloud.Node, len(ids))
+	for i, id := range ids {
+		nodes[i] = node(fmt.Sprintf("n%d", i), region, id[strings.LastIndex(id, "/")+1:])
+	}
+	if _, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.patchBatch(ids[:1], tags.Patch{Set: tags.Set{"team": "blue"}})
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 1, "ec2:CreateTags": 1})
+	if got := e.tagsOf(ids[0]); got["team"] != "blue" {
+		t.Fatalf("instance tags = %v, want team=blue", got)
+	}
+
+	// Someone else changes the tag; a read that old is not taken.
+	e.setTags(map[string]string{"team": "green"}, ids[1])
+	now.Add(int64(WriteReadAge))
+	got := e.patchBatch(ids[1:2], tags.Patch{Delete: []string{"team"}})
+	if r := got[ids[1]]; r.err != nil || r.res.Tags["team"] != "" {
+		t.Fatalf("patch after WriteReadAge = %+v", r)
+	}
+	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "ec2:CreateTags": 1, "ec2:DeleteTags": 1})
+
+	e.resetCalls(WithCacheTTL(-1))
+	if _, err := e.p.Snapshot(e.ctx, nodes[2:3], cloud.ReadOptions{Fresh: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.patchBatch(ids[2:3], tags.Patch{Set: tags.Set{"team": "blue"}})
 	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "ec2:CreateTags": 1})
 }

@@ -119,3 +119,26 @@ func cacheDrop[T any](c *nodeCache, m *map[regionalID]cachedAt[T], k regionalID)
 	defer c.mu.Unlock()
 	delete(*m, k)
 }
+
+// cacheGetAt is cacheGet that also returns when the read was made.
+func cacheGetAt[T any](c *nodeCache, m *map[regionalID]cachedAt[T], k regionalID, ttl time.Duration) (T, time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := (*m)[k]
+	if !ok || c.clock().Sub(e.at) >= ttl {
+		var zero T
+		return zero, time.Time{}, false
+	}
+	return e.v, e.at, true
+}
+
+// cachePutAt stores v at k as read at at (a write based on an older read
+// keeps that read's age).
+func cachePutAt[T any](c *nodeCache, m *map[regionalID]cachedAt[T], k regionalID, v T, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil {
+		*m = map[regionalID]cachedAt[T]{}
+	}
+	(*m)[k] = cachedAt[T]{at: at, v: v}
+}

@@ -153,7 +153,7 @@ func (r *nodeReader) readInstances(ctx context.Context, region string, ids []str
 	load(r, region, ids, &r.p.nodes.instances, r.instances, min(r.p.opts.maxIDsPerCall, MaxFilterValues), r.freshInstance,
 		func(id string) regionalID { return regionalID{region, id} },
 		func(chunk []string) (map[regionalID]*ec2Instance, error) {
-			return r.p.describeInstances(ctx, region, chunk)
+			return patientRead(ctx, r.p, func() (map[regionalID]*ec2Instance, error) { return r.p.describeInstances(ctx, region, chunk) })
 		})
 }
 
@@ -251,7 +251,9 @@ func (r *nodeReader) groupsOf(region string, ids []string) []string {
 func (r *nodeReader) readGroups(ctx context.Context, region string, names []string) {
 	load(r, region, names, &r.p.nodes.groups, r.groups, GroupsPerRead, r.freshGroup,
 		func(name string) regionalID { return groupKey(region, name) },
-		func(chunk []string) (map[regionalID]*asGroup, error) { return r.p.describeGroups(ctx, region, chunk) })
+		func(chunk []string) (map[regionalID]*asGroup, error) {
+			return patientRead(ctx, r.p, func() (map[regionalID]*asGroup, error) { return r.p.describeGroups(ctx, region, chunk) })
+		})
 }
 
 // describeGroups reads Auto Scaling groups of region by name; names that

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,12 +66,12 @@ func TestSnapshotSlowsDownWhenThrottled(t *testing.T) {
 }
 
 // TestPatchStillThrottled: a write EC2 keeps throttling past the SDK's
-// retries fails with cloud.ErrThrottled and a RetryAfter, so the pass
-// requeues.
+// retries and the node sync's patience fails with cloud.ErrThrottled and a
+// RetryAfter, so the pass requeues.
 func TestPatchStillThrottled(t *testing.T) {
 	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = fixedBackoff(50 * time.Millisecond) })
-	})))
+	})), func(o *Options) { o.throttlePatience = time.Nanosecond })
 	ids := e.instances("us-east-1", 1, nil)
 	shrinkEC2Bucket(t, "CreateTags", testenv.EC2Bucket{Capacity: 0, Refill: 0})
 	_, err := e.p.PatchTags(e.ctx, ids[0], tags.Patch{Set: tags.Set{"team": "blue"}})
@@ -80,5 +81,28 @@ func TestPatchStillThrottled(t *testing.T) {
 	}
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 3 {
 		t.Fatalf("CreateTags requests = %d, want 3 (the SDK's attempts)", got)
+	}
+}
+
+// TestPatchWaitsOutThrottling: a write still throttled once the SDK's
+// retries are spent is sent again when the throttle gate opens, so the
+// writes of a pass succeed, later, instead of failing it.
+func TestPatchWaitsOutThrottling(t *testing.T) {
+	e := newEnv(t, WithRetryMaxAttempts(1))
+	e.gates.base, e.gates.max = time.Second, 2*time.Second
+	ids := e.instances("us-east-1", 3, nil)
+	shrinkEC2Bucket(t, "CreateTags", testenv.EC2Bucket{Capacity: 1, Refill: 1})
+	for i, id := range ids {
+		if _, err := e.p.PatchTags(e.ctx, id, tags.Patch{Set: tags.Set{"team": fmt.Sprint("blue", i)}}); err != nil {
+			t.Fatalf("PatchTags %d: %v, want the write to wait out the throttling", i, err)
+		}
+	}
+	for i, id := range ids {
+		if got := e.tagsOf(id); got["team"] != fmt.Sprint("blue", i) {
+			t.Errorf("instance %d tags = %v", i, got)
+		}
+	}
+	if got := e.counterValue(cloud.MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got == 0 {
+		t.Fatal("no CreateTags was throttled: the test shows nothing")
 	}
 }

@@ -43,7 +43,7 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 }
 
 // PatchTags sets and deletes the named tags of one node resource, based on
-// a fresh read, and returns its tags afterwards (without AWS's aws: tags).
+// a read of it, and returns its tags afterwards (without AWS's aws: tags).
 // id is what Snapshot placed nodes on: an EC2 instance ARN (or bare
 // instance ID in the provider's region), or an Auto Scaling group ARN.
 // Names match exactly (AWS tag keys are case-sensitive); a patch naming an
@@ -51,7 +51,8 @@ func parseGroupARN(id string) (ref groupRef, ok bool, err error) {
 // (the latter with cloud.ErrTooManyTags). Nothing is written when the patch
 // changes nothing.
 //
-// An instance costs one DescribeInstances, then a DeleteTags (each name
+// An instance costs one DescribeInstances (none when the node sync read it
+// less than WriteReadAge ago: see PatchTagsBatch), then a DeleteTags (each name
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
 // Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch true
@@ -219,9 +220,12 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 
 // PatchTagsBatch applies patch to each of ids as PatchTags does, and
 // reports each one's result to each as soon as it is known (see
-// cloud.NodeProvider). Instances are read afresh with one DescribeInstances
+// cloud.NodeProvider). An instance that the node sync read (or wrote)
+// less than WriteReadAge ago is taken as that read says, so the pass that
+// just read it (Snapshot) and decided the patch from that read does not
+// read it again; the others are read afresh with one DescribeInstances
 // per region and MaxFilterValues of them (EC2's limit on one filter's
-// values; a failed read fails only its instances); those whose change is identical
+// values; a failed read fails only its instances). Those whose change is identical
 // (the same names set to the same values, the same names deleted with the
 // same values read) are written with one DeleteTags (each name with its
 // value read: EC2 deletes it only where it still has that value) and one
@@ -274,6 +278,10 @@ type instanceChange struct {
 	k    regionalID
 	cur  *ec2Instance
 	next tags.Set
+	// readAt is when cur was read, when it came from the cache (zero:
+	// read for this write): the tags written are cached as of that read,
+	// so a write never makes an older read look younger.
+	readAt time.Time
 }
 
 // changeGroup is the instances one change (set, del) applies to alike.
@@ -282,20 +290,38 @@ type changeGroup struct {
 	instances []instanceChange
 }
 
+// WriteReadAge is how recent a read of an instance PatchTagsBatch takes
+// instead of reading the instance again before writing it: a pass writes
+// right after its Snapshot, and what it writes was decided from that
+// read, so a second read a moment later only costs a call. (Deletions stay
+// conditional on the value read, so a tag changed meanwhile by someone
+// else is not deleted; a set only names the keys it changes.) It is below
+// DefaultCacheTTL, so a pass served from an older cached read still reads
+// afresh before it writes; with the cache off (Options.CacheTTL negative)
+// every write reads afresh.
+const WriteReadAge = 10 * time.Second
+
 // patchInstances patches instances of one region (at most MaxIDsPerCall):
+// the instances read less than WriteReadAge ago as read, the others with
 // one fresh read per MaxFilterValues, then one write per distinct change.
 func (p *Provider) patchInstances(ctx context.Context, region string, refs []resourceRef, patch tags.Patch,
 	each func(id string, res cloud.Resource, err error),
 ) {
-	ec2IDs := make([]string, len(refs))
-	for i, ref := range refs {
-		ec2IDs[i] = ref.ec2ID
+	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
+	readAt := map[regionalID]time.Time{} // of the instances taken from the cache
+	var ec2IDs []string
+	for _, ref := range refs {
+		k := regionalID{region, ref.ec2ID}
+		if in, at, ok := cacheGetAt(&p.nodes, &p.nodes.instances, k, min(WriteReadAge, p.opts.CacheTTL)); ok && in != nil {
+			found[k], readAt[k] = in, at
+		} else {
+			ec2IDs = append(ec2IDs, ref.ec2ID)
+		}
 	}
 	// EC2 takes at most MaxFilterValues values in one filter: read in as
 	// many calls, and fail only the instances of a call that failed.
-	found, readErr := map[regionalID]*ec2Instance{}, map[string]error{}
 	for chunk := range slices.Chunk(ec2IDs, min(p.opts.maxIDsPerCall, MaxFilterValues)) {
-		got, err := p.describeInstances(ctx, region, chunk)
+		got, err := patientRead(ctx, p, func() (map[regionalID]*ec2Instance, error) { return p.describeInstances(ctx, region, chunk) })
 		if err != nil {
 			for _, id := range chunk {
 				readErr[id] = err
@@ -312,6 +338,7 @@ func (p *Provider) patchInstances(ctx context.Context, region string, refs []res
 			continue
 		}
 		c, set, del, err := p.instanceChange(region, ref, found, patch)
+		c.readAt = readAt[c.k]
 		switch {
 		case err != nil:
 			each(ref.id, cloud.Resource{}, err)
@@ -362,14 +389,19 @@ func (p *Provider) writeChange(ctx context.Context, region string, g *changeGrou
 	for i, c := range g.instances {
 		ids[i] = c.ref.ec2ID
 	}
-	failed := p.writeEC2(ctx, region, ids, g.set, g.del)
+	failed := p.writeEC2Patiently(ctx, region, ids, g.set, g.del)
 	for _, c := range g.instances {
 		if err := failed[c.ref.ec2ID]; err != nil {
 			cacheDrop(&p.nodes, &p.nodes.instances, c.k)
 			each(c.ref.id, cloud.Resource{}, err)
 			continue
 		}
-		cachePut(&p.nodes, &p.nodes.instances, c.k, &ec2Instance{arn: c.cur.arn, group: c.cur.group, tags: c.next})
+		written := &ec2Instance{arn: c.cur.arn, group: c.cur.group, tags: c.next}
+		if c.readAt.IsZero() {
+			cachePut(&p.nodes, &p.nodes.instances, c.k, written)
+		} else {
+			cachePutAt(&p.nodes, &p.nodes.instances, c.k, written, c.readAt)
+		}
 		each(c.ref.id, cloud.Resource{ID: c.cur.arn, Tags: c.next.Clone()}, nil)
 	}
 }
@@ -383,7 +415,9 @@ func changeKey(set, del tags.Set) string {
 // patchGroup patches an Auto Scaling group's tags and its instances'.
 func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patch) (cloud.Resource, error) {
 	k := regionalID{ref.region, ref.name}
-	read := func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) }
+	read := func() (map[regionalID]*asGroup, error) {
+		return patientRead(ctx, p, func() (map[regionalID]*asGroup, error) { return p.describeGroups(ctx, ref.region, []string{ref.name}) })
+	}
 	return patchOne(p, k, fmt.Sprintf("Auto Scaling group %q", ref.name), &p.nodes.groups, patch, read, func(g *asGroup) patchable {
 		return patchable{id: g.arn, cur: g.tags, write: func(set, del, next tags.Set) error {
 			if err := p.writeGroupTags(ctx, ref, g, set, del); err != nil {
@@ -395,7 +429,7 @@ func (p *Provider) patchGroup(ctx context.Context, ref groupRef, patch tags.Patc
 			}
 			propagated := maps.Clone(set)
 			maps.DeleteFunc(propagated, func(name, _ string) bool { return !g.propagates(name) })
-			if failed := p.writeEC2(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
+			if failed := p.writeEC2Patiently(ctx, ref.region, g.instances, propagated, del); len(failed) > 0 {
 				return instancesFailed(ref, len(g.instances), failed)
 			}
 			return nil
@@ -450,7 +484,7 @@ func groupTagCalls(set, del tags.Set) []groupTagCall {
 func (p *Provider) writeGroupTags(ctx context.Context, ref groupRef, g *asGroup, set, del tags.Set) error {
 	var done []groupTagCall
 	for _, call := range groupTagCalls(set, del) {
-		if err := p.sendGroupTags(ctx, ref, g, call); err != nil {
+		if err := p.patiently(ctx, func() error { return p.sendGroupTags(ctx, ref, g, call) }); err != nil {
 			return p.groupWriteFailed(ctx, ref, g, set, del, done, err)
 		}
 		done = append(done, call)

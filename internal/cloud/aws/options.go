@@ -139,6 +139,8 @@ type Options struct {
 
 	// maxIDsPerCall overrides MaxIDsPerCall (tests).
 	maxIDsPerCall int
+	// throttlePatience overrides NodeThrottlePatience (tests).
+	throttlePatience time.Duration
 }
 
 // Option sets an Option of NewProvider.

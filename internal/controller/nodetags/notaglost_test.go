@@ -258,6 +258,10 @@ func retain(o *onCloud) {
 	removeLabel(o.harness, node, o.label("env"))
 	setLabel(o.harness, node, o.label("added"), "yes")
 	o.waitTag(id, "added", "yes")
+	// The cloud's deletion is seen by a pass that reads the cloud fresh
+	// (the resync, a sync request, a change event); the Node's change
+	// starts one that may use the provider's read cache.
+	o.syncAndWait(o.name)
 	nts := o.waitStatus(o.name, "2 deletions retained", func(nts *v1alpha1.NodeTagSync) string {
 		if nts.Status.RetainedDeletions != 2 {
 			return fmt.Sprintf("retained %d", nts.Status.RetainedDeletions)

@@ -69,6 +69,13 @@ type syncState struct {
 	// held is the mass deletion the last pass held (nil: none), so that the
 	// same set keeps its approval token across passes.
 	held *v1alpha1.HeldDeletions
+	// caseWarnings are the includeTags patterns the last fresh pass found
+	// to match only ignoring case (warnCaseOnlyPatterns), warned about in
+	// every pass until a fresh pass finds otherwise.
+	caseWarnings []string
+	// notYetPasses counts the passes in a row that found a node's resource
+	// the cloud does not show yet (notYetRequeue).
+	notYetPasses int
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -387,6 +394,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return p.readFailed(ctx, fresh, err)
 	}
+	p.warnCaseOnlyPatterns(sel.items, snap, fresh)
 	p.sync(ctx, sel.items, snap)
 	p.complete = len(snap.Failed) == 0
 	p.reportFull(ctx, sel, fresh, snap.Failed)
@@ -450,15 +458,35 @@ func (p *pass) next() (reconcile.Result, error) {
 	}
 	if o.notYet > 0 {
 		// A new node's resource the cloud does not show yet: look again
-		// soon, not at the next resync.
-		return reconcile.Result{RequeueAfter: min(NotYetRequeue, p.r.nextPass(p.st, p.cfg.resync))}, nil
+		// soon, not at the next resync, and less often the longer it lasts.
+		p.st.notYetPasses++
+		return reconcile.Result{RequeueAfter: min(notYetRequeue(p.st.notYetPasses), p.r.nextPass(p.st, p.cfg.resync))}, nil
 	}
+	p.st.notYetPasses = 0
 	return reconcile.Result{RequeueAfter: p.r.nextPass(p.st, p.cfg.resync)}, nil
 }
 
 // NotYetRequeue is how soon a pass is retried while a node's resource is
-// not shown by the cloud yet (cloud.Placement.NotYet).
-const NotYetRequeue = 5 * time.Second
+// not shown by the cloud yet (cloud.Placement.NotYet); the wait doubles
+// with each further pass that still finds one, up to MaxNotYetRequeue.
+// Each such pass reads the missing resources again (on AWS one
+// DescribeInstances for all of a region's), so over AWS's two-minute
+// grace for a new instance that costs 5 reads, not 24.
+const (
+	NotYetRequeue    = 5 * time.Second
+	MaxNotYetRequeue = 40 * time.Second
+)
+
+// notYetRequeue is the wait after the nth pass in a row that found a
+// resource the cloud does not show yet (n >= 1): 5 s, 10 s, 20 s, then
+// 40 s.
+func notYetRequeue(n int) time.Duration {
+	wait := NotYetRequeue
+	for i := 1; i < n && wait < MaxNotYetRequeue; i++ {
+		wait *= 2
+	}
+	return min(wait, MaxNotYetRequeue)
+}
 
 // readFailed ends a pass whose cloud read could not run at all: nothing was
 // written, the status says why, and the pass is retried (after the cloud's

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -214,6 +215,68 @@ func (p *pass) warnAboutSpec() {
 	for _, w := range p.cfg.warnings {
 		p.notes.Once(p.nts, "spec-warning/"+w, ReasonSpecWarning, w)
 	}
+}
+
+// warnCaseOnlyPatterns warns, on a cloud that compares tag names exactly
+// (AWS: Team and team are two tags), about each includeTags pattern that
+// matches no tag of the nodes' resources and no label the sync maps to a
+// tag, but would match one ignoring case: the pattern then syncs nothing,
+// which is almost never what was meant. The warning is an event (once)
+// and part of the Ready message. Fresh passes look; the others repeat what
+// the last fresh pass found.
+func (p *pass) warnCaseOnlyPatterns(nodes []*cachedNode, snap cloud.Snapshot, fresh bool) {
+	nc := p.cfg.nameCase()
+	if nc == tags.CaseInsensitive || len(p.cfg.filter.Include) == 0 {
+		p.st.caseWarnings = nil
+		return
+	}
+	if fresh {
+		p.st.caseWarnings = caseOnlyPatterns(p.cfg, nodes, snap)
+	}
+	for _, w := range p.st.caseWarnings {
+		p.cfg.warnings = append(slices.Clip(p.cfg.warnings), w)
+		p.notes.Once(p.nts, "spec-warning/"+w, ReasonSpecWarning, w)
+	}
+}
+
+// caseOnlyPatterns returns the warnings of warnCaseOnlyPatterns.
+func caseOnlyPatterns(cfg syncConfig, nodes []*cachedNode, snap cloud.Snapshot) []string {
+	names := map[string]bool{}
+	for _, r := range snap.Resources {
+		for name := range r.Tags {
+			names[name] = true
+		}
+	}
+	for _, node := range nodes {
+		for key := range node.Labels {
+			if name, managed, err := cfg.codec.TagName(key); managed && err == nil {
+				names[name] = true
+			}
+		}
+	}
+	var out []string
+	for i, pattern := range cfg.filter.Include {
+		if near, exact := caseOnlyMatch(pattern, cfg.nameCase(), names); !exact && near != "" {
+			out = append(out, fmt.Sprintf("includeTags[%d] %q matches no tag or label of the selected nodes, but matches %q ignoring case: "+
+				"this cloud's tag keys are case-sensitive, so the pattern syncs nothing; spell it as the key is spelled", i, pattern, near))
+		}
+	}
+	return out
+}
+
+// caseOnlyMatch reports whether pattern matches one of names exactly (as nc
+// compares), and else the first name (in order) it matches ignoring case.
+func caseOnlyMatch(pattern string, nc tags.NameCase, names map[string]bool) (near string, exact bool) {
+	f := tags.Filter{Include: []string{pattern}}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if f.Match(nc, name) {
+			return "", true
+		}
+		if near == "" && f.Match(tags.CaseInsensitive, name) {
+			near = name
+		}
+	}
+	return near, false
 }
 
 // reportUnmanagedPending warns, once, about a selected node that keeps the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +337,21 @@ func TestUnitIdenticalWritesAreOneBatch(t *testing.T) {
 	}
 	if want := map[string]int{"/r/vm1": 2, "/r/vm2": 2, "/r/vmss": 1}; fmt.Sprint(batches) != fmt.Sprint(want) {
 		t.Fatalf("batch sizes of the writes = %v, want %v", batches, want)
+	}
+}
+
+// TestNotYetRequeueBacksOff: while the cloud does not show a new node's
+// resource, passes look again after 5 s, 10 s, 20 s and then every 40 s,
+// so AWS's two-minute grace costs 5 reads, not one every 5 s.
+func TestNotYetRequeueBacksOff(t *testing.T) {
+	var at []time.Duration
+	elapsed := time.Duration(0)
+	for n := 1; elapsed < 2*time.Minute; n++ {
+		elapsed += notYetRequeue(n)
+		at = append(at, elapsed)
+	}
+	want := []time.Duration{5 * time.Second, 15 * time.Second, 35 * time.Second, 75 * time.Second, 115 * time.Second, 155 * time.Second}
+	if !slices.Equal(at, want) {
+		t.Fatalf("looks after %v, want %v", at, want)
 	}
 }
