@@ -27,8 +27,9 @@ import (
 //   - a resource whose change carried nothing usable is read once by ID
 //     where the cloud can (Azure), when there are at most
 //     alwaysTargetedReads of them;
-//   - when there are more (a burst), the pass waits, before it discovers,
-//     until the latest of their changes is SearchLag old: one discovery then
+//   - when there are more (a burst), or the cloud cannot read one by ID
+//     (AWS), the pass waits, before it discovers, until the latest of their
+//     changes is the search lag (SetSearchLag) old: one discovery then
 //     shows them all.
 //
 // The object's own writes are changes too: a pass soon after a write would
@@ -47,7 +48,7 @@ import (
 // wrote (overWritten) and the pass's changed resources as their changes
 // left them.
 func (p *pass) freshen(ctx context.Context, t *target, provider cloud.ClassifiedProvider, req Request, found []cloud.Classified) []cloud.Classified {
-	found = p.overWritten(t, provider.Rules().NameCase(), found, p.changed)
+	found = p.overWritten(t, provider.Rules().NameCase(), found)
 	if len(p.changed) == 0 {
 		return found
 	}
@@ -170,9 +171,10 @@ func (p *pass) remember(tp *targetPlan, results map[string]error) {
 // (remember) on the resources whose discovered tags are still those the
 // writes found, and forgets the other writes and those older than
 // writtenFor.
-// A change of the resource since (changed) is newer than the write: the
-// change is taken instead (freshen).
-func (p *pass) overWritten(t *target, nc tags.NameCase, found []cloud.Classified, changed []string) []cloud.Classified {
+// A change of the resource received since the write is newer: the pass
+// takes it, reads the resource or has waited for the search to show it
+// (freshen, awaitSearch) instead.
+func (p *pass) overWritten(t *target, nc tags.NameCase, found []cloud.Classified) []cloud.Classified {
 	byID := p.st.written[t.key()]
 	if len(byID) == 0 {
 		return found
@@ -185,7 +187,7 @@ func (p *pass) overWritten(t *target, nc tags.NameCase, found []cloud.Classified
 		if !ok {
 			continue
 		}
-		if !r.Tags.Equal(nc, w.before) || now.Sub(w.at) > writtenFor || slices.Contains(changed, id) {
+		if !r.Tags.Equal(nc, w.before) || now.Sub(w.at) > writtenFor || p.carried[id].Received.After(w.at) {
 			delete(byID, id)
 			continue
 		}
@@ -240,12 +242,22 @@ func (p *pass) unread() []string {
 	return out
 }
 
-// awaitSearch waits, when more changed resources than a pass reads by ID
-// must be found by the discovery, until the latest of their changes is the
-// search lag old, so that the discovery shows them; false when ctx ended.
-func (p *pass) awaitSearch(ctx context.Context) bool {
+// awaitSearch waits, when changed resources the pass cannot read by ID
+// (more than alwaysTargetedReads, or a cloud of targets without reads by
+// ID) must be found by the discovery, until the latest of their changes is
+// the search lag old, so that the discovery shows them; false when ctx
+// ended.
+func (p *pass) awaitSearch(ctx context.Context, targets []*target) bool {
 	unread := p.unread()
-	if len(unread) <= alwaysTargetedReads {
+	readable := len(unread) <= alwaysTargetedReads
+	for _, t := range targets {
+		if provider, err := p.r.providers.ClassifiedProvider(t.cloud); err == nil {
+			if _, ok := provider.(cloud.ClassifiedReader); !ok {
+				readable = false
+			}
+		}
+	}
+	if len(unread) == 0 || readable {
 		return true
 	}
 	var latest time.Time

@@ -199,7 +199,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if p.servedAlready(res) {
 		return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 	}
-	if !p.awaitSearch(ctx) {
+	if !p.awaitSearch(ctx, res.targets) {
 		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
 		return reconcile.Result{}, ctx.Err()
 	}
