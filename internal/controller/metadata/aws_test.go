@@ -3,6 +3,7 @@ package metadata_test
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,6 +236,16 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 		return calls, targeted() - passes
 	}
 
+	// lastWrite is when the latest audited write of id ended.
+	lastWrite := func(id string) time.Time {
+		var at time.Time
+		for _, r := range h.auditRecords() {
+			if strings.HasSuffix(r.Resource, id) && r.Time.After(at) {
+				at = r.Time
+			}
+		}
+		return at
+	}
 	// burst hacks ids, then returns 50 changes of each.
 	burst := func(ids ...string) []cloudchange.Change {
 		hack(ids...)
@@ -255,6 +266,13 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 		{"an outside edit", func() []cloudchange.Change { hack(ids[0]); return []cloudchange.Change{change(ids[0], "edit")} },
 			map[string]int{"ec2:CreateTags": 1}, 1},
 		{"a burst of 100 changes of two instances", func() []cloudchange.Change { return burst(ids[1:]...) }, map[string]int{"ec2:CreateTags": 1}, 1},
+		// EventBridge times have whole seconds: the echo of the revert says
+		// the second of the write (or the one before), not after it.
+		{"tagsync's own write, its time in whole seconds", func() []cloudchange.Change {
+			c := change(ids[0], "own-write-s")
+			c.Time = lastWrite(ids[0]).Truncate(time.Second)
+			return []cloudchange.Change{c}
+		}, map[string]int{}, 1},
 		{"tagsync's own write", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 1},
 		{"a duplicate", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 0},
 		{"a change of an unrelated instance", func() []cloudchange.Change { return []cloudchange.Change{change(stray, "unrelated")} }, map[string]int{}, 0},

@@ -2,11 +2,13 @@ package metadata
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -279,4 +281,23 @@ func (p *pass) awaitSearch(ctx context.Context, targets []*target) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// echoOfWrite reports whether c, the latest change of the resource id
+// (canonical), is the echo of the object's last write to it, though its
+// time does not say it came after the write: EventBridge gives event times
+// in whole seconds, so the echo of a write made at 12:00:00.6 says
+// 12:00:00. A change of whole seconds, no earlier than the second before
+// the write's, that carries exactly the tags the write left, is taken as
+// the resource's tags: no read for it.
+func (p *pass) echoOfWrite(id string, c kit.Carried) bool {
+	if c.Tags == nil || c.Time.Nanosecond() != 0 {
+		return false
+	}
+	for _, byID := range p.st.written {
+		if w, ok := byID[id]; ok && !c.Time.Before(w.at.Add(-time.Second).Truncate(time.Second)) && maps.Equal(c.Tags, w.after) {
+			return true
+		}
+	}
+	return false
 }
