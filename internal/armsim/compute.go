@@ -205,6 +205,7 @@ func (s *Server) applyComputeUpdate(r *http.Request, o *object, tags *map[string
 		if e := checkWrite(o.typ, o.tags, result, *tags); e != nil {
 			return e
 		}
+		s.retagged(&o.tags, o.tags)
 		o.tags = result
 	}
 	o.etag++

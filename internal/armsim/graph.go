@@ -97,11 +97,17 @@ type graphRow struct {
 	g    *group
 	sub  *subscription
 	pair *[2]string
+	// lagged are the tags Resource Graph shows while it has not indexed
+	// the latest tag writes (graphLag); set when lagging is.
+	lagged  tagSet
+	lagging bool
 }
 
-// tagSet returns the row's tags.
+// tagSet returns the row's tags, as Resource Graph has indexed them.
 func (r graphRow) tagSet() tagSet {
 	switch {
+	case r.lagging:
+		return r.lagged
 	case r.o != nil:
 		return r.o.tags
 	case r.g != nil:
@@ -179,7 +185,7 @@ func (s *Server) tableRows(table string, inScope func(string) bool) []graphRow {
 	if table == tableResources {
 		for _, o := range s.st.sorted {
 			if inScope(o.sub) {
-				rows = append(rows, graphRow{o: o})
+				rows = append(rows, s.lagRow(graphRow{o: o}, &o.tags))
 			}
 		}
 		return rows
@@ -193,14 +199,20 @@ func (s *Server) tableRows(table string, inScope func(string) bool) []graphRow {
 		if !inScope(sub.id) {
 			continue
 		}
-		rows = append(rows, graphRow{sub: sub})
+		rows = append(rows, s.lagRow(graphRow{sub: sub}, &sub.tags))
 		gs := groups[k]
 		sort.Slice(gs, func(i, j int) bool { return gs[i].key < gs[j].key })
 		for _, g := range gs {
-			rows = append(rows, graphRow{g: g})
+			rows = append(rows, s.lagRow(graphRow{g: g}, &g.tags))
 		}
 	}
 	return rows
+}
+
+// lagRow is r with the tags at p as Resource Graph has indexed them.
+func (s *Server) lagRow(r graphRow, p *tagSet) graphRow {
+	r.lagged, r.lagging = s.indexed(p, *p)
+	return r
 }
 
 var allGraphColumns = []string{"id", "name", "type", "location", "resourceGroup", "subscriptionId", "tenantId", "kind", "tags", "properties", "zones", "sku"}
@@ -210,13 +222,13 @@ var allGraphColumns = []string{"id", "name", "type", "location", "resourceGroup"
 func (s *Server) graphCol(r graphRow, c string) any {
 	switch {
 	case r.g != nil:
-		return s.groupCol(r.g, c)
+		return s.groupCol(r.g, r.tagSet(), c)
 	case r.sub != nil:
-		return s.subscriptionCol(r.sub, c)
+		return s.subscriptionCol(r.sub, r.tagSet(), c)
 	}
 	o := r.o
 	if v, ok := s.commonCol(graphFields{values: [7]string{o.id, o.name, strings.ToLower(o.typ), o.location,
-		strings.ToLower(o.rg), o.sub, o.kind}, tags: o.tags}, c); ok {
+		strings.ToLower(o.rg), o.sub, o.kind}, tags: r.tagSet()}, c); ok {
 		return v
 	}
 	if c == "zones" {
@@ -251,9 +263,9 @@ func (s *Server) commonCol(f graphFields, c string) (any, bool) {
 }
 
 // groupCol is a column of a resource group's resourcecontainers row.
-func (s *Server) groupCol(g *group, c string) any {
+func (s *Server) groupCol(g *group, tags tagSet, c string) any {
 	if v, ok := s.commonCol(graphFields{values: [7]string{g.id, g.name, GraphTypeResourceGroup, g.location,
-		strings.ToLower(g.name), g.sub, ""}, tags: g.tags}, c); ok {
+		strings.ToLower(g.name), g.sub, ""}, tags: tags}, c); ok {
 		return v
 	}
 	if c == "properties" {
@@ -264,9 +276,9 @@ func (s *Server) groupCol(g *group, c string) any {
 
 // subscriptionCol is a column of a subscription's resourcecontainers row
 // (armsim has no display names: name is the ID).
-func (s *Server) subscriptionCol(sub *subscription, c string) any {
+func (s *Server) subscriptionCol(sub *subscription, tags tagSet, c string) any {
 	if v, ok := s.commonCol(graphFields{values: [7]string{"/subscriptions/" + sub.id, sub.id, GraphTypeSubscription, "",
-		"", sub.id, ""}, tags: sub.tags}, c); ok {
+		"", sub.id, ""}, tags: tags}, c); ok {
 		return v
 	}
 	if c == "properties" {

@@ -47,6 +47,7 @@ func (s *Server) applyEdit(scope string, apply func(cur tagSet) (tagSet, map[str
 	if e := checkWrite(t.typ, *t.tags, next, written); e != nil {
 		return "", e
 	}
+	s.retagged(t.tags, *t.tags)
 	*t.tags = next
 	*t.etag++
 	return t.typ, nil

@@ -35,6 +35,9 @@ type Options struct {
 	// PageSize is the number of items per page in ARM lists (DefaultPageSize
 	// if zero). Small values exercise nextLink paging.
 	PageSize int
+	// GraphIndexDelay is how long Resource Graph takes to show a tag
+	// change (DefaultGraphIndexDelay if zero; none if negative).
+	GraphIndexDelay time.Duration
 	// GraphPageSize is the default Resource Graph page size when the request
 	// has no $top (DefaultGraphPageSize if zero; at most 1000).
 	GraphPageSize int
@@ -171,6 +174,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.PageSize <= 0 {
 		c.PageSize = DefaultPageSize
+	}
+	switch {
+	case c.GraphIndexDelay == 0:
+		c.GraphIndexDelay = DefaultGraphIndexDelay
+	case c.GraphIndexDelay < 0:
+		c.GraphIndexDelay = 0
 	}
 	if c.GraphPageSize <= 0 || c.GraphPageSize > 1000 {
 		c.GraphPageSize = DefaultGraphPageSize

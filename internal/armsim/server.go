@@ -30,6 +30,7 @@ type Server struct {
 	signKey  []byte
 	idHeader string
 	eg       *eventGrid
+	lag      graphLag
 	rsaKey   signingKey
 
 	ca      *certAuthority // nil without TLS
@@ -55,6 +56,7 @@ func New(opts Options) (*Server, error) {
 		idHeader: o.IdentityHeader,
 	}
 	s.eg = newEventGrid(s, o.EventGrid, o.Seed)
+	s.lag.delay = o.GraphIndexDelay
 	if _, err := rand.Read(s.signKey); err != nil {
 		return nil, err
 	}

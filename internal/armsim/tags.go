@@ -226,6 +226,7 @@ func (s *Server) applyTagWrite(t *tagTarget, apply func(tagSet) (tagSet, map[str
 	if t.readOnly {
 		return *t.tags, nil
 	}
+	s.retagged(t.tags, *t.tags)
 	*t.tags = next
 	*t.etag++
 	if t.obj != nil && s.opts.LROPolls > 0 {

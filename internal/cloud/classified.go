@@ -46,6 +46,22 @@ type ClassifiedReader interface {
 	Covers(id string, scopes []string) bool
 }
 
+// ChangeDescriber is a cloud whose change events carry a resource's whole
+// tag set (AWS: EventBridge's "Tag Change on Resource"): it tells, without
+// a call, how Discover would find the resource a change names, had its
+// search index caught up with the change. A search index follows the
+// writes with a delay (the Resource Groups Tagging API is eventually
+// consistent), so a full pass adds the resources changes named that its
+// discovery did not find yet.
+type ChangeDescriber interface {
+	Provider
+	// DescribeChanged returns the resource id tagged t as Discover of
+	// scopes (the provider's default when empty) would find it, and false
+	// when such a Discover could never find it (another region, a type it
+	// does not search).
+	DescribeChanged(id string, t tags.Set, scopes []string) (Classified, bool)
+}
+
 // DiscoverOptions scope a Discover.
 type DiscoverOptions struct {
 	// Scopes are where to search, in the provider's terms: Azure

@@ -120,6 +120,11 @@ func (pg *playground) metadataRevert() Step {
 			if err := pg.sim.SetTags(disk, map[string]string{"env": "oops"}); err != nil {
 				return err
 			}
+			// No event announces the edit: a pass sees it once Resource
+			// Graph does (armsim.DefaultGraphIndexDelay), as a poll would.
+			if err := pg.waitIndexed(ctx, disk); err != nil {
+				return err
+			}
 			return pg.requestMetadataPass(ctx)
 		},
 		Check: func(ctx context.Context) (string, error) {
@@ -203,6 +208,21 @@ func (pg *playground) metadataReady(ctx context.Context) error {
 		return fmt.Errorf("CloudMetadata %s is not Ready: %+v", metadataName, c)
 	}
 	return nil
+}
+
+// waitIndexed waits until Resource Graph shows the latest tags of id.
+func (pg *playground) waitIndexed(ctx context.Context, id string) error {
+	for {
+		ok, err := pg.sim.GraphShows(id)
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // requestMetadataPass asks the metadata controller for a pass now.

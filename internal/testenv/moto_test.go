@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -93,12 +94,16 @@ func TestMotoEC2Tags(t *testing.T) {
 		t.Fatalf("DescribeTags env=batch names %v, want all of %v", tagged, all)
 	}
 
-	got = taggedARNs(ctx, t, tagc, "env", "batch")
 	want = []string{vpcARN(vpcID), vpcARN(ids[0]), vpcARN(ids[1]), "arn:aws:ec2:" + testenv.MotoRegion + ":" + testenv.MotoAccountID + ":subnet/" + subnetID}
 	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("GetResources env=batch = %v, want %v", got, want)
-	}
+	// GetResources shows the write once its index has it
+	// (DefaultTaggingIndexDelay).
+	testenv.Eventually(t, 3*testenv.DefaultTaggingIndexDelay, "GetResources env=batch showing the write", func() string {
+		if got := taggedARNs(ctx, t, tagc, "env", "batch"); !slices.Equal(got, want) {
+			return fmt.Sprintf("GetResources env=batch = %v, want %v", got, want)
+		}
+		return ""
+	})
 	// CreateTags adds: the VPC keeps the tag it was created with.
 	if got := taggedARNs(ctx, t, tagc, "team", "platform"); !slices.Equal(got, []string{vpcARN(vpcID)}) {
 		t.Fatalf("after CreateTags, GetResources team=platform = %v, want the first VPC only", got)

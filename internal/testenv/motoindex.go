@@ -30,8 +30,9 @@ import (
 //
 // It covers EC2 CreateTags and DeleteTags (tags written at creation, by
 // RunInstances' TagSpecifications, are seen at once) and GetResources by
-// TagFilters and ResourceTypeFilters, paginated. The delay is 0 unless a
-// test sets one (SetTaggingIndexDelay); with 0 the rules only pass calls on.
+// TagFilters and ResourceTypeFilters, paginated. The delay is
+// DefaultTaggingIndexDelay unless a test sets another
+// (SetTaggingIndexDelay); with 0 the rules only pass calls on.
 type tagIndex struct {
 	mu      sync.Mutex
 	delay   time.Duration
@@ -49,13 +50,27 @@ type tagWrite struct {
 	after map[string]string
 }
 
+// DefaultTaggingIndexDelay is how long, in the rules, a tag write takes to
+// reach tag:GetResources. AWS documents the Resource Groups Tagging API as
+// eventually consistent without a figure: GetResources answers from an
+// index that AWS services update after the write (its API reference warns
+// that it can return resources no longer tagged, "previously tagged"; AWS's
+// explanation in https://github.com/aws/aws-sdk/issues/302), and EC2's own
+// API is eventually consistent too ("Eventual consistency in the Amazon
+// EC2 API", https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html:
+// results "might not be immediately visible to all subsequent commands").
+// Five seconds is the typical lag users report; a test of the tail sets
+// 30 s.
+const DefaultTaggingIndexDelay = 5 * time.Second
+
 // taggingPageToken starts the pagination tokens of the answers the rules
 // make themselves.
 const taggingPageToken = "testenv-index-"
 
 // SetTaggingIndexDelay makes a resource's EC2 tag change visible to
 // tag:GetResources only d after it was written through the rules. The
-// default is 0: GetResources sees every write at once.
+// default is DefaultTaggingIndexDelay; 0 makes GetResources see every write
+// at once.
 func (a *AWSRules) SetTaggingIndexDelay(d time.Duration) {
 	a.index.mu.Lock()
 	defer a.index.mu.Unlock()
@@ -63,6 +78,23 @@ func (a *AWSRules) SetTaggingIndexDelay(d time.Duration) {
 	if d == 0 {
 		a.index.history = nil
 	}
+}
+
+// TaggingShows reports whether tag:GetResources shows the latest tags of
+// the EC2 resource id (an ID such as i-0abc, or its ARN), for every caller:
+// none of its tag writes waits for the indexing delay. A test that makes
+// an edit no event announces, and wants a pass to see it, waits for it.
+func (a *AWSRules) TaggingShows(id string) bool {
+	id = id[strings.LastIndex(id, "/")+1:]
+	a.index.mu.Lock()
+	defer a.index.mu.Unlock()
+	cutoff := time.Now().Add(-a.index.delay)
+	for key, h := range a.index.history {
+		if strings.HasSuffix(key, "|"+id) && len(h.writes) > 0 && h.writes[len(h.writes)-1].at.After(cutoff) {
+			return false
+		}
+	}
+	return true
 }
 
 // indexDelay returns the delay in force.

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -83,6 +84,22 @@ const (
 	MaxAutoScalingTagValueLength = 256
 )
 
+// The Resource Groups Tagging API's GetResources limits, from its API
+// reference (https://docs.aws.amazon.com/resourcegroupstagging/latest/APIReference/API_GetResources.html):
+// TagFilters, "A request can include up to 50 keys, and each key can
+// include up to 20 values", and "You can't specify both this parameter and
+// the ResourceArnList parameter in the same request. If you do, you get an
+// Invalid Parameter exception"; ResourcesPerPage, "a minimum of 1 item and
+// the maximum of 100 items"; ResourceARNList, "a minimum of 1 and a maximum
+// of 100 ARNs". moto takes more of each. AWS answers
+// InvalidParameterException (HTTP 400).
+const (
+	MaxTaggingTagFilters       = 50
+	MaxTaggingFilterValues     = 20
+	MaxTaggingResourcesPerPage = 100
+	MaxTaggingARNs             = 100
+)
+
 var (
 	// filterValueKey matches an EC2 query parameter Filter.<n>.Value.<m>.
 	filterValueKey = regexp.MustCompile(`^Filter\.([0-9]+)\.Value\.[0-9]+$`)
@@ -111,6 +128,7 @@ func startAWSRules(target string) (*AWSRules, string, func(), error) {
 		return nil, "", nil, err
 	}
 	rules := &AWSRules{proxy: httputil.NewSingleHostReverseProxy(u), direct: target}
+	rules.index.delay = DefaultTaggingIndexDelay
 	srv := &http.Server{Handler: rules}
 	go func() { _ = srv.Serve(ln) }()
 	return rules, "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
@@ -183,6 +201,18 @@ func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string,
 			}
 		}
 	}
+	if service == "tagging" && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetResources") {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if msg := getResourcesRefusal(body); msg != "" {
+			writeJSONError(w, http.StatusBadRequest, "InvalidParameterException", msg)
+			return
+		}
+	}
 	if changesInstances(service, action) {
 		a.instances.gen.Add(1)
 		defer a.instances.gen.Add(1)
@@ -229,6 +259,45 @@ func ec2Refusal(form url.Values) (code, msg string) {
 		return tagRefusal(form, ec2TagKey, "Tag.%s.Value", action == "DeleteTags", MaxEC2TagKeyLength, MaxEC2TagValueLength)
 	}
 	return "", ""
+}
+
+// getResourcesRefusal returns the message the Tagging API refuses a
+// GetResources body with, or "" when it takes it.
+func getResourcesRefusal(body []byte) string {
+	var in struct {
+		ResourcesPerPage *int
+		ResourceARNList  []string
+		TagFilters       []struct {
+			Key    string
+			Values []string
+		}
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return "" // moto says what is wrong with it
+	}
+	switch {
+	case len(in.TagFilters) > MaxTaggingTagFilters:
+		return fmt.Sprintf("TagFilters has %d keys; a request can include up to %d", len(in.TagFilters), MaxTaggingTagFilters)
+	case in.ResourcesPerPage != nil && (*in.ResourcesPerPage < 1 || *in.ResourcesPerPage > MaxTaggingResourcesPerPage):
+		return fmt.Sprintf("ResourcesPerPage %d is outside 1 to %d", *in.ResourcesPerPage, MaxTaggingResourcesPerPage)
+	case len(in.ResourceARNList) > MaxTaggingARNs:
+		return fmt.Sprintf("ResourceARNList has %d ARNs; at most %d are allowed", len(in.ResourceARNList), MaxTaggingARNs)
+	case len(in.ResourceARNList) > 0 && len(in.TagFilters) > 0:
+		return "You can't specify both TagFilters and ResourceARNList in the same request"
+	}
+	for _, f := range in.TagFilters {
+		if len(f.Values) > MaxTaggingFilterValues {
+			return fmt.Sprintf("the tag filter of key %s has %d values; each key can include up to %d", f.Key, len(f.Values), MaxTaggingFilterValues)
+		}
+	}
+	return ""
+}
+
+// writeJSONError answers as the AWS JSON protocol (the Tagging API) does.
+func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "Message": msg})
 }
 
 // autoScalingRefusal returns the error code and message Auto Scaling

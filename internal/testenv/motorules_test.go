@@ -262,9 +262,45 @@ func TestAWSRules(t *testing.T) {
 		})
 	})
 
+	t.Run("GetResourcesLimits", func(t *testing.T) {
+		tagThrough, tagDirect := tagging.NewFromConfig(through), tagging.NewFromConfig(direct)
+		values := make([]string, testenv.MaxTaggingFilterValues+1)
+		for i := range values {
+			values[i] = fmt.Sprintf("v%d", i)
+		}
+		filters := make([]taggingtypes.TagFilter, testenv.MaxTaggingTagFilters+1)
+		for i := range filters {
+			filters[i] = taggingtypes.TagFilter{Key: aws.String(fmt.Sprintf("k%d", i))}
+		}
+		arns := make([]string, testenv.MaxTaggingARNs+1)
+		for i := range arns {
+			arns[i] = fmt.Sprintf("arn:aws:ec2:%s:123456789012:instance/%s", testenv.MotoRegion, fakeInstanceIDs(len(arns))[i])
+		}
+		for _, c := range []struct {
+			what string
+			in   tagging.GetResourcesInput
+		}{
+			{"21 values in one tag filter", tagging.GetResourcesInput{TagFilters: []taggingtypes.TagFilter{{Key: aws.String("k"), Values: values}}}},
+			{"51 tag filters", tagging.GetResourcesInput{TagFilters: filters}},
+			{"ResourcesPerPage 101", tagging.GetResourcesInput{ResourcesPerPage: aws.Int32(testenv.MaxTaggingResourcesPerPage + 1)}},
+			{"101 ARNs", tagging.GetResourcesInput{ResourceARNList: arns}},
+			{"ARNs with a tag filter", tagging.GetResourcesInput{ResourceARNList: arns[:1], TagFilters: filters[:1]}},
+		} {
+			_, err := tagDirect.GetResources(ctx, &c.in)
+			wantMotoAccepts(t, "GetResources with "+c.what, err)
+			_, err = tagThrough.GetResources(ctx, &c.in)
+			wantCode(t, "GetResources with "+c.what, err, "InvalidParameterException")
+		}
+		ok := tagging.GetResourcesInput{ResourcesPerPage: aws.Int32(testenv.MaxTaggingResourcesPerPage),
+			TagFilters: []taggingtypes.TagFilter{{Key: aws.String("k"), Values: values[:testenv.MaxTaggingFilterValues]}}}
+		if _, err := tagThrough.GetResources(ctx, &ok); err != nil {
+			t.Fatalf("GetResources within the limits: %v", err)
+		}
+	})
+
 	t.Run("TaggingIndexDelay", func(t *testing.T) {
 		awsRulesMoto.Rules.SetTaggingIndexDelay(1500 * time.Millisecond)
-		defer awsRulesMoto.Rules.SetTaggingIndexDelay(0)
+		defer awsRulesMoto.Rules.SetTaggingIndexDelay(testenv.DefaultTaggingIndexDelay)
 		tagThrough, tagDirect := tagging.NewFromConfig(through), tagging.NewFromConfig(direct)
 		run, err := ec2Through.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(3), MaxCount: aws.Int32(3),
 			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance,

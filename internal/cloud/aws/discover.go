@@ -211,3 +211,25 @@ func dedupe(ss []string) []string {
 	}
 	return out
 }
+
+// DescribeChanged returns the EC2 resource id (an ARN) tagged t as Discover
+// of the regions scopes (default: the provider's region) would find it: a
+// resource of a type Discover searches, in one of those regions
+// (cloud.ChangeDescriber). It makes no call: EventBridge's tag change events
+// carry the resource's whole tag set, and the Tagging API's index may not
+// show the change yet.
+func (p *Provider) DescribeChanged(id string, t tags.Set, scopes []string) (cloud.Classified, bool) {
+	a, err := arn.Parse(id)
+	if err != nil {
+		return cloud.Classified{}, false
+	}
+	regions := scopes
+	if len(regions) == 0 {
+		regions = []string{p.region}
+	}
+	typ := typeOf(id)
+	if !slices.Contains(regions, a.Region) || !slices.Contains(p.opts.ResourceTypes, typ) {
+		return cloud.Classified{}, false
+	}
+	return cloud.Classified{ID: id, Type: typ, Scope: a.Region, Tags: t.Clone(), Rules: tags.AWSRules}, true
+}

@@ -3,6 +3,7 @@ package metadata_test
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,13 @@ func TestAWSLifecycle(t *testing.T) {
 		Tags: []ec2types.Tag{{Key: sdkaws.String("env"), Value: sdkaws.String("hacked")}}}); err != nil {
 		t.Fatal(err)
 	}
+	// No event announces the edit: a pass sees it once GetResources does.
+	eventually(t, "GetResources showing the edit", func() string {
+		if !moto.Rules.TaggingShows(ids[0]) {
+			return "not yet"
+		}
+		return ""
+	})
 	h.pass("cm")
 	if v := awstest.Tags(t, moto, ids[0])["env"]; v != "prod" {
 		t.Errorf("outside edit not reverted: env=%q", v)
@@ -228,6 +236,16 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 		return calls, targeted() - passes
 	}
 
+	// lastWrite is when the latest audited write of id ended.
+	lastWrite := func(id string) time.Time {
+		var at time.Time
+		for _, r := range h.auditRecords() {
+			if strings.HasSuffix(r.Resource, id) && r.Time.After(at) {
+				at = r.Time
+			}
+		}
+		return at
+	}
 	// burst hacks ids, then returns 50 changes of each.
 	burst := func(ids ...string) []cloudchange.Change {
 		hack(ids...)
@@ -248,6 +266,13 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 		{"an outside edit", func() []cloudchange.Change { hack(ids[0]); return []cloudchange.Change{change(ids[0], "edit")} },
 			map[string]int{"ec2:CreateTags": 1}, 1},
 		{"a burst of 100 changes of two instances", func() []cloudchange.Change { return burst(ids[1:]...) }, map[string]int{"ec2:CreateTags": 1}, 1},
+		// EventBridge times have whole seconds: the echo of the revert says
+		// the second of the write (or the one before), not after it.
+		{"tagsync's own write, its time in whole seconds", func() []cloudchange.Change {
+			c := change(ids[0], "own-write-s")
+			c.Time = lastWrite(ids[0]).Truncate(time.Second)
+			return []cloudchange.Change{c}
+		}, map[string]int{}, 1},
 		{"tagsync's own write", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 1},
 		{"a duplicate", func() []cloudchange.Change { return []cloudchange.Change{change(ids[0], "own-write")} }, map[string]int{}, 0},
 		{"a change of an unrelated instance", func() []cloudchange.Change { return []cloudchange.Change{change(stray, "unrelated")} }, map[string]int{}, 0},
@@ -267,4 +292,47 @@ func TestAWSChangesCarryingTagsNeedNoRead(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAWSANewlyClassifiedInstanceIsTaggedDespiteIndexLag: the Tagging API
+// shows a tag write 30 s after it (the tail of its eventual consistency).
+// An instance gains the classifier and its EventBridge change, carrying its
+// tags, arrives: the full pass it brings does not find the instance through
+// GetResources yet, so it takes the instance as the change describes it and
+// tags it at once, not at the next full pass (2 h here).
+func TestAWSANewlyClassifiedInstanceIsTaggedDespiteIndexLag(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	provider := awstest.Provider(t, moto)
+	h, hub, _ := newEventsHarness(t, provider)
+	const name = "evt-awslag"
+	awstest.RunInstances(t, moto, 1, map[string]string{awsOwned(name): "owned"})
+	late := awstest.RunInstances(t, moto, 1, map[string]string{"unrelated": "x"})[0]
+	h.create(build.AWSMetadata(name+"-tags", build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod"})))
+	h.create(build.CloudMetadata(name, build.Classifiers(map[string]string{awsOwned(name): "owned"}), build.AWSRef(name+"-tags")))
+	h.waitReady(name, metav1.ConditionTrue)
+
+	moto.Rules.SetTaggingIndexDelay(30 * time.Second)
+	if _, err := ec2.NewFromConfig(moto.Config).CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: []string{late},
+		Tags: []ec2types.Tag{{Key: sdkaws.String(awsOwned(name)), Value: sdkaws.String("owned")}}}); err != nil {
+		t.Fatal(err)
+	}
+	arn := fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", testenv.MotoRegion, testenv.MotoAccountID, late)
+	start := time.Now()
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("aws", arn, "late-classified", awstest.Tags(t, moto, late))); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if moto.Rules.TaggingShows(late) {
+		t.Fatalf("GetResources shows the classifier after %v: the test needs it not to", took)
+	}
+	if v := awstest.Tags(t, moto, late)["env"]; v != "prod" {
+		t.Fatalf("env=%q on the newly classified instance %v after its change, while GetResources does not show it yet; want prod", v, took)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the change took %v to be served, want seconds", took)
+	}
+	if n := provider.Calls()["ec2:CreateTags"]; n != 2 {
+		t.Errorf("%d CreateTags calls, want 2 (the first pass and the new instance)", n)
+	}
+	t.Logf("newly classified instance tagged %v after its change with a 30 s index delay", took)
 }

@@ -59,6 +59,7 @@ func TestAzureLifecycle(t *testing.T) {
 	nic := e.ID(sub, armsim.TypeNetworkInterface, 0)
 	h.setTags(disk, map[string]string{"env": "hacked"})
 	h.setTags(nic, map[string]string{"owner": "someone"})
+	h.indexed(disk, nic) // no event announces the edits: a pass sees them once Resource Graph does
 	h.pass("cluster")
 	if got := h.tags(disk)["env"]; got != "prod" {
 		t.Errorf("outside edit not reverted: env=%q", got)
@@ -127,7 +128,7 @@ func TestAddOntoAnotherValue(t *testing.T) {
 	h := newHarness(t)
 	e := h.estate("taken", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
-	h.setTags(disk, map[string]string{"env": "dev"})
+	h.seedTags(map[string]string{"env": "dev"}, disk)
 	h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod", "team": "a"})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("taken"): "owned"})
 	cm := h.waitReady("cm", metav1.ConditionFalse)
@@ -154,7 +155,7 @@ func TestIgnoreTags(t *testing.T) {
 	h := newHarness(t)
 	e := h.estate("ign", 1)
 	disk := e.ID(sub, armsim.TypeDisk, 0)
-	h.setTags(disk, map[string]string{"cost-center": "policy-set"})
+	h.seedTags(map[string]string{"cost-center": "policy-set"}, disk)
 	h.azureMetadata("tags", v1alpha1.OpcodeUpdate, map[string]string{"env": "prod"}, "cost-center")
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("ign"): "owned"})
 	h.waitReady("cm", metav1.ConditionTrue)
@@ -186,6 +187,7 @@ func TestLimitPolicy(t *testing.T) {
 			zone, disk := e.ID(sub, armsim.TypeDNSZone, 0), e.ID(sub, armsim.TypeDisk, 0)
 			fill(t, h, zone, 12) // classifier + 12 = 13 of 15
 			fill(t, h, disk, 47) // classifier + 47 = 48 of 50
+			h.indexed(zone, disk)
 			h.azureMetadata("tags", v1alpha1.OpcodeAdd, map[string]string{"c": "3", "a": "1", "b": "2"})
 			h.cloudMetadata("cm", "tags", limit, map[string]string{classifierOf(infra): "owned"})
 			cm := h.waitReady("cm", metav1.ConditionFalse)
@@ -243,6 +245,7 @@ func TestClassifiersOrAndRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.setTags(disk, map[string]string{"env": "mine-now"})
+	h.indexed(disk) // no event announces the edits: a pass sees them once Resource Graph does
 	cm = h.pass("cm")
 	if want := len(allIDs(one)) + len(allIDs(two)) - 1; int(cm.Status.Matched) != want {
 		t.Errorf("matched %d after the classifier was removed, want %d", cm.Status.Matched, want)
@@ -313,8 +316,13 @@ func TestRestartLosesAndRepeatsNothing(t *testing.T) {
 		return ""
 	})
 	h.stop()
-	h.startController()
+	// A restarted process knows nothing of the writes of the one before:
+	// it sees them when Resource Graph does. Starting a new process (a pod
+	// scheduled, a lease taken over) takes longer than the index's usual
+	// lag; the test waits for the index as that time would.
 	h.az.Server.SetLatency(0)
+	h.indexed(allIDs(e)...)
+	h.startController()
 	h.waitReady("cm", metav1.ConditionTrue)
 	seen := map[string]int{}
 	for _, r := range h.auditRecords() {

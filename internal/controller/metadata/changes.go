@@ -161,6 +161,19 @@ func (x *resourceIndex) owning(c cloudchange.Change) []types.NamespacedName {
 	return out
 }
 
+// classified remembers c, a change after which a resource no object
+// matched carries the classifiers of objects, for each of them (with the
+// tags it carried), and makes their next pass full: that pass adds the
+// resource to its discovery when the search has not indexed the change yet
+// (fresh.go).
+func (x *resourceIndex) classified(objects []types.NamespacedName, c cloudchange.Change) {
+	id := cloud.CanonicalID(c.Resource)
+	for _, cm := range objects {
+		x.pending.AddChange(cm, id, c)
+		x.pending.Flag(cm)
+	}
+}
+
 // take returns and forgets the resources changed for cm, what their
 // latest changes carried, and whether its next pass must be full.
 func (x *resourceIndex) take(cm types.NamespacedName) ([]string, map[string]kit.Carried, bool) {
@@ -255,7 +268,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 		}
 		if p, err := r.providers.Get(c.Cloud); err == nil {
 			objects = withoutEcho(r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags), c)
-			r.index.needFull(objects...) // a full pass stakes the claim on the new resource
+			r.index.classified(objects, c) // a full pass stakes the claim on the new resource
 		}
 	}
 	keys := make([]string, len(objects))

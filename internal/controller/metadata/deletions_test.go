@@ -166,7 +166,7 @@ func TestMassDeletionWaitsForApproval(t *testing.T) {
 	h := newHarness(t)
 	ids := h.disks("mass", 2, map[string]string{"env": "dev", "team": "a"})
 	rich, poor := ids[0], ids[1:]
-	h.setTags(rich, map[string]string{"x1": "1", "x2": "2", "x3": "3", "x4": "4"})
+	h.seedTags(map[string]string{"x1": "1", "x2": "2", "x3": "3", "x4": "4"}, rich)
 	h.azureMetadata("tags", v1alpha1.OpcodeDelete, map[string]string{"env": "", "team": ""})
 	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("mass"): "owned"})
 

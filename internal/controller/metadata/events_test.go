@@ -356,3 +356,40 @@ func TestAFullProbeQueueFallsBackToAFullPass(t *testing.T) {
 		t.Errorf("probe overflows counted: %v, want at least 1", n)
 	}
 }
+
+// TestANewlyClassifiedResourceIsTaggedDespiteIndexLag: Resource Graph shows
+// a tag change 30 s after it (its tail). A resource gains the classifier
+// and its change arrives: the full pass the change brings does not find it
+// in Resource Graph yet, so it takes the resource as the change's read
+// left it and tags it at once, not at the next full pass (2 h here).
+func TestANewlyClassifiedResourceIsTaggedDespiteIndexLag(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	h.applied("evt-lag")
+	disk, err := h.az.Server.CreateResource(sub, "rg-evt-lag", armsim.Resource{Type: armsim.TypeDisk, Name: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.az.Server.SetGraphIndexDelay(30 * time.Second)
+	if err := h.az.Server.SetTags(disk, map[string]string{classifierOf("evt-lag"): "owned"}); err != nil {
+		t.Fatal(err)
+	}
+	freshened := testenv.Counter(t, "tagsync_metadata_freshened_total", map[string]string{"cloudmetadata": "evt-lag"})
+	start := time.Now()
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", disk, "lag-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if ok, _ := h.az.Server.GraphShows(disk); ok {
+		t.Fatalf("Resource Graph shows the classifier after %v: the test needs it not to", took)
+	}
+	if got := h.tags(disk)["env"]; got != "prod" {
+		t.Fatalf("env=%q on the newly classified disk %v after its change, while Resource Graph does not show it yet; want prod", got, took)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the change took %v to be served, want seconds", took)
+	}
+	if n := testenv.Counter(t, "tagsync_metadata_freshened_total", map[string]string{"cloudmetadata": "evt-lag"}); n != freshened+1 {
+		t.Errorf("freshened_total rose by %v, want 1", n-freshened)
+	}
+	t.Logf("newly classified resource tagged %v after its change with a 30 s index delay", took)
+}

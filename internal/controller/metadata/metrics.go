@@ -28,6 +28,8 @@ var (
 		"Passes over the resources cloud changes named (events), by CloudMetadata and result (ok, error).", "namespace", "cloudmetadata", "result")
 	targetedFallbacksTotal = metrics.Counter("targeted_fallbacks_total",
 		"Targeted passes that gave way to a full pass because reading the changed resources one by one would cost more requests than the last full pass's discovery, by CloudMetadata.", "namespace", "cloudmetadata")
+	freshenedTotal = metrics.Counter("freshened_total",
+		"Changed resources a full pass took as their changes left them because its discovery did not find them yet (the search index lags the writes), by CloudMetadata.", "namespace", "cloudmetadata")
 	deletionsHeldTotal = metrics.Counter("deletions_held_total",
 		"Tag deletions passes held back, by CloudMetadata and reason (MassDeletion: waiting for approval; Retained: kept by deletionPolicy Retain); a deletion held by several passes counts once per pass.", "namespace", "cloudmetadata", "reason")
 	probeOverflowsTotal = metrics.Counter("probe_overflows_total",

@@ -44,6 +44,9 @@ type Reconciler struct {
 	wakeContests kit.Wake
 	// changeEvents turns cloud changes into passes (changes.go).
 	changeEvents
+	// searchLag is how long a pass serving a burst waits for the search
+	// index (nil: DefaultSearchLag; fresh.go).
+	searchLag *time.Duration
 }
 
 // state is what the controller remembers about one CloudMetadata between
@@ -60,6 +63,9 @@ type state struct {
 	// when a pass last wrote tags.
 	full  fullPass
 	wrote time.Time
+	// written are, per target and resource, the tags the object's recent
+	// writes left (fresh.go).
+	written map[string]map[string]written
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -193,6 +199,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if p.servedAlready(res) {
 		return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 	}
+	if !p.awaitSearch(ctx, res.targets) {
+		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
+		return reconcile.Result{}, ctx.Err()
+	}
 	outcomes, planned := p.plan(ctx, res)
 	if len(res.problems) == 0 {
 		p.safeguard(planned)
@@ -252,6 +262,7 @@ func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan
 		return o, nil
 	}
 	o.scopesFailed(disc.Failed)
+	disc.Resources = p.freshen(ctx, t, provider, req, disc.Resources)
 	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
 	tp := p.planOf(o, provider, req, disc.Resources, contested)

@@ -51,6 +51,7 @@ func TestRestartKeepsOwnedTags(t *testing.T) {
 	t.Logf("stopped with %d of 202 resources written", len(h.auditRecords()))
 	h.az.Server.SetLatency(0)
 	h.setTags(written, map[string]string{"env": "edited"})
+	h.indexed(written) // no event announces the edit: a pass sees it once Resource Graph does
 	h.startController()
 	h.pass("cm")
 	h.waitReady("cm", metav1.ConditionTrue)

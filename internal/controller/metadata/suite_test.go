@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,6 +272,29 @@ func (h *harness) setTags(id string, set map[string]string) {
 	if err := h.az.Server.SetTags(id, set); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// seedTags sets tags on armsim resources as if they had been set long
+// before: it waits until Resource Graph shows them (its indexing delay).
+func (h *harness) seedTags(set map[string]string, ids ...string) {
+	h.t.Helper()
+	for _, id := range ids {
+		h.setTags(id, set)
+	}
+	h.indexed(ids...)
+}
+
+// indexed waits until Resource Graph shows the latest tags of ids.
+func (h *harness) indexed(ids ...string) {
+	h.t.Helper()
+	eventually(h.t, "Resource Graph showing the tags of "+strings.Join(ids, ", "), func() string {
+		for _, id := range ids {
+			if ok, err := h.az.Server.GraphShows(id); err != nil || !ok {
+				return fmt.Sprintf("%s not indexed yet (%v)", id, err)
+			}
+		}
+		return ""
+	})
 }
 
 // update changes an object with fn, retrying on conflicts.

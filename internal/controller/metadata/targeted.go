@@ -222,7 +222,7 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 // full pass and last write (an older one may predate them).
 func (p *pass) usableCarried(id string) (kit.Carried, bool) {
 	c, ok := p.carried[cloud.CanonicalID(id)]
-	return c, ok && c.Usable(p.st.full.at) && c.Usable(p.st.wrote)
+	return c, ok && (c.Usable(p.st.full.at) && c.Usable(p.st.wrote) || p.echoOfWrite(cloud.CanonicalID(id), c))
 }
 
 // readErr is a failed read's error: a resource that is gone needs a full

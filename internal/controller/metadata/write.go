@@ -44,6 +44,7 @@ func (p *pass) writeTarget(ctx context.Context, tp *targetPlan) {
 		}
 	}
 	o.tally(tp.plans, results, tp.held)
+	p.remember(tp, results)
 	if tp.complete {
 		tp.held.keepOnly(seenIDs(tp.resources))
 	}

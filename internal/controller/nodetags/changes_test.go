@@ -126,3 +126,33 @@ func TestCarriedTagsServeTheChangesMadeAfterTheRead(t *testing.T) {
 		t.Errorf("tags the provider refused: to read %v, want them", unread)
 	}
 }
+
+// TestChangesBeforeTheIndexWaitForIt: after a restart or a leader change
+// no NodeTagSync is placed anywhere until its first full pass ends. A
+// change routed before then is kept, and the first pass's record gives it
+// to the NodeTagSync placed on its resource (whose next pass serves it),
+// not to one whose own write it echoes; once every expected index exists,
+// a change of a resource no one is placed on is dropped again.
+func TestChangesBeforeTheIndexWaitForIt(t *testing.T) {
+	b := newChangeBook()
+	pool := ownerKey(scaleSetID)
+	b.expect("a")
+	b.expect("b")
+	early := cloudchange.Change{Resource: scaleSetID, Kind: cloudchange.KindWrite, Time: time.Now()}
+	if got := b.route(early); len(got) != 0 {
+		t.Fatalf("a change before any index routed to %v", got)
+	}
+	b.route(cloudchange.Change{Resource: "/other", Kind: cloudchange.KindWrite, EchoOf: "b"})
+	if !b.record("a", map[string][]string{pool: {"n0"}}, nil, time.Now()) {
+		t.Fatal("a's first record took none of the changes that came before it")
+	}
+	if ids, _, _ := b.take("a"); fmt.Sprint(ids) != fmt.Sprint([]string{pool}) {
+		t.Fatalf("a's changes after its first record: %v, want the scale set", ids)
+	}
+	if b.record("b", map[string][]string{"/other": {"n1"}}, nil, time.Now()) {
+		t.Fatal("b took the echo of its own write")
+	}
+	if got := b.route(cloudchange.Change{Resource: "/unowned", Kind: cloudchange.KindWrite}); len(got) != 0 || len(b.early) != 0 {
+		t.Fatalf("with every index there, a change of an unowned resource was kept (%d) or routed to %v", len(b.early), got)
+	}
+}

@@ -114,6 +114,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := r.newPass(&nts, cfg, st)
 	p.cfg.resync, p.health = r.subscriber.Interval(cfg.resync)
 	epoch := r.changes.currentEpoch()
+	r.changes.expect(nts.Name)
 	ids, carried, fresh := r.changes.take(nts.Name)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
 		return p.runTargeted(ctx, ids, carried)

@@ -180,7 +180,9 @@ func (p *pass) markSteady(node *cachedNode, mark string) {
 func (p *pass) reportFull(ctx context.Context, sel selection, fresh bool, failed []cloud.ScopeError) {
 	nts, o := p.nts, p.out
 	p.st.steady = p.nextSteady
-	p.r.changes.record(nts.Name, p.placed, p.placeNotes, p.r.Now()) // after the read and the writes
+	if p.r.changes.record(nts.Name, p.placed, p.placeNotes, p.r.Now()) { // after the read and the writes
+		p.r.subscriber.Enqueue(requests([]string{nts.Name})...) // changes that came before the index
+	}
 	if len(sel.claimants) == 0 {
 		p.reportUnselectedPending(ctx, sel.syncs)
 	}
