@@ -227,6 +227,7 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 		return err
 	}
 	f.op.Events.Sources = append(f.op.Events.Sources, sources...)
+	f.op.Events.SilentAfter = f.events.hubSilentAfter()
 	if f.op.InfraTags.Namespace == "" {
 		f.op.InfraTags.Namespace = f.op.LeaderElectionNamespace
 	}
