@@ -220,7 +220,8 @@ func (b *bench) startController(ctx context.Context, events bool) error {
 			return err
 		}
 		args = append(args, "--events-webhook-bind-address", addr, "--events-webhook-secret-file", secretFile,
-			"--events-resync-interval", "1h", "--events-queue-size", fmt.Sprint(b.o.queueSize))
+			"--events-resync-interval", "1h", "--events-queue-size", fmt.Sprint(b.o.queueSize),
+			"--events-silent-after", b.o.silentAfter.String())
 	}
 	b.ctrl, err = benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
 		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})

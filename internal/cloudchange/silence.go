@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/tagsync/tagsync/internal/cloud"
 )
 
@@ -66,14 +68,18 @@ func (h *Hub) heard(c Change, now time.Time) {
 	if typ := resourceType(c.Resource); typ != "" && len(h.types[c.Cloud]) < maxTypes {
 		h.types[c.Cloud][typ] = true
 	}
-	if _, ok := h.silent[c.Cloud]; ok {
+	if was, ok := h.silent[c.Cloud]; ok {
 		delete(h.silent, c.Cloud)
 		silentGauge.WithLabelValues(c.Cloud).Set(0)
+		silenceLog.Info("events arrive again", "cloud", c.Cloud, "silentSince", was.since, "resource", c.Resource)
 	}
 	for _, s := range h.subs {
 		s.sights.announced(cloud.CanonicalID(c.Resource), now)
 	}
 }
+
+// silenceLog reports silences and their end.
+var silenceLog = ctrllog.Log.WithName("events")
 
 // maxTypes bounds the resource types the hub remembers per cloud.
 const maxTypes = 1000
@@ -127,6 +133,7 @@ func (h *Hub) silence(cloudName, reason string, now time.Time, detail string) {
 		h.silent = map[string]silence{}
 	}
 	h.silent[cloudName] = silence{reason: reason, detail: detail, since: now}
+	silenceLog.Info("events silent: polling at the configured intervals until they arrive again", "cloud", cloudName, "reason", reason, "detail", detail)
 	silencesTotal.WithLabelValues(cloudName, reason).Inc()
 	silentGauge.WithLabelValues(cloudName).Set(1)
 }
