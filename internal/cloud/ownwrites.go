@@ -59,6 +59,8 @@ type OwnWrites struct {
 
 	awaitMu  sync.Mutex
 	awaiting map[string]AwaitedWrite // by operation
+	// early are the writes whose echo arrived before their answer.
+	early *lru.Cache
 }
 
 // NewOwnWrites remembers the last n writes (DefaultOwnWrites when n ≤ 0).
@@ -66,7 +68,7 @@ func NewOwnWrites(n int) *OwnWrites {
 	if n <= 0 {
 		n = DefaultOwnWrites
 	}
-	return &OwnWrites{writers: lru.New(n)}
+	return &OwnWrites{writers: lru.New(n), early: lru.New(n)}
 }
 
 // Record remembers that w made the write operation; an empty operation or
@@ -120,6 +122,10 @@ func (o *OwnWrites) Written(operation, cloudName, resource string, at time.Time)
 	}
 	o.awaitMu.Lock()
 	defer o.awaitMu.Unlock()
+	if _, ok := o.early.Get(operation); ok {
+		o.early.Remove(operation) // its echo came before its answer
+		return
+	}
 	if o.awaiting == nil {
 		o.awaiting = map[string]AwaitedWrite{}
 	}
@@ -128,14 +134,21 @@ func (o *OwnWrites) Written(operation, cloudName, resource string, at time.Time)
 	}
 }
 
-// Echoed records that the echo of operation arrived.
+// Echoed records that the echo of operation arrived, which may be before
+// the write's answer (then Written does not await it).
 func (o *OwnWrites) Echoed(operation string) {
 	if o == nil || operation == "" {
 		return
 	}
 	o.awaitMu.Lock()
 	defer o.awaitMu.Unlock()
-	delete(o.awaiting, operation)
+	if _, ok := o.awaiting[operation]; ok {
+		delete(o.awaiting, operation)
+		return
+	}
+	if o.Writer(operation).Controller != "" {
+		o.early.Add(operation, struct{}{})
+	}
 }
 
 // Overdue returns the awaited writes made before before, oldest first,

@@ -49,6 +49,17 @@ func TestAWriteWhoseEchoDoesNotComeMakesTheCloudSilentUntilAnEventArrives(t *tes
 		t.Fatalf("after an echo in time: silent %q, interval %s", got.Silent, interval(h))
 	}
 
+	// A write whose echo comes before its answer: nothing either.
+	own.Record("op-early", w)
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e-early", Operation: "op-early"}}, nil)
+	h.Drain()
+	own.Written("op-early", "azure", vmA, clk.Now())
+	clk.Step(20 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" || own.Awaited() != 0 {
+		t.Fatalf("after an echo before the answer: silent %q, %d awaited", got.Silent, own.Awaited())
+	}
+
 	// A write whose echo does not come: silent once it is overdue.
 	own.Record("op-2", w)
 	own.Written("op-2", "azure", vmB, clk.Now())
