@@ -20,8 +20,11 @@ const (
 	// polls only at the long events resync interval, as a safety net.
 	// False (ReasonEventSourceDown) while a source is down or none is
 	// registered: the object polls at its configured interval, and the
-	// message names the sources down and why. Absent when tagsync runs
-	// without events.
+	// message names the sources down and why. False (ReasonEventsSilent)
+	// while the sources listen but events stopped arriving (the echoes of
+	// tagsync's own writes are overdue, or a full pass found changes no
+	// event announced): polling at the configured interval too. Absent
+	// when tagsync runs without events.
 	ConditionEvents = "Events"
 
 	// ReasonContestedKeys is ConditionConflict's reason when another object
@@ -40,6 +43,11 @@ const (
 	// ReasonEventSourceDown is ConditionEvents' reason while an event
 	// source is down (or none is registered): polling is the fallback.
 	ReasonEventSourceDown = "EventSourceDown"
+	// ReasonEventsSilent is ConditionEvents' reason while every source is
+	// up but a cloud's events stopped arriving (tagsync's own writes are
+	// not echoed, or a full pass found changes no event announced):
+	// polling is the fallback until that cloud delivers again.
+	ReasonEventsSilent = "EventsSilent"
 )
 
 // Conditions and reasons of the safety controls every kind shares

@@ -111,6 +111,7 @@ func (b *bench) startController(ctx context.Context, events bool) error {
 			return err
 		}
 		args = append(args, hook...)
+		args = append(args, "--events-silent-after", b.o.silentAfter.String())
 	}
 	b.ctrl, err = benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: args, Dir: b.dir,
 		Timeout: b.o.Timeout, PeakEvery: 200 * time.Millisecond})

@@ -8,6 +8,8 @@
 //  3. a load of Event Grid deliveries (10,000 events a minute) into the
 //     webhook: bounded memory and queue, overflow as full passes, no lost
 //     work
+//  4. a silent outage (the event subscriptions deleted, the webhook up):
+//     the time to notice it and fall back to polling, and to recover
 //
 // and goal 1 again with the chart's shape (ha): two replicas with leader
 // election behind one round-robin address, Event Grid retrying on its real
@@ -48,11 +50,12 @@ type options struct {
 	loadFor                time.Duration
 	queueSize              int
 	skipOwn                bool
+	silentAfter            time.Duration
 }
 
 func parseFlags() options {
 	var o options
-	o.Register("events", "events,steady,load,polling,ha", "comma-separated scenarios: events (1, events on), steady (2), load (3), polling (1, events off), "+
+	o.Register("events", "events,steady,silent,load,polling,ha", "comma-separated scenarios: events (1, events on), steady (2), silent (4), load (3), polling (1, events off), "+
 		"ha (1 with two replicas behind one address, and across a leader kill)", 10*time.Minute)
 	for _, f := range []struct {
 		p     *int
@@ -75,6 +78,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.poll, "poll", time.Minute, "resyncInterval of the NodeTagSync and syncEvery of the CloudMetadata (events on: --events-resync-interval 1h polls them hourly)")
 	flag.DurationVar(&o.window, "steady-window", 2*time.Minute, "steady: the quiet window whose ARM reads are counted")
 	flag.DurationVar(&o.loadFor, "load-for", 5*time.Minute, "load: how long")
+	flag.DurationVar(&o.silentAfter, "silent-after", time.Minute, "`tagsync run --events-silent-after` (silent: the outage is noticed this long after the write whose echo does not come)")
 	flag.BoolVar(&o.skipOwn, "skip-own-writes", false, "filter tagsync's own writes out of the event subscription (advanced filter StringNotIn on data.claims.appid)")
 	flag.Parse()
 	return o
@@ -91,6 +95,6 @@ func (o options) settings() map[string]any {
 		"scenarios": o.Scenarios, "scaleSets": o.scaleSets, "nodesPerSet": o.perSet, "vms": o.vms,
 		"subscriptions": o.subs, "perType": o.perType, "edits": o.edits, "spacing": o.spacing.String(),
 		"poll": o.poll.String(), "steadyWindow": o.window.String(), "loadRatePerMinute": o.loadRate,
-		"loadFor": o.loadFor.String(), "queueSize": o.queueSize, "skipOwnWrites": o.skipOwn,
+		"loadFor": o.loadFor.String(), "queueSize": o.queueSize, "skipOwnWrites": o.skipOwn, "silentAfter": o.silentAfter.String(),
 	}
 }

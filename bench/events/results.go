@@ -28,6 +28,7 @@ type ModeResult struct {
 	Latency *LatencyResult `json:"latency,omitempty"`
 	Steady  *SteadyResult  `json:"steady,omitempty"`
 	Load    *LoadResult    `json:"load,omitempty"`
+	Silent  *SilentResult  `json:"silent,omitempty"`
 }
 
 // FirstPasses are a process's first passes: a full read of both estates,
@@ -107,6 +108,12 @@ func (b *bench) Goals() []benchkit.Goal {
 	if s := r.Events.Steady; s != nil {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("2. ARM reads in %.0f s of steady state, events", s.WindowSeconds), Target: "0",
 			Measured: fmt.Sprintf("%d; %d an hour with the 1h resync (polling: %d)", s.ARM.Reads, s.ReadsPerHour, s.PollingReadsPerHour), Met: s.ARM.Reads == 0})
+	}
+	if s := r.Events.Silent; s != nil {
+		bound := s.SilentAfterSeconds + 15
+		g = append(g, benchkit.Goal{Goal: "4. silent outage noticed, polling resumed", Target: fmt.Sprintf("<= %.0f s (silent-after + 15 s)", bound),
+			Measured: fmt.Sprintf("noticed %.1f s, polling %.1f s after; events on %.1f s after they return", s.NoticedSeconds, s.FallbackSeconds, s.RecoveredSeconds),
+			Met:      s.FallbackSeconds <= bound})
 	}
 	if l := r.Events.Load; l != nil {
 		g = append(g,

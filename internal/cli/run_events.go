@@ -24,6 +24,7 @@ type eventFlags struct {
 	sqsQueueURL string
 	sqsRegion   string
 	sqsMaxHold  time.Duration
+	silentAfter time.Duration
 }
 
 // bind binds the event flags; the hub's own settings go to op.
@@ -54,6 +55,16 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
 	fs.IntVar(&op.Capacity, "events-queue-size", cloudchange.DefaultCapacity,
 		"cloud changes queued at most; a delivery that does not fit makes every object run one full pass instead")
+	fs.DurationVar(&e.silentAfter, "events-silent-after", cloudchange.DefaultSilentAfter,
+		"a cloud's events count as silent (condition Events=False EventsSilent, polling at the configured intervals) when the echo of tagsync's own write, or the event of a change a full pass found, has not arrived this long after; 0 turns the check off")
+}
+
+// silentAfter is the hub's SilentAfter for --events-silent-after (0: off).
+func (e *eventFlags) hubSilentAfter() time.Duration {
+	if e.silentAfter <= 0 {
+		return -1
+	}
+	return e.silentAfter
 }
 
 // advertiseAddress is where the other replicas reach this one's webhook

@@ -2,6 +2,9 @@ package cloud
 
 import (
 	"context"
+	"slices"
+	"sync"
+	"time"
 
 	"k8s.io/utils/lru"
 )
@@ -53,6 +56,11 @@ const DefaultOwnWrites = 10000
 // nothing and knows no writer.
 type OwnWrites struct {
 	writers *lru.Cache
+
+	awaitMu  sync.Mutex
+	awaiting map[string]AwaitedWrite // by operation
+	// early are the writes whose echo arrived before their answer.
+	early *lru.Cache
 }
 
 // NewOwnWrites remembers the last n writes (DefaultOwnWrites when n ≤ 0).
@@ -60,7 +68,7 @@ func NewOwnWrites(n int) *OwnWrites {
 	if n <= 0 {
 		n = DefaultOwnWrites
 	}
-	return &OwnWrites{writers: lru.New(n)}
+	return &OwnWrites{writers: lru.New(n), early: lru.New(n)}
 }
 
 // Record remembers that w made the write operation; an empty operation or
@@ -81,4 +89,93 @@ func (o *OwnWrites) Writer(operation string) Writer {
 	v, _ := o.writers.Get(operation)
 	w, _ := v.(Writer)
 	return w
+}
+
+// A write's echo also proves that the event pipeline delivers: when
+// tagsync's own writes stop coming back, events have stopped arriving (a
+// deleted event subscription, a broken Ingress) though every source still
+// listens. So an OwnWrites also keeps the writes whose echo is awaited:
+// the provider says when one succeeded (Written), the events hub when its
+// echo arrived (Echoed), and the hub looks at the ones still awaited
+// (Overdue).
+
+// maxAwaited bounds the writes an OwnWrites awaits echoes of; past it a
+// write is not awaited (its echo is simply not looked for).
+const maxAwaited = DefaultOwnWrites
+
+// AwaitedWrite is a successful write whose echo has not arrived.
+type AwaitedWrite struct {
+	// Operation is the write's operation ID (its echo carries it).
+	Operation string
+	// Cloud is the provider's name, Resource the resource written.
+	Cloud, Resource string
+	// At is when the write's answer came.
+	At time.Time
+}
+
+// Written records that the write operation of resource succeeded at at:
+// its echo is awaited. Nothing is recorded for an empty operation, or
+// unless the operation was Recorded (a write of an object's pass).
+func (o *OwnWrites) Written(operation, cloudName, resource string, at time.Time) {
+	if o == nil || operation == "" || o.Writer(operation).Controller == "" {
+		return
+	}
+	o.awaitMu.Lock()
+	defer o.awaitMu.Unlock()
+	if _, ok := o.early.Get(operation); ok {
+		o.early.Remove(operation) // its echo came before its answer
+		return
+	}
+	if o.awaiting == nil {
+		o.awaiting = map[string]AwaitedWrite{}
+	}
+	if len(o.awaiting) < maxAwaited {
+		o.awaiting[operation] = AwaitedWrite{Operation: operation, Cloud: cloudName, Resource: resource, At: at}
+	}
+}
+
+// Echoed records that the echo of operation arrived, which may be before
+// the write's answer (then Written does not await it).
+func (o *OwnWrites) Echoed(operation string) {
+	if o == nil || operation == "" {
+		return
+	}
+	o.awaitMu.Lock()
+	defer o.awaitMu.Unlock()
+	if _, ok := o.awaiting[operation]; ok {
+		delete(o.awaiting, operation)
+		return
+	}
+	if o.Writer(operation).Controller != "" {
+		o.early.Add(operation, struct{}{})
+	}
+}
+
+// Overdue returns the awaited writes made before before, oldest first,
+// and forgets them: the caller judges them once.
+func (o *OwnWrites) Overdue(before time.Time) []AwaitedWrite {
+	if o == nil {
+		return nil
+	}
+	o.awaitMu.Lock()
+	defer o.awaitMu.Unlock()
+	var out []AwaitedWrite
+	for op, w := range o.awaiting {
+		if w.At.Before(before) {
+			out = append(out, w)
+			delete(o.awaiting, op)
+		}
+	}
+	slices.SortFunc(out, func(a, b AwaitedWrite) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// Awaited is how many writes' echoes are awaited.
+func (o *OwnWrites) Awaited() int {
+	if o == nil {
+		return 0
+	}
+	o.awaitMu.Lock()
+	defer o.awaitMu.Unlock()
+	return len(o.awaiting)
 }

@@ -117,4 +117,8 @@ type Health struct {
 	Since time.Time
 	// LastDelivery is when the source last published a change.
 	LastDelivery time.Time
+	// Silent, in the hub's Health, says which clouds' events stopped
+	// arriving though the sources are up, and why ("" while none did): the
+	// controllers poll at their configured intervals meanwhile.
+	Silent string
 }

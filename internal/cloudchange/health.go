@@ -41,16 +41,17 @@ func (h *Hub) Health() Health {
 		out.LastDelivery = later(out.LastDelivery, sh.LastDelivery)
 	}
 	out.Reason = strings.Join(down, "; ")
+	out.Silent = h.silentReason()
 	return out
 }
 
 // Interval is the polling interval of an object configured to poll every
 // configured: the hub's ResyncInterval (or configured, when longer) while
-// every source is up, else configured. A nil Hub (events off) always says
-// configured.
+// every source is up and no cloud's events are silent, else configured. A
+// nil Hub (events off) always says configured.
 func (h *Hub) Interval(configured time.Duration) (time.Duration, Health) {
 	health := h.Health()
-	if !health.Up {
+	if !health.Up || health.Silent != "" {
 		return configured, health
 	}
 	return max(configured, h.opts.ResyncInterval), health

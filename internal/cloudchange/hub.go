@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // DefaultCapacity is how many changes a Hub queues before it overflows.
@@ -42,6 +43,10 @@ type HubOptions struct {
 	// (Change.EchoOf) and routes the change to its other objects only. A
 	// new record when nil; the cloud providers record into it (Hub.OwnWrites).
 	OwnWrites *cloud.OwnWrites
+	// SilentAfter is how long an echo of an own write, or the event of a
+	// change a full pass found, may take before the cloud's events count as
+	// silent (silence.go; DefaultSilentAfter when 0, never when negative).
+	SilentAfter time.Duration
 }
 
 // DefaultHealthEvery is how often the hub looks at its sources' health.
@@ -77,8 +82,14 @@ type Hub struct {
 	subs       []*Subscription
 	sources    []Source
 	seq        uint64 // counts routed changes
-	wasUp      bool   // the sources' health when last looked at
+	wasUp      bool   // the sources' health when last looked at (up and not silent)
 	looked     bool   // whether CheckHealth looked before
+	// silent are the clouds whose events look silent (silence.go);
+	// lastChange is when each cloud's latest change was routed, types the
+	// resource types its changes named.
+	silent     map[string]silence
+	lastChange map[string]time.Time
+	types      map[string]map[string]bool
 }
 
 // delivery is one Publish waiting in the queue.
@@ -108,6 +119,9 @@ func NewHub(opts HubOptions) *Hub {
 	}
 	if opts.OwnWrites == nil {
 		opts.OwnWrites = cloud.NewOwnWrites(0)
+	}
+	if opts.SilentAfter == 0 {
+		opts.SilentAfter = DefaultSilentAfter
 	}
 	return &Hub{opts: opts, signal: make(chan struct{}, 1), recent: newRecentIDs(opts.Recent)}
 }
@@ -184,7 +198,9 @@ func (h *Hub) Start(ctx context.Context) error {
 // subscriber runs one full pass. The first look only takes note: objects
 // start with a full pass anyway.
 func (h *Hub) CheckHealth() {
-	up := h.Health().Up
+	h.judgeSilence(h.opts.Clock.Now())
+	health := h.Health()
+	up := health.Up && health.Silent == ""
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	changed := h.looked && up != h.wasUp
@@ -193,6 +209,7 @@ func (h *Hub) CheckHealth() {
 		return
 	}
 	for _, s := range h.subs {
+		s.sights.reset()
 		s.router.Overflow()
 	}
 }
@@ -210,10 +227,17 @@ func (h *Hub) Drain() {
 	var finished []*tracker
 	if overflowed {
 		for _, s := range h.subs {
+			s.sights.reset()
 			s.router.Overflow()
 		}
 	}
+	now := h.opts.Clock.Now()
 	for _, d := range queue {
+		if d.only == nil {
+			for _, c := range d.changes {
+				h.heard(c, now)
+			}
+		}
 		if t := h.route(d); t.pending == 0 {
 			finished = append(finished, t)
 		}
@@ -290,7 +314,7 @@ func (h *Hub) OwnWrites() *cloud.OwnWrites { return h.opts.OwnWrites }
 func (h *Hub) Subscribe(name string, r Router) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := &Subscription{hub: h, name: name, router: r, waiting: map[string][]waiter{}}
+	s := &Subscription{hub: h, name: name, router: r, waiting: map[string][]waiter{}, sights: &sights{}}
 	h.subs = append(h.subs, s)
 	return s
 }
@@ -303,6 +327,17 @@ type Subscription struct {
 	name    string
 	router  Router
 	waiting map[string][]waiter // by object key; guarded by hub.mu
+	sights  *sights             // what its full passes saw (silence.go)
+}
+
+// Saw tells the hub that a full pass of the controller read resource (of
+// cloudName) with tags t at at: a change since the previous full pass that
+// no event announced makes the cloud's events silent (silence.go). Call it
+// only for reads that show the resource as it is (fresh, complete).
+func (s *Subscription) Saw(cloudName, resource string, t tags.Set, at time.Time) {
+	if s != nil && s.hub.opts.SilentAfter >= 0 {
+		s.sights.saw(cloudName, resource, t, at)
+	}
 }
 
 // Name is the controller name the subscription was made with.

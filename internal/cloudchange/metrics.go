@@ -17,5 +17,11 @@ var (
 	passLatency = metrics.Histogram("change_to_pass_seconds",
 		"Time from a change (when the cloud made it, else when it was received) to the end of the pass it triggered, by source.",
 		0.05, 14, "source")
-	sourceUp = metrics.Gauge("source_up", "1 while an event source delivers, 0 while it is down.", "source")
+	sourceUp    = metrics.Gauge("source_up", "1 while an event source delivers, 0 while it is down.", "source")
+	silentGauge = metrics.Gauge("silent",
+		"1 while a cloud's events look silent though its sources are up (own writes not echoed, or changes no event announced), 0 once it delivers again, by cloud.", "cloud")
+	silencesTotal = metrics.Counter("silences_total",
+		"Times a cloud's events were found silent, by cloud and reason (echo_overdue, unannounced_change).", "cloud", "reason")
+	unannouncedTotal = metrics.Counter("unannounced_changes_total",
+		"Changes full passes found that no event announced within the silence bound, by cloud.", "cloud")
 )

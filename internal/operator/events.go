@@ -36,6 +36,11 @@ type EventsOptions struct {
 	// is up (--events-resync-interval; cloudchange.DefaultResyncInterval when
 	// 0).
 	ResyncInterval time.Duration
+	// SilentAfter is how long an echo of an own write, or the event of a
+	// change a full pass found, may take before a cloud's events count as
+	// silent (--events-silent-after; cloudchange.DefaultSilentAfter when 0,
+	// never when negative).
+	SilentAfter time.Duration
 	// Hub, when set, is used instead of building one (tests publish to it
 	// directly).
 	Hub *cloudchange.Hub
@@ -73,7 +78,8 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, lock *le
 	}
 	hub := o.Hub
 	if hub == nil {
-		hub = cloudchange.NewHub(cloudchange.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own})
+		hub = cloudchange.NewHub(cloudchange.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own,
+			SilentAfter: o.SilentAfter})
 	}
 	if err := mgr.Add(hub); err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ var eventsFlags = []string{
 	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
 	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
 	"--events-webhook-entra-allowed-callers", "--events-max-age", "--events-sqs-queue-url", "--events-sqs-region",
-	"--events-sqs-max-hold", "--events-resync-interval", "--events-queue-size",
+	"--events-sqs-max-hold", "--events-resync-interval", "--events-queue-size", "--events-silent-after",
 }
 
 // eventsCases are the renderings with cloud events on (the defaults row
@@ -283,7 +283,7 @@ var eventsFlags = []string{
 // flags it must and must not pass, and the webhook's Service, Ingress,
 // container port and Secret mounts.
 func eventsCases() []chartCase {
-	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h"}
+	common := []string{"--events-resync-interval=1h", "--events-queue-size=10000", "--events-max-age=1h", "--events-silent-after=10m"}
 	const secretFile = "--events-webhook-secret-file=/etc/tagsync/events-webhook-secret/key"
 	return []chartCase{
 		{name: "ci/events-values.yaml", values: "charts/tagsync/ci/events-values.yaml", controllers: "nodetags",
@@ -300,13 +300,13 @@ func eventsCases() []chartCase {
 				"events.webhook.entra.tenantID=00000000-0000-0000-0000-000000000071,events.webhook.entra.audience=api://tagsync-eventgrid," +
 				"events.webhook.entra.authority=https://login.microsoftonline.us,events.webhook.service.type=LoadBalancer," +
 				"events.webhook.entra.allowedCallers={4962773b-9cdb-44cf-a8bf-237846a00ab7}," +
-				"events.webhook.service.loadBalancerSourceRanges={20.0.0.0/8},events.resyncInterval=30m,events.queueSize=500,events.maxAge=2h",
+				"events.webhook.service.loadBalancerSourceRanges={20.0.0.0/8},events.resyncInterval=30m,events.queueSize=500,events.maxAge=2h,events.silentAfter=0s",
 			controllers: "nodetags",
 			args: []string{"--events-webhook-bind-address=:10443", "--events-webhook-cert-dir=/etc/tagsync/events-webhook-tls",
 				"--events-webhook-entra-tenant-id=00000000-0000-0000-0000-000000000071", "--events-webhook-entra-audience=api://tagsync-eventgrid",
 				"--events-webhook-entra-authority=https://login.microsoftonline.us",
 				"--events-webhook-entra-allowed-callers=4962773b-9cdb-44cf-a8bf-237846a00ab7",
-				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h"},
+				"--events-resync-interval=30m", "--events-queue-size=500", "--events-max-age=2h", "--events-silent-after=0s"},
 			noArgs: []string{"--events-webhook-secret-file", "--events-sqs-queue-url"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				svc := checkWebhookService(t, objs, "LoadBalancer", 10443)

@@ -356,6 +356,7 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 - --events-resync-interval={{ $e.resyncInterval }}
 - --events-queue-size={{ int $e.queueSize }}
 - --events-max-age={{ $e.maxAge }}
+- --events-silent-after={{ $e.silentAfter }}
 {{- if $e.webhook.enabled }}
 - --events-webhook-bind-address=:{{ int $e.webhook.port }}
 {{- if $e.webhook.certSecret }}

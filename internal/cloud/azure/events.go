@@ -7,6 +7,7 @@ package azure
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -113,8 +114,14 @@ func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
 	p.writes.Record(sent, writer)
 	resp, err := req.Next()
 	if err == nil {
+		op := sent
 		if got := resp.Header.Get(correlationHeader); got != "" && got != sent {
 			p.writes.Record(got, writer) // ARM chose another ID
+			op = got
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			// Its echo is awaited: one that never comes says events stopped.
+			p.writes.Written(op, providerName, writtenResource(raw.URL.Path), time.Now())
 		}
 	}
 	return resp, err
@@ -124,4 +131,16 @@ func (p ownWritesPolicy) Do(req *policy.Request) (*http.Response, error) {
 // GET, and a POST (a Resource Graph query, an action) writes no tags.
 func isWrite(method string) bool {
 	return method == http.MethodPut || method == http.MethodPatch || method == http.MethodDelete
+}
+
+// tagsPath is the Tags API's path below the resource whose tags it writes.
+const tagsPath = "/providers/microsoft.resources/tags/default"
+
+// writtenResource is the resource an ARM write's path changes: the path,
+// less the Tags API's suffix.
+func writtenResource(path string) string {
+	if i := strings.LastIndex(strings.ToLower(path), tagsPath); i > 0 {
+		return path[:i]
+	}
+	return path
 }

@@ -225,6 +225,14 @@ func (s *Subscriber) Republish(changes []cloudchange.Change, done func(error)) {
 	s.sub.Republish(changes, done)
 }
 
+// Saw tells the hub what a full pass read of a resource (fresh and
+// complete): a change between full passes that no event announced makes
+// the cloud's events silent (cloudchange.Subscription.Saw). Nothing when
+// events are off.
+func (s *Subscriber) Saw(cloudName, resource string, t tags.Set, at time.Time) {
+	s.sub.Saw(cloudName, resource, t, at)
+}
+
 // Interval is the polling interval of an object configured to poll every
 // configured, and the sources' health (nil: events off).
 func (s *Subscriber) Interval(configured time.Duration) (time.Duration, *cloudchange.Health) {

@@ -148,13 +148,19 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 }
 
 // owning returns the objects whose last discovery matched the change's
-// resource, and remembers the change (and the tags it carried) for them.
+// resource, and remembers the change (and the tags it carried) for them;
+// not for the object whose own write made it (Change.EchoOf): it knows the
+// result, and a change left pending would make its next pass, whatever
+// wakes it, read the resource again.
 func (x *resourceIndex) owning(c cloudchange.Change) []types.NamespacedName {
 	id := cloud.CanonicalID(c.Resource)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []types.NamespacedName
 	for cm := range x.owners[id] {
+		if cm.String() == c.EchoOf {
+			continue
+		}
 		out = append(out, cm)
 		x.pending.AddChange(cm, id, c)
 	}
@@ -258,7 +264,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 	if c.Kind == cloudchange.KindState {
 		return nil // tags did not change
 	}
-	objects := withoutEcho(r.index.owning(c), c)
+	objects := r.index.owning(c) // never the echo's writer
 	if len(objects) == 0 && c.Kind == cloudchange.KindWrite {
 		if c.Tags == nil {
 			if c.EchoOf != "" {

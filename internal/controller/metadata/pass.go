@@ -264,6 +264,9 @@ func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan
 	o.scopesFailed(disc.Failed)
 	disc.Resources = p.freshen(ctx, t, provider, req, disc.Resources)
 	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
+	for _, r := range disc.Resources {
+		p.r.subscriber.Saw(t.cloud, r.ID, r.Tags, o.started) // a change no event announced: events are silent
+	}
 	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
 	tp := p.planOf(o, provider, req, disc.Resources, contested)
 	o.held = tp.held

@@ -59,6 +59,8 @@ type harness struct {
 	eventOpts operator.EventsOptions
 	// wrapAzure, if set, wraps the Azure provider the controller uses.
 	wrapAzure func(*azure.Provider) cloud.Provider
+	// own, when set, records the Azure provider's writes (their echoes).
+	own *cloud.OwnWrites
 }
 
 // auditSink is the harness's audit log: a buffer that can be made to fail,
@@ -148,7 +150,8 @@ func (h *harness) azureProvider() *azure.Provider {
 		DefaultSubscription: sub, HTTPClient: h.az.HTTPClient},
 		azure.WithCredential(h.az.Credential), azure.WithRegisterer(prometheus.NewRegistry()),
 		azure.WithPollFrequency(10*time.Millisecond), azure.WithThrottleGates(azure.NewThrottleGates()),
-		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}))
+		azure.WithRetry(azure.Retry{MaxRetries: 5, RetryDelay: 20 * time.Millisecond, MaxRetryDelay: 2 * time.Second}),
+		azure.WithOwnWrites(h.own))
 	if err != nil {
 		h.t.Fatal(err)
 	}

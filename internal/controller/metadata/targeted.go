@@ -199,8 +199,9 @@ func (p *pass) readsNeeded(targets []*target, ids []string) int {
 }
 
 // readOne is a changed resource as its latest change carried it
-// (usableCarried), or else as the cloud reads it now; errFullPass when it
-// cannot be read by ID (AWS).
+// (usableCarried), or else as the cloud reads it now (or as another
+// reader read it since the change was received: cloud.WithReadAfter);
+// errFullPass when it cannot be read by ID (AWS).
 func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, found cloud.Classified) (cloud.Classified, error) {
 	if c, ok := p.usableCarried(found.ID); ok {
 		found.Tags = c.Tags
@@ -209,6 +210,11 @@ func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, f
 	reader, ok := provider.(cloud.ClassifiedReader)
 	if !ok {
 		return cloud.Classified{}, errFullPass
+	}
+	if c, ok := p.carried[cloud.CanonicalID(found.ID)]; ok && !c.Received.IsZero() {
+		// Another controller's read of the resource for the same change
+		// (the node sync's, of a VM or scale set) serves this pass too.
+		ctx = cloud.WithReadAfter(ctx, c.Received)
 	}
 	c, err := reader.ReadClassified(ctx, found.ID)
 	if err != nil {

@@ -66,6 +66,9 @@ func (p *pass) readCloud(ctx context.Context, nodes []*cachedNode) (cloud.Snapsh
 		// Failed scopes are not cached by the provider, so the next pass
 		// reads them again anyway; the healthy ones may come from its cache.
 		p.r.markRead(p.nts, p.st, p.start)
+		for _, r := range snap.Resources {
+			p.r.subscriber.Saw(p.cfg.provider.Name(), r.ID, r.Tags, p.start) // a change no event announced: events are silent
+		}
 	}
 	return snap, fresh, nil
 }

@@ -1,0 +1,155 @@
+package cloudchange
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+const (
+	vmA = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/a"
+	vmB = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/b"
+)
+
+// silenceHub is a hub with one source that is up, one subscriber, and a
+// fake clock; every judgement is CheckHealth's.
+func silenceHub(t *testing.T) (*Hub, *routes, *Subscription, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
+	h := NewHub(HubOptions{Clock: clk, SilentAfter: 10 * time.Minute, ResyncInterval: time.Hour})
+	h.AddSource(&fixedSource{name: "eventgrid", health: Health{Up: true}})
+	r := &routes{owners: map[string][]string{vmA: {"sync-a"}, vmB: {"sync-a"}}}
+	sub := h.Subscribe("nodetags", r)
+	h.CheckHealth()
+	return h, r, sub, clk
+}
+
+// interval is the interval of an object configured to poll every 5 min.
+func interval(h *Hub) time.Duration { every, _ := h.Interval(5 * time.Minute); return every }
+
+func TestAWriteWhoseEchoDoesNotComeMakesTheCloudSilentUntilAnEventArrives(t *testing.T) {
+	h, r, _, clk := silenceHub(t)
+	own := h.OwnWrites()
+	w := cloud.Writer{Controller: "metadata", Object: "ns/cm"}
+
+	// A write whose echo comes in time: nothing.
+	own.Record("op-1", w)
+	own.Written("op-1", "azure", vmA, clk.Now())
+	clk.Step(time.Minute)
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e1", Operation: "op-1"}}, nil)
+	h.Drain()
+	clk.Step(20 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" || interval(h) != time.Hour {
+		t.Fatalf("after an echo in time: silent %q, interval %s", got.Silent, interval(h))
+	}
+
+	// A write whose echo comes before its answer: nothing either.
+	own.Record("op-early", w)
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e-early", Operation: "op-early"}}, nil)
+	h.Drain()
+	own.Written("op-early", "azure", vmA, clk.Now())
+	clk.Step(20 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" || own.Awaited() != 0 {
+		t.Fatalf("after an echo before the answer: silent %q, %d awaited", got.Silent, own.Awaited())
+	}
+
+	// A write whose echo does not come: silent once it is overdue.
+	own.Record("op-2", w)
+	own.Written("op-2", "azure", vmB, clk.Now())
+	clk.Step(9 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" {
+		t.Fatalf("silent before the echo is overdue: %q", got.Silent)
+	}
+	overflows := r.overflows
+	clk.Step(2 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); !strings.Contains(got.Silent, "azure events silent") || !strings.Contains(got.Silent, strings.ToLower(vmB)) && !strings.Contains(got.Silent, vmB) {
+		t.Fatalf("silent %q, want azure silent naming %s", got.Silent, vmB)
+	}
+	if got := interval(h); got != 5*time.Minute {
+		t.Errorf("interval while silent: %s, want the configured 5m", got)
+	}
+	if r.overflows != overflows+1 {
+		t.Errorf("the silence asked for %d full passes, want 1", r.overflows-overflows)
+	}
+
+	// Any event of the cloud ends it.
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e2"}}, nil)
+	h.Drain()
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" || interval(h) != time.Hour {
+		t.Fatalf("after an event: silent %q, interval %s", got.Silent, interval(h))
+	}
+	if r.overflows != overflows+2 {
+		t.Errorf("the recovery asked for %d full passes, want 1", r.overflows-overflows-1)
+	}
+}
+
+func TestAnOverdueEchoOfATypeEventsNeverNamedIsNoSilence(t *testing.T) {
+	h, _, _, clk := silenceHub(t)
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e1"}}, nil)
+	h.Drain()
+	disk := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d"
+	h.OwnWrites().Record("op-1", cloud.Writer{Controller: "metadata", Object: "ns/cm"})
+	h.OwnWrites().Written("op-1", "azure", disk, clk.Now().Add(time.Second))
+	clk.Step(time.Hour)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" {
+		t.Fatalf("a disk's write unechoed, where the subscription delivers only VMs: silent %q", got.Silent)
+	}
+}
+
+func TestAFullPassThatFindsAChangeNoEventAnnouncedMakesTheCloudSilent(t *testing.T) {
+	h, _, sub, clk := silenceHub(t)
+	// Events of VMs arrive: the type is judged.
+	h.Publish([]Change{{Cloud: "azure", Resource: vmB, Kind: KindWrite, ID: "e0"}}, nil)
+	h.Drain()
+
+	sub.Saw("azure", vmA, tags.Set{"env": "prod"}, clk.Now())
+	clk.Step(time.Hour)
+	// An announced change: nothing.
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e1"}}, nil)
+	h.Drain()
+	clk.Step(time.Minute)
+	sub.Saw("azure", vmA, tags.Set{"env": "dev"}, clk.Now())
+	clk.Step(time.Hour)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" {
+		t.Fatalf("an announced change: silent %q", got.Silent)
+	}
+
+	// A change whose event arrives after the pass read it: nothing.
+	sub.Saw("azure", vmA, tags.Set{"env": "test"}, clk.Now())
+	clk.Step(time.Minute)
+	h.Publish([]Change{{Cloud: "azure", Resource: vmA, Kind: KindWrite, ID: "e2"}}, nil)
+	h.Drain()
+	clk.Step(time.Hour)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" {
+		t.Fatalf("a change whose event came late: silent %q", got.Silent)
+	}
+
+	// A change no event announced: silent once no event came within the bound.
+	sub.Saw("azure", vmA, tags.Set{"env": "edited"}, clk.Now())
+	clk.Step(9 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); got.Silent != "" {
+		t.Fatalf("silent before the bound: %q", got.Silent)
+	}
+	clk.Step(2 * time.Minute)
+	h.CheckHealth()
+	if got := h.Health(); !strings.Contains(got.Silent, "without an event") {
+		t.Fatalf("silent %q, want the unannounced change", got.Silent)
+	}
+	if got := interval(h); got != 5*time.Minute {
+		t.Errorf("interval while silent: %s, want 5m", got)
+	}
+}
