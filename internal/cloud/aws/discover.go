@@ -148,9 +148,17 @@ func (p *Provider) discoverRegion(ctx context.Context, region string, filters []
 			ResourcesPerPage:    sdkaws.Int32(ResourcesPerPage),
 		}, func(o *tagging.GetResourcesPaginatorOptions) { o.StopOnDuplicateToken = true })
 		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
+			// A page that failed is asked for again (the paginator keeps
+			// its token), while throttling lasts (ThrottlePatience).
+			page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
+				page, err := pages.NextPage(ctx)
+				if err != nil {
+					return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of the EC2 resources tagged %s in %s", f, region), err)
+				}
+				return page, nil
+			})
 			if err != nil {
-				return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of the EC2 resources tagged %s in %s", f, region), err)
+				return nil, err
 			}
 			for _, m := range page.ResourceTagMappingList {
 				id := sdkaws.ToString(m.ResourceARN)

@@ -37,8 +37,10 @@ func throttleFirst(n int32, op, region string, count *atomic.Int32) func(*http.R
 // passed, writes go again.
 func TestThrottleGate(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, WithRetryMaxAttempts(1))
-	e.gates.hold = 0 // a held write fails at once: what this test looks at
+	// A held write fails at once, and is not sent again: the gate is what
+	// this test looks at, not the provider's patience.
+	e := newEnv(t, WithRetryMaxAttempts(1), func(o *Options) { o.throttlePatience = time.Nanosecond })
+	e.gates.hold = 0
 	east := e.instances("us-east-1", 3, nil)
 	west := e.instances("eu-west-1", 1, nil)
 	var throttled atomic.Int32
@@ -100,8 +102,8 @@ func TestThrottleGateRetries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = noBackoff{} })
-	})))
-	e.gates.hold = 0 // a held call fails at once: what this test looks at
+	})), func(o *Options) { o.throttlePatience = time.Nanosecond })
+	e.gates.hold = 0 // a held call fails at once, and is not sent again: what this test looks at
 	ids := e.instances("us-east-1", 2, nil)
 	var throttled atomic.Int32
 	e.tr.setInject(throttleFirst(1, "CreateTags", "us-east-1", &throttled))

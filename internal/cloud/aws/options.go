@@ -139,7 +139,7 @@ type Options struct {
 
 	// maxIDsPerCall overrides MaxIDsPerCall (tests).
 	maxIDsPerCall int
-	// throttlePatience overrides NodeThrottlePatience (tests).
+	// throttlePatience overrides ThrottlePatience (tests).
 	throttlePatience time.Duration
 }
 

@@ -149,7 +149,7 @@ func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, 
 		}
 	}
 	if stop == nil {
-		return p.writeRegion(ctx, region, ids, w)
+		return p.retryThrottled(ctx, ids, func(ids []string) map[string]error { return p.writeRegion(ctx, region, ids, w) })
 	}
 	failed := make(map[string]error, len(ids))
 	for _, id := range ids {

@@ -336,3 +336,52 @@ func TestAWSANewlyClassifiedInstanceIsTaggedDespiteIndexLag(t *testing.T) {
 	}
 	t.Logf("newly classified instance tagged %v after its change with a 30 s index delay", took)
 }
+
+// TestAWSThrottlingSlowsPassesAndFailsNone: with EC2's CreateTags bucket
+// shrunk to one token refilled every second, the writes of four CloudMetadata
+// objects (one CreateTags each, at once) are throttled as EC2 throttles
+// them. The writes wait at the provider's throttle gate and are sent again
+// instead of failing: every instance is tagged, and no pass counts as
+// partial or failed.
+func TestAWSThrottlingSlowsPassesAndFailsNone(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	moto.Rules.SetEC2Bucket("CreateTags", testenv.EC2Bucket{Capacity: 1, Refill: 1})
+	t.Cleanup(func() { moto.Rules.ResetEC2Bucket("CreateTags") })
+	h := newHarness(t, awstest.Provider(t, moto))
+	passes := func(result string) float64 {
+		return testenv.Counter(t, "tagsync_metadata_passes_total", map[string]string{"cloud": "aws", "result": result})
+	}
+	partial, failed := passes("partial"), passes("error")
+	start := time.Now()
+	want := map[string]string{}
+	for i := range 4 {
+		infra, name := fmt.Sprintf("throttled%d", i), fmt.Sprintf("team-%d", i)
+		for _, id := range awstest.RunInstances(t, moto, 2, map[string]string{awsOwned(infra): "owned"}) {
+			want[id] = name
+		}
+		h.create(build.AWSMetadata(name, build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"team": name})))
+		h.create(build.CloudMetadata(infra, build.Classifiers(map[string]string{awsOwned(infra): "owned"}), build.AWSRef(name)))
+	}
+	// Concurrent throttled answers double the gate's wait (5 s, 10 s, ...).
+	testenv.Eventually(t, 3*time.Minute, "every instance tagged", func() string {
+		for id, team := range want {
+			if got := awstest.Tags(t, moto, id)["team"]; got != team {
+				return fmt.Sprintf("%s has team=%q, want %q", id, got, team)
+			}
+		}
+		return ""
+	})
+	throttled := 0
+	for c, n := range moto.Rules.Calls() {
+		if c.Op == "ec2:CreateTags" && c.Error == "RequestLimitExceeded" {
+			throttled += n
+		}
+	}
+	if throttled == 0 {
+		t.Fatal("no CreateTags was throttled: the test shows nothing")
+	}
+	if p, f := passes("partial")-partial, passes("error")-failed; p != 0 || f != 0 {
+		t.Errorf("%d CreateTags throttled: %v partial and %v failed passes, want none", throttled, p, f)
+	}
+	t.Logf("%d CreateTags answered RequestLimitExceeded; every instance tagged after %v", throttled, time.Since(start))
+}

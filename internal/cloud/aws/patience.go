@@ -11,16 +11,18 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// NodeThrottlePatience is how long, in all, one of the node sync's reads or
-// writes (Snapshot's DescribeInstances and DescribeAutoScalingGroups, a
-// patch's reads and its EC2 and Auto Scaling tag writes) waits out AWS's
-// throttling before it fails: a call that still ends in throttling once
-// the SDK's retries and the throttle gate's hold (MaxThrottleHold) are
-// spent is sent again when the gate opens, as long as the waits add up to
-// no more than this and the context lasts. So throttling makes a pass
-// slower, and fails it only when AWS keeps refusing for minutes. It is
-// MaxThrottleWait: the longest a gate stays closed.
-const NodeThrottlePatience = MaxThrottleWait
+// ThrottlePatience is how long, in all, one of the provider's reads or
+// writes waits out AWS's throttling before it fails: the node sync's
+// (Snapshot's DescribeInstances and DescribeAutoScalingGroups, a patch's
+// reads and its EC2 and Auto Scaling tag writes) and the metadata engine's
+// (Discover's GetResources pages, WriteTags' CreateTags and DeleteTags). A
+// call that still ends in throttling once the SDK's retries and the
+// throttle gate's hold (MaxThrottleHold) are spent is sent again when the
+// gate opens, as long as the waits add up to no more than this and the
+// context lasts. So throttling makes a pass slower, and fails it only when
+// AWS keeps refusing for minutes. It is MaxThrottleWait: the longest a gate
+// stays closed.
+const ThrottlePatience = MaxThrottleWait
 
 // throttledFor reports whether err is AWS's throttling (as the provider
 // wraps it: a *cloud.ThrottledError) and how long to wait before calling
@@ -45,16 +47,16 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// patience is NodeThrottlePatience, or what a test set.
+// patience is ThrottlePatience, or what a test set.
 func (p *Provider) patience() time.Duration {
 	if p.opts.throttlePatience != 0 {
 		return p.opts.throttlePatience
 	}
-	return NodeThrottlePatience
+	return ThrottlePatience
 }
 
 // patiently runs call, and again while it fails with throttling (see
-// NodeThrottlePatience), and returns its last error.
+// ThrottlePatience), and returns its last error.
 func (p *Provider) patiently(ctx context.Context, call func() error) error {
 	start := time.Now()
 	for {
@@ -77,12 +79,20 @@ func patientRead[T any](ctx context.Context, p *Provider, read func() (T, error)
 }
 
 // writeEC2Patiently is writeEC2, with the resources that failed with
-// throttling written again (see NodeThrottlePatience); a deletion sent
-// again is still conditional on the value read, and one whose tag is gone
-// already deletes nothing.
+// throttling written again (see retryThrottled).
 func (p *Provider) writeEC2Patiently(ctx context.Context, region string, ids []string, set, del tags.Set) map[string]error {
+	return p.retryThrottled(ctx, ids, func(ids []string) map[string]error { return p.writeEC2(ctx, region, ids, set, del) })
+}
+
+// retryThrottled runs write over ids, and again over those it failed with
+// throttling, while the waits add up to no more than ThrottlePatience and
+// ctx lasts; it returns the errors of the resources that failed in the
+// end. A tag write sent again is safe: a deletion is still conditional on
+// the value read, one whose tag is gone already deletes nothing, and a set
+// tag is set to the same value.
+func (p *Provider) retryThrottled(ctx context.Context, ids []string, write func(ids []string) map[string]error) map[string]error {
 	start := time.Now()
-	failed := p.writeEC2(ctx, region, ids, set, del)
+	failed := write(ids)
 	for {
 		var again []string
 		var wait time.Duration
@@ -97,6 +107,6 @@ func (p *Provider) writeEC2Patiently(ctx context.Context, region string, ids []s
 		for _, id := range again {
 			delete(failed, id)
 		}
-		maps.Copy(failed, p.writeEC2(ctx, region, again, set, del))
+		maps.Copy(failed, write(again))
 	}
 }
