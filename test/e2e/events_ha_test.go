@@ -62,20 +62,7 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { _ = front.Close() })
 
-	var leader, follower *tagsyncProc
-	eventually(t, "one of the two replicas to lead", func() string {
-		switch a, b := procs[0].isLeader(t), procs[1].isLeader(t); {
-		case a && b:
-			t.Fatal("both replicas lead")
-		case a:
-			leader, follower = procs[0], procs[1]
-		case b:
-			leader, follower = procs[1], procs[0]
-		default:
-			return "no leader yet"
-		}
-		return ""
-	})
+	leader, follower := waitForLeader(t, procs)
 	leaderHook := hooks[0]
 	if leader == procs[1] {
 		leaderHook = hooks[1]

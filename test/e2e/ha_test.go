@@ -66,21 +66,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	}, armsimFlags(t, cloud)...)
 	procs := []*tagsyncProc{startTagsync(t, "replica-a", args...), startTagsync(t, "replica-b", args...)}
 
-	var leader, follower *tagsyncProc
-	eventually(t, "one of the two replicas to lead", func() string {
-		a, b := procs[0].isLeader(t), procs[1].isLeader(t)
-		switch {
-		case a && b:
-			t.Fatal("both replicas report leader_election_master_status 1")
-		case a:
-			leader, follower = procs[0], procs[1]
-		case b:
-			leader, follower = procs[1], procs[0]
-		default:
-			return "no leader yet"
-		}
-		return ""
-	})
+	leader, follower := waitForLeader(t, procs)
 	e.waitSynced(t, "the initial sync")
 	e.expectLabels(t)
 	if n := writes.total(); n != 0 {
@@ -438,4 +424,24 @@ func (w *armWrites) failed() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// waitForLeader waits until one of two replicas leads (its
+// leader_election_master_status is 1) and returns it and the other.
+func waitForLeader(t *testing.T, procs []*tagsyncProc) (leader, follower *tagsyncProc) {
+	t.Helper()
+	eventually(t, "one of the two replicas to lead", func() string {
+		switch a, b := procs[0].isLeader(t), procs[1].isLeader(t); {
+		case a && b:
+			t.Fatal("both replicas report leader_election_master_status 1")
+		case a:
+			leader, follower = procs[0], procs[1]
+		case b:
+			leader, follower = procs[1], procs[0]
+		default:
+			return "no leader yet"
+		}
+		return ""
+	})
+	return leader, follower
 }
