@@ -11,12 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 )
-
-// hostGVK is the BareMetalHost kind, patched through its metadata.
-var hostGVK = metal3.HostGVK
 
 // Results is everything one run measured; it is written as JSON.
 type Results struct {
