@@ -51,11 +51,12 @@ type options struct {
 	queueSize              int
 	skipOwn                bool
 	silentAfter            time.Duration
+	indexDelay             time.Duration
 }
 
 func parseFlags() options {
 	var o options
-	o.Register("events", "events,steady,silent,load,polling,ha", "comma-separated scenarios: events (1, events on), steady (2), silent (4), load (3), polling (1, events off), "+
+	o.Register("events", "events,steady,lag,silent,load,polling,ha", "comma-separated scenarios: events (1, events on), steady (2), lag (5), silent (4), load (3), polling (1, events off), "+
 		"ha (1 with two replicas behind one address, and across a leader kill)", 10*time.Minute)
 	for _, f := range []struct {
 		p     *int
@@ -78,6 +79,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.poll, "poll", time.Minute, "resyncInterval of the NodeTagSync and syncEvery of the CloudMetadata (events on: --events-resync-interval 1h polls them hourly)")
 	flag.DurationVar(&o.window, "steady-window", 2*time.Minute, "steady: the quiet window whose ARM reads are counted")
 	flag.DurationVar(&o.loadFor, "load-for", 5*time.Minute, "load: how long")
+	flag.DurationVar(&o.indexDelay, "index-delay", 30*time.Second, "lag: how late Resource Graph shows a tag change (the tail of its indexing)")
 	flag.DurationVar(&o.silentAfter, "silent-after", time.Minute, "`tagsync run --events-silent-after` (silent: the outage is noticed this long after the write whose echo does not come)")
 	flag.BoolVar(&o.skipOwn, "skip-own-writes", false, "filter tagsync's own writes out of the event subscription (advanced filter StringNotIn on data.claims.appid)")
 	flag.Parse()
@@ -95,6 +97,6 @@ func (o options) settings() map[string]any {
 		"scenarios": o.Scenarios, "scaleSets": o.scaleSets, "nodesPerSet": o.perSet, "vms": o.vms,
 		"subscriptions": o.subs, "perType": o.perType, "edits": o.edits, "spacing": o.spacing.String(),
 		"poll": o.poll.String(), "steadyWindow": o.window.String(), "loadRatePerMinute": o.loadRate,
-		"loadFor": o.loadFor.String(), "queueSize": o.queueSize, "skipOwnWrites": o.skipOwn, "silentAfter": o.silentAfter.String(),
+		"loadFor": o.loadFor.String(), "queueSize": o.queueSize, "skipOwnWrites": o.skipOwn, "silentAfter": o.silentAfter.String(), "indexDelay": o.indexDelay.String(),
 	}
 }

@@ -29,6 +29,7 @@ type ModeResult struct {
 	Steady  *SteadyResult  `json:"steady,omitempty"`
 	Load    *LoadResult    `json:"load,omitempty"`
 	Silent  *SilentResult  `json:"silent,omitempty"`
+	Lag     *LagResult     `json:"lag,omitempty"`
 }
 
 // FirstPasses are a process's first passes: a full read of both estates,
@@ -108,6 +109,10 @@ func (b *bench) Goals() []benchkit.Goal {
 	if s := r.Events.Steady; s != nil {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("2. ARM reads in %.0f s of steady state, events", s.WindowSeconds), Target: "0",
 			Measured: fmt.Sprintf("%d; %d an hour with the 1h resync (polling: %d)", s.ARM.Reads, s.ReadsPerHour, s.PollingReadsPerHour), Met: s.ARM.Reads == 0})
+	}
+	if l := r.Events.Lag; l != nil {
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("5. newly classified resource tagged, %.0f s index delay", l.IndexDelaySeconds), Target: "p99 <= 5 s",
+			Measured: l.Tagged.String(), Met: len(l.Tagged.Seconds) == lagDisks && l.Tagged.P99 <= 5})
 	}
 	if s := r.Events.Silent; s != nil {
 		bound := s.SilentAfterSeconds + 15

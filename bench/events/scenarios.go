@@ -16,7 +16,7 @@ func (b *bench) Scenarios(ctx context.Context) error {
 	if err := b.createObjects(ctx); err != nil {
 		return err
 	}
-	if b.o.Has("events") || b.o.Has("steady") || b.o.Has("silent") || b.o.Has("load") {
+	if b.o.Has("events") || b.o.Has("steady") || b.o.Has("silent") || b.o.Has("lag") || b.o.Has("load") {
 		if err := b.runMode(ctx, true); err != nil {
 			return err
 		}
@@ -58,6 +58,7 @@ func (b *bench) runMode(ctx context.Context, events bool) error {
 	return b.o.RunSteps(ctx, []benchkit.Step{
 		{Name: "events", Run: func(ctx context.Context) (err error) { m.Latency, err = b.latency(ctx, "events"); return err }},
 		{Name: "steady", Run: func(ctx context.Context) (err error) { m.Steady, err = b.steady(ctx, m.First.ARM.Reads); return err }},
+		{Name: "lag", Run: func(ctx context.Context) (err error) { m.Lag, err = b.lag(ctx); return err }},
 		{Name: "silent", Run: func(ctx context.Context) (err error) { m.Silent, err = b.silent(ctx); return err }},
 		{Name: "load", Run: func(ctx context.Context) (err error) { m.Load, err = b.load(ctx); return err }},
 	}, func(string) {})

@@ -45,6 +45,10 @@ func (b *bench) silent(ctx context.Context) (*SilentResult, error) {
 	if err := b.az.Arm.SetTags(id, map[string]string{"env": "dev"}); err != nil {
 		return nil, err
 	}
+	// The safety-net pass finds the edit once Resource Graph shows it.
+	if err := b.until(ctx, func() bool { shows, err := b.az.Arm.GraphShows(id); return err == nil && shows }, "Resource Graph to show the edit"); err != nil {
+		return nil, err
+	}
 	if err := b.requestSync(ctx, "silent-outage"); err != nil {
 		return nil, err
 	}
