@@ -141,8 +141,9 @@ func writeVolume(t *testing.T, volumes []corev1.Volume, name string) string {
 	return dir
 }
 
-// envValue is an env var's value: literal, or the test's stand-in for a
-// Secret key.
+// envValue is an env var's value: literal, the test's stand-in for a
+// Secret key, or the loopback address for the Pod's IP (the downward API's
+// status.podIP: the binary runs on this machine).
 func envValue(t *testing.T, e corev1.EnvVar) string {
 	t.Helper()
 	switch {
@@ -150,6 +151,8 @@ func envValue(t *testing.T, e corev1.EnvVar) string {
 		return e.Value
 	case e.ValueFrom.SecretKeyRef != nil:
 		return testSecretValue(e.ValueFrom.SecretKeyRef.Key)
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+		return "127.0.0.1"
 	}
 	t.Fatalf("env %s takes its value from %+v, which this test does not stand in for", e.Name, e.ValueFrom)
 	return ""

@@ -113,6 +113,13 @@ func (f *metadataSubject) fullSync(t *testing.T, p *tagsyncProc) {
 	// annotation, a second write, lastSyncRequest in the status.
 	disk := f.estate.ID(f.cloud.SubscriptionID, armsim.TypeDisk, 0)
 	must(t, f.cloud.Server.DeleteTags(disk, "env"))
+	// The pass finds the removal once Resource Graph shows it.
+	eventually(t, "Resource Graph showing the removal", func() string {
+		if shows, err := f.cloud.Server.GraphShows(disk); err != nil || !shows {
+			return fmt.Sprintf("not yet (%v)", err)
+		}
+		return ""
+	})
 	f.syncNow(t, mdCluster)
 	waitARMTags(t, f.cloud, []string{disk}, f.requested())
 

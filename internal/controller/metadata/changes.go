@@ -56,6 +56,64 @@ type resourceIndex struct {
 	// pending are, per object, the matched resources changes named since
 	// its last pass; flagged: its next pass must be full.
 	pending kit.Pending[types.NamespacedName]
+	// early are the changes no object could take because the index was
+	// still warming: an object's pass had begun but not yet indexed, or no
+	// pass had begun (every start and leader change). Each full pass that
+	// indexes routes them again (replayEarly); at most maxEarly, the
+	// latest.
+	early []cloudchange.Change
+	// begun are the objects whose passes began.
+	begun map[types.NamespacedName]bool
+}
+
+// maxEarly bounds the changes the index keeps while it warms.
+const maxEarly = 10000
+
+// begin records that a pass of cm began.
+func (x *resourceIndex) begin(cm types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.begun == nil {
+		x.begun = map[types.NamespacedName]bool{}
+	}
+	x.begun[cm] = true
+}
+
+// warming reports whether the index may still lack resources: no pass has
+// begun, or one has that has not indexed yet (the caller holds x.mu).
+func (x *resourceIndex) warming() bool {
+	if len(x.begun) == 0 {
+		return true
+	}
+	for cm := range x.begun {
+		if _, ok := x.wants[cm]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// holdEarly keeps a change no object took while the index warms.
+func (x *resourceIndex) holdEarly(c cloudchange.Change) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.warming() {
+		return
+	}
+	if len(x.early) >= maxEarly {
+		x.early = x.early[1:]
+	}
+	x.early = append(x.early, c)
+}
+
+// replayEarly returns the changes kept while the index warmed, to be
+// routed again now that a pass has indexed, and forgets them.
+func (x *resourceIndex) replayEarly() []cloudchange.Change {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	early := x.early
+	x.early = nil
+	return early
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
@@ -115,6 +173,7 @@ func (x *resourceIndex) forget(cm types.NamespacedName) {
 		x.setTarget(cm, target, nil)
 	}
 	delete(x.wants, cm)
+	delete(x.begun, cm)
 	x.pending.Forget(cm)
 }
 
@@ -270,11 +329,18 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 			if c.EchoOf != "" {
 				return nil // the writer knows the resource: no read for its echo
 			}
-			return r.probe(c)
+			keys := r.probe(c)
+			if len(keys) == 0 {
+				r.index.holdEarly(c) // no search covers it yet: maybe none has begun
+			}
+			return keys
 		}
 		if p, err := r.providers.Get(c.Cloud); err == nil {
 			objects = withoutEcho(r.index.classifying(c.Cloud, p.Rules().NameCase(), c.Tags), c)
 			r.index.classified(objects, c) // a full pass stakes the claim on the new resource
+		}
+		if len(objects) == 0 {
+			r.index.holdEarly(c)
 		}
 	}
 	keys := make([]string, len(objects))

@@ -168,6 +168,7 @@ func TestAQuietEventPipelineIsNoticedAndPollingResumes(t *testing.T) {
 	if err := h.az.Server.SetTags(ids[1], map[string]string{"env": "dev"}); err != nil {
 		t.Fatal(err)
 	}
+	h.indexed(ids[1]) // the safety-net pass finds the edit once Resource Graph shows it
 	requestSync(t, h, "evt-silent", "after-the-outage")
 	eventsCondition(metav1.ConditionFalse, v1alpha1.ReasonEventsSilent, "azure events silent", configured)
 	if every, _ := g.hub.Interval(time.Minute); every != time.Minute {

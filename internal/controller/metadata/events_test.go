@@ -393,3 +393,33 @@ func TestANewlyClassifiedResourceIsTaggedDespiteIndexLag(t *testing.T) {
 	}
 	t.Logf("newly classified resource tagged %v after its change with a 30 s index delay", took)
 }
+
+// TestAChangeBeforeTheFirstPassWaitsForIt: a change that arrives before any
+// object's first full pass (a start, a new leader) is kept until a pass has
+// indexed its resource. Here an outside edit of an owned tag is made while
+// Resource Graph lags 30 s, so the first full pass's search still shows the
+// tag as it was: the kept change is routed once that pass has indexed the
+// resource, and its targeted pass reads and reverts it, rather than the
+// next full pass (2 h here).
+func TestAChangeBeforeTheFirstPassWaitsForIt(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	ids := h.estate("evt-early", 1).ResourceIDs()
+	h.seedTags(map[string]string{"env": "prod"}, ids...)
+	h.az.Server.SetGraphIndexDelay(30 * time.Second)
+	h.setTags(ids[0], map[string]string{"env": "dev"})
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", ids[0], "early-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	h.azureMetadata("evt-early-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.cloudMetadata("evt-early", "evt-early-tags", "", map[string]string{classifierOf("evt-early"): "owned"})
+	h.waitReady("evt-early", metav1.ConditionTrue)
+	eventually(t, "the edit made before the first pass reverted", func() string {
+		if got := h.tags(ids[0])["env"]; got != "prod" {
+			return fmt.Sprintf("env=%q", got)
+		}
+		return ""
+	})
+	if ok, _ := h.az.Server.GraphShows(ids[0]); ok {
+		t.Errorf("Resource Graph shows the edit already: the first pass's search could have found it")
+	}
+}

@@ -185,6 +185,7 @@ func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 // (report).
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
+	p.r.index.begin(p.key())
 	res, err := p.r.resolve(ctx, p.cm)
 	if err != nil {
 		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
@@ -211,6 +212,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.settleHold(planned)
 	p.st.keepHeld(res.targets)
 	p.keepIndexed(res.targets)
+	for _, c := range p.r.index.replayEarly() {
+		p.r.Route(c) // the index now knows this object's resources
+	}
 	p.releaseClaims(ctx)
 	return p.report(ctx, res.problems, outcomes)
 }
