@@ -133,6 +133,10 @@ type Options struct {
 	// CacheTTL is how long Snapshot reuses its reads of an instance or
 	// group; 0 means DefaultCacheTTL, negative disables the cache.
 	CacheTTL time.Duration
+	// Clock is the time of the node sync's read cache and of its grace
+	// for new instances; nil means time.Now. Tests step it instead of
+	// waiting for a TTL to pass.
+	Clock func() time.Time
 	// LoadOptions are passed to config.LoadDefaultConfig after the ones
 	// built from Config, so they win (e.g. a test's hermetic settings).
 	LoadOptions []func(*config.LoadOptions) error
@@ -180,6 +184,10 @@ func WithRateLimit(r RateLimit) Option { return func(o *Options) { o.RateLimit =
 
 // WithCacheTTL sets how long Snapshot reuses its reads (negative: never).
 func WithCacheTTL(d time.Duration) Option { return func(o *Options) { o.CacheTTL = d } }
+
+// WithClock sets the time the node sync's read cache and new-instance
+// grace go by (tests: step it past CacheTTL instead of waiting).
+func WithClock(now func() time.Time) Option { return func(o *Options) { o.Clock = now } }
 
 // WithLoadOptions adds options for config.LoadDefaultConfig, applied after
 // those built from Config.

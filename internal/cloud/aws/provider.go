@@ -73,7 +73,7 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 		return nil, fmt.Errorf("aws: register metrics: %w", err)
 	}
 	return &Provider{cfg: cfg, opts: o, awsCfg: awsCfg, region: awsCfg.Region, metrics: m, budget: newBudget(o.RateLimit),
-		clients: map[string]*clients{}}, nil
+		clients: map[string]*clients{}, nodes: nodeCache{now: o.Clock}}, nil
 }
 
 // String describes the provider without credentials.

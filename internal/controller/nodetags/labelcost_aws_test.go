@@ -3,6 +3,7 @@ package nodetags_test
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,21 +16,20 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
-// labelCostCacheTTL is the provider's read cache in TestAWSLabelChangesCostFewCalls:
-// short, so that the test can let it expire before each change, as it has
-// when a label changes long after the last read.
-const labelCostCacheTTL = time.Second
-
 // TestAWSLabelChangesCostFewCalls: on AWS, NodeToCloud under target
-// Instance, with the provider's read cache expired, a label changed on one
-// Node costs at most 2 EC2 calls (its pass's DescribeInstances and one
-// CreateTags: the write takes the read its pass just made), and the same
-// change on 10 Nodes at once at most 3, however the controller splits them
-// into passes.
+// Instance, with the provider's read cache expired (the test steps the
+// provider's clock past the cache's TTL, as when a label changes long after
+// the last read), a label changed on one Node costs at most 2 EC2 calls (its
+// pass's DescribeInstances and one CreateTags: the write takes the read its
+// pass just made), and the same change on 10 Nodes at once at most 3,
+// however the controller splits them into passes.
 func TestAWSLabelChangesCostFewCalls(t *testing.T) {
 	var p *aws.Provider
+	var elapsed atomic.Int64 // stepped past the cache's TTL before each change
+	start := time.Now()
+	clock := func() time.Time { return start.Add(time.Since(start) + time.Duration(elapsed.Load())) }
 	h, c := newMotoHarnessWith(t, func(h *harness, m *testenv.Moto) {
-		p = awstest.Provider(t, m, aws.WithCacheTTL(labelCostCacheTTL))
+		p = awstest.Provider(t, m, aws.WithClock(clock))
 		h.provider = func() aProvider { return p }
 	})
 	o := &onCloud{harness: h, cloud: c, provider: v1alpha1.ProviderAWS, name: "labelcost"}
@@ -49,7 +49,7 @@ func TestAWSLabelChangesCostFewCalls(t *testing.T) {
 
 	change := func(count int, value string, most int) {
 		t.Helper()
-		time.Sleep(labelCostCacheTTL + 100*time.Millisecond) // not a wait for anything: the cache's reads age past its TTL
+		elapsed.Add(int64(aws.DefaultCacheTTL + time.Second)) // the cache's reads age past its TTL
 		before := p.Calls()
 		for _, node := range nodes[:count] {
 			setLabel(h, node, o.label("team"), value)
