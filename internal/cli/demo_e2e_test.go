@@ -69,10 +69,8 @@ func buildTagsync(t *testing.T) (root, bin string) {
 		t.Fatal(err)
 	}
 	bin = filepath.Join(t.TempDir(), "tagsync")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tagsync")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/tagsync: %v\n%s", err, out)
+	if err := testenv.BuildTagsync(t.Context(), root, bin); err != nil {
+		t.Fatal(err)
 	}
 	return root, bin
 }

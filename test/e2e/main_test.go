@@ -16,9 +16,9 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -75,10 +75,7 @@ func tagsyncBinary(t testing.TB) string {
 		binDir = dir
 		binPath = filepath.Join(dir, "tagsync")
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tagsync")
-		cmd.Dir = kube.RootDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/tagsync: %v\n%s", err, out)
+		if buildErr = testenv.BuildTagsync(context.Background(), kube.RootDir, binPath); buildErr != nil {
 			return
 		}
 		fmt.Fprintf(os.Stderr, "e2e: built %s in %s\n", binPath, time.Since(start).Round(time.Millisecond))

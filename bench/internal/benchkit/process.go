@@ -35,10 +35,8 @@ func BuildTagsync(ctx context.Context, named, root, dir string) (string, error) 
 		return bin, nil
 	}
 	Logf("building cmd/tagsync")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tagsync")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/tagsync: %w\n%s", err, out)
+	if err := testenv.BuildTagsync(ctx, root, bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
