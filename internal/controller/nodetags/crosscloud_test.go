@@ -246,7 +246,7 @@ func (o *onCloud) waitLabels(nodes []string, tags map[string]string) {
 // waitTag waits until the resource's tag has the value (or is absent).
 func (o *onCloud) waitTag(id, name, value string) {
 	o.t.Helper()
-	o.waitValue("tag on "+id, name, value, func() map[string]string { return o.cloud.tags(o.harness, id) })
+	o.waitValueSaying("tag on "+id, name, value, func() map[string]string { return o.cloud.tags(o.harness, id) }, o.statusOf(o.name))
 }
 
 // behaviour is one node-sync behaviour the suite checks on every cloud.

@@ -416,17 +416,38 @@ func (h *harness) waitTag(id, name, value string) {
 // absent.
 func (h *harness) waitValue(what, key, value string, read func() map[string]string) {
 	h.t.Helper()
+	h.waitValueSaying(what, key, value, read, func() string { return "" })
+}
+
+// waitValueSaying is waitValue whose failure also says what say returns
+// (e.g. the status of the object that should have written the value).
+func (h *harness) waitValueSaying(what, key, value string, read func() map[string]string, say func() string) {
+	h.t.Helper()
 	h.eventually(fmt.Sprintf("%s %s=%s", what, key, value), func() string {
 		all := read()
 		got, ok := all[key]
 		switch {
 		case value == absent && ok:
-			return fmt.Sprintf("still %q", got)
+			return fmt.Sprintf("still %q%s", got, say())
 		case value != absent && (!ok || got != value):
-			return fmt.Sprintf("is %q (present %v); all %v", got, ok, all)
+			return fmt.Sprintf("is %q (present %v); all %v%s", got, ok, all, say())
 		}
 		return ""
 	})
+}
+
+// statusOf says, for a failed wait, how the NodeTagSync name last
+// reported: its counts, conflicts and Ready condition.
+func (h *harness) statusOf(name string) func() string {
+	return func() string {
+		var nts v1alpha1.NodeTagSync
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &nts); err != nil {
+			return "; NodeTagSync " + name + ": " + err.Error()
+		}
+		s := nts.Status
+		ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+		return fmt.Sprintf("; NodeTagSync %s: synced %d, errors %d, conflicts %v, Ready %+v", name, s.SyncedNodes, s.ErrorCount, s.Conflicts, ready)
+	}
 }
 
 // absent stands for "no such label or tag" in waits.
