@@ -76,7 +76,7 @@ demo: demo-tools ## Run the playground: real kube-apiserver + simulated Azure + 
 .PHONY: demo-tools
 demo-tools: ## Build only what the demo needs (kube-apiserver, etcd, kubectl into bin/k8s), with progress.
 	@if ! $(MAKE) --no-print-directory -q $(KUBE_APISERVER) $(ETCD); then \
-		echo ">> first run: building the Kubernetes control plane from Go modules into bin/k8s (about 6 minutes on 2 cores; later runs reuse it)"; \
+		echo ">> first run: building the Kubernetes control plane from Go modules into bin/k8s (about 5 minutes on 2 cores; later runs reuse it)"; \
 	fi
 	@$(call with-progress,building the control plane,$(MAKE) -s --no-print-directory $(KUBE_APISERVER) $(ETCD) $(KUBECTL))
 
@@ -332,7 +332,7 @@ moto: ## Install moto_server (pinned moto[server]) for the AWS tests into a virt
 	echo ">> moto_server $(MOTO_VERSION) is bin/moto/bin/moto_server"
 
 $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod hack/tools/kube-apiserver/go.sum hack/tools/kube-apiserver/main.go
-	@echo ">> building kube-apiserver $(KUBERNETES_VERSION) from Go modules (first run only: about 6 minutes on 2 cores)"
+	@echo ">> building kube-apiserver $(KUBERNETES_VERSION) from Go modules (first run only: about 5 minutes on 2 cores)"
 	@mkdir -p $(K8S_BIN)
 	go build -C hack/tools/kube-apiserver $(TOOL_BUILD_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $@.tmp .
 	@mv $@.tmp $@

@@ -34,7 +34,7 @@ func startControlPlane(o Options, dir string) (*controlPlane, error) {
 	}
 	started, err := controlplane.Start(controlplane.Options{
 		RepoDir: root, AssetsDir: o.AssetsDir, StartTimeout: 2 * time.Minute,
-		MissingHint: "run `make tools` (or `make demo`, which builds it; the first build takes about 6 minutes) in the tagsync repository",
+		MissingHint: "run `make tools` (or `make demo`, which builds it; the first build takes about 5 minutes) in the tagsync repository",
 	})
 	if err != nil {
 		return nil, err
