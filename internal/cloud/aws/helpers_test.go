@@ -180,6 +180,14 @@ func motoConfig() Config {
 }
 
 // newEnv returns a fresh account and a Provider for it; opts override.
+// steppedClock is a clock that starts at start and moves only when the test
+// adds to now (nanoseconds), and the option that gives it to a provider.
+func steppedClock(start time.Time) (now *atomic.Int64, clock Option) {
+	now = new(atomic.Int64)
+	now.Store(start.UnixNano())
+	return now, WithClock(func() time.Time { return time.Unix(0, now.Load()) })
+}
+
 func newEnv(t *testing.T, opts ...Option) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,10 +143,8 @@ func TestPatchTagsBatchReadsWithinFilterLimit(t *testing.T) {
 // with the cache off always is.
 func TestPatchTagsBatchTakesThePassRead(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
-	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	now, clock := steppedClock(time.Now())
+	e := newEnv(t, clock)
 	const region = "us-east-1"
 	ids := e.instances(region, 100, map[string]string{"team": "red"}) // ARNs
 	nodes := make([]cloud.Node, len(ids))

@@ -3,7 +3,6 @@ package aws
 import (
 	"maps"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,10 +30,8 @@ func cachedKeys(p *Provider) (instances, groups []string) {
 // them; the cache holds what current Nodes name.
 func TestSnapshotCacheForgetsGoneNodes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
-	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	now, clock := steppedClock(time.Now())
+	e := newEnv(t, clock)
 	cfg := e.seedConfig()
 	const region = "us-east-1"
 	_, a := seed.Group(t, cfg, region, "a", 1, nil)

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,10 +14,8 @@ import (
 // it was first missed; then it is not found. The other nodes are read.
 func TestSnapshotNewInstanceGrace(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	var now atomic.Int64
-	now.Store(time.Now().UnixNano())
-	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	now, clock := steppedClock(time.Now())
+	e := newEnv(t, clock)
 	const region = "us-east-1"
 	known := ec2ID(e.instances(region, 1, nil)[0])
 	const unknown = "i-0123456789abcdef0"
@@ -56,11 +53,9 @@ func TestSnapshotNewInstanceGrace(t *testing.T) {
 // and one created before that is not found at its very first pass.
 func TestSnapshotNewInstanceGraceFromNodeCreation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
 	start := time.Now()
-	var now atomic.Int64
-	now.Store(start.UnixNano())
-	e.p.nodes.now = func() time.Time { return time.Unix(0, now.Load()) }
+	now, clock := steppedClock(start)
+	e := newEnv(t, clock)
 	const region = "us-east-1"
 	fresh, old := node("fresh", region, "i-0123456789abcdef0"), node("old", region, "i-0123456789abcdef1")
 	fresh.Created, old.Created = start.Add(-time.Minute), start.Add(-NewInstanceGrace-time.Second)
