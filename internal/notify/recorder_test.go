@@ -19,8 +19,13 @@ import (
 // whose note is over the limit is refused and the listener hears of it; a
 // fitted note is accepted and stored.
 func TestRecorderReportsRefusedEvents(t *testing.T) {
-	env, rec, node := startRecorder(t, "events-node")
+	env := testenv.Start(t)
 	ctx := t.Context()
+	rec, err := notify.NewRecorder(env.Config, env.Scheme, "tagsync-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = rec.Start(ctx) }()
 	var mu sync.Mutex
 	var refused []string
 	rec.OnRefused(func(uid, reason, note string) {
@@ -28,6 +33,10 @@ func TestRecorderReportsRefusedEvents(t *testing.T) {
 		defer mu.Unlock()
 		refused = append(refused, uid+"/"+reason)
 	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "events-node"}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
 	long := strings.Repeat("x", 2*notify.MaxNoteBytes)
 	rec.Eventf(node, nil, corev1.EventTypeWarning, "TooLong", "Sync", "%s", long)
 	rec.Eventf(node, nil, corev1.EventTypeWarning, "Fitted", "Sync", "%s", notify.Fit(long))
@@ -57,8 +66,17 @@ func TestRecorderReportsRefusedEvents(t *testing.T) {
 // as an event of its own, and a repeat of the first note still folds into
 // its series.
 func TestRecorderKeepsEachNote(t *testing.T) {
-	env, rec, node := startRecorder(t, "notes-node")
+	env := testenv.Start(t)
 	ctx := t.Context()
+	rec, err := notify.NewRecorder(env.Config, env.Scheme, "tagsync-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = rec.Start(ctx) }()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "notes-node"}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
 	// The second note is recorded only once the recorder is started (it
 	// writes past the broadcaster); wait for the first to be stored.
 	rec.Eventf(node, nil, corev1.EventTypeNormal, "Retained", "Sync", "1 label kept")
@@ -92,21 +110,4 @@ func TestRecorderKeepsEachNote(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-// startRecorder starts a control plane, a started Recorder on it, and a
-// Node named name for the events to be about.
-func startRecorder(t *testing.T, name string) (*testenv.Env, *notify.Recorder, *corev1.Node) {
-	t.Helper()
-	env := testenv.Start(t)
-	rec, err := notify.NewRecorder(env.Config, env.Scheme, "tagsync-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = rec.Start(t.Context()) }()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Create(t.Context(), node); err != nil {
-		t.Fatal(err)
-	}
-	return env, rec, node
 }
