@@ -77,6 +77,18 @@ func WaitTurn(ctx context.Context, now time.Time, d time.Duration, wake <-chan s
 	return nil
 }
 
+// Sleep waits d or until ctx ends, and reports whether it waited d.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // RateLimiter is a client-side request budget: one TokenBucket per key
 // (e.g. account, region and kind of request), all of the same rate and
 // burst. It is safe for concurrent use.

@@ -35,18 +35,6 @@ func throttledFor(err error) (time.Duration, bool) {
 	return max(te.RetryAfter, time.Second), true
 }
 
-// pause waits d or until ctx ends, and reports whether it waited d.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // patience is ThrottlePatience, or what a test set.
 func (p *Provider) patience() time.Duration {
 	if p.opts.throttlePatience != 0 {
@@ -62,7 +50,7 @@ func (p *Provider) patiently(ctx context.Context, call func() error) error {
 	for {
 		err := call()
 		wait, throttled := throttledFor(err)
-		if !throttled || time.Since(start)+wait > p.patience() || !pause(ctx, wait) {
+		if !throttled || time.Since(start)+wait > p.patience() || !cloud.Sleep(ctx, wait) {
 			return err
 		}
 	}
@@ -101,7 +89,7 @@ func (p *Provider) retryThrottled(ctx context.Context, ids []string, write func(
 				again, wait = append(again, id), max(wait, w)
 			}
 		}
-		if len(again) == 0 || time.Since(start)+wait > p.patience() || !pause(ctx, wait) {
+		if len(again) == 0 || time.Since(start)+wait > p.patience() || !cloud.Sleep(ctx, wait) {
 			return failed
 		}
 		for _, id := range again {

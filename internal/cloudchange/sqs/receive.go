@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 )
 
@@ -71,7 +72,7 @@ func (s *Source) receiveLoop(ctx context.Context) {
 		case err != nil:
 			s.down(err)
 			inspected = false
-			sleep(ctx, backoff.Step())
+			cloud.Sleep(ctx, backoff.Step())
 		default:
 			backoff = s.newBackoff()
 		}
@@ -81,16 +82,6 @@ func (s *Source) receiveLoop(ctx context.Context) {
 // newBackoff returns the backoff after a first failure.
 func (s *Source) newBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: s.first, Factor: 2, Cap: s.max, Steps: math.MaxInt32}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // inspect reads the queue's redrive policy and visibility timeout, logs

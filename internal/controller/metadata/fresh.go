@@ -273,14 +273,7 @@ func (p *pass) awaitSearch(ctx context.Context, targets []*target) bool {
 		return true
 	}
 	p.log.V(1).Info("waiting for the search index to show a burst of changes", "changes", len(unread), "wait", wait)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return cloud.Sleep(ctx, wait)
 }
 
 // echoOfWrite reports whether c, the latest change of the resource id
