@@ -107,15 +107,7 @@ func TestEachRevertedEditCostsOneRead(t *testing.T) {
 	g.subscribe(t, h)
 	h.az.Server.ResetCalls()
 	for i, id := range ids[:2] {
-		if err := h.az.Server.SetTags(id, map[string]string{"env": "dev"}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the revert of "+id, func() string {
-			if got := h.tags(id)["env"]; got != "prod" {
-				return "env=" + got
-			}
-			return ""
-		})
+		editAndAwaitRevert(t, h, id)
 		g.awaitPublished(t, int64(2*(i+1))) // the edit's change and the revert's echo
 	}
 	if got := h.armOps(opGraph, opRead); fmt.Sprint(got) != fmt.Sprint(map[string]int{opRead: 2}) {
@@ -147,21 +139,9 @@ func TestAQuietEventPipelineIsNoticedAndPollingResumes(t *testing.T) {
 			return cloudchangetest.CheckCondition(cm.Status.Conditions, status, reason, parts...)
 		})
 	}
-	revert := func(id string) {
-		t.Helper()
-		if err := h.az.Server.SetTags(id, map[string]string{"env": "dev"}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the revert of "+id, func() string {
-			if got := h.tags(id)["env"]; got != "prod" {
-				return "env=" + got
-			}
-			return ""
-		})
-	}
 	// Events arrive: an edit is reverted through its event, and the
 	// echoes of the writes come back.
-	revert(ids[0])
+	editAndAwaitRevert(t, h, ids[0])
 	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
 
 	g.unsubscribe(t, h)
@@ -179,7 +159,7 @@ func TestAQuietEventPipelineIsNoticedAndPollingResumes(t *testing.T) {
 	}
 
 	g.subscribe(t, h)
-	revert(ids[2])
+	editAndAwaitRevert(t, h, ids[2])
 	eventsCondition(metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s")
 	if every, _ := g.hub.Interval(time.Minute); every != 2*time.Hour {
 		t.Errorf("the interval of an object configured to poll every minute, after the silence: %s", every)
@@ -201,4 +181,19 @@ func requestSync(t *testing.T, h *harness, name, value string) {
 	if err := h.c.Patch(h.ctx, &cm, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// editAndAwaitRevert edits env on the resource id outside tagsync, as in
+// the portal, and waits for the object to put env=prod back.
+func editAndAwaitRevert(t *testing.T, h *harness, id string) {
+	t.Helper()
+	if err := h.az.Server.SetTags(id, map[string]string{"env": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the revert of "+id, func() string {
+		if got := h.tags(id)["env"]; got != "prod" {
+			return "env=" + got
+		}
+		return ""
+	})
 }
