@@ -95,7 +95,8 @@ const (
 	DeletionPolicyRetain DeletionPolicy = "Retain"
 )
 
-// HeldDeletions is a mass deletion held back for a person's approval.
+// HeldDeletions is a mass deletion, or deletions whose intent is
+// unclear, held back for a person's approval.
 type HeldDeletions struct {
 	// Token approves exactly this set once, written to the
 	// tagsync.io/approve-deletions annotation.
@@ -122,4 +123,9 @@ type HeldResource struct {
 	// Tags are the tag names whose deletion is held.
 	// +listType=atomic
 	Tags []string `json:"tags"`
+	// Labels is set when the held deletions are of the labels of the
+	// Nodes synced with the resource (the tags left the resource), not of
+	// the resource's tags.
+	// +optional
+	Labels bool `json:"labels,omitempty"`
 }

@@ -7,22 +7,32 @@ import (
 )
 
 // NodeProposal is what one Node's merge wants written to a shared cloud
-// resource (a uniform scale set): the Node's name and its CloudPatch.
+// resource (a uniform scale set): the Node's name, its CloudPatch and the
+// tags it holds.
 type NodeProposal struct {
 	// Node is the Node's name.
 	Node string
-	// Patch is the CloudPatch from the Node's MergeResult.
+	// Patch is the CloudPatch from the Node's MergeResult (empty for a
+	// Node that proposes nothing).
 	Patch CloudPatch
+	// Holds are the Node's synced tags (its labels, decoded and in scope):
+	// a Node that holds a tag another Node proposes to delete votes to
+	// keep it.
+	Holds Set
 }
 
 // NodeOp is one Node's proposal for one tag.
 type NodeOp struct {
 	// Node is the Node's name.
 	Node string
-	// Value is the proposed value (empty for a delete).
+	// Value is the proposed value (empty for a delete), or the value a
+	// Node that keeps the tag holds.
 	Value string
 	// Delete is true when the Node proposes deleting the tag.
 	Delete bool
+	// Keep is true when the Node proposes nothing but holds the tag that
+	// others propose to delete.
+	Keep bool
 }
 
 // AggregateConflict is a tag on which the proposing Nodes disagree.
@@ -45,9 +55,12 @@ type AggregateResult struct {
 // Aggregate combines the proposals of the Nodes that share one cloud resource,
 // whose current tags are cloud. A tag goes into the combined Patch only when
 // every Node that proposes a change to it proposes the same one (the same
-// value, or delete); Nodes that propose nothing for a tag do not vote on it.
-// Tags the proposers disagree on (different values, or set versus delete) are
-// reported and not written, so there is never a last-writer-wins flip-flop.
+// value, or delete); Nodes that propose nothing for a tag do not vote on it,
+// except on a deletion: a Node that still holds the tag votes to keep it, so
+// one Node cannot delete a pool's tag — every Node holding it must. Tags the
+// voters disagree on (different values, set versus delete, delete versus
+// keep) are reported and not written, so there is never a last-writer-wins
+// flip-flop.
 // Operations that would not change cloud are dropped. Tag names are matched as
 // nc says (pass the cloud's, Rules.NameCase). Afterwards each Node should call
 // RestrictCloud(result.Patch) on its MergeResult.
@@ -87,10 +100,30 @@ func collectOps(nc NameCase, proposals []NodeProposal) (map[string][]NodeOp, map
 			add(n, NodeOp{Node: p.Node, Delete: true})
 		}
 	}
+	for k, list := range ops {
+		if slices.ContainsFunc(list, func(op NodeOp) bool { return op.Delete }) {
+			ops[k] = append(list, keepers(nc, spelling[k], list, proposals)...)
+		}
+	}
 	for _, list := range ops {
 		sort.Slice(list, func(i, j int) bool { return lessOp(list[i], list[j]) })
 	}
 	return ops, spelling
+}
+
+// keepers are the keep votes on tag name of the proposals that propose
+// nothing for it and hold it.
+func keepers(nc NameCase, name string, list []NodeOp, proposals []NodeProposal) []NodeOp {
+	var out []NodeOp
+	for _, p := range proposals {
+		if slices.ContainsFunc(list, func(op NodeOp) bool { return op.Node == p.Node }) {
+			continue
+		}
+		if v, ok := p.Holds.Get(nc, name); ok {
+			out = append(out, NodeOp{Node: p.Node, Value: v, Keep: true})
+		}
+	}
+	return out
 }
 
 func lessOp(a, b NodeOp) bool {
@@ -105,7 +138,7 @@ func lessOp(a, b NodeOp) bool {
 
 func unanimous(list []NodeOp) bool {
 	for _, op := range list[1:] {
-		if op.Delete != list[0].Delete || op.Value != list[0].Value {
+		if op.Delete != list[0].Delete || op.Value != list[0].Value || op.Keep || list[0].Keep {
 			return false
 		}
 	}

@@ -95,3 +95,24 @@ func TestScaleSetFlow(t *testing.T) {
 	again := Merge(CaseInsensitive, MergeInput{Base: n1.NewBase, Cloud: cloud, Node: set("env", "prod", "team", "b", "cost", "1")})
 	mustEqualPatch(t, "n1 again", again.CloudPatch, sets("team", "b"))
 }
+
+// One Node cannot delete a shared resource's tag while other Nodes hold
+// it: they vote to keep it, and it is a conflict; once none holds it, it
+// is deleted.
+func TestAggregateDeletionNeedsEveryHolder(t *testing.T) {
+	cloud := set("team", "a", "env", "p")
+	res := Aggregate(CaseInsensitive, cloud, []NodeProposal{
+		{Node: "n1", Patch: dels("team"), Holds: set("env", "p")},
+		{Node: "n2", Holds: set("team", "a", "env", "p")},
+		{Node: "n3", Holds: set("env", "p")},
+	})
+	if !res.Patch.IsEmpty() || len(res.Conflicts) != 1 || len(res.Conflicts[0].Ops) != 2 || !res.Conflicts[0].Ops[1].Keep {
+		t.Fatalf("one of two holders deleting: %+v", res)
+	}
+	res = Aggregate(CaseInsensitive, cloud, []NodeProposal{
+		{Node: "n1", Patch: dels("team"), Holds: set("env", "p")},
+		{Node: "n2", Patch: dels("TEAM"), Holds: set("env", "p")},
+		{Node: "n3", Holds: set("env", "p")},
+	})
+	mustEqualPatch(t, "every holder deleting", res.Patch, dels("team"))
+}

@@ -26,11 +26,16 @@ func (s Set) put(nc NameCase, st state) {
 	}
 }
 
-// triple is one key seen from the base and both sides.
+// triple is one key seen from the base and both sides, and the side the
+// key came from (SideNone: not known).
 type triple struct {
 	base, cloud, node state
 	history           bool
+	from              Side
 }
+
+// lost reports whether side s no longer holds a tag the base holds.
+func (t triple) lost(s Side) bool { return t.history && t.base.ok && !t.on(s).ok }
 
 func (t triple) on(s Side) state {
 	if s == SideCloud {
@@ -44,6 +49,10 @@ type decision struct {
 	agreed   bool      // both sides hold the same state
 	from     Side      // the side whose state is written to the other one
 	conflict *Conflict // set when the key is in conflict
+	// restored: the cloud lost a tag that did not come from it, which is
+	// put back; unclear: the Node lost a tag that did not come from it,
+	// whose deletion waits for a person.
+	restored, unclear bool
 }
 
 // decide applies the merge rules to one key.
@@ -54,7 +63,7 @@ func decide(t triple, dir Direction, pol Policy) decision {
 	changed, reason := t.changed()
 	if changed != SideNone {
 		if dir.writes(changed.other()) {
-			return decision{from: changed}
+			return t.byIntent(changed, dir)
 		}
 		if t.unsyncedAddition(changed) {
 			return decision{} // never synced, never deleted: left alone
@@ -66,6 +75,22 @@ func decide(t triple, dir Direction, pol Policy) decision {
 		winner = SideNone
 	}
 	return decision{from: winner, conflict: t.conflict(winner, reason)}
+}
+
+// byIntent is the decision for a key only side s changed, when the other
+// side may be written. In TwoWay a disappearance crosses over only from
+// the side the key came from: the cloud losing a tag that came from the
+// Nodes (or from neither knowingly) is a platform's rewrite, put back; a
+// Node losing a tag that did not come from the Nodes is deleted only once
+// a person approves (unclear). Every other change crosses over.
+func (t triple) byIntent(s Side, dir Direction) decision {
+	if !dir.isTwoWay() || !t.lost(s) || t.from == s {
+		return decision{from: s}
+	}
+	if s == SideCloud {
+		return decision{from: SideNode, restored: true}
+	}
+	return decision{from: SideNode, unclear: true}
 }
 
 // changed returns the one side that changed since the base, or SideNone with a
@@ -125,6 +150,14 @@ func (r *MergeResult) apply(t triple, d decision, dir Direction) {
 		r.rename(t, dir)
 	default:
 		r.NewBase.put(r.nc, t.base)
+	}
+	switch {
+	case d.restored:
+		r.Restored = append(r.Restored, t.node.name)
+	case d.unclear:
+		r.Unclear = append(r.Unclear, t.cloud.name)
+	case d.from != SideNone && d.conflict == nil && !t.base.ok && t.from == SideNone:
+		r.from[r.nc.Key(firstName(t.cloud.name, t.node.name))] = d.from // first copied across
 	}
 }
 

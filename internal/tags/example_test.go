@@ -40,6 +40,7 @@ func ExampleMerge_nameCase() {
 		Base:  tags.Set{"Env": "prod"},
 		Cloud: tags.Set{"env": "prod"}, // re-created in lower case
 		Node:  tags.Set{"Env": "prod"},
+		From:  tags.Sources{"Env": tags.SideCloud}, // the tag came from the cloud
 	}
 	for _, rules := range []tags.Rules{tags.AzureRules, tags.AWSRules} {
 		res := tags.Merge(rules.NameCase(), in)

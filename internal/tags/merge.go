@@ -38,6 +38,9 @@ func (d Direction) writes(s Side) bool {
 	return false
 }
 
+// isTwoWay reports whether d writes both sides.
+func (d Direction) isTwoWay() bool { return d == "" || d == TwoWay }
+
 // WritesNodes reports whether d writes Node labels.
 func (d Direction) WritesNodes() bool { return d.writes(SideNode) }
 
@@ -142,6 +145,11 @@ type MergeInput struct {
 	Direction Direction
 	// Policy resolves conflicts.
 	Policy Policy
+	// From records which side each base tag came from (Base.From, or
+	// Combine of several Nodes' for a shared resource). In TwoWay it decides
+	// what a disappearance means: see the package documentation, "Deletions
+	// only by intent".
+	From Sources
 	// Hold names tags Merge must not touch on either side; their base entries
 	// carry over unchanged. Pass SkippedNames of the Skipped from ToLabels (of
 	// the cloud tags) and FromLabels: a tag that cannot be carried across must
@@ -167,9 +175,34 @@ type MergeResult struct {
 	// the Direction writes the Node, the merge then proceeds as if there were
 	// no history: nothing is deleted because of the wipe.
 	Wiped bool
+	// Restored names the tags the cloud lost that came from the Nodes (or
+	// from neither knowingly): a platform's rewrite, which CloudPatch puts
+	// back instead of deleting the labels. Sorted.
+	Restored []string
+	// Unclear names the deletions in CloudPatch of tags the Nodes lost that
+	// did not come from the Nodes: a person must approve them before they
+	// are written. Sorted.
+	Unclear []string
 
-	base Set      // the base the merge used (nil after a wipe), for Restrict*
-	nc   NameCase // how the merge matched names, for Restrict*
+	base Set             // the base the merge used (nil after a wipe), for Restrict*
+	nc   NameCase        // how the merge matched names, for Restrict*
+	from map[string]Side // each tag's source, by nc.Key (see From)
+}
+
+// From returns the source of each tag in NewBase that has a known one:
+// the input's, or, for a tag this merge copied across for the first time,
+// the side it was copied from. Store it with NewBase.
+func (r MergeResult) From() Sources {
+	var out Sources
+	for name := range r.NewBase {
+		if side := r.from[r.nc.Key(name)]; side != SideNone {
+			if out == nil {
+				out = Sources{}
+			}
+			out[name] = side
+		}
+	}
+	return out
 }
 
 // Conflict is a key on which the sides disagree and could not both be followed.
@@ -196,7 +229,7 @@ type Conflict struct {
 // nc says (pass the cloud's, Rules.NameCase); see the package documentation
 // for the rules.
 func Merge(nc NameCase, in MergeInput) MergeResult {
-	res := MergeResult{NewBase: Set{}, Wiped: isWipe(nc, in.Base, in.Cloud, in.Node), nc: nc}
+	res := MergeResult{NewBase: Set{}, Wiped: isWipe(nc, in.Base, in.Cloud, in.Node), nc: nc, from: map[string]Side{}}
 	res.base = in.Base.Clone()
 	if res.Wiped && in.Direction.writes(SideNode) {
 		res.base = nil
@@ -206,8 +239,9 @@ func Merge(nc NameCase, in MergeInput) MergeResult {
 	for _, k := range unionKeys(bi, ci, ni) {
 		t := triple{
 			base: stateOf(res.base, bi, k), cloud: stateOf(in.Cloud, ci, k), node: stateOf(in.Node, ni, k),
-			history: res.base != nil,
+			history: res.base != nil, from: in.From.Source(nc, firstName(bi[k], ci[k], ni[k])),
 		}
+		res.from[k] = t.from
 		if hold[k] {
 			res.NewBase.put(nc, t.base)
 			continue
@@ -239,9 +273,21 @@ func isWipe(nc NameCase, base, cloud, node Set) bool {
 	return unchanged >= 2
 }
 
+// firstName is the first non-empty of names.
+func firstName(names ...string) string {
+	for _, n := range names {
+		if n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
 func (r *MergeResult) normalize() {
 	r.CloudPatch.normalize()
 	r.NodePatch.normalize()
+	sort.Strings(r.Restored)
+	sort.Strings(r.Unclear)
 	sort.Slice(r.Conflicts, func(i, j int) bool { return r.nc.Key(r.Conflicts[i].Name) < r.nc.Key(r.Conflicts[j].Name) })
 }
 

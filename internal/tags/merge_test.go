@@ -23,7 +23,18 @@ type outcome struct {
 type scenario struct {
 	name              string
 	base, cloud, node Set
-	want              map[string]outcome
+	// from is where the base's tags came from (nil: not known).
+	from Sources
+	want map[string]outcome
+}
+
+// fromCloud is the Sources of tags that came from the cloud.
+func fromCloud(names ...string) Sources {
+	s := Sources{}
+	for _, n := range names {
+		s[n] = SideCloud
+	}
+	return s
 }
 
 func (s scenario) expect(d Direction, p Policy) outcome {
@@ -84,7 +95,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		name: "deleted in the cloud", base: set(k, "1", "env", "a"), cloud: set(k, "1"), node: set(k, "1", "env", "a"),
+		name: "deleted in the cloud", base: set(k, "1", "env", "a"), cloud: set(k, "1"), node: set(k, "1", "env", "a"), from: fromCloud("env"),
 		want: map[string]outcome{
 			"*":                    {node: dels("env"), base: set(k, "1")},
 			"NodeToCloud":          {conflicts: []string{"env:none"}, base: set(k, "1", "env", "a")},
@@ -183,7 +194,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		name: "single deletion among several is not a wipe", base: set("env", "a", "team", "x"), cloud: set("team", "x"),
+		name: "single deletion among several is not a wipe", base: set("env", "a", "team", "x"), cloud: set("team", "x"), from: fromCloud("env"),
 		node: set("env", "a", "team", "x"),
 		want: map[string]outcome{
 			"*":                    {node: dels("env"), base: set("team", "x")},
@@ -192,7 +203,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		name: "last key deleted is not a wipe", base: set("env", "a"), cloud: Set{}, node: set("env", "a"),
+		name: "last key deleted is not a wipe", base: set("env", "a"), cloud: Set{}, node: set("env", "a"), from: fromCloud("env"),
 		want: map[string]outcome{
 			"*":                    {node: dels("env"), base: Set{}},
 			"NodeToCloud":          {conflicts: []string{"env:none"}, base: set("env", "a")},
@@ -234,7 +245,7 @@ func runMergeMatrix(t *testing.T, nc NameCase, scenarios []scenario) {
 		for _, d := range directions {
 			for _, p := range policies {
 				t.Run(sc.name+"/"+string(d)+"/"+string(p), func(t *testing.T) {
-					in := MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, Direction: d, Policy: p}
+					in := MergeInput{Base: sc.base, Cloud: sc.cloud, Node: sc.node, From: sc.from, Direction: d, Policy: p}
 					res := Merge(nc, in)
 					want := sc.expect(d, p)
 					mustEqualPatch(t, "CloudPatch", res.CloudPatch, want.cloud)
@@ -346,4 +357,70 @@ func TestDirectionPolicySide(t *testing.T) {
 	if SideNone.other() != SideNone {
 		t.Error("SideNone.other")
 	}
+}
+
+// A disappearance crosses over, in TwoWay, only from the side the tag came
+// from; the rest is put back (the cloud) or waits for a person (the Node).
+func TestMergeDeletionsByIntent(t *testing.T) {
+	base := set("env", "a", "team", "x")
+	cases := []struct {
+		name        string
+		cloud, node Set
+		from        Sources
+		dir         Direction
+		cloudPatch  Patch
+		nodePatch   Patch
+		restored    []string
+		unclear     []string
+	}{
+		{name: "the cloud lost a tag copied up from the Nodes: put back", cloud: set("env", "a"), node: base,
+			from: Sources{"env": SideCloud, "team": SideNode}, cloudPatch: sets("team", "x"), restored: []string{"team"}},
+		{name: "the cloud lost a tag of unknown source: put back", cloud: set("env", "a"), node: base,
+			cloudPatch: sets("team", "x"), restored: []string{"team"}},
+		{name: "the cloud lost its own tag: the labels follow", cloud: set("team", "x"), node: base,
+			from: Sources{"env": SideCloud, "team": SideNode}, nodePatch: dels("env")},
+		{name: "a Node lost the cloud's tag: unclear", cloud: base, node: set("team", "x"),
+			from: Sources{"env": SideCloud, "team": SideNode}, cloudPatch: dels("env"), unclear: []string{"env"}},
+		{name: "a Node lost a tag of unknown source: unclear", cloud: base, node: set("env", "a"),
+			cloudPatch: dels("team"), unclear: []string{"team"}},
+		{name: "a Node lost its own tag: deleted", cloud: base, node: set("env", "a"),
+			from: Sources{"env": SideCloud, "team": SideNode}, cloudPatch: dels("team")},
+		{name: "CloudToNode: the cloud is the source", cloud: set("env", "a"), node: base, dir: CloudToNode, nodePatch: dels("team")},
+		{name: "NodeToCloud: the Nodes are the source", cloud: base, node: set("env", "a"), dir: NodeToCloud, cloudPatch: dels("team")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Merge(CaseInsensitive, MergeInput{Base: base, Cloud: c.cloud, Node: c.node, From: c.from, Direction: c.dir})
+			mustEqualPatch(t, "CloudPatch", res.CloudPatch, c.cloudPatch)
+			mustEqualPatch(t, "NodePatch", res.NodePatch, c.nodePatch)
+			if !sameStrings(res.Restored, c.restored) || !sameStrings(res.Unclear, c.unclear) {
+				t.Errorf("restored %v unclear %v, want %v and %v", res.Restored, res.Unclear, c.restored, c.unclear)
+			}
+			if len(res.Conflicts) > 0 {
+				t.Errorf("conflicts %+v", res.Conflicts)
+			}
+		})
+	}
+}
+
+// A tag copied across for the first time records the side it came from;
+// one both sides already held records none; known sources are kept.
+func TestMergeRecordsSources(t *testing.T) {
+	res := Merge(CaseInsensitive, MergeInput{Base: nil, Cloud: set("c", "1", "both", "x"), Node: set("n", "2", "both", "x")})
+	if got := res.From(); !sameMap(sourceText(got), set("c", "cloud", "n", "node")) {
+		t.Fatalf("From = %v", got)
+	}
+	res = Merge(CaseInsensitive, MergeInput{Base: set("both", "x"), Cloud: set("BOTH", "y"), Node: set("both", "x"),
+		From: Sources{"both": SideNode}})
+	if got := res.From(); !sameMap(sourceText(got), set("BOTH", "node")) {
+		t.Fatalf("a changed value keeps its source: From = %v (NewBase %v)", got, res.NewBase)
+	}
+}
+
+func sourceText(s Sources) Set {
+	out := Set{}
+	for n, side := range s {
+		out[n] = side.String()
+	}
+	return out
 }

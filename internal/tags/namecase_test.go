@@ -62,7 +62,7 @@ func TestSetCaseSensitive(t *testing.T) {
 // for different tags: no renames, and never a conflict between them.
 var caseSensitiveScenarios = []scenario{
 	{
-		name: "cloud renames Env to env: a deletion and an addition", base: set(k, "1", "Env", "a"), cloud: set(k, "1", "env", "a"),
+		name: "cloud renames Env to env: a deletion and an addition", base: set(k, "1", "Env", "a"), cloud: set(k, "1", "env", "a"), from: fromCloud("Env"),
 		node: set(k, "1", "Env", "a"),
 		want: map[string]outcome{
 			"*":                    {node: sets("env", "a").and(dels("Env")), base: set(k, "1", "env", "a")},

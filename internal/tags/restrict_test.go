@@ -33,7 +33,8 @@ func TestRestrictCloud(t *testing.T) {
 }
 
 func TestRestrictNode(t *testing.T) {
-	res := Merge(CaseInsensitive, MergeInput{Base: set("env", "a", "x", "1"), Cloud: set("env", "b"), Node: set("env", "a", "x", "1")})
+	res := Merge(CaseInsensitive, MergeInput{Base: set("env", "a", "x", "1"), Cloud: set("env", "b"), Node: set("env", "a", "x", "1"),
+		From: Sources{"x": SideCloud}})
 	mustEqualPatch(t, "NodePatch", res.NodePatch, sets("env", "b").and(dels("x")))
 	got := res.RestrictNode(dels("x"))
 	mustEqualPatch(t, "restricted", got.NodePatch, dels("x"))

@@ -260,7 +260,7 @@ func HeldDeletions(obj metav1.Object, m tags.MassDeletion, prev *v1alpha1.HeldDe
 	rec := &v1alpha1.HeldDeletions{Token: m.ApprovalToken(since.Time), Digest: m.Digest(), Since: since,
 		Count: int32(m.Count()), Reason: m.Reason}
 	for _, d := range m.Deletions[:min(len(m.Deletions), maxHeldListed)] {
-		rec.Resources = append(rec.Resources, v1alpha1.HeldResource{Resource: d.Resource, Tags: d.Names})
+		rec.Resources = append(rec.Resources, v1alpha1.HeldResource{Resource: d.Resource, Tags: d.Names, Labels: d.Labels})
 	}
 	return rec, obj.GetAnnotations()[v1alpha1.ApproveDeletionsAnnotation] == rec.Token
 }

@@ -105,6 +105,7 @@ func TestAWSLifecycle(t *testing.T) {
 	h.update(aw, func() {
 		aw.Spec.Opcode, aw.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]v1alpha1.AWSTagValue{"team": ""}
 	})
+	approveDeletions(t, h, "cm") // team leaves every resource: a person approves
 	h.waitReady("cm", metav1.ConditionTrue)
 	eventually(t, "team deleted everywhere", func() string {
 		for _, id := range ids {

@@ -88,6 +88,7 @@ func TestAzureLifecycle(t *testing.T) {
 	h.update(az, func() {
 		az.Spec.Opcode, az.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]string{"env": ""}
 	})
+	approveDeletions(t, h, "cluster") // env leaves every resource: a person approves
 	h.waitServed("cluster-tags")
 	h.waitReady("cluster", metav1.ConditionTrue)
 	for _, id := range ids {

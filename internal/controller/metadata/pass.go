@@ -23,6 +23,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ControllerName names the controller in --controllers, logs, metrics and
@@ -66,6 +67,9 @@ type state struct {
 	// written are, per target and resource, the tags the object's recent
 	// writes left (fresh.go).
 	written map[string]map[string]written
+	// deletions are the tag deletions of the last hour's passes, which
+	// the mass-deletion guard counts with a pass's own (safety.go).
+	deletions tags.DeletionLedger
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects

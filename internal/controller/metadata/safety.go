@@ -22,11 +22,15 @@ import (
 //   - spec.deletionPolicy Retain on the CloudMetadata: every deletion a
 //     delete opcode plans is taken out of the plans and counted.
 //   - the mass-deletion guard (tags.GuardDeletions) over the pass's
-//     planned deletions, one entry per resource, Synced being the tags the
-//     resource carried before the pass (its ignoreTags left out): the
-//     deletions of the offending resources are held, unless the
-//     CloudMetadata's ApproveDeletionsAnnotation equals the token of that
-//     exact set, which its status recorded when the set was first held.
+//     planned deletions, one entry per resource, Synced being the
+//     request's tags the resource carried before the pass (a request that
+//     removes its one tag from a resource carrying fifty others still
+//     removes all it asked of that resource), each tag's carriers being
+//     the discovered resources that carry it, and the deletions of the
+//     last hour's passes counting with the pass's own: the offending
+//     deletions are held, unless the CloudMetadata's
+//     ApproveDeletionsAnnotation equals the token of that exact set, which
+//     its status recorded when the set was first held.
 //
 // Only a delete opcode deletes tags: add and update plans only set, and a
 // tag left out of resourceTags, or an object removed, is released (left on
@@ -71,16 +75,10 @@ func (p *pass) safeguard(planned []*targetPlan) {
 		p.retain(planned)
 		return
 	}
-	var all []tags.Deletions
-	for _, tp := range planned {
-		for _, pl := range tp.plans {
-			if len(pl.Plan.Patch.Delete) > 0 {
-				all = append(all, tags.Deletions{Resource: pl.Resource.ID, Names: pl.Plan.Patch.Delete,
-					Synced: len(pl.Resource.Tags.Without(pl.Resource.Rules.NameCase(), tp.o.t.ignoreTags...))})
-			}
-		}
-	}
-	md := tags.GuardDeletions(all)
+	all, spread := plannedDeletions(planned)
+	spread.Recent = p.st.deletions.Recent(p.started)
+	md := tags.GuardDeletions(all, spread)
+	defer p.recordDeletions(all, md, spread.NameCase)
 	if !md.Held() {
 		return
 	}
@@ -97,6 +95,56 @@ func (p *pass) safeguard(planned []*targetPlan) {
 	}
 	if !p.hold.approved {
 		deletionsHeldTotal.WithLabelValues(p.cm.Namespace, p.cm.Name, v1alpha1.ReasonMassDeletion).Add(float64(md.Count()))
+	}
+}
+
+// plannedDeletions are the pass's planned deletions, one entry per
+// resource, and the spread of the tags they delete: how many discovered
+// resources carry each.
+func plannedDeletions(planned []*targetPlan) ([]tags.Deletions, tags.Spread) {
+	var all []tags.Deletions
+	spread := tags.Spread{Carriers: map[string]int{}}
+	seen := map[string]bool{}
+	for _, tp := range planned {
+		for _, pl := range tp.plans {
+			nc := pl.Resource.Rules.NameCase()
+			spread.NameCase = nc
+			if !seen[pl.Resource.ID] {
+				seen[pl.Resource.ID] = true
+				for name := range pl.Resource.Tags {
+					spread.Carriers[nc.Key(name)]++
+				}
+			}
+			if len(pl.Plan.Patch.Delete) > 0 {
+				all = append(all, tags.Deletions{Resource: pl.Resource.ID, Names: pl.Plan.Patch.Delete,
+					Synced: requested(nc, pl.Resource.Tags, tp.o.t.resourceTags)})
+			}
+		}
+	}
+	return all, spread
+}
+
+// requested counts the tags of have that the request names.
+func requested(nc tags.NameCase, have tags.Set, request map[string]string) int {
+	n := 0
+	for name := range request {
+		if have.Has(nc, name) {
+			n++
+		}
+	}
+	return n
+}
+
+// recordDeletions records in the window the deletions the pass may write: those
+// md does not hold, or all of them once approved.
+func (p *pass) recordDeletions(all []tags.Deletions, md tags.MassDeletion, nc tags.NameCase) {
+	approved := p.hold != nil && p.hold.approved
+	for _, d := range all {
+		for _, name := range d.Names {
+			if approved || !md.Has(nc, d.Resource, name) {
+				p.st.deletions.Record(nc, d.Resource, []string{name}, p.started)
+			}
+		}
 	}
 }
 

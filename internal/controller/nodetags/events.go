@@ -13,6 +13,10 @@ const (
 	ReasonNodeWriteFailed = "NodeWriteFailed"
 	// ReasonTagsWiped: the cloud's tags were rewritten wholesale.
 	ReasonTagsWiped = "TagsWiped"
+	// ReasonTagsRestored: tags that came from the labels vanished from a
+	// resource that kept its other tags (a platform's rewrite) and were put
+	// back.
+	ReasonTagsRestored = "TagsRestored"
 	// ReasonLabelsSynced: labels were written from cloud tags.
 	ReasonLabelsSynced = "LabelsSynced"
 	// ReasonTagsSynced: cloud tags were written from labels.

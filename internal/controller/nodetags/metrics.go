@@ -15,7 +15,9 @@ var (
 	unrepresentableGauge = metrics.Gauge("unrepresentable", "Tags or labels that cannot be carried to the other side.", "nodetagsync")
 	writesTotal          = metrics.Counter("writes_total", "Writes by side (cloud, node) and result (ok, error).", "nodetagsync", "side", "result")
 	wipesTotal           = metrics.Counter("wipes_total", "Wholesale rewrites of a resource's tags detected.", "nodetagsync")
-	nodeEchoesTotal      = metrics.Counter("node_echoes_total",
+	restoredTotal        = metrics.Counter("tags_restored_total",
+		"Synced tags that vanished from a resource without a person's intent (a platform's rewrite) and were put back from the labels.", "nodetagsync")
+	nodeEchoesTotal = metrics.Counter("node_echoes_total",
 		"Node updates that were exactly the controller's own writes: they triggered no pass.")
 	deletionsHeldGauge = metrics.Gauge("deletions_held",
 		"Tag deletions the last pass held back as a mass deletion, waiting for approval (tagsync.io/approve-deletions).", "nodetagsync")

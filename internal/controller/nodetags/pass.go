@@ -76,6 +76,12 @@ type syncState struct {
 	// notYetPasses counts the passes in a row that found a node's resource
 	// the cloud does not show yet (notYetRequeue).
 	notYetPasses int
+	// deletions are the deletions of the last hour's passes, full and
+	// targeted, and carriers how many resources carried each synced tag
+	// at the last full pass: the mass-deletion guard judges a tag's
+	// deletions across passes (tags.GuardDeletions).
+	deletions tags.DeletionLedger
+	carriers  map[string]int
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -419,11 +425,30 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	p.reportReadFailures(snap.Failed)
 	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced}, nodes, snap)
-	h := holdWrites(p.cfg, pl.plans, approval(p.nts, p.heldBefore(), p.r.Now()))
+	h := holdWrites(p.cfg, pl.plans, p.guardInput(pl, snap), approval(p.nts, p.heldBefore(), p.r.Now()))
+	for _, d := range h.allowed {
+		p.st.deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
+	}
 	p.writeAll(ctx, pl.plans)
 	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
 	p.writeNodes(ctx, pl.plans)
 	p.report(ctx, pl, h)
+}
+
+// guardInput is what the guard knows beyond this pass's plans: the
+// resources carrying each tag (a full pass's count; a targeted pass reads
+// only some resources, so it takes the larger of its own and the last full
+// pass's) and the deletions of the window.
+func (p *pass) guardInput(pl passPlan, snap cloud.Snapshot) guardInput {
+	now := carriers(p.cfg, pl.placed, snap)
+	if !p.targeted {
+		p.st.carriers = now
+	} else {
+		for k, n := range p.st.carriers {
+			now[k] = max(now[k], n)
+		}
+	}
+	return guardInput{carriers: now, recent: p.st.deletions.Recent(p.r.Now())}
 }
 
 // heldBefore is the mass deletion the last pass held (nil: none): the

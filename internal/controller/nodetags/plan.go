@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -115,7 +116,7 @@ func planPass(in planInput, nodes []*cachedNode, snap cloud.Snapshot) passPlan {
 			continue
 		}
 		tagsHash := hashTags(res)
-		members := pp.members(in, groups[id], tagsHash)
+		members := pp.members(in, id, groups[id], tagsHash)
 		if len(members) == 0 {
 			continue // every node steady
 		}
@@ -139,7 +140,7 @@ type placed struct {
 // ones, which are counted. When some nodes of a resource are not steady,
 // all are merged: a scale set's nodes aggregate together. A steady node is
 // carried into this pass's marks whether or not it is merged.
-func (pp *passPlan) members(in planInput, nodes []placed, tagsHash uint64) []*member {
+func (pp *passPlan) members(in planInput, id string, nodes []placed, tagsHash uint64) []*member {
 	steady := 0
 	for _, n := range nodes {
 		if n.note != "" {
@@ -158,6 +159,7 @@ func (pp *passPlan) members(in planInput, nodes []placed, tagsHash uint64) []*me
 	for i, n := range nodes {
 		m, err := newMember(in.cfg, n.node, n.note)
 		m.baseErr = err // reported: the node is treated as new
+		m.resource = id
 		out[i] = m
 	}
 	return out
@@ -195,6 +197,7 @@ type member struct {
 	taintTags  tags.Set // the node's taints as tags (syncTaints)
 	skipped    []tags.Skipped
 	note       string // placement note (e.g. a fallback to the scale set)
+	resource   string // the canonical ID of the resource it syncs with
 	// baseErr is why the stored base could not be read (nil: it could,
 	// or there is none): reported, and the node is treated as new.
 	baseErr error
@@ -233,12 +236,41 @@ func (m *member) mergeBases(cfg syncConfig, cloudTags, cloudTaints tags.Set) (la
 	nc := cfg.nameCase()
 	b := m.stored
 	b.Tags = m.base
-	labels, _ = b.For(cfg.origin, nc, cloudTags, m.nodeTags)
+	o := m.origin(cfg)
+	labels, _ = b.For(o, nc, cloudTags, m.nodeTags)
 	if cfg.syncTaints {
 		b.Tags = m.baseTaints
-		taints, _ = b.For(cfg.origin, nc, orEmpty(cloudTaints), orEmpty(m.taintTags))
+		taints, _ = b.For(o, nc, orEmpty(cloudTaints), orEmpty(m.taintTags))
 	}
 	return labels, taints
+}
+
+// origin is the configuration the member's base is made under: the
+// pass's, with the member's resource.
+func (m *member) origin(cfg syncConfig) tags.Origin { return cfg.origin.OnResource(m.resource) }
+
+// sources are where the member's stored base says its tags came from, when
+// that base was agreed with the same resource by the same sync (nil:
+// nothing known).
+func (m *member) sources(cfg syncConfig) tags.Sources {
+	o := m.stored.Origin
+	if !m.hasBase || m.stored.Legacy || o.Sync != cfg.origin.Sync || o.Provider != cfg.origin.Provider ||
+		!strings.EqualFold(o.Resource, m.resource) {
+		return nil
+	}
+	return m.stored.From
+}
+
+// resourceSources are where the tags of a resource came from, as its
+// members' bases record them (tags.Combine): the Nodes of a scale set
+// share what they know, so a Node that joined later knows that a tag came
+// from another Node's label.
+func resourceSources(cfg syncConfig, members []*member) tags.Sources {
+	all := make([]tags.Sources, len(members))
+	for i, m := range members {
+		all[i] = m.sources(cfg)
+	}
+	return tags.Combine(cfg.nameCase(), all...)
 }
 
 // former are the labels the member still carries under an earlier label
@@ -282,6 +314,19 @@ type resourcePlan struct {
 	aggConflicts []tags.AggregateConflict
 	// wiped is true when the cloud's tags were rewritten wholesale.
 	wiped bool
+	// restored are the tags the cloud lost that came from the Nodes (a
+	// platform's rewrite), which proposed puts back; unclear are the
+	// deletions in proposed that a person must approve (tags the Nodes
+	// lost that did not come from them). Both as decide found them.
+	restored, unclear []string
+	// heldLabels are the label deletions the pass holds for approval
+	// (holdWrites): finish keeps them and their base entries.
+	heldLabels []string
+	// from is where the resource's synced tags came from, as its
+	// members' bases and this pass's first copies say: the merge after
+	// the write (settle) must not forget which side a tag it copied came
+	// from.
+	from tags.Sources
 	// withheld is true when the pass kept part of proposed back (holdWrites):
 	// the resource's Nodes are then not steady, so the next pass decides
 	// again (and sees an approval).
@@ -305,10 +350,37 @@ type resourcePlan struct {
 // cloud write; with nothing to write, the plan is final after finish.
 func decide(cfg syncConfig, res cloud.Resource, members []*member) resourcePlan {
 	plan := resourcePlan{resource: res, members: members}
+	plan.from = resourceSources(cfg, members)
 	plan.results = mergeAll(cfg, res, members, &plan)
+	all := []tags.Sources{plan.from}
+	for _, r := range plan.results {
+		all = append(all, r.labels.From())
+	}
+	plan.from = tags.Combine(cfg.nameCase(), all...)
 	patch := aggregate(cfg, res, members, plan.results, &plan)
 	plan.proposed, plan.limitSkipped = tags.Fit(res.Tags, patch, cfg.rules)
+	plan.restored, plan.unclear = intents(cfg.nameCase(), plan.results, plan.proposed)
 	return plan
+}
+
+// intents are the members' restored tags that proposed sets and their
+// unclear deletions that proposed makes, each sorted, once.
+func intents(nc tags.NameCase, results []memberMerge, proposed tags.Patch) (restored, unclear []string) {
+	for _, r := range results {
+		for _, name := range r.labels.Restored {
+			if proposed.Set.Has(nc, name) && !slices.Contains(restored, name) {
+				restored = append(restored, name)
+			}
+		}
+		for _, name := range r.labels.Unclear {
+			if slices.ContainsFunc(proposed.Delete, func(d string) bool { return nc.Key(d) == nc.Key(name) }) && !slices.Contains(unclear, name) {
+				unclear = append(unclear, name)
+			}
+		}
+	}
+	slices.Sort(restored)
+	slices.Sort(unclear)
+	return restored, unclear
 }
 
 // settle records the cloud write's outcome: on success the members are
@@ -324,10 +396,15 @@ func (plan *resourcePlan) settle(cfg syncConfig, written cloud.Resource, err err
 }
 
 // finish keeps, for whatever cloud change is still proposed (not written: a
-// disagreement, a limit, a failure), the members' bases so it is retried.
-func (plan *resourcePlan) finish() {
+// disagreement, a limit, a failure) and for the label deletions held, the
+// members' bases so it is retried.
+func (plan *resourcePlan) finish(nc tags.NameCase) {
 	for i, res := range plan.results {
-		plan.results[i] = res.unwritten()
+		res = res.unwritten()
+		if len(plan.heldLabels) > 0 {
+			res.labels = res.labels.RestrictNode(withoutNames(nc, tags.Patch(res.labels.NodePatch), plan.heldLabels))
+		}
+		plan.results[i] = res
 	}
 }
 
@@ -356,6 +433,7 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 			Base:      base,
 			Cloud:     cloudTags,
 			Node:      m.nodeTags,
+			From:      plan.from,
 			Direction: cfg.direction,
 			Policy:    cfg.policy,
 			Hold:      append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
@@ -428,13 +506,14 @@ func taintTags(node *cachedNode) tags.Set {
 // resource shared by several Nodes, disagreeing proposals are conflicts and
 // are not written.
 func aggregate(cfg syncConfig, res cloud.Resource, members []*member, results []memberMerge, plan *resourcePlan) tags.Patch {
-	var proposals []tags.NodeProposal
+	proposals := make([]tags.NodeProposal, len(results))
+	proposing := false
 	for i, r := range results {
-		if p := r.cloudPatch(); !p.IsEmpty() {
-			proposals = append(proposals, tags.NodeProposal{Node: members[i].node.Name, Patch: p})
-		}
+		p := r.cloudPatch()
+		proposing = proposing || !p.IsEmpty()
+		proposals[i] = tags.NodeProposal{Node: members[i].node.Name, Patch: p, Holds: members[i].nodeTags}
 	}
-	if len(proposals) == 0 {
+	if !proposing {
 		return tags.Patch{}
 	}
 	agg := tags.Aggregate(cfg.nameCase(), res.Tags, proposals)
@@ -469,7 +548,7 @@ func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tag
 		changes, former = moveLabels(cfg, m.node.Labels, changes, former)
 	}
 	u := nodeUpdate{labels: changes, retained: retained}
-	if text := (tags.Base{Origin: cfg.origin, Tags: base, Former: former}).Encode(); text != m.baseText {
+	if text := (tags.Base{Origin: m.origin(cfg), Tags: base, From: result.From(), Former: former}).Encode(); text != m.baseText {
 		u.base = text
 	}
 	return u, skipped
@@ -580,7 +659,7 @@ func hashTags(res cloud.Resource) uint64 {
 	return h.Sum64()
 }
 
-// held is what a pass kept back from its cloud writes: a mass deletion
+// held is what a pass kept back from its writes: a mass deletion
 // waiting for approval (mass; approved when the approval annotation named
 // it), the deletions deletionPolicy Retain kept, and, while suspended, the
 // writes not made.
@@ -591,14 +670,27 @@ type held struct {
 	retained int
 	// suspendedWrites counts the cloud writes a suspended pass did not make.
 	suspendedWrites int
+	// allowed are the deletions the pass may make (for the window of
+	// later passes: DeletionLedger).
+	allowed []tags.Deletions
 }
 
-// holdWrites removes from the plans' cloud writes what the pass must not
-// write, in order: everything while suspended; every deletion under
-// deletionPolicy Retain; a mass deletion (tags.GuardDeletions) unless
-// approve accepts it. approve gets the mass deletion and returns its status
-// record and whether the object's approval annotation names it.
-func holdWrites(cfg syncConfig, plans []*resourcePlan, approve func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool)) held {
+// guardInput is what the mass-deletion guard knows beyond the pass's
+// plans, by the name case's key of each tag: how many of the sync's
+// resources carry it, and which lost it within the window before this
+// pass (tags.Spread).
+type guardInput struct {
+	carriers map[string]int
+	recent   map[string][]string
+}
+
+// holdWrites removes from the plans' writes what the pass must not make,
+// in order: every cloud write while suspended; every deletion under
+// deletionPolicy Retain; a mass or unclear deletion of tags or labels
+// (tags.GuardDeletions) unless approve accepts it. approve gets the mass
+// deletion and returns its status record and whether the object's
+// approval annotation names it.
+func holdWrites(cfg syncConfig, plans []*resourcePlan, g guardInput, approve func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool)) held {
 	var h held
 	if cfg.suspend {
 		for _, plan := range plans {
@@ -618,50 +710,117 @@ func holdWrites(cfg syncConfig, plans []*resourcePlan, approve func(tags.MassDel
 		}
 		return h
 	}
-	deletions := make([]tags.Deletions, 0, len(plans))
-	for _, plan := range plans {
-		if len(plan.proposed.Delete) > 0 {
-			deletions = append(deletions, plannedDeletions(cfg, plan))
-		}
+	deletions := plannedDeletions(cfg, plans)
+	spread := tags.Spread{NameCase: nc, Carriers: maps.Clone(g.carriers), Recent: g.recent}
+	if spread.Carriers == nil {
+		spread.Carriers = map[string]int{}
 	}
-	h.mass = tags.GuardDeletions(deletions)
-	if !h.mass.Held() {
-		return h
-	}
-	h.record, h.approved = approve(h.mass)
-	if h.approved {
-		return h
-	}
-	for _, plan := range plans {
-		var keep []string
-		for _, name := range plan.proposed.Delete {
-			if !h.mass.Has(nc, plan.resource.ID, name) {
-				keep = append(keep, name)
+	for _, d := range deletions {
+		if d.Labels { // the resource carried these until now
+			for _, name := range d.Names {
+				spread.Carriers[nc.Key(name)]++
 			}
 		}
-		plan.withheld = plan.withheld || len(keep) < len(plan.proposed.Delete)
-		plan.proposed = tags.Patch{Set: plan.proposed.Set, Delete: keep}
+	}
+	h.mass = tags.GuardDeletions(deletions, spread)
+	if h.mass.Held() {
+		h.record, h.approved = approve(h.mass)
+	}
+	if !h.mass.Held() || h.approved {
+		h.allowed = deletions
+		return h
+	}
+	for _, plan := range plans {
+		withhold(nc, plan, h.mass)
+	}
+	for _, d := range deletions {
+		d.Names = slices.DeleteFunc(slices.Clone(d.Names), func(name string) bool { return h.mass.HasOn(nc, d.Labels, d.Resource, name) })
+		if len(d.Names) > 0 {
+			h.allowed = append(h.allowed, d)
+		}
 	}
 	return h
 }
 
-// plannedDeletions are a plan's label-tag deletions (taint tags come and go
-// with taints and are not counted) and its synced tags: the resource's tags
-// in the sync's scope.
-func plannedDeletions(cfg syncConfig, plan *resourcePlan) tags.Deletions {
-	nc := cfg.nameCase()
-	d := tags.Deletions{Resource: plan.resource.ID}
+// withhold takes the deletions mass holds out of plan: its tag deletions
+// from proposed, its label deletions into heldLabels (finish keeps them).
+func withhold(nc tags.NameCase, plan *resourcePlan, mass tags.MassDeletion) {
+	var keep []string
 	for _, name := range plan.proposed.Delete {
-		if !tags.IsTaintTag(nc, name) {
-			d.Names = append(d.Names, name)
+		if !mass.Has(nc, plan.resource.ID, name) {
+			keep = append(keep, name)
 		}
 	}
-	for name := range cfg.filter.Apply(nc, orEmpty(plan.resource.Tags)) {
-		if !tags.IsTaintTag(nc, name) {
-			d.Synced++
+	for _, name := range labelDeletions(nc, plan) {
+		if mass.HasOn(nc, true, plan.resource.ID, name) {
+			plan.heldLabels = append(plan.heldLabels, name)
 		}
 	}
-	return d
+	plan.withheld = plan.withheld || len(keep) < len(plan.proposed.Delete) || len(plan.heldLabels) > 0
+	plan.proposed = tags.Patch{Set: plan.proposed.Set, Delete: keep}
+}
+
+// plannedDeletions are the plans' label-tag deletions (taint tags come and
+// go with taints and are not counted), with their unclear ones and each
+// resource's synced tags (those in the sync's scope), and the tags whose
+// labels the plans delete from Nodes, one entry per resource and side.
+func plannedDeletions(cfg syncConfig, plans []*resourcePlan) []tags.Deletions {
+	nc := cfg.nameCase()
+	var out []tags.Deletions
+	for _, plan := range plans {
+		d := tags.Deletions{Resource: plan.resource.ID, Unclear: plan.unclear}
+		for _, name := range plan.proposed.Delete {
+			if !tags.IsTaintTag(nc, name) {
+				d.Names = append(d.Names, name)
+			}
+		}
+		for name := range cfg.filter.Apply(nc, orEmpty(plan.resource.Tags)) {
+			if !tags.IsTaintTag(nc, name) {
+				d.Synced++
+			}
+		}
+		if len(d.Names) > 0 {
+			out = append(out, d)
+		}
+		if names := labelDeletions(nc, plan); len(names) > 0 {
+			out = append(out, tags.Deletions{Resource: plan.resource.ID, Synced: d.Synced, Names: names, Labels: true})
+		}
+	}
+	return out
+}
+
+// labelDeletions are the tags whose labels the plan's merges delete from
+// one or more of its Nodes, sorted.
+func labelDeletions(nc tags.NameCase, plan *resourcePlan) []string {
+	var out []string
+	for _, r := range plan.results {
+		for _, name := range r.labels.NodePatch.Delete {
+			if !slices.ContainsFunc(out, func(n string) bool { return nc.Key(n) == nc.Key(name) }) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// carriers counts, by the name case's key, the resources of a pass's
+// snapshot placed for the sync that carry each synced tag.
+func carriers(cfg syncConfig, placed map[string][]string, snap cloud.Snapshot) map[string]int {
+	nc := cfg.nameCase()
+	out := map[string]int{}
+	for id := range placed {
+		res, ok := snap.Resources[id]
+		if !ok {
+			continue
+		}
+		for name := range syncedTags(cfg, res.Tags) {
+			if !tags.IsTaintTag(nc, name) {
+				out[nc.Key(name)]++
+			}
+		}
+	}
+	return out
 }
 
 // approval returns a function that records a mass deletion for nts's

@@ -111,7 +111,7 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	for _, u := range pl.unsynced {
 		out.Unmanaged = append(out.Unmanaged, Unsynced{u.node.Name, u.reason})
 	}
-	h := holdWrites(cfg, pl.plans, approval(nts, nts.Status.DeletionsHeld, time.Now()))
+	h := holdWrites(cfg, pl.plans, guardInput{carriers: carriers(cfg, pl.placed, snap)}, approval(nts, nts.Status.DeletionsHeld, time.Now()))
 	if h.record != nil && !h.approved {
 		out.Held = h.record
 	}
@@ -148,7 +148,7 @@ func (out *Prediction) predictResource(cfg syncConfig, plan *resourcePlan) {
 		after := cloud.Resource{ID: res.ID, Tags: plan.proposed.Apply(cfg.nameCase(), res.Tags)}
 		plan.settle(cfg, after, nil)
 	}
-	plan.finish()
+	plan.finish(cfg.nameCase())
 	rw := ResourceWrite{ID: res.ID, Before: res.Tags, Patch: plan.proposed, Conflicts: plan.aggConflicts,
 		Skipped: append(append([]tags.Skipped(nil), plan.cloudSkipped...), plan.limitSkipped...), Wiped: plan.wiped}
 	out.Managed += len(members)

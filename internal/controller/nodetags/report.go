@@ -113,6 +113,10 @@ func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
 		out.wipes++
 		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(*plan))
 	}
+	if restored := plan.restoredWritten(p.cfg.nameCase()); len(restored) > 0 {
+		out.restored += len(restored)
+		p.notes.Warn(nts, ReasonTagsRestored, restoreMessage(id, restored))
+	}
 	out.conflicts = append(out.conflicts, p.conflicts(*plan)...)
 	for _, s := range append(plan.cloudSkipped, plan.limitSkipped...) {
 		out.addSkipped(skippedEntry(id, s))
@@ -340,6 +344,29 @@ func wipeMessage(plan resourcePlan) string {
 		"To remove tags on purpose, delete them one at a time or remove the labels.", plan.resource.ID, action)
 }
 
+// restoredWritten are the restored tags the plan's cloud write put back.
+func (plan resourcePlan) restoredWritten(nc tags.NameCase) []string {
+	if !plan.wrote {
+		return nil
+	}
+	var out []string
+	for _, name := range plan.restored {
+		if plan.written.Set.Has(nc, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// restoreMessage says which tags a platform's rewrite removed and the
+// pass put back.
+func restoreMessage(id string, names []string) string {
+	return fmt.Sprintf("tags %s vanished from %s while the Nodes kept their labels, and they were not the cloud's own "+
+		"(they came from the Nodes' labels, or from neither side knowingly): a platform's rewrite such as a node-pool update, "+
+		"not a deletion; they were put back from the labels. To delete such a tag, remove its label from every Node that carries it.",
+		strings.Join(names, ", "), id)
+}
+
 // conflicts collects the plan's unresolved conflicts, one entry per tag with
 // every node involved, and emits an event on each node when it first appears.
 func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
@@ -423,9 +450,13 @@ func describeValue(v string, present bool) string {
 func heldMessage(nts *v1alpha1.NodeTagSync, rec *v1alpha1.HeldDeletions) string {
 	var where []string
 	for _, r := range rec.Resources {
-		where = append(where, fmt.Sprintf("%s: %s", r.Resource, notify.Summary(r.Tags, shownInNotes)))
+		res := r.Resource
+		if r.Labels {
+			res = "the labels of the Nodes on " + res
+		}
+		where = append(where, fmt.Sprintf("%s: %s", res, notify.Summary(r.Tags, shownInNotes)))
 	}
-	return fmt.Sprintf("%d tag deletions held, not written: %s (%s). If they are intended, approve this exact set once: "+
+	return fmt.Sprintf("%d deletions held, not written: %s (%s). If they are intended, approve this exact set once: "+
 		"kubectl annotate nodetagsync %s %s=%s --overwrite",
 		rec.Count, rec.Reason, notify.Summary(where, 5), nts.Name, v1alpha1.ApproveDeletionsAnnotation, rec.Token)
 }
@@ -443,6 +474,7 @@ type outcome struct {
 	conflicts                 []v1alpha1.TagConflict
 	skipped                   []v1alpha1.SkippedTag
 	wipes                     int
+	restored                  int
 	held                      held // what the pass held back from its cloud writes
 	retainedLabels            int  // label deletions kept (deletionPolicy Retain)
 	suspendedNodes            int  // Node writes a suspended pass did not make
@@ -554,6 +586,7 @@ func (o *outcome) record(name string) {
 	conflictsGauge.WithLabelValues(name).Set(float64(len(o.conflicts)))
 	unrepresentableGauge.WithLabelValues(name).Set(float64(len(o.skipped)))
 	wipesTotal.WithLabelValues(name).Add(float64(o.wipes))
+	restoredTotal.WithLabelValues(name).Add(float64(o.restored))
 	deletionsHeldGauge.WithLabelValues(name).Set(float64(o.heldCount()))
 	retainedGauge.WithLabelValues(name).Set(float64(o.held.retained + o.retainedLabels))
 	if o.held.approved {

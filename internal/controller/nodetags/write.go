@@ -176,7 +176,7 @@ func (p *pass) patchMembers(ctx context.Context, writes []memberWrite) {
 // and writes its Nodes, resource by resource.
 func (p *pass) writeNodes(ctx context.Context, plans []*resourcePlan) {
 	for _, plan := range plans {
-		plan.finish()
+		plan.finish(p.cfg.nameCase())
 		p.applyNodes(ctx, plan)
 	}
 }

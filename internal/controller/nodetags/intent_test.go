@@ -1,0 +1,220 @@
+package nodetags_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/nodetags"
+)
+
+// The behaviours below are the operations whose disappearances are not a
+// person's wish to delete (docs/nodetagsync.md, "Deletions only by
+// intent"); they run in the cross-cloud suite (TestCrossCloud), on Azure
+// and on AWS. Each counts the labels and tags it finds lost at the end:
+// the operation loses none.
+
+// pool are a node pool's own tags, which the platform keeps.
+var pool = map[string]string{"costcenter": "cc-7", "env": "prod"}
+
+// nodePoolRewrite: a team labels one Node per pool; tagsync copies the
+// labels to the pool's group and on to its other Nodes. Then the
+// platform rewrites the group's tags to the pool's declared set (what
+// `az aks nodepool update --tags`, an upgrade's reconcile or a Terraform
+// apply do): its own tags stay, the tags tagsync copied up vanish. They
+// are put back from the labels (TagsRestored), and no Node loses a label.
+func nodePoolRewrite(o *onCloud) {
+	id, pids := o.cloud.group(o.harness, o.name, 3, pool)
+	nodes := o.nodes(pids)
+	o.sync(nil)
+	o.waitLabels(nodes, pool)
+	copied := map[string]string{"team": "blue", "owner": "payments"}
+	for k, v := range copied {
+		setLabel(o.harness, nodes[0], o.label(k), v)
+	}
+	for k, v := range copied {
+		o.waitTag(id, k, v)
+	}
+	want := maps.Clone(pool)
+	maps.Copy(want, copied)
+	o.waitLabels(nodes, want)
+	o.passDone(o.name, 3)
+
+	o.cloud.edit(o.harness, id, pool, "team", "owner")
+	o.syncNow(o.name)
+	o.waitEvent(nodetags.ReasonTagsRestored, o.name)
+	for k, v := range copied {
+		o.waitTag(id, k, v)
+	}
+	o.noLabelLost(nodes, want)
+}
+
+// labelTidyUp: `kubectl label nodes --all <prefix>/costcenter-` on Nodes
+// whose costcenter came from the cloud deletes no tag: the deletions are
+// held for approval (DeletionsHeld, its reason says the tags did not come
+// from the Nodes).
+func labelTidyUp(o *onCloud) {
+	var ids, nodes []string
+	for i := range 3 {
+		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), pool)
+		ids = append(ids, id)
+		nodes = append(nodes, o.node(i, pid, nil, nil))
+	}
+	o.sync(nil)
+	o.waitLabels(nodes, pool)
+	o.passDone(o.name, 3)
+
+	for _, n := range nodes {
+		removeLabel(o.harness, n, o.label("costcenter"))
+	}
+	o.waitHeld(3)
+	for _, id := range ids {
+		if got := o.cloud.tags(o.harness, id); !maps.Equal(got, pool) {
+			o.t.Fatalf("a label tidy-up changed the tags of %s: %v, want %v", id, got, pool)
+		}
+	}
+}
+
+// spreadDeletions: a tag that came from the Nodes, removed from their
+// labels one Node at a time, pass after pass, is deleted from the first
+// resource and held on the second: 2 of 5 is more than a quarter of the
+// resources that carry it, however many passes it takes.
+func spreadDeletions(o *onCloud) {
+	var ids, nodes []string
+	for i := range 5 {
+		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), map[string]string{"env": "prod"})
+		ids = append(ids, id)
+		nodes = append(nodes, o.node(i, pid, map[string]string{"owner": "payments"}, nil))
+	}
+	o.sync(nil)
+	for _, id := range ids {
+		o.waitTag(id, "owner", "payments")
+	}
+	o.passDone(o.name, 5)
+
+	removeLabel(o.harness, nodes[0], o.label("owner"))
+	o.waitTag(ids[0], "owner", absent)
+	removeLabel(o.harness, nodes[1], o.label("owner"))
+	o.waitHeld(1)
+	if got := o.cloud.tags(o.harness, ids[1])["owner"]; got != "payments" {
+		o.t.Fatalf("the second deletion of owner within the window was written (owner=%q)", got)
+	}
+}
+
+// poolVote: on a shared group one Node cannot delete a tag the other
+// Nodes still hold: a conflict, nothing deleted; once every Node holding
+// it removed its label, the tag (which came from the Nodes) is deleted.
+func poolVote(o *onCloud) {
+	id, pids := o.cloud.group(o.harness, o.name, 2, pool)
+	nodes := o.nodes(pids)
+	o.sync(nil)
+	setLabel(o.harness, nodes[0], o.label("team"), "blue")
+	o.waitTag(id, "team", "blue")
+	o.waitLabel(nodes[1], o.label("team"), "blue")
+	o.passDone(o.name, 2)
+
+	removeLabel(o.harness, nodes[0], o.label("team"))
+	o.waitStatus(o.name, "a conflict on team", func(nts *v1alpha1.NodeTagSync) string {
+		if !slices.ContainsFunc(nts.Status.Conflicts, func(c v1alpha1.TagConflict) bool { return c.Tag == "team" }) {
+			return fmt.Sprintf("conflicts %+v", nts.Status.Conflicts)
+		}
+		return ""
+	})
+	if got := o.cloud.tags(o.harness, id)["team"]; got != "blue" {
+		o.t.Fatalf("one Node's deletion reached the group: team=%q", got)
+	}
+	if got := o.labels(nodes[1])[o.label("team")]; got != "blue" {
+		o.t.Fatalf("one Node's deletion reached the other Node: team=%q", got)
+	}
+	removeLabel(o.harness, nodes[1], o.label("team"))
+	o.waitTag(id, "team", absent)
+	o.noLabelLost(nodes, pool)
+}
+
+// targetChange: Nodes synced with their group switch to their own
+// instances (target Instance). The instances lack the tag copied up to
+// the group: the group's base is no base for an instance, so nothing is
+// deleted and the instances get the tag.
+func targetChange(o *onCloud) {
+	_, pids := o.cloud.members(o.harness, o.name, 2, pool)
+	nodes := o.nodes(pids)
+	o.sync(nil)
+	setLabel(o.harness, nodes[0], o.label("team"), "blue")
+	want := maps.Clone(pool)
+	want["team"] = "blue"
+	o.waitLabels(nodes, want)
+	o.passDone(o.name, 2)
+
+	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Target = v1alpha1.TargetInstance })
+	o.syncAndWait(o.name)
+	o.noLabelLost(nodes, want)
+}
+
+// suspendedDeletions: deletions that piled up while suspended are held
+// on resume like any others: the tidy-up made while suspended deletes no
+// tag once resumed.
+func suspendedDeletions(o *onCloud) {
+	var ids, nodes []string
+	for i := range 2 {
+		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), pool)
+		ids = append(ids, id)
+		nodes = append(nodes, o.node(i, pid, nil, nil))
+	}
+	o.sync(nil)
+	o.waitLabels(nodes, pool)
+	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = true })
+	o.waitStatus(o.name, "Suspended", func(nts *v1alpha1.NodeTagSync) string {
+		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
+		if c == nil || c.Status != metav1.ConditionTrue || nts.Status.ObservedGeneration != nts.Generation {
+			return fmt.Sprintf("Suspended %+v", c)
+		}
+		return ""
+	})
+	for _, n := range nodes {
+		removeLabel(o.harness, n, o.label("costcenter"))
+	}
+	o.syncAndWait(o.name)
+	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = false })
+	o.waitHeld(2)
+	for _, id := range ids {
+		if got := o.cloud.tags(o.harness, id); !maps.Equal(got, pool) {
+			o.t.Fatalf("resuming wrote the deletions made while suspended: %s has %v", id, got)
+		}
+	}
+}
+
+// waitHeld waits until the NodeTagSync holds n deletions for approval.
+func (o *onCloud) waitHeld(n int32) {
+	o.t.Helper()
+	o.waitStatus(o.name, fmt.Sprintf("%d deletions held", n), func(nts *v1alpha1.NodeTagSync) string {
+		cond := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionDeletionsHeld)
+		if cond == nil || cond.Status != metav1.ConditionTrue || nts.Status.DeletionsHeld == nil || nts.Status.DeletionsHeld.Count != n {
+			return fmt.Sprintf("DeletionsHeld %+v, held %+v", cond, nts.Status.DeletionsHeld)
+		}
+		return ""
+	})
+	o.waitEvent(nodetags.ReasonDeletionsHeld, o.name)
+}
+
+// noLabelLost checks, after a pass that served a fresh request, that every
+// node still carries want's labels; it reports how many were lost.
+func (o *onCloud) noLabelLost(nodes []string, want map[string]string) {
+	o.t.Helper()
+	o.syncAndWait(o.name)
+	lost := 0
+	for _, n := range nodes {
+		got := o.labels(n)
+		for k, v := range want {
+			if got[o.label(k)] != v {
+				lost++
+			}
+		}
+	}
+	if lost > 0 {
+		o.t.Fatalf("%d of %d labels lost on %d nodes", lost, len(nodes)*len(want), len(nodes))
+	}
+}
