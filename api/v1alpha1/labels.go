@@ -46,6 +46,20 @@ const (
 	// it.
 	LabelSyncPendingTaintKey = "labelsync.tagsync.io/pending"
 
+	// RequiresVersionAnnotation, on a tagsync object, names the oldest
+	// tagsync release that may act on its spec (the chart sets it to its
+	// appVersion). An older controller refuses the object (InvalidSpec)
+	// and writes nothing for it, so a rolling upgrade never runs a new
+	// spec on old code.
+	RequiresVersionAnnotation = "tagsync.io/requires-version"
+
+	// LabelSyncRecordAnnotation is label sync's memory on a Node: for each
+	// prefix it syncs there, the source that syncs it and the label keys
+	// under it the source set or found agreeing with its host (JSON, see
+	// tags.LabelRecord). A label under a prefix without an entry was not
+	// written by label sync: its removal waits for a person's approval.
+	LabelSyncRecordAnnotation = "labelsync.tagsync.io/owned"
+
 	// SourceAnnotation names, on an object tagsync derived from another
 	// (the OpenShift adapter's AzureMetadata and AWSMetadata, derived from
 	// the Infrastructure named cluster), the object it was derived from.

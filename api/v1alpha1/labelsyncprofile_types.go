@@ -175,7 +175,8 @@ type LabelSyncProfileStatus struct {
 	// Suspended: true while spec.suspend is set (then Ready is false,
 	// reason Suspended, while a Node differs from its host); and
 	// DeletionsHeld: true (reason Retained) while deletionPolicy Retain
-	// keeps labels the sync would have removed, NoneHeld when false.
+	// keeps labels the sync would have removed, or (reason MassDeletion)
+	// while label removals wait for approval, NoneHeld when false.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -239,6 +240,14 @@ type LabelSyncProfileStatus struct {
 	// deletionPolicy Delete.
 	// +optional
 	LabelsRetained int32 `json:"labelsRetained,omitempty"`
+
+	// DeletionsHeld is the set of label removals the last pass held back
+	// for a person's approval (the DeletionsHeld condition, reason
+	// MassDeletion): labels under a prefix new to the sync, which it never
+	// wrote, or one label removed from many Nodes at once. Unset when
+	// nothing is held.
+	// +optional
+	DeletionsHeld *HeldDeletions `json:"deletionsHeld,omitempty"`
 
 	// Pending is, while the profile is suspended, what its last pass would
 	// have written had it not been; unset when the profile is not

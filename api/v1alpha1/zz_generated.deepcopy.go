@@ -507,6 +507,11 @@ func (in *LabelSyncProfileStatus) DeepCopyInto(out *LabelSyncProfileStatus) {
 		in, out := &in.LastSyncTime, &out.LastSyncTime
 		*out = (*in).DeepCopy()
 	}
+	if in.DeletionsHeld != nil {
+		in, out := &in.DeletionsHeld, &out.DeletionsHeld
+		*out = new(HeldDeletions)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Pending != nil {
 		in, out := &in.Pending, &out.Pending
 		*out = new(PendingLabelWrites)

@@ -136,11 +136,13 @@ func (pg *playground) metadataRevert() Step {
 	}
 }
 
-// metadataDelete switches the request to delete one tag: it leaves every
-// resource, and the other tag stays.
+// metadataDelete asks to delete env from every resource the cluster owns:
+// one tag leaving nine resources at once is held for a person (the
+// CloudMetadata's DeletionsHeld, with its approval token), and nothing is
+// deleted yet.
 func (pg *playground) metadataDelete() Step {
 	return Step{
-		Name: "metadata: delete a tag everywhere",
+		Name: "metadata: a delete everywhere waits for approval",
 		Action: func(ctx context.Context) error {
 			patch, err := json.Marshal(map[string]any{"spec": map[string]any{"opcode": "delete", "resourceTags": map[string]any{"env": "", "cost-center": nil}}})
 			if err != nil {
@@ -150,24 +152,90 @@ func (pg *playground) metadataDelete() Step {
 			return pg.cp.client.Patch(ctx, az, client.RawPatch(types.MergePatchType, patch))
 		},
 		Check: func(ctx context.Context) (string, error) {
-			n := 0
-			for _, r := range append([]armsim.Resource{{Type: armsim.TypeResourceGroup}}, clusterResources...) {
-				id, err := pg.clusterResourceID(r.Type, r.Name)
-				if err != nil {
-					return "", err
-				}
-				t, _ := pg.sim.Tags(id)
-				if v, ok := t["env"]; ok {
-					return "", fmt.Errorf("%s still has env=%s", r.Name, v)
-				}
-				if t["cost-center"] != "eng-42" {
-					return "", permanent(fmt.Errorf("%s lost cost-center: %s", r.Name, show(t)))
-				}
-				n++
+			held, err := pg.metadataHeld(ctx)
+			if err != nil {
+				return "", err
 			}
-			return fmt.Sprintf("opcode delete env → removed from %d resources; cost-center (released, not deleted) stays", n), nil
+			n, err := pg.eachClusterResource(func(name string, t map[string]string) error {
+				if t["env"] != "demo" {
+					return permanent(fmt.Errorf("%s lost env before approval: %s", name, show(t)))
+				}
+				return nil
+			})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("opcode delete env → held: %d deletions on %d resources wait (DeletionsHeld, token %s); env stays on all %d",
+				held.Count, len(held.Resources), held.Token, n), nil
 		},
 	}
+}
+
+// metadataApproved approves the held deletion with its token: env leaves
+// every resource, cost-center (released, not deleted) stays.
+func (pg *playground) metadataApproved() Step {
+	return Step{
+		Name: "metadata: approved → deleted everywhere",
+		Action: func(ctx context.Context) error {
+			held, err := pg.metadataHeld(ctx)
+			if err != nil {
+				return err
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ApproveDeletionsAnnotation: held.Token}}})
+			if err != nil {
+				return err
+			}
+			cm := &v1alpha1.CloudMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: metadataNS, Name: metadataName}}
+			return pg.cp.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
+		},
+		Check: func(ctx context.Context) (string, error) {
+			n, err := pg.eachClusterResource(func(name string, t map[string]string) error {
+				if v, ok := t["env"]; ok {
+					return fmt.Errorf("%s still has env=%s", name, v)
+				}
+				if t["cost-center"] != "eng-42" {
+					return permanent(fmt.Errorf("%s lost cost-center: %s", name, show(t)))
+				}
+				return nil
+			})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("kubectl annotate cloudmetadata %s %s=<token> → env removed from %d resources; cost-center (released, not deleted) stays",
+				metadataName, v1alpha1.ApproveDeletionsAnnotation, n), nil
+		},
+	}
+}
+
+// metadataHeld is the deletion set the CloudMetadata holds (an error while
+// none is).
+func (pg *playground) metadataHeld(ctx context.Context) (*v1alpha1.HeldDeletions, error) {
+	cm := &v1alpha1.CloudMetadata{}
+	if err := pg.cp.client.Get(ctx, client.ObjectKey{Namespace: metadataNS, Name: metadataName}, cm); err != nil {
+		return nil, err
+	}
+	if cm.Status.DeletionsHeld == nil {
+		return nil, fmt.Errorf("CloudMetadata %s holds no deletion yet", metadataName)
+	}
+	return cm.Status.DeletionsHeld, nil
+}
+
+// eachClusterResource runs check on the tags of the group and every
+// resource of the act, and counts them.
+func (pg *playground) eachClusterResource(check func(name string, tags map[string]string) error) (int, error) {
+	n := 0
+	for _, r := range append([]armsim.Resource{{Type: armsim.TypeResourceGroup, Name: clusterRG}}, clusterResources...) {
+		id, err := pg.clusterResourceID(r.Type, r.Name)
+		if err != nil {
+			return n, err
+		}
+		t, _ := pg.sim.Tags(id)
+		if err := check(r.Name, t); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // clusterResourceID is the ARM ID of one of the act's resources (the group

@@ -18,6 +18,7 @@ func scenario(pg *playground) []Step {
 		pg.portalEdit(),
 		pg.labelToScaleSet(),
 		pg.scaleOut(),
+		pg.poolRewrite(),
 		pg.nodesDisagree(),
 		pg.conflictResolved(),
 		pg.wipeRepaired(),
@@ -26,6 +27,7 @@ func scenario(pg *playground) []Step {
 		pg.metadataApply(),
 		pg.metadataRevert(),
 		pg.metadataDelete(),
+		pg.metadataApproved(),
 		pg.eventEdit(),
 		pg.prefixMoved(),
 		pg.hostLabelToNode(),
@@ -286,6 +288,51 @@ func (pg *playground) wipeRepaired() Step {
 			}
 			return fmt.Sprintf("tags of %s rewritten to {} → TagsWiped event, %d tags restored from the labels, no label lost",
 				r.Name, len(before)), nil
+		},
+	}
+}
+
+// poolRewrite rewrites a scale set's tags to the pool's declared set, as
+// `az aks nodepool update --tags`, an upgrade's node-pool reconcile or a
+// Terraform apply do: the pool's own tags stay, the tag tagsync copied up
+// from a label (owner) vanishes. tagsync puts it back (TagsRestored) and
+// no Node loses a label.
+func (pg *playground) poolRewrite() Step {
+	r := pg.layout.Pool1
+	var before map[string]string
+	var since time.Time
+	var lost error
+	return Step{
+		Name: "node-pool tags rewritten → copies put back",
+		Action: func(ctx context.Context) error {
+			var err error
+			if before, err = pg.sim.Tags(r.ID); err != nil {
+				return err
+			}
+			declared := maps.Clone(before)
+			delete(declared, "owner")
+			since = time.Now()
+			if err := pg.sim.ReplaceTags(r.ID, declared); err != nil {
+				return err
+			}
+			return pg.requestSync(ctx)
+		},
+		Check: func(ctx context.Context) (string, error) {
+			if lost == nil {
+				lost = pg.labelsKept(ctx, r, before)
+			}
+			if lost != nil {
+				return "", permanent(lost)
+			}
+			if err := pg.tagIs(r, "owner", before["owner"]); err != nil {
+				return "", err
+			}
+			if _, err := pg.eventSince(ctx, "TagsRestored", since, syncName); err != nil {
+				return "", err
+			}
+			labels := len(before) * len(pg.layout.nodesOf(r))
+			return fmt.Sprintf("the pool's tags of %s rewritten to its declared set (owner, copied up from a label, gone) → "+
+				"TagsRestored event, owner=%s put back, 0 of %d labels lost", r.Name, before["owner"], labels), nil
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,4 +137,153 @@ func ParseSyncPrefixes(s string) ([]string, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// LabelRecord is what label sync remembers on a Node (annotation
+// tagsync.io/labelsync-owned): for each prefix it syncs there, the source
+// that syncs it and the keys under it that the source set or found
+// agreeing with its host. A prefix without an entry is new to the sync.
+type LabelRecord map[string]PrefixRecord
+
+// PrefixRecord is one prefix's entry in a LabelRecord.
+type PrefixRecord struct {
+	// Source names the source that syncs the prefix ("LabelSyncProfile
+	// ns/name").
+	Source string `json:"source"`
+	// Keys are the label keys under the prefix the source owns, sorted.
+	Keys []string `json:"keys"`
+	// Foreign are label keys under the prefix the Node carried before the
+	// sync owned it, whose removal waits for a person, sorted.
+	Foreign []string `json:"foreign,omitempty"`
+}
+
+// ParseLabelRecord reads a LabelRecord; "" is an empty record.
+func ParseLabelRecord(text string) (LabelRecord, error) {
+	rec := LabelRecord{}
+	if text == "" {
+		return rec, nil
+	}
+	if err := json.Unmarshal([]byte(text), &rec); err != nil {
+		return LabelRecord{}, fmt.Errorf("not a label sync record (a JSON object of prefix -> {source, keys}): %v", err)
+	}
+	return rec, nil
+}
+
+// Encode renders rec (map keys sorted, so an unchanged record has
+// unchanged text).
+func (rec LabelRecord) Encode() string {
+	out, err := json.Marshal(rec)
+	if err != nil { // strings only: always marshals
+		panic(err)
+	}
+	return string(out)
+}
+
+// LabelSyncPlan is what one host's sync does to its Node, from the host's
+// labels, the Node's and the Node's LabelRecord (PlanLabelSync).
+type LabelSyncPlan struct {
+	// Changes make the Node's in-scope labels the host's.
+	Changes LabelChanges
+	// Reverts are the deletions in Changes of labels added on the Node
+	// under a prefix the sync already owned: reverted, as the host is the
+	// source of truth.
+	Reverts []string
+	// Removals are the deletions in Changes of labels the sync owned that
+	// the host no longer has.
+	Removals []string
+	// Unclear are the deletions in Changes of labels under a prefix new to
+	// the sync, or recorded as foreign to it (the Node carried them before
+	// the sync owned the prefix): the sync never wrote them, so a person
+	// must approve their removal.
+	Unclear []string
+
+	source   string
+	prefixes []string
+	host     map[string]string
+	rec      LabelRecord
+}
+
+// PlanLabelSync is SyncLabels with the memory of rec: it sorts the
+// deletions by their intent (Reverts, Removals, Unclear) so that a caller
+// can hold the removals of many labels at once and the unclear ones for
+// a person. source names the syncing source in the record.
+//
+//	rec {"r.io": {source: p, keys: [r.io/rack]}}, prefixes [r.io, n.io]
+//	host {r.io/rack: a}; node {r.io/rack: a, r.io/extra: 1, n.io/old: 2}
+//	→ Reverts [r.io/extra] (added on the Node), Unclear [n.io/old] (n.io is new)
+func PlanLabelSync(host, node map[string]string, prefixes []string, source string, rec LabelRecord) LabelSyncPlan {
+	p := LabelSyncPlan{Changes: SyncLabels(host, node, prefixes), source: source, prefixes: prefixes, host: host, rec: rec}
+	for _, k := range p.Changes.Delete {
+		prefix, _ := LabelPrefixOf(k)
+		entry, known := rec[prefix]
+		switch {
+		case !known, slices.Contains(entry.Foreign, k):
+			p.Unclear = append(p.Unclear, k)
+		case slices.Contains(entry.Keys, k):
+			p.Removals = append(p.Removals, k)
+		default:
+			p.Reverts = append(p.Reverts, k)
+		}
+	}
+	return p
+}
+
+// Record is the Node's record once the plan's changes are written except
+// the deletions held: every prefix of the source gets an entry with the
+// host's keys under it and its held removals (still owned), and its held
+// unclear keys as Foreign (their removal still waits for a person);
+// unless a key under it is contested by another source (whose entry, if
+// any, is left as it is, so two sources never take turns rewriting it).
+// An entry with the same keys is kept as it is, whichever source made it;
+// entries the source made for prefixes it no longer syncs are dropped;
+// other sources' entries are kept.
+func (p LabelSyncPlan) Record(held, contested []string) LabelRecord {
+	out := LabelRecord{}
+	for prefix, e := range p.rec {
+		if e.Source != p.source || slices.Contains(p.prefixes, prefix) {
+			out[prefix] = e
+		}
+	}
+	for _, prefix := range p.prefixes {
+		if slices.ContainsFunc(contested, func(k string) bool { return underPrefix(k, prefix) }) {
+			continue
+		}
+		var keys, foreign []string
+		for k := range p.host {
+			if underPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range held {
+			switch {
+			case !underPrefix(k, prefix):
+			case slices.Contains(p.Removals, k):
+				keys = append(keys, k) // still owned: its removal waits
+			case slices.Contains(p.Unclear, k):
+				foreign = append(foreign, k)
+			}
+		}
+		e := PrefixRecord{Source: p.source, Keys: sortedSet(keys), Foreign: sortedSet(foreign)}
+		if old, ok := out[prefix]; ok && slices.Equal(old.Keys, e.Keys) && slices.Equal(old.Foreign, e.Foreign) {
+			continue
+		}
+		out[prefix] = e
+	}
+	return out
+}
+
+// underPrefix reports whether label key k is under prefix.
+func underPrefix(k, prefix string) bool {
+	pre, ok := LabelPrefixOf(k)
+	return ok && pre == prefix
+}
+
+// sortedSet returns s sorted without duplicates ([] for none, so a
+// record's keys read as a list).
+func sortedSet(s []string) []string {
+	out := slices.Compact(slices.Sorted(slices.Values(s)))
+	if out == nil {
+		return []string{}
+	}
+	return out
 }

@@ -222,3 +222,52 @@ func TestLabelChangesWithout(t *testing.T) {
 		t.Fatalf("Without every key = %+v, want empty", all)
 	}
 }
+
+func TestPlanLabelSyncSortsDeletionsByIntent(t *testing.T) {
+	rec := tags.LabelRecord{"r.io": tags.PrefixRecord{Source: "p", Keys: []string{"r.io/gone", "r.io/rack"}}, "o.io": tags.PrefixRecord{Source: "other", Keys: []string{"o.io/x"}},
+		"old.io": tags.PrefixRecord{Source: "p", Keys: []string{"old.io/y"}}}
+	host := map[string]string{"r.io/rack": "a", "n.io/new": "1"}
+	node := map[string]string{"r.io/rack": "a", "r.io/gone": "1", "r.io/extra": "2", "n.io/used": "3", "o.io/x": "4"}
+	p := tags.PlanLabelSync(host, node, []string{"r.io", "n.io"}, "p", rec)
+	if !slices.Equal(p.Reverts, []string{"r.io/extra"}) || !slices.Equal(p.Removals, []string{"r.io/gone"}) || !slices.Equal(p.Unclear, []string{"n.io/used"}) {
+		t.Fatalf("reverts %v removals %v unclear %v", p.Reverts, p.Removals, p.Unclear)
+	}
+	if !slices.Equal(p.Changes.Delete, []string{"n.io/used", "r.io/extra", "r.io/gone"}) || p.Changes.Set["n.io/new"] != "1" {
+		t.Fatalf("changes %+v", p.Changes)
+	}
+	// Everything written: n.io becomes the source's, old.io (no longer
+	// synced by p) is dropped, o.io (another source's) is kept.
+	want := tags.LabelRecord{"r.io": tags.PrefixRecord{Source: "p", Keys: []string{"r.io/rack"}}, "n.io": tags.PrefixRecord{Source: "p", Keys: []string{"n.io/new"}},
+		"o.io": rec["o.io"]}
+	if got := p.Record(nil, nil); got.Encode() != want.Encode() {
+		t.Fatalf("Record(nil) = %s, want %s", got.Encode(), want.Encode())
+	}
+	// Held: n.io's label the Node carried before stays foreign while its
+	// removal waits (and is unclear again next time); a held removal stays
+	// owned.
+	got := p.Record([]string{"n.io/used", "r.io/gone"}, nil)
+	if !slices.Equal(got["n.io"].Foreign, []string{"n.io/used"}) || !slices.Equal(got["r.io"].Keys, []string{"r.io/gone", "r.io/rack"}) {
+		t.Fatalf("Record(held) = %s", got.Encode())
+	}
+	again := tags.PlanLabelSync(host, node, []string{"r.io", "n.io"}, "p", got)
+	if !slices.Equal(again.Unclear, []string{"n.io/used"}) || !slices.Equal(again.Removals, []string{"r.io/gone"}) {
+		t.Fatalf("next pass: unclear %v removals %v", again.Unclear, again.Removals)
+	}
+	// A contested prefix keeps whatever entry it has; an entry with the
+	// same keys is kept, whoever made it.
+	if c := p.Record(nil, []string{"r.io/rack"}); c["r.io"].Source != "p" || !slices.Equal(c["r.io"].Keys, rec["r.io"].Keys) {
+		t.Fatalf("contested r.io: %s", c.Encode())
+	}
+	same := tags.PlanLabelSync(map[string]string{"o.io/x": "4"}, node, []string{"o.io"}, "p",
+		tags.LabelRecord{"o.io": {Source: "other", Keys: []string{"o.io/x"}}})
+	if c := same.Record(nil, nil); c["o.io"].Source != "other" {
+		t.Fatalf("an entry with the same keys was taken over: %s", c.Encode())
+	}
+	back, err := tags.ParseLabelRecord(got.Encode())
+	if err != nil || back.Encode() != got.Encode() {
+		t.Fatalf("round trip: %v %v", back, err)
+	}
+	if _, err := tags.ParseLabelRecord("[1]"); err == nil {
+		t.Fatal("a malformed record parsed")
+	}
+}

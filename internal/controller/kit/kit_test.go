@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
 )
 
@@ -173,5 +174,30 @@ func TestUpdateChanged(t *testing.T) {
 	}
 	if !p.Create(event.CreateEvent{Object: n("1")}) || !p.Update(event.UpdateEvent{ObjectOld: &corev1.Pod{}, ObjectNew: &corev1.Pod{}}) {
 		t.Error("a create, or an update of another type, was dropped")
+	}
+}
+
+func TestRequiredVersion(t *testing.T) {
+	obj := func(v string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "default", Annotations: map[string]string{v1alpha1.RequiresVersionAnnotation: v}}
+	}
+	for _, c := range []struct {
+		want, running string
+		refused       bool
+	}{
+		{"0.3.0", "0.2.0", true},
+		{"0.3.0", "v0.3.0", false},
+		{"0.3.0", "0.3.1-rc.1", false},
+		{"0.3.0", "0.0.0-20261128081206-10ad75f0a1b2", false}, // unreleased
+		{"0.3.0", "dev", false},
+		{"not-a-version", "0.3.0", true},
+	} {
+		err := RequiredVersion("NodeTagSync", obj(c.want), c.running)
+		if (err != nil) != c.refused {
+			t.Errorf("requires %s, running %s: %v, want refused %v", c.want, c.running, err, c.refused)
+		}
+	}
+	if err := RequiredVersion("NodeTagSync", &metav1.ObjectMeta{}, "0.1.0"); err != nil {
+		t.Errorf("no annotation: %v", err)
 	}
 }

@@ -49,8 +49,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ControllerName names the controller in --controllers, logs, metrics and
@@ -104,6 +106,12 @@ type state struct {
 	// retained names the labels deletionPolicy Retain kept at the last
 	// pass ("" when none), so the Retained event comes when they change.
 	retained string
+	// deletions are the label removals of the last hour's passes, which
+	// the guard counts with a pass's own; held is the set the last pass
+	// held for approval (nil: none), kept for a Metal3Cluster, which has
+	// no status.
+	deletions tags.DeletionLedger
+	held      *v1alpha1.HeldDeletions
 }
 
 // nodeKey is a Node in a workload cluster.

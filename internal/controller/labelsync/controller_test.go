@@ -44,6 +44,8 @@ func TestLabelSync(t *testing.T) {
 		"SuspendWritesNothingThenResumes": testSuspend,
 		"RetainKeepsRemovedLabels":        testRetain,
 		"DeletedProfileLeavesLabels":      testDeleteProfileLeavesLabels,
+		"NewPrefixRemovalsHeld":           testNewPrefixHeld,
+		"ReregisteredHostsRemovalsHeld":   testReregisteredHostsHeld,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -93,9 +95,13 @@ func testHostLabels(t *testing.T, p *planes) {
 	h.machine(b, "alpha", node)
 	h.profile("p1", "rack.example.com", "zone.example.com")
 
-	// The host's in-scope labels land; a stale in-scope label goes; the
-	// rest of the Node is left alone.
+	// The host's in-scope labels land; a stale in-scope label the sync
+	// never wrote waits for approval, then goes; the rest of the Node is
+	// left alone.
 	want := map[string]string{"kubernetes.io/hostname": "n1", "other.io/keep": "1", "rack.example.com/rack": "r1", "zone.example.com/zone": "z1"}
+	h.waitLabels(p.workloadC, node, withLabels(want, map[string]*string{"rack.example.com/stale": ptr.To("old")}))
+	h.waitStatus("p1", held(1))
+	h.approve("p1")
 	h.waitLabels(p.workloadC, node, want)
 	prof := h.waitStatus("p1", ready(metav1.ConditionTrue))
 	if s := prof.Status; s.HostsMatched != 1 || s.NodesInSync != 1 || s.HostsWaiting != 0 || len(s.Problems) != 0 {

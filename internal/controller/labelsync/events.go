@@ -30,6 +30,9 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	// ReasonCRDsMissing: Metal3 or Cluster API is not installed.
 	ReasonCRDsMissing = "CRDsMissing"
+	// ReasonDeletionsHeld: label removals wait for a person's approval
+	// (a prefix new to the sync, one label removed from many Nodes).
+	ReasonDeletionsHeld = "DeletionsHeld"
 	// ReasonLinkRefused: a host's chain has a link that is not followed (a
 	// consumerRef into another namespace, or a Metal3Machine that names
 	// another host); nothing is written for the host.
@@ -57,6 +60,7 @@ func (p *pass) report() {
 		n.Normal(obj, ReasonLabelsSynced, note+"): "+notify.Summary(p.out.written, shownInNotes))
 	}
 	p.reportSafety()
+	p.reportHeld()
 	for cluster := range p.out.unreachable {
 		// clustercache connects to a new cluster in the background: a
 		// cluster that has just appeared is "not connected" for a moment.
@@ -77,6 +81,19 @@ func (p *pass) report() {
 		n.Once(obj, "problem/"+pr.Host+"/"+pr.Reason, pr.Reason, fmt.Sprintf("host %s: %s", pr.Host, pr.Message))
 	}
 	n.EndPass(true)
+}
+
+// reportHeld remembers the held set (a Metal3Cluster has no status to keep
+// it) and emits a DeletionsHeld Warning when a set is first held.
+func (p *pass) reportHeld() {
+	held := p.out.held
+	if p.out.approved {
+		held = nil
+	}
+	p.st.held = held
+	if held != nil {
+		p.st.notes.Once(p.src.obj, "held/"+held.Token, ReasonDeletionsHeld, heldMessage(p.src, held))
+	}
 }
 
 // reportSafety emits the Normal events of a profile's safety settings:

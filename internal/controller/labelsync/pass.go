@@ -18,6 +18,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // maxClustersAtOnce bounds how many workload clusters one pass syncs
@@ -73,6 +74,10 @@ type outcome struct {
 	retained []string
 	// pending is what a suspended source would have written.
 	pending v1alpha1.PendingLabelWrites
+	// held is the set of label removals held for approval (nil: none);
+	// approved is set when the approval annotation named it.
+	held     *v1alpha1.HeldDeletions
+	approved bool
 }
 
 // contestNote is the Warning of one host's contest with another host.
@@ -149,30 +154,64 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: p.next()}, nil
 }
 
-// syncClusters syncs each cluster's hosts, up to maxClustersAtOnce
-// clusters at a time, so a slow or unreachable cluster delays only its own.
+// syncClusters syncs the hosts of every workload cluster, in stages: each
+// cluster's Nodes are read and its hosts planned (readCluster), the
+// removals of the whole pass are judged at once (guard: a prefix new to
+// the sync, one label removed from many Nodes), then each cluster's Nodes
+// are written (writeCluster). Up to maxClustersAtOnce clusters are read
+// or written at a time, so a slow or unreachable cluster delays only its
+// own.
 func (p *pass) syncClusters(ctx context.Context, byCluster map[types.NamespacedName][]*link) {
 	keys := make([]types.NamespacedName, 0, len(byCluster))
 	for k := range byCluster {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	works := make([]*clusterWork, len(keys))
+	eachCluster(keys, func(i int, k types.NamespacedName) { works[i] = p.readCluster(ctx, k, byCluster[k]) })
+	held := p.guard(works)
+	eachCluster(keys, func(i int, _ types.NamespacedName) {
+		if works[i] != nil {
+			p.writeCluster(ctx, works[i], held)
+		}
+	})
+}
+
+// eachCluster runs do for each cluster, up to maxClustersAtOnce at a time.
+func eachCluster(keys []types.NamespacedName, do func(int, types.NamespacedName)) {
 	sem := make(chan struct{}, maxClustersAtOnce)
 	var wg sync.WaitGroup
-	for _, k := range keys {
+	for i, k := range keys {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			p.syncCluster(ctx, k, byCluster[k])
+			do(i, k)
 		})
 	}
 	wg.Wait()
 }
 
-// syncCluster syncs the hosts of one workload cluster, reading its Nodes
-// with one List of its cache. The first sign that the cluster cannot be
-// reached makes every host of it wait, unsynced.
-func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, links []*link) {
+// clusterWork is one reachable workload cluster of a pass: its client and
+// its hosts, read and planned.
+type clusterWork struct {
+	cluster types.NamespacedName
+	c       client.Client
+	hosts   []hostWork
+}
+
+// hostWork is one host of a pass with its Node (nil: not registered yet),
+// the other hosts contesting keys of it, and its sync plan.
+type hostWork struct {
+	l        *link
+	node     *corev1.Node
+	contests []contest
+	plan     tags.LabelSyncPlan
+}
+
+// readCluster reads the Nodes of one workload cluster with one List of its
+// cache and plans its hosts. The first sign that the cluster cannot be
+// reached makes every host of it wait, unsynced (nil).
+func (p *pass) readCluster(ctx context.Context, cluster types.NamespacedName, links []*link) *clusterWork {
 	w := p.r.workloads
 	c, err := w.Client(ctx, cluster)
 	if err == nil {
@@ -185,21 +224,40 @@ func (p *pass) syncCluster(ctx context.Context, cluster types.NamespacedName, li
 	switch {
 	case isUnreachable(err):
 		p.unreachable(cluster, links, err)
-		return
+		return nil
 	case err != nil:
 		for _, l := range links {
 			p.problem(l, ReasonNodeReadFailed, fmt.Sprintf("listing the nodes of cluster %s: %v", cluster, err))
 		}
-		return
+		return nil
 	}
 	contests := p.stakeAll(links, nodes)
+	out := &clusterWork{cluster: cluster, c: c, hosts: make([]hostWork, len(links))}
 	for i, l := range links {
-		if err := p.syncHost(ctx, c, l, nodes[l.node], contests[i]); err != nil {
-			p.unreachable(cluster, links[i:], err)
+		hw := hostWork{l: l, node: nodes[l.node], contests: contests[i]}
+		if hw.node != nil {
+			rec, _ := tags.ParseLabelRecord(hw.node.Annotations[v1alpha1.LabelSyncRecordAnnotation]) // malformed: no memory, removals wait
+			hw.plan = tags.PlanLabelSync(l.host.Labels, hw.node.Labels, p.src.prefixes, p.src.recordName(), rec)
+		}
+		out.hosts[i] = hw
+	}
+	return out
+}
+
+// writeCluster writes the Nodes of one cluster's hosts, except the
+// removals held.
+func (p *pass) writeCluster(ctx context.Context, cw *clusterWork, held map[nodeKey][]string) {
+	for i, hw := range cw.hosts {
+		if err := p.syncHost(ctx, cw.c, hw, held[nodeKey{cluster: cw.cluster, node: hw.l.node}]); err != nil {
+			links := make([]*link, 0, len(cw.hosts)-i)
+			for _, rest := range cw.hosts[i:] {
+				links = append(links, rest.l)
+			}
+			p.unreachable(cw.cluster, links, err)
 			return
 		}
 	}
-	p.r.clusterReached(cluster)
+	p.r.clusterReached(cw.cluster)
 }
 
 // listNodes reads a workload cluster's Nodes from its cache, by name,
@@ -237,11 +295,12 @@ func (p *pass) stakeAll(links []*link, nodes map[string]*corev1.Node) [][]contes
 }
 
 // syncHost compares one host with its Node (nil: not registered yet) and
-// writes the Node when they differ, except the keys other hosts of the Node
-// contest (and then the pending taint stays). It returns an error only when
-// the cluster could not be reached; other failures are recorded as the
-// host's problem.
-func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *corev1.Node, contests []contest) error {
+// writes the Node when they differ, except the keys other hosts of the
+// Node contest (and then the pending taint stays) and the removals held.
+// It returns an error only when the cluster could not be reached; other
+// failures are recorded as the host's problem.
+func (p *pass) syncHost(ctx context.Context, c client.Client, hw hostWork, held []string) error {
+	l, node, contests := hw.l, hw.node, hw.contests
 	k := nodeKey{cluster: l.cluster, node: l.node}
 	if node == nil {
 		p.wait(l, v1alpha1.WaitNoNodeRef)
@@ -251,21 +310,24 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints, p.src.retain)
 	tainted := u.taints != nil
 	inSync := len(contests) == 0
+	var contested []string
 	if !inSync {
-		keys := contestedKeys(contests)
-		u.labels, u.taints = u.labels.Without(keys), nil
-		u.retained = slices.DeleteFunc(u.retained, func(k string) bool { return slices.Contains(keys, k) })
+		contested = contestedKeys(contests)
+		u.labels, u.taints = u.labels.Without(contested), nil
+		u.retained = slices.DeleteFunc(u.retained, func(k string) bool { return slices.Contains(contested, k) })
 		p.contested(l, contests)
 		p.keepsTaint(tainted)
 	}
+	u.remember(hw.plan, held, contested, node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
 	p.kept(l, u.retained)
 	if u.isEmpty() {
-		p.synced(inSync, false)
+		p.synced(inSync && len(held) == 0, false)
 		return nil
 	}
 	if p.src.suspended {
 		// Read and reported, never written: the Node is in sync only if
 		// its labels already are.
+		u.record = ""
 		p.wouldWrite(u)
 		p.keepsTaint(inSync && tainted)
 		p.synced(inSync && u.labels.IsEmpty(), false)
@@ -279,7 +341,7 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, l *link, node *cor
 	switch {
 	case err == nil:
 		p.wrote(l, u)
-		p.synced(inSync, true)
+		p.synced(inSync && len(held) == 0, true)
 	case apierrors.IsConflict(err):
 		// The Node changed since the cache read it; its watch event
 		// brings a pass that sees the change.

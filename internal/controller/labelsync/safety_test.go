@@ -150,8 +150,13 @@ func testRetain(t *testing.T, p *planes) {
 		t.Fatalf("a steady Retain pass wrote the Node: %v", got)
 	}
 
-	// Back to Delete: the kept labels go at once.
+	// Back to Delete: the kept label the host had goes at once; the one
+	// the Node carried before the sync (never written by it) waits for
+	// approval, then goes.
 	h.update(h.c, prof, func() { prof.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDelete })
+	h.waitLabels(p.workloadC, node, map[string]string{"other.io/keep": "1", "rack.example.com/rack": "r2", "rack.example.com/extra": "x"})
+	h.waitStatus("p1", held(1))
+	h.approve("p1")
 	h.waitLabels(p.workloadC, node, map[string]string{"other.io/keep": "1", "rack.example.com/rack": "r2"})
 	prof = h.waitStatus("p1", condition(v1alpha1.ConditionDeletionsHeld, metav1.ConditionFalse, v1alpha1.ReasonNoneHeld))
 	if prof.Status.LabelsRetained != 0 {

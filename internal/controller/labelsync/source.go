@@ -50,6 +50,10 @@ func (s *source) kind() string {
 	return "Metal3Cluster"
 }
 
+// recordName names the source in the Nodes' label sync records
+// (v1alpha1.LabelSyncRecordAnnotation): its kind and namespace/name.
+func (s *source) recordName() string { return s.kind() + " " + s.name() }
+
 // name is the source's namespace/name for messages and metrics.
 func (s *source) name() string {
 	return s.obj.GetNamespace() + "/" + s.obj.GetName()

@@ -48,7 +48,10 @@ func (p *pass) profileStatus() v1alpha1.LabelSyncProfileStatus {
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: kit.ConditionStatus(ready),
 		Reason: reason, Message: notify.Fit(msg), ObservedGeneration: prof.Generation})
 	meta.SetStatusCondition(&s.Conditions, p.conflictCondition())
-	s.LabelsRetained, s.Pending = int32(len(o.retained)), nil
+	s.LabelsRetained, s.Pending, s.DeletionsHeld = int32(len(o.retained)), nil, nil
+	if o.held != nil && !o.approved {
+		s.DeletionsHeld = o.held
+	}
 	if p.src.suspended && o.pending.Nodes > 0 {
 		s.Pending = o.pending.DeepCopy()
 	}
@@ -145,6 +148,10 @@ func describePending(w v1alpha1.PendingLabelWrites) string {
 func (p *pass) deletionsHeldCondition() metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionDeletionsHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoneHeld,
 		Message: "no label the sync would remove is kept", ObservedGeneration: p.src.profile.Generation}
+	if h := p.out.held; h != nil && !p.out.approved {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonMassDeletion, notify.Fit(heldMessage(p.src, h))
+		return c
+	}
 	if n := len(p.out.retained); n > 0 {
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonRetained
 		c.Message = notify.Fit(retainedNote(p.out.retained) + "; set deletionPolicy Delete to remove them, or remove them yourself")

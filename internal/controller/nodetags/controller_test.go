@@ -151,8 +151,10 @@ func TestDisagreeingScaleSetNodes(t *testing.T) {
 	}
 }
 
-// TestDeletionsPropagateKeyByKey: a tag removed in Azure removes the label, a
-// label removed on a node removes the tag; other keys stay.
+// TestDeletionsPropagateKeyByKey: a tag removed in Azure (where it came
+// from) removes the label; a label removed on a node removes the tag it
+// brought; a label removed of a tag the cloud brought is held; other keys
+// stay.
 func TestDeletionsPropagateKeyByKey(t *testing.T) {
 	h := newHarness(t)
 	vmID, pid := h.vmInGroup("rg-del", "vm-del", map[string]string{"env": "prod", "owner": "ops", "team": "blue"})
@@ -167,8 +169,16 @@ func TestDeletionsPropagateKeyByKey(t *testing.T) {
 	h.syncAndWait("del")
 	h.waitLabel("del", "azure.tags/owner", absent)
 
+	setLabel(h, "del", "azure.tags/added", "yes")
+	h.waitTag(vmID, "added", "yes")
+	removeLabel(h, "del", "azure.tags/added")
+	h.waitTag(vmID, "added", absent)
+
 	removeLabel(h, "del", "azure.tags/team")
-	h.waitTag(vmID, "team", absent)
+	h.syncAndWait("del")
+	if got := h.tags(vmID)["team"]; got != "blue" {
+		t.Fatalf("team = %q: the removal of a label whose tag came from the cloud must wait for approval", got)
+	}
 	if got := h.tags(vmID)["env"]; got != "prod" {
 		t.Fatalf("env tag = %q, want prod to survive unrelated deletions", got)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/version"
 )
 
 // Reconciler syncs the nodes of each NodeTagSync with their cloud resources.
@@ -112,6 +113,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	st := r.syncs.For(nts.Name, nts.UID)
 	cfg, err := configFor(&nts, r.providers)
+	if err == nil {
+		err = kit.RequiredVersion("NodeTagSync", &nts, version.Get())
+	}
 	if err != nil {
 		st.notes.Once(&nts, "spec/"+err.Error(), ReasonInvalidSpec, err.Error())
 		st.notes.EndPass(false)

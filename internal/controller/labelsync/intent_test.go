@@ -1,0 +1,107 @@
+package labelsync_test
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/tagsync/tagsync/api/metal3"
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/labelsync"
+)
+
+// held is a waitStatus check: n label removals are held for approval.
+func held(n int32) func(v1alpha1.LabelSyncProfileStatus) string {
+	return func(s v1alpha1.LabelSyncProfileStatus) string {
+		if msg := condition(v1alpha1.ConditionDeletionsHeld, metav1.ConditionTrue, v1alpha1.ReasonMassDeletion)(s); msg != "" {
+			return msg
+		}
+		if s.DeletionsHeld == nil || s.DeletionsHeld.Count != n {
+			return fmt.Sprintf("deletionsHeld %+v, want %d", s.DeletionsHeld, n)
+		}
+		return ""
+	}
+}
+
+// approve annotates the profile with the token of the set it holds.
+func (h *harness) approve(name string) {
+	h.t.Helper()
+	prof := h.waitStatus(name, func(s v1alpha1.LabelSyncProfileStatus) string {
+		if s.DeletionsHeld == nil {
+			return "nothing held"
+		}
+		return ""
+	})
+	token := prof.Status.DeletionsHeld.Token
+	h.update(h.c, prof, func() { prof.Annotations = map[string]string{v1alpha1.ApproveDeletionsAnnotation: token} })
+}
+
+// testNewPrefixHeld: a profile whose prefix the Node already uses removes
+// none of the labels it never wrote: their removal waits for approval,
+// the host's labels land meanwhile. Approved, they go; from then on the
+// prefix is the sync's, and a label added on the Node is reverted.
+func testNewPrefixHeld(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	node := h.node(p.workloadC, "n1", map[string]string{"rack.example.com/extra": "x", "rack.example.com/slot": "4"})
+	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
+	h.machine(b, "alpha", node)
+	h.profile("p1", "rack.example.com")
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1", "rack.example.com/extra": "x", "rack.example.com/slot": "4"})
+	h.waitStatus("p1", held(2))
+	h.waitEvent("p1", labelsync.ReasonDeletionsHeld)
+	h.pass("p1")
+	if got := h.labels(p.workloadC, node); got["rack.example.com/extra"] != "x" || got["rack.example.com/slot"] != "4" {
+		t.Fatalf("labels the sync never wrote were removed: %v", got)
+	}
+
+	h.approve("p1")
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	h.waitStatus("p1", condition(v1alpha1.ConditionDeletionsHeld, metav1.ConditionFalse, v1alpha1.ReasonNoneHeld))
+	h.patchNodeLabels(p.workloadC, node, map[string]*string{"rack.example.com/added": ptr.To("y")})
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+}
+
+// testReregisteredHostsHeld: hosts re-registered without one label (while
+// the profile was suspended) would remove it from every Node at once when
+// it resumes: held, the label stays on the Nodes; a host's other change
+// still lands.
+func testReregisteredHostsHeld(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	labels := map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3"}
+	var nodes []string
+	var hosts []*metal3.BareMetalHost
+	for i := range 4 {
+		node := h.node(p.workloadC, fmt.Sprintf("n%d", i), nil)
+		b := h.host(fmt.Sprintf("h%d", i), map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
+		h.machine(b, "alpha", node)
+		nodes, hosts = append(nodes, node), append(hosts, b)
+	}
+	prof := h.profile("p1", "rack.example.com")
+	for _, n := range nodes {
+		h.waitLabels(p.workloadC, n, labels)
+	}
+	h.waitStatus("p1", ready(metav1.ConditionTrue))
+
+	// Re-registered while the profile is suspended, so that one pass
+	// meets them all when it resumes (one by one, the second Node's
+	// removal would be held: 2 of 4 Nodes within the hour).
+	h.update(h.c, prof, func() { prof.Spec.Suspend = true })
+	h.waitStatus("p1", condition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended))
+	for _, b := range hosts {
+		h.update(h.c, b, func() { delete(b.Labels, "rack.example.com/row") })
+	}
+	h.update(h.c, hosts[0], func() { hosts[0].Labels["rack.example.com/rack"] = "r2" })
+	h.update(h.c, prof, func() { prof.Spec.Suspend = false })
+	h.waitLabels(p.workloadC, nodes[0], map[string]string{"rack.example.com/rack": "r2", "rack.example.com/row": "3"})
+	h.waitStatus("p1", held(4))
+	h.pass("p1")
+	for _, n := range nodes {
+		if got := h.labels(p.workloadC, n)["rack.example.com/row"]; got != "3" {
+			t.Fatalf("node %s lost row (%q) although the removal from every Node waits for approval", n, got)
+		}
+	}
+}
