@@ -1,8 +1,9 @@
 // Package tags owns the pure logic of tag synchronisation: tag sets (Set,
 // Patch), per-cloud tag rules (Rules, AzureRules, AWSRules) and how a cloud
 // compares tag names (NameCase), the reversible label <-> tag codec (Codec),
-// the per-Node three-way merge (Merge), the scale-set aggregation of Node
-// proposals (Aggregate), the tag limit policy (Fit) and tag name filters
+// the per-Node three-way merge (Merge) and its stored base (Base, with
+// each tag's source), the scale-set aggregation of Node proposals
+// (Aggregate), the mass-deletion guard (GuardDeletions, DeletionLedger), the tag limit policy (Fit) and tag name filters
 // (Filter), and the tag lifecycle of classified resources (Lifecycle). It does
 // no I/O and knows no Kubernetes or cloud client.
 //
@@ -110,6 +111,23 @@
 //     other; present on both with different values is a Conflict. Nothing is
 //     deleted.
 //
+// Deletions only by intent (TwoWay): MergeInput.From says which side each
+// base tag came from (Sources; a tag copied across for the first time
+// records the side it came from in MergeResult.From). A disappearance
+// crosses over only from that side:
+//
+//   - the cloud lost a tag that came from the Node (or from neither
+//     knowingly): a platform's rewrite. CloudPatch puts it back and
+//     Restored names it; the label stays.
+//   - the Node lost a tag that did not come from the Node: CloudPatch
+//     deletes it, and Unclear names it, so that the caller holds the
+//     deletion for a person (GuardDeletions).
+//
+// Base {env: prod, team: blue}, From {env: cloud, team: node}, cloud {env:
+// prod} (a node-pool update dropped team), Node unchanged: CloudPatch sets
+// team=blue, Restored [team]. Cloud unchanged, Node {team: blue} (a label
+// tidy-up removed env): CloudPatch deletes env, Unclear [env].
+//
 // A Direction forbids writing one side. A change on a side whose changes cannot
 // flow (the Node under CloudToNode, the cloud under NodeToCloud):
 //
@@ -131,6 +149,10 @@
 // there (the losses are cloud-side changes: NodeWins repairs them, the other
 // policies report them). Deliberate deletions remove keys one at a time and
 // still propagate (a single removed key, or the last one, is never a wipe).
+//
+// On a shared resource, Aggregate counts every Node still holding a tag
+// another Node proposes to delete as a vote to keep it: one Node cannot
+// delete a pool's tag.
 //
 // MergeResult.NewBase is what both sides hold once both patches are written.
 // When a write is only partly done (Fit, Aggregate, an encoding failure), use

@@ -154,9 +154,10 @@ func targetChange(o *onCloud) {
 	o.noLabelLost(nodes, want)
 }
 
-// suspendedDeletions: deletions that piled up while suspended are held
-// on resume like any others: the tidy-up made while suspended deletes no
-// tag once resumed.
+// suspendedDeletions: deletions that piled up while suspended are listed
+// in the status as what resuming would hold, and are held on resume like
+// any others: the tidy-up made while suspended deletes no tag once
+// resumed.
 func suspendedDeletions(o *onCloud) {
 	var ids, nodes []string
 	for i := range 2 {
@@ -178,7 +179,15 @@ func suspendedDeletions(o *onCloud) {
 		removeLabel(o.harness, n, o.label("costcenter"))
 	}
 	o.syncAndWait(o.name)
+	o.waitHeld(2) // listed while suspended: what resuming would hold
 	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = false })
+	o.waitStatus(o.name, "resumed", func(nts *v1alpha1.NodeTagSync) string {
+		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
+		if c == nil || c.Status != metav1.ConditionFalse || nts.Status.ObservedGeneration != nts.Generation {
+			return fmt.Sprintf("Suspended %+v", c)
+		}
+		return ""
+	})
 	o.waitHeld(2)
 	for _, id := range ids {
 		if got := o.cloud.tags(o.harness, id); !maps.Equal(got, pool) {

@@ -693,6 +693,13 @@ type guardInput struct {
 func holdWrites(cfg syncConfig, plans []*resourcePlan, g guardInput, approve func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool)) held {
 	var h held
 	if cfg.suspend {
+		// What resuming would hold is listed now (status, tagsync plan):
+		// the deletions that piled up meanwhile pass the guard then.
+		if !cfg.retain {
+			if h.mass, _ = guardMass(cfg, plans, g); h.mass.Held() {
+				h.record, h.approved = approve(h.mass)
+			}
+		}
 		for _, plan := range plans {
 			if !plan.proposed.IsEmpty() {
 				h.suspendedWrites++
@@ -710,19 +717,8 @@ func holdWrites(cfg syncConfig, plans []*resourcePlan, g guardInput, approve fun
 		}
 		return h
 	}
-	deletions := plannedDeletions(cfg, plans)
-	spread := tags.Spread{NameCase: nc, Carriers: maps.Clone(g.carriers), Recent: g.recent}
-	if spread.Carriers == nil {
-		spread.Carriers = map[string]int{}
-	}
-	for _, d := range deletions {
-		if d.Labels { // the resource carried these until now
-			for _, name := range d.Names {
-				spread.Carriers[nc.Key(name)]++
-			}
-		}
-	}
-	h.mass = tags.GuardDeletions(deletions, spread)
+	var deletions []tags.Deletions
+	h.mass, deletions = guardMass(cfg, plans, g)
 	if h.mass.Held() {
 		h.record, h.approved = approve(h.mass)
 	}
@@ -740,6 +736,26 @@ func holdWrites(cfg syncConfig, plans []*resourcePlan, g guardInput, approve fun
 		}
 	}
 	return h
+}
+
+// guardMass is what tags.GuardDeletions holds of the plans' deletions
+// (plannedDeletions, also returned), given what the guard knows beyond
+// them.
+func guardMass(cfg syncConfig, plans []*resourcePlan, g guardInput) (tags.MassDeletion, []tags.Deletions) {
+	nc := cfg.nameCase()
+	deletions := plannedDeletions(cfg, plans)
+	spread := tags.Spread{NameCase: nc, Carriers: maps.Clone(g.carriers), Recent: g.recent}
+	if spread.Carriers == nil {
+		spread.Carriers = map[string]int{}
+	}
+	for _, d := range deletions {
+		if d.Labels { // the resource carried these until now
+			for _, name := range d.Names {
+				spread.Carriers[nc.Key(name)]++
+			}
+		}
+	}
+	return tags.GuardDeletions(deletions, spread), deletions
 }
 
 // withhold takes the deletions mass holds out of plan: its tag deletions
