@@ -257,18 +257,49 @@ func (pg *playground) conflictResolved() Step {
 // label deleted on the way.
 func (pg *playground) wipeRepaired() Step {
 	r := pg.layout.Pool1
+	return pg.rewrite("node-pool reconcile wipe", r, func(map[string]string) map[string]string { return map[string]string{} },
+		"TagsWiped", func(before map[string]string) string {
+			return fmt.Sprintf("tags of %s rewritten to {} → TagsWiped event, %d tags restored from the labels, no label lost",
+				r.Name, len(before))
+		})
+}
+
+// poolRewrite rewrites a scale set's tags to the pool's declared set, as
+// `az aks nodepool update --tags`, an upgrade's node-pool reconcile or a
+// Terraform apply do: the pool's own tags stay, the tag tagsync copied up
+// from a label (owner) vanishes. tagsync puts it back (TagsRestored) and
+// no Node loses a label.
+func (pg *playground) poolRewrite() Step {
+	r := pg.layout.Pool1
+	declared := func(before map[string]string) map[string]string {
+		out := maps.Clone(before)
+		delete(out, "owner")
+		return out
+	}
+	return pg.rewrite("node-pool tags rewritten → copies put back", r, declared, "TagsRestored", func(before map[string]string) string {
+		return fmt.Sprintf("the pool's tags of %s rewritten to its declared set (owner, copied up from a label, gone) → "+
+			"TagsRestored event, owner=%s put back, 0 of %d labels lost", r.Name, before["owner"], len(before)*len(pg.layout.nodesOf(r)))
+	})
+}
+
+// rewrite is a step in which the platform replaces r's tags with
+// declared(its tags): the check waits for every tag to be back, no label
+// of r's Nodes lost on the way, and an event of reason; say describes it
+// from the tags before.
+func (pg *playground) rewrite(name string, r *resource, declared func(map[string]string) map[string]string, reason string,
+	say func(before map[string]string) string) Step {
 	var before map[string]string
 	var since time.Time
 	var lost error
 	return Step{
-		Name: "node-pool reconcile wipe",
+		Name: name,
 		Action: func(ctx context.Context) error {
 			var err error
 			if before, err = pg.sim.Tags(r.ID); err != nil {
 				return err
 			}
 			since = time.Now()
-			if err := pg.sim.ReplaceTags(r.ID, map[string]string{}); err != nil {
+			if err := pg.sim.ReplaceTags(r.ID, declared(before)); err != nil {
 				return err
 			}
 			return pg.requestSync(ctx)
@@ -283,56 +314,10 @@ func (pg *playground) wipeRepaired() Step {
 			if t, _ := pg.sim.Tags(r.ID); !maps.Equal(t, before) {
 				return "", fmt.Errorf("%s has tags %s, want them restored to %s", r.Name, show(t), show(before))
 			}
-			if _, err := pg.eventSince(ctx, "TagsWiped", since, syncName); err != nil {
+			if _, err := pg.eventSince(ctx, reason, since, syncName); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("tags of %s rewritten to {} → TagsWiped event, %d tags restored from the labels, no label lost",
-				r.Name, len(before)), nil
-		},
-	}
-}
-
-// poolRewrite rewrites a scale set's tags to the pool's declared set, as
-// `az aks nodepool update --tags`, an upgrade's node-pool reconcile or a
-// Terraform apply do: the pool's own tags stay, the tag tagsync copied up
-// from a label (owner) vanishes. tagsync puts it back (TagsRestored) and
-// no Node loses a label.
-func (pg *playground) poolRewrite() Step {
-	r := pg.layout.Pool1
-	var before map[string]string
-	var since time.Time
-	var lost error
-	return Step{
-		Name: "node-pool tags rewritten → copies put back",
-		Action: func(ctx context.Context) error {
-			var err error
-			if before, err = pg.sim.Tags(r.ID); err != nil {
-				return err
-			}
-			declared := maps.Clone(before)
-			delete(declared, "owner")
-			since = time.Now()
-			if err := pg.sim.ReplaceTags(r.ID, declared); err != nil {
-				return err
-			}
-			return pg.requestSync(ctx)
-		},
-		Check: func(ctx context.Context) (string, error) {
-			if lost == nil {
-				lost = pg.labelsKept(ctx, r, before)
-			}
-			if lost != nil {
-				return "", permanent(lost)
-			}
-			if err := pg.tagIs(r, "owner", before["owner"]); err != nil {
-				return "", err
-			}
-			if _, err := pg.eventSince(ctx, "TagsRestored", since, syncName); err != nil {
-				return "", err
-			}
-			labels := len(before) * len(pg.layout.nodesOf(r))
-			return fmt.Sprintf("the pool's tags of %s rewritten to its declared set (owner, copied up from a label, gone) → "+
-				"TagsRestored event, owner=%s put back, 0 of %d labels lost", r.Name, before["owner"], labels), nil
+			return say(before), nil
 		},
 	}
 }
@@ -347,7 +332,7 @@ func (pg *playground) labelsKept(ctx context.Context, r *resource, tags map[stri
 	for _, n := range pg.layout.nodesOf(r) {
 		for k, v := range want {
 			if have[n.Name][k] != v {
-				return fmt.Errorf("label %s=%s vanished from node %s after the wipe (labels now %s)", k, v, n.Name, show(have[n.Name]))
+				return fmt.Errorf("label %s=%s vanished from node %s after the rewrite (labels now %s)", k, v, n.Name, show(have[n.Name]))
 			}
 		}
 	}

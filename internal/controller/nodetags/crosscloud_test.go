@@ -316,6 +316,7 @@ var behaviours = []behaviour{
 	{name: "node-pool-rewrite", run: nodePoolRewrite},
 	{name: "label-tidy-up", run: labelTidyUp},
 	{name: "spread-deletions", run: spreadDeletions},
+	{name: "cloud-removal-cascade", run: cloudRemovalCascade},
 	{name: "pool-vote", run: poolVote},
 	{name: "target-change", run: targetChange,
 		differs: "on Azure the Nodes' own VMs lack the group's copied tag (Uniform instances fall back to the scale set, " +

@@ -58,12 +58,7 @@ func nodePoolRewrite(o *onCloud) {
 // held for approval (DeletionsHeld, its reason says the tags did not come
 // from the Nodes).
 func labelTidyUp(o *onCloud) {
-	var ids, nodes []string
-	for i := range 3 {
-		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), pool)
-		ids = append(ids, id)
-		nodes = append(nodes, o.node(i, pid, nil, nil))
-	}
+	ids, nodes := o.solos(3, pool)
 	o.sync(nil)
 	o.waitLabels(nodes, pool)
 	o.passDone(o.name, 3)
@@ -77,6 +72,25 @@ func labelTidyUp(o *onCloud) {
 			o.t.Fatalf("a label tidy-up changed the tags of %s: %v, want %v", id, got, pool)
 		}
 	}
+}
+
+// cloudRemovalCascade: a tag that came from the cloud is removed from
+// four resources at once (a CloudMetadata delete request, a policy that
+// strips it): the labels would follow on every Node; the removal of one
+// tag from that many resources is held (label deletions, DeletionsHeld),
+// and no Node loses the label until a person approves.
+func cloudRemovalCascade(o *onCloud) {
+	ids, nodes := o.solos(4, pool)
+	o.sync(nil)
+	o.waitLabels(nodes, pool)
+	o.passDone(o.name, 4)
+
+	for _, id := range ids {
+		o.cloud.edit(o.harness, id, nil, "costcenter")
+	}
+	o.syncNow(o.name)
+	o.waitHeld(4)
+	o.noLabelLost(nodes, pool)
 }
 
 // spreadDeletions: a tag that came from the Nodes, removed from their
@@ -159,41 +173,51 @@ func targetChange(o *onCloud) {
 // any others: the tidy-up made while suspended deletes no tag once
 // resumed.
 func suspendedDeletions(o *onCloud) {
-	var ids, nodes []string
-	for i := range 2 {
-		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), pool)
-		ids = append(ids, id)
-		nodes = append(nodes, o.node(i, pid, nil, nil))
-	}
+	ids, nodes := o.solos(2, pool)
 	o.sync(nil)
 	o.waitLabels(nodes, pool)
-	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = true })
-	o.waitStatus(o.name, "Suspended", func(nts *v1alpha1.NodeTagSync) string {
-		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
-		if c == nil || c.Status != metav1.ConditionTrue || nts.Status.ObservedGeneration != nts.Generation {
-			return fmt.Sprintf("Suspended %+v", c)
-		}
-		return ""
-	})
+	o.suspend(true)
 	for _, n := range nodes {
 		removeLabel(o.harness, n, o.label("costcenter"))
 	}
 	o.syncAndWait(o.name)
 	o.waitHeld(2) // listed while suspended: what resuming would hold
-	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = false })
-	o.waitStatus(o.name, "resumed", func(nts *v1alpha1.NodeTagSync) string {
-		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
-		if c == nil || c.Status != metav1.ConditionFalse || nts.Status.ObservedGeneration != nts.Generation {
-			return fmt.Sprintf("Suspended %+v", c)
-		}
-		return ""
-	})
+	o.suspend(false)
 	o.waitHeld(2)
 	for _, id := range ids {
 		if got := o.cloud.tags(o.harness, id); !maps.Equal(got, pool) {
 			o.t.Fatalf("resuming wrote the deletions made while suspended: %s has %v", id, got)
 		}
 	}
+}
+
+// solos creates n resources in no group (Azure VMs, AWS instances) tagged
+// t, each with a Node, and returns their IDs and the Nodes.
+func (o *onCloud) solos(n int, t map[string]string) (ids, nodes []string) {
+	for i := range n {
+		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), t)
+		ids = append(ids, id)
+		nodes = append(nodes, o.node(i, pid, nil, nil))
+	}
+	return ids, nodes
+}
+
+// suspend sets the case's NodeTagSync's spec.suspend and waits until its
+// status says so for the new generation.
+func (o *onCloud) suspend(on bool) {
+	o.t.Helper()
+	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = on })
+	want := metav1.ConditionFalse
+	if on {
+		want = metav1.ConditionTrue
+	}
+	o.waitStatus(o.name, fmt.Sprintf("Suspended=%s", want), func(nts *v1alpha1.NodeTagSync) string {
+		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
+		if c == nil || c.Status != want || nts.Status.ObservedGeneration != nts.Generation {
+			return fmt.Sprintf("Suspended %+v", c)
+		}
+		return ""
+	})
 }
 
 // waitHeld waits until the NodeTagSync holds n deletions for approval.

@@ -225,14 +225,7 @@ func massDeletion(o *onCloud) {
 func suspend(o *onCloud) {
 	id, node := o.syncedSolo(map[string]string{"env": "prod"}, nil)
 
-	o.update(o.name, func(n *v1alpha1.NodeTagSync) { n.Spec.Suspend = true })
-	o.waitStatus(o.name, "Suspended", func(nts *v1alpha1.NodeTagSync) string {
-		c := meta.FindStatusCondition(nts.Status.Conditions, v1alpha1.ConditionSuspended)
-		if c == nil || c.Status != metav1.ConditionTrue || nts.Status.ObservedGeneration != nts.Generation {
-			return fmt.Sprintf("Suspended %+v", c)
-		}
-		return ""
-	})
+	o.suspend(true)
 	o.cloud.edit(o.harness, id, map[string]string{"env": "staging"})
 	setLabel(o.harness, node, o.label("team"), "blue")
 	o.syncAndWait(o.name)
