@@ -2,6 +2,7 @@ package armsim
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -47,10 +48,14 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, rt *route) 
 	}
 	f := r.PostForm
 	clientID := f.Get("client_id")
+	if f.Get("grant_type") == "password" {
+		s.handlePasswordGrant(w, f, rt)
+		return
+	}
 	switch {
 	case f.Get("grant_type") != "client_credentials":
 		writeOAuthError(w, http.StatusBadRequest, "unsupported_grant_type",
-			"AADSTS70003: armsim supports only the client_credentials grant.")
+			"AADSTS70003: armsim supports only the client_credentials and password grants.")
 		return
 	case clientID == "":
 		writeOAuthError(w, http.StatusBadRequest, "invalid_request",
@@ -63,6 +68,23 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, rt *route) 
 	}
 	aud := audienceFromScope(f.Get("scope"))
 	tok := s.issueToken(rt.segs[0], clientID, aud)
+	secs := int64(s.opts.TokenLifetime / time.Second)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"token_type": "Bearer", "expires_in": secs, "ext_expires_in": secs, "access_token": tok,
+	})
+}
+
+// handlePasswordGrant signs a person in (resource owner password
+// credentials, a public client): any non-empty user name and password
+// are accepted, and the token names the user (idtyp "user", upn).
+func (s *Server) handlePasswordGrant(w http.ResponseWriter, f url.Values, rt *route) {
+	user, clientID := f.Get("username"), f.Get("client_id")
+	if user == "" || f.Get("password") == "" || clientID == "" {
+		writeOAuthError(w, http.StatusBadRequest, "invalid_request",
+			"AADSTS900144: The request body must contain the following parameters: 'client_id', 'username', 'password'.")
+		return
+	}
+	tok := s.issueUserToken(rt.segs[0], clientID, user, audienceFromScope(f.Get("scope")))
 	secs := int64(s.opts.TokenLifetime / time.Second)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type": "Bearer", "expires_in": secs, "ext_expires_in": secs, "access_token": tok,

@@ -42,11 +42,25 @@ func (s *Server) Credential(clientID, secret string) azcore.TokenCredential {
 	return &simCredential{s: s, client: s.HTTPClient(), clientID: clientID, secret: secret}
 }
 
-// simCredential is a minimal client-credentials TokenCredential.
+// UserCredential returns an azcore.TokenCredential that signs a person in
+// (the resource owner password grant, as a public client such as the
+// Azure CLI): its tokens carry idtyp "user" and the user's principal name
+// (upn), so the events of their writes name a person.
+func (s *Server) UserCredential(username, password string) azcore.TokenCredential {
+	return &simCredential{s: s, client: s.HTTPClient(), clientID: AzureCLIAppID, user: username, secret: password}
+}
+
+// AzureCLIAppID is the Azure CLI's application ID, the public client a
+// UserCredential signs in with.
+const AzureCLIAppID = "04b07795-8ddb-461a-bbee-02f9e1bf7b46"
+
+// simCredential is a minimal client-credentials (or, with user, password)
+// TokenCredential.
 type simCredential struct {
 	s                *Server
 	client           *http.Client
 	clientID, secret string
+	user             string
 
 	mu    sync.Mutex
 	cache map[string]azcore.AccessToken
@@ -73,6 +87,9 @@ func (c *simCredential) GetToken(ctx context.Context, opts policy.TokenRequestOp
 
 func (c *simCredential) fetch(ctx context.Context, scope string) (azcore.AccessToken, error) {
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.clientID}, "client_secret": {c.secret}, "scope": {scope}}
+	if c.user != "" {
+		form = url.Values{"grant_type": {"password"}, "client_id": {c.clientID}, "username": {c.user}, "password": {c.secret}, "scope": {scope}}
+	}
 	u := c.s.URL() + "/" + c.s.TenantID() + "/oauth2/v2.0/token"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {

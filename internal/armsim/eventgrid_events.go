@@ -167,6 +167,9 @@ func (s *Server) originOf(r *http.Request) writeOrigin {
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		if c, err := s.parseToken(strings.TrimSpace(tok)); err == nil {
 			o.claims = map[string]string{"aud": c.Aud, "iss": c.Iss, "appid": c.AppID, "tid": c.Tid, "oid": c.Oid, "idtyp": c.Idtyp}
+			if c.UPN != "" {
+				o.claims["upn"] = c.UPN
+			}
 		}
 	}
 	return o

@@ -23,6 +23,7 @@ type tokenClaims struct {
 	AppID string `json:"appid"`
 	Sub   string `json:"sub"`
 	Idtyp string `json:"idtyp"`
+	UPN   string `json:"upn,omitempty"`
 }
 
 var b64 = base64.RawURLEncoding
@@ -36,6 +37,24 @@ func (s *Server) issueToken(tenant, clientID, audience string) string {
 		Iat: now.Unix(), Nbf: now.Add(-5 * time.Minute).Unix(), Exp: now.Add(s.opts.TokenLifetime).Unix(),
 		Tid: tenant, Oid: clientID, AppID: clientID, Sub: clientID, Idtyp: "app",
 	}
+	return s.signClaims(c)
+}
+
+// issueUserToken signs a JWT for a person signed in through clientID:
+// idtyp "user", their principal name, an object ID of their own.
+func (s *Server) issueUserToken(tenant, clientID, user, audience string) string {
+	now := s.opts.Clock.Now()
+	oid := newUUIDFrom(user)
+	c := tokenClaims{
+		Aud: audience, Iss: "https://sts.windows.net/" + tenant + "/",
+		Iat: now.Unix(), Nbf: now.Add(-5 * time.Minute).Unix(), Exp: now.Add(s.opts.TokenLifetime).Unix(),
+		Tid: tenant, Oid: oid, AppID: clientID, Sub: oid, Idtyp: "user", UPN: user,
+	}
+	return s.signClaims(c)
+}
+
+// signClaims renders and signs a token of claims c.
+func (s *Server) signClaims(c tokenClaims) string {
 	payload, _ := json.Marshal(c)
 	head := b64.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
 	unsigned := head + "." + b64.EncodeToString(payload)

@@ -70,6 +70,8 @@ type labelNodeDiff struct {
 	Labels  []change `json:"labels,omitempty"`
 	// ReleaseTaint is set when the pending taint is removed.
 	ReleaseTaint bool `json:"releasePendingTaint,omitempty"`
+	// Held are the label removals the pass would hold for approval.
+	Held []string `json:"heldForApproval,omitempty"`
 }
 
 // hostWait is a host whose Node would not be synced, and why.
@@ -121,7 +123,7 @@ func profileDiff(p *v1alpha1.LabelSyncProfile, pred *labelsync.ProfilePlan) prof
 	for _, n := range pred.Nodes {
 		lc := patchChanges(tags.CaseSensitive, tags.Set(n.Before), tags.Patch{Set: tags.Set(n.Labels.Set), Delete: n.Labels.Delete})
 		out.Nodes = append(out.Nodes, labelNodeDiff{Cluster: n.Cluster.String(), Name: n.Node, Host: n.Host, Labels: lc,
-			ReleaseTaint: n.ReleaseTaint})
+			ReleaseTaint: n.ReleaseTaint, Held: n.Held})
 	}
 	for _, w := range pred.Waiting {
 		out.Waiting = append(out.Waiting, hostWait(w))
@@ -206,6 +208,9 @@ func (p *planPrinter) profile(s profilePlan) {
 		}
 		if n.ReleaseTaint {
 			p.line(2, red, "- taint %s:NoSchedule", v1alpha1.LabelSyncPendingTaintKey)
+		}
+		for _, k := range n.Held {
+			p.line(2, yellow, "! %s held for approval: label sync never wrote it (%s)", k, v1alpha1.ApproveDeletionsAnnotation)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)

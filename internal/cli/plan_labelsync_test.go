@@ -273,7 +273,7 @@ func assertLSPlan(t *testing.T, e *lsEstate, p profilePlan) {
 		lines = append(lines, c.Op+c.Name)
 	}
 	if n.Name != e.ns+"-n1" || n.Host != "h1" || n.Cluster != e.ns+"/self" || !n.ReleaseTaint ||
-		strings.Join(lines, " ") != "~rack.example.com/rack +rack.example.com/row -rack.example.com/old" {
+		strings.Join(lines, " ") != "~rack.example.com/rack +rack.example.com/row" || fmt.Sprint(n.Held) != "[rack.example.com/old]" {
 		t.Errorf("plan of node n1: %+v", n)
 	}
 	var waits []string
@@ -296,8 +296,9 @@ func assertLSText(t *testing.T, e *lsEstate) {
 	for _, want := range []string{
 		"LabelSyncProfile " + e.ns + "/racks (prefixes rack.example.com; 5 host(s))",
 		"  node " + e.ns + "-n1 of " + e.ns + "/self (host h1)\n" +
-			"    ~ rack.example.com/rack: \"r0\" -> \"r1\"\n    + rack.example.com/row = \"2\"\n    - rack.example.com/old (was \"x\")\n" +
-			"    - taint labelsync.tagsync.io/pending:NoSchedule\n  1 node(s) in sync",
+			"    ~ rack.example.com/rack: \"r0\" -> \"r1\"\n    + rack.example.com/row = \"2\"\n" +
+			"    - taint labelsync.tagsync.io/pending:NoSchedule\n" +
+			"    ! rack.example.com/old held for approval: label sync never wrote it (tagsync.io/approve-deletions)\n  1 node(s) in sync",
 		"host h2 waits: NoConsumer",
 		"host h5 waits: ClusterUnreachable (workload cluster " + e.ns + "/dead cannot be reached",
 		"Plan: 1 write(s)",

@@ -70,6 +70,21 @@ type Change struct {
 	// Received is when the hub took the change (set by the hub): a read
 	// sent after it shows the change (cloud.WithReadAfter).
 	Received time.Time
+	// Writer is who made the change, when the event names them (Azure:
+	// the caller's claims); zero otherwise.
+	Writer Writer
+}
+
+// Writer is the identity that made a cloud change.
+type Writer struct {
+	// ID names the identity (a user principal name or object ID, an
+	// application ID); "" when the event names none.
+	ID string
+	// Person is set when the identity is a person (a user signed in to
+	// the portal or the CLI), not an application, a managed identity or a
+	// platform's resource provider. Only a person's removal of a tag is
+	// taken as the wish to delete it whatever side it came from.
+	Person bool
 }
 
 // ErrKeptForRetry is the error of a delivery whose changes a pass did not

@@ -32,6 +32,7 @@ type triple struct {
 	base, cloud, node state
 	history           bool
 	from              Side
+	person            bool // the cloud's latest change was a person's
 }
 
 // lost reports whether side s no longer holds a tag the base holds.
@@ -82,9 +83,10 @@ func decide(t triple, dir Direction, pol Policy) decision {
 // the side the key came from: the cloud losing a tag that came from the
 // Nodes (or from neither knowingly) is a platform's rewrite, put back; a
 // Node losing a tag that did not come from the Nodes is deleted only once
-// a person approves (unclear). Every other change crosses over.
+// a person approves (unclear). A removal the cloud attributes to a person
+// is theirs to make. Every other change crosses over.
 func (t triple) byIntent(s Side, dir Direction) decision {
-	if !dir.isTwoWay() || !t.lost(s) || t.from == s {
+	if !dir.isTwoWay() || !t.lost(s) || t.from == s || (s == SideCloud && t.person) {
 		return decision{from: s}
 	}
 	if s == SideCloud {

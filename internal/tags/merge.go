@@ -150,6 +150,11 @@ type MergeInput struct {
 	// what a disappearance means: see the package documentation, "Deletions
 	// only by intent".
 	From Sources
+	// RemovedByPerson is set when the cloud names a person as the writer
+	// of the resource's latest change (an event's claims): the tags the
+	// cloud lost are then a person's deletions, which cross over whatever
+	// side they came from.
+	RemovedByPerson bool
 	// Hold names tags Merge must not touch on either side; their base entries
 	// carry over unchanged. Pass SkippedNames of the Skipped from ToLabels (of
 	// the cloud tags) and FromLabels: a tag that cannot be carried across must
@@ -239,7 +244,7 @@ func Merge(nc NameCase, in MergeInput) MergeResult {
 	for _, k := range unionKeys(bi, ci, ni) {
 		t := triple{
 			base: stateOf(res.base, bi, k), cloud: stateOf(in.Cloud, ci, k), node: stateOf(in.Node, ni, k),
-			history: res.base != nil, from: in.From.Source(nc, firstName(bi[k], ci[k], ni[k])),
+			history: res.base != nil, from: in.From.Source(nc, firstName(bi[k], ci[k], ni[k])), person: in.RemovedByPerson,
 		}
 		res.from[k] = t.from
 		if hold[k] {

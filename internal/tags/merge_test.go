@@ -424,3 +424,16 @@ func sourceText(s Sources) Set {
 	}
 	return out
 }
+
+// A removal the cloud attributes to a person crosses over, whatever side
+// the tag came from.
+func TestMergeRemovedByPerson(t *testing.T) {
+	in := MergeInput{Base: set("env", "a", "team", "x"), Cloud: set("env", "a"), Node: set("env", "a", "team", "x"),
+		From: Sources{"team": SideNode}, RemovedByPerson: true}
+	res := Merge(CaseInsensitive, in)
+	mustEqualPatch(t, "NodePatch", res.NodePatch, dels("team"))
+	mustEqualPatch(t, "CloudPatch", res.CloudPatch, Patch{})
+	if len(res.Restored) > 0 {
+		t.Fatalf("restored %v", res.Restored)
+	}
+}

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloudchange"
@@ -92,4 +96,49 @@ func refusals(t *testing.T) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestTheWriterOfAWriteReachesTheSink: the events of ARM writes carry the
+// caller's claims; a person signed in (the Azure CLI's password sign-in)
+// reaches the sink as a person, an application (tagsync's own service
+// principal) as no person.
+func TestTheWriterOfAWriteReachesTheSink(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithRetrySchedule(20*time.Millisecond))
+	ep := serve(t, Config{SecretFile: writeSecret(t, testKey)})
+	env.Subscribe(t, "tagsync", armsimtest.WebHook(ep.keyURL(testKey)))
+	estate := armsimtest.ClusterEstate{Infra: "who", PerType: 1}
+	if err := estate.Seed(env.Server); err != nil {
+		t.Fatal(err)
+	}
+	disk := estate.ID(env.SubscriptionID, armsim.TypeDisk, 0)
+	merge := armresources.TagsPatchOperationMerge
+	for _, cred := range []azcore.TokenCredential{env.Server.UserCredential("ana@example.com", "secret"), env.Credential} {
+		tc, err := armresources.NewTagsClient(env.SubscriptionID, cred, env.ClientOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: map[string]*string{"env": to.Ptr("x")}}}
+		poller, err := tc.BeginUpdateAtScope(t.Context(), disk, patch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := poller.PollUntilDone(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "both writes of "+disk+" at the sink, with their writers", func() string {
+		var writers []cloudchange.Writer
+		for _, call := range ep.sink.published() {
+			for _, c := range call {
+				if strings.EqualFold(c.Resource, disk) {
+					writers = append(writers, c.Writer)
+				}
+			}
+		}
+		if len(writers) != 2 || writers[0] != (cloudchange.Writer{ID: "ana@example.com", Person: true}) ||
+			writers[1].Person || writers[1].ID != armsimtest.ClientID {
+			return fmt.Sprintf("writers %+v", writers)
+		}
+		return ""
+	})
 }

@@ -180,7 +180,7 @@ func (w *Webhook) admit(e gridEvent, oldest time.Time) (string, *cloudchange.Cha
 		return outcomeDuplicate, nil
 	}
 	return outcomePublished, &cloudchange.Change{Cloud: "azure", Resource: resource, Kind: kind, ID: e.ID, Time: e.Time,
-		Source: SourceName, Operation: e.Data.CorrelationID}
+		Source: SourceName, Operation: e.Data.CorrelationID, Writer: writerOf(e.Data.Claims)}
 }
 
 // publish hands one delivery's changes to the sink without waiting for the

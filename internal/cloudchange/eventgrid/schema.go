@@ -1,6 +1,8 @@
 package eventgrid
 
 import (
+	"github.com/tagsync/tagsync/internal/cloudchange"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -31,6 +33,48 @@ type eventData struct {
 	// CorrelationID is the ARM correlation ID of the write: tagsync's own
 	// writes carry IDs it knows (cloudchange.Change.Operation).
 	CorrelationID string `json:"correlationId"`
+	// Claims are the claims of the caller's token (ARM events): who made
+	// the write (writerOf). Values other than strings are not read.
+	Claims map[string]any `json:"claims"`
+}
+
+// Claim names a person's token carries, short and as Azure's event
+// claims spell them.
+const (
+	claimUPN         = "upn"
+	claimUPNURI      = "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn"
+	claimUniqueName  = "unique_name"
+	claimObjectID    = "oid"
+	claimObjectIDURI = "http://schemas.microsoft.com/identity/claims/objectidentifier"
+)
+
+// writerOf is who made an ARM write, from the claims of its event: a
+// person when the token's idtyp is "user", or, without an idtyp, when it
+// names a user principal (upn, unique_name); an application otherwise
+// (idtyp "app", an appid alone: a service principal, a managed identity,
+// a resource provider such as AKS's or Azure Policy's).
+func writerOf(claims map[string]any) cloudchange.Writer {
+	if len(claims) == 0 {
+		return cloudchange.Writer{}
+	}
+	upn := firstOf(claims, claimUPN, claimUPNURI, claimUniqueName)
+	idtyp := firstOf(claims, "idtyp")
+	person := idtyp == "user" || (idtyp == "" && upn != "")
+	id := upn
+	if !person || id == "" {
+		id = firstOf(claims, "appid", "azp", claimObjectID, claimObjectIDURI)
+	}
+	return cloudchange.Writer{ID: id, Person: person}
+}
+
+// firstOf is the first of claims' values for names that is not empty.
+func firstOf(claims map[string]any, names ...string) string {
+	for _, n := range names {
+		if v, ok := claims[n].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // gridSchemaEvent is an event in the Event Grid schema.

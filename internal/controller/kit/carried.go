@@ -23,6 +23,9 @@ type Carried struct {
 	// (cloudchange.Change.Received): a read sent since shows every change
 	// of the resource taken so far (cloud.WithReadAfter).
 	Received time.Time
+	// Writer is who made the latest change, when its event named them
+	// (zero when it did not, or changes of the same time disagree).
+	Writer cloudchange.Writer
 }
 
 // Usable reports whether a pass may use the carried tags as the
@@ -53,9 +56,14 @@ func (p *Pending[K]) AddChange(k K, resource string, c cloudchange.Change) {
 	next := last
 	switch {
 	case !ok || c.Time.After(last.Time):
-		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time}
-	case c.Time.Equal(last.Time) && (c.Tags == nil || !maps.Equal(c.Tags, last.Tags)):
-		next.Tags = nil
+		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time, Writer: c.Writer}
+	case c.Time.Equal(last.Time):
+		if c.Tags == nil || !maps.Equal(c.Tags, last.Tags) {
+			next.Tags = nil
+		}
+		if c.Writer != last.Writer {
+			next.Writer = cloudchange.Writer{}
+		}
 	}
 	next.Received = latest(last.Received, c.Received)
 	p.carried[k][resource] = next

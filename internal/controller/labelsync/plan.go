@@ -3,6 +3,7 @@ package labelsync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -57,6 +58,11 @@ type NodePlan struct {
 	Labels tags.LabelChanges
 	// ReleaseTaint: the pending taint would be removed.
 	ReleaseTaint bool
+	// Held are the removals the pass would hold for a person's approval
+	// (not in Labels): labels the sync never wrote, under a prefix new to
+	// it. (A removal of one label from many Nodes is held too; plan does
+	// not judge that across the Nodes.)
+	Held []string
 }
 
 // HostWait is a host whose Node would not be synced.
@@ -107,7 +113,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 		}
 	}
 	for _, k := range sortedClusters(byCluster) {
-		out.planCluster(ctx, clientFor, k, byCluster[k], profile.Spec.Prefixes, profile.Spec.Retains())
+		out.planCluster(ctx, clientFor, k, byCluster[k], profile, profile.Spec.Retains())
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Host < out.Nodes[j].Host })
 	sort.SliceStable(out.Waiting, func(i, j int) bool { return out.Waiting[i].Host < out.Waiting[j].Host })
@@ -126,7 +132,9 @@ func sortedClusters(m map[types.NamespacedName][]*link) []types.NamespacedName {
 
 // planCluster compares the hosts of one workload cluster with their Nodes,
 // read with one live List.
-func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link, prefixes []string, retain bool) {
+func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, cluster types.NamespacedName, links []*link,
+	profile *v1alpha1.LabelSyncProfile, retain bool) {
+	prefixes := profile.Spec.Prefixes
 	ctx, cancel := context.WithTimeout(ctx, PlanClusterTimeout)
 	defer cancel()
 	nodes, unreachable, err := readNodes(ctx, clientFor, cluster)
@@ -149,12 +157,21 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 		}
 		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
 		p.Retained += len(u.retained)
-		if u.isEmpty() {
+		var held []string
+		if !retain {
+			rec, _ := tags.ParseLabelRecord(node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
+			held = tags.PlanLabelSync(l.host.Labels, node.Labels, prefixes, (&source{obj: profile, profile: profile}).recordName(), rec).Unclear
+			u.labels.Delete = slices.DeleteFunc(u.labels.Delete, func(k string) bool { return slices.Contains(held, k) })
+			if len(u.labels.Delete) == 0 {
+				u.labels.Delete = nil
+			}
+		}
+		if u.labels.IsEmpty() && u.taints == nil && len(held) == 0 {
 			p.InSync++
 			continue
 		}
 		p.Nodes = append(p.Nodes, NodePlan{Host: l.host.Name, Cluster: cluster, Node: node.Name, Before: node.Labels,
-			Labels: u.labels, ReleaseTaint: u.taints != nil})
+			Labels: u.labels, ReleaseTaint: u.taints != nil, Held: held})
 	}
 }
 

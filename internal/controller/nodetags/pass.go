@@ -382,8 +382,10 @@ type pass struct {
 	// it could.
 	complete bool
 	// targeted is set for a pass over the nodes of changed resources only
-	// (targeted.go).
+	// (targeted.go); people are the changed resources (canonical IDs)
+	// whose latest change the cloud attributes to a person, with who.
 	targeted bool
+	people   map[string]string
 }
 
 func (r *Reconciler) newPass(nts *v1alpha1.NodeTagSync, cfg syncConfig, st *syncState) *pass {
@@ -428,7 +430,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 // and metrics (report).
 func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapshot) {
 	p.reportReadFailures(snap.Failed)
-	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced}, nodes, snap)
+	pl := planPass(planInput{cfg: p.cfg, generation: p.nts.Generation, steady: p.st.steady, inFlight: p.r.writes.Replaced,
+		people: p.people}, nodes, snap)
 	h := holdWrites(p.cfg, pl.plans, p.guardInput(pl, snap), approval(p.nts, p.heldBefore(), p.r.Now()))
 	for _, d := range h.allowed {
 		p.st.deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())

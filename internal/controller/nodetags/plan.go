@@ -32,6 +32,9 @@ type planInput struct {
 	generation int64
 	steady     map[string]string
 	inFlight   func(node, resourceVersion string) bool
+	// people are the resources (canonical IDs) whose latest change the
+	// cloud's event attributes to a person, with who (nil: none known).
+	people map[string]string
 }
 
 // passPlan is what the planner made of a pass's nodes.
@@ -120,7 +123,7 @@ func planPass(in planInput, nodes []*cachedNode, snap cloud.Snapshot) passPlan {
 		if len(members) == 0 {
 			continue // every node steady
 		}
-		plan := decide(in.cfg, res, members)
+		plan := decide(in.cfg, res, members, in.people[id])
 		plan.tagsHash = tagsHash
 		plan.shared = slices.ContainsFunc(groups[id], func(n placed) bool { return n.shared })
 		pp.plans = append(pp.plans, &plan)
@@ -322,6 +325,9 @@ type resourcePlan struct {
 	// heldLabels are the label deletions the pass holds for approval
 	// (holdWrites): finish keeps them and their base entries.
 	heldLabels []string
+	// person names the person the cloud says made the resource's latest
+	// change ("": none known): the tags it lost are their deletions.
+	person string
 	// from is where the resource's synced tags came from, as its
 	// members' bases and this pass's first copies say: the merge after
 	// the write (settle) must not forget which side a tag it copied came
@@ -348,8 +354,8 @@ type resourcePlan struct {
 // with the resource's tags, their cloud proposals aggregated (a scale set's
 // Nodes must agree) and fitted to the cloud's rules. plan.proposed is the
 // cloud write; with nothing to write, the plan is final after finish.
-func decide(cfg syncConfig, res cloud.Resource, members []*member) resourcePlan {
-	plan := resourcePlan{resource: res, members: members}
+func decide(cfg syncConfig, res cloud.Resource, members []*member, person string) resourcePlan {
+	plan := resourcePlan{resource: res, members: members, person: person}
 	plan.from = resourceSources(cfg, members)
 	plan.results = mergeAll(cfg, res, members, &plan)
 	all := []tags.Sources{plan.from}
@@ -430,13 +436,15 @@ func mergeAll(cfg syncConfig, res cloud.Resource, members []*member, plan *resou
 	for i, m := range members {
 		base, baseTaints := m.mergeBases(cfg, cloudTags, cloudTaints)
 		results[i].labels = tags.Merge(cfg.nameCase(), tags.MergeInput{
-			Base:      base,
-			Cloud:     cloudTags,
-			Node:      m.nodeTags,
-			From:      plan.from,
-			Direction: cfg.direction,
-			Policy:    cfg.policy,
-			Hold:      append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
+			Base:  base,
+			Cloud: cloudTags,
+			Node:  m.nodeTags,
+			From:  plan.from,
+			// A person's removal crosses over whatever side the tag came from.
+			RemovedByPerson: plan.person != "",
+			Direction:       cfg.direction,
+			Policy:          cfg.policy,
+			Hold:            append(slices.Clone(cloudHold), tags.SkippedNames(m.skipped)...),
 		})
 		if cfg.syncTaints {
 			results[i].taints = tags.Merge(cfg.nameCase(), tags.MergeInput{

@@ -45,6 +45,7 @@ func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string
 	if len(items) == 0 {
 		return p.next()
 	}
+	p.people = people(carried)
 	snap, unread := p.r.changes.fromChanges(p.nts.Name, ids, carried, p.cfg.provider)
 	if toRead := onlyNodes(items, p.r.changes.nodesOn(p.nts.Name, unread)); len(toRead) > 0 {
 		read, err := p.cfg.provider.Snapshot(readAfterChanges(ctx, unread, carried), cloudNodes(toRead), cloud.ReadOptions{
@@ -59,6 +60,21 @@ func (p *pass) syncChanged(ctx context.Context, ids []string, carried map[string
 	p.sync(ctx, items, snap)
 	p.keepSteady(items)
 	return p.next()
+}
+
+// people are the resources whose latest change the cloud attributes to a
+// person, with who (nil: none).
+func people(carried map[string]kit.Carried) map[string]string {
+	var out map[string]string
+	for id, c := range carried {
+		if c.Writer.Person {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[cloud.CanonicalID(id)] = c.Writer.ID
+		}
+	}
+	return out
 }
 
 // keepSteady updates the steady marks of the nodes a targeted pass saw and
