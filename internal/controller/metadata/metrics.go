@@ -36,6 +36,9 @@ var (
 		"Changes of resources no CloudMetadata matched that were not read because the queue of such reads was full (events.queueSize): the objects searching the resource's scope ran a full pass instead.")
 	probeQueueLength = metrics.Gauge("probe_queue_length",
 		"Changes of resources no CloudMetadata matched waiting for the read that tells whether they are classified now.")
+	failingGauge = metrics.Gauge("failing",
+		"1 while a CloudMetadata's last pass on a cloud could not carry out its request (result error: a refused read, an invalid or unresolvable request), 0 since one did; set by every pass, the first included.",
+		"namespace", "cloudmetadata", "cloud")
 	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
 		"When the CloudMetadata's last pass over a cloud with result ok ended (Unix seconds), by CloudMetadata and cloud.", "namespace", "cloudmetadata", "cloud")
 )
@@ -68,6 +71,11 @@ func (o *outcome) observe(p *pass) {
 		result = "partial"
 	}
 	passesTotal.WithLabelValues(o.t.cloud, result).Inc()
+	failing := 0.0
+	if result == "error" {
+		failing = 1
+	}
+	failingGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).Set(failing)
 	if result == "ok" {
 		lastSuccessGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).SetToCurrentTime()
 	}
@@ -82,4 +90,5 @@ func forgetMetrics(key types.NamespacedName) {
 	resourcesGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 	deletionsHeldTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 	lastSuccessGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
+	failingGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 }

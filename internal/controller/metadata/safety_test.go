@@ -93,6 +93,10 @@ func TestForbiddenSubscriptionBacksOff(t *testing.T) {
 		want := max(every, min(d, kit.MaxPersonBackoff))
 		testenv.Reconcile(h.ctx, t, r, client.ObjectKeyFromObject(cm)).Requeue(want, want)
 	}
+	// The alert's series is there from the first (failing) pass on.
+	if v := testenv.Counter(t, "tagsync_metadata_failing", map[string]string{"namespace": h.ns, "cloudmetadata": "cm", "cloud": "azure"}); v != 1 {
+		t.Errorf("tagsync_metadata_failing = %v after a 403 from the first pass, want 1", v)
+	}
 	queries := func() int { return h.az.Server.Calls().Count("ResourceGraph.Resources") }
 	first := queries()
 	if n := h.countEvents(v1alpha1.ReasonPermanentError, "tags"); n != 1 {

@@ -16,6 +16,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
@@ -161,8 +162,18 @@ func TestOneUnreadableResourceGroup(t *testing.T) {
 	if _, ok := h.labels("locked")["azure.tags/env"]; ok {
 		t.Fatal("the node of the unreadable group got labels")
 	}
+	// The alert's series is set from the first pass on, no success needed.
+	if v := testenv.Counter(t, "tagsync_nodetags_failing", map[string]string{"nodetagsync": "partial"}); v != 1 {
+		t.Fatalf("tagsync_nodetags_failing = %v after a failing first pass, want 1", v)
+	}
 	h.cloud.ClearFaults()
 	h.waitLabel("locked", "azure.tags/env", "prod")
+	h.eventually("tagsync_nodetags_failing back to 0", func() string {
+		if v := testenv.Counter(t, "tagsync_nodetags_failing", map[string]string{"nodetagsync": "partial"}); v != 0 {
+			return fmt.Sprintf("failing = %v", v)
+		}
+		return ""
+	})
 }
 
 // TestLongRetryAfterHonoured: when ARM asks for 100 s of silence, longer

@@ -25,6 +25,8 @@ var (
 		"Tag and label deletions the last pass kept because the NodeTagSync's deletionPolicy is Retain.", "nodetagsync")
 	approvalsTotal = metrics.Counter("deletion_approvals_total",
 		"Held mass deletions a person approved and a pass then wrote.", "nodetagsync")
+	failingGauge = metrics.Gauge("failing",
+		"1 while the NodeTagSync's last full pass failed (the cloud read, a scope, or a node or cloud write), 0 since one succeeded; set by every full pass, the first included.", "nodetagsync")
 	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
 		"When the NodeTagSync's last pass with result ok ended (Unix seconds).", "nodetagsync")
 	targetedPassesTotal = metrics.Counter("targeted_passes_total",

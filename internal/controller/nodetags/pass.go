@@ -228,6 +228,7 @@ func (r *Reconciler) forget(name string) {
 	retainedGauge.DeleteLabelValues(name)
 	unrepresentableGauge.DeleteLabelValues(name)
 	lastSuccessGauge.DeleteLabelValues(name)
+	failingGauge.DeleteLabelValues(name)
 }
 
 // defaultResync is used when the spec leaves resyncInterval unset (the API
@@ -526,6 +527,7 @@ func notYetRequeue(n int) time.Duration {
 // Retry-After when it throttled us).
 func (p *pass) readFailed(ctx context.Context, fresh bool, err error) (reconcile.Result, error) {
 	passesTotal.WithLabelValues(p.nts.Name, fmt.Sprint(fresh), "error").Inc()
+	failingGauge.WithLabelValues(p.nts.Name).Set(1)
 	p.notes.Once(p.nts, "read", ReasonCloudReadFailed, "reading the cloud failed, nothing was written: "+err.Error())
 	p.notes.EndPass(false)
 	if serr := p.r.writeStatus(ctx, p.nts, readFailedStatus(p.nts, err), p.st); serr != nil {

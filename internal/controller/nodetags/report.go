@@ -198,7 +198,9 @@ func (p *pass) reportFull(ctx context.Context, sel selection, fresh bool, failed
 	result := "ok"
 	if len(failed) > 0 || o.errors > 0 {
 		result = "error"
+		failingGauge.WithLabelValues(nts.Name).Set(1)
 	} else {
+		failingGauge.WithLabelValues(nts.Name).Set(0)
 		lastSuccessGauge.WithLabelValues(nts.Name).Set(float64(p.r.Now().Unix()))
 	}
 	passesTotal.WithLabelValues(nts.Name, fmt.Sprint(fresh), result).Inc()
