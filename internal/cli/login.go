@@ -178,6 +178,10 @@ func (f *loginFlags) loginAWS(ctx context.Context, w io.Writer) (loginResult, er
 	fmt.Fprintf(w, "  account: %s\n  ARN:     %s\n", id.Account, id.ARN)
 	r := loginResult{identified: true}
 	for _, c := range p.CheckAccess(ctx, f.classifier) {
+		if c.Unchecked {
+			fmt.Fprintf(w, "    %s %s: %s\n", "unknown", c.Name, c.Detail)
+			continue
+		}
 		r.missing = printCheck(w, c.Name, c.OK, c.Detail) || r.missing
 	}
 	return r, nil

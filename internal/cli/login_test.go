@@ -105,7 +105,8 @@ func TestLoginAzureUnknownSubscription(t *testing.T) {
 
 // TestLoginAWS: against moto, login names moto's account and caller ARN
 // (sts:GetCallerIdentity), and checks tag:GetResources and the tag writes
-// as dry runs on a classified instance without writing a tag.
+// as dry runs on a classified instance without writing a tag, and the
+// node sync's reads of instances and Auto Scaling groups.
 func TestLoginAWS(t *testing.T) {
 	moto := testenv.StartMoto(t)
 	id := awstest.RunInstances(t, moto, 1, map[string]string{"kubernetes.io/cluster/login": "owned"})[0]
@@ -115,7 +116,9 @@ func TestLoginAWS(t *testing.T) {
 		t.Fatalf("login: %v\n%s", err, out)
 	}
 	for _, want := range []string{"AWS (region " + testenv.MotoRegion + ")", "account: " + testenv.MotoAccountID, "ARN:     arn:aws:",
-		"ok      tag:GetResources", "ok      ec2:CreateTags: allowed on " + id, "ok      ec2:DeleteTags: allowed on " + id} {
+		"ok      tag:GetResources", "ok      ec2:CreateTags: allowed on " + id, "ok      ec2:DeleteTags: allowed on " + id,
+		"ok      ec2:DescribeInstances", "ok      autoscaling:DescribeAutoScalingGroups",
+		"unknown autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags: not checked"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("login does not say %q:\n%s", want, out)
 		}

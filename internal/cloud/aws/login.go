@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
@@ -44,6 +45,9 @@ type Check struct {
 	OK bool `json:"ok"`
 	// Detail says what was found, or what is missing and why tagsync needs it.
 	Detail string `json:"detail,omitempty"`
+	// Unchecked is set for an action that cannot be checked without doing
+	// it (OK is then false but nothing is known to be missing).
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // placeholderInstance is the EC2 ID a dry run names when no resource was
@@ -56,10 +60,48 @@ const placeholderInstance = "i-00000000000000000"
 // first EC2 resource found with the tag classifier (name=value; empty:
 // any resource), so that a policy conditioned on the resource's tags is
 // evaluated on a resource tagsync would write.
+//
+// Then what the node sync needs: ec2:DescribeInstances (a dry run) and
+// autoscaling:DescribeAutoScalingGroups (a page of one). Auto Scaling has
+// no dry run, so its tag writes (autoscaling:CreateOrUpdateTags and
+// DeleteTags) are listed as not checked rather than tried.
 func (p *Provider) CheckAccess(ctx context.Context, classifier string) []Check {
 	c := p.clientsFor(p.region)
 	get, target := p.checkGetResources(ctx, c.tagging, classifier)
-	return []Check{get, dryRun(ctx, c.ec2, "ec2:CreateTags", target, true), dryRun(ctx, c.ec2, "ec2:DeleteTags", target, false)}
+	return []Check{get, dryRun(ctx, c.ec2, "ec2:CreateTags", target, true), dryRun(ctx, c.ec2, "ec2:DeleteTags", target, false),
+		describeInstances(ctx, c.ec2), describeGroups(ctx, c.autoscaling),
+		{Name: "autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags", Unchecked: true,
+			Detail: "not checked (Auto Scaling has no dry run): needed by the node sync to write an Auto Scaling group's tags"}}
+}
+
+// describeInstances asks EC2 whether the caller may list instances (a
+// dry run): the node sync reads its Nodes' instances so.
+func describeInstances(ctx context.Context, c *ec2.Client) Check {
+	_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{DryRun: sdkaws.Bool(true), MaxResults: sdkaws.Int32(5)})
+	check := Check{Name: "ec2:DescribeInstances"}
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &api) && api.ErrorCode() == "DryRunOperation", err == nil:
+		check.OK, check.Detail = true, "read the Nodes' instances (node sync)"
+	case errors.As(err, &api) && api.ErrorCode() == "UnauthorizedOperation":
+		check.Detail = "missing: needed by the node sync to read its Nodes' instances"
+	default:
+		check.Detail = "could not be checked: " + err.Error()
+	}
+	return check
+}
+
+// describeGroups reads one page of one Auto Scaling group: the node sync
+// reads its Nodes' groups so.
+func describeGroups(ctx context.Context, c *autoscaling.Client) Check {
+	_, err := c.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{MaxRecords: sdkaws.Int32(1)})
+	check := Check{Name: "autoscaling:DescribeAutoScalingGroups"}
+	if err != nil {
+		check.Detail = "missing or failed: needed by the node sync to read its Nodes' Auto Scaling groups: " + err.Error()
+		return check
+	}
+	check.OK, check.Detail = true, "read the Nodes' Auto Scaling groups (node sync)"
+	return check
 }
 
 // checkGetResources reads one page of one resource and returns the check
