@@ -46,6 +46,7 @@ func TestLabelSync(t *testing.T) {
 		"DeletedProfileLeavesLabels":      testDeleteProfileLeavesLabels,
 		"NewPrefixRemovalsHeld":           testNewPrefixHeld,
 		"ReregisteredHostsRemovalsHeld":   testReregisteredHostsHeld,
+		"RefusedNodeWritesCounted":        testRefusedNodeWritesCounted,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,15 +1,24 @@
 package labelsync_test
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // held is a waitStatus check: n label removals are held for approval.
@@ -104,4 +113,86 @@ func testReregisteredHostsHeld(t *testing.T, p *planes) {
 			t.Fatalf("node %s lost row (%q) although the removal from every Node waits for approval", n, got)
 		}
 	}
+}
+
+// testRefusedNodeWritesCounted: a workload cluster that refuses the
+// Node's patch (an admission policy here; a kubeconfig identity that may
+// not patch Nodes in life) is a NodeWriteFailed problem of the host and
+// counts in tagsync_labelsync_hosts{state="write_failed"}, which the
+// TagsyncLabelSyncWritesFailing alert watches; once the patch goes
+// through, the count is 0 again.
+func testRefusedNodeWritesCounted(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	node := h.node(p.workloadC, "n1", nil)
+	let := h.refuseNodeWrites(p.workloadC, node)
+	b := h.host("h1", map[string]string{"sync": "p1", "rack.example.com/rack": "r1"})
+	h.machine(b, "alpha", node)
+	h.profile("p1", "rack.example.com")
+	h.waitStatus("p1", problem("h1", labelsync.ReasonNodeWriteFailed))
+	failed := map[string]string{"kind": "LabelSyncProfile", "namespace": h.ns, "name": "p1", "state": "write_failed"}
+	if n := testenv.Counter(t, "tagsync_labelsync_hosts", failed); n != 1 {
+		t.Fatalf(`tagsync_labelsync_hosts{state="write_failed"} = %v, want 1`, n)
+	}
+	let()
+	h.pass("p1") // the refusal's retry is spaced out: ask for a pass
+	h.waitLabels(p.workloadC, node, map[string]string{"rack.example.com/rack": "r1"})
+	testenv.Eventually(t, waitFor, "write_failed back to 0", func() string {
+		if n := testenv.Counter(t, "tagsync_labelsync_hosts", failed); n != 0 {
+			return fmt.Sprintf("write_failed = %v", n)
+		}
+		return ""
+	})
+}
+
+// refuseNodeWrites makes the API server of c refuse every update of Node
+// node, waits until it does, and returns the function that lets them
+// through again (also run at cleanup).
+func (h *harness) refuseNodeWrites(c client.Client, node string) func() {
+	h.t.Helper()
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}}}}}},
+			Validations: []admissionv1.Validation{{Expression: fmt.Sprintf("object.metadata.name != %q", node),
+				Message: "node writes refused by the test"}},
+		}}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	for _, o := range []client.Object{policy, binding} {
+		if err := c.Create(h.ctx, o); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	probe := func() error {
+		patch := []byte(`{"metadata":{"annotations":{"test.tagsync.io/probe":"` + time.Now().Format(time.RFC3339Nano) + `"}}}`)
+		return c.Patch(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch))
+	}
+	testenv.Eventually(h.t, waitFor, "the API server refusing writes of node "+node, func() string {
+		if err := probe(); err == nil {
+			return "a write was let through"
+		}
+		return ""
+	})
+	var once sync.Once
+	let := func() {
+		once.Do(func() {
+			for _, o := range []client.Object{binding, policy} {
+				if err := c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+					h.t.Error(err)
+				}
+			}
+			testenv.Eventually(h.t, waitFor, "the API server letting writes of node "+node+" through", func() string {
+				if err := probe(); err != nil {
+					return err.Error()
+				}
+				return ""
+			})
+		})
+	}
+	h.t.Cleanup(let)
+	return let
 }
