@@ -25,6 +25,8 @@ type loginFlags struct {
 	subscriptions []string
 	// classifier picks the AWS resource the dry runs name.
 	classifier string
+	// queueURL is the AWS event source's SQS queue to check ("": none).
+	queueURL string
 }
 
 // NewLoginCommand returns `tagsync login`, which runs tagsync run's
@@ -45,7 +47,11 @@ needs, and a one-row Resource Graph query.
 AWS (when --aws-region or AWS_REGION is set): the account and ARN from
 sts:GetCallerIdentity; tag:GetResources with a page of one, and ec2:CreateTags
 / ec2:DeleteTags as dry runs (nothing is written) on the first EC2 resource
-found (with --classifier, one carrying that tag).
+found (with --classifier, one carrying that tag); for the node sync,
+ec2:DescribeInstances (a dry run) and autoscaling:DescribeAutoScalingGroups;
+with --events-sqs-queue-url, sqs:GetQueueAttributes on that queue. Actions
+that cannot be checked without doing them (Auto Scaling's tag writes, taking
+messages from the queue) are listed as unknown.
 
 Without an argument both clouds are checked (AWS only when configured).
 
@@ -65,6 +71,7 @@ Exit codes:
 	f.cloud.bindAWS(fl)
 	fl.StringSliceVar(&f.subscriptions, "subscription", nil, "Azure subscriptions to check (default --azure-subscription)")
 	fl.StringVar(&f.classifier, "classifier", "", "AWS: name=value of a classifier tag; the dry runs name a resource carrying it")
+	fl.StringVar(&f.queueURL, "events-sqs-queue-url", "", "AWS: the SQS queue of tagsync run's --events-sqs-queue-url, to check the event source's rights on")
 	return cmd
 }
 
@@ -177,7 +184,11 @@ func (f *loginFlags) loginAWS(ctx context.Context, w io.Writer) (loginResult, er
 	}
 	fmt.Fprintf(w, "  account: %s\n  ARN:     %s\n", id.Account, id.ARN)
 	r := loginResult{identified: true}
-	for _, c := range p.CheckAccess(ctx, f.classifier) {
+	checks := p.CheckAccess(ctx, f.classifier)
+	if f.queueURL != "" {
+		checks = append(checks, p.CheckQueue(ctx, f.queueURL, "")...)
+	}
+	for _, c := range checks {
 		if c.Unchecked {
 			fmt.Fprintf(w, "    %s %s: %s\n", "unknown", c.Name, c.Detail)
 			continue

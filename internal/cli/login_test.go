@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
@@ -106,19 +109,26 @@ func TestLoginAzureUnknownSubscription(t *testing.T) {
 // TestLoginAWS: against moto, login names moto's account and caller ARN
 // (sts:GetCallerIdentity), and checks tag:GetResources and the tag writes
 // as dry runs on a classified instance without writing a tag, and the
-// node sync's reads of instances and Auto Scaling groups.
+// node sync's reads of instances and Auto Scaling groups, and the event
+// source's read of its SQS queue.
 func TestLoginAWS(t *testing.T) {
 	moto := testenv.StartMoto(t)
 	id := awstest.RunInstances(t, moto, 1, map[string]string{"kubernetes.io/cluster/login": "owned"})[0]
 	const secret = "moto-secret-never-printed-7f3a"
-	out, err := runLoginCLI(t, append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned")...)
+	queue, err := sqs.NewFromConfig(moto.Config).CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: sdkaws.String("tagsync-login")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runLoginCLI(t, append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned",
+		"--events-sqs-queue-url="+*queue.QueueUrl)...)
 	if err != nil {
 		t.Fatalf("login: %v\n%s", err, out)
 	}
 	for _, want := range []string{"AWS (region " + testenv.MotoRegion + ")", "account: " + testenv.MotoAccountID, "ARN:     arn:aws:",
 		"ok      tag:GetResources", "ok      ec2:CreateTags: allowed on " + id, "ok      ec2:DeleteTags: allowed on " + id,
 		"ok      ec2:DescribeInstances", "ok      autoscaling:DescribeAutoScalingGroups",
-		"unknown autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags: not checked"} {
+		"unknown autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags: not checked",
+		"ok      sqs:GetQueueAttributes: read " + *queue.QueueUrl, "unknown sqs:ReceiveMessage, sqs:DeleteMessage: not checked"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("login does not say %q:\n%s", want, out)
 		}

@@ -8,6 +8,8 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
@@ -72,6 +74,27 @@ func (p *Provider) CheckAccess(ctx context.Context, classifier string) []Check {
 		describeInstances(ctx, c.ec2), describeGroups(ctx, c.autoscaling),
 		{Name: "autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags", Unchecked: true,
 			Detail: "not checked (Auto Scaling has no dry run): needed by the node sync to write an Auto Scaling group's tags"}}
+}
+
+// CheckQueue checks what the AWS event source needs of the SQS queue at
+// queueURL (in region; "" for the provider's): sqs:GetQueueAttributes, a
+// read. Receiving and deleting messages cannot be checked without taking
+// them from the queue, so those are listed as not checked.
+func (p *Provider) CheckQueue(ctx context.Context, queueURL, region string) []Check {
+	if region == "" {
+		region = p.region
+	}
+	c := sqs.NewFromConfig(p.awsCfg, func(o *sqs.Options) { o.Region = region })
+	_, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: sdkaws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	get := Check{Name: "sqs:GetQueueAttributes"}
+	if err != nil {
+		get.Detail = "missing or failed on " + queueURL + ": needed by the AWS event source: " + err.Error()
+	} else {
+		get.OK, get.Detail = true, "read "+queueURL+" (the AWS event source)"
+	}
+	return []Check{get, {Name: "sqs:ReceiveMessage, sqs:DeleteMessage", Unchecked: true,
+		Detail: "not checked (it would take messages from the queue): needed by the AWS event source to receive and acknowledge changes"}}
 }
 
 // describeInstances asks EC2 whether the caller may list instances (a
