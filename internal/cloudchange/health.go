@@ -8,10 +8,20 @@ import (
 // AddSource registers a source whose Health the hub reports. The source
 // publishes to the hub (it was built with it as its Sink) and runs as a
 // Runnable of its own.
+//
+// A source that names its cloud (Cloud() string) starts that cloud's
+// silence series at 0, so the first silence after a start counts as an
+// increase (a counter first seen at 1 reads as no increase).
 func (h *Hub) AddSource(s Source) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sources = append(h.sources, s)
+	if c, ok := s.(interface{ Cloud() string }); ok {
+		for _, reason := range []string{silentEchoOverdue, silentUnannounced} {
+			silencesTotal.WithLabelValues(c.Cloud(), reason).Add(0)
+		}
+		silentGauge.WithLabelValues(c.Cloud()).Add(0)
+	}
 }
 
 // Health is the sources' health together: up while every registered source

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -151,5 +153,32 @@ func TestAFullPassThatFindsAChangeNoEventAnnouncedMakesTheCloudSilent(t *testing
 	}
 	if got := interval(h); got != 5*time.Minute {
 		t.Errorf("interval while silent: %s, want 5m", got)
+	}
+}
+
+// cloudSource is a source that names its cloud.
+type cloudSource struct {
+	fixedSource
+	cloud string
+}
+
+func (s *cloudSource) Cloud() string { return s.cloud }
+
+// A source that names its cloud starts that cloud's silence series at 0,
+// so that increase() counts the first silence after a start.
+func TestASourceStartsItsCloudsSilenceSeriesAtZero(t *testing.T) {
+	h := NewHub(HubOptions{})
+	h.AddSource(&cloudSource{fixedSource: fixedSource{name: "test-src"}, cloud: "testcloud"})
+	for _, reason := range []string{silentEchoOverdue, silentUnannounced} {
+		m := &dto.Metric{}
+		if err := silencesTotal.WithLabelValues("testcloud", reason).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		if m.GetCounter() == nil || m.GetCounter().GetValue() != 0 {
+			t.Errorf("silences_total{cloud=testcloud,reason=%s} = %v, want a series at 0", reason, m.GetCounter())
+		}
+	}
+	if n := testutil.CollectAndCount(silencesTotal, "tagsync_events_silences_total"); n < 2 {
+		t.Errorf("%d silences_total series, want the cloud's two", n)
 	}
 }

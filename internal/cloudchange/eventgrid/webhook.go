@@ -104,6 +104,9 @@ func (w *Webhook) AwaitLeader(elected <-chan struct{}) {
 // Name implements cloudchange.Source.
 func (w *Webhook) Name() string { return SourceName }
 
+// Cloud is the cloud whose changes the webhook receives: "azure".
+func (w *Webhook) Cloud() string { return "azure" }
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
 // replica serves, see AwaitLeader.
 func (w *Webhook) NeedLeaderElection() bool { return false }

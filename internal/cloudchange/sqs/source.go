@@ -138,6 +138,9 @@ func New(cfg Config, sink cloudchange.Sink, opts ...Option) (*Source, error) {
 // Name returns "sqs".
 func (s *Source) Name() string { return Name }
 
+// Cloud is the cloud whose changes the source receives: "aws".
+func (s *Source) Cloud() string { return "aws" }
+
 // Health says whether the source receives. While up, Reason may hold a
 // warning (the queue has no dead-letter queue).
 func (s *Source) Health() cloudchange.Health { return s.health.get() }
