@@ -2,10 +2,13 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
@@ -99,8 +102,31 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, lock *le
 		if err := mgr.Add(s); err != nil {
 			return nil, err
 		}
+		if l, ok := s.(listener); ok {
+			if err := mgr.AddReadyzCheck(s.Name()+"-listening", listening(l)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return hub, nil
+}
+
+// listener is a source that serves deliveries at an address (the Event
+// Grid webhook); Addr is "" until it listens.
+type listener interface {
+	Addr() string
+}
+
+// listening is a readiness check that fails until l listens: the Service
+// must not send deliveries to a replica that cannot take them yet (the
+// webhook starts once the caches have synced).
+func listening(l listener) healthz.Checker {
+	return func(*http.Request) error {
+		if l.Addr() == "" {
+			return errors.New("the event webhook does not listen yet")
+		}
+		return nil
+	}
 }
 
 // leaderAware is a source that serves on every replica but publishes only

@@ -107,3 +107,21 @@ func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 		return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
 	})
 }
+
+// addrSource is a listener whose address a test sets.
+type addrSource struct{ addr string }
+
+func (a *addrSource) Addr() string { return a.addr }
+
+// The webhook's readiness check fails until it listens.
+func TestReadyOnlyOnceTheWebhookListens(t *testing.T) {
+	src := &addrSource{}
+	check := listening(src)
+	if err := check(nil); err == nil {
+		t.Fatal("ready before the webhook listens")
+	}
+	src.addr = "127.0.0.1:9443"
+	if err := check(nil); err != nil {
+		t.Fatalf("not ready once it listens: %v", err)
+	}
+}
