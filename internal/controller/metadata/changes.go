@@ -62,7 +62,8 @@ type resourceIndex struct {
 	// indexes routes them again (replayEarly); at most maxEarly, the
 	// latest.
 	early []cloudchange.Change
-	// begun are the objects whose passes began.
+	// begun are the objects whose passes began: true once one of them
+	// indexed with every reference resolved (settled).
 	begun map[types.NamespacedName]bool
 }
 
@@ -76,17 +77,32 @@ func (x *resourceIndex) begin(cm types.NamespacedName) {
 	if x.begun == nil {
 		x.begun = map[types.NamespacedName]bool{}
 	}
-	x.begun[cm] = true
+	if _, ok := x.begun[cm]; !ok {
+		x.begun[cm] = false
+	}
+}
+
+// settled records that a pass of cm indexed with every reference
+// resolved: its resources are all in the index. (A pass whose
+// AzureMetadata or AWSMetadata is not in the cache yet indexes none, so
+// the changes held while warming must wait for a later pass.)
+func (x *resourceIndex) settled(cm types.NamespacedName) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.begun[cm]; ok {
+		x.begun[cm] = true
+	}
 }
 
 // warming reports whether the index may still lack resources: no pass has
-// begun, or one has that has not indexed yet (the caller holds x.mu).
+// begun, or one has that has not indexed with every reference resolved
+// yet (the caller holds x.mu).
 func (x *resourceIndex) warming() bool {
 	if len(x.begun) == 0 {
 		return true
 	}
-	for cm := range x.begun {
-		if _, ok := x.wants[cm]; !ok {
+	for cm, settled := range x.begun {
+		if _, ok := x.wants[cm]; !ok || !settled {
 			return true
 		}
 	}

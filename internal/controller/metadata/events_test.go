@@ -423,3 +423,32 @@ func TestAChangeBeforeTheFirstPassWaitsForIt(t *testing.T) {
 		t.Errorf("Resource Graph shows the edit already: the first pass's search could have found it")
 	}
 }
+
+// TestAChangeBeforeTheReferencesResolveWaitsForThem: the change arrives
+// before any pass; the CloudMetadata's first pass cannot resolve its
+// reference yet (its AzureMetadata is not there), so it indexes none of
+// its resources. The change waits for the pass that does, and the edit is
+// reverted then, not at the next resync.
+func TestAChangeBeforeTheReferencesResolveWaitsForThem(t *testing.T) {
+	h, hub, _ := newEventsHarness(t)
+	ids := h.estate("evt-unresolved", 1).ResourceIDs()
+	h.seedTags(map[string]string{"env": "prod"}, ids...)
+	h.az.Server.SetGraphIndexDelay(30 * time.Second)
+	h.setTags(ids[0], map[string]string{"env": "dev"})
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("azure", ids[0], "unresolved-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	h.cloudMetadata("evt-unresolved", "evt-unresolved-tags", "", map[string]string{classifierOf("evt-unresolved"): "owned"})
+	h.waitReady("evt-unresolved", metav1.ConditionFalse)
+	h.azureMetadata("evt-unresolved-tags", v1alpha1.OpcodeAdd, map[string]string{"env": "prod"})
+	h.waitReady("evt-unresolved", metav1.ConditionTrue)
+	eventually(t, "the edit made before the references resolved reverted", func() string {
+		if got := h.tags(ids[0])["env"]; got != "prod" {
+			return fmt.Sprintf("env=%q", got)
+		}
+		return ""
+	})
+	if ok, _ := h.az.Server.GraphShows(ids[0]); ok {
+		t.Errorf("Resource Graph shows the edit already: a full pass's search could have found it")
+	}
+}

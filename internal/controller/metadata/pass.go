@@ -216,8 +216,11 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.settleHold(planned)
 	p.st.keepHeld(res.targets)
 	p.keepIndexed(res.targets)
-	for _, c := range p.r.index.replayEarly() {
-		p.r.Route(c) // the index now knows this object's resources
+	if len(res.problems) == 0 {
+		p.r.index.settled(p.key())
+		for _, c := range p.r.index.replayEarly() {
+			p.r.Route(c) // the index now knows this object's resources
+		}
 	}
 	p.releaseClaims(ctx)
 	return p.report(ctx, res.problems, outcomes)
