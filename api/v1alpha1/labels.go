@@ -46,7 +46,7 @@ const (
 	// it.
 	LabelSyncPendingTaintKey = "labelsync.tagsync.io/pending"
 
-	// RequiresVersionAnnotation, on a tagsync object, names the oldest
+	// RequiresVersionAnnotation, on a NodeTagSync, names the oldest
 	// tagsync release that may act on its spec (the chart sets it to its
 	// appVersion). An older controller refuses the object (InvalidSpec)
 	// and writes nothing for it, so a rolling upgrade never runs a new

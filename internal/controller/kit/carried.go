@@ -23,8 +23,10 @@ type Carried struct {
 	// (cloudchange.Change.Received): a read sent since shows every change
 	// of the resource taken so far (cloud.WithReadAfter).
 	Received time.Time
-	// Writer is who made the latest change, when its event named them
-	// (zero when it did not, or changes of the same time disagree).
+	// Writer is who made the resource's changes since the last pass took
+	// them, when every one of their events named the same writer (zero
+	// when one named none, or two named different writers): a person's
+	// change must not vouch for a platform's made in the same window.
 	Writer cloudchange.Writer
 }
 
@@ -56,14 +58,15 @@ func (p *Pending[K]) AddChange(k K, resource string, c cloudchange.Change) {
 	next := last
 	switch {
 	case !ok || c.Time.After(last.Time):
-		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time, Writer: c.Writer}
-	case c.Time.Equal(last.Time):
-		if c.Tags == nil || !maps.Equal(c.Tags, last.Tags) {
-			next.Tags = nil
-		}
-		if c.Writer != last.Writer {
-			next.Writer = cloudchange.Writer{}
-		}
+		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time, Writer: last.Writer}
+	case c.Time.Equal(last.Time) && (c.Tags == nil || !maps.Equal(c.Tags, last.Tags)):
+		next.Tags = nil
+	}
+	switch {
+	case !ok:
+		next.Writer = c.Writer
+	case c.Writer != last.Writer:
+		next.Writer = cloudchange.Writer{}
 	}
 	next.Received = latest(last.Received, c.Received)
 	p.carried[k][resource] = next

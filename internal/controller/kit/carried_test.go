@@ -72,3 +72,36 @@ func TestPendingKeepsTheLatestReceipt(t *testing.T) {
 		t.Errorf("carried %+v, want the tags of the latest change (v=3) and the latest receipt (%s)", got, t0.Add(2*time.Minute))
 	}
 }
+
+// TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange: a person's change
+// taken with an application's (or an unnamed one's) in one window names no
+// writer, whatever the order.
+func TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ana := cloudchange.Writer{ID: "ana@example.com", Person: true}
+	app := cloudchange.Writer{ID: "6dae42f8"}
+	for _, tc := range []struct {
+		name    string
+		writers []cloudchange.Writer
+		want    cloudchange.Writer
+	}{
+		{"one person", []cloudchange.Writer{ana, ana}, ana},
+		{"an application, then a person", []cloudchange.Writer{app, ana}, cloudchange.Writer{}},
+		{"a person, then an application", []cloudchange.Writer{ana, app}, cloudchange.Writer{}},
+		{"an unnamed writer, then a person", []cloudchange.Writer{{}, ana}, cloudchange.Writer{}},
+	} {
+		var p Pending[string]
+		for i, w := range tc.writers {
+			p.AddChange("obj", "r", cloudchange.Change{Resource: "R", Writer: w, Time: t0.Add(time.Duration(i) * time.Second)})
+		}
+		_, carried, _ := p.TakeCarried("obj")
+		if got := carried["r"].Writer; got != tc.want {
+			t.Errorf("%s: writer %+v, want %+v", tc.name, got, tc.want)
+		}
+		p.AddChange("obj", "r", cloudchange.Change{Resource: "R", Writer: ana, Time: t0.Add(time.Minute)})
+		if _, carried, _ := p.TakeCarried("obj"); carried["r"].Writer != ana {
+			t.Errorf("%s: a new window after the take names %+v, want the person", tc.name, carried["r"].Writer)
+		}
+	}
+}
