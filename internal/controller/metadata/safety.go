@@ -76,6 +76,10 @@ func (p *pass) safeguard(planned []*targetPlan) {
 		return
 	}
 	all, spread := plannedDeletions(planned)
+	if len(all) == 0 {
+		return
+	}
+	spread.Carriers = carriersOf(planned, spread.NameCase)
 	spread.Recent = p.st.deletions.Recent(p.started)
 	md := tags.GuardDeletions(all, spread)
 	defer p.recordDeletions(all, md, spread.NameCase)
@@ -99,29 +103,41 @@ func (p *pass) safeguard(planned []*targetPlan) {
 }
 
 // plannedDeletions are the pass's planned deletions, one entry per
-// resource, and the spread of the tags they delete: how many discovered
-// resources carry each.
+// resource, and the name case of the cloud they are on.
 func plannedDeletions(planned []*targetPlan) ([]tags.Deletions, tags.Spread) {
 	var all []tags.Deletions
-	spread := tags.Spread{Carriers: map[string]int{}}
-	seen := map[string]bool{}
+	var spread tags.Spread
 	for _, tp := range planned {
 		for _, pl := range tp.plans {
-			nc := pl.Resource.Rules.NameCase()
-			spread.NameCase = nc
-			if !seen[pl.Resource.ID] {
-				seen[pl.Resource.ID] = true
-				for name := range pl.Resource.Tags {
-					spread.Carriers[nc.Key(name)]++
-				}
-			}
 			if len(pl.Plan.Patch.Delete) > 0 {
+				nc := pl.Resource.Rules.NameCase()
+				spread.NameCase = nc
 				all = append(all, tags.Deletions{Resource: pl.Resource.ID, Names: pl.Plan.Patch.Delete,
 					Synced: requested(nc, pl.Resource.Tags, tp.o.t.resourceTags)})
 			}
 		}
 	}
 	return all, spread
+}
+
+// carriersOf counts, by nc's key of each tag, the discovered resources
+// that carry it (a resource two targets found, once): only a pass that
+// deletes needs it.
+func carriersOf(planned []*targetPlan, nc tags.NameCase) map[string]int {
+	out := map[string]int{}
+	seen := map[string]bool{}
+	for _, tp := range planned {
+		for _, pl := range tp.plans {
+			if seen[pl.Resource.ID] {
+				continue
+			}
+			seen[pl.Resource.ID] = true
+			for name := range pl.Resource.Tags {
+				out[nc.Key(name)]++
+			}
+		}
+	}
+	return out
 }
 
 // requested counts the tags of have that the request names.

@@ -314,6 +314,7 @@ var behaviours = []behaviour{
 		differs: "the platform's keys: aks-managed-* on Azure; karpenter.sh/*, eks:* and the like on AWS"},
 	// Deletions only by intent (intent_test.go).
 	{name: "node-pool-rewrite", run: nodePoolRewrite},
+	{name: "restore-fight", run: restoreFight},
 	{name: "label-tidy-up", run: labelTidyUp},
 	{name: "spread-deletions", run: spreadDeletions},
 	{name: "cloud-removal-cascade", run: cloudRemovalCascade},

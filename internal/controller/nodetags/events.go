@@ -17,6 +17,10 @@ const (
 	// resource that kept its other tags (a platform's rewrite) and were put
 	// back.
 	ReasonTagsRestored = "TagsRestored"
+	// ReasonRestoreStopped: a tag put back maxRestores times within an
+	// hour keeps being removed by another writer; it is no longer put back
+	// there (no endless fight), and the labels stay.
+	ReasonRestoreStopped = "RestoreStopped"
 	// ReasonLabelsSynced: labels were written from cloud tags.
 	ReasonLabelsSynced = "LabelsSynced"
 	// ReasonTagsSynced: cloud tags were written from labels.

@@ -31,6 +31,9 @@ type held struct {
 	// allowed are the deletions the pass may make (for the window of
 	// later passes: DeletionLedger).
 	allowed []tags.Deletions
+	// fights are the restores left out because the tag keeps being
+	// removed ("resource: tag").
+	fights []string
 }
 
 // guardInput is what the mass-deletion guard knows beyond the pass's
@@ -188,8 +191,8 @@ func carriers(cfg syncConfig, placed map[string][]string, snap cloud.Snapshot) m
 		if !ok {
 			continue
 		}
-		for name := range syncedTags(cfg, res.Tags) {
-			if !tags.IsTaintTag(nc, name) {
+		for name := range res.Tags { // every full pass: no copy of the tags
+			if !tags.IsTaintTag(nc, name) && cfg.filter.Match(nc, name) {
 				out[nc.Key(name)]++
 			}
 		}
@@ -202,4 +205,49 @@ func carriers(cfg syncConfig, placed map[string][]string, snap cloud.Snapshot) m
 // kit.HeldDeletions); prev is the last record of a held set (nil: none).
 func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.Time) func(tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) {
 	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
+}
+
+// maxRestores is how many times within restoreWindow a pass puts back one
+// tag on one resource (a platform's rewrite) before it stops: the tag is
+// then being removed again each time by another writer, and putting it
+// back once more would only start another round.
+const (
+	maxRestores   = 3
+	restoreWindow = time.Hour
+)
+
+// restoreLog remembers when each tag was put back on each resource.
+type restoreLog map[string][]time.Time // resource ID + "\x00" + nc.Key(tag) → times
+
+// stopFights takes out of the plans' writes the restores of a tag put
+// back maxRestores times within the window on that resource, and returns
+// them as "resource: tag" (the labels stay; nothing is deleted).
+func (l restoreLog) stopFights(nc tags.NameCase, plans []*resourcePlan, now time.Time) []string {
+	for k, times := range l {
+		if times = slices.DeleteFunc(times, func(t time.Time) bool { return now.Sub(t) > restoreWindow }); len(times) == 0 {
+			delete(l, k)
+		} else {
+			l[k] = times
+		}
+	}
+	var stopped []string
+	for _, plan := range plans {
+		for _, name := range plan.restored {
+			if len(l[plan.resource.ID+"\x00"+nc.Key(name)]) < maxRestores || !plan.proposed.Set.Has(nc, name) {
+				continue
+			}
+			plan.proposed = tags.Patch{Set: plan.proposed.Set.Without(nc, name), Delete: plan.proposed.Delete}
+			plan.withheld = true
+			stopped = append(stopped, plan.resource.ID+": "+name)
+		}
+	}
+	return stopped
+}
+
+// record notes the restores the plan's write made.
+func (l restoreLog) record(nc tags.NameCase, plan *resourcePlan, now time.Time) {
+	for _, name := range plan.restoredWritten(nc) {
+		k := plan.resource.ID + "\x00" + nc.Key(name)
+		l[k] = append(l[k], now)
+	}
 }

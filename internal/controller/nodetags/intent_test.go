@@ -53,6 +53,34 @@ func nodePoolRewrite(o *onCloud) {
 	o.noLabelLost(nodes, want)
 }
 
+// restoreFight: another writer (a policy, a reconciler) removes a tag
+// that came from a label each time tagsync puts it back. After three
+// restores within the hour tagsync stops (RestoreStopped), so the two
+// never take turns forever; the labels stay.
+func restoreFight(o *onCloud) {
+	id, pids := o.cloud.group(o.harness, o.name, 2, pool)
+	nodes := o.nodes(pids)
+	o.sync(nil)
+	setLabel(o.harness, nodes[0], o.label("team"), "blue")
+	o.waitTag(id, "team", "blue")
+	want := maps.Clone(pool)
+	want["team"] = "blue"
+	o.waitLabels(nodes, want)
+	for range 3 {
+		o.cloud.edit(o.harness, id, nil, "team")
+		o.syncNow(o.name)
+		o.waitTag(id, "team", "blue")
+	}
+	o.cloud.edit(o.harness, id, nil, "team")
+	o.syncNow(o.name)
+	o.waitEvent(nodetags.ReasonRestoreStopped, o.name)
+	o.syncAndWait(o.name)
+	if got, ok := o.cloud.tags(o.harness, id)["team"]; ok {
+		o.t.Fatalf("tagsync put team=%q back a fourth time within the hour", got)
+	}
+	o.noLabelLost(nodes, want)
+}
+
 // labelTidyUp: `kubectl label nodes --all <prefix>/costcenter-` on Nodes
 // whose costcenter came from the cloud deletes no tag: the deletions are
 // held for approval (DeletionsHeld, its reason says the tags did not come

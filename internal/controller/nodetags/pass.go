@@ -83,6 +83,9 @@ type syncState struct {
 	// deletions across passes (tags.GuardDeletions).
 	deletions tags.DeletionLedger
 	carriers  map[string]int
+	// restores are the tags recent passes put back, per resource: one
+	// put back maxRestores times within the hour is left alone (hold.go).
+	restores restoreLog
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -437,6 +440,10 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 	for _, d := range h.allowed {
 		p.st.deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
 	}
+	if p.st.restores == nil {
+		p.st.restores = restoreLog{}
+	}
+	h.fights = p.st.restores.stopFights(p.cfg.nameCase(), pl.plans, p.r.Now())
 	p.writeAll(ctx, pl.plans)
 	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
 	p.writeNodes(ctx, pl.plans)

@@ -32,6 +32,11 @@ import (
 // back, and each resource's plan and Nodes, in plan order.
 func (p *pass) report(ctx context.Context, pl passPlan, h held) {
 	p.placed, p.placeNotes, p.nextSteady = pl.placed, pl.notes, pl.steady
+	for _, f := range h.fights {
+		p.notes.Once(p.nts, "fight/"+f, ReasonRestoreStopped, fmt.Sprintf("%s was put back %d times within %s and removed again "+
+			"each time: another writer (a policy, a reconciler) removes it. tagsync stops putting it back there; the labels "+
+			"stay. Find the writer in the activity log, or remove the label from the Nodes to let the tag go.", f, maxRestores, restoreWindow))
+	}
 	p.out.synced += pl.steadyNodes + pl.inFlight
 	p.out.inFlight += pl.inFlight
 	for _, u := range pl.unsynced {
@@ -114,6 +119,7 @@ func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
 		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(*plan))
 	}
 	if restored := plan.restoredWritten(p.cfg.nameCase()); len(restored) > 0 {
+		p.st.restores.record(p.cfg.nameCase(), plan, p.r.Now())
 		out.restored += len(restored)
 		p.notes.Warn(nts, ReasonTagsRestored, restoreMessage(id, restored))
 	}
