@@ -1,15 +1,11 @@
 package labelsync_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -150,49 +146,10 @@ func testRefusedNodeWritesCounted(t *testing.T, p *planes) {
 // through again (also run at cleanup).
 func (h *harness) refuseNodeWrites(c client.Client, node string) func() {
 	h.t.Helper()
-	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}}}}}},
-			Validations: []admissionv1.Validation{{Expression: fmt.Sprintf("object.metadata.name != %q", node),
-				Message: "node writes refused by the test"}},
-		}}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: node,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
-	for _, o := range []client.Object{policy, binding} {
-		if err := c.Create(h.ctx, o); err != nil {
-			h.t.Fatal(err)
-		}
-	}
 	probe := func() error {
 		patch := []byte(`{"metadata":{"annotations":{"test.tagsync.io/probe":"` + time.Now().Format(time.RFC3339Nano) + `"}}}`)
 		return c.Patch(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch))
 	}
-	testenv.Eventually(h.t, waitFor, "the API server refusing writes of node "+node, func() string {
-		if err := probe(); err == nil {
-			return "a write was let through"
-		}
-		return ""
-	})
-	var once sync.Once
-	let := func() {
-		once.Do(func() {
-			for _, o := range []client.Object{binding, policy} {
-				if err := c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-					h.t.Error(err)
-				}
-			}
-			testenv.Eventually(h.t, waitFor, "the API server letting writes of node "+node+" through", func() string {
-				if err := probe(); err != nil {
-					return err.Error()
-				}
-				return ""
-			})
-		})
-	}
-	h.t.Cleanup(let)
-	return let
+	return testenv.RefuseUpdates(h.ctx, h.t, c, node, testenv.Refusal{Resource: "nodes", Allow: fmt.Sprintf("object.metadata.name != %q", node)},
+		probe, waitFor)
 }

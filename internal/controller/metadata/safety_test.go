@@ -3,17 +3,13 @@ package metadata_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -169,26 +165,6 @@ func TestNothingIsWrittenWhileTheHeldTagsCannotBeRecorded(t *testing.T) {
 // the function that lets them through again (also run at cleanup).
 func (h *harness) refuseStatusWrites() func() {
 	h.t.Helper()
-	name := "refuse-status-" + h.ns
-	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"azuremetadata/status"}}}}}},
-			Validations: []admissionv1.Validation{{Expression: "false", Message: "status writes refused by the test"}},
-		}}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": h.ns}}}}}
-	for _, o := range []client.Object{policy, binding} {
-		if err := h.c.Create(h.ctx, o); err != nil {
-			h.t.Fatal(err)
-		}
-	}
 	probe := build.AzureMetadata("refusal-probe", build.Namespace(h.ns), build.Opcode(v1alpha1.OpcodeUpdate), build.ResourceTags(map[string]string{"probe": "x"}))
 	if err := h.c.Create(h.ctx, probe); err != nil {
 		h.t.Fatal(err)
@@ -198,28 +174,7 @@ func (h *harness) refuseStatusWrites() func() {
 		probe.Status.Matched++
 		return h.c.Status().Patch(h.ctx, probe, client.MergeFrom(before))
 	}
-	eventually(h.t, "the API server refusing status writes", func() string {
-		if err := writeProbe(); err == nil {
-			return "a status write was let through"
-		}
-		return ""
-	})
-	var once sync.Once
-	let := func() {
-		once.Do(func() {
-			for _, o := range []client.Object{binding, policy} {
-				if err := h.c.Delete(h.ctx, o); err != nil && !apierrors.IsNotFound(err) {
-					h.t.Error(err)
-				}
-			}
-			eventually(h.t, "the API server letting status writes through", func() string {
-				if err := writeProbe(); err != nil {
-					return err.Error()
-				}
-				return ""
-			})
-		})
-	}
-	h.t.Cleanup(let)
-	return let
+	return testenv.RefuseUpdates(h.ctx, h.t, h.c, "refuse-status-"+h.ns, testenv.Refusal{APIGroup: v1alpha1.GroupVersion.Group,
+		Resource: "azuremetadata/status", Allow: "false",
+		Namespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": h.ns}}}, writeProbe, waitFor)
 }
