@@ -265,6 +265,25 @@ func HeldDeletions(obj metav1.Object, m tags.MassDeletion, prev *v1alpha1.HeldDe
 	return rec, obj.GetAnnotations()[v1alpha1.ApproveDeletionsAnnotation] == rec.Token
 }
 
+// HeldNote is the DeletionsHeld condition's message and the Warning
+// event's note for a held set rec: what was held, why, where (the first
+// few of each resource's names, shown at most), and the command that
+// approves it, which annotates object ("nodetagsync default",
+// "labelsyncprofile racks -n metal").
+func HeldNote(what string, rec *v1alpha1.HeldDeletions, object string, shown int) string {
+	var where []string
+	for _, r := range rec.Resources {
+		res := r.Resource
+		if r.Labels {
+			res = "the labels of the Nodes on " + res
+		}
+		where = append(where, res+": "+notify.Summary(r.Tags, shown))
+	}
+	return fmt.Sprintf("%d %s held, not written: %s (%s). If they are intended, approve this exact set once: "+
+		"kubectl annotate %s %s=%s --overwrite", rec.Count, what, rec.Reason, notify.Summary(where, 5), object,
+		v1alpha1.ApproveDeletionsAnnotation, rec.Token)
+}
+
 // StampSyncTime is the lastSyncTime to store: the pass's (next) when
 // anything else in the status changed (unchanged is false), when none is
 // stored, or when an interval (every) has passed since the stored one;

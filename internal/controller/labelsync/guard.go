@@ -6,7 +6,6 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
-	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -89,15 +88,9 @@ func (p *pass) heldBefore() *v1alpha1.HeldDeletions {
 // heldMessage is the DeletionsHeld condition's message and the Warning
 // event's note for held removals.
 func heldMessage(src *source, rec *v1alpha1.HeldDeletions) string {
-	var where []string
-	for _, r := range rec.Resources {
-		where = append(where, r.Resource+": "+notify.Summary(r.Tags, shownInNotes))
-	}
 	kind := "labelsyncprofile"
 	if src.profile == nil {
 		kind = "metal3cluster"
 	}
-	return fmt.Sprintf("%d label removals held, not written: %s (%s). If they are intended, approve this exact set once: "+
-		"kubectl annotate %s %s -n %s %s=%s --overwrite", rec.Count, rec.Reason, notify.Summary(where, 5), kind,
-		src.obj.GetName(), src.obj.GetNamespace(), v1alpha1.ApproveDeletionsAnnotation, rec.Token)
+	return kit.HeldNote("label removals", rec, kind+" "+src.obj.GetName()+" -n "+src.obj.GetNamespace(), shownInNotes)
 }

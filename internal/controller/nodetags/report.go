@@ -456,17 +456,7 @@ func describeValue(v string, present bool) string {
 // heldMessage is the DeletionsHeld condition's message and the Warning
 // event's note for a held mass deletion.
 func heldMessage(nts *v1alpha1.NodeTagSync, rec *v1alpha1.HeldDeletions) string {
-	var where []string
-	for _, r := range rec.Resources {
-		res := r.Resource
-		if r.Labels {
-			res = "the labels of the Nodes on " + res
-		}
-		where = append(where, fmt.Sprintf("%s: %s", res, notify.Summary(r.Tags, shownInNotes)))
-	}
-	return fmt.Sprintf("%d deletions held, not written: %s (%s). If they are intended, approve this exact set once: "+
-		"kubectl annotate nodetagsync %s %s=%s --overwrite",
-		rec.Count, rec.Reason, notify.Summary(where, 5), nts.Name, v1alpha1.ApproveDeletionsAnnotation, rec.Token)
+	return kit.HeldNote("deletions", rec, "nodetagsync "+nts.Name, shownInNotes)
 }
 
 // outcome is what a pass found and did, for status, metrics and logs. The
