@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
+	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -135,7 +136,14 @@ func (b *bench) startReplica(ctx context.Context, name, ready string) (*benchkit
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
-	args = append(append([]string{"--controllers=nodetags,metadata", "--leader-elect", "--leader-election-namespace", namespace}, args...), hook...)
+	// The replica's Pod and its peer token, as the kubelet would project it:
+	// a follower forwards deliveries only with it.
+	token, err := b.env.ReplicaPod(ctx, dir, namespace, name, "tagsync", operator.PeerAudience)
+	if err != nil {
+		return nil, "", err
+	}
+	args = append(append([]string{"--controllers=nodetags,metadata", "--leader-elect", "--leader-election-namespace", namespace,
+		"--events-webhook-peer-token-file=" + token}, args...), hook...)
 	p, err := benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: args, Dir: dir, Timeout: b.o.Timeout, ReadyLog: ready})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)

@@ -228,6 +228,7 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	}
 	f.op.Events.Sources = append(f.op.Events.Sources, sources...)
 	f.op.Events.AdvertiseAddress = f.events.advertiseAddress()
+	f.op.Events.PeerTokenFile = f.events.peerToken
 	f.op.Events.SilentAfter = f.events.hubSilentAfter()
 	if f.op.InfraTags.Namespace == "" {
 		f.op.InfraTags.Namespace = f.op.LeaderElectionNamespace

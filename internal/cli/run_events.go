@@ -21,6 +21,7 @@ import (
 type eventFlags struct {
 	webhook     eventgrid.Config
 	advertise   string
+	peerToken   string
 	sqsQueueURL string
 	sqsRegion   string
 	sqsMaxHold  time.Duration
@@ -46,6 +47,9 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.advertise, "events-webhook-advertise-address", "",
 		"host:port at which the other replicas reach this one's webhook: the leader writes it on its Lease, and followers forward the deliveries they receive there "+
 			"(default: the bind address when it names a host, else $POD_IP with the bind address's port; neither: followers answer deliveries 503)")
+	fs.StringVar(&e.peerToken, "events-webhook-peer-token-file", "",
+		"file with this replica's service account token for the audience "+operator.PeerAudience+", bound to its Pod (a projected serviceAccountToken volume): "+
+			"followers forward deliveries with it instead of the caller's credential, and only to the Pod the Lease names at that Pod's IP (unset: followers answer deliveries 503)")
 	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
 	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
@@ -109,7 +113,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		}
 		out = append(out, func(sink cloudchange.Sink) (cloudchange.Source, error) { return eventgrid.New(cfg, sink) })
 	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" ||
-		len(e.webhook.AllowedCallers) > 0 || e.advertise != "" {
+		len(e.webhook.AllowedCallers) > 0 || e.advertise != "" || e.peerToken != "" {
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {

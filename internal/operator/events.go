@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
 )
 
 // EventSource builds one source of cloud changes that publishes to sink
@@ -54,6 +54,12 @@ type EventsOptions struct {
 	// receive there; empty, a follower answers them 503 and Event Grid
 	// retries (10 s or more later).
 	AdvertiseAddress string
+	// PeerTokenFile holds this replica's service account token for
+	// PeerAudience, bound to its Pod (a projected volume): a follower
+	// forwards a delivery only with it, in place of the caller's
+	// credential, and only to the Pod the Lease names at that Pod's IP,
+	// whose answer must carry that Pod's token. Empty: no forwarding.
+	PeerTokenFile string
 }
 
 // on reports whether events are on.
@@ -74,8 +80,8 @@ func (o EventsOptions) ownWrites() *cloud.OwnWrites {
 
 // eventHub builds the hub and its sources and adds them to mgr; nil when
 // events are off. own tells the hub which controller made which write;
-// lock, when not nil, tells a follower's sources where the leader is.
-func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, lock *leaderLock) (*cloudchange.Hub, error) {
+// peers, when not nil, tell a follower's sources where the verified leader is.
+func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, peers *peers) (*cloudchange.Hub, error) {
 	if !o.on() {
 		return nil, nil
 	}
@@ -95,8 +101,8 @@ func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, lock *le
 		if l, ok := s.(leaderAware); ok {
 			l.AwaitLeader(mgr.Elected())
 		}
-		if f, ok := s.(leaderFollower); ok && lock != nil {
-			f.FollowLeader(lock.LeaderAddress)
+		if f, ok := s.(leaderFollower); ok && peers != nil {
+			f.FollowLeader(peers)
 		}
 		hub.AddSource(s)
 		if err := mgr.Add(s); err != nil {
@@ -137,8 +143,8 @@ type leaderAware interface {
 }
 
 // leaderFollower is a source that hands what a follower receives to the
-// leader (the Event Grid webhook forwards deliveries), given where the
-// leader is.
+// leader (the Event Grid webhook forwards deliveries), given the replicas'
+// proofs of one another.
 type leaderFollower interface {
-	FollowLeader(lookup func(ctx context.Context, maxAge time.Duration) (string, error))
+	FollowLeader(peers eventgrid.Peers)
 }

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 // which the holder serves the Event Grid webhook (EventsOptions.
 // AdvertiseAddress). The holder writes it with every acquire and renewal,
 // in the same update that names it holder, so the annotation always
-// belongs to spec.holderIdentity; followers forward deliveries there.
+// belongs to spec.holderIdentity; followers forward deliveries there once
+// they have checked it is the holder's Pod's (see peers).
 const WebhookAddressAnnotation = "tagsync.io/events-webhook-address"
 
 // leaderLock is the Lease lock of a replica that advertises its webhook:
@@ -29,22 +29,27 @@ const WebhookAddressAnnotation = "tagsync.io/events-webhook-address"
 type leaderLock struct {
 	*resourcelock.LeaseLock
 	leases coordinationv1client.LeaseInterface
-	// lookup caches the last read of the Lease.
-	mu     sync.Mutex
-	readAt time.Time
-	holder string
+	// holder caches the last read of the Lease.
+	mu       sync.Mutex
+	readAt   time.Time
+	holderID string
+	addr     string
 }
 
-// newLeaderLock builds the lock for o's Lease, advertising addr; nil when
-// leader election is off or there is nothing to advertise.
-func newLeaderLock(cfg *rest.Config, o Options) (*leaderLock, error) {
+// newLeaderLock builds the lock for o's Lease, advertising addr, and the
+// peers it proves itself to; nil when leader election is off, there is
+// nothing to advertise, or no peer token proves the replicas to one
+// another (then followers answer deliveries 503, and Event Grid retries).
+// The lock's identity starts with the replica's Pod name, which followers
+// check the leader's address against.
+func newLeaderLock(ctx context.Context, cfg *rest.Config, o Options) (*leaderLock, *peers, error) {
 	addr := o.Events.AdvertiseAddress
-	if !o.LeaderElection || addr == "" || !o.Events.on() {
-		return nil, nil
+	if !o.LeaderElection || addr == "" || !o.Events.on() || o.Events.PeerTokenFile == "" {
+		return nil, nil, nil
 	}
-	host, err := os.Hostname()
+	p, err := newPeers(ctx, cfg, o.Events.PeerTokenFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
 	if o.RenewDeadline > 0 {
@@ -52,17 +57,19 @@ func newLeaderLock(cfg *rest.Config, o Options) (*leaderLock, error) {
 	}
 	client, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("leader election client: %w", err)
+		return nil, nil, fmt.Errorf("leader election client: %w", err)
 	}
 	leases := client.Leases(o.LeaderElectionNamespace)
-	return &leaderLock{
+	lock := &leaderLock{
 		LeaseLock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: o.LeaderElectionNamespace, Name: o.LeaderElectionID},
 			Client:     annotatedLeases{LeasesGetter: client, key: WebhookAddressAnnotation, value: addr},
-			LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
+			LockConfig: resourcelock.ResourceLockConfig{Identity: p.self.pod + "_" + string(uuid.NewUUID())},
 		},
 		leases: leases,
-	}, nil
+	}
+	p.lock = lock
+	return lock, p, nil
 }
 
 // recordTo makes the lock record its events ("became leader") as
@@ -72,30 +79,23 @@ func (l *leaderLock) recordTo(mgr ctrl.Manager) {
 	l.LockConfig.EventRecorder = mgr.GetEventRecorderFor(l.Identity())
 }
 
-// LeaderAddress is the webhook address the Lease's holder advertises; ""
-// when the Lease has no holder, the holder is this replica (about to
-// lead) or advertises nothing. A read of the Lease at most maxAge old is
-// reused, so held deliveries share one read.
-func (l *leaderLock) LeaderAddress(ctx context.Context, maxAge time.Duration) (string, error) {
+// holder is the Lease's holder identity and the webhook address it
+// advertises ("" when the Lease has no holder). A read of the Lease at most
+// maxAge old is reused, so held deliveries share one read.
+func (l *leaderLock) holder(ctx context.Context, maxAge time.Duration) (holder, addr string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.readAt) > maxAge {
 		lease, err := l.leases.Get(ctx, l.LeaseMeta.Name, metav1.GetOptions{})
 		if err != nil {
-			return "", fmt.Errorf("reading the leader-election Lease: %w", err)
+			return "", "", fmt.Errorf("reading the leader-election Lease: %w", err)
 		}
-		l.readAt, l.holder = time.Now(), advertised(lease, l.Identity())
+		l.readAt, l.holderID, l.addr = time.Now(), "", ""
+		if h := lease.Spec.HolderIdentity; h != nil {
+			l.holderID, l.addr = *h, lease.Annotations[WebhookAddressAnnotation]
+		}
 	}
-	return l.holder, nil
-}
-
-// advertised is the address the lease's holder advertises, unless the
-// holder is self or none.
-func advertised(lease *coordinationv1.Lease, self string) string {
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || *lease.Spec.HolderIdentity == self {
-		return ""
-	}
-	return lease.Annotations[WebhookAddressAnnotation]
+	return l.holderID, l.addr, nil
 }
 
 // annotatedLeases sets an annotation on every Lease created or updated

@@ -197,7 +197,7 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	lock, err := newLeaderLock(cfg, o)
+	lock, peers, err := newLeaderLock(ctx, cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	hub, err := o.Events.eventHub(mgr, own, lock)
+	hub, err := o.Events.eventHub(mgr, own, peers)
 	if err != nil {
 		return nil, err
 	}

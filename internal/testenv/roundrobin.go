@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -61,13 +62,16 @@ func (p *RoundRobin) Served() map[string]int {
 // Close stops serving.
 func (p *RoundRobin) Close() error { return p.srv.Close() }
 
-// turn is the backend whose turn it is, and moves the turn on.
-func (p *RoundRobin) turn() int {
+// rotation is the backends in turn from the one whose turn it is.
+func (p *RoundRobin) rotation() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	i := p.next
+	if len(p.backends) == 0 {
+		return nil
+	}
+	first := p.next
 	p.next = (p.next + 1) % len(p.backends)
-	return i
+	return append(slices.Clone(p.backends[first:]), p.backends[:first]...)
 }
 
 func (p *RoundRobin) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -76,9 +80,7 @@ func (p *RoundRobin) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}
-	first := p.turn()
-	for i := range p.backends {
-		backend := p.backends[(first+i)%len(p.backends)]
+	for _, backend := range p.rotation() {
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+backend+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			http.Error(rw, err.Error(), http.StatusBadGateway)
@@ -111,4 +113,13 @@ func (p *RoundRobin) relay(rw http.ResponseWriter, resp *http.Response, backend 
 	p.mu.Lock()
 	p.served[backend]++
 	p.mu.Unlock()
+}
+
+// Remove takes backend out of the rotation, as a Service drops the
+// endpoint of a Pod that is gone.
+func (p *RoundRobin) Remove(backend string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends = slices.DeleteFunc(slices.Clone(p.backends), func(b string) bool { return b == backend })
+	p.next = 0
 }

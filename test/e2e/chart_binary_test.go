@@ -100,7 +100,7 @@ func newRenderedPod(t *testing.T, template corev1.PodTemplateSpec) *renderedPod 
 		pod.args = replaceInArgs(pod.args, ":"+strconv.Itoa(int(port.ContainerPort)), addrs[i])
 	}
 	for _, m := range c.VolumeMounts {
-		dir := writeVolume(t, spec.Volumes, m.Name)
+		dir := writeVolume(t, spec, m.Name)
 		pod.args = replaceInArgs(pod.args, m.MountPath, dir)
 	}
 	for _, e := range c.Env {
@@ -126,12 +126,21 @@ func replaceInArgs(args []string, old, new string) []string {
 }
 
 // writeVolume makes a directory standing for the volume: a Secret's items
-// as files holding test values, an emptyDir empty.
-func writeVolume(t *testing.T, volumes []corev1.Volume, name string) string {
+// as files holding test values, an emptyDir empty, a projected service
+// account token as the kubelet writes it (for a Pod object named after the
+// test, see replicaPod).
+func writeVolume(t *testing.T, spec corev1.PodSpec, name string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, v := range volumes {
-		if v.Name != name || v.Secret == nil {
+	for _, v := range spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		pod := "tagsync-" + strings.ToLower(filepath.Base(t.Name()))
+		if tokens := projectedToken(context.Background(), t, v, "tagsync-system", pod, spec.ServiceAccountName); tokens != "" {
+			return tokens
+		}
+		if v.Secret == nil {
 			continue
 		}
 		for _, item := range v.Secret.Items {

@@ -3,7 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +28,11 @@ import (
 // a leader kill.
 const haEditBound = 5 * time.Second
 
+// haAttackedEditBound bounds an edit while someone keeps rewriting the
+// Lease: a delivery the follower cannot hand to the verified leader within
+// its wait is answered 503, and Event Grid retries 10 s later.
+const haAttackedEditBound = time.Minute
+
 // TestEveryDeliveryReachesTheLeaderWithTwoReplicas runs the chart's shape:
 // two `tagsync run` replicas with leader election and the Event Grid
 // webhook, behind one round-robin address (each delivery to the next
@@ -36,8 +45,12 @@ const haEditBound = 5 * time.Second
 // follower: it forwards them to the leader. Then the leader is killed
 // (SIGKILL) and 6 more edits, one a second, are made while the follower takes over: their
 // deliveries, refused by nobody, are held by the follower until it leads
-// and reach the labels right after the takeover. Event Grid never retries:
-// no delivery attempt fails in the whole test.
+// and reach the labels right after the takeover, although a stranger has
+// taken the dead leader's address: its 200 is not the leader's, and it
+// never receives the caller's key. Between the two, someone keeps writing
+// a stranger's address on the Lease: 12 edits still reach their labels, and
+// the stranger receives no credential. Event Grid never retries, but while
+// the Lease is being rewritten.
 func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	ctx := context.Background()
 	const ns = "tagsync-events-ha"
@@ -55,8 +68,10 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug", "--events-webhook-secret-file=" + secret},
 		armsimFlags(t, arm)...)
 	procs := []*tagsyncProc{
-		startTagsync(t, "replica-a", append(args, "--events-webhook-bind-address="+hooks[0])...),
-		startTagsync(t, "replica-b", append(args, "--events-webhook-bind-address="+hooks[1])...),
+		startTagsync(t, "replica-a", append(args, "--events-webhook-bind-address="+hooks[0],
+			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-a", "tagsync"))...),
+		startTagsync(t, "replica-b", append(args, "--events-webhook-bind-address="+hooks[1],
+			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-b", "tagsync"))...),
 	}
 	front, err := testenv.StartRoundRobin(hooks...)
 	must(t, err)
@@ -105,9 +120,44 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	}
 	noFailedDeliveries(t, arm, "while "+leader.name+" led")
 
-	// The leader killed; edits while the follower takes over.
+	// Someone with update rights on Leases keeps writing a stranger's
+	// address on the Lease: the follower hands it no credential, and no
+	// edit is lost to the stranger's 200.
+	rewritten := newStranger(t, "127.0.0.1:0")
+	stopRewriting := rewriteWebhookAddress(t, ns, rewritten.addr)
+	attackedAt := time.Now()
+	for i := range 2 * len(pools) { // two edits per scale set, one a second
+		must(t, arm.Server.SetTags(pools[i%len(pools)].id, map[string]string{"edit": fmt.Sprintf("rewritten-%d", i)}))
+		pause(time.Second)
+	}
+	eventuallyWithin(t, haAttackedEditBound, "the edits made with the Lease rewritten on their Nodes", func() string {
+		for i, pool := range pools {
+			if msg := labelIs(ctx, t, pool.node, fmt.Sprintf("rewritten-%d", i+len(pools))); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	})
+	attacked := time.Since(attackedAt)
+	rewrites := stopRewriting()
+	t.Logf("Lease rewritten %d times; 12 edits on their labels %s after the first; the stranger received %d requests, %d with the caller's credential",
+		rewrites, attacked.Round(time.Millisecond), rewritten.received(), rewritten.withCredential())
+	rewritten.wantNoCredential(t)
+	if rewritten.received() == 0 {
+		t.Error("the stranger on the rewritten Lease received nothing: the test did not try what it is about")
+	}
+	idle, cancelIdle := context.WithTimeout(ctx, 2*time.Minute)
+	must(t, arm.Server.WaitEventGridIdle(idle)) // the attacked phase's retries are not the takeover's
+	cancelIdle()
+	afterAttack := arm.Server.EventGridStats()
+
+	// The leader killed, its Pod's address taken by a stranger before the
+	// Lease expires (the Service drops the dead replica); edits while the
+	// follower takes over.
 	leader.kill()
 	killedAt := time.Now()
+	front.Remove(leaderHook)
+	taken := newStranger(t, leaderHook)
 	type edit struct {
 		pool  editPool
 		value string
@@ -153,7 +203,16 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 		}
 	}
 	t.Logf("portal edit → label across the takeover: %s", spread(during))
-	noFailedDeliveries(t, arm, "across the leader kill")
+	t.Logf("the stranger at the dead leader's address received %d requests, %d with the caller's credential",
+		taken.received(), taken.withCredential())
+	taken.wantNoCredential(t)
+	if taken.received() == 0 {
+		t.Error("the stranger at the dead leader's address received nothing: the test did not try what it is about")
+	}
+	if n := follower.metric(t, "tagsync_eventgrid_untrusted_leader_total"); n < 1 {
+		t.Errorf("%s counted %v unverified leaders, want at least 1", follower.name, n)
+	}
+	noFailedDeliveriesSince(t, arm, afterAttack, "across the leader kill")
 	if n := follower.metric(t, "tagsync_eventgrid_refused_total", `reason="no_leader"`); n != 0 {
 		t.Errorf("%s gave up on %v deliveries for want of a leader, want none", follower.name, n)
 	}
@@ -163,7 +222,15 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 // delivery.
 func noFailedDeliveries(t *testing.T, arm *armsimtest.Env, when string) {
 	t.Helper()
+	noFailedDeliveriesSince(t, arm, armsim.EventGridStats{}, when)
+}
+
+// noFailedDeliveriesSince is noFailedDeliveries counting from before.
+func noFailedDeliveriesSince(t *testing.T, arm *armsimtest.Env, before armsim.EventGridStats, when string) {
+	t.Helper()
 	st := arm.Server.EventGridStats()
+	st.FailedAttempts -= before.FailedAttempts
+	st.Dropped -= before.Dropped
 	if st.FailedAttempts != 0 || st.Dropped != 0 {
 		t.Errorf("%s: Event Grid counts %d failed delivery attempts and %d dropped events (%d delivered), want none: "+
 			"each waits for a retry (10 s, 30 s, ...)", when, st.FailedAttempts, st.Dropped, st.Delivered)
@@ -212,3 +279,95 @@ func spread(ds []time.Duration) string {
 
 // pause spaces the edits (a measurement schedule, not synchronisation).
 func pause(d time.Duration) { <-time.After(d) }
+
+// stranger is a server at an address the follower may be pointed at: it
+// answers every request 200 (as a relay of its answer would make Event
+// Grid count the delivery done) and records whether a request carried the
+// caller's credential (the key, in the URL or a header, or a bearer token).
+type stranger struct {
+	srv       *http.Server
+	addr      string
+	mu        sync.Mutex
+	requests  int
+	credented int
+}
+
+// newStranger serves at addr (":0" ports pick one), retrying while the
+// address is still held by a process being killed.
+func newStranger(t *testing.T, addr string) *stranger {
+	t.Helper()
+	s := &stranger{}
+	var ln net.Listener
+	eventually(t, "listening at "+addr, func() string {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	s.addr = ln.Addr().String()
+	s.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests++
+		if strings.Contains(r.URL.String(), eventsKey) || strings.Contains(fmt.Sprint(r.Header), eventsKey) || r.Header.Get("Authorization") != "" {
+			s.credented++
+		}
+		s.mu.Unlock()
+		rw.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = s.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = s.srv.Close() })
+	return s
+}
+
+func (s *stranger) received() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+func (s *stranger) withCredential() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.credented
+}
+
+// wantNoCredential fails the test when the stranger received a credential.
+func (s *stranger) wantNoCredential(t *testing.T) {
+	t.Helper()
+	if n := s.withCredential(); n != 0 {
+		t.Errorf("the stranger at %s received the caller's credential %d times", s.addr, n)
+	}
+}
+
+// rewriteWebhookAddress keeps writing addr as the webhook address on the
+// leader-election Lease in ns, as someone with update rights on Leases
+// could (the leader writes its own back at each renewal), until the
+// returned stop is called; stop returns how many rewrites succeeded.
+func rewriteWebhookAddress(t *testing.T, ns, addr string) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			lease := leaderLease(ns)
+			if err := kube.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease); err == nil &&
+				lease.Annotations[operator.WebhookAddressAnnotation] != addr {
+				lease.Annotations[operator.WebhookAddressAnnotation] = addr
+				if kube.Client.Update(ctx, lease) == nil {
+					n++
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int { cancel(); return <-done }
+}

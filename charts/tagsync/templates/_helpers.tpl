@@ -155,6 +155,9 @@ environment and --aws-region / --aws-endpoint.
 {{- define "tagsync.eventsWebhookSecretDir" -}}
 /etc/tagsync/events-webhook-secret
 {{- end }}
+{{- define "tagsync.peerTokenDir" -}}
+/var/run/secrets/tagsync.io/peer
+{{- end }}
 
 {{/*
 tagsync.validate fails the render on settings that cannot work, saying what
@@ -376,6 +379,9 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 {{- end }}
 {{- with $e.webhook.entra.allowedCallers }}
 - --events-webhook-entra-allowed-callers={{ join "," . }}
+{{- end }}
+{{- if .Values.leaderElection.enabled }}
+- --events-webhook-peer-token-file={{ include "tagsync.peerTokenDir" . }}/token
 {{- end }}
 {{- end }}
 {{- with $e.sqs.queueURL }}

@@ -6,10 +6,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 )
 
@@ -38,28 +38,85 @@ const (
 // maxRelayedBody bounds the leader's answer a follower relays.
 const maxRelayedBody = 64 << 10
 
-// FollowLeader makes a follower forward deliveries to the leader instead
-// of answering them 503 (see AwaitLeader); call it before Start. lookup
-// returns the host:port the leader's webhook serves at (the address it
-// advertises), or "" while no other replica is known to lead (no holder, or
-// this replica holds the Lease and is about to lead); a result at most
-// maxAge old is good enough. A forwarded delivery carries exactly what
-// Event Grid sent (the key in the query, the Authorization header), which
-// the leader checks again; the webhook checked it already. While no leader
-// answers (a takeover), the delivery is held up to Config.LeaderWait, until
-// a leader answers or this replica leads, then 503 as without forwarding.
-func (w *Webhook) FollowLeader(lookup func(ctx context.Context, maxAge time.Duration) (string, error)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lookupLeader = lookup
+// PeerHeader carries a replica's proof of identity (Peers.Token): a
+// follower sends it with a forwarded delivery in place of the caller's
+// credential, and the leader answers with its own, which the follower
+// checks before it relays the answer.
+const PeerHeader = "X-Tagsync-Peer"
+
+// ErrUntrusted marks a peer, an address or an answer that is not the
+// verified leader's (or a replica's): a follower never hands it a
+// delivery nor relays its answer.
+var ErrUntrusted = errors.New("not a verified replica")
+
+// Peer is a replica a follower hands deliveries to.
+type Peer struct {
+	// Addr is the host:port its webhook serves at.
+	Addr string
+	// Name is its name (its Pod's), which its proof must name.
+	Name string
 }
 
-// follower returns the leader lookup while this replica does not lead
-// and forwards; nil when it leads or answers 503.
-func (w *Webhook) follower() func(context.Context, time.Duration) (string, error) {
+// Peers proves the replicas of one installation to one another.
+type Peers interface {
+	// Leader returns the replica that leads, verified to serve at the
+	// address it gives; the zero Peer while no other replica is known to
+	// lead (no holder, or this replica is about to lead). An error
+	// wrapping ErrUntrusted says the Lease names someone unverifiable. A
+	// result at most maxAge old is good enough.
+	Leader(ctx context.Context, maxAge time.Duration) (Peer, error)
+	// Token is this replica's proof of identity.
+	Token() (string, error)
+	// Verify checks a proof: another replica's of this installation,
+	// and with name set, that replica's. An error wrapping ErrUntrusted
+	// is a refusal; any other says it could not be checked.
+	Verify(ctx context.Context, token, name string) error
+}
+
+// FollowLeader makes a follower forward deliveries to the leader instead
+// of answering them 503 (see AwaitLeader), and lets the leader take
+// deliveries forwarded by followers; call it before Start on every
+// replica. A forwarded delivery carries the body and Event Grid's headers
+// but not the caller's credential (the key, the Authorization header),
+// which this webhook checked already: it carries this replica's proof
+// instead, and goes only to the leader peers verify, whose answer is
+// relayed only with the leader's own proof. While no leader answers (a
+// takeover), the delivery is held up to Config.LeaderWait, until a leader
+// answers or this replica leads, then 503 as without forwarding.
+func (w *Webhook) FollowLeader(peers Peers) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.lookupLeader
+	w.peers = peers
+}
+
+// replicas returns the peers (nil without FollowLeader).
+func (w *Webhook) replicas() Peers {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peers
+}
+
+// checkPeer authenticates a forwarded delivery by the forwarding
+// replica's proof, and marks the answer with this replica's own.
+func (w *Webhook) checkPeer(rw http.ResponseWriter, r *http.Request) *refusal {
+	peers := w.replicas()
+	token := r.Header.Get(PeerHeader)
+	if peers == nil || token == "" {
+		return &refusal{status: http.StatusUnauthorized, reason: reasonUnauthenticated,
+			msg: "a forwarded delivery needs a replica's proof (" + PeerHeader + ")"}
+	}
+	if err := peers.Verify(r.Context(), token, ""); err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			return &refusal{status: http.StatusForbidden, reason: reasonBadPeer, msg: "not a replica's proof", cause: err}
+		}
+		return &refusal{status: http.StatusServiceUnavailable, reason: reasonAuthUnavailable, msg: "the proof cannot be checked now: retry", cause: err}
+	}
+	own, err := peers.Token()
+	if err != nil {
+		return &refusal{status: http.StatusServiceUnavailable, reason: reasonAuthUnavailable, msg: "this replica cannot prove itself now: retry", cause: err}
+	}
+	rw.Header().Set(PeerHeader, own)
+	return nil
 }
 
 // forward hands an authenticated delivery (body read already) to the
@@ -68,8 +125,8 @@ func (w *Webhook) follower() func(context.Context, time.Duration) (string, error
 // itself. A delivery that was forwarded to this replica already is not
 // forwarded again.
 func (w *Webhook) forward(rw http.ResponseWriter, r *http.Request, body []byte) (done bool, ref *refusal) {
-	lookup := w.follower()
-	if lookup == nil || r.Header.Get(ForwardedHeader) != "" {
+	peers := w.replicas()
+	if peers == nil || r.Header.Get(ForwardedHeader) != "" {
 		return true, notLeader(rw)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), w.cfg.LeaderWait)
@@ -80,19 +137,19 @@ func (w *Webhook) forward(rw http.ResponseWriter, r *http.Request, body []byte) 
 		if w.leader() {
 			return false, nil
 		}
-		addr, err := lookup(ctx, maxAge)
+		leader, err := peers.Leader(ctx, maxAge)
 		switch {
 		case err != nil:
-			last = err
-		case addr != "":
-			resp, err := w.sendToLeader(ctx, addr, r, body)
+			last = w.untrusted(err)
+		case leader.Addr != "":
+			resp, err := w.sendToLeader(ctx, peers, leader, r, body)
 			if err == nil {
 				relay(rw, resp)
 				deliveriesTotal.WithLabelValues(resultForwarded).Inc()
-				w.log.V(1).Info("forwarded a delivery to the leader", "leader", addr, "status", resp.status)
+				w.log.V(1).Info("forwarded a delivery to the leader", "leader", leader.Name, "address", leader.Addr, "status", resp.status)
 				return true, nil
 			}
-			last = err
+			last = w.untrusted(err)
 		default:
 			last = errors.New("no leader known")
 		}
@@ -106,6 +163,16 @@ func (w *Webhook) forward(rw http.ResponseWriter, r *http.Request, body []byte) 
 				msg: "no leader answered in time: retry", cause: last}
 		}
 	}
+}
+
+// untrusted counts and logs an unverifiable leader, address or answer,
+// and returns err.
+func (w *Webhook) untrusted(err error) error {
+	if errors.Is(err, ErrUntrusted) {
+		untrustedTotal.WithLabelValues().Inc()
+		w.log.Info("WARNING: not forwarding to an unverified leader", "why", err.Error())
+	}
+	return err
 }
 
 // notLeader answers 503 for a replica that neither leads nor forwards.
@@ -122,38 +189,51 @@ type leaderAnswer struct {
 	body   []byte
 }
 
-// sendToLeader POSTs the delivery to the leader at addr, with the same
-// path, query and headers; an error, or a 503 of a replica that does not
-// lead (any more), means another attempt. Errors never carry the URL (its
-// query may hold the shared secret).
-func (w *Webhook) sendToLeader(ctx context.Context, addr string, r *http.Request, body []byte) (*leaderAnswer, error) {
+// sendToLeader POSTs the delivery to the leader, with the same path and
+// headers but without the caller's credential (the query, which may hold
+// the key, Authorization and KeyHeader), with this replica's proof
+// instead. An error means another attempt: no answer, a 503 of a replica
+// that does not lead (any more), or an answer without the leader's proof.
+func (w *Webhook) sendToLeader(ctx context.Context, peers Peers, leader Peer, r *http.Request, body []byte) (*leaderAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, forwardAttemptTimeout)
 	defer cancel()
+	own, err := peers.Token()
+	if err != nil {
+		return nil, err
+	}
 	scheme := "http"
 	if w.cfg.CertDir != "" {
 		scheme = "https"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+leader.Addr+r.URL.EscapedPath(), bytes.NewReader(body))
 	if err != nil {
-		return nil, withoutURL(err)
+		return nil, err
 	}
 	for k, vs := range r.Header {
-		if !hopByHop[http.CanonicalHeaderKey(k)] {
+		if !notForwarded[http.CanonicalHeaderKey(k)] {
 			req.Header[k] = vs
 		}
 	}
 	req.Header.Set(ForwardedHeader, "1")
+	req.Header.Set(PeerHeader, own)
 	resp, err := w.forwarder.Do(req)
 	if err != nil {
-		return nil, withoutURL(err)
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRelayedBody))
 	if err != nil {
-		return nil, withoutURL(err)
+		return nil, err
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(NotLeaderHeader) != "" {
-		return nil, errors.New(addr + " does not lead")
+		return nil, errors.New(leader.Name + " does not lead")
+	}
+	proof := resp.Header.Get(PeerHeader)
+	if proof == "" {
+		return nil, fmt.Errorf("%w: the answer at %s (status %d) carries no proof of %s", ErrUntrusted, leader.Addr, resp.StatusCode, leader.Name)
+	}
+	if err := peers.Verify(ctx, proof, leader.Name); err != nil {
+		return nil, fmt.Errorf("the answer at %s: %w", leader.Addr, err)
 	}
 	return &leaderAnswer{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
@@ -172,20 +252,14 @@ func relay(rw http.ResponseWriter, a *leaderAnswer) {
 	_, _ = rw.Write(a.body)
 }
 
-// hopByHop are the headers of one connection, not forwarded.
-var hopByHop = map[string]bool{
+// notForwarded are the request headers a follower does not pass on: those
+// of one connection, the caller's credential, and the forwarding markers
+// it sets itself.
+var notForwarded = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
-}
-
-// withoutURL drops the request URL (its query may hold the shared secret)
-// from a client error.
-func withoutURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+	"Authorization": true, "Cookie": true, http.CanonicalHeaderKey(KeyHeader): true,
+	http.CanonicalHeaderKey(PeerHeader): true, http.CanonicalHeaderKey(ForwardedHeader): true,
 }
 
 // newForwarder is the client a follower forwards with. Over TLS it accepts

@@ -3,8 +3,11 @@ package eventgrid
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +21,46 @@ func (e *endpoint) hostOf() string {
 	return strings.TrimPrefix(strings.TrimSuffix(e.url, DefaultPath), "http://")
 }
 
+// testPeers is a pure stand-in for the replicas' proofs (the operator's
+// peers check real tokens with the API server): tokens maps each replica's
+// proof to its name; leader returns the leader's address, named "leader".
+type testPeers struct {
+	self   string
+	tokens map[string]string
+	leader func() string
+}
+
+func (p testPeers) Leader(context.Context, time.Duration) (Peer, error) {
+	if p.leader == nil {
+		return Peer{}, nil
+	}
+	if addr := p.leader(); addr != "" {
+		return Peer{Addr: addr, Name: "leader"}, nil
+	}
+	return Peer{}, nil
+}
+
+func (p testPeers) Token() (string, error) { return "proof-of-" + p.self, nil }
+
+func (p testPeers) Verify(_ context.Context, token, name string) error {
+	who, ok := p.tokens[token]
+	if !ok || (name != "" && who != name) {
+		return fmt.Errorf("%w: proof of %q, want %q", ErrUntrusted, who, name)
+	}
+	return nil
+}
+
+// replicaProofs are the proofs of the replicas in these tests.
+var replicaProofs = map[string]string{"proof-of-leader": "leader", "proof-of-follower": "follower"}
+
+// leading serves a webhook that leads and takes forwarded deliveries.
+func leading(t *testing.T) *endpoint {
+	t.Helper()
+	return serveWith(t, Config{SecretFile: writeSecret(t, testKey)}, func(w *Webhook) {
+		w.FollowLeader(testPeers{self: "leader", tokens: replicaProofs})
+	})
+}
+
 // follower serves a webhook that does not lead and forwards to whatever
 // lookup returns, holding deliveries up to wait.
 func follower(t *testing.T, wait time.Duration, lookup func() string) (*endpoint, chan struct{}) {
@@ -25,13 +68,13 @@ func follower(t *testing.T, wait time.Duration, lookup func() string) (*endpoint
 	elected := make(chan struct{})
 	e := serveWith(t, Config{SecretFile: writeSecret(t, testKey), LeaderWait: wait}, func(w *Webhook) {
 		w.AwaitLeader(elected)
-		w.FollowLeader(func(context.Context, time.Duration) (string, error) { return lookup(), nil })
+		w.FollowLeader(testPeers{self: "follower", tokens: replicaProofs, leader: lookup})
 	})
 	return e, elected
 }
 
 func TestFollowerForwardsToTheLeader(t *testing.T) {
-	leader := serveWithKey(t)
+	leader := leading(t)
 	f, _ := follower(t, time.Second, leader.hostOf)
 	forwarded := counter(t, "deliveries_total", "result", resultForwarded)
 
@@ -59,7 +102,7 @@ func TestFollowerForwardsToTheLeader(t *testing.T) {
 }
 
 func TestFollowerHoldsADeliveryUntilALeaderAnswers(t *testing.T) {
-	leader := serveWithKey(t)
+	leader := leading(t)
 	known := time.Now().Add(600 * time.Millisecond)
 	f, _ := follower(t, 5*time.Second, func() string {
 		if time.Now().Before(known) {
@@ -146,7 +189,7 @@ func TestOverTLSAFollowerForwardsOnlyToItsOwnCertificate(t *testing.T) {
 		})
 		return w, sink
 	}
-	leader, published := start(same, func(*Webhook) {})
+	leader, published := start(same, func(w *Webhook) { w.FollowLeader(testPeers{self: "leader", tokens: replicaProofs}) })
 	for _, tc := range []struct {
 		name, dir string
 		want      int
@@ -154,7 +197,7 @@ func TestOverTLSAFollowerForwardsOnlyToItsOwnCertificate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := start(tc.dir, func(w *Webhook) {
 				w.AwaitLeader(make(chan struct{}))
-				w.FollowLeader(func(context.Context, time.Duration) (string, error) { return leader.Addr(), nil })
+				w.FollowLeader(testPeers{self: "follower", tokens: replicaProofs, leader: leader.Addr})
 			})
 			before := len(published.published())
 			client := &http.Client{Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
@@ -178,4 +221,107 @@ func TestOverTLSAFollowerForwardsOnlyToItsOwnCertificate(t *testing.T) {
 // name no address.
 func insecureTLS() *tls.Config {
 	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // test certificates
+}
+
+// stranger is a server at an address the Lease may be made to name: it
+// records what it receives and answers 200 with the proof it is given
+// ("" for none).
+type stranger struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	seen []string // each request's URL and headers, as text
+}
+
+func newStranger(t *testing.T, proof string) *stranger {
+	s := &stranger{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.seen = append(s.seen, fmt.Sprintf("%s %v", r.URL.String(), r.Header))
+		s.mu.Unlock()
+		if proof != "" {
+			rw.Header().Set(PeerHeader, proof)
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *stranger) addr() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+
+func (s *stranger) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// A follower whose Lease names a stranger's address never hands it the
+// caller's credential, and does not relay its answer: without the leader's
+// proof, or with another replica's, a 200 is not the leader's.
+func TestAFollowerNeitherHandsOnTheCredentialNorRelaysAStranger(t *testing.T) {
+	for _, tc := range []struct{ name, proof string }{
+		{"no proof", ""},
+		{"another replica's proof", "proof-of-follower"},
+		{"a made-up proof", "proof-of-nobody"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStranger(t, tc.proof)
+			f, _ := follower(t, 600*time.Millisecond, s.addr)
+			untrusted := testenv.Counter(t, "tagsync_eventgrid_untrusted_leader_total", nil)
+			header := http.Header{"Authorization": {"Bearer caller-token"}, KeyHeader: {testKey}}
+			wantRefused(t, reasonNoLeader, http.StatusServiceUnavailable, func() (int, string) {
+				return post(t, f.keyURL(testKey), gridBody(t, writeEvent("to-a-stranger")), header)
+			})
+			seen := s.requests()
+			if len(seen) == 0 {
+				t.Fatal("the stranger received nothing: the test shows nothing")
+			}
+			for _, r := range seen {
+				if strings.Contains(r, testKey) || strings.Contains(r, "caller-token") {
+					t.Errorf("the stranger received the caller's credential: %s", r)
+				}
+			}
+			if n := testenv.Counter(t, "tagsync_eventgrid_untrusted_leader_total", nil) - untrusted; n < 1 {
+				t.Errorf("untrusted_leader_total rose by %v, want at least 1", n)
+			}
+		})
+	}
+}
+
+// The leader takes a forwarded delivery only with a replica's proof, and
+// answers with its own; the caller's credential is neither needed nor
+// accepted in its place.
+func TestTheLeaderTakesForwardedDeliveriesOnlyFromReplicas(t *testing.T) {
+	leader := leading(t)
+	forwarded := func(proof string) http.Header {
+		h := http.Header{ForwardedHeader: {"1"}}
+		if proof != "" {
+			h.Set(PeerHeader, proof)
+		}
+		return h
+	}
+	wantRefused(t, reasonUnauthenticated, http.StatusUnauthorized, func() (int, string) {
+		return post(t, leader.keyURL(testKey), gridBody(t, writeEvent("key-only")), forwarded(""))
+	})
+	wantRefused(t, reasonBadPeer, http.StatusForbidden, func() (int, string) {
+		return post(t, leader.url, gridBody(t, writeEvent("made-up")), forwarded("proof-of-nobody"))
+	})
+	if n := len(leader.sink.published()); n != 0 {
+		t.Fatalf("the leader published %d refused deliveries", n)
+	}
+	req, err := http.NewRequest(http.MethodPost, leader.url, strings.NewReader(string(gridBody(t, writeEvent("from-a-replica")))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = forwarded("proof-of-follower")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(PeerHeader) != "proof-of-leader" {
+		t.Errorf("a replica's forward: status %d, proof %q; want 200 with the leader's proof", resp.StatusCode, resp.Header.Get(PeerHeader))
+	}
+	leader.wantOnePublish(t, cloudchange.Change{ID: "from-a-replica", Kind: cloudchange.KindWrite, Resource: scaleSet})
 }

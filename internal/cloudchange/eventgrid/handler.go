@@ -63,7 +63,11 @@ func (w *Webhook) allowOrigin(rw http.ResponseWriter, r *http.Request) *refusal 
 // deliver authenticates, reads and publishes one delivery, or answers the
 // Event Grid schema's validation handshake.
 func (w *Webhook) deliver(rw http.ResponseWriter, r *http.Request) *refusal {
-	if ref := w.auth.check(r); ref != nil {
+	check := w.auth.check
+	if r.Header.Get(ForwardedHeader) != "" {
+		check = func(r *http.Request) *refusal { return w.checkPeer(rw, r) }
+	}
+	if ref := check(r); ref != nil {
 		return ref
 	}
 	body, ref := readBody(rw, r, w.cfg.MaxBodyBytes)

@@ -11,8 +11,10 @@ var (
 		"Events received in accepted deliveries, by type (ResourceWriteSuccess, ..., other) and outcome (published, ignored, duplicate, too_old).",
 		"type", "outcome")
 	refusedTotal = metrics.Counter("refused_total",
-		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, method.",
+		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, bad_peer (a forwarded delivery without a replica's proof), auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, method.",
 		"reason")
+	untrustedTotal = metrics.Counter("untrusted_leader_total",
+		"Times a follower did not forward a delivery to the leader the Lease names, or relay its answer, because it could not verify it (the Lease names a Pod that is gone or elsewhere, an answer without the leader's proof).")
 )
 
 // Delivery results.
@@ -38,6 +40,7 @@ const (
 	reasonBadKey           = "bad_key"
 	reasonBadToken         = "bad_token"
 	reasonCallerNotAllowed = "caller_not_allowed"
+	reasonBadPeer          = "bad_peer"
 	reasonAuthUnavailable  = "auth_unavailable"
 	reasonTooLarge         = "too_large"
 	reasonMalformed        = "malformed"
@@ -49,10 +52,11 @@ const (
 
 // The series alerts compare exist from the start, at zero.
 func init() {
+	untrustedTotal.WithLabelValues()
 	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable, resultForwarded} {
 		deliveriesTotal.WithLabelValues(r)
 	}
-	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonAuthUnavailable,
+	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonBadPeer, reasonAuthUnavailable,
 		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonNoLeader, reasonMethod} {
 		refusedTotal.WithLabelValues(r)
 	}

@@ -48,11 +48,11 @@ type Webhook struct {
 	mu      sync.Mutex
 	serving serving
 	elected <-chan struct{}
-	// lookupLeader finds the leader to forward to (FollowLeader); getCert
+	// peers prove the replicas to one another (FollowLeader); getCert
 	// is the certificate served, which the leader's must be.
-	lookupLeader func(context.Context, time.Duration) (string, error)
-	getCert      func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	forwarder    *http.Client
+	peers     Peers
+	getCert   func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	forwarder *http.Client
 }
 
 var (
