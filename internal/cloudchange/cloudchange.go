@@ -94,17 +94,23 @@ type Writer struct {
 // received again.
 var ErrKeptForRetry = errors.New("the pass kept the changes for its retry")
 
+// ErrQueueFull is Publish's refusal of a delivery that does not fit in the
+// hub's queue: the source must not acknowledge it (the webhook answers
+// 503, an SQS message stays on the queue), so that it is delivered again.
+var ErrQueueFull = errors.New("the change queue is full")
+
 // Sink takes the changes sources receive.
 type Sink interface {
 	// Publish hands over the changes of one delivery. done is called
 	// exactly once: with nil when every pass the changes triggered has
-	// completed (at once when they concern no object, or when the queue
-	// was full and the changes were folded into a full pass instead), or
-	// with an error when a pass failed or kept the changes for a retry of
-	// its own (ErrKeptForRetry). A source acknowledges a delivery
-	// (SQS: deletes the message) only after done(nil). Publish does not
-	// block on the passes.
-	Publish(changes []Change, done func(error))
+	// completed (at once when they concern no object, or were published
+	// recently), or with an error when a pass failed or kept the changes
+	// for a retry of its own (ErrKeptForRetry). A source acknowledges a
+	// delivery (SQS: deletes the message) only after done(nil). Publish
+	// does not block on the passes. When the queue is full it returns
+	// ErrQueueFull and never calls done: the delivery was not taken, and
+	// the source must have it delivered again.
+	Publish(changes []Change, done func(error)) error
 }
 
 // Source is one stream of cloud changes. It runs as a controller-runtime

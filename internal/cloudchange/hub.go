@@ -128,11 +128,12 @@ func NewHub(opts HubOptions) *Hub {
 
 // Publish queues the changes of one delivery (see Sink). Redeliveries of
 // recent changes are dropped; a delivery that does not fit in the queue is
-// dropped too, done at once, and every subscriber runs one full pass.
-func (h *Hub) Publish(changes []Change, done func(error)) { h.publish(changes, done, nil) }
+// refused (ErrQueueFull: its changes are not remembered as seen, so their
+// redelivery is taken), and every subscriber runs one full pass meanwhile.
+func (h *Hub) Publish(changes []Change, done func(error)) error { return h.publish(changes, done, nil) }
 
 // publish is Publish for one subscriber only, or for all when only is nil.
-func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
+func (h *Hub) publish(changes []Change, done func(error), only *Subscription) error {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -155,6 +156,14 @@ func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
 	case h.queued+len(fresh) > h.opts.Capacity:
 		h.overflowed = true
 		overflowsTotal.WithLabelValues().Inc()
+		ids := make([]string, len(fresh))
+		for i, c := range fresh {
+			ids[i] = c.ID
+		}
+		h.recent.forget(ids)
+		h.mu.Unlock()
+		h.wake()
+		return ErrQueueFull
 	default:
 		h.queue = append(h.queue, delivery{changes: fresh, done: done, at: now, only: only})
 		h.queued += len(fresh)
@@ -166,6 +175,7 @@ func (h *Hub) publish(changes []Change, done func(error), only *Subscription) {
 	if done != nil {
 		done(nil)
 	}
+	return nil
 }
 
 // wake tells Start there is work, without blocking.
@@ -345,8 +355,12 @@ func (s *Subscription) Name() string { return s.name }
 
 // Republish publishes changes again (a change completed by a read) to
 // this subscription only: the other subscribers had the change itself.
+// When the queue is full, done gets ErrQueueFull (every object runs a full
+// pass instead).
 func (s *Subscription) Republish(changes []Change, done func(error)) {
-	s.hub.publish(changes, done, s)
+	if err := s.hub.publish(changes, done, s); err != nil && done != nil {
+		done(err)
+	}
 }
 
 // Started tells the hub a pass of the object key starts, and returns the

@@ -193,14 +193,21 @@ func TestTheRecentIDsAreBounded(t *testing.T) {
 	}
 }
 
-func TestOverflowDropsTheDeliveryAndAsksForOneFullPass(t *testing.T) {
+// A delivery that does not fit is refused, never acknowledged (its source
+// delivers it again), and taken when it comes again with room.
+func TestOverflowRefusesTheDeliveryAndAsksForOneFullPass(t *testing.T) {
 	h, r, _ := newTestHub(2)
-	var kept, dropped1, dropped2 result
-	h.Publish([]Change{change("1", "/ss/a"), change("2", "/ss/a")}, kept.done)
-	h.Publish([]Change{change("3", "/ss/a")}, dropped1.done)
-	h.Publish([]Change{change("4", "/ss/a")}, dropped2.done)
-	if dropped1.calls != 1 || dropped1.err != nil || dropped2.calls != 1 || kept.calls != 0 {
-		t.Fatalf("dropped deliveries done %d/%d, kept %d: want the dropped done at once", dropped1.calls, dropped2.calls, kept.calls)
+	var kept, refused1, refused2, again result
+	if err := h.Publish([]Change{change("1", "/ss/a"), change("2", "/ss/a")}, kept.done); err != nil {
+		t.Fatalf("a delivery that fits: %v", err)
+	}
+	err1 := h.Publish([]Change{change("3", "/ss/a")}, refused1.done)
+	err2 := h.Publish([]Change{change("4", "/ss/a")}, refused2.done)
+	if !errors.Is(err1, ErrQueueFull) || !errors.Is(err2, ErrQueueFull) {
+		t.Fatalf("deliveries that do not fit: %v, %v; want ErrQueueFull", err1, err2)
+	}
+	if refused1.calls != 0 || refused2.calls != 0 || kept.calls != 0 {
+		t.Fatalf("refused deliveries done %d/%d times, kept %d: a refused delivery is never done", refused1.calls, refused2.calls, kept.calls)
 	}
 	h.Drain()
 	if r.overflows != 1 || len(r.routed) != 2 {
@@ -209,6 +216,13 @@ func TestOverflowDropsTheDeliveryAndAsksForOneFullPass(t *testing.T) {
 	h.Drain()
 	if r.overflows != 1 {
 		t.Fatal("an overflow asked for more than one full pass")
+	}
+	if err := h.Publish([]Change{change("3", "/ss/a")}, again.done); err != nil {
+		t.Fatalf("the refused delivery again, with room: %v", err)
+	}
+	h.Drain()
+	if len(r.routed) != 3 {
+		t.Fatalf("routed %d changes, want the redelivered one routed too (not taken for a duplicate)", len(r.routed))
 	}
 }
 

@@ -12,7 +12,7 @@ var (
 	echoesTotal = metrics.Counter("changes_own_write_total",
 		"Changes one of the controller's objects caused with its own write, routed to the controller's other objects only, by source and controller.", "source", "controller")
 	overflowsTotal = metrics.Counter("overflows_total",
-		"Deliveries dropped because the queue was full; each makes every controller run one full pass.")
+		"Deliveries refused because the queue was full (their source delivers them again); each makes every controller run one full pass meanwhile.")
 	queueLength = metrics.Gauge("queue_length", "Changes waiting in the hub's queue.")
 	passLatency = metrics.Histogram("change_to_pass_seconds",
 		"Time from a change (when the cloud made it, else when it was received) to the end of the pass it triggered, by source.",

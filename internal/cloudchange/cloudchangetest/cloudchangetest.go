@@ -49,11 +49,14 @@ func (s *Source) Set(h cloudchange.Health) { s.health.Store(&h) }
 
 // Publish publishes one delivery to sink and waits until it is done,
 // failing the test if that takes longer than timeout; it returns the
-// delivery's error.
+// delivery's error (cloudchange.ErrQueueFull at once when it was not
+// taken).
 func Publish(t testing.TB, sink cloudchange.Sink, timeout time.Duration, changes ...cloudchange.Change) error {
 	t.Helper()
 	done := make(chan error, 1)
-	sink.Publish(changes, func(err error) { done <- err })
+	if err := sink.Publish(changes, func(err error) { done <- err }); err != nil {
+		return err
+	}
 	select {
 	case err := <-done:
 		return err

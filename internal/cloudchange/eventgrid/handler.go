@@ -90,7 +90,10 @@ func (w *Webhook) deliver(rw http.ResponseWriter, r *http.Request) *refusal {
 	if ref != nil {
 		return ref
 	}
-	w.publish(changes)
+	if err := w.publish(changes); err != nil {
+		rw.Header().Set("Retry-After", retryAfter)
+		return &refusal{status: http.StatusServiceUnavailable, reason: reasonQueueFull, msg: "the change queue is full: retry", cause: err}
+	}
 	rw.WriteHeader(http.StatusOK)
 	deliveriesTotal.WithLabelValues(resultAccepted).Inc()
 	return nil
@@ -189,12 +192,13 @@ func (w *Webhook) admit(e gridEvent, oldest time.Time) (string, *cloudchange.Cha
 
 // publish hands one delivery's changes to the sink without waiting for the
 // passes: Event Grid gets its 200 at once, and a pass that fails or a
-// crash before it is covered by the next full pass.
-func (w *Webhook) publish(changes []cloudchange.Change) {
+// crash before it is covered by the next full pass. A full queue refuses
+// them (cloudchange.ErrQueueFull): Event Grid must deliver them again.
+func (w *Webhook) publish(changes []cloudchange.Change) error {
 	if len(changes) == 0 {
-		return
+		return nil
 	}
-	w.sink.Publish(changes, func(err error) {
+	err := w.sink.Publish(changes, func(err error) {
 		switch {
 		case errors.Is(err, cloudchange.ErrKeptForRetry):
 			w.log.V(1).Info("a pass triggered by a delivery runs again later", "changes", len(changes), "firstEvent", changes[0].ID,
@@ -203,7 +207,11 @@ func (w *Webhook) publish(changes []cloudchange.Change) {
 			w.log.Error(err, "a pass triggered by a delivery failed", "changes", len(changes), "firstEvent", changes[0].ID)
 		}
 	})
+	if err != nil {
+		return err
+	}
 	w.delivered()
+	return nil
 }
 
 // refuse answers a refusal and counts it. The request's URL and headers

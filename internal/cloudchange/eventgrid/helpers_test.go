@@ -25,17 +25,24 @@ const testKey = "s3cret-of-twenty-chars"
 // scaleSet is a resource ID events name.
 const scaleSet = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachineScaleSets/pool1"
 
-// recordingSink records every Publish and reports each done at once.
+// recordingSink records every Publish and reports each done at once; with
+// full set it refuses every delivery as a full queue does.
 type recordingSink struct {
 	mu    sync.Mutex
 	calls [][]cloudchange.Change
+	full  bool
 }
 
-func (s *recordingSink) Publish(changes []cloudchange.Change, done func(error)) {
+func (s *recordingSink) Publish(changes []cloudchange.Change, done func(error)) error {
 	s.mu.Lock()
+	if s.full {
+		s.mu.Unlock()
+		return cloudchange.ErrQueueFull
+	}
 	s.calls = append(s.calls, changes)
 	s.mu.Unlock()
 	done(nil)
+	return nil
 }
 
 // published returns the Publish calls so far.

@@ -11,7 +11,7 @@ var (
 		"Events received in accepted deliveries, by type (ResourceWriteSuccess, ..., other) and outcome (published, ignored, duplicate, too_old).",
 		"type", "outcome")
 	refusedTotal = metrics.Counter("refused_total",
-		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, bad_peer (a forwarded delivery without a replica's proof), auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, method.",
+		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, bad_peer (a forwarded delivery without a replica's proof), auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, queue_full (retried by Event Grid), method.",
 		"reason")
 	untrustedTotal = metrics.Counter("untrusted_leader_total",
 		"Times a follower did not forward a delivery to the leader the Lease names, or relay its answer, because it could not verify it (the Lease names a Pod that is gone or elsewhere, an answer without the leader's proof).")
@@ -47,6 +47,7 @@ const (
 	reasonTooOld           = "too_old"
 	reasonNotLeader        = "not_leader"
 	reasonNoLeader         = "no_leader"
+	reasonQueueFull        = "queue_full"
 	reasonMethod           = "method"
 )
 
@@ -57,7 +58,7 @@ func init() {
 		deliveriesTotal.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonUnauthenticated, reasonBadKey, reasonBadToken, reasonCallerNotAllowed, reasonBadPeer, reasonAuthUnavailable,
-		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonNoLeader, reasonMethod} {
+		reasonTooLarge, reasonMalformed, reasonTooOld, reasonNotLeader, reasonNoLeader, reasonQueueFull, reasonMethod} {
 		refusedTotal.WithLabelValues(r)
 	}
 }

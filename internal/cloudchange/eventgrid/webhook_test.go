@@ -245,3 +245,15 @@ func TestValidationIsAnsweredBeforeElection(t *testing.T) {
 		t.Errorf("a replica that is not the leader answered the validation %d %s", status, body)
 	}
 }
+
+// A delivery the hub's full queue refuses is answered 503, so that Event
+// Grid delivers it again: it is never acknowledged and dropped.
+func TestAFullQueueAnswers503(t *testing.T) {
+	e := serveWithKey(t)
+	e.sink.mu.Lock()
+	e.sink.full = true
+	e.sink.mu.Unlock()
+	wantRefused(t, reasonQueueFull, http.StatusServiceUnavailable, func() (int, string) {
+		return post(t, e.keyURL(testKey), gridBody(t, writeEvent("no-room")), nil)
+	})
+}

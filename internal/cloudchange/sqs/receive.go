@@ -219,7 +219,15 @@ func (s *Source) handle(m types.Message) {
 		return
 	}
 	s.health.delivered(time.Now())
-	s.sink.Publish([]cloudchange.Change{change}, s.doneFunc(msg, change))
+	if err := s.sink.Publish([]cloudchange.Change{change}, s.doneFunc(msg, change)); err != nil {
+		// Not taken (a full queue): the message stays on the queue, to be
+		// received again once its visibility timeout ends.
+		s.holds.remove(msg.id)
+		s.metrics.failed.Inc()
+		s.log.Info("the change queue is full; the SQS message is received again after its visibility timeout",
+			"message", msg.id, "resource", change.Resource)
+		s.finish(1)
+	}
 }
 
 // doneFunc returns the done of a message's Publish: the heartbeat stops

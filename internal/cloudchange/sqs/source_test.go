@@ -39,6 +39,7 @@ func TestSourceOnMoto(t *testing.T) {
 		{"TagChangeIsDeletedOnlyAfterItsPassesCompleted", testTagChangeIsDeletedOnlyAfterItsPassesCompleted},
 		{"MessagesDoneBeforeStopAreDeletedAsStartReturns", testMessagesDoneBeforeStopAreDeletedAsStartReturns},
 		{"FailedPassLeavesTheMessageToBeReceivedAgain", testFailedPassLeavesTheMessageToBeReceivedAgain},
+		{"MessageAFullQueueRefusesIsReceivedAgain", testMessageAFullQueueRefusesIsReceivedAgain},
 		{"EventsTagsyncDoesNotReadAreDeletedUnpublished", testEventsTagsyncDoesNotReadAreDeletedUnpublished},
 		{"PoisonMessageMovesToTheDeadLetterQueue", testPoisonMessageMovesToTheDeadLetterQueue},
 		{"MessageReceivedTooOftenIsCountedAsPoisonAndStillPublished", testMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished},
@@ -153,12 +154,18 @@ type recordingSink struct {
 	got         []delivery
 	outstanding int // published, done not yet called
 	most        int // the most outstanding at once
+	refusals    int // Publish calls refused as by a full queue
+	refuse      bool
 }
 
-// Publish records a delivery.
-func (s *recordingSink) Publish(changes []cloudchange.Change, done func(error)) {
+// Publish records a delivery, or refuses it while refuse is set.
+func (s *recordingSink) Publish(changes []cloudchange.Change, done func(error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refuse {
+		s.refusals++
+		return cloudchange.ErrQueueFull
+	}
 	s.outstanding++
 	s.most = max(s.most, s.outstanding)
 	var once sync.Once
@@ -170,6 +177,7 @@ func (s *recordingSink) Publish(changes []cloudchange.Change, done func(error)) 
 			done(err)
 		})
 	}})
+	return nil
 }
 
 // wait waits until n deliveries were published and returns them.
@@ -311,6 +319,31 @@ func testFailedPassLeavesTheMessageToBeReceivedAgain(t *testing.T) {
 	}
 	again.done(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
+}
+
+// A message the hub's full queue refuses is not deleted: it is received
+// again, and deleted once a pass of it completed.
+func testMessageAFullQueueRefusesIsReceivedAgain(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "1"})
+	sink := &recordingSink{refuse: true}
+	s := start(t, config(q.url), sink)
+
+	send(t, q.url, stateBody("terminated"))
+	testenv.Eventually(t, waitLimit, "the message refused twice (received again)", func() string {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if sink.refusals < 2 {
+			return fmt.Sprintf("%d refusals", sink.refusals)
+		}
+		sink.refuse = false
+		return ""
+	})
+	if got := testutil.ToFloat64(s.metrics.deleted); got != 0 {
+		t.Fatalf("deleted metric %v after refusals, want 0", got)
+	}
+	sink.wait(t, 1)[0].done(nil)
+	waitCounts(t, q.url, "visible=0 notVisible=0")
+	waitDeleted(t, s, 1)
 }
 
 func testEventsTagsyncDoesNotReadAreDeletedUnpublished(t *testing.T) {

@@ -34,9 +34,9 @@ type eventGrid struct {
 // countingSink counts the changes it passes on to the hub.
 type countingSink struct{ g *eventGrid }
 
-func (s countingSink) Publish(changes []cloudchange.Change, done func(error)) {
+func (s countingSink) Publish(changes []cloudchange.Change, done func(error)) error {
 	s.g.published.Add(int64(len(changes)))
-	s.g.hub.Publish(changes, done)
+	return s.g.hub.Publish(changes, done)
 }
 
 // newEventGridHarness starts a metadata controller whose hub (built with
