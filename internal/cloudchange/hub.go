@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -47,6 +48,11 @@ type HubOptions struct {
 	// change a full pass found, may take before the cloud's events count as
 	// silent (silence.go; DefaultSilentAfter when 0, never when negative).
 	SilentAfter time.Duration
+	// Handover, when set, carries the changes this hub acknowledged but did
+	// not finish to the next leader's hub (see Handover).
+	Handover Handover
+	// Log is where the hub logs (discarded when zero).
+	Log logr.Logger
 }
 
 // DefaultHealthEvery is how often the hub looks at its sources' health.
@@ -90,6 +96,10 @@ type Hub struct {
 	silent     map[string]silence
 	lastChange map[string]time.Time
 	types      map[string]map[string]bool
+	// failed are the changes of deliveries whose passes failed, for a
+	// handover (handover.go).
+	failed []failedChange
+	log    logr.Logger
 }
 
 // delivery is one Publish waiting in the queue.
@@ -123,7 +133,10 @@ func NewHub(opts HubOptions) *Hub {
 	if opts.SilentAfter == 0 {
 		opts.SilentAfter = DefaultSilentAfter
 	}
-	return &Hub{opts: opts, signal: make(chan struct{}, 1), recent: newRecentIDs(opts.Recent)}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	return &Hub{opts: opts, signal: make(chan struct{}, 1), recent: newRecentIDs(opts.Recent), log: opts.Log}
 }
 
 // Publish queues the changes of one delivery (see Sink). Redeliveries of
@@ -187,14 +200,17 @@ func (h *Hub) wake() {
 }
 
 // Start routes the queued changes, and looks at the sources' health every
-// HealthEvery, until ctx ends.
+// HealthEvery, until ctx ends. With a Handover it first publishes what the
+// previous leader left, and last leaves what it did not finish.
 func (h *Hub) Start(ctx context.Context) error {
 	tick := time.NewTicker(h.opts.HealthEvery)
 	defer tick.Stop()
+	h.takeOver(ctx)
 	for {
 		h.Drain()
 		select {
 		case <-ctx.Done():
+			h.leave(ctx)
 			return nil
 		case <-h.signal:
 		case <-tick.C:
@@ -262,7 +278,7 @@ func (h *Hub) Drain() {
 // the delivery waits for. The caller holds h.mu, so a pass that starts
 // after this returns sees the changes routed.
 func (h *Hub) route(d delivery) *tracker {
-	t := &tracker{done: d.done}
+	t := &tracker{done: d.done, changes: d.changes}
 	for _, c := range d.changes {
 		h.seq++
 		t.ids = append(t.ids, c.ID)
@@ -300,6 +316,7 @@ type tracker struct {
 	err     error
 	done    func(error)
 	ids     []string
+	changes []Change
 }
 
 // waiter is a change waiting for a pass of one object.
@@ -404,6 +421,7 @@ func (s *Subscription) finished(key string, seq uint64, err error) {
 			done = append(done, w.t)
 			if w.t.err != nil {
 				h.recent.forget(w.t.ids) // its redelivery must not be dropped
+				h.keepFailed(w.t, now)
 			}
 		}
 	}

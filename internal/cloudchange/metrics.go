@@ -13,6 +13,8 @@ var (
 		"Changes one of the controller's objects caused with its own write, routed to the controller's other objects only, by source and controller.", "source", "controller")
 	overflowsTotal = metrics.Counter("overflows_total",
 		"Deliveries refused because the queue was full (their source delivers them again); each makes every controller run one full pass meanwhile.")
+	handedOverTotal = metrics.Counter("handed_over_total",
+		"Changes handed from one leader to the next: left (acknowledged but not finished when this leader stopped) and taken (left by the previous leader, published at the start of leading).", "direction")
 	queueLength = metrics.Gauge("queue_length", "Changes waiting in the hub's queue.")
 	passLatency = metrics.Histogram("change_to_pass_seconds",
 		"Time from a change (when the cloud made it, else when it was received) to the end of the pass it triggered, by source.",

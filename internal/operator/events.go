@@ -80,15 +80,17 @@ func (o EventsOptions) ownWrites() *cloud.OwnWrites {
 
 // eventHub builds the hub and its sources and adds them to mgr; nil when
 // events are off. own tells the hub which controller made which write;
-// peers, when not nil, tell a follower's sources where the verified leader is.
-func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, peers *peers) (*cloudchange.Hub, error) {
+// peers, when not nil, tell a follower's sources where the verified leader
+// is; handover, when not nil, carries unfinished changes from one leader to
+// the next.
+func (o EventsOptions) eventHub(mgr ctrl.Manager, own *cloud.OwnWrites, peers *peers, handover cloudchange.Handover) (*cloudchange.Hub, error) {
 	if !o.on() {
 		return nil, nil
 	}
 	hub := o.Hub
 	if hub == nil {
 		hub = cloudchange.NewHub(cloudchange.HubOptions{Capacity: o.Capacity, ResyncInterval: o.ResyncInterval, OwnWrites: own,
-			SilentAfter: o.SilentAfter})
+			SilentAfter: o.SilentAfter, Handover: handover, Log: ctrl.Log.WithName("events")})
 	}
 	if err := mgr.Add(hub); err != nil {
 		return nil, err

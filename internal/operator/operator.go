@@ -205,7 +205,11 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	hub, err := o.Events.eventHub(mgr, own, peers)
+	handover, err := newLeaseHandover(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	hub, err := o.Events.eventHub(mgr, own, peers, handover)
 	if err != nil {
 		return nil, err
 	}

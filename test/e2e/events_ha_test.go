@@ -146,6 +146,13 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	if rewritten.received() == 0 {
 		t.Error("the stranger on the rewritten Lease received nothing: the test did not try what it is about")
 	}
+	eventually(t, "the leader's own address back on the Lease", func() string {
+		must(t, kube.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease))
+		if got := lease.Annotations[operator.WebhookAddressAnnotation]; got != leaderHook {
+			return "the Lease advertises " + got
+		}
+		return ""
+	})
 	idle, cancelIdle := context.WithTimeout(ctx, 2*time.Minute)
 	must(t, arm.Server.WaitEventGridIdle(idle)) // the attacked phase's retries are not the takeover's
 	cancelIdle()
