@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -50,6 +51,10 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.peerToken, "events-webhook-peer-token-file", "",
 		"file with this replica's service account token for the audience "+operator.PeerAudience+", bound to its Pod (a projected serviceAccountToken volume): "+
 			"followers forward deliveries with it instead of the caller's credential, and only to the Pod the Lease names at that Pod's IP (unset: followers answer deliveries 503)")
+	fs.StringVar(&e.webhook.PublicURL, "events-webhook-public-url", "",
+		"the endpoint's address as Event Grid reaches it, e.g. https://tagsync-events.example.com/eventgrid (no key): probed every --events-webhook-probe-interval with the handshake, "+
+			"and "+fmt.Sprint(eventgrid.ProbeFailures)+" failures in a row take the webhook down (Events=False, polling at the objects' intervals) even when nothing changes; unset: no probe")
+	fs.DurationVar(&e.webhook.ProbeInterval, "events-webhook-probe-interval", eventgrid.DefaultProbeInterval, "how often --events-webhook-public-url is probed")
 	fs.DurationVar(&e.webhook.MaxAge, "events-max-age", eventgrid.DefaultMaxAge, "events older than this are refused as replays (the safety-net poll covers what they said)")
 	fs.StringVar(&e.sqsQueueURL, "events-sqs-queue-url", "", "SQS queue EventBridge sends AWS tag and EC2 state changes to (unset: no AWS events); uses the --aws-* credentials")
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
@@ -106,14 +111,14 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 			if err != nil {
 				return nil, err
 			}
-			cfg.AuthorityClient = client
+			cfg.AuthorityClient, cfg.ProbeClient = client, client
 		}
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
 		out = append(out, func(sink cloudchange.Sink) (cloudchange.Source, error) { return eventgrid.New(cfg, sink) })
 	} else if e.webhook.SecretFile != "" || e.webhook.TenantID != "" || e.webhook.Audience != "" || e.webhook.CertDir != "" ||
-		len(e.webhook.AllowedCallers) > 0 || e.advertise != "" || e.peerToken != "" {
+		len(e.webhook.AllowedCallers) > 0 || e.advertise != "" || e.peerToken != "" || e.webhook.PublicURL != "" {
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {

@@ -155,6 +155,13 @@ environment and --aws-region / --aws-endpoint.
 {{- define "tagsync.eventsWebhookSecretDir" -}}
 /etc/tagsync/events-webhook-secret
 {{- end }}
+{{/* tagsync.eventsPublicURL is the webhook's public address to probe: events.webhook.publicURL, else the Ingress's. */}}
+{{- define "tagsync.eventsPublicURL" -}}
+{{- $w := .Values.events.webhook }}
+{{- if $w.publicURL }}{{ $w.publicURL }}
+{{- else if and $w.ingress.enabled $w.ingress.host }}{{ if $w.ingress.tls }}https{{ else }}http{{ end }}://{{ $w.ingress.host }}/eventgrid
+{{- end }}
+{{- end }}
 {{- define "tagsync.peerTokenDir" -}}
 /var/run/secrets/tagsync.io/peer
 {{- end }}
@@ -379,6 +386,10 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 {{- end }}
 {{- with $e.webhook.entra.allowedCallers }}
 - --events-webhook-entra-allowed-callers={{ join "," . }}
+{{- end }}
+{{- with include "tagsync.eventsPublicURL" . }}
+- --events-webhook-public-url={{ . }}
+- --events-webhook-probe-interval={{ $e.webhook.probeInterval }}
 {{- end }}
 {{- if .Values.leaderElection.enabled }}
 - --events-webhook-peer-token-file={{ include "tagsync.peerTokenDir" . }}/token

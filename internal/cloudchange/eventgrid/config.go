@@ -26,6 +26,14 @@ const (
 	// past a killed leader's Lease (15 s and up to two 2 s retry periods;
 	// 20.3 s measured on a loaded machine), with 5 s left for the forward.
 	DefaultLeaderWait = 25 * time.Second
+
+	// DefaultProbeInterval is how often the webhook checks its public
+	// endpoint (Config.PublicURL); ProbeFailures probes in a row that fail
+	// take the source down, so a broken path is noticed within
+	// ProbeFailures × DefaultProbeInterval + one probe's timeout.
+	DefaultProbeInterval = 2 * time.Minute
+	ProbeFailures        = 2
+	probeTimeout         = 10 * time.Second
 )
 
 // KeyHeader is the request header that carries the shared secret: the
@@ -107,6 +115,19 @@ type Config struct {
 	// Webhook.FollowLeader); default 20s, well inside the 30s Event Grid
 	// waits for an answer.
 	LeaderWait time.Duration
+
+	// PublicURL is the endpoint's address as Event Grid reaches it (the
+	// Ingress's https://host/path), checked every ProbeInterval with the
+	// abuse-protection handshake, which a replica of this webhook must
+	// answer: a path that breaks (the Ingress, its certificate, DNS) takes
+	// the source down, even on an estate where nothing changes. Empty: no
+	// probe.
+	PublicURL string
+	// ProbeInterval is how often PublicURL is checked
+	// (DefaultProbeInterval when 0).
+	ProbeInterval time.Duration
+	// ProbeClient sends the probes (a client with a timeout when nil).
+	ProbeClient *http.Client
 }
 
 // Validate reports what makes the configuration unusable, without reading
@@ -134,8 +155,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("eventgrid: Authority %q is not an http(s) URL", c.Authority))
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.AuthorityTimeout < 0 || c.LeaderWait < 0 {
-		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout, AuthorityTimeout and LeaderWait must not be negative (0 takes the default)"))
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("eventgrid: PublicURL %q is not an http(s) URL without a query (the probe needs no key)", c.PublicURL))
+		}
+	}
+	if c.MaxBodyBytes < 0 || c.MaxAge < 0 || c.DuplicateIDs < 0 || c.ShutdownTimeout < 0 || c.AuthorityTimeout < 0 || c.LeaderWait < 0 || c.ProbeInterval < 0 {
+		errs = append(errs, errors.New("eventgrid: MaxBodyBytes, MaxAge, DuplicateIDs, ShutdownTimeout, AuthorityTimeout, LeaderWait and ProbeInterval must not be negative (0 takes the default)"))
 	}
 	return errors.Join(errs...)
 }
@@ -150,6 +176,10 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	c.AuthorityTimeout = or(c.AuthorityTimeout, DefaultAuthorityTimeout)
 	c.LeaderWait = or(c.LeaderWait, DefaultLeaderWait)
+	c.ProbeInterval = or(c.ProbeInterval, DefaultProbeInterval)
+	if c.ProbeClient == nil {
+		c.ProbeClient = &http.Client{Timeout: probeTimeout}
+	}
 	if c.AuthorityClient == nil {
 		c.AuthorityClient = http.DefaultClient
 	}

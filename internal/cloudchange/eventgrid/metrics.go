@@ -13,6 +13,10 @@ var (
 	refusedTotal = metrics.Counter("refused_total",
 		"Deliveries refused, by reason: unauthenticated, bad_key, bad_token, caller_not_allowed, bad_peer (a forwarded delivery without a replica's proof), auth_unavailable, too_large, malformed, too_old, not_leader, no_leader, queue_full (retried by Event Grid), method.",
 		"reason")
+	publicUp = metrics.Gauge("public_endpoint_up",
+		"1 while the public endpoint (--events-webhook-public-url) answers the webhook's probe, 0 after 2 failed probes in a row.")
+	probeFailuresTotal = metrics.Counter("probe_failures_total",
+		"Probes of the public endpoint that did not reach the webhook (an error, another status than 200, or an answer that is not this webhook's).")
 	untrustedTotal = metrics.Counter("untrusted_leader_total",
 		"Times a follower did not forward a delivery to the leader the Lease names, or relay its answer, because it could not verify it (the Lease names a Pod that is gone or elsewhere, an answer without the leader's proof).")
 )
@@ -54,6 +58,7 @@ const (
 // The series alerts compare exist from the start, at zero.
 func init() {
 	untrustedTotal.WithLabelValues()
+	probeFailuresTotal.WithLabelValues()
 	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable, resultForwarded} {
 		deliveriesTotal.WithLabelValues(r)
 	}

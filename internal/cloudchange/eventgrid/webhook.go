@@ -47,6 +47,7 @@ type Webhook struct {
 
 	mu      sync.Mutex
 	serving serving
+	probed  probeState
 	elected <-chan struct{}
 	// peers prove the replicas to one another (FollowLeader); getCert
 	// is the certificate served, which the leader's must be.
@@ -111,8 +112,17 @@ func (w *Webhook) Cloud() string { return "azure" }
 // replica serves, see AwaitLeader.
 func (w *Webhook) NeedLeaderElection() bool { return false }
 
-// Health implements cloudchange.Source: up while the listener serves.
-func (w *Webhook) Health() cloudchange.Health { return w.state().health }
+// Health implements cloudchange.Source: up while the listener serves and,
+// with a PublicURL, the public endpoint reaches it.
+func (w *Webhook) Health() cloudchange.Health {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.serving.health
+	if reason := w.probeDown(); h.Up && reason != "" {
+		h.Up, h.Reason, h.Since = false, reason, w.probed.since
+	}
+	return h
+}
 
 // Addr is the listener's address while it serves, else "".
 func (w *Webhook) Addr() string { return w.state().addr }
@@ -156,6 +166,9 @@ func (w *Webhook) Start(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
 	w.setServing(ln.Addr().String(), "")
+	if w.cfg.PublicURL != "" {
+		go w.probeLoop(ctx)
+	}
 	w.log.Info("serving Event Grid deliveries", "address", ln.Addr().String(), "path", w.cfg.Path, "tls", w.cfg.CertDir != "")
 	select {
 	case <-ctx.Done():

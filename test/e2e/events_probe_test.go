@@ -1,0 +1,79 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
+	"github.com/tagsync/tagsync/internal/testenv/build"
+)
+
+// brokenPathBound is the issue's bound: a broken event path is noticed
+// and edits reach the labels at the objects' configured interval within
+// 10 minutes.
+const brokenPathBound = 10 * time.Minute
+
+// TestABrokenIngressIsNoticedOnAQuietEstate runs `tagsync run` with the
+// Event Grid webhook behind an "Ingress" (testenv.RoundRobin), its public
+// address given as --events-webhook-public-url, probed every 5 s (2 min by
+// default: noticed within 2 × 2 min + 10 s then). The NodeTagSync polls
+// every minute while events are down, hourly while they are on. After
+// the subscription the Ingress loses its backend (it answers 502) and
+// nothing changes on the estate: the NodeTagSync says Events=False
+// (EventSourceDown, naming the public address), and an edit made after
+// that reaches the labels at the configured interval — both well within
+// 10 minutes.
+func TestABrokenIngressIsNoticedOnAQuietEstate(t *testing.T) {
+	ctx := context.Background()
+	cleanupSyncObjects(t)
+	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
+	edited, _ := seedEventPools(t, arm)
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("probed", build.ResyncInterval(time.Minute))))
+
+	hook := freeAddrs(t, 1)[0]
+	ingress, err := testenv.StartRoundRobin(hook)
+	must(t, err)
+	t.Cleanup(func() { _ = ingress.Close() })
+	public := "http://" + ingress.Addr() + "/eventgrid"
+	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
+		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n"),
+		"--events-webhook-public-url=" + public, "--events-webhook-probe-interval=5s"},
+		armsimFlags(t, arm)...)
+	p := startTagsync(t, "tagsync (probed)", args...)
+	waitNodeTagSync(ctx, t, "probed", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
+	arm.Subscribe(t, "tagsync", armsimtest.WebHook(public+"?key="+eventsKey))
+
+	broken := time.Now()
+	ingress.Remove(hook)
+	var noticed time.Duration
+	waitNodeTagSync(ctx, t, "probed", "Events=False naming the public address", func(st v1alpha1.NodeTagSyncStatus) bool {
+		for _, c := range st.Conditions {
+			if c.Type == v1alpha1.ConditionEvents && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonEventSourceDown &&
+				strings.Contains(c.Message, public) {
+				noticed = time.Since(broken)
+				return true
+			}
+		}
+		return false
+	})
+	edit := time.Now()
+	must(t, arm.Server.SetTags(edited, map[string]string{"env": "after-the-break"}))
+	eventuallyWithin(t, 2*time.Minute, "the edit on the labels at the configured interval", func() string {
+		return labelsAre(t, edited, "after-the-break")
+	})
+	arrived := time.Since(edit)
+	t.Logf("the broken path noticed %s after the break; an edit after that on the labels %s later (interval 1 min)",
+		noticed.Round(time.Millisecond), arrived.Round(time.Millisecond))
+	if total := time.Since(broken); total > brokenPathBound {
+		t.Errorf("noticed and caught up %s after the break, want within %s", total.Round(time.Second), brokenPathBound)
+	}
+	if n := p.metric(t, "tagsync_eventgrid_public_endpoint_up"); n != 0 {
+		t.Errorf("tagsync_eventgrid_public_endpoint_up = %v, want 0", n)
+	}
+}
