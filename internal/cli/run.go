@@ -91,6 +91,8 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.op.LeaseDuration, "lease-duration", f.op.LeaseDuration, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&f.op.RenewDeadline, "renew-deadline", f.op.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&f.op.RetryPeriod, "retry-period", f.op.RetryPeriod, "how often candidates try to acquire the Lease")
+	fs.DurationVar(&f.op.ShutdownDelay, "shutdown-delay", 0,
+		"how long a stop (SIGTERM) first keeps serving with readiness failing, so that the Service and an Ingress drop this replica before its Event Grid webhook stops (the chart sets 5s with the webhook on)")
 	fs.DurationVar(&f.op.GracefulShutdownTimeout, "graceful-shutdown-timeout", f.op.GracefulShutdownTimeout,
 		"how long a stop (SIGTERM) waits for work in flight (reconciles, cloud calls, Kubernetes writes, connects to workload clusters); the process exits at most 5s later whatever still runs")
 

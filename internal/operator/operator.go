@@ -66,6 +66,11 @@ type Options struct {
 	// writes, connects to workload clusters); Run returns at most
 	// stopMargin later whatever still runs. Zero: DefaultGracefulShutdown.
 	GracefulShutdownTimeout time.Duration
+	// ShutdownDelay is how long a stop keeps serving with readiness failing
+	// before it stops anything (--shutdown-delay): the Service and an
+	// Ingress drop the replica first, so that the webhook does not refuse
+	// deliveries they still send it. Zero: no delay.
+	ShutdownDelay time.Duration
 	// Azure configures the Azure provider.
 	Azure azure.Config
 	// AzureOptions tune the Azure provider (cache, budget, write method).
@@ -141,7 +146,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	return runUntilStopped(ctx, m.Manager, o.gracefulShutdown()+stopMargin)
+	return runUntilStopped(m.stopping.delay(ctx, o.ShutdownDelay), m.Manager, o.gracefulShutdown()+stopMargin)
 }
 
 // Manager is a built controller manager and the controllers in it.
@@ -151,6 +156,8 @@ type Manager struct {
 	Controllers map[string]any
 	// Events is the hub the event sources publish to (nil: events off).
 	Events *cloudchange.Hub
+	// stopping fails readiness from the stop signal on (ShutdownDelay).
+	stopping *stopping
 }
 
 // Validate checks the options that can be checked before starting, naming
@@ -214,7 +221,11 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, err
 	}
 	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit, InfraTags: o.InfraTags, Events: hub}
-	built := &Manager{Manager: mgr, Controllers: map[string]any{}, Events: hub}
+	stop := &stopping{}
+	if err := mgr.AddReadyzCheck("not-stopping", stop.check); err != nil {
+		return nil, err
+	}
+	built := &Manager{Manager: mgr, Controllers: map[string]any{}, Events: hub, stopping: stop}
 	for _, c := range selected {
 		ctl, err := c.Setup(mgr, deps)
 		if err != nil {

@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,4 +71,35 @@ func waitStopped(done <-chan error, bound time.Duration) error {
 	case <-time.After(bound):
 		return fmt.Errorf("the controller manager did not stop within %s of the stop signal; exiting with work still in flight", bound)
 	}
+}
+
+// stopping is the readiness of a replica being stopped: it fails from the
+// stop signal on, while the replica still serves for ShutdownDelay.
+type stopping struct{ since atomic.Pointer[time.Time] }
+
+// check is a readiness check that fails once the stop began.
+func (s *stopping) check(*http.Request) error {
+	if at := s.since.Load(); at != nil {
+		return fmt.Errorf("stopping since %s", at.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// delay returns a context that ends d after ctx does; from ctx's end on
+// readiness fails, so that the Service drops the replica while it still
+// serves. With d 0 it returns ctx.
+func (s *stopping) delay(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	delayed, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		<-ctx.Done()
+		now := time.Now()
+		s.since.Store(&now)
+		ctrl.Log.Info("stopping: not ready, still serving while the Service drops this replica", "delay", d.String())
+		<-time.After(d)
+		cancel()
+	}()
+	return delayed
 }

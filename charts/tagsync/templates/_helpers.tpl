@@ -368,6 +368,7 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 - --events-max-age={{ $e.maxAge }}
 - --events-silent-after={{ $e.silentAfter }}
 {{- if $e.webhook.enabled }}
+- --shutdown-delay=5s
 - --events-webhook-bind-address=:{{ int $e.webhook.port }}
 {{- if $e.webhook.certSecret }}
 - --events-webhook-cert-dir={{ include "tagsync.eventsWebhookCertDir" . }}

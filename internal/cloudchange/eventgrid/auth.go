@@ -235,7 +235,7 @@ func (b *bearerAuth) discover(ctx context.Context) (*oidc.IDTokenVerifier, error
 	}
 	// The issuer is checked against the allow-list (v2 and, if asked, v1)
 	// after the signature; the keys are the tenant's either way.
-	keys := &signingKeys{url: doc.JWKSURI, client: client}
+	keys := newSigningKeys(doc.JWKSURI, client)
 	b.verifier = oidc.NewVerifier(b.cfg.issuer(), keys, &oidc.Config{ClientID: b.cfg.Audience, SkipIssuerCheck: true,
 		SupportedSigningAlgs: []string{oidc.RS256}})
 	return b.verifier, nil

@@ -378,3 +378,45 @@ func proxyTo(t *testing.T, base string, w http.ResponseWriter, r *http.Request) 
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 }
+
+// Tokens naming made-up key IDs cost the authority a bounded number of
+// fetches (keyFetchBurst, then one per keyFetchEvery), however many
+// arrive; they are answered 503 meanwhile, and a valid token still passes.
+func TestMadeUpKeyIDsAreFetchedForAtABoundedRate(t *testing.T) {
+	const audience = "api://tagsync-eventgrid"
+	tn := newTenant(t)
+	var fetches atomic.Int32
+	authority := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/keys") {
+			fetches.Add(1)
+		}
+		proxyTo(t, tn.authority, w, r)
+	}))
+	t.Cleanup(authority.Close)
+	cfg := tn.config(audience)
+	cfg.Authority = authority.URL
+	e := serve(t, cfg)
+	claims := tn.eventGridClaims(audience)
+	claims["iss"] = authority.URL + "/" + tn.id + "/v2.0"
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("valid")), bearer(tn.sign(t, claims, tn.key))); status != http.StatusOK {
+		t.Fatalf("a valid token: status %d: %s", status, msg)
+	}
+	forger, err := newTenantKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const forged = 20
+	for i := range forged {
+		token := signWithKeyID(t, claims, forger, "made-up-"+strconv.Itoa(i))
+		status, _ := post(t, e.url, gridBody(t, writeEvent("forged-"+strconv.Itoa(i))), bearer(token))
+		if status == http.StatusOK {
+			t.Fatalf("a token with a made-up key ID was accepted")
+		}
+	}
+	if n := fetches.Load(); n > keyFetchBurst+1 {
+		t.Errorf("%d key fetches for one valid token and %d made-up key IDs, want at most %d", n, forged, keyFetchBurst+1)
+	}
+	if status, msg := post(t, e.url, gridBody(t, writeEvent("valid-again")), bearer(tn.sign(t, claims, tn.key))); status != http.StatusOK {
+		t.Fatalf("a valid token after the flood: status %d: %s", status, msg)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/time/rate"
 )
 
 // errKeysUnavailable marks a token that could not be checked because the
@@ -20,6 +22,19 @@ var errKeysUnavailable = errors.New("eventgrid: the tenant's signing keys cannot
 
 // maxKeysBytes bounds the JWKS document read (Entra's is a few KiB).
 const maxKeysBytes = 1 << 20
+
+// Key fetches are rate-limited: keyFetchBurst at once, then one every
+// keyFetchEvery. Tokens naming made-up key IDs, or an authority that keeps
+// failing, cost the authority that much and no more; a token that names a
+// key not fetched yet while the limit holds is answered 503 (Event Grid
+// retries it 10 s or more later, when a fetch is allowed again).
+const (
+	keyFetchBurst = 3
+	keyFetchEvery = 10 * time.Second
+)
+
+// errFetchLimited is the fetch the rate limit declined.
+var errFetchLimited = fmt.Errorf("the keys were fetched %d times within %s: a key the token names may be new, retry", keyFetchBurst, keyFetchBurst*keyFetchEvery)
 
 // signingKeys is an oidc.KeySet over the tenant's JWKS (the discovery
 // document's jwks_uri): the keys are cached and fetched again when a token
@@ -35,6 +50,12 @@ type signingKeys struct {
 	fetches uint64     // fetches done, guarded by mu
 	lastErr error      // the last fetch's error, guarded by mu
 	keys    []jose.JSONWebKey
+	limit   *rate.Limiter
+}
+
+// newSigningKeys is the key set at url, fetched with client.
+func newSigningKeys(url string, client *http.Client) *signingKeys {
+	return &signingKeys{url: url, client: client, limit: rate.NewLimiter(rate.Every(keyFetchEvery), keyFetchBurst)}
 }
 
 // fetchFailure is where VerifySignature reports, through the context, that
@@ -92,6 +113,10 @@ func (k *signingKeys) fetch(ctx context.Context, seen uint64) ([]jose.JSONWebKey
 	defer k.mu.Unlock()
 	if k.fetches != seen {
 		return k.keys, k.lastErr
+	}
+	if !k.limit.Allow() {
+		fetchesLimitedTotal.WithLabelValues().Inc()
+		return k.keys, errFetchLimited
 	}
 	keys, err := k.get(context.WithoutCancel(ctx))
 	k.fetches++

@@ -17,6 +17,8 @@ var (
 		"1 while the public endpoint (--events-webhook-public-url) answers the webhook's probe, 0 after 2 failed probes in a row.")
 	probeFailuresTotal = metrics.Counter("probe_failures_total",
 		"Probes of the public endpoint that did not reach the webhook (an error, another status than 200, or an answer that is not this webhook's).")
+	fetchesLimitedTotal = metrics.Counter("key_fetches_limited_total",
+		"Fetches of the tenant's signing keys declined by the rate limit (3, then one every 10 s): tokens naming keys not in the cache, answered 503.")
 	untrustedTotal = metrics.Counter("untrusted_leader_total",
 		"Times a follower did not forward a delivery to the leader the Lease names, or relay its answer, because it could not verify it (the Lease names a Pod that is gone or elsewhere, an answer without the leader's proof).")
 )
@@ -59,6 +61,7 @@ const (
 func init() {
 	untrustedTotal.WithLabelValues()
 	probeFailuresTotal.WithLabelValues()
+	fetchesLimitedTotal.WithLabelValues()
 	for _, r := range []string{resultAccepted, resultHandshake, resultRefused, resultUnavailable, resultForwarded} {
 		deliveriesTotal.WithLabelValues(r)
 	}

@@ -82,7 +82,13 @@ func (tn *tenant) eventGridClaims(audience string) map[string]any {
 // tenant's key ID.
 func (tn *tenant) sign(t *testing.T, claims map[string]any, key *rsa.PrivateKey) string {
 	t.Helper()
-	head, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": tn.kid})
+	return signWithKeyID(t, claims, key, tn.kid)
+}
+
+// signWithKeyID signs claims with key, naming the key kid.
+func signWithKeyID(t *testing.T, claims map[string]any, key *rsa.PrivateKey, kid string) string {
+	t.Helper()
+	head, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": kid})
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		t.Fatal(err)
