@@ -90,11 +90,11 @@ type Hub struct {
 	seq        uint64 // counts routed changes
 	wasUp      bool   // the sources' health when last looked at (up and not silent)
 	looked     bool   // whether CheckHealth looked before
-	// silent are the clouds whose events look silent (silence.go);
-	// lastChange is when each cloud's latest change was routed, types the
-	// resource types its changes named.
-	silent     map[string]silence
-	lastChange map[string]time.Time
+	// silent are the event streams that look silent (silence.go);
+	// lastChange is when each stream's latest change was routed, types the
+	// resource types each cloud's changes named.
+	silent     map[stream]silence
+	lastChange map[stream]time.Time
 	types      map[string]map[string]bool
 	// failed are the changes of deliveries whose passes failed, for a
 	// handover (handover.go).

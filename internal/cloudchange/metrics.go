@@ -21,7 +21,7 @@ var (
 		0.05, 14, "source")
 	sourceUp    = metrics.Gauge("source_up", "1 while an event source delivers, 0 while it is down.", "source")
 	silentGauge = metrics.Gauge("silent",
-		"1 while a cloud's events look silent though its sources are up (own writes not echoed, or changes no event announced), 0 once it delivers again, by cloud.", "cloud")
+		"Event streams (Azure subscriptions, AWS accounts' regions) whose events look silent though the sources are up (own writes not echoed, or changes no event announced), by cloud; a stream counts until it delivers again.", "cloud")
 	silencesTotal = metrics.Counter("silences_total",
 		"Times a cloud's events were found silent, by cloud and reason (echo_overdue, unannounced_change).", "cloud", "reason")
 	unannouncedTotal = metrics.Counter("unannounced_changes_total",

@@ -27,11 +27,16 @@ import (
 //     in between (nor within SilentAfter after the pass read it, for an
 //     event still on its way) was changed without an event.
 //
-// Either marks the cloud silent: Health says so (Health.Silent), the
+// Either marks the stream the resource's events come by silent: an Azure
+// subscription (each has its own Event Grid system topic and event
+// subscription), an AWS account's region (its own EventBridge rule). One
+// deleted subscription among several that deliver is noticed, and a quiet
+// one is not excused by a busy one. Health says so (Health.Silent), the
 // controllers poll at their configured intervals as while a source is down,
-// and the hub counts it (tagsync_events_silences_total, the
-// tagsync_events_silent gauge). Any change of the cloud that arrives after
-// that ends the silence (the pipeline delivers again). Only resource types
+// and the hub counts it (tagsync_events_silences_total; the
+// tagsync_events_silent gauge counts the silent streams of each cloud). Any
+// change of that stream that arrives after that ends its silence (the
+// pipeline delivers again). Only resource types
 // the cloud's events have named are judged (for an echo: once any event
 // arrived): a type the event subscription's filter leaves out never has
 // events, which is no silence.
@@ -41,10 +46,44 @@ import (
 // events count as silent.
 const DefaultSilentAfter = 10 * time.Minute
 
-// silence is why a cloud counts as silent, since when.
+// silence is why a stream counts as silent, since when.
 type silence struct {
+	stream         stream
 	reason, detail string
 	since          time.Time
+}
+
+// stream is where a resource's events come from: its cloud and the scope
+// of one event pipeline there ("subscription <id>", "account <id> in
+// <region>"; "" when the resource names none).
+type stream struct{ cloud, scope string }
+
+// streamOf is the stream of a resource's events.
+func streamOf(cloudName, resource string) stream {
+	r := strings.ToLower(resource)
+	if strings.HasPrefix(r, "arn:") {
+		parts := strings.SplitN(r, ":", 6)
+		if len(parts) == 6 && parts[4] != "" {
+			if parts[3] == "" {
+				return stream{cloudName, "account " + parts[4]}
+			}
+			return stream{cloudName, "account " + parts[4] + " in " + parts[3]}
+		}
+		return stream{cloud: cloudName}
+	}
+	segs := strings.Split(strings.Trim(r, "/"), "/")
+	if len(segs) >= 2 && segs[0] == "subscriptions" {
+		return stream{cloudName, "subscription " + segs[1]}
+	}
+	return stream{cloud: cloudName}
+}
+
+// String names the stream in messages.
+func (s stream) String() string {
+	if s.scope == "" {
+		return s.cloud
+	}
+	return s.cloud + " (" + s.scope + ")"
 }
 
 // Silence reasons, as tagsync_events_silences_total's reason label says them.
@@ -59,19 +98,20 @@ const (
 func (h *Hub) heard(c Change, now time.Time) {
 	h.opts.OwnWrites.Echoed(c.Operation)
 	if h.lastChange == nil {
-		h.lastChange, h.types = map[string]time.Time{}, map[string]map[string]bool{}
+		h.lastChange, h.types = map[stream]time.Time{}, map[string]map[string]bool{}
 	}
-	h.lastChange[c.Cloud] = now
+	from := streamOf(c.Cloud, c.Resource)
+	h.lastChange[from] = now
 	if h.types[c.Cloud] == nil {
 		h.types[c.Cloud] = map[string]bool{}
 	}
 	if typ := resourceType(c.Resource); typ != "" && len(h.types[c.Cloud]) < maxTypes {
 		h.types[c.Cloud][typ] = true
 	}
-	if was, ok := h.silent[c.Cloud]; ok {
-		delete(h.silent, c.Cloud)
-		silentGauge.WithLabelValues(c.Cloud).Set(0)
-		silenceLog.Info("events arrive again", "cloud", c.Cloud, "silentSince", was.since, "resource", c.Resource)
+	if was, ok := h.silent[from]; ok {
+		delete(h.silent, from)
+		silentGauge.WithLabelValues(c.Cloud).Dec()
+		silenceLog.Info("events arrive again", "cloud", c.Cloud, "stream", from.String(), "silentSince", was.since, "resource", c.Resource)
 	}
 	for _, s := range h.subs {
 		s.sights.announced(cloud.CanonicalID(c.Resource), now)
@@ -94,11 +134,12 @@ func (h *Hub) judgeSilence(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, w := range overdue {
-		if h.lastChange[w.Cloud].After(w.At) || !h.judged(w.Cloud, w.Resource, false) {
-			continue // its cloud delivered since: this echo was filtered out or lost
+		from := streamOf(w.Cloud, w.Resource)
+		if h.lastChange[from].After(w.At) || !h.judged(w.Cloud, w.Resource, false) {
+			continue // its stream delivered since: this echo was filtered out or lost
 		}
-		h.silence(w.Cloud, silentEchoOverdue, now, fmt.Sprintf("no event for %s since tagsync's write of %s at %s, whose echo was due within %s",
-			w.Cloud, w.Resource, w.At.UTC().Format(time.RFC3339), h.opts.SilentAfter))
+		h.silence(from, silentEchoOverdue, now, fmt.Sprintf("no event from %s since tagsync's write of %s at %s, whose echo was due within %s",
+			from, w.Resource, w.At.UTC().Format(time.RFC3339), h.opts.SilentAfter))
 	}
 	for _, s := range h.subs {
 		for _, c := range s.sights.confirmed(now, h.opts.SilentAfter) {
@@ -106,7 +147,7 @@ func (h *Hub) judgeSilence(now time.Time) {
 				continue
 			}
 			unannouncedTotal.WithLabelValues(c.cloud).Inc()
-			h.silence(c.cloud, silentUnannounced, now, fmt.Sprintf("a full pass found %s changed at %s without an event (none within %s)",
+			h.silence(streamOf(c.cloud, c.id), silentUnannounced, now, fmt.Sprintf("a full pass found %s changed at %s without an event (none within %s)",
 				c.id, c.at.UTC().Format(time.RFC3339), h.opts.SilentAfter))
 		}
 	}
@@ -123,34 +164,35 @@ func (h *Hub) judged(cloudName, resource string, strict bool) bool {
 	return (!strict && len(types) == 0) || types[resourceType(resource)]
 }
 
-// silence marks cloudName silent for reason, unless it is already. The
+// silence marks a stream silent for reason, unless it is already. The
 // caller holds h.mu.
-func (h *Hub) silence(cloudName, reason string, now time.Time, detail string) {
-	if _, ok := h.silent[cloudName]; ok {
+func (h *Hub) silence(from stream, reason string, now time.Time, detail string) {
+	if _, ok := h.silent[from]; ok {
 		return
 	}
 	if h.silent == nil {
-		h.silent = map[string]silence{}
+		h.silent = map[stream]silence{}
 	}
-	h.silent[cloudName] = silence{reason: reason, detail: detail, since: now}
-	silenceLog.Info("events silent: polling at the configured intervals until they arrive again", "cloud", cloudName, "reason", reason, "detail", detail)
-	silencesTotal.WithLabelValues(cloudName, reason).Inc()
-	silentGauge.WithLabelValues(cloudName).Set(1)
+	h.silent[from] = silence{stream: from, reason: reason, detail: detail, since: now}
+	silenceLog.Info("events silent: polling at the configured intervals until they arrive again", "cloud", from.cloud, "stream", from.String(),
+		"reason", reason, "detail", detail)
+	silencesTotal.WithLabelValues(from.cloud, reason).Inc()
+	silentGauge.WithLabelValues(from.cloud).Inc()
 }
 
-// silentReason says which clouds are silent and why, "" when none.
+// silentReason says which streams are silent and why, "" when none.
 func (h *Hub) silentReason() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	clouds := make([]string, 0, len(h.silent))
-	for c := range h.silent {
-		clouds = append(clouds, c)
+	parts := make([]string, 0, len(h.silent))
+	for _, s := range h.silent {
+		scope := ""
+		if s.stream.scope != "" {
+			scope = " (" + s.stream.scope + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s events silent%s since %s: %s", s.stream.cloud, scope, s.since.UTC().Format(time.RFC3339), s.detail))
 	}
-	slices.Sort(clouds)
-	parts := make([]string, len(clouds))
-	for i, c := range clouds {
-		parts[i] = fmt.Sprintf("%s events silent since %s: %s", c, h.silent[c].since.UTC().Format(time.RFC3339), h.silent[c].detail)
-	}
+	slices.Sort(parts)
 	return strings.Join(parts, "; ")
 }
 

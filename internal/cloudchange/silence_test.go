@@ -182,3 +182,38 @@ func TestASourceStartsItsCloudsSilenceSeriesAtZero(t *testing.T) {
 		t.Errorf("%d silences_total series, want the cloud's two", n)
 	}
 }
+
+// Each subscription's events come by their own event subscription: one
+// that stops delivering is silent although another delivers all along.
+func TestOneSilentSubscriptionIsNoticedBesideOneThatDelivers(t *testing.T) {
+	h, _, _, clk := silenceHub(t)
+	own := h.OwnWrites()
+	w := cloud.Writer{Controller: "metadata", Object: "ns/cm"}
+	quiet := "/subscriptions/deleted/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/q"
+	busy := vmA // subscription s
+	before := testutil.ToFloat64(silentGauge.WithLabelValues("azure"))
+
+	own.Record("op-quiet", w)
+	own.Written("op-quiet", "azure", quiet, clk.Now())
+	for i := range 12 { // subscription s delivers every minute
+		clk.Step(time.Minute)
+		h.Publish([]Change{{Cloud: "azure", Resource: busy, Kind: KindWrite, ID: "busy-" + string(rune('a'+i))}}, nil)
+		h.Drain()
+		h.CheckHealth()
+	}
+	got := h.Health().Silent
+	if !strings.Contains(got, "azure events silent (subscription deleted)") || strings.Contains(got, "subscription s)") {
+		t.Fatalf("silent %q, want the deleted subscription silent and s not", got)
+	}
+	if n := testutil.ToFloat64(silentGauge.WithLabelValues("azure")) - before; n != 1 {
+		t.Errorf("tagsync_events_silent{cloud=azure} rose by %v, want 1 silent stream", n)
+	}
+	h.Publish([]Change{{Cloud: "azure", Resource: quiet, Kind: KindWrite, ID: "quiet-back"}}, nil)
+	h.Drain()
+	if got := h.Health().Silent; got != "" {
+		t.Errorf("after an event of the deleted subscription: silent %q", got)
+	}
+	if n := testutil.ToFloat64(silentGauge.WithLabelValues("azure")); n != before {
+		t.Errorf("tagsync_events_silent{cloud=azure} = %v after the silence ended, want %v", n, before)
+	}
+}
