@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -119,8 +121,23 @@ func TestLoginAWS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runLoginCLI(t, append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned",
-		"--events-sqs-queue-url="+*queue.QueueUrl)...)
+	args := append(awsFlagsWith(t, moto, secret), "aws", "--classifier=kubernetes.io/cluster/login=owned", "--events-sqs-queue-url="+*queue.QueueUrl)
+	// No EventBridge rule sends to the queue yet: it would receive nothing.
+	out, err := runLoginCLI(t, args...)
+	if ExitCode(err) != ExitLoginMissing || !strings.Contains(out, "MISSING events:ListRuleNamesByTarget: allowed, but no EventBridge rule") {
+		t.Fatalf("login with no rule sending to the queue: exit %d (%v), want %d naming the missing rule:\n%s", ExitCode(err), err, ExitLoginMissing, out)
+	}
+	arn := "arn:aws:sqs:" + testenv.MotoRegion + ":" + testenv.MotoAccountID + ":tagsync-login"
+	eb := eventbridge.NewFromConfig(moto.Config)
+	if _, err := eb.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: sdkaws.String("tagsync-login"),
+		EventPattern: sdkaws.String(`{"source":["aws.tag"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eb.PutTargets(t.Context(), &eventbridge.PutTargetsInput{Rule: sdkaws.String("tagsync-login"),
+		Targets: []ebtypes.Target{{Id: sdkaws.String("queue"), Arn: &arn}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runLoginCLI(t, args...)
 	if err != nil {
 		t.Fatalf("login: %v\n%s", err, out)
 	}
@@ -128,7 +145,8 @@ func TestLoginAWS(t *testing.T) {
 		"ok      tag:GetResources", "ok      ec2:CreateTags: allowed on " + id, "ok      ec2:DeleteTags: allowed on " + id,
 		"ok      ec2:DescribeInstances", "ok      autoscaling:DescribeAutoScalingGroups",
 		"unknown autoscaling:CreateOrUpdateTags, autoscaling:DeleteTags: not checked",
-		"ok      sqs:GetQueueAttributes: read " + *queue.QueueUrl, "unknown sqs:ReceiveMessage, sqs:DeleteMessage: not checked"} {
+		"ok      sqs:GetQueueAttributes: read " + *queue.QueueUrl, "ok      events:ListRuleNamesByTarget: 1 EventBridge rule(s) send to " + arn,
+		"ok      events:DescribeRule: read the rule tagsync-login (ENABLED)", "unknown sqs:ReceiveMessage, sqs:DeleteMessage: not checked"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("login does not say %q:\n%s", want, out)
 		}

@@ -26,6 +26,8 @@ type eventFlags struct {
 	sqsQueueURL string
 	sqsRegion   string
 	sqsMaxHold  time.Duration
+	sqsRules    bool
+	sqsRulesDue time.Duration
 	silentAfter time.Duration
 }
 
@@ -60,6 +62,9 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
 	fs.DurationVar(&e.sqsMaxHold, "events-sqs-max-hold", sqs.DefaultMaxHold,
 		"how long an SQS message is kept hidden (its visibility timeout extended) while the passes it triggered run, at most 12h; then it is received again")
+	fs.BoolVar(&e.sqsRules, "events-sqs-check-rules", true,
+		"check every --events-sqs-rule-check-interval that an enabled EventBridge rule on the default event bus sends to the queue (events:ListRuleNamesByTarget, events:DescribeRule); none takes the source down (Events=False), which a quiet estate could not show otherwise")
+	fs.DurationVar(&e.sqsRulesDue, "events-sqs-rule-check-interval", sqs.DefaultRuleCheckInterval, "how often the EventBridge rules that send to the queue are checked")
 	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", cloudchange.DefaultResyncInterval,
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
 	fs.IntVar(&op.Capacity, "events-queue-size", cloudchange.DefaultCapacity,
@@ -122,7 +127,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {
-		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg, MaxHold: e.sqsMaxHold}
+		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg, MaxHold: e.sqsMaxHold, CheckRules: e.sqsRules, RuleCheckInterval: e.sqsRulesDue}
 		if e.sqsRegion != "" {
 			cfg.AWS.Region = e.sqsRegion
 		}

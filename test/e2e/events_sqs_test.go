@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
@@ -69,10 +72,25 @@ func TestTagChangeOnSQSReachesTheLabels(t *testing.T) {
 	p.stop(t)
 }
 
-// motoQueue creates an SQS queue on moto and returns its URL.
+// motoQueue creates an SQS queue on moto, and the EventBridge rule that
+// sends tag changes to it as docs/events.md sets it up (the source checks
+// that one does), and returns the queue's URL.
 func motoQueue(t *testing.T, moto *testenv.Moto, name string) string {
 	t.Helper()
-	out, err := awssqs.NewFromConfig(moto.Config).CreateQueue(context.Background(), &awssqs.CreateQueueInput{QueueName: &name})
+	ctx := context.Background()
+	c := awssqs.NewFromConfig(moto.Config)
+	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: &name})
+	must(t, err)
+	attrs, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	must(t, err)
+	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	eb := eventbridge.NewFromConfig(moto.Config)
+	rule := name + "-tag-changes"
+	_, err = eb.PutRule(ctx, &eventbridge.PutRuleInput{Name: &rule,
+		EventPattern: sdkaws.String(`{"source":["aws.tag"],"detail-type":["Tag Change on Resource"]}`)})
+	must(t, err)
+	_, err = eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: &rule, Targets: []ebtypes.Target{{Id: sdkaws.String("queue"), Arn: &arn}}})
 	must(t, err)
 	return *out.QueueUrl
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -78,23 +79,53 @@ func (p *Provider) CheckAccess(ctx context.Context, classifier string) []Check {
 
 // CheckQueue checks what the AWS event source needs of the SQS queue at
 // queueURL (in region; "" for the provider's): sqs:GetQueueAttributes, a
-// read. Receiving and deleting messages cannot be checked without taking
-// them from the queue, so those are listed as not checked.
+// read; then events:ListRuleNamesByTarget and events:DescribeRule, with
+// which the source checks that an enabled EventBridge rule sends to the
+// queue (and whether one does). Receiving and deleting messages cannot be
+// checked without taking them from the queue, so those are listed as not
+// checked.
 func (p *Provider) CheckQueue(ctx context.Context, queueURL, region string) []Check {
 	if region == "" {
 		region = p.region
 	}
 	c := sqs.NewFromConfig(p.awsCfg, func(o *sqs.Options) { o.Region = region })
-	_, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: sdkaws.String(queueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: sdkaws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	get := Check{Name: "sqs:GetQueueAttributes"}
+	checks := []Check{get}
 	if err != nil {
-		get.Detail = "missing or failed on " + queueURL + ": needed by the AWS event source: " + err.Error()
+		checks[0].Detail = "missing or failed on " + queueURL + ": needed by the AWS event source: " + err.Error()
 	} else {
-		get.OK, get.Detail = true, "read "+queueURL+" (the AWS event source)"
+		checks[0].OK, checks[0].Detail = true, "read "+queueURL+" (the AWS event source)"
+		rules := eventbridge.NewFromConfig(p.awsCfg, func(o *eventbridge.Options) { o.Region = region })
+		checks = append(checks, checkRules(ctx, rules, out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)])...)
 	}
-	return []Check{get, {Name: "sqs:ReceiveMessage, sqs:DeleteMessage", Unchecked: true,
-		Detail: "not checked (it would take messages from the queue): needed by the AWS event source to receive and acknowledge changes"}}
+	return append(checks, Check{Name: "sqs:ReceiveMessage, sqs:DeleteMessage", Unchecked: true,
+		Detail: "not checked (it would take messages from the queue): needed by the AWS event source to receive and acknowledge changes"})
+}
+
+// checkRules lists the EventBridge rules that send to the queue arn and
+// reads the first: the event source does so every 2 minutes, and a queue
+// no enabled rule sends to receives nothing.
+func checkRules(ctx context.Context, c *eventbridge.Client, arn string) []Check {
+	list := Check{Name: "events:ListRuleNamesByTarget"}
+	out, err := c.ListRuleNamesByTarget(ctx, &eventbridge.ListRuleNamesByTargetInput{TargetArn: &arn})
+	switch {
+	case err != nil:
+		list.Detail = "missing or failed: needed by the AWS event source to check that a rule sends to " + arn + ": " + err.Error()
+		return []Check{list}
+	case len(out.RuleNames) == 0:
+		list.Detail = "allowed, but no EventBridge rule on the default event bus sends to " + arn + ": the queue receives nothing (docs/events.md)"
+		return []Check{list}
+	}
+	list.OK, list.Detail = true, fmt.Sprintf("%d EventBridge rule(s) send to %s", len(out.RuleNames), arn)
+	describe := Check{Name: "events:DescribeRule"}
+	if rule, err := c.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: &out.RuleNames[0]}); err != nil {
+		describe.Detail = "missing or failed on " + out.RuleNames[0] + ": needed by the AWS event source to tell an enabled rule: " + err.Error()
+	} else {
+		describe.OK, describe.Detail = true, fmt.Sprintf("read the rule %s (%s)", out.RuleNames[0], rule.State)
+	}
+	return []Check{list, describe}
 }
 
 // describeInstances asks EC2 whether the caller may list instances (a

@@ -72,6 +72,14 @@ type Config struct {
 	// succeed, or left when they fail.
 	// At most MaxMaxHold (12 h); 0 means DefaultMaxHold.
 	MaxHold time.Duration `json:"maxHold,omitempty"`
+	// CheckRules makes the source check every RuleCheckInterval that an
+	// enabled EventBridge rule on the default event bus sends to the queue
+	// (events:ListRuleNamesByTarget, events:DescribeRule); none takes the
+	// source down. A queue nobody sends to is otherwise indistinguishable
+	// from a quiet estate.
+	CheckRules bool `json:"checkRules,omitempty"`
+	// RuleCheckInterval is how often (DefaultRuleCheckInterval when 0).
+	RuleCheckInterval time.Duration `json:"ruleCheckInterval,omitempty"`
 }
 
 // Validate checks the configuration without calling AWS: a queue URL, a
@@ -117,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxHold == 0 {
 		c.MaxHold = DefaultMaxHold
+	}
+	if c.RuleCheckInterval <= 0 {
+		c.RuleCheckInterval = DefaultRuleCheckInterval
 	}
 	if c.AWS.Region == "" {
 		c.AWS.Region = RegionOf(c.QueueURL)

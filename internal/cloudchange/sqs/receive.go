@@ -42,6 +42,9 @@ func (s *Source) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.deleteLoop(ctx) })
 	wg.Go(func() { s.heartbeatLoop(ctx) })
+	if s.cfg.CheckRules {
+		wg.Go(func() { s.ruleLoop(ctx) })
+	}
 	s.receiveLoop(ctx)
 	wg.Wait()
 	s.metrics.up.Set(0)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +53,12 @@ type Source struct {
 	// changes.
 	visibilitySeconds atomic.Int64
 	visibilityChanged chan struct{}
+
+	// The EventBridge rule check (Config.CheckRules).
+	rulesClient *eventbridge.Client
+	rulesMu     sync.Mutex
+	rules       ruleState
+	arn         string
 
 	// Owned by the receive loop.
 	lastReason   string // the last reason logged
@@ -123,11 +131,14 @@ func New(cfg Config, sink cloudchange.Sink, opts ...Option) (*Source, error) {
 	client := sqs.NewFromConfig(awsCfg, func(so *sqs.Options) {
 		so.APIOptions = append(slices.Clip(so.APIOptions), aws.CountRequests(requests))
 	})
+	rules := eventbridge.NewFromConfig(awsCfg, func(eo *eventbridge.Options) {
+		eo.APIOptions = append(slices.Clip(eo.APIOptions), aws.CountRequests(requests))
+	})
 	log := ctrl.Log.WithName("events").WithName(Name)
 	if o.logger != nil {
 		log = *o.logger
 	}
-	s := &Source{cfg: cfg, sink: sink, client: client, log: log, metrics: m, requests: requests, first: o.first, max: o.max,
+	s := &Source{cfg: cfg, sink: sink, client: client, rulesClient: rules, log: log, metrics: m, requests: requests, first: o.first, max: o.max,
 		slots: semaphore.NewWeighted(int64(cfg.MaxInFlight)), acks: make(chan message, cfg.MaxInFlight),
 		visibilityChanged: make(chan struct{}, 1)}
 	s.visibilitySeconds.Store(int64(DefaultVisibilityTimeout / time.Second))
@@ -141,9 +152,16 @@ func (s *Source) Name() string { return Name }
 // Cloud is the cloud whose changes the source receives: "aws".
 func (s *Source) Cloud() string { return "aws" }
 
-// Health says whether the source receives. While up, Reason may hold a
+// Health says whether the source receives and, with CheckRules, an
+// enabled EventBridge rule sends to its queue. While up, Reason may hold a
 // warning (the queue has no dead-letter queue).
-func (s *Source) Health() cloudchange.Health { return s.health.get() }
+func (s *Source) Health() cloudchange.Health {
+	h := s.health.get()
+	if missing := s.rulesDown(); h.Up && missing != "" {
+		h.Up, h.Reason = false, missing
+	}
+	return h
+}
 
 // Calls returns how many HTTP requests the source sent, by operation
 // ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch",

@@ -13,6 +13,8 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/go-logr/logr/testr"
@@ -40,6 +42,7 @@ func TestSourceOnMoto(t *testing.T) {
 		{"MessagesDoneBeforeStopAreDeletedAsStartReturns", testMessagesDoneBeforeStopAreDeletedAsStartReturns},
 		{"FailedPassLeavesTheMessageToBeReceivedAgain", testFailedPassLeavesTheMessageToBeReceivedAgain},
 		{"MessageAFullQueueRefusesIsReceivedAgain", testMessageAFullQueueRefusesIsReceivedAgain},
+		{"QueueNoEnabledRuleSendsToIsDown", testQueueNoEnabledRuleSendsToIsDown},
 		{"EventsTagsyncDoesNotReadAreDeletedUnpublished", testEventsTagsyncDoesNotReadAreDeletedUnpublished},
 		{"PoisonMessageMovesToTheDeadLetterQueue", testPoisonMessageMovesToTheDeadLetterQueue},
 		{"MessageReceivedTooOftenIsCountedAsPoisonAndStillPublished", testMessageReceivedTooOftenIsCountedAsPoisonAndStillPublished},
@@ -344,6 +347,37 @@ func testMessageAFullQueueRefusesIsReceivedAgain(t *testing.T) {
 	sink.wait(t, 1)[0].done(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
 	waitDeleted(t, s, 1)
+}
+
+// A queue no enabled EventBridge rule sends to receives nothing, which a
+// quiet estate cannot tell from no change: with CheckRules the source is
+// down until an enabled rule targets the queue, and down again when the
+// rule is disabled.
+func testQueueNoEnabledRuleSendsToIsDown(t *testing.T) {
+	q := newQueue(t, "", map[string]string{"VisibilityTimeout": "60"})
+	cfg := config(q.url)
+	cfg.CheckRules, cfg.RuleCheckInterval = true, 100*time.Millisecond
+	s := start(t, cfg, &recordingSink{})
+	waitHealth(t, s, false, "no EventBridge rule on the default event bus sends to the queue "+q.arn)
+
+	eb := eventbridge.NewFromConfig(moto.Config)
+	rule := "tagsync-" + q.name
+	if _, err := eb.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: &rule,
+		EventPattern: sdkaws.String(`{"source":["aws.tag"],"detail-type":["Tag Change on Resource"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eb.PutTargets(t.Context(), &eventbridge.PutTargetsInput{Rule: &rule,
+		Targets: []ebtypes.Target{{Id: sdkaws.String("queue"), Arn: &q.arn}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, s, true, "")
+	if _, err := eb.DisableRule(t.Context(), &eventbridge.DisableRuleInput{Name: &rule}); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, s, false, "is disabled")
+	if calls := s.Calls(); calls["eventbridge:ListRuleNamesByTarget"] == 0 || calls["eventbridge:DescribeRule"] == 0 {
+		t.Errorf("calls %v, want the rule check's ListRuleNamesByTarget and DescribeRule counted", calls)
+	}
 }
 
 func testEventsTagsyncDoesNotReadAreDeletedUnpublished(t *testing.T) {
