@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,6 +149,8 @@ func chartCases() []chartCase {
 	cases = append(cases, labelSyncCases()...)
 	cases = append(cases, openShiftCases()...)
 	cases = append(cases, eventsCases()...)
+	cases = append(cases, chartCase{name: "hardened", values: "charts/tagsync/ci/hardened-values.yaml", controllers: "nodetags",
+		check: checkHardened})
 	// The controllers' other combinations: each gets its registry rules.
 	for _, c := range []struct{ set, controllers string }{
 		{"metadata.enabled=true,nodeTagSync.enabled=false", "metadata"},
@@ -716,5 +720,52 @@ func checkPodIPEnv(t *testing.T, objs []*unstructured.Unstructured, want bool) {
 	}
 	if checked == 0 {
 		t.Error("no Deployment container to check POD_IP in")
+	}
+}
+
+// checkHardened checks ci/hardened-values.yaml's rendering: the
+// NetworkPolicy admits the metrics port from the monitoring namespace, the
+// health port from anywhere, the webhook from the Ingress controller's
+// namespace and from the tagsync Pods; the extra volume is mounted.
+func checkHardened(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	policies := ofKind(objs, "NetworkPolicy")
+	if len(policies) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(policies))
+	}
+	var np networkingv1.NetworkPolicy
+	must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(policies[0].Object, &np))
+	admits := map[string][]string{}
+	for _, rule := range np.Spec.Ingress {
+		for _, port := range rule.Ports {
+			from := "anyone"
+			for _, peer := range rule.From {
+				for _, sel := range []*metav1.LabelSelector{peer.NamespaceSelector, peer.PodSelector} {
+					if sel != nil {
+						from = fmt.Sprint(sel.MatchLabels)
+					}
+				}
+			}
+			admits[port.Port.String()] = append(admits[port.Port.String()], from)
+		}
+	}
+	for port, want := range map[string][]string{"https": {"monitoring"}, "health": {"anyone"}, "events-webhook": {"ingress-nginx", "app.kubernetes.io/name:tagsync"}} {
+		got := strings.Join(admits[port], " | ")
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("port %s admits %q, want %q among them", port, got, w)
+			}
+		}
+	}
+	dep := deployment(t, objs)
+	var mounted, volume bool
+	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == "proxy-ca" && m.MountPath == "/etc/tagsync/proxy-ca")
+	}
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		volume = volume || (v.Name == "proxy-ca" && v.ConfigMap != nil && v.ConfigMap.Name == "corp-proxy-ca")
+	}
+	if !mounted || !volume {
+		t.Errorf("the extra volume: mounted %t, in the Pod %t; want both", mounted, volume)
 	}
 }
