@@ -188,9 +188,10 @@ CHART_PUSH_FLAGS ?=
 CHART_PACKAGE ?= $(DIST)/tagsync-$(VERSION:v%=%).tgz
 
 .PHONY: release
-release: check-version $(HELM) image ## Build a release into dist/ (VERSION=vX.Y.Z, default from git describe): archives, checksums.txt, SBOMs, the krew manifest and the chart pinned to the image digest (pushed to CHART_REGISTRY when set).
+release: check-version $(HELM) image ## Build a release into dist/ (VERSION=vX.Y.Z, default from git describe): archives, checksums.txt, SBOMs, the krew manifest, the chart pinned to the image digest (pushed to CHART_REGISTRY when set) and the OLM bundle naming it (dist/bundle).
 	$(RELEASE_TOOL) dist $(RELEASE_FLAGS) -image $(DIST)/image -helm bin/helm -out $(DIST) $(RELEASE_DIST_FLAGS)
-	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt
+	go run ./hack/bundle -helm $(HELM) -image $(IMAGE_REPO) -digest "$$(cat $(DIST)/image/digest)" -version $(VERSION) -out $(DIST)/bundle
+	@echo ">> dist/ holds release $(VERSION:v%=%):"; cd $(DIST) && ls -1 *.tar.gz *.tgz *.cdx.json tagsync.krew.yaml checksums.txt && echo "bundle/ (OLM, $(IMAGE_REPO)@$$(cat image/digest))"
 	@if [ -n "$(CHART_REGISTRY)" ]; then $(MAKE) --no-print-directory chart-push; fi
 
 .PHONY: chart-push
@@ -223,10 +224,14 @@ install-plugin: ## Install tagsync and the kubectl plugin (kubectl-tagsync, kube
 # bundle uses it; replace it before publishing).
 IMAGE_REPO ?= ghcr.io/tagsync/tagsync
 IMAGE_DIGEST ?=
+# The committed bundle's version is the chart's appVersion; VERSION given on
+# the command line (make bundle VERSION=v0.2.0) overrides it (not the
+# git-describe default, which would name a development build).
+BUNDLE_VERSION := $(if $(filter command line,$(origin VERSION)),$(VERSION))
 
 .PHONY: bundle
-bundle: $(HELM) ## Generate the OLM bundle into bundle/ (CSV from the chart's rendering, the CRDs, metadata/annotations.yaml, bundle.Dockerfile); IMAGE_DIGEST=sha256:... names the image.
-	go run ./hack/bundle -helm $(HELM) -image $(IMAGE_REPO) -digest "$(IMAGE_DIGEST)" -out bundle
+bundle: $(HELM) ## Generate the OLM bundle into bundle/ (CSV from the chart's rendering, the CRDs, metadata/annotations.yaml, bundle.Dockerfile); IMAGE_DIGEST=sha256:... names the image, VERSION=vX.Y.Z on the command line the bundle's version (default: the chart's appVersion).
+	go run ./hack/bundle -helm $(HELM) -image $(IMAGE_REPO) -digest "$(IMAGE_DIGEST)" -version "$(BUNDLE_VERSION)" -out bundle
 
 ##@ Code generation and checks
 

@@ -39,14 +39,18 @@ func main() {
 	flag.StringVar(&o.image, "image", DefaultImage, "the image repository of the operator")
 	flag.StringVar(&o.digest, "digest", "", "the image's digest, sha256:<64 hex> (empty: "+PlaceholderDigest+", a placeholder to replace before publishing)")
 	flag.StringVar(&o.version, "version", "", "the bundle's version (empty: the chart's appVersion)")
-	out := flag.String("out", "bundle", "the bundle directory, written afresh")
+	out := flag.String("out", "bundle", "the bundle directory, written afresh (relative to -root unless absolute)")
 	flag.Parse()
 	files, err := generate(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bundle:", err)
 		os.Exit(1)
 	}
-	if err := write(filepath.Join(o.root, *out), files); err != nil {
+	dir := *out
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(o.root, dir)
+	}
+	if err := write(dir, files); err != nil {
 		fmt.Fprintln(os.Stderr, "bundle:", err)
 		os.Exit(1)
 	}

@@ -97,7 +97,7 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 		"how long a stop (SIGTERM) waits for work in flight (reconciles, cloud calls, Kubernetes writes, connects to workload clusters); the process exits at most 5s later whatever still runs")
 
 	f.cloud.bindAzure(fs)
-	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (Tag Contributor is enough) or ResourcePatch (If-Match on the VM/VMSS)")
+	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (writes need Microsoft.Resources/tags/write; reads need the VM and scale-set reads, docs/install-aks.md) or ResourcePatch (If-Match on the VM/VMSS)")
 	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
 	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
 	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")

@@ -41,6 +41,7 @@ func TestReleaseArtifactsAgree(t *testing.T) {
 	}
 	checkSBOM(t, filepath.Join(out, "tagsync_linux_"+runtime.GOARCH+".cdx.json"))
 	checkPackagedChart(t, filepath.Join(out, "tagsync-"+version+".tgz"), digest)
+	noZeroDigest(t, out)
 }
 
 // helmPath is bin/helm, built by `make tools`.

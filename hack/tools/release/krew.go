@@ -26,11 +26,19 @@ func (b *build) writeKrewManifest(o distOptions, archives map[platform]string) (
 	if platforms == nil {
 		return "", fmt.Errorf("%s: no spec.platforms", o.krew)
 	}
+	var built []*yaml.Node
 	for _, entry := range platforms.Content {
-		if err := b.fillKrewPlatform(entry, archives, o.allowPartial); err != nil {
+		ok, err := b.fillKrewPlatform(entry, archives, o.allowPartial)
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", o.krew, err)
 		}
+		if ok {
+			built = append(built, entry)
+		}
 	}
+	// A partial build lists only the platforms it built: a platform with
+	// the template's zero sum would be an install that always fails.
+	platforms.Content = built
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return "", err
@@ -40,24 +48,25 @@ func (b *build) writeKrewManifest(o distOptions, archives map[platform]string) (
 }
 
 // fillKrewPlatform sets uri and sha256 of one spec.platforms entry from the
-// archive its selector names.
-func (b *build) fillKrewPlatform(entry *yaml.Node, archives map[platform]string, allowPartial bool) error {
+// archive its selector names; false for a platform not built (allowed only
+// with allowPartial).
+func (b *build) fillKrewPlatform(entry *yaml.Node, archives map[platform]string, allowPartial bool) (bool, error) {
 	labels := mapValue(mapValue(entry, "selector"), "matchLabels")
 	p := platform{scalar(labels, "os"), scalar(labels, "arch")}
 	archive, ok := archives[p]
 	if !ok {
 		if allowPartial {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("platform %s has no archive: build it (-platforms)", p)
+		return false, fmt.Errorf("platform %s has no archive: build it (-platforms)", p)
 	}
 	sum, err := sha256File(archive)
 	if err != nil {
-		return err
+		return false, err
 	}
 	setScalar(entry, "uri", b.archiveURL(p))
 	setScalar(entry, "sha256", sum)
-	return nil
+	return true, nil
 }
 
 // mapValue is the value node of key in mapping node m, or nil.
