@@ -229,6 +229,9 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 		return err
 	}
 	f.op.Events.Sources = append(f.op.Events.Sources, sources...)
+	if len(f.op.Events.Heartbeat) > 0 && len(f.op.Events.Sources) == 0 {
+		return errors.New("--events-heartbeat needs an event source (--events-webhook-bind-address or --events-sqs-queue-url): its echo is what it checks")
+	}
 	f.op.Events.AdvertiseAddress = f.events.advertiseAddress()
 	f.op.Events.PeerTokenFile = f.events.peerToken
 	f.op.Events.SilentAfter = f.events.hubSilentAfter()

@@ -65,6 +65,10 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.BoolVar(&e.sqsRules, "events-sqs-check-rules", true,
 		"check every --events-sqs-rule-check-interval that an enabled EventBridge rule on the default event bus sends to the queue (events:ListRuleNamesByTarget, events:DescribeRule); none takes the source down (Events=False), which a quiet estate could not show otherwise")
 	fs.DurationVar(&e.sqsRulesDue, "events-sqs-rule-check-interval", sqs.DefaultRuleCheckInterval, "how often the EventBridge rules that send to the queue are checked")
+	fs.StringSliceVar(&op.Heartbeat, "events-heartbeat", nil,
+		"resources (Azure resource IDs, ARNs of EC2 resources) on which the leader writes the tag "+operator.HeartbeatTag+" every --events-heartbeat-interval: "+
+			"its event must come back within --events-silent-after, so a stream whose events stop (a deleted event subscription or rule, a filter) is noticed even when nothing changes; opt-in, one resource per subscription or account and region")
+	fs.DurationVar(&op.HeartbeatInterval, "events-heartbeat-interval", operator.DefaultHeartbeatInterval, "how often the heartbeat tag is written")
 	fs.DurationVar(&op.ResyncInterval, "events-resync-interval", cloudchange.DefaultResyncInterval,
 		"while cloud change events are on and every event source delivers, how often NodeTagSyncs and CloudMetadata are still polled, as a safety net (never more often than they are configured to); while a source is down they poll at their own interval")
 	fs.IntVar(&op.Capacity, "events-queue-size", cloudchange.DefaultCapacity,

@@ -60,6 +60,12 @@ type EventsOptions struct {
 	// credential, and only to the Pod the Lease names at that Pod's IP,
 	// whose answer must carry that Pod's token. Empty: no forwarding.
 	PeerTokenFile string
+	// Heartbeat are resources (Azure IDs, AWS ARNs of EC2 resources) on
+	// which the leader writes HeartbeatTag every HeartbeatInterval
+	// (DefaultHeartbeatInterval when 0), so that a stream whose events
+	// stop is judged silent even when nothing else changes. Empty: none.
+	Heartbeat         []string
+	HeartbeatInterval time.Duration
 }
 
 // on reports whether events are on.

@@ -164,6 +164,9 @@ type Manager struct {
 // the `tagsync run` flag to fix.
 func (o Options) Validate() error {
 	var errs []error
+	if err := validHeartbeat(o.Events.Heartbeat); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LeaderElection && o.LeaderElectionNamespace == "" {
 		errs = append(errs, errors.New("leader election needs a namespace for its Lease (--leader-election-namespace)"))
 	}
@@ -221,6 +224,16 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, err
 	}
 	deps := Deps{Providers: cloud.NewProviders(providers...), Recorder: o.Recorder, Audit: o.Audit, InfraTags: o.InfraTags, Events: hub}
+	if len(o.Events.Heartbeat) > 0 && hub != nil {
+		every := o.Events.HeartbeatInterval
+		if every <= 0 {
+			every = DefaultHeartbeatInterval
+		}
+		if err := mgr.Add(&heartbeat{resources: o.Events.Heartbeat, every: every, providers: deps.Providers,
+			log: o.logger().WithName("events").WithName("heartbeat")}); err != nil {
+			return nil, err
+		}
+	}
 	stop := &stopping{}
 	if err := mgr.AddReadyzCheck("not-stopping", stop.check); err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +78,58 @@ func TestABrokenIngressIsNoticedOnAQuietEstate(t *testing.T) {
 	if n := p.metric(t, "tagsync_eventgrid_public_endpoint_up"); n != 0 {
 		t.Errorf("tagsync_eventgrid_public_endpoint_up = %v, want 0", n)
 	}
+}
+
+// TestAHeartbeatNoticesADeletedEventSubscription runs `tagsync run` with
+// the webhook and --events-heartbeat on the node pools' resource group
+// (every 2 s; events count as silent 15 s after an own write's echo is
+// due). The heartbeat's echoes keep events on while nothing else changes;
+// once the event subscription is deleted — which the webhook, still
+// serving, cannot see — the next heartbeat's echo never comes and the
+// NodeTagSync says Events=False (EventsSilent, naming the resource group's
+// subscription and the heartbeat write) within the interval, the 15 s and
+// the hub's 10 s look.
+func TestAHeartbeatNoticesADeletedEventSubscription(t *testing.T) {
+	ctx := context.Background()
+	cleanupSyncObjects(t)
+	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
+	seedEventPools(t, arm)
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("heartbeat", build.ResyncInterval(time.Hour))))
+	group := "/subscriptions/" + arm.SubscriptionID + "/resourceGroups/MC_events"
+
+	hook := freeAddrs(t, 1)[0]
+	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
+		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n"),
+		"--events-heartbeat=" + group, "--events-heartbeat-interval=2s", "--events-silent-after=15s"},
+		armsimFlags(t, arm)...)
+	startTagsync(t, "tagsync (heartbeat)", args...)
+	waitNodeTagSync(ctx, t, "heartbeat", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
+	arm.Subscribe(t, "tagsync", armsimtest.WebHook("http://"+hook+"/eventgrid?key="+eventsKey))
+	delivered := arm.Server.EventGridStats().Delivered
+	eventually(t, "3 heartbeat echoes delivered", func() string {
+		if n := arm.Server.EventGridStats().Delivered - delivered; n < 3 {
+			return fmt.Sprintf("%d delivered", n)
+		}
+		return ""
+	})
+	if tg, err := arm.Server.Tags(group); err != nil || tg["tagsync-heartbeat"] == "" {
+		t.Fatalf("the resource group's tags %v (%v): no heartbeat tag", tg, err)
+	}
+
+	deleted := time.Now()
+	delCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	must(t, arm.ARM(delCtx, http.MethodDelete, armsimtest.EventSubscriptionPath(arm.SubscriptionID, "tagsync"), nil, nil))
+	var noticed time.Duration
+	waitNodeTagSync(ctx, t, "heartbeat", "Events=False EventsSilent after the subscription's deletion", func(st v1alpha1.NodeTagSyncStatus) bool {
+		for _, c := range st.Conditions {
+			if c.Type == v1alpha1.ConditionEvents && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonEventsSilent &&
+				strings.Contains(strings.ToLower(c.Message), "subscription "+strings.ToLower(arm.SubscriptionID)) {
+				noticed = time.Since(deleted)
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("the deleted event subscription noticed %s after its deletion (heartbeat 2 s, silent after 15 s)", noticed.Round(time.Millisecond))
 }

@@ -367,6 +367,10 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 - --events-queue-size={{ int $e.queueSize }}
 - --events-max-age={{ $e.maxAge }}
 - --events-silent-after={{ $e.silentAfter }}
+{{- with $e.heartbeat.resources }}
+- --events-heartbeat={{ join "," . }}
+- --events-heartbeat-interval={{ $e.heartbeat.interval }}
+{{- end }}
 {{- if $e.webhook.enabled }}
 - --shutdown-delay=5s
 - --events-webhook-bind-address=:{{ int $e.webhook.port }}

@@ -320,10 +320,11 @@ func TestAnOverflowRunsAFreshFullPass(t *testing.T) {
 	if err := h.cloud.SetTags(pool, map[string]string{"cost": "7"}); err != nil {
 		t.Fatal(err)
 	}
-	// Two changes do not fit in a queue of one: the delivery is dropped
-	// and done at once, and the NodeTagSync runs one full pass instead.
-	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "o-1"), write(pool, "o-2")); err != nil {
-		t.Fatal(err)
+	// Two changes do not fit in a queue of one: the delivery is refused
+	// (its source delivers it again), and the NodeTagSync runs one full
+	// pass meanwhile.
+	if err := cloudchangetest.Publish(t, hub, waitFor, write(pool, "o-1"), write(pool, "o-2")); !errors.Is(err, cloudchange.ErrQueueFull) {
+		t.Fatalf("a delivery that does not fit: %v, want cloudchange.ErrQueueFull", err)
 	}
 	h.waitLabel("evt-overflow-0", "azure.tags/cost", "7")
 	// A pass is counted when it ends, after its Node writes: wait for it.
