@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,22 +61,7 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	pools := seedEditPools(t, arm, 6)
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("events-ha", build.ResyncInterval(time.Hour))))
 
-	hooks := freeAddrs(t, 2)
-	secret := tempFile(t, "events-secret", eventsKey+"\n")
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags",
-		"--leader-elect", "--leader-election-namespace=" + ns,
-		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
-		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug", "--events-webhook-secret-file=" + secret},
-		armsimFlags(t, arm)...)
-	procs := []*tagsyncProc{
-		startTagsync(t, "replica-a", append(args, "--events-webhook-bind-address="+hooks[0],
-			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-a", "tagsync"))...),
-		startTagsync(t, "replica-b", append(args, "--events-webhook-bind-address="+hooks[1],
-			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-b", "tagsync"))...),
-	}
-	front, err := testenv.StartRoundRobin(hooks...)
-	must(t, err)
-	t.Cleanup(func() { _ = front.Close() })
+	procs, hooks, front := startEventReplicas(ctx, t, ns, "nodetags", arm)
 
 	leader, follower := waitForLeader(t, procs)
 	leaderHook := hooks[0]
@@ -223,6 +209,31 @@ func TestEveryDeliveryReachesTheLeaderWithTwoReplicas(t *testing.T) {
 	if n := follower.metric(t, "tagsync_eventgrid_refused_total", `reason="no_leader"`); n != 0 {
 		t.Errorf("%s gave up on %v deliveries for want of a leader, want none", follower.name, n)
 	}
+}
+
+// startEventReplicas starts the chart's shape: two `tagsync run` replicas
+// of controllers with leader election at the HA test timing in ns (each
+// with its Pod object and peer token) and the Event Grid webhook on a port
+// of its own, behind one round-robin front (the Service), which it
+// returns with the replicas and their webhook addresses.
+func startEventReplicas(ctx context.Context, t *testing.T, ns, controllers string, arm *armsimtest.Env) ([]*tagsyncProc, []string, *testenv.RoundRobin) {
+	t.Helper()
+	hooks := freeAddrs(t, 2)
+	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=" + controllers,
+		"--leader-elect", "--leader-election-namespace=" + ns,
+		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
+		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug",
+		"--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
+		armsimFlags(t, arm)...)
+	var procs []*tagsyncProc
+	for i, name := range []string{"replica-a", "replica-b"} {
+		procs = append(procs, startTagsync(t, name, append(slices.Clip(args), "--events-webhook-bind-address="+hooks[i],
+			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, name, "tagsync"))...))
+	}
+	front, err := testenv.StartRoundRobin(hooks...)
+	must(t, err)
+	t.Cleanup(func() { _ = front.Close() })
+	return procs, hooks, front
 }
 
 // noFailedDeliveries fails the test when Event Grid had to retry or drop a

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // handoverBound is how soon an acknowledged change is applied across a
@@ -32,22 +31,7 @@ func TestAnAcknowledgedChangeSurvivesALeaderStop(t *testing.T) {
 	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
 	estate := armsimtest.ClusterEstate{Infra: "evho", PerType: 1, Tags: map[string]string{"kubernetes.io_cluster.evho": "owned"}}
 	must(t, estate.Seed(arm.Server))
-	hooks := freeAddrs(t, 2)
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=metadata",
-		"--leader-elect", "--leader-election-namespace=" + ns,
-		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
-		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug",
-		"--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
-		armsimFlags(t, arm)...)
-	procs := []*tagsyncProc{
-		startTagsync(t, "replica-a", append(args, "--events-webhook-bind-address="+hooks[0],
-			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-a", "tagsync"))...),
-		startTagsync(t, "replica-b", append(args, "--events-webhook-bind-address="+hooks[1],
-			"--events-webhook-peer-token-file="+replicaPod(ctx, t, ns, "replica-b", "tagsync"))...),
-	}
-	front, err := testenv.StartRoundRobin(hooks...)
-	must(t, err)
-	t.Cleanup(func() { _ = front.Close() })
+	procs, _, front := startEventReplicas(ctx, t, ns, "metadata", arm)
 	leader, follower := waitForLeader(t, procs)
 
 	addTagsToEstate(ctx, t, ns, "evho", arm.SubscriptionID, map[string]string{"env": "prod"}, estate.Tags)

@@ -43,11 +43,8 @@ func TestABrokenIngressIsNoticedOnAQuietEstate(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { _ = ingress.Close() })
 	public := "http://" + ingress.Addr() + "/eventgrid"
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
-		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n"),
-		"--events-webhook-public-url=" + public, "--events-webhook-probe-interval=5s"},
-		armsimFlags(t, arm)...)
-	p := startTagsync(t, "tagsync (probed)", args...)
+	p := startTagsync(t, "tagsync (probed)", webhookArgs(t, arm, "nodetags", hook,
+		"--events-webhook-public-url="+public, "--events-webhook-probe-interval=5s")...)
 	waitNodeTagSync(ctx, t, "probed", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	arm.Subscribe(t, "tagsync", armsimtest.WebHook(public+"?key="+eventsKey))
 
@@ -98,11 +95,8 @@ func TestAHeartbeatNoticesADeletedEventSubscription(t *testing.T) {
 	group := "/subscriptions/" + arm.SubscriptionID + "/resourceGroups/MC_events"
 
 	hook := freeAddrs(t, 1)[0]
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
-		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n"),
-		"--events-heartbeat=" + group, "--events-heartbeat-interval=2s", "--events-silent-after=15s"},
-		armsimFlags(t, arm)...)
-	startTagsync(t, "tagsync (heartbeat)", args...)
+	startTagsync(t, "tagsync (heartbeat)", webhookArgs(t, arm, "nodetags", hook,
+		"--events-heartbeat="+group, "--events-heartbeat-interval=2s", "--events-silent-after=15s")...)
 	waitNodeTagSync(ctx, t, "heartbeat", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	arm.Subscribe(t, "tagsync", armsimtest.WebHook("http://"+hook+"/eventgrid?key="+eventsKey))
 	delivered := arm.Server.EventGridStats().Delivered

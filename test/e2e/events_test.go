@@ -38,10 +38,7 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("events", build.ResyncInterval(time.Hour))))
 
 	hook := freeAddrs(t, 1)[0]
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false", "--zap-log-level=debug",
-		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
-		armsimFlags(t, arm)...)
-	p := startTagsync(t, "tagsync (events)", args...)
+	p := startTagsync(t, "tagsync (events)", webhookArgs(t, arm, "nodetags", hook, "--zap-log-level=debug")...)
 	waitNodeTagSync(ctx, t, "events", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	endpoint := "http://" + hook + "/eventgrid"
 
@@ -111,10 +108,7 @@ func TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid(t *testing.T) {
 	estate := armsimtest.ClusterEstate{Infra: "evmd", PerType: 1, Tags: map[string]string{"kubernetes.io_cluster.evmd": "owned"}}
 	must(t, estate.Seed(arm.Server))
 	hook := freeAddrs(t, 1)[0]
-	args := append([]string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=metadata", "--leader-elect=false",
-		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")},
-		armsimFlags(t, arm)...)
-	p := startTagsync(t, "tagsync (metadata events)", args...)
+	p := startTagsync(t, "tagsync (metadata events)", webhookArgs(t, arm, "metadata", hook)...)
 
 	addTagsToEstate(ctx, t, ns, "evmd", arm.SubscriptionID, map[string]string{"env": "prod"}, estate.Tags)
 	ids := estate.ResourceIDs()
@@ -140,6 +134,16 @@ func TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid(t *testing.T) {
 		t.Errorf("ARM calls for one outside edit: %v, want %v (one read, one write; none for the echo)", calls, want)
 	}
 	p.stop(t)
+}
+
+// webhookArgs are the flags of one `tagsync run` of controllers against
+// arm, without leader election, with the Event Grid webhook at hook (the
+// shared secret eventsKey), and extra.
+func webhookArgs(t *testing.T, arm *armsimtest.Env, controllers, hook string, extra ...string) []string {
+	t.Helper()
+	args := []string{"--kubeconfig=" + writeKubeconfig(t, ""), "--controllers=" + controllers, "--leader-elect=false",
+		"--events-webhook-bind-address=" + hook, "--events-webhook-secret-file=" + tempFile(t, "events-secret", eventsKey+"\n")}
+	return append(append(args, extra...), armsimFlags(t, arm)...)
 }
 
 // envIs returns "" when every resource of ids carries env=value in armsim,
