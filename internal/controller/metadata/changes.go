@@ -56,80 +56,13 @@ type resourceIndex struct {
 	// pending are, per object, the matched resources changes named since
 	// its last pass; flagged: its next pass must be full.
 	pending kit.Pending[types.NamespacedName]
-	// early are the changes no object could take because the index was
-	// still warming: an object's pass had begun but not yet indexed, or no
-	// pass had begun (every start and leader change). Each full pass that
-	// indexes routes them again (replayEarly); at most maxEarly, the
-	// latest.
-	early []cloudchange.Change
-	// begun are the objects whose passes began: true once one of them
-	// indexed with every reference resolved (settled).
-	begun map[types.NamespacedName]bool
-}
-
-// maxEarly bounds the changes the index keeps while it warms.
-const maxEarly = 10000
-
-// begin records that a pass of cm began.
-func (x *resourceIndex) begin(cm types.NamespacedName) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.begun == nil {
-		x.begun = map[types.NamespacedName]bool{}
-	}
-	if _, ok := x.begun[cm]; !ok {
-		x.begun[cm] = false
-	}
-}
-
-// settled records that a pass of cm indexed with every reference
-// resolved: its resources are all in the index. (A pass whose
-// AzureMetadata or AWSMetadata is not in the cache yet indexes none, so
-// the changes held while warming must wait for a later pass.)
-func (x *resourceIndex) settled(cm types.NamespacedName) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, ok := x.begun[cm]; ok {
-		x.begun[cm] = true
-	}
-}
-
-// warming reports whether the index may still lack resources: no pass has
-// begun, or one has that has not indexed with every reference resolved
-// yet (the caller holds x.mu).
-func (x *resourceIndex) warming() bool {
-	if len(x.begun) == 0 {
-		return true
-	}
-	for cm, settled := range x.begun {
-		if _, ok := x.wants[cm]; !ok || !settled {
-			return true
-		}
-	}
-	return false
-}
-
-// holdEarly keeps a change no object took while the index warms.
-func (x *resourceIndex) holdEarly(c cloudchange.Change) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if !x.warming() {
-		return
-	}
-	if len(x.early) >= maxEarly {
-		x.early = x.early[1:]
-	}
-	x.early = append(x.early, c)
-}
-
-// replayEarly returns the changes kept while the index warmed, to be
-// routed again now that a pass has indexed, and forgets them.
-func (x *resourceIndex) replayEarly() []cloudchange.Change {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	early := x.early
-	x.early = nil
-	return early
+	// warm keeps the changes no object could take because the index was
+	// still warming: an object's pass had begun but not yet indexed with
+	// every reference resolved (a pass whose AzureMetadata or AWSMetadata
+	// is not in the cache yet indexes none), or no pass had begun (every
+	// start and leader change). Each full pass that indexes routes them
+	// again.
+	warm kit.Warmup[types.NamespacedName]
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
@@ -189,7 +122,7 @@ func (x *resourceIndex) forget(cm types.NamespacedName) {
 		x.setTarget(cm, target, nil)
 	}
 	delete(x.wants, cm)
-	delete(x.begun, cm)
+	x.warm.Forget(cm)
 	x.pending.Forget(cm)
 }
 
@@ -347,7 +280,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 			}
 			keys := r.probe(c)
 			if len(keys) == 0 {
-				r.index.holdEarly(c) // no search covers it yet: maybe none has begun
+				r.index.warm.Hold(c) // no search covers it yet: maybe none has begun
 			}
 			return keys
 		}
@@ -356,7 +289,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 			r.index.classified(objects, c) // a full pass stakes the claim on the new resource
 		}
 		if len(objects) == 0 {
-			r.index.holdEarly(c)
+			r.index.warm.Hold(c)
 		}
 	}
 	keys := make([]string, len(objects))

@@ -189,7 +189,7 @@ func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 // (report).
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
-	p.r.index.begin(p.key())
+	p.r.index.warm.Begin(p.key())
 	res, err := p.r.resolve(ctx, p.cm)
 	if err != nil {
 		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
@@ -217,8 +217,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.st.keepHeld(res.targets)
 	p.keepIndexed(res.targets)
 	if len(res.problems) == 0 {
-		p.r.index.settled(p.key())
-		for _, c := range p.r.index.replayEarly() {
+		p.r.index.warm.Indexed(p.key())
+		for _, c := range p.r.index.warm.Replay() {
 			p.r.Route(c) // the index now knows this object's resources
 		}
 	}

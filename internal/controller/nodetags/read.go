@@ -285,18 +285,12 @@ type changeBook struct {
 	// epoch counts the events after which every NodeTagSync needs a full
 	// pass (Node events, overflows).
 	epoch uint64
-	// early are the changes of resources no NodeTagSync is placed on that
-	// arrived while some NodeTagSync's index did not exist yet (before its
+	// warm keeps the changes of resources no NodeTagSync is placed on that
+	// arrive while some NodeTagSync's index does not exist yet (before its
 	// first full pass ended: every restart and leader change); the record
-	// of that pass takes those of its resources (at most maxEarly, the
-	// latest).
-	early []cloudchange.Change
-	// expected are the NodeTagSyncs whose passes began (expect).
-	expected map[string]bool
+	// of that pass takes those of its resources.
+	warm kit.Warmup[string]
 }
-
-// maxEarly bounds the changes a change book keeps for indexes to come.
-const maxEarly = 10000
 
 func newChangeBook() *changeBook {
 	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{},
@@ -334,11 +328,8 @@ func (b *changeBook) route(c cloudchange.Change) []string {
 		b.pending.AddChange(name, id, c)
 		names = append(names, name)
 	}
-	if len(b.owners[id]) == 0 && c.Kind == cloudchange.KindWrite && b.warming() {
-		if len(b.early) >= maxEarly {
-			b.early = b.early[1:]
-		}
-		b.early = append(b.early, c)
+	if len(b.owners[id]) == 0 && c.Kind == cloudchange.KindWrite {
+		b.warm.Hold(c)
 	}
 	slices.Sort(names)
 	return names
@@ -346,29 +337,7 @@ func (b *changeBook) route(c cloudchange.Change) []string {
 
 // expect records that a pass of name began: until one of its full passes
 // records its placements, changes no index places are kept for it.
-func (b *changeBook) expect(name string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.expected == nil {
-		b.expected = map[string]bool{}
-	}
-	b.expected[name] = true
-}
-
-// warming reports whether some NodeTagSync's index does not exist yet: none
-// exists, or a NodeTagSync whose pass began has none (the caller holds
-// b.mu).
-func (b *changeBook) warming() bool {
-	if len(b.placed) == 0 {
-		return true
-	}
-	for name := range b.expected {
-		if _, ok := b.placed[name]; !ok {
-			return true
-		}
-	}
-	return false
-}
+func (b *changeBook) expect(name string) { b.warm.Begin(name) }
 
 // nodeChanged makes every NodeTagSync's next pass full: a Node changed.
 func (b *changeBook) nodeChanged() {
@@ -428,15 +397,14 @@ func (b *changeBook) record(name string, placed map[string][]string, notes map[s
 		}
 		b.owners[id][name] = true
 	}
+	b.warm.Indexed(name)
 	replayed := false
-	for _, c := range b.early {
+	for _, c := range b.warm.Replay() {
 		if id := ownerKey(c.Resource); placed[id] != nil && c.EchoOf != name {
 			b.pending.AddChange(name, id, c)
 			replayed = true
 		}
-	}
-	if !b.warming() {
-		b.early = nil
+		b.warm.Hold(c) // kept while another NodeTagSync's index does not exist yet
 	}
 	return replayed
 }
@@ -447,7 +415,7 @@ func (b *changeBook) forget(name string) {
 	defer b.mu.Unlock()
 	b.unindex(name)
 	b.pending.Forget(name)
-	delete(b.expected, name)
+	b.warm.Forget(name)
 }
 
 // unindex removes name from the index (the caller holds b.mu).
