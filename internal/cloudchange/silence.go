@@ -61,9 +61,8 @@ type stream struct{ cloud, scope string }
 // streamOf is the stream of a resource's events.
 func streamOf(cloudName, resource string) stream {
 	r := strings.ToLower(resource)
-	if strings.HasPrefix(r, "arn:") {
-		parts := strings.SplitN(r, ":", 6)
-		if len(parts) == 6 && parts[4] != "" {
+	if parts, ok := arnFields(r); ok {
+		if parts[4] != "" {
 			if parts[3] == "" {
 				return stream{cloudName, "account " + parts[4]}
 			}
@@ -202,14 +201,13 @@ func (h *Hub) silentReason() string {
 // type; "" when it names none.
 func resourceType(resource string) string {
 	r := strings.ToLower(resource)
-	if strings.HasPrefix(r, "arn:") {
-		parts := strings.SplitN(r, ":", 6)
-		if len(parts) < 6 {
-			return ""
-		}
+	if parts, ok := arnFields(r); ok {
 		typ, _, _ := strings.Cut(parts[5], "/")
 		typ, _, _ = strings.Cut(typ, ":")
 		return parts[2] + ":" + typ
+	}
+	if strings.HasPrefix(r, "arn:") {
+		return "" // not a whole ARN
 	}
 	segs := strings.Split(strings.Trim(r, "/"), "/")
 	i := len(segs) - 1
@@ -227,4 +225,14 @@ func resourceType(resource string) string {
 		types = append(types, segs[j])
 	}
 	return strings.Join(types, "/")
+}
+
+// arnFields splits an ARN into its 6 fields (arn, partition, service,
+// region, account, resource); false when r is no ARN.
+func arnFields(r string) ([]string, bool) {
+	if !strings.HasPrefix(r, "arn:") {
+		return nil, false
+	}
+	parts := strings.SplitN(r, ":", 6)
+	return parts, len(parts) == 6
 }

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -75,6 +76,18 @@ type peers struct {
 
 	mu       sync.Mutex
 	verdicts *lru.Cache // sha256 of a token → verdict
+	// leader is the last verification of the Lease's holder (guarded by
+	// mu): the Pod is read again only when the holder or its address
+	// changed, or the verification is older than the caller accepts.
+	leader verified
+}
+
+// verified is one verification of a holder at an address.
+type verified struct {
+	holder, addr string
+	at           time.Time
+	peer         eventgrid.Peer
+	err          error
 }
 
 // verdict is a cached TokenReview.
@@ -185,12 +198,32 @@ func first(v authenticationv1.ExtraValue) string {
 // Leader implements eventgrid.Peers: the Lease's holder, when it is
 // another replica whose Pod is running, not being deleted, under this
 // replica's service account, at the IP the Lease advertises. The zero
-// Peer when no holder is known or the holder is this replica.
+// Peer when no holder is known or the holder is this replica. The Lease
+// and the verification are reused up to maxAge, so deliveries that flow
+// read the Lease and the Pod at most once per maxAge.
 func (p *peers) Leader(ctx context.Context, maxAge time.Duration) (eventgrid.Peer, error) {
 	holder, addr, err := p.lock.holder(ctx, maxAge)
 	if err != nil || holder == "" || holder == p.lock.Identity() {
 		return eventgrid.Peer{}, err
 	}
+	p.mu.Lock()
+	last := p.leader
+	p.mu.Unlock()
+	if last.holder == holder && last.addr == addr && time.Since(last.at) <= maxAge {
+		return last.peer, last.err
+	}
+	peer, err := p.verify(ctx, holder, addr)
+	if err == nil || errors.Is(err, eventgrid.ErrUntrusted) { // an API error is not kept: the next call reads again
+		p.mu.Lock()
+		p.leader = verified{holder: holder, addr: addr, at: time.Now(), peer: peer, err: err}
+		p.mu.Unlock()
+	}
+	return peer, err
+}
+
+// verify reads the Pod holder names and checks it may be handed deliveries
+// at addr.
+func (p *peers) verify(ctx context.Context, holder, addr string) (eventgrid.Peer, error) {
 	name, _, _ := strings.Cut(holder, "_")
 	if addr == "" {
 		return eventgrid.Peer{}, fmt.Errorf("the leader %s advertises no webhook address", name)

@@ -25,9 +25,6 @@ func TestAStopFailsReadinessBeforeItStopsServing(t *testing.T) {
 		}
 		return ""
 	})
-	if delayed.Err() != nil && time.Since(*s.since.Load()) < 300*time.Millisecond {
-		t.Fatal("the manager's context ended before the delay")
-	}
 	testenv.Eventually(t, 5*time.Second, "the manager's context ended", func() string {
 		if delayed.Err() == nil {
 			return "not yet"

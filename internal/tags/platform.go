@@ -24,6 +24,9 @@ type PlatformKey struct {
 // platformKeys are the platform keys by provider name.
 var platformKeys = map[string][]PlatformKey{
 	"aws": {
+		{"tagsync-heartbeat", "tagsync's event heartbeat (--events-heartbeat)",
+			"the leader rewrites it every few minutes and awaits its event: copied into labels it would rewrite Nodes each time",
+			"docs/events.md (the heartbeat)"},
 		{"eks:*", "Amazon EKS",
 			"managed node groups tag their Auto Scaling groups and instances eks:cluster-name, eks:nodegroup-name",
 			"docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html"},
@@ -59,6 +62,9 @@ var platformKeys = map[string][]PlatformKey{
 			"kops.sigs.k8s.io (instance groups)"},
 	},
 	"azure": {
+		{"tagsync-heartbeat", "tagsync's event heartbeat (--events-heartbeat)",
+			"the leader rewrites it every few minutes and awaits its event: copied into labels it would rewrite Nodes each time",
+			"docs/events.md (the heartbeat)"},
 		{"aks-managed-*", "Azure Kubernetes Service",
 			"AKS writes aks-managed-* tags (aks-managed-poolName, ...) on node-pool scale sets and VMs; the node pool is their source of truth and AKS rewrites them",
 			"learn.microsoft.com/azure/aks/faq (node resource group: do not modify or delete Azure-created tags)"},

@@ -22,12 +22,15 @@ type probeState struct {
 }
 
 // probeLoop checks PublicURL every ProbeInterval until ctx ends (Start
-// runs it when a PublicURL is configured).
+// runs it when a PublicURL is configured), while this replica leads: only
+// the leader's hub reads the health, and one prober is enough.
 func (w *Webhook) probeLoop(ctx context.Context) {
 	tick := time.NewTicker(w.cfg.ProbeInterval)
 	defer tick.Stop()
 	for {
-		w.recordProbe(w.probe(ctx))
+		if w.leader() {
+			w.recordProbe(w.probe(ctx))
+		}
 		select {
 		case <-ctx.Done():
 			return
