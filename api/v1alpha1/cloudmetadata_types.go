@@ -189,6 +189,11 @@ type CloudMetadataStatus struct {
 	// +optional
 	DeletionsHeld *HeldDeletions `json:"deletionsHeld,omitempty"`
 
+	// RecentWrites are the deletions (and restores) of the last hour's
+	// passes, which later passes judge by; a new leader starts from them.
+	// +optional
+	RecentWrites *RecentWrites `json:"recentWrites,omitempty"`
+
 	// RetainedDeletions counts the tag deletions the last pass kept because
 	// DeletionPolicy is Retain.
 	// +optional

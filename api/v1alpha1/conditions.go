@@ -129,3 +129,35 @@ type HeldResource struct {
 	// +optional
 	Labels bool `json:"labels,omitempty"`
 }
+
+// RecentWrites is what a controller's passes did within the last hour
+// that later passes judge by, kept in the status so that a new leader (or
+// a restarted controller) judges them as the old one would have: the
+// mass-deletion guard counts a tag's deletions across passes, and a tag
+// put back too often on one resource is left alone.
+type RecentWrites struct {
+	// Deletions are the tag (or label) deletions the passes wrote, at
+	// most 4 resources per tag (enough for the guard: more than 3 holds).
+	// +kubebuilder:validation:MaxItems=200
+	// +listType=atomic
+	// +optional
+	Deletions []RecentWrite `json:"deletions,omitempty"`
+	// Restores are the tags the passes put back after another writer
+	// removed them (NodeTagSync only).
+	// +kubebuilder:validation:MaxItems=200
+	// +listType=atomic
+	// +optional
+	Restores []RecentWrite `json:"restores,omitempty"`
+}
+
+// RecentWrite is one tag's recent writes on one resource.
+type RecentWrite struct {
+	// Resource is the resource's ID (a Node's name for label sync).
+	Resource string `json:"resource"`
+	// Tag is the tag's (or label's) name.
+	Tag string `json:"tag"`
+	// Times are when the writes were made, oldest first, at most 3.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=atomic
+	Times []metav1.Time `json:"times"`
+}

@@ -249,6 +249,11 @@ type LabelSyncProfileStatus struct {
 	// +optional
 	DeletionsHeld *HeldDeletions `json:"deletionsHeld,omitempty"`
 
+	// RecentWrites are the deletions (and restores) of the last hour's
+	// passes, which later passes judge by; a new leader starts from them.
+	// +optional
+	RecentWrites *RecentWrites `json:"recentWrites,omitempty"`
+
 	// Pending is, while the profile is suspended, what its last pass would
 	// have written had it not been; unset when the profile is not
 	// suspended or nothing would be written.

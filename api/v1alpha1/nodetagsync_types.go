@@ -311,6 +311,11 @@ type NodeTagSyncStatus struct {
 	// value you set, a pass with fresh cloud reads has served your request.
 	// +optional
 	LastSyncRequest string `json:"lastSyncRequest,omitempty"`
+
+	// RecentWrites are the deletions (and restores) of the last hour's
+	// passes, which later passes judge by; a new leader starts from them.
+	// +optional
+	RecentWrites *RecentWrites `json:"recentWrites,omitempty"`
 }
 
 // TagConflict is a tag whose cloud value and label value disagree.

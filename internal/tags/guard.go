@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -303,4 +304,55 @@ func (l *DeletionLedger) Recent(now time.Time) map[string][]string {
 		}
 	}
 	return out
+}
+
+// LedgerEntry is one resource's deletion of one tag, as a DeletionLedger
+// remembers it (Entries, Load).
+type LedgerEntry struct {
+	// Key is the tag's name as NameCase.Key gives it.
+	Key string
+	// Resource is the resource that lost the tag.
+	Resource string
+	// At is when.
+	At time.Time
+}
+
+// MaxLedgerEntries is how many entries Entries returns at most.
+const MaxLedgerEntries = 200
+
+// Entries returns what the ledger remembers at now (what Recent would),
+// the latest first, at most MaxKeyDeletions+1 per tag (GuardDeletions
+// holds a tag's next deletion beyond that count however many more there
+// were) and MaxLedgerEntries in all, so that a new ledger Loaded with them
+// guards as this one does. Example: 6 resources lost "owner" within the
+// window: the 4 latest are kept, and a ledger loaded with them still holds
+// the next deletion of "owner".
+func (l *DeletionLedger) Entries(now time.Time) []LedgerEntry {
+	var out []LedgerEntry
+	for k := range l.Recent(now) {
+		var perKey []LedgerEntry
+		for r, at := range l.seen[k] {
+			perKey = append(perKey, LedgerEntry{Key: k, Resource: r, At: at})
+		}
+		slices.SortFunc(perKey, latestFirst)
+		out = append(out, perKey[:min(len(perKey), MaxKeyDeletions+1)]...)
+	}
+	slices.SortFunc(out, latestFirst)
+	return out[:min(len(out), MaxLedgerEntries)]
+}
+
+// Load adds entries (from Entries) to the ledger.
+func (l *DeletionLedger) Load(entries []LedgerEntry) {
+	for _, e := range entries {
+		l.Record(CaseSensitive, e.Resource, []string{e.Key}, e.At)
+	}
+}
+
+// latestFirst orders entries by time, the latest first, then by key and
+// resource.
+func latestFirst(a, b LedgerEntry) int {
+	if c := b.At.Compare(a.At); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Resource, b.Resource))
 }

@@ -81,6 +81,33 @@ func TestDeletionLedger(t *testing.T) {
 	}
 }
 
+// TestDeletionLedgerEntries: a ledger loaded with another's entries (a new
+// leader reading the status) holds what the other would: the next
+// deletion of a tag already deleted from 6 resources, and not a deletion
+// older than the window.
+func TestDeletionLedgerEntries(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	var old DeletionLedger
+	for i := range 6 {
+		old.Record(CaseInsensitive, string(rune('a'+i)), []string{"Owner"}, t0.Add(time.Duration(i)*time.Minute))
+	}
+	old.Record(CaseInsensitive, "z", []string{"env"}, t0.Add(-2*time.Hour))
+	now := t0.Add(10 * time.Minute)
+	entries := old.Entries(now)
+	if len(entries) != MaxKeyDeletions+1 || entries[0].Resource != "f" || entries[0].Key != "owner" {
+		t.Fatalf("entries = %+v, want the 4 latest deletions of owner, f first", entries)
+	}
+	var fresh DeletionLedger
+	fresh.Load(entries)
+	spread := Spread{NameCase: CaseInsensitive, Carriers: map[string]int{"owner": 100, "env": 100}, Recent: fresh.Recent(now)}
+	if got := GuardDeletions([]Deletions{d("g", 3, "owner")}, spread); got.Count() != 1 {
+		t.Fatalf("the loaded ledger let a 7th deletion of owner through: %+v", got)
+	}
+	if got := GuardDeletions([]Deletions{d("g", 3, "env")}, spread); got.Held() {
+		t.Fatalf("a deletion older than the window counted: %+v", got)
+	}
+}
+
 func TestMassDeletionTokens(t *testing.T) {
 	a := GuardDeletions([]Deletions{d("r1", 2, "team", "env")}, wide("env", "team"))
 	b := GuardDeletions([]Deletions{d("r1", 2, "env", "team")}, wide("env", "team"))

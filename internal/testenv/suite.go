@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -49,12 +50,12 @@ func StartManager(ctx context.Context, t testing.TB, mgr manager.Manager) (stop 
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return func() {
+	return sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("controller manager: %v", err)
 		}
-	}
+	})
 }
 
 // LastSyncRequest is the status.lastSyncRequest of a tagsync object (every

@@ -52,7 +52,6 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ControllerName names the controller in --controllers, logs, metrics and
@@ -106,12 +105,13 @@ type state struct {
 	// retained names the labels deletionPolicy Retain kept at the last
 	// pass ("" when none), so the Retained event comes when they change.
 	retained string
-	// deletions are the label removals of the last hour's passes, which
-	// the guard counts with a pass's own; held is the set the last pass
-	// held for approval (nil: none), kept for a Metal3Cluster, which has
-	// no status.
-	deletions tags.DeletionLedger
-	held      *v1alpha1.HeldDeletions
+	// recent is what the last hour's passes wrote that later passes judge
+	// by: the guard counts their label removals with a pass's own (a
+	// profile's status keeps it for the next leader; a Metal3Cluster has
+	// no status). held is the set the last pass held for approval (nil:
+	// none), kept for a Metal3Cluster.
+	recent kit.Recent
+	held   *v1alpha1.HeldDeletions
 }
 
 // nodeKey is a Node in a workload cluster.
@@ -154,6 +154,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.sources.For(req.NamespacedName, src.obj.GetUID())
+	if src.profile != nil {
+		st.recent.Load(src.profile.Status.RecentWrites)
+	}
 	if src.invalid != nil {
 		return r.invalidSource(ctx, src, st)
 	}
@@ -237,7 +240,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, src *source, st *state, 
 	msg := missing + "; label sync starts by itself once they are installed (it looks every 30s)"
 	st.notes.Once(src.obj, "missing", ReasonCRDsMissing, msg)
 	st.notes.EndPass(true)
-	return r.writeProfileStatus(ctx, src, notReadyStatus(src.profile, ReasonCRDsMissing, msg, r.Now()))
+	return r.writeProfileStatus(ctx, src, st, notReadyStatus(src.profile, ReasonCRDsMissing, msg, r.Now()))
 }
 
 // invalidSource reports a source that cannot be used (an invalid

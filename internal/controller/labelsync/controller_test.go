@@ -46,6 +46,7 @@ func TestLabelSync(t *testing.T) {
 		"DeletedProfileLeavesLabels":      testDeleteProfileLeavesLabels,
 		"NewPrefixRemovalsHeld":           testNewPrefixHeld,
 		"ReregisteredHostsRemovalsHeld":   testReregisteredHostsHeld,
+		"RemovalsCountedAcrossRestarts":   testRemovalsAcrossRestarts,
 		"RefusedNodeWritesCounted":        testRefusedNodeWritesCounted,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -54,7 +54,7 @@ func (p *pass) guard(works []*clusterWork) map[nodeKey][]string {
 			all = append(all, tags.Deletions{Resource: id, Synced: synced, Names: names, Unclear: hw.plan.Unclear})
 		}
 	}
-	mass := tags.GuardDeletions(all, tags.Spread{NameCase: tags.CaseSensitive, Carriers: carriers, Recent: p.st.deletions.Recent(p.started)})
+	mass := tags.GuardDeletions(all, tags.Spread{NameCase: tags.CaseSensitive, Carriers: carriers, Recent: p.st.recent.Deletions.Recent(p.started)})
 	held := map[nodeKey][]string{}
 	if mass.Held() {
 		p.out.held, p.out.approved = kit.HeldDeletions(p.src.obj, mass, p.heldBefore(), p.started)
@@ -68,7 +68,7 @@ func (p *pass) guard(works []*clusterWork) map[nodeKey][]string {
 		for _, d := range all {
 			for _, name := range d.Names {
 				if !slices.Contains(held[where[d.Resource]], name) {
-					p.st.deletions.Record(tags.CaseSensitive, d.Resource, []string{name}, p.started)
+					p.st.recent.Deletions.Record(tags.CaseSensitive, d.Resource, []string{name}, p.started)
 				}
 			}
 		}

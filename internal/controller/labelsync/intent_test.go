@@ -111,6 +111,43 @@ func testReregisteredHostsHeld(t *testing.T, p *planes) {
 	}
 }
 
+// testRemovalsAcrossRestarts: hosts re-registered without a label one at
+// a time, with the controller restarted (a new leader) in between: the
+// first Node loses the label (1 of 4), the second's removal is held (2 of
+// 4 within the hour), because the status kept the first removal for the
+// new controller.
+func testRemovalsAcrossRestarts(t *testing.T, p *planes) {
+	h := newHarness(t, p)
+	h.cluster("alpha", p.workloadKC, nil)
+	var nodes []string
+	var hosts []*metal3.BareMetalHost
+	for i := range 4 {
+		node := h.node(p.workloadC, fmt.Sprintf("n%d", i), nil)
+		b := h.host(fmt.Sprintf("h%d", i), map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
+		h.machine(b, "alpha", node)
+		nodes, hosts = append(nodes, node), append(hosts, b)
+	}
+	h.profile("p1", "rack.example.com")
+	for _, n := range nodes {
+		h.waitLabels(p.workloadC, n, map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3"})
+	}
+	h.update(h.c, hosts[0], func() { delete(hosts[0].Labels, "rack.example.com/row") })
+	h.waitLabels(p.workloadC, nodes[0], map[string]string{"rack.example.com/rack": "r1"})
+	h.waitStatus("p1", func(s v1alpha1.LabelSyncProfileStatus) string {
+		if r := s.RecentWrites; r == nil || len(r.Deletions) != 1 || r.Deletions[0].Tag != "rack.example.com/row" {
+			return fmt.Sprintf("recentWrites %+v", r)
+		}
+		return ""
+	})
+	h.restart()
+	h.update(h.c, hosts[1], func() { delete(hosts[1].Labels, "rack.example.com/row") })
+	h.waitStatus("p1", held(1))
+	h.pass("p1")
+	if got := h.labels(p.workloadC, nodes[1])["rack.example.com/row"]; got != "3" {
+		t.Fatalf("the second Node lost row (%q) within the hour after a restart", got)
+	}
+}
+
 // testRefusedNodeWritesCounted: a workload cluster that refuses the
 // Node's patch (an admission policy here; a kubeconfig identity that may
 // not patch Nodes in life) is a NodeWriteFailed problem of the host and

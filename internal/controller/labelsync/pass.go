@@ -145,7 +145,7 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.report()
 	p.observe()
 	if p.src.profile != nil {
-		if err := p.r.writeProfileStatus(ctx, p.src, p.profileStatus()); err != nil {
+		if err := p.r.writeProfileStatus(ctx, p.src, p.st, p.profileStatus()); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -176,10 +176,12 @@ func notReadyStatus(prof *v1alpha1.LabelSyncProfile, reason, msg string, now tim
 	return s
 }
 
-// writeProfileStatus patches the profile's status, unless it is unchanged.
-func (r *Reconciler) writeProfileStatus(ctx context.Context, src *source, s v1alpha1.LabelSyncProfileStatus) error {
+// writeProfileStatus patches the profile's status, with what st remembers
+// of recent writes, unless it is unchanged.
+func (r *Reconciler) writeProfileStatus(ctx context.Context, src *source, st *state, s v1alpha1.LabelSyncProfileStatus) error {
 	prof := src.profile
 	before := prof.DeepCopy()
+	s.RecentWrites = st.recent.Status(r.Now())
 	prof.Status = s
 	return r.PatchStatus(ctx, prof, before)
 }

@@ -130,21 +130,36 @@ func newHarnesses(t *testing.T, p *planes, n int) []*harness {
 		names[i] = hs[i].ns
 	}
 	h := hs[0]
-	mgr, err := operator.Build(h.ctx, p.mgmt.Config, operator.Options{
-		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Provider:    cloudtest.New(tags.AzureRules),
-		Controllers: []string{labelsync.ControllerName},
-		Namespaces:  names,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.stop = testenv.StartManager(h.ctx, t, mgr)
-	t.Cleanup(h.stop)
+	h.start(names)
+	t.Cleanup(func() { h.stop() })
 	for _, o := range hs[1:] {
 		o.stop = h.stop
 	}
 	return hs
+}
+
+// start starts a labelsync controller watching namespaces.
+func (h *harness) start(namespaces []string) {
+	h.t.Helper()
+	mgr, err := operator.Build(h.ctx, h.p.mgmt.Config, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		Provider:    cloudtest.New(tags.AzureRules),
+		Controllers: []string{labelsync.ControllerName},
+		Namespaces:  namespaces,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.stop = testenv.StartManager(h.ctx, h.t, mgr)
+}
+
+// restart stops the harness's controller and starts another for its
+// namespace, as a new leader takes over: nothing the old one kept in
+// memory is left.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.stop()
+	h.start([]string{h.ns})
 }
 
 // create creates obj in the test's namespace of the management cluster.

@@ -299,3 +299,41 @@ func approveDeletions(t *testing.T, h *harness, name string) {
 	cm := read(h, name, &v1alpha1.CloudMetadata{})
 	h.update(cm, func() { cm.Annotations = map[string]string{v1alpha1.ApproveDeletionsAnnotation: token} })
 }
+
+// TestDeletionsAreCountedAcrossARestart: a delete request that reaches its
+// resources one at a time (each classified later) is judged as one, even
+// when the controller restarts between them (a new leader): the deletion
+// the first controller wrote is kept in the status, and the second
+// resource's deletion is held (2 resources are more than a quarter of the
+// 2 that carried the tag within the hour).
+func TestDeletionsAreCountedAcrossARestart(t *testing.T) {
+	h := newHarness(t)
+	ids := h.disks("spr", 2, map[string]string{"env": "dev"})
+	for _, id := range ids[1:] {
+		if err := h.az.Server.DeleteTags(id, classifierOf("spr")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.indexed(ids[1:]...)
+	h.azureMetadata("tags", v1alpha1.OpcodeDelete, map[string]string{"env": ""})
+	h.cloudMetadata("cm", "tags", "", map[string]string{classifierOf("spr"): "owned"})
+	eventually(t, "env deleted from the one classified disk, and the deletion in the status", func() string {
+		cm := read(h, "cm", &v1alpha1.CloudMetadata{})
+		if got := h.tags(ids[0])["env"]; got != "" {
+			return "env=" + got
+		}
+		if r := cm.Status.RecentWrites; r == nil || len(r.Deletions) != 1 || r.Deletions[0].Tag != "env" {
+			return fmt.Sprintf("recentWrites %+v", r)
+		}
+		return ""
+	})
+	h.indexed(ids[0]) // the next pass must not see env on the first disk again
+	h.stop()
+	h.startController()
+	h.seedTags(map[string]string{classifierOf("spr"): "owned"}, ids[1])
+	h.pass("cm")
+	h.waitCondition("CloudMetadata", v1alpha1.ConditionDeletionsHeld, metav1.ConditionTrue, v1alpha1.ReasonMassDeletion, h.cmCondition("cm"))
+	if got := h.tags(ids[1])["env"]; got != "dev" {
+		t.Errorf("the second deletion of env within the hour was written after the restart (env=%q)", got)
+	}
+}

@@ -23,7 +23,6 @@ import (
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ControllerName names the controller in --controllers, logs, metrics and
@@ -67,9 +66,10 @@ type state struct {
 	// written are, per target and resource, the tags the object's recent
 	// writes left (fresh.go).
 	written map[string]map[string]written
-	// deletions are the tag deletions of the last hour's passes, which
-	// the mass-deletion guard counts with a pass's own (safety.go).
-	deletions tags.DeletionLedger
+	// recent is what the last hour's passes wrote that later passes judge
+	// by: the mass-deletion guard counts their deletions with a pass's own
+	// (safety.go). The status keeps it for the next leader.
+	recent kit.Recent
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -108,6 +108,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.states.For(req.NamespacedName, cm.UID)
+	st.recent.Load(cm.Status.RecentWrites)
 	p := r.newPass(&cm, st)
 	p.changed, p.carried, p.fullNeeded = r.index.take(req.NamespacedName)
 	return p.run(ctx)

@@ -105,6 +105,7 @@ func (p *pass) writeStatuses(ctx context.Context, problems []refProblem, outcome
 	}
 	before := p.cm.DeepCopy()
 	s := p.cloudMetadataStatus(problems, outcomes, now)
+	s.RecentWrites = p.st.recent.Status(p.r.Now())
 	steady := *s.DeepCopy()
 	steady.LastSyncTime = p.cm.Status.LastSyncTime
 	s.LastSyncTime = kit.StampSyncTime(p.cm.Status.LastSyncTime, s.LastSyncTime, equality.Semantic.DeepEqual(steady, p.cm.Status), every)

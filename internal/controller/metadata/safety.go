@@ -80,7 +80,7 @@ func (p *pass) safeguard(planned []*targetPlan) {
 		return
 	}
 	spread.Carriers = carriersOf(planned, spread.NameCase)
-	spread.Recent = p.st.deletions.Recent(p.started)
+	spread.Recent = p.st.recent.Deletions.Recent(p.started)
 	md := tags.GuardDeletions(all, spread)
 	defer p.recordDeletions(all, md, spread.NameCase)
 	if !md.Held() {
@@ -158,7 +158,7 @@ func (p *pass) recordDeletions(all []tags.Deletions, md tags.MassDeletion, nc ta
 	for _, d := range all {
 		for _, name := range d.Names {
 			if approved || !md.Has(nc, d.Resource, name) {
-				p.st.deletions.Record(nc, d.Resource, []string{name}, p.started)
+				p.st.recent.Deletions.Record(nc, d.Resource, []string{name}, p.started)
 			}
 		}
 	}

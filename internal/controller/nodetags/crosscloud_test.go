@@ -315,8 +315,10 @@ var behaviours = []behaviour{
 	// Deletions only by intent (intent_test.go).
 	{name: "node-pool-rewrite", run: nodePoolRewrite},
 	{name: "restore-fight", run: restoreFight},
+	{name: "restore-fight-across-leaders", run: restoreFightAcrossLeaders},
 	{name: "label-tidy-up", run: labelTidyUp},
 	{name: "spread-deletions", run: spreadDeletions},
+	{name: "spread-across-leaders", run: spreadAcrossLeaders},
 	{name: "cloud-removal-cascade", run: cloudRemovalCascade},
 	{name: "pool-vote", run: poolVote},
 	{name: "target-change", run: targetChange,

@@ -45,3 +45,8 @@ func (r *Reconciler) Targetable(name string) bool {
 func (r *Reconciler) EchoExpected(node string) bool {
 	return r.writes.Has(node)
 }
+
+// NewLeader forgets what the reconciler keeps in memory of a NodeTagSync,
+// as a new leader (or a restarted controller) starts without it: its next
+// pass starts from the object's status.
+func (r *Reconciler) NewLeader(name string) { r.syncs.Forget(name) }

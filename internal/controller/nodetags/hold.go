@@ -207,33 +207,22 @@ func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.
 	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
 }
 
-// maxRestores is how many times within restoreWindow a pass puts back one
-// tag on one resource (a platform's rewrite) before it stops: the tag is
-// then being removed again each time by another writer, and putting it
-// back once more would only start another round.
-const (
-	maxRestores   = 3
-	restoreWindow = time.Hour
-)
-
-// restoreLog remembers when each tag was put back on each resource.
-type restoreLog map[string][]time.Time // resource ID + "\x00" + nc.Key(tag) → times
+// maxRestores is how many times within the window (kit.RecentWindow) a
+// pass puts back one tag on one resource (a platform's rewrite) before it
+// stops: the tag is then being removed again each time by another writer,
+// and putting it back once more would only start another round.
+const maxRestores = 3
 
 // stopFights takes out of the plans' writes the restores of a tag put
-// back maxRestores times within the window on that resource, and returns
-// them as "resource: tag" (the labels stay; nothing is deleted).
-func (l restoreLog) stopFights(nc tags.NameCase, plans []*resourcePlan, now time.Time) []string {
-	for k, times := range l {
-		if times = slices.DeleteFunc(times, func(t time.Time) bool { return now.Sub(t) > restoreWindow }); len(times) == 0 {
-			delete(l, k)
-		} else {
-			l[k] = times
-		}
-	}
+// back maxRestores times within the window on that resource (restores
+// says when), and returns them as "resource: tag" (the labels stay;
+// nothing is deleted).
+func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, now time.Time) []string {
+	restores.Prune(now)
 	var stopped []string
 	for _, plan := range plans {
 		for _, name := range plan.restored {
-			if len(l[plan.resource.ID+"\x00"+nc.Key(name)]) < maxRestores || !plan.proposed.Set.Has(nc, name) {
+			if len(restores[kit.RecentTag{Resource: plan.resource.ID, Tag: nc.Key(name)}]) < maxRestores || !plan.proposed.Set.Has(nc, name) {
 				continue
 			}
 			plan.proposed = tags.Patch{Set: plan.proposed.Set.Without(nc, name), Delete: plan.proposed.Delete}
@@ -244,10 +233,9 @@ func (l restoreLog) stopFights(nc tags.NameCase, plans []*resourcePlan, now time
 	return stopped
 }
 
-// record notes the restores the plan's write made.
-func (l restoreLog) record(nc tags.NameCase, plan *resourcePlan, now time.Time) {
+// recordRestores notes the restores the plan's write made.
+func recordRestores(restores *kit.Restores, nc tags.NameCase, plan *resourcePlan, now time.Time) {
 	for _, name := range plan.restoredWritten(nc) {
-		k := plan.resource.ID + "\x00" + nc.Key(name)
-		l[k] = append(l[k], now)
+		restores.Add(kit.RecentTag{Resource: plan.resource.ID, Tag: nc.Key(name)}, now)
 	}
 }

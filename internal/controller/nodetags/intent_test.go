@@ -57,7 +57,14 @@ func nodePoolRewrite(o *onCloud) {
 // that came from a label each time tagsync puts it back. After three
 // restores within the hour tagsync stops (RestoreStopped), so the two
 // never take turns forever; the labels stay.
-func restoreFight(o *onCloud) {
+func restoreFight(o *onCloud) { fight(o, false) }
+
+// restoreFightAcrossLeaders: restoreFight with a new leader after the
+// third restore: it counts the restores the old leader made (the status
+// keeps them) and stops as the old one would have.
+func restoreFightAcrossLeaders(o *onCloud) { fight(o, true) }
+
+func fight(o *onCloud, newLeader bool) {
 	id, pids := o.cloud.group(o.harness, o.name, 2, pool)
 	nodes := o.nodes(pids)
 	o.sync(nil)
@@ -70,6 +77,9 @@ func restoreFight(o *onCloud) {
 		o.cloud.edit(o.harness, id, nil, "team")
 		o.syncNow(o.name)
 		o.waitTag(id, "team", "blue")
+	}
+	if newLeader {
+		o.newLeader(func(r *v1alpha1.RecentWrites) bool { return len(r.Restores) == 1 && len(r.Restores[0].Times) == 3 })
 	}
 	o.cloud.edit(o.harness, id, nil, "team")
 	o.syncNow(o.name)
@@ -125,7 +135,14 @@ func cloudRemovalCascade(o *onCloud) {
 // labels one Node at a time, pass after pass, is deleted from the first
 // resource and held on the second: 2 of 5 is more than a quarter of the
 // resources that carry it, however many passes it takes.
-func spreadDeletions(o *onCloud) {
+func spreadDeletions(o *onCloud) { spread(o, false) }
+
+// spreadAcrossLeaders: spreadDeletions with a new leader between the two
+// deletions: it counts the deletion the old leader wrote (the status
+// keeps it) and holds the second.
+func spreadAcrossLeaders(o *onCloud) { spread(o, true) }
+
+func spread(o *onCloud, newLeader bool) {
 	var ids, nodes []string
 	for i := range 5 {
 		id, pid := o.cloud.solo(o.harness, fmt.Sprintf("%s-%d", o.name, i), map[string]string{"env": "prod"})
@@ -140,6 +157,9 @@ func spreadDeletions(o *onCloud) {
 
 	removeLabel(o.harness, nodes[0], o.label("owner"))
 	o.waitTag(ids[0], "owner", absent)
+	if newLeader {
+		o.newLeader(func(r *v1alpha1.RecentWrites) bool { return len(r.Deletions) == 1 && r.Deletions[0].Tag == "owner" })
+	}
 	removeLabel(o.harness, nodes[1], o.label("owner"))
 	o.waitHeld(1)
 	if got := o.cloud.tags(o.harness, ids[1])["owner"]; got != "payments" {
@@ -217,6 +237,20 @@ func suspendedDeletions(o *onCloud) {
 			o.t.Fatalf("resuming wrote the deletions made while suspended: %s has %v", id, got)
 		}
 	}
+}
+
+// newLeader waits until the NodeTagSync's status keeps the recent writes
+// kept says, then makes the controller forget what it remembers of the
+// object in memory, as a new leader starts.
+func (o *onCloud) newLeader(kept func(*v1alpha1.RecentWrites) bool) {
+	o.t.Helper()
+	o.waitStatus(o.name, "the recent writes in the status", func(nts *v1alpha1.NodeTagSync) string {
+		if r := nts.Status.RecentWrites; r == nil || !kept(r) {
+			return fmt.Sprintf("recentWrites %+v", r)
+		}
+		return ""
+	})
+	o.rec.NewLeader(o.name)
 }
 
 // solos creates n resources in no group (Azure VMs, AWS instances) tagged

@@ -77,15 +77,14 @@ type syncState struct {
 	// notYetPasses counts the passes in a row that found a node's resource
 	// the cloud does not show yet (notYetRequeue).
 	notYetPasses int
-	// deletions are the deletions of the last hour's passes, full and
-	// targeted, and carriers how many resources carried each synced tag
-	// at the last full pass: the mass-deletion guard judges a tag's
-	// deletions across passes (tags.GuardDeletions).
-	deletions tags.DeletionLedger
-	carriers  map[string]int
-	// restores are the tags recent passes put back, per resource: one
-	// put back maxRestores times within the hour is left alone (hold.go).
-	restores restoreLog
+	// recent is what the last hour's passes, full and targeted, wrote
+	// that later passes judge by (kit.Recent): the mass-deletion guard
+	// judges a tag's deletions across passes (tags.GuardDeletions), and a
+	// tag put back too often on one resource is left alone (hold.go).
+	// carriers is how many resources carried each synced tag at the last
+	// full pass.
+	recent   kit.Recent
+	carriers map[string]int
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -115,6 +114,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	st := r.syncs.For(nts.Name, nts.UID)
+	st.recent.Load(nts.Status.RecentWrites)
 	cfg, err := configFor(&nts, r.providers)
 	if err == nil {
 		err = kit.RequiredVersion("NodeTagSync", &nts, version.Get())
@@ -438,12 +438,9 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 		people: p.people}, nodes, snap)
 	h := holdWrites(p.cfg, pl.plans, p.guardInput(pl, snap), approval(p.nts, p.heldBefore(), p.r.Now()))
 	for _, d := range h.allowed {
-		p.st.deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
+		p.st.recent.Deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
 	}
-	if p.st.restores == nil {
-		p.st.restores = restoreLog{}
-	}
-	h.fights = p.st.restores.stopFights(p.cfg.nameCase(), pl.plans, p.r.Now())
+	h.fights = stopFights(p.st.recent.Restores, p.cfg.nameCase(), pl.plans, p.r.Now())
 	p.writeAll(ctx, pl.plans)
 	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
 	p.writeNodes(ctx, pl.plans)
@@ -463,7 +460,7 @@ func (p *pass) guardInput(pl passPlan, snap cloud.Snapshot) guardInput {
 			now[k] = max(now[k], n)
 		}
 	}
-	return guardInput{carriers: now, recent: p.st.deletions.Recent(p.r.Now())}
+	return guardInput{carriers: now, recent: p.st.recent.Deletions.Recent(p.r.Now())}
 }
 
 // heldBefore is the mass deletion the last pass held (nil: none): the

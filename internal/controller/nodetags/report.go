@@ -35,7 +35,7 @@ func (p *pass) report(ctx context.Context, pl passPlan, h held) {
 	for _, f := range h.fights {
 		p.notes.Once(p.nts, "fight/"+f, ReasonRestoreStopped, fmt.Sprintf("%s was put back %d times within %s and removed again "+
 			"each time: another writer (a policy, a reconciler) removes it. tagsync stops putting it back there; the labels "+
-			"stay. Find the writer in the activity log, or remove the label from the Nodes to let the tag go.", f, maxRestores, restoreWindow))
+			"stay. Find the writer in the activity log, or remove the label from the Nodes to let the tag go.", f, maxRestores, kit.RecentWindow))
 	}
 	p.out.synced += pl.steadyNodes + pl.inFlight
 	p.out.inFlight += pl.inFlight
@@ -119,7 +119,7 @@ func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
 		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(*plan))
 	}
 	if restored := plan.restoredWritten(p.cfg.nameCase()); len(restored) > 0 {
-		p.st.restores.record(p.cfg.nameCase(), plan, p.r.Now())
+		recordRestores(&p.st.recent.Restores, p.cfg.nameCase(), plan, p.r.Now())
 		out.restored += len(restored)
 		p.notes.Warn(nts, ReasonTagsRestored, restoreMessage(id, restored))
 	}
@@ -752,6 +752,7 @@ func setConditions(st *v1alpha1.NodeTagSyncStatus, gen int64, conds ...metav1.Co
 // wrote.
 func (r *Reconciler) writeStatus(ctx context.Context, nts *v1alpha1.NodeTagSync, st v1alpha1.NodeTagSyncStatus, state *syncState) error {
 	orig := nts.DeepCopy()
+	st.RecentWrites = state.recent.Status(r.Now())
 	nts.Status = st
 	if err := r.PatchStatus(ctx, nts, orig); err != nil {
 		r.rememberStatus(state, nil)
