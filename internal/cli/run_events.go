@@ -26,6 +26,7 @@ type eventFlags struct {
 	sqsQueueURL string
 	sqsRegion   string
 	sqsMaxHold  time.Duration
+	sqsWait     time.Duration
 	sqsRules    bool
 	sqsRulesDue time.Duration
 	silentAfter time.Duration
@@ -62,6 +63,9 @@ func (e *eventFlags) bind(fs *pflag.FlagSet, op *operator.EventsOptions) {
 	fs.StringVar(&e.sqsRegion, "events-sqs-region", "", "region of --events-sqs-queue-url (default: from the URL)")
 	fs.DurationVar(&e.sqsMaxHold, "events-sqs-max-hold", sqs.DefaultMaxHold,
 		"how long an SQS message is kept hidden (its visibility timeout extended) while the passes it triggered run, at most 12h; then it is received again")
+	fs.DurationVar(&e.sqsWait, "events-sqs-attribution-wait", 0,
+		"how long an AWS tag change that removed tags waits for the CloudTrail event (AWS API Call via CloudTrail) naming who removed them, at most 10m; "+
+			"a person's removal (console, root, IAM Identity Center) then reaches the labels whatever side the tag came from; needs the rule to send those events (docs/events.md); 0: no wait")
 	fs.BoolVar(&e.sqsRules, "events-sqs-check-rules", true,
 		"check every --events-sqs-rule-check-interval that an enabled EventBridge rule on the default event bus sends to the queue (events:ListRuleNamesByTarget, events:DescribeRule); none takes the source down (Events=False), which a quiet estate could not show otherwise")
 	fs.DurationVar(&e.sqsRulesDue, "events-sqs-rule-check-interval", sqs.DefaultRuleCheckInterval, "how often the EventBridge rules that send to the queue are checked")
@@ -131,7 +135,7 @@ func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.Event
 		return nil, errors.New("the --events-webhook-* flags need --events-webhook-bind-address")
 	}
 	if e.sqsQueueURL != "" {
-		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg, MaxHold: e.sqsMaxHold, CheckRules: e.sqsRules, RuleCheckInterval: e.sqsRulesDue}
+		cfg := sqs.Config{QueueURL: e.sqsQueueURL, AWS: awsCfg, MaxHold: e.sqsMaxHold, AttributionWait: e.sqsWait, CheckRules: e.sqsRules, RuleCheckInterval: e.sqsRulesDue}
 		if e.sqsRegion != "" {
 			cfg.AWS.Region = e.sqsRegion
 		}

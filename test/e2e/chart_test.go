@@ -277,7 +277,7 @@ var eventsFlags = []string{
 	"--events-webhook-bind-address", "--events-webhook-cert-dir", "--events-webhook-secret-file",
 	"--events-webhook-entra-tenant-id", "--events-webhook-entra-audience", "--events-webhook-entra-authority",
 	"--events-webhook-entra-allowed-callers", "--events-max-age", "--events-sqs-queue-url", "--events-sqs-region",
-	"--events-sqs-max-hold", "--events-resync-interval", "--events-queue-size", "--events-silent-after",
+	"--events-sqs-max-hold", "--events-sqs-attribution-wait", "--events-resync-interval", "--events-queue-size", "--events-silent-after",
 }
 
 // eventsCases are the renderings with cloud events on (the defaults row
@@ -323,10 +323,10 @@ func eventsCases() []chartCase {
 				}
 			}},
 		{name: "SQS with the metadata controller (IRSA)", values: awsModes["awsIRSA"],
-			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1,events.sqs.maxHold=30m",
+			set:         "events.sqs.queueURL=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events,events.sqs.region=us-east-1,events.sqs.maxHold=30m,events.sqs.attributionWait=2m",
 			controllers: "metadata",
 			args: append([]string{"--events-sqs-queue-url=https://sqs.us-east-1.amazonaws.com/111122223333/tagsync-events",
-				"--events-sqs-region=us-east-1", "--events-sqs-max-hold=30m", "--aws-region=us-east-1"}, common...),
+				"--events-sqs-region=us-east-1", "--events-sqs-max-hold=30m", "--events-sqs-attribution-wait=2m", "--aws-region=us-east-1"}, common...),
 			noArgs: []string{"--events-webhook-bind-address", "--events-webhook-secret-file"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				checkNoWebhook(t, objs)

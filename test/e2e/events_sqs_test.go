@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -123,4 +124,89 @@ func queueCounts(t *testing.T, moto *testenv.Moto, queue string) string {
 	must(t, err)
 	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)] + "/" +
 		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+}
+
+// TestAPersonsRemovalOnAWSReachesTheLabels runs `tagsync run` with an SQS
+// queue whose rule also sends the CloudTrail events of tag writes, and
+// --events-sqs-attribution-wait. A tag that came from a Node's label is
+// removed from its instance twice: by a role (Terraform, a controller),
+// which CloudTrail names: the tag is put back and the label stays; then by
+// a person in the console: the label follows. Each removal's "Tag Change
+// on Resource" event is sent before its CloudTrail event, the order that
+// needs the wait.
+func TestAPersonsRemovalOnAWSReachesTheLabels(t *testing.T) {
+	cleanupSyncObjects(t)
+	moto := testenv.StartMoto(t)
+	ids := awstest.RunInstances(t, moto, 1, map[string]string{"env": "prod"})
+	ctx := context.Background()
+	label := v1alpha1.AWSLabelPrefix + "/team"
+	must(t, kube.Client.Create(ctx, build.Node("who-0", build.ProviderID(seed.ProviderID(testenv.MotoRegion, ids[0])), build.Labels(map[string]string{label: "blue"}))))
+	queue := motoQueue(t, moto, "tagsync-who")
+	must(t, kube.Client.Create(ctx, build.NodeTagSync("who", build.Provider(v1alpha1.ProviderAWS), build.ResyncInterval(time.Hour))))
+	env := []string{"AWS_ACCESS_KEY_ID=" + testenv.MotoAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + testenv.MotoSecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+	p := startTagsyncEnv(t, "tagsync (who)", env, "--kubeconfig="+writeKubeconfig(t, ""), "--controllers=nodetags", "--leader-elect=false",
+		"--aws-region="+testenv.MotoRegion, "--aws-endpoint="+moto.URL, "--events-sqs-queue-url="+queue, "--events-sqs-attribution-wait=1m")
+	waitNodeTagSync(ctx, t, "who", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 1) })
+	teamIs := func(want string) func() string {
+		return func() string {
+			if got := seed.InstanceTags(t, moto.Config, testenv.MotoRegion, ids[0])["team"]; got != want {
+				return fmt.Sprintf("team=%q", got)
+			}
+			return ""
+		}
+	}
+	eventually(t, "team copied up from the label", teamIs("blue"))
+
+	role := `{"type": "AssumedRole", "arn": "arn:aws:sts::` + testenv.MotoAccountID + `:assumed-role/terraform/ci", "principalId": "AROAEXAMPLE:ci"}`
+	seed.SetInstanceTags(t, moto.Config, testenv.MotoRegion, ids[0], nil, "team")
+	sendRemoval(t, moto, queue, ids[0], "team", map[string]string{"env": "prod"}, role, false, time.Now())
+	eventually(t, "the role's removal put back", teamIs("blue"))
+	if p.metric(t, "tagsync_events_sqs_removals_total", `writer="other"`) != 1 {
+		t.Errorf("the role's removal was not attributed to it")
+	}
+
+	person := `{"type": "IAMUser", "arn": "arn:aws:iam::` + testenv.MotoAccountID + `:user/ana", "principalId": "AIDAEXAMPLE"}`
+	seed.SetInstanceTags(t, moto.Config, testenv.MotoRegion, ids[0], nil, "team")
+	// Dated apart from the role's: a call is matched to the change by time.
+	sendRemoval(t, moto, queue, ids[0], "team", map[string]string{"env": "prod"}, person, true, time.Now().Add(30*time.Second))
+	eventually(t, "the person's removal on Node who-0", func() string {
+		var n corev1.Node
+		must(t, kube.Client.Get(ctx, client.ObjectKey{Name: "who-0"}, &n))
+		if v, ok := n.Labels[label]; ok {
+			return fmt.Sprintf("label %q", v)
+		}
+		return ""
+	})
+	if got := seed.InstanceTags(t, moto.Config, testenv.MotoRegion, ids[0]); got["team"] != "" {
+		t.Errorf("the person's removal was undone: %v", got)
+	}
+	p.stop(t)
+}
+
+// sendRemoval sends, for the removal of key from an instance whose tags
+// are now left, the "Tag Change on Resource" event and then the
+// CloudTrail event of the DeleteTags call made by identity (a
+// userIdentity element), from the console when console is set, both dated
+// at.
+func sendRemoval(t *testing.T, moto *testenv.Moto, queue, instance, key string, left map[string]string, identity string, console bool, at time.Time) {
+	t.Helper()
+	now := at.UTC().Format(time.RFC3339)
+	arn := fmt.Sprintf("arn:aws:ec2:%s:%s:instance/%s", testenv.MotoRegion, testenv.MotoAccountID, instance)
+	tags, err := json.Marshal(left)
+	must(t, err)
+	change := fmt.Sprintf(`{"version": "0", "id": "e2e-change-%d", "detail-type": "Tag Change on Resource", "source": "aws.tag",
+  "account": %q, "time": %q, "region": %q, "resources": [%q],
+  "detail": {"changed-tag-keys": [%q], "service": "ec2", "resource-type": "instance", "version": 3, "tags": %s}}`,
+		time.Now().UnixNano(), testenv.MotoAccountID, now, testenv.MotoRegion, arn, key, tags)
+	call := fmt.Sprintf(`{"version": "0", "id": "e2e-call-%d", "detail-type": "AWS API Call via CloudTrail", "source": "aws.ec2",
+  "account": %q, "time": %q, "region": %q, "resources": [],
+  "detail": {"eventSource": "ec2.amazonaws.com", "eventName": "DeleteTags", "eventTime": %q, "awsRegion": %q,
+    "userIdentity": %s, "sessionCredentialFromConsole": "%t",
+    "requestParameters": {"resourcesSet": {"items": [{"resourceId": %q}]}, "tagSet": {"items": [{"key": %q}]}}}}`,
+		time.Now().UnixNano(), testenv.MotoAccountID, now, testenv.MotoRegion, now, testenv.MotoRegion, identity, console, instance, key)
+	c := awssqs.NewFromConfig(moto.Config)
+	for _, body := range []string{change, call} {
+		_, err := c.SendMessage(context.Background(), &awssqs.SendMessageInput{QueueUrl: &queue, MessageBody: &body})
+		must(t, err)
+	}
 }

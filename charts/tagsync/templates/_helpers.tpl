@@ -409,6 +409,9 @@ tagsync.eventsArgs are the --events-* flags, only when an event source is on
 {{- with $e.sqs.maxHold }}
 - --events-sqs-max-hold={{ . }}
 {{- end }}
+{{- with $e.sqs.attributionWait }}
+- --events-sqs-attribution-wait={{ . }}
+{{- end }}
 {{- end }}
 {{- end }}
 

@@ -80,7 +80,19 @@ type Config struct {
 	CheckRules bool `json:"checkRules,omitempty"`
 	// RuleCheckInterval is how often (DefaultRuleCheckInterval when 0).
 	RuleCheckInterval time.Duration `json:"ruleCheckInterval,omitempty"`
+	// AttributionWait is how long a tag change that removed tags waits
+	// for the CloudTrail event of the call that made it, so that it is
+	// published naming who removed them (a person's removal crosses over
+	// to the labels whatever side the tag came from). It needs the rule
+	// to send "AWS API Call via CloudTrail" events of tag writes too
+	// (doc.go); 0: no wait, a change takes a writer only from a call that
+	// arrived before it. At most MaxAttributionWait.
+	AttributionWait time.Duration `json:"attributionWait,omitempty"`
 }
+
+// MaxAttributionWait is the longest Config.AttributionWait: a removal
+// waits at most this long to reach the labels.
+const MaxAttributionWait = 10 * time.Minute
 
 // Validate checks the configuration without calling AWS: a queue URL, a
 // wait of whole seconds up to 20 s, no negative bound, a hold of at most
@@ -101,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.PoisonReceiveCount < 0 {
 		errs = append(errs, fmt.Errorf("the poison receive count (%d) is negative", c.PoisonReceiveCount))
+	}
+	if c.AttributionWait < 0 || c.AttributionWait > MaxAttributionWait {
+		errs = append(errs, fmt.Errorf("the wait for a removal's CloudTrail event (%s) is not from 0 to %s", c.AttributionWait, MaxAttributionWait))
 	}
 	if c.MaxHold < 0 || c.MaxHold > MaxMaxHold {
 		errs = append(errs, fmt.Errorf("the longest hold of an SQS message (%s) is not from 0 to %s", c.MaxHold, MaxMaxHold))

@@ -58,6 +58,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "a hold of 12 h", cfg: Config{QueueURL: queue, MaxHold: MaxMaxHold}},
 		{name: "a hold over 12 h", cfg: Config{QueueURL: queue, MaxHold: MaxMaxHold + time.Second}, want: "longest hold"},
 		{name: "a negative hold", cfg: Config{QueueURL: queue, MaxHold: -time.Second}, want: "longest hold"},
+		{name: "an attribution wait of 10 min", cfg: Config{QueueURL: queue, AttributionWait: MaxAttributionWait}},
+		{name: "an attribution wait over 10 min", cfg: Config{QueueURL: queue, AttributionWait: MaxAttributionWait + time.Second}, want: "CloudTrail event"},
 		{name: "half the static keys", cfg: Config{QueueURL: queue, AWS: aws.Config{AccessKeyID: "AKIA"}},
 			want: aws.FlagSecretAccessKeyFile},
 	}

@@ -55,6 +55,15 @@
 // and "State change events for Amazon EC2 instances"
 // (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitoring-instance-state-changes.html).
 //
+// A third kind names who wrote tags (callers.go): source aws.ec2 or
+// aws.autoscaling, detail-type "AWS API Call via CloudTrail", a CloudTrail
+// record of a successful CreateTags, DeleteTags or CreateOrUpdateTags. It
+// is no change: the source keeps its writer (the record's userIdentity)
+// for the resources it names and gives it to the tag change of the same
+// resource dated within seconds of it (Change.Writer). A tag change that
+// removed tags waits Config.AttributionWait for its call when the call
+// has not come first.
+//
 // Any other well-formed event (another source or detail-type, e.g.
 // aws.tag's "Invalid Effective Tag Policy") is deleted unpublished and
 // counted as ignored. A body that is not such an event (not JSON, no

@@ -23,6 +23,15 @@ const (
 	MetricReReceived   = "tagsync_events_sqs_messages_received_in_flight_total"
 	MetricInFlight     = "tagsync_events_sqs_messages_in_flight"
 	MetricUp           = "tagsync_events_sqs_up"
+	MetricCalls        = "tagsync_events_sqs_tag_calls_total"
+	MetricRemovals     = "tagsync_events_sqs_removals_total"
+)
+
+// The writers of MetricRemovals.
+const (
+	writerPerson  = "person"
+	writerOther   = "other"
+	writerUnknown = "unknown"
 )
 
 // The reasons of MetricPoison.
@@ -35,7 +44,8 @@ const (
 type metrics struct {
 	received, deleted, ignored, failed, deleteErrors prometheus.Counter
 	extended, extendErrors, holdExpired, rereceived  prometheus.Counter
-	poison, receiveErrors                            *prometheus.CounterVec
+	calls                                            prometheus.Counter
+	poison, receiveErrors, removals                  *prometheus.CounterVec
 	inFlight, up                                     prometheus.Gauge
 }
 
@@ -66,6 +76,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		receiveErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReceiveError,
 			Help: "Failed SQS receives (and queue attribute reads), by reason: queue_gone, access_denied, credentials, unreachable, throttled, other."},
 			[]string{"reason"}),
+		calls: counter(MetricCalls,
+			"CloudTrail events of tag writes (AWS API Call via CloudTrail: CreateTags, DeleteTags, CreateOrUpdateTags) read for who made a tag change; acknowledged, never a pass of their own."),
+		removals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRemovals,
+			Help: "Tag changes that removed tags, published by who the CloudTrail event of their call says removed them: person, other (a role, a service, automation), unknown (no CloudTrail event within --events-sqs-attribution-wait)."},
+			[]string{"writer"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlight,
 			Help: "SQS messages received and not yet done."}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricUp,
@@ -75,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.received, m.deleted, m.ignored, m.failed, m.deleteErrors, m.extended,
-		m.extendErrors, m.holdExpired, m.rereceived, m.poison, m.receiveErrors, m.inFlight, m.up} {
+		m.extendErrors, m.holdExpired, m.rereceived, m.poison, m.receiveErrors, m.inFlight, m.up, m.calls, m.removals} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("sqs: register metrics: %w", err)
 		}

@@ -70,36 +70,69 @@ type stateChangeDetail struct {
 // is not a well-formed event tagsync reads (a poison message: not JSON,
 // no source or detail-type, no id, time or resource, a detail of the
 // wrong shape).
+//
+// A CloudTrail event of a tag write (see parseCall) is not a change: Parse
+// returns ErrNotRead for it, and the source reads it for who made the
+// change its tag change event reports.
 func Parse(body string) (cloudchange.Change, error) {
+	ev, err := parse(body)
+	if err == nil && ev.call != nil {
+		err = fmt.Errorf("%w: a CloudTrail call names who wrote, not what changed", ErrNotRead)
+	}
+	return ev.change, err
+}
+
+// event is what one message says: a change (and whether it removed
+// tags), or a call that names who wrote tags.
+type event struct {
+	change cloudchange.Change
+	// removes is set for a tag change that removed a tag.
+	removes bool
+	call    *call
+}
+
+// parse reads a message's body (see Parse).
+func parse(body string) (event, error) {
 	var env envelope
 	if err := json.Unmarshal([]byte(body), &env); err != nil {
-		return cloudchange.Change{}, fmt.Errorf("not an EventBridge event: %w", err)
+		return event{}, fmt.Errorf("not an EventBridge event: %w", err)
 	}
 	if env.Source == "" || env.DetailType == "" {
-		return cloudchange.Change{}, errors.New(`not an EventBridge event: no "source" or no "detail-type"`)
+		return event{}, errors.New(`not an EventBridge event: no "source" or no "detail-type"`)
 	}
 	switch {
 	case env.Source == sourceTag && env.DetailType == detailTypeTag:
 		return parseTagChange(env)
 	case env.Source == sourceEC2 && env.DetailType == detailTypeEC2State:
-		return parseStateChange(env)
+		c, err := parseStateChange(env)
+		return event{change: c}, err
+	case (env.Source == sourceEC2 || env.Source == sourceAutoscale) && env.DetailType == detailTypeCall:
+		c, err := parseCall(env)
+		return event{call: c}, err
 	}
-	return cloudchange.Change{}, fmt.Errorf("%w: source %q, detail-type %q", ErrNotRead, env.Source, env.DetailType)
+	return event{}, fmt.Errorf("%w: source %q, detail-type %q", ErrNotRead, env.Source, env.DetailType)
 }
 
 // parseTagChange reads a "Tag Change on Resource" event: a write whose
 // Tags are the resource's whole tag set after the change (nil when the
 // detail has no "tags", so that a pass reads them).
-func parseTagChange(env envelope) (cloudchange.Change, error) {
+func parseTagChange(env envelope) (event, error) {
 	c, d, err := changeWithDetail[tagChangeDetail](env)
 	if err != nil {
-		return c, err
+		return event{change: c}, err
 	}
 	c.Kind = cloudchange.KindWrite
+	ev := event{change: c}
+	ev.removes = d.Tags == nil && len(d.ChangedTagKeys) > 0 // unknown: may have
 	if d.Tags != nil {
-		c.Tags = tags.Set(d.Tags)
+		ev.change.Tags = tags.Set(d.Tags)
+		for _, k := range d.ChangedTagKeys {
+			if _, ok := d.Tags[k]; !ok {
+				ev.removes = true
+			}
+		}
 	}
-	return c, nil
+	return ev, nil
 }
 
 // parseStateChange reads an "EC2 Instance State-change Notification": a

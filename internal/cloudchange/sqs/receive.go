@@ -195,7 +195,8 @@ func (s *Source) handle(m types.Message) {
 	s.metrics.received.Inc()
 	msg := message{id: sdkaws.ToString(m.MessageId), receipt: sdkaws.ToString(m.ReceiptHandle)}
 	receives, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	change, err := Parse(sdkaws.ToString(m.Body))
+	ev, err := parse(sdkaws.ToString(m.Body))
+	change := ev.change
 	switch {
 	case errors.Is(err, ErrNotRead):
 		s.metrics.ignored.Inc()
@@ -214,6 +215,11 @@ func (s *Source) handle(m types.Message) {
 		s.log.Info("an SQS message was received too often: its passes keep failing", "message", msg.id,
 			"receiveCount", receives, "resource", change.Resource, "event", change.ID)
 	}
+	if ev.call != nil {
+		s.attribute(*ev.call)
+		s.acks <- msg
+		return
+	}
 	if !s.holds.add(msg, time.Now()) {
 		s.metrics.rereceived.Inc()
 		s.log.V(1).Info("an SQS message was received again while its passes run; it is deleted when they succeed",
@@ -222,6 +228,44 @@ func (s *Source) handle(m types.Message) {
 		return
 	}
 	s.health.delivered(time.Now())
+	if ev.removes {
+		if w, ok := s.attr.writerOf(change, time.Now()); ok {
+			change.Writer = w
+		} else if s.cfg.AttributionWait > 0 {
+			s.attr.await(msg, change, s.cfg.AttributionWait, s.publishRemoval)
+			return
+		}
+		s.publishRemoval(msg, change)
+		return
+	}
+	s.publish(msg, change)
+}
+
+// publishRemoval publishes a change that removed tags, counted by its
+// writer.
+func (s *Source) publishRemoval(msg message, change cloudchange.Change) {
+	writer := writerUnknown
+	switch {
+	case change.Writer.Person:
+		writer = writerPerson
+	case change.Writer.ID != "":
+		writer = writerOther
+	}
+	s.metrics.removals.WithLabelValues(writer).Inc()
+	s.publish(msg, change)
+}
+
+// attribute publishes, naming their writer, the waiting changes the call
+// c made.
+func (s *Source) attribute(c call) {
+	s.metrics.calls.Inc()
+	for _, w := range s.attr.record(c, time.Now()) {
+		s.publishRemoval(w.msg, w.change)
+	}
+}
+
+// publish hands a held message's change to the sink.
+func (s *Source) publish(msg message, change cloudchange.Change) {
 	if err := s.sink.Publish([]cloudchange.Change{change}, s.doneFunc(msg, change)); err != nil {
 		// Not taken (a full queue): the message stays on the queue, to be
 		// received again once its visibility timeout ends.

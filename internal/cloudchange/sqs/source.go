@@ -46,6 +46,7 @@ type Source struct {
 	slots  *semaphore.Weighted // one per message in flight
 	acks   chan message        // messages done, to delete; buffered MaxInFlight
 	holds  holds               // messages published and not done, kept hidden
+	attr   attribution         // removals waiting for the CloudTrail event naming who made them
 	health healthState
 
 	// The visibility timeout receives ask for and the heartbeat extends

@@ -53,6 +53,9 @@ func TestSourceOnMoto(t *testing.T) {
 		{"PassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden", testPassLongerThanTheVisibilityTimeoutKeepsItsMessageHidden},
 		{"MessageHeldLongerThanMaxHoldIsReceivedAgain", testMessageHeldLongerThanMaxHoldIsReceivedAgain},
 		{"MessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds", testMessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds},
+		{"RemovalWaitsForItsCloudTrailEvent", testRemovalWaitsForItsCloudTrailEvent},
+		{"RemovalTakesTheWriterOfAnEarlierCloudTrailEvent", testRemovalTakesTheWriterOfAnEarlierCloudTrailEvent},
+		{"RemovalWithoutCloudTrailEventIsPublishedAfterTheWait", testRemovalWithoutCloudTrailEventIsPublishedAfterTheWait},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -676,5 +679,73 @@ func testMessageReceivedAgainWhileItsPassRunsIsDeletedOnlyWhenAPassSucceeds(t *t
 	}
 	sub.Started("object")(nil)
 	waitCounts(t, q.url, "visible=0 notVisible=0")
+	waitDeleted(t, s, 1)
+}
+
+// alice is the writer callBody names.
+var alice = cloudchange.Writer{ID: "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com", Person: true}
+
+// attributed waits for one delivery and checks it names want as its
+// writer, and that the removal was counted under label.
+func attributed(t *testing.T, s *Source, sink *recordingSink, want cloudchange.Writer, label string) {
+	t.Helper()
+	got := sink.wait(t, 1)
+	if len(got) != 1 || got[0].changes[0].Writer != want {
+		t.Fatalf("deliveries %+v, want one naming %+v", got, want)
+	}
+	if n := testutil.ToFloat64(s.metrics.removals.WithLabelValues(label)); n != 1 {
+		t.Errorf("%s{writer=%q} = %v, want 1", MetricRemovals, label, n)
+	}
+	got[0].done(nil)
+}
+
+// testRemovalWaitsForItsCloudTrailEvent: a tag change that removed a tag
+// is not published until the CloudTrail event of its call names who made
+// it (a person, from the console); the call's message is deleted at once,
+// the change's once its pass is done.
+func testRemovalWaitsForItsCloudTrailEvent(t *testing.T) {
+	q := newQueue(t, "", nil)
+	sink := &recordingSink{}
+	cfg := config(q.url)
+	cfg.AttributionWait = time.Minute
+	s := start(t, cfg, sink)
+	send(t, q.url, tagChangeBody)
+	testenv.Eventually(t, waitLimit, "the removal received", func() string {
+		if n := testutil.ToFloat64(s.metrics.received); n < 1 {
+			return fmt.Sprintf("received %v", n)
+		}
+		return ""
+	})
+	if got := sink.deliveries(); len(got) != 0 {
+		t.Fatalf("the removal was published before its CloudTrail event: %+v", got)
+	}
+	send(t, q.url, callBody)
+	attributed(t, s, sink, alice, writerPerson)
+	waitDeleted(t, s, 2)
+}
+
+// testRemovalTakesTheWriterOfAnEarlierCloudTrailEvent: the CloudTrail
+// event may come first: the removal takes its writer at once.
+func testRemovalTakesTheWriterOfAnEarlierCloudTrailEvent(t *testing.T) {
+	q := newQueue(t, "", nil)
+	sink := &recordingSink{}
+	s := start(t, config(q.url), sink) // no wait: only a call that came first names the writer
+	send(t, q.url, callBody)
+	waitDeleted(t, s, 1)
+	send(t, q.url, tagChangeBody)
+	attributed(t, s, sink, alice, writerPerson)
+}
+
+// testRemovalWithoutCloudTrailEventIsPublishedAfterTheWait: no CloudTrail
+// event comes (the rule does not send them): the removal is published
+// without a writer once the wait ends.
+func testRemovalWithoutCloudTrailEventIsPublishedAfterTheWait(t *testing.T) {
+	q := newQueue(t, "", nil)
+	sink := &recordingSink{}
+	cfg := config(q.url)
+	cfg.AttributionWait = time.Second
+	s := start(t, cfg, sink)
+	send(t, q.url, tagChangeBody)
+	attributed(t, s, sink, cloudchange.Writer{}, writerUnknown)
 	waitDeleted(t, s, 1)
 }

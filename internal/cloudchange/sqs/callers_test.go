@@ -1,0 +1,154 @@
+package sqs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tagsync/tagsync/internal/cloudchange"
+)
+
+// callBody is an EventBridge "AWS API Call via CloudTrail" event of an
+// EC2 DeleteTags made from the console by a person signed in through IAM
+// Identity Center (the record's shape as CloudTrail documents it).
+const callBody = `{
+  "version": "0",
+  "id": "6f2c8a1e-0000-4000-8000-00000000c7a1",
+  "detail-type": "AWS API Call via CloudTrail",
+  "source": "aws.ec2",
+  "account": "123456789012",
+  "time": "2018-09-18T20:41:38Z",
+  "region": "us-east-1",
+  "resources": [],
+  "detail": {
+    "eventVersion": "1.09",
+    "userIdentity": {
+      "type": "AssumedRole",
+      "principalId": "AROAEXAMPLE:alice@example.com",
+      "arn": "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com",
+      "accountId": "123456789012",
+      "sessionContext": {"sessionIssuer": {"type": "Role", "userName": "AWSReservedSSO_Admin_0123456789abcdef"}}
+    },
+    "eventTime": "2018-09-18T20:41:37Z",
+    "eventSource": "ec2.amazonaws.com",
+    "eventName": "DeleteTags",
+    "awsRegion": "us-east-1",
+    "sessionCredentialFromConsole": "true",
+    "requestParameters": {
+      "resourcesSet": {"items": [{"resourceId": "i-0000000aaaaaaaaaa"}]},
+      "tagSet": {"items": [{"key": "a-deleted-key"}]}
+    },
+    "responseElements": {"_return": true},
+    "recipientAccountId": "123456789012"
+  }
+}`
+
+// TestParseCall: a CloudTrail event of a tag write is no change (Parse:
+// ErrNotRead) but names who wrote, on which resources; other calls and
+// failed calls are ignored.
+func TestParseCall(t *testing.T) {
+	if _, err := Parse(callBody); !errors.Is(err, ErrNotRead) {
+		t.Fatalf("Parse of a CloudTrail call: %v, want ErrNotRead", err)
+	}
+	ev, err := parse(callBody)
+	if err != nil || ev.call == nil {
+		t.Fatalf("parse: %+v, %v", ev, err)
+	}
+	c := ev.call
+	wantWriter := cloudchange.Writer{ID: "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com", Person: true}
+	if c.writer != wantWriter || len(c.keys) != 1 || c.keys[0] != matchKey("arn:aws:ec2:us-east-1:123456789012:instance/i-0000000aaaaaaaaaa") {
+		t.Fatalf("call = %+v, want %+v on the instance", c, wantWriter)
+	}
+	asg := `{"version":"0","id":"1","detail-type":"AWS API Call via CloudTrail","source":"aws.autoscaling","account":"123456789012",
+	  "time":"2024-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"eventSource":"autoscaling.amazonaws.com",
+	  "eventName":"DeleteTags","eventTime":"2024-01-02T03:04:05Z","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/terraform/ci"},
+	  "requestParameters":{"tags":[{"resourceId":"pool-a","resourceType":"auto-scaling-group","key":"team","propagateAtLaunch":true}]}}}`
+	ev, err = parse(asg)
+	groupARN := "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:6d6b2f0c-1111-2222-3333-444455556666:autoScalingGroupName/pool-a"
+	if err != nil || ev.call == nil || ev.call.keys[0] != matchKey(groupARN) || ev.call.writer.Person {
+		t.Fatalf("a role's DeleteTags on a group: %+v, %v; want a key matching %s and no person", ev.call, err, groupARN)
+	}
+	for name, body := range map[string]string{
+		"another call":  strings.Replace(callBody, `"DeleteTags"`, `"DescribeTags"`, 1),
+		"a failed call": strings.Replace(callBody, `"eventName"`, `"errorCode": "Client.UnauthorizedOperation", "eventName"`, 1),
+	} {
+		if _, err := parse(body); !errors.Is(err, ErrNotRead) {
+			t.Errorf("%s: %v, want ErrNotRead", name, err)
+		}
+	}
+}
+
+// TestCallWriter: who counts as a person.
+func TestCallWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d      callDetail
+		person bool
+	}{
+		{name: "console", d: callDetail{SessionCredentialFromConsole: "true", UserIdentity: userIdentity{Type: "IAMUser", ARN: "arn:aws:iam::1:user/bob"}}, person: true},
+		{name: "root", d: callDetail{UserIdentity: userIdentity{Type: "Root", ARN: "arn:aws:iam::1:root"}}, person: true},
+		{name: "identity center user", d: callDetail{UserIdentity: userIdentity{Type: "IdentityCenterUser"}}, person: true},
+		{name: "IAM user with access keys (automation)", d: callDetail{UserIdentity: userIdentity{Type: "IAMUser", ARN: "arn:aws:iam::1:user/ci"}}},
+		{name: "a controller's role", d: callDetail{UserIdentity: userIdentity{Type: "AssumedRole", ARN: "arn:aws:sts::1:assumed-role/karpenter/x"}}},
+		{name: "a service for a console user", d: callDetail{SessionCredentialFromConsole: "true",
+			UserIdentity: userIdentity{Type: "AssumedRole", InvokedBy: "autoscaling.amazonaws.com"}}},
+		{name: "a service", d: callDetail{UserIdentity: userIdentity{Type: "AWSService", InvokedBy: "autoscaling.amazonaws.com"}}},
+	} {
+		if w := tc.d.writer(); w.Person != tc.person || w.ID == "" && tc.d.UserIdentity.ARN != "" {
+			t.Errorf("%s: %+v, want person %t", tc.name, w, tc.person)
+		}
+	}
+}
+
+// TestAttribution: a removal takes the writer of its call whichever comes
+// first; two calls naming different writers leave it unattributed; a
+// removal whose call never comes is published without a writer after the
+// wait.
+func TestAttribution(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	arn := "arn:aws:ec2:us-east-1:123456789012:instance/i-1"
+	key := matchKey(arn)
+	alice := cloudchange.Writer{ID: "alice", Person: true}
+	change := cloudchange.Change{Resource: arn, Time: at}
+	published := make(chan cloudchange.Change, 4)
+	publish := func(_ message, c cloudchange.Change) { published <- c }
+
+	var a attribution
+	a.record(call{keys: []string{key}, writer: alice, at: at.Add(-time.Second)}, at)
+	if w, ok := a.writerOf(change, at); !ok || w != alice {
+		t.Fatalf("call first: %+v %t, want alice", w, ok)
+	}
+
+	var b attribution
+	b.await(message{id: "m"}, change, time.Hour, publish)
+	ready := b.record(call{keys: []string{key}, writer: alice, at: at}, at)
+	if len(ready) != 1 || ready[0].change.Writer != alice {
+		t.Fatalf("change first: %+v, want it published naming alice", ready)
+	}
+
+	var c attribution
+	c.record(call{keys: []string{key}, writer: alice, at: at}, at)
+	c.record(call{keys: []string{key}, writer: cloudchange.Writer{ID: "policy"}, at: at}, at)
+	if w, ok := c.writerOf(change, at); ok {
+		t.Fatalf("two writers at once: %+v, want none", w)
+	}
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(time.Minute)}, at); ok {
+		t.Fatalf("a call a minute off: %+v, want none", w)
+	}
+	c.record(call{keys: []string{key}, writer: alice, at: at.Add(3 * time.Second)}, at)
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(3 * time.Second)}, at); !ok || w != alice {
+		t.Fatalf("the nearest call names alice: %+v %t", w, ok)
+	}
+
+	var d attribution
+	d.await(message{id: "m"}, change, 10*time.Millisecond, publish)
+	select {
+	case got := <-published:
+		if got.Writer != (cloudchange.Writer{}) {
+			t.Fatalf("published after the wait with writer %+v", got.Writer)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a removal whose call never came was never published")
+	}
+}
