@@ -11,6 +11,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest/seed"
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -154,13 +155,16 @@ func (b *bench) awsSync(m *testenv.Moto, nodes []nodeSpec) estate {
 // moto (through the fidelity layer, signing with benchAccessKey): its
 // defaults, its own metrics registry.
 func (b *bench) startAWS(ctx context.Context, m *testenv.Moto) (*inProcess, error) {
-	p, err := aws.NewProvider(ctx, aws.Config{Region: testenv.MotoRegion, Endpoint: m.URL,
-		AccessKeyID: benchAccessKey, SecretAccessKey: testenv.MotoSecretAccessKey},
-		aws.WithRegisterer(prometheus.NewRegistry()), aws.WithThrottleGates(aws.NewThrottleGates()))
+	set := &aws.Settings{Config: aws.Config{Region: testenv.MotoRegion, Endpoint: m.URL,
+		AccessKeyID: benchAccessKey, SecretAccessKey: testenv.MotoSecretAccessKey}}
+	if err := set.Complete(); err != nil {
+		return nil, err
+	}
+	p, err := set.NewProvider(ctx, cloud.ProviderOptions{Registerer: prometheus.NewRegistry(), OwnGates: true})
 	if err != nil {
 		return nil, err
 	}
-	return b.startManager(ctx, p)
+	return b.startManager(ctx, p.(*aws.Provider))
 }
 
 // awsResult is the results' AWS part, made on first use.

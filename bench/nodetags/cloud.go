@@ -11,6 +11,7 @@ import (
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
@@ -55,7 +56,7 @@ func (c *simCloud) httpClient() *http.Client {
 // metrics on controller-runtime's registry.
 func (c *simCloud) provider(ctx context.Context) (*azure.Provider, error) {
 	hc := c.httpClient()
-	return azure.NewProvider(ctx, azure.Config{
+	set := &azure.Settings{Config: azure.Config{
 		ARMEndpoint: c.srv.URL(),
 		HTTPClient:  hc,
 		Auth: azure.AuthConfig{
@@ -66,7 +67,15 @@ func (c *simCloud) provider(ctx context.Context) (*azure.Provider, error) {
 			AuthorityHost: c.srv.URL(),
 			HTTPClient:    hc,
 		},
-	}, azure.WithRegisterer(crmetrics.Registry), azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL))
+	}, Options: []azure.Option{azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL)}}
+	if err := set.Complete(); err != nil {
+		return nil, err
+	}
+	p, err := set.NewProvider(ctx, cloud.ProviderOptions{Registerer: crmetrics.Registry})
+	if err != nil {
+		return nil, err
+	}
+	return p.(*azure.Provider), nil
 }
 
 // pool is a Uniform scale set of a layout.

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -166,11 +168,12 @@ func (pl *cleanupPlanner) planLabels(n *nodeCleanup, node *corev1.Node, raw stri
 		n.Notes = append(n.Notes, "the merge base was made under direction NodeToCloud, which never writes labels: no label removed")
 		return
 	}
-	rules := tags.AzureRules
-	if origin.Provider == string(v1alpha1.ProviderAWS) {
-		rules = tags.AWSRules
+	kind, err := clouds.Lookup(cmp.Or(origin.Provider, clouds.Default().Name))
+	if err != nil {
+		n.Notes = append(n.Notes, "the merge base names "+err.Error()+": no label removed")
+		return
 	}
-	synced, _ := tags.Codec{Prefix: origin.Prefix, Rules: &rules}.ToLabels(base.Tags)
+	synced, _ := tags.Codec{Prefix: origin.Prefix, Rules: &kind.Rules}.ToLabels(base.Tags)
 	keys := make([]string, 0, len(synced))
 	for k := range synced {
 		keys = append(keys, k)

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 )
 
 // Exit codes of `tagsync login` besides 0 (identity obtained, every check
@@ -20,13 +19,9 @@ const (
 
 // loginFlags are the settings of `tagsync login`.
 type loginFlags struct {
-	cloud cloudFlags
-	// subscriptions are checked on Azure (default --azure-subscription).
-	subscriptions []string
-	// classifier picks the AWS resource the dry runs name.
-	classifier string
-	// queueURL is the AWS event source's SQS queue to check ("": none).
-	queueURL string
+	// clouds are the clouds' settings, with what their checks need
+	// (Azure's --subscription, AWS's --classifier and queue).
+	clouds clouds.Set
 }
 
 // NewLoginCommand returns `tagsync login`, which runs tagsync run's
@@ -63,36 +58,27 @@ Exit codes:
 		Example: `  tagsync login azure --azure-auth-mode=workload-identity --subscription 0000...
   tagsync login aws --aws-region eu-west-1 --classifier kubernetes.io/cluster/prod-7lpkm=owned`,
 		Args:      usageArgs(cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs)),
-		ValidArgs: []string{"azure", "aws"},
+		ValidArgs: clouds.Names(),
 		RunE:      func(cmd *cobra.Command, args []string) error { return runLogin(cmd, f, args) },
 	}
 	fl := cmd.Flags()
-	f.cloud.bindAzure(fl)
-	f.cloud.bindAWS(fl)
-	fl.StringSliceVar(&f.subscriptions, "subscription", nil, "Azure subscriptions to check (default --azure-subscription)")
-	fl.StringVar(&f.classifier, "classifier", "", "AWS: name=value of a classifier tag; the dry runs name a resource carrying it")
-	fl.StringVar(&f.queueURL, "events-sqs-queue-url", "", "AWS: the SQS queue of tagsync run's --events-sqs-queue-url, to check the event source's rights on")
+	f.clouds = clouds.Bind(fl, cloud.UseLogin)
 	return cmd
 }
 
-// loginResult is what one cloud's login found.
-type loginResult struct {
-	identified bool
-	missing    bool
-}
-
-// runLogin logs in to the chosen clouds and sets the exit code.
+// runLogin logs in to the chosen clouds (without an argument, those that
+// start) and sets the exit code.
 func runLogin(cmd *cobra.Command, f *loginFlags, args []string) error {
-	clouds := []string{"azure"}
-	if f.cloud.awsEnabled() {
-		clouds = append(clouds, "aws")
-	}
+	chosen := f.clouds.Enabled()
 	if len(args) == 1 {
-		clouds = args
+		chosen = clouds.Set{f.clouds.Get(args[0])}
 	}
-	var results []loginResult
-	for _, c := range clouds {
-		r, err := f.loginCloud(cmd, c)
+	var results []cloud.LoginResult
+	for _, c := range chosen {
+		if err := c.Complete(); err != nil {
+			return usageError(err)
+		}
+		r, err := loginCloud(cmd, c)
 		if err != nil {
 			return err
 		}
@@ -104,122 +90,29 @@ func runLogin(cmd *cobra.Command, f *loginFlags, args []string) error {
 // loginCloud checks one cloud with a progress display on standard error
 // (token requests and permission reads can take seconds); its report goes
 // to standard output once the checks are done, so the two never interleave.
-func (f *loginFlags) loginCloud(cmd *cobra.Command, cloud string) (loginResult, error) {
+func loginCloud(cmd *cobra.Command, c cloud.Settings) (cloud.LoginResult, error) {
 	var report bytes.Buffer
-	prog := startProgress(cmd.ErrOrStderr(), "checking the "+cloud+" credentials")
-	var r loginResult
-	var err error
-	if cloud == "azure" {
-		r, err = f.loginAzure(cmd.Context(), &report)
-	} else {
-		r, err = f.loginAWS(cmd.Context(), &report)
-	}
+	prog := startProgress(cmd.ErrOrStderr(), "checking the "+c.Kind().Name+" credentials")
+	r, err := c.Login(cmd.Context(), &report)
 	prog.stop()
-	if _, werr := cmd.OutOrStdout().Write(report.Bytes()); werr != nil && err == nil {
-		err = werr
+	if err != nil {
+		return r, usageError(err)
 	}
+	_, err = cmd.OutOrStdout().Write(report.Bytes())
 	return r, err
 }
 
 // loginExit turns the results into the exit code.
-func loginExit(results []loginResult) error {
+func loginExit(results []cloud.LoginResult) error {
 	for _, r := range results {
-		if !r.identified {
+		if !r.Identified {
 			return &ExitError{Code: 1, Err: fmt.Errorf("no identity: the credential chain failed (see above)")}
 		}
 	}
 	for _, r := range results {
-		if r.missing {
+		if r.Missing {
 			return &ExitError{Code: ExitLoginMissing, Err: fmt.Errorf("a permission tagsync needs is missing (see above)")}
 		}
 	}
 	return nil
-}
-
-// loginAzure builds the provider as tagsync run does and checks it.
-func (f *loginFlags) loginAzure(ctx context.Context, w io.Writer) (loginResult, error) {
-	p, cfg, err := f.cloud.azureProvider(ctx)
-	if err != nil {
-		return loginResult{}, usageError(err)
-	}
-	fmt.Fprintf(w, "Azure (credential: %s)\n", authModeOf(f.cloud.authMode))
-	id, err := p.WhoAmI(ctx)
-	if err != nil {
-		fmt.Fprintf(w, "  no identity: %v\n", err)
-		return loginResult{}, nil
-	}
-	fmt.Fprintf(w, "  tenant:    %s\n  client ID: %s\n  object ID: %s\n", id.TenantID, orDash(id.ClientID), orDash(id.ObjectID))
-	if id.Type != "" {
-		fmt.Fprintf(w, "  type:      %s\n", id.Type)
-	}
-	subs := f.subscriptions
-	if len(subs) == 0 && cfg.DefaultSubscription != "" {
-		subs = []string{cfg.DefaultSubscription}
-	}
-	if len(subs) == 0 {
-		fmt.Fprintln(w, "  permissions not checked: name a subscription with --subscription or --azure-subscription")
-		return loginResult{identified: true, missing: true}, nil
-	}
-	r := loginResult{identified: true}
-	for _, sub := range subs {
-		fmt.Fprintf(w, "  subscription %s:\n", sub)
-		for _, c := range p.CheckAccess(ctx, sub) {
-			r.missing = printCheck(w, c.Name, c.OK, c.Detail) || r.missing
-		}
-	}
-	return r, nil
-}
-
-// loginAWS builds the provider as tagsync run does and checks it.
-func (f *loginFlags) loginAWS(ctx context.Context, w io.Writer) (loginResult, error) {
-	p, err := f.cloud.awsProvider(ctx)
-	if err != nil {
-		return loginResult{}, usageError(err)
-	}
-	fmt.Fprintf(w, "AWS (region %s)\n", p.Region())
-	id, err := p.WhoAmI(ctx)
-	if err != nil {
-		fmt.Fprintf(w, "  no identity: %v\n", err)
-		return loginResult{}, nil
-	}
-	fmt.Fprintf(w, "  account: %s\n  ARN:     %s\n", id.Account, id.ARN)
-	r := loginResult{identified: true}
-	checks := p.CheckAccess(ctx, f.classifier)
-	if f.queueURL != "" {
-		checks = append(checks, p.CheckQueue(ctx, f.queueURL, "")...)
-	}
-	for _, c := range checks {
-		if c.Unchecked {
-			fmt.Fprintf(w, "    %s %s: %s\n", "unknown", c.Name, c.Detail)
-			continue
-		}
-		r.missing = printCheck(w, c.Name, c.OK, c.Detail) || r.missing
-	}
-	return r, nil
-}
-
-// printCheck prints one check and reports whether it failed.
-func printCheck(w io.Writer, name string, ok bool, detail string) bool {
-	mark := "ok     "
-	if !ok {
-		mark = "MISSING"
-	}
-	fmt.Fprintf(w, "    %s %s: %s\n", mark, name, detail)
-	return !ok
-}
-
-// authModeOf names the Azure credential mode for people.
-func authModeOf(mode string) string {
-	if m := strings.ToLower(mode); m != "" && m != "auto" {
-		return m
-	}
-	return "default chain (environment, workload identity, managed identity, Azure CLI)"
-}
-
-// orDash shows an empty value as "-".
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 )
 
@@ -21,7 +21,7 @@ const ExitPlanChanges = 3
 // planFlags are the settings of `tagsync plan`.
 type planFlags struct {
 	kube          *kubeFlags
-	cloud         cloudFlags
+	clouds        clouds.Set
 	output        string
 	allNamespaces bool
 	exitCode      bool
@@ -75,8 +75,7 @@ Exit codes:
 	}
 	f.kube = addKubeFlags(cmd)
 	fl := cmd.Flags()
-	f.cloud.bindAzure(fl)
-	f.cloud.bindAWS(fl)
+	f.clouds = clouds.Bind(fl, cloud.UsePlan)
 	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "plan the CloudMetadata and LabelSyncProfiles of every namespace")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit with 3 when something would be written")
 	addOutputFlag(cmd, &f.output, "json and yaml: the plan as data", "text")
@@ -166,21 +165,17 @@ func printPlan(cmd *cobra.Command, f *planFlags, r *planReport) error {
 	return r.print(out, useColour(out))
 }
 
-// planProviders builds the clouds as tagsync run does, from the same flags:
-// Azure always (it sends nothing until asked), AWS when a region is set.
-// The providers have their own throttle gates and register no metrics.
+// planProviders builds the clouds as tagsync run does, from the same flags
+// (the registry's: Azure always, as it sends nothing until asked, AWS when
+// a region is set). The providers read afresh, have their own throttle
+// gates and register no metrics.
 func planProviders(ctx context.Context, f *planFlags) (cloud.Providers, error) {
-	az, _, err := f.cloud.azureProvider(ctx, azure.WithCacheTTL(-1))
-	if err != nil {
+	if err := f.clouds.Complete(); err != nil {
 		return nil, err
 	}
-	ps := []cloud.Provider{az}
-	if f.cloud.awsEnabled() {
-		a, err := f.cloud.awsProvider(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, a)
+	ps, err := f.clouds.Providers(ctx, cloud.ProviderOptions{Fresh: true, OwnGates: true})
+	if err != nil {
+		return nil, err
 	}
 	return cloud.NewProviders(ps...), nil
 }

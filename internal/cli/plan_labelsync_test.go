@@ -21,6 +21,7 @@ import (
 	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/operator"
@@ -327,7 +328,7 @@ func (e *lsEstate) startLabelSync() {
 	e.t.Helper()
 	env, _ := kube(e.t)
 	mgr, err := operator.Build(e.t.Context(), env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Provider: cloudtest.New(tags.AzureRules), Controllers: []string{labelsync.ControllerName}, Namespaces: []string{e.ns}})
+		Provider: cloudtest.New(azure.TagRules), Controllers: []string{labelsync.ControllerName}, Namespaces: []string{e.ns}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

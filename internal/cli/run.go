@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -23,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tagsync/tagsync/internal/audit"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
-	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/operator"
 )
@@ -35,13 +32,7 @@ type runFlags struct {
 	kubeQPS     float32
 	kubeBurst   int
 	op          operator.Options
-	cloud       cloudFlags
-	writeMethod string
-	cacheTTL    time.Duration
-	readQPS     float64
-	writeQPS    float64
-	awsReadQPS  float64
-	awsWriteQPS float64
+	clouds      clouds.Set
 	zapOptions  zap.Options
 	memoryLimit string
 	auditLog    string
@@ -96,15 +87,7 @@ func (f *runFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.op.GracefulShutdownTimeout, "graceful-shutdown-timeout", f.op.GracefulShutdownTimeout,
 		"how long a stop (SIGTERM) waits for work in flight (reconciles, cloud calls, Kubernetes writes, connects to workload clusters); the process exits at most 5s later whatever still runs")
 
-	f.cloud.bindAzure(fs)
-	fs.StringVar(&f.writeMethod, "azure-write-method", string(azure.WriteTagsAPI), "TagsAPI (writes need Microsoft.Resources/tags/write; reads need the VM and scale-set reads, docs/install-aks.md) or ResourcePatch (If-Match on the VM/VMSS)")
-	fs.DurationVar(&f.cacheTTL, "azure-read-cache-ttl", azure.DefaultCacheTTL, "how long a bulk read is reused by event-driven passes")
-	fs.Float64Var(&f.readQPS, "azure-read-qps", 0, "client-side ARM read budget per second (0: provider default, under ARM's 25/s)")
-	fs.Float64Var(&f.writeQPS, "azure-write-qps", 0, "client-side ARM write budget per second (0: provider default, under ARM's 10/s)")
-
-	f.cloud.bindAWS(fs)
-	fs.Float64Var(&f.awsReadQPS, "aws-read-qps", 0, fmt.Sprintf("client-side AWS read budget per second, per region (0: provider default, %v/s)", aws.DefaultReadsPerSecond))
-	fs.Float64Var(&f.awsWriteQPS, "aws-write-qps", 0, fmt.Sprintf("client-side AWS write budget per second, per region (0: provider default, %v/s)", aws.DefaultWritesPerSecond))
+	f.clouds = clouds.Bind(fs, cloud.UseRun)
 	fs.StringVar(&f.auditLog, "audit-log", audit.SinkStderr, "where the metadata and node sync controllers write one JSON line per cloud mutation: stderr, none, or a file path (rotated by size)")
 	fs.IntVar(&f.auditSizeMB, "audit-log-max-size", 100, "size in MiB at which an --audit-log file is rotated (5 rotated files are kept)")
 	fs.BoolVar(&f.auditFailOpen, "audit-fail-open", false, "keep making cloud mutations while audit records cannot be written (they are only counted and logged); default: none is made until the audit sink takes records again")
@@ -141,9 +124,6 @@ func (f *runFlags) bindMetrics(fs *pflag.FlagSet) {
 // --metrics-bind-address is not given.
 const plainMetricsAddr = ":8080"
 
-// flagName is a flag's name without its leading dashes.
-func flagName(flag string) string { return strings.TrimPrefix(flag, "--") }
-
 // setKlogLogger sets klog's process-wide logger. The package's tests, which
 // run `tagsync run` in-process next to controller managers whose stopped
 // event broadcasters still read klog, replace it before they start.
@@ -176,8 +156,11 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	// requests the shutdown cancels. Set last: klog's logger is process-wide,
 	// and a run refused for its flags leaves it alone.
 	setKlogLogger(operator.ShutdownLogger(cmd.Context(), logger))
-	ctrl.Log.WithName("setup").Info("starting tagsync", "azure", f.op.Azure.String(), "leaderElection", f.op.LeaderElection,
-		"metrics", f.op.MetricsAddr, "metricsSecure", f.op.MetricsSecure)
+	kv := []any{"leaderElection", f.op.LeaderElection, "metrics", f.op.MetricsAddr, "metricsSecure", f.op.MetricsSecure}
+	for _, c := range f.clouds.Enabled() {
+		kv = append(kv, c.Kind().Name, c.String())
+	}
+	ctrl.Log.WithName("setup").Info("starting tagsync", kv...)
 	return operator.Run(cmd.Context(), cfg, f.op)
 }
 
@@ -197,23 +180,8 @@ func (f *runFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// azure completes the Azure configuration from the flags.
-func (f *runFlags) azure() error {
-	cfg, err := f.cloud.azureConfig()
-	if err != nil {
-		return err
-	}
-	f.op.Azure = cfg
-	opts := []azure.Option{azure.WithWriteMethod(azure.WriteMethod(f.writeMethod)), azure.WithCacheTTL(f.cacheTTL)}
-	if f.readQPS > 0 || f.writeQPS > 0 {
-		opts = append(opts, azure.WithRateLimit(rateLimit(f.readQPS, f.writeQPS)))
-	}
-	f.op.AzureOptions = opts
-	return nil
-}
-
 // complete fills in the defaults that depend on other flags, checks the
-// flags and builds the Azure configuration; it connects to nothing.
+// flags and completes the clouds' settings; it connects to nothing.
 func (f *runFlags) complete(cmd *cobra.Command) error {
 	if !f.op.MetricsSecure && !cmd.Flags().Changed("metrics-bind-address") {
 		f.op.MetricsAddr = plainMetricsAddr
@@ -221,10 +189,8 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	if err := f.aws(); err != nil {
-		return err
-	}
-	sources, err := f.events.sources(f.op.AWS, f.cloud.caFile)
+	f.op.Clouds = f.clouds
+	sources, err := f.events.sources(f.clouds)
 	if err != nil {
 		return err
 	}
@@ -238,18 +204,7 @@ func (f *runFlags) complete(cmd *cobra.Command) error {
 	if f.op.InfraTags.Namespace == "" {
 		f.op.InfraTags.Namespace = f.op.LeaderElectionNamespace
 	}
-	return f.azure()
-}
-
-// aws completes the AWS configuration from the flags: the secret files are
-// read here, so a missing file is an error at start.
-func (f *runFlags) aws() error {
-	cfg, err := f.cloud.awsConfig()
-	f.op.AWS = cfg
-	if f.awsReadQPS > 0 || f.awsWriteQPS > 0 {
-		f.op.AWSOptions = append(f.op.AWSOptions, aws.WithRateLimit(aws.RateLimit{ReadsPerSecond: f.awsReadQPS, WritesPerSecond: f.awsWriteQPS}))
-	}
-	return err
+	return nil
 }
 
 // validate refuses flag values that cannot work, all at once, each error
@@ -258,10 +213,7 @@ func (f *runFlags) validate() error {
 	errs := []error{
 		notNegative("--kube-api-qps", float64(f.kubeQPS), "client-go's default"),
 		notNegative("--kube-api-burst", float64(f.kubeBurst), "client-go's default"),
-		notNegative("--azure-read-qps", f.readQPS, "the provider's default"),
-		notNegative("--azure-write-qps", f.writeQPS, "the provider's default"),
-		notNegative("--aws-read-qps", f.awsReadQPS, "the provider's default"),
-		notNegative("--aws-write-qps", f.awsWriteQPS, "the provider's default"),
+		f.clouds.Complete(),
 		f.op.Validate(),
 	}
 	return errors.Join(errs...)
@@ -276,25 +228,6 @@ func notNegative(flag string, v float64, zeroMeans string) error {
 	return nil
 }
 
-// httpClientTrusting returns an HTTP client that trusts the system roots and
-// the CAs in file.
-func httpClientTrusting(file string) (*http.Client, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading --azure-ca-file: %w", err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--azure-ca-file %s holds no PEM certificate", file)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr}, nil
-}
-
 // defaultNamespace is the Pod's namespace in a cluster, else tagsync-system.
 func defaultNamespace() string {
 	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
@@ -303,12 +236,6 @@ func defaultNamespace() string {
 		}
 	}
 	return "tagsync-system"
-}
-
-// rateLimit builds the client-side budget from the flags (zero keeps the
-// provider's default for that side).
-func rateLimit(reads, writes float64) azure.RateLimit {
-	return azure.RateLimit{ReadsPerSecond: reads, WritesPerSecond: writes}
 }
 
 // cgroupMemoryMax is where cgroup v2 exposes the container's memory limit.

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
 	"github.com/tagsync/tagsync/internal/cloudchange/sqs"
@@ -112,15 +114,23 @@ func (e *eventFlags) advertiseAddress() string {
 	return ""
 }
 
-// sources returns the event sources the flags turn on. The webhook's
-// authority is reached with httpClient's trust (--azure-ca-file), the
-// queue with the AWS configuration of the --aws-* flags.
-func (e *eventFlags) sources(awsCfg aws.Config, caFile string) ([]operator.EventSource, error) {
+// sources returns the event sources the flags turn on: Azure's webhook,
+// whose authority is reached with the trust of --azure-ca-file, and AWS's
+// queue, with the AWS configuration of the --aws-* flags.
+func (e *eventFlags) sources(set clouds.Set) ([]operator.EventSource, error) {
 	var out []operator.EventSource
+	var caFile string
+	if az, ok := set.Get(azure.Kind.Name).(*azure.Settings); ok {
+		caFile = az.CAFile()
+	}
+	var awsCfg aws.Config
+	if a, ok := set.Get(aws.Kind.Name).(*aws.Settings); ok {
+		awsCfg = a.Config
+	}
 	if e.webhook.BindAddress != "" {
 		cfg := e.webhook
 		if caFile != "" {
-			client, err := httpClientTrusting(caFile)
+			client, err := azure.HTTPClientTrusting(caFile)
 			if err != nil {
 				return nil, err
 			}

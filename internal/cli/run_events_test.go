@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/cloudchange/eventgrid"
 	"github.com/tagsync/tagsync/internal/cloudchange/sqs"
 	"github.com/tagsync/tagsync/internal/operator"
@@ -37,7 +36,7 @@ func TestEventsFlagsCallerAllowListAndMaxHold(t *testing.T) {
 	if !slices.Equal(e.webhook.AllowedCallers, []string{eventgrid.EventGridAppID, other}) || e.sqsMaxHold != 30*time.Minute {
 		t.Errorf("allowed callers %v, max hold %s; want both IDs and 30m", e.webhook.AllowedCallers, e.sqsMaxHold)
 	}
-	if sources, err := e.sources(aws.Config{}, ""); err != nil || len(sources) != 2 {
+	if sources, err := e.sources(clouds.Set{}); err != nil || len(sources) != 2 {
 		t.Errorf("sources: %d, %v; want the webhook and the queue", len(sources), err)
 	}
 	if d := parseEventFlags(t); d.webhook.AllowedCallers != nil || d.sqsMaxHold != sqs.DefaultMaxHold {
@@ -58,7 +57,7 @@ func TestEventsFlagsCallerAllowListAndMaxHold(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := parseEventFlags(t, tc.args...).sources(aws.Config{}, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := parseEventFlags(t, tc.args...).sources(clouds.Set{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("sources() = %v, want %q", err, tc.want)
 			}
 		})

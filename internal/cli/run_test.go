@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
 // runArgs runs `tagsync run` with args and returns its error.
@@ -150,7 +151,7 @@ func TestRunRejectsMissingKubeconfig(t *testing.T) {
 
 func TestRunCaFileMustHoldPEM(t *testing.T) {
 	file := writeFile(t, "ca.crt", "not a certificate")
-	if _, err := httpClientTrusting(file); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+	if _, err := azure.HTTPClientTrusting(file); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v, want one saying the file holds no PEM certificate", err)
 	}
 }

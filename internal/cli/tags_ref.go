@@ -7,6 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -33,7 +35,7 @@ type providerSpec struct {
 }
 
 var azureKind = providerKind{
-	kind: "AzureMetadata", resource: "azuremetadata", rules: tags.AzureRules, admission: azureAdmission,
+	kind: "AzureMetadata", resource: "azuremetadata", rules: azure.TagRules, admission: azureAdmission,
 	newObject: func() client.Object { return &v1alpha1.AzureMetadata{} },
 	newList:   func() client.ObjectList { return &v1alpha1.AzureMetadataList{} },
 	view: func(o client.Object) providerSpec {
@@ -43,7 +45,7 @@ var azureKind = providerKind{
 }
 
 var awsKind = providerKind{
-	kind: "AWSMetadata", resource: "awsmetadata", rules: tags.AWSRules, admission: awsAdmission,
+	kind: "AWSMetadata", resource: "awsmetadata", rules: aws.TagRules, admission: awsAdmission,
 	newObject: func() client.Object { return &v1alpha1.AWSMetadata{} },
 	newList:   func() client.ObjectList { return &v1alpha1.AWSMetadataList{} },
 	view: func(o client.Object) providerSpec {

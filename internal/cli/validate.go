@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/openshift"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -117,7 +118,7 @@ See docs/validate.md.`,
 	fl.BoolVar(&f.openshift, "openshift", false, "check --tags and -f against the OpenShift installer's userTags rules for --cloud (default azure)")
 	fl.StringVar(&f.rules, "rules", "", "rules for --tags and -f: openshift, azure or aws")
 	_ = fl.MarkHidden("rules") // deprecated: runValidate says so on stderr (cobra's notice would go to stdout)
-	_ = cmd.RegisterFlagCompletionFunc("cloud", cobra.FixedCompletions([]string{"azure", "aws"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("cloud", cobra.FixedCompletions(clouds.Names(), cobra.ShellCompDirectiveNoFileComp))
 	addOutputFlag(cmd, &f.output, "json and yaml: valid and the problems, as data", "text")
 	return cmd
 }

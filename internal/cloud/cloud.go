@@ -225,6 +225,9 @@ type Provider interface {
 	Name() string
 	// Rules are the cloud's tag rules.
 	Rules() tags.Rules
+	// PlatformKeys are the keys the platforms running Kubernetes on the
+	// cloud write on node resources and depend on (tags.PlatformKey).
+	PlatformKeys() []tags.PlatformKey
 }
 
 // NodeProvider is a cloud the node sync (NodeTagSync) can use: it locates
@@ -303,3 +306,13 @@ type ClassifiedProvider interface {
 	// called for them). A resource whose Pending call failed is not sent.
 	WriteTags(ctx context.Context, writes []TagWrite, each func(WriteResult) error) []WriteResult
 }
+
+// HeartbeatTag is the tag tagsync's event heartbeat rewrites every few
+// minutes (--events-heartbeat).
+const HeartbeatTag = "tagsync-heartbeat"
+
+// HeartbeatKey is HeartbeatTag as a platform key of every cloud: copied
+// into labels it would rewrite Nodes each time.
+var HeartbeatKey = tags.PlatformKey{Pattern: HeartbeatTag, Owner: "tagsync's event heartbeat (--events-heartbeat)",
+	Why:    "the leader rewrites it every few minutes and awaits its event: copied into labels it would rewrite Nodes each time",
+	Source: "docs/events.md (the heartbeat)"}

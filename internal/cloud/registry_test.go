@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 func TestProvidersGet(t *testing.T) {
-	ps := cloud.NewProviders(cloudtest.New(tags.AzureRules))
+	ps := cloud.NewProviders(cloudtest.New(azure.TagRules))
 	if p, err := ps.Get("fake"); err != nil || p.Name() != "fake" {
 		t.Fatalf("Get(fake) = %v, %v", p, err)
 	}
@@ -27,8 +28,8 @@ type classifiedOnly struct{ cloud.ClassifiedProvider }
 // TestProvidersByJob: a provider is handed out for the jobs it supports, and
 // asking it for another says which job it lacks and which it has.
 func TestProvidersByJob(t *testing.T) {
-	full := cloudtest.New(tags.AzureRules)
-	ps := cloud.Providers{"azure": full, "aws": classifiedOnly{cloudtest.New(tags.AWSRules)}}
+	full := cloudtest.New(azure.TagRules)
+	ps := cloud.Providers{"azure": full, "aws": classifiedOnly{cloudtest.New(aws.TagRules)}}
 	if p, err := ps.NodeProvider("azure"); err != nil || p != full {
 		t.Fatalf("NodeProvider(azure) = %v, %v", p, err)
 	}

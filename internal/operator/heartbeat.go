@@ -13,7 +13,7 @@ import (
 )
 
 // HeartbeatTag is the tag the heartbeat writes (the time of the write).
-const HeartbeatTag = "tagsync-heartbeat"
+const HeartbeatTag = cloud.HeartbeatTag
 
 // DefaultHeartbeatInterval is how often the heartbeat writes.
 const DefaultHeartbeatInterval = 5 * time.Minute

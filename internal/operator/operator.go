@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -23,8 +22,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/cloud/aws"
-	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/infratags"
 	"github.com/tagsync/tagsync/internal/scheme"
@@ -71,20 +69,17 @@ type Options struct {
 	// Ingress drop the replica first, so that the webhook does not refuse
 	// deliveries they still send it. Zero: no delay.
 	ShutdownDelay time.Duration
-	// Azure configures the Azure provider.
-	Azure azure.Config
-	// AzureOptions tune the Azure provider (cache, budget, write method).
-	AzureOptions []azure.Option
-	// AWS configures the AWS provider; it is built only when AWS.Region is
-	// set (or AWS_REGION is), so a process without AWS settings runs without
-	// it and its AWSMetadata objects report that.
-	AWS aws.Config
-	// AWSOptions tune the AWS provider.
-	AWSOptions []aws.Option
-	// Provider, when set, is used instead of building one from Azure.
+	// Clouds are the clouds' settings (from the registry,
+	// internal/cloud/clouds): the provider of each that is enabled is
+	// built (Azure always; AWS when a region is set, so a process without
+	// AWS settings runs without it and its AWSMetadata objects report
+	// that).
+	Clouds clouds.Set
+	// Provider, when set, is used instead of building providers from
+	// Clouds.
 	Provider cloud.Provider
-	// Providers, when set, are used instead of building them from Azure and
-	// AWS (together with Provider, if that is set too).
+	// Providers, when set, are used instead of building them from Clouds
+	// (together with Provider, if that is set too).
 	Providers []cloud.Provider
 	// Namespaces, when set, limits the namespaced objects the controllers
 	// see (CloudMetadata, AzureMetadata, AWSMetadata) to these namespaces;
@@ -249,9 +244,8 @@ func Build(ctx context.Context, cfg *rest.Config, o Options) (*Manager, error) {
 	return built, nil
 }
 
-// providers are o.Provider and o.Providers when either is set, else the
-// Azure provider o configures (recording its writes in own) and, when o.AWS
-// names a region, the AWS one.
+// providers are o.Provider and o.Providers when either is set, else those
+// of the enabled clouds of o.Clouds (recording their writes in own).
 func (o Options) providers(ctx context.Context, own *cloud.OwnWrites) ([]cloud.Provider, error) {
 	if o.Provider != nil || len(o.Providers) > 0 {
 		ps := slices.Clone(o.Providers)
@@ -260,21 +254,7 @@ func (o Options) providers(ctx context.Context, own *cloud.OwnWrites) ([]cloud.P
 		}
 		return ps, nil
 	}
-	opts := append([]azure.Option{azure.WithRegisterer(crmetrics.Registry), azure.WithOwnWrites(own)}, o.AzureOptions...)
-	p, err := azure.NewProvider(ctx, o.Azure, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("setting up the Azure provider: %w", err)
-	}
-	ps := []cloud.Provider{p}
-	if o.AWS.Region != "" || os.Getenv("AWS_REGION") != "" {
-		awsOpts := append([]aws.Option{aws.WithRegisterer(crmetrics.Registry)}, o.AWSOptions...)
-		a, err := aws.NewProvider(ctx, o.AWS, awsOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("setting up the AWS provider: %w", err)
-		}
-		ps = append(ps, a)
-	}
-	return ps, nil
+	return o.Clouds.Providers(ctx, cloud.ProviderOptions{Registerer: crmetrics.Registry, OwnWrites: own})
 }
 
 // logger is o.Logger, or controller-runtime's when it is the zero Logger.

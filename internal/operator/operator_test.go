@@ -15,6 +15,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 )
 
 // TestShutdownLoggerDemotesOnlyShutdownErrors: "leader election lost" and
@@ -98,11 +99,11 @@ func TestValidateMetricsCertDir(t *testing.T) {
 // providers the controllers get include AWS, and the node sync may use it
 // (the AWS provider is a cloud.NodeProvider). Building them sends no request.
 func TestProvidersGiveTheNodeSyncAWS(t *testing.T) {
-	o := Options{
-		AzureOptions: []azure.Option{azure.WithRegisterer(prometheus.NewRegistry())},
-		AWS:          aws.Config{Region: "eu-west-1", Endpoint: "http://127.0.0.1:1", AccessKeyID: "AKIDTEST", SecretAccessKey: "test"},
-		AWSOptions:   []aws.Option{aws.WithRegisterer(prometheus.NewRegistry())},
-	}
+	o := Options{Clouds: clouds.Set{
+		&azure.Settings{Options: []azure.Option{azure.WithRegisterer(prometheus.NewRegistry())}},
+		&aws.Settings{Config: aws.Config{Region: "eu-west-1", Endpoint: "http://127.0.0.1:1", AccessKeyID: "AKIDTEST", SecretAccessKey: "test"},
+			Options: []aws.Option{aws.WithRegisterer(prometheus.NewRegistry())}},
+	}}
 	ps, err := o.providers(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)

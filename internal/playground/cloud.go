@@ -56,12 +56,16 @@ func newProvider(ctx context.Context, s *armsim.Server, subscription string) (*a
 			AuthorityHost: s.URL(),
 		},
 	}
-	p, err := azure.NewProvider(ctx, cfg,
-		azure.WithRetry(azure.Retry{MaxRetries: 3, RetryDelay: 50 * time.Millisecond, MaxRetryDelay: 2 * time.Second}))
+	set := &azure.Settings{Config: cfg,
+		Options: []azure.Option{azure.WithRetry(azure.Retry{MaxRetries: 3, RetryDelay: 50 * time.Millisecond, MaxRetryDelay: 2 * time.Second})}}
+	if err := set.Complete(); err != nil {
+		return nil, fmt.Errorf("building the Azure provider for armsim: %w", err)
+	}
+	p, err := set.NewProvider(ctx, cloud.ProviderOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("building the Azure provider for armsim: %w", err)
 	}
-	return p, nil
+	return p.(*azure.Provider), nil
 }
 
 // gatedProvider is the controller's Azure provider with a gate the scenario

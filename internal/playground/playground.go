@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/operator"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -246,7 +247,7 @@ func (pg *playground) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pg.codec = tags.Codec{Prefix: tags.DefaultPrefix}
+	pg.codec = tags.Codec{Prefix: tags.DefaultPrefix, Rules: &azure.TagRules}
 	if nts.Spec.LabelPrefix != nil {
 		pg.codec.Prefix = *nts.Spec.LabelPrefix
 	}

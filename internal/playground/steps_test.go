@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -130,7 +131,7 @@ func offlinePlayground(t *testing.T) *playground {
 	if err := l.seedCloud(sim); err != nil {
 		t.Fatal(err)
 	}
-	return &playground{layout: l, codec: tags.Codec{Prefix: tags.DefaultPrefix}}
+	return &playground{layout: l, codec: tags.Codec{Prefix: tags.DefaultPrefix, Rules: &azure.TagRules}}
 }
 
 func TestScenarioEndsWithTheLabelSyncAct(t *testing.T) {

@@ -23,7 +23,8 @@ type Codec struct {
 	// subdomain, or empty for labels without a prefix.
 	Prefix string
 	// Rules decides which tag names and values can be synced, and whether
-	// names differing only in case are one tag; nil means AzureRules.
+	// names differing only in case are one tag; nil means the zero Rules
+	// (no limits, names case-sensitive): give the cloud's.
 	Rules *Rules
 }
 
@@ -79,7 +80,7 @@ func (c Codec) Validate() error {
 
 func (c Codec) rules() Rules {
 	if c.Rules == nil {
-		return AzureRules
+		return Rules{}
 	}
 	return *c.Rules
 }

@@ -23,7 +23,7 @@ func TestCodecValidate(t *testing.T) {
 		{strings.Repeat("a", 254), false},
 	}
 	for _, tt := range tests {
-		err := Codec{Prefix: tt.prefix}.Validate()
+		err := Codec{Prefix: tt.prefix, Rules: &AzureRules}.Validate()
 		if (err == nil) != tt.ok {
 			t.Errorf("Validate(%q) = %v, want ok=%v", tt.prefix, err, tt.ok)
 		}
@@ -31,7 +31,7 @@ func TestCodecValidate(t *testing.T) {
 }
 
 func TestLabelKeyAndTagName(t *testing.T) {
-	c := Codec{Prefix: DefaultPrefix}
+	c := Codec{Prefix: DefaultPrefix, Rules: &AzureRules}
 	key, err := c.LabelKey("Cost Center")
 	if err != nil || key != "azure.tags/Costx_20Center" {
 		t.Fatalf("LabelKey = %q, %v", key, err)
@@ -39,7 +39,7 @@ func TestLabelKeyAndTagName(t *testing.T) {
 	if _, err := c.LabelKey(strings.Repeat("a", 64)); !errors.Is(err, ErrUnrepresentable) {
 		t.Errorf("LabelKey(64 chars) error = %v", err)
 	}
-	if _, err := (Codec{Prefix: "Bad_Prefix"}).LabelKey("env"); !errors.Is(err, ErrUnrepresentable) {
+	if _, err := (Codec{Prefix: "Bad_Prefix", Rules: &AzureRules}).LabelKey("env"); !errors.Is(err, ErrUnrepresentable) {
 		t.Errorf("LabelKey with bad prefix error = %v", err)
 	}
 	tests := []struct {
@@ -54,9 +54,9 @@ func TestLabelKeyAndTagName(t *testing.T) {
 		{c, "other.io/env", "", false, false},
 		{c, "env", "", false, false},
 		{c, "azure.tagsx/env", "", false, false},
-		{Codec{}, "env", "env", true, false},
-		{Codec{}, "azure.tags/env", "", false, false},
-		{Codec{}, "x_41", "", true, true},
+		{Codec{Rules: &AzureRules}, "env", "env", true, false},
+		{Codec{Rules: &AzureRules}, "azure.tags/env", "", false, false},
+		{Codec{Rules: &AzureRules}, "x_41", "", true, true},
 	}
 	for _, tt := range tests {
 		name, managed, err := tt.codec.TagName(tt.key)
@@ -73,7 +73,7 @@ func TestLabelKeyAndTagName(t *testing.T) {
 }
 
 func TestToLabels(t *testing.T) {
-	c := Codec{Prefix: DefaultPrefix}
+	c := Codec{Prefix: DefaultPrefix, Rules: &AzureRules}
 	in := Set{
 		"env":           "prod",
 		"Cost Center":   "CC 1234",
@@ -111,7 +111,7 @@ func TestToLabels(t *testing.T) {
 }
 
 func TestFromLabels(t *testing.T) {
-	c := Codec{Prefix: DefaultPrefix}
+	c := Codec{Prefix: DefaultPrefix, Rules: &AzureRules}
 	labels := map[string]string{
 		"azure.tags/env":                   "prod",
 		"azure.tags/Team":                  "a",
@@ -150,7 +150,7 @@ func TestFromLabels(t *testing.T) {
 }
 
 func TestFromLabelsEmptyPrefix(t *testing.T) {
-	set, skipped := Codec{}.FromLabels(map[string]string{"env": "prod", "azure.tags/x": "y", "Costx_20Center": ""})
+	set, skipped := Codec{Rules: &AzureRules}.FromLabels(map[string]string{"env": "prod", "azure.tags/x": "y", "Costx_20Center": ""})
 	if len(skipped) != 0 || !set.Equal(CaseInsensitive, Set{"env": "prod", "Cost Center": ""}) {
 		t.Errorf("got %v, %v", set, skipped)
 	}
@@ -168,7 +168,7 @@ func TestCustomRules(t *testing.T) {
 }
 
 func TestLabelChanges(t *testing.T) {
-	c := Codec{Prefix: DefaultPrefix}
+	c := Codec{Prefix: DefaultPrefix, Rules: &AzureRules}
 	labels := map[string]string{
 		"azure.tags/Env":  "prod",
 		"azure.tags/team": "a",

@@ -1,5 +1,6 @@
 // Package tags owns the pure logic of tag synchronisation: tag sets (Set,
-// Patch), per-cloud tag rules (Rules, AzureRules, AWSRules) and how a cloud
+// Patch), a cloud's tag rules (Rules, which each cloud's package defines: this
+// package never names a cloud) and how a cloud
 // compares tag names (NameCase), the reversible label <-> tag codec (Codec),
 // the per-Node three-way merge (Merge) and its stored base (Base, with
 // each tag's source), the scale-set aggregation of Node proposals

@@ -121,7 +121,7 @@ func FuzzEncodeName(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		checkEncode(t, s, EncodeName, DecodeName, func(e string) []string { return validation.IsQualifiedName(e) })
-		c := Codec{Prefix: DefaultPrefix}
+		c := Codec{Prefix: DefaultPrefix, Rules: &AzureRules}
 		key, err := c.LabelKey(s)
 		if err != nil {
 			return
@@ -180,7 +180,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("encode(decode(%q)) = %q, %v", s, e, err)
 			}
 		}
-		_, _, _ = Codec{Prefix: DefaultPrefix}.TagName(s)
-		_, _ = Codec{}.FromLabels(map[string]string{s: s, "azure.tags/" + s: s})
+		_, _, _ = Codec{Prefix: DefaultPrefix, Rules: &AzureRules}.TagName(s)
+		_, _ = Codec{Rules: &AzureRules}.FromLabels(map[string]string{s: s, "azure.tags/" + s: s})
 	})
 }

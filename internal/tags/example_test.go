@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleCodec() {
-	c := tags.Codec{Prefix: tags.DefaultPrefix}
+	c := tags.Codec{Prefix: tags.DefaultPrefix, Rules: &tags.AzureRules}
 	labels, skipped := c.ToLabels(tags.Set{"env": "prod", "Cost Center": "CC 1234", "azure-x": "reserved"})
 	fmt.Println(labels)
 	fmt.Println(skipped[0].Name, "skipped")

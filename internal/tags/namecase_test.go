@@ -274,7 +274,7 @@ func TestCodecAWS(t *testing.T) {
 	if len(skipped) != 0 || !reflect.DeepEqual(back, in) {
 		t.Errorf("FromLabels = %v, %v", back, skipped)
 	}
-	if _, skipped := (Codec{Prefix: "ec2.tags"}).FromLabels(labels); len(skipped) != 2 {
+	if _, skipped := (Codec{Prefix: "ec2.tags", Rules: &AzureRules}).FromLabels(labels); len(skipped) != 2 {
 		t.Errorf("Azure rules: skipped = %v, want both labels", skipped)
 	}
 	// Setting env adds a label next to Env; under Azure's rules it renames it.
@@ -282,7 +282,7 @@ func TestCodecAWS(t *testing.T) {
 	if want := (LabelChanges{Set: map[string]string{"ec2.tags/env": "b"}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("LabelChanges = %+v, want %+v", got, want)
 	}
-	azure, _ := Codec{Prefix: "ec2.tags"}.LabelChanges(map[string]string{"ec2.tags/Env": "a"}, sets("env", "b"))
+	azure, _ := Codec{Prefix: "ec2.tags", Rules: &AzureRules}.LabelChanges(map[string]string{"ec2.tags/Env": "a"}, sets("env", "b"))
 	if !reflect.DeepEqual(azure.Delete, []string{"ec2.tags/Env"}) {
 		t.Errorf("Azure LabelChanges = %+v, want a rename", azure)
 	}

@@ -45,40 +45,18 @@ func TestPlatformKeys(t *testing.T) {
 		{"gcp", CaseSensitive, "eks:cluster-name", false},
 	}
 	for _, tt := range tests {
-		if got := IsPlatformKey(tt.provider, tt.nc, tt.name); got != tt.want {
+		if got := IsPlatformKey(testPlatformKeys[tt.provider], tt.nc, tt.name); got != tt.want {
 			t.Errorf("IsPlatformKey(%s, %q) = %v, want %v", tt.provider, tt.name, got, tt.want)
 		}
-		f := Filter{Platform: PlatformPatterns(tt.provider)}
+		f := Filter{Platform: PlatformPatterns(testPlatformKeys[tt.provider])}
 		if got := f.Match(tt.nc, tt.name); got == tt.want {
 			t.Errorf("%s: Filter{Platform}.Match(%q) = %v, want %v", tt.provider, tt.name, got, !tt.want)
 		}
 	}
 }
 
-func TestPlatformKeysDocumented(t *testing.T) {
-	for _, provider := range []string{"aws", "azure"} {
-		keys := PlatformKeys(provider)
-		if len(keys) == 0 {
-			t.Errorf("%s: no platform keys", provider)
-		}
-		for _, k := range keys {
-			if err := validPattern(k.Pattern); err != nil {
-				t.Errorf("%s %q: %v", provider, k.Pattern, err)
-			}
-			if k.Owner == "" || k.Why == "" || k.Source == "" {
-				t.Errorf("%s %q: owner, why and source must all be given: %+v", provider, k.Pattern, k)
-			}
-		}
-	}
-	keys := PlatformKeys("aws")
-	keys[0].Pattern = "changed"
-	if PlatformKeys("aws")[0].Pattern == "changed" {
-		t.Error("PlatformKeys returns the list itself, not a copy")
-	}
-}
-
 func TestFilterPlatformOptIn(t *testing.T) {
-	aws := PlatformPatterns("aws")
+	aws := PlatformPatterns(testPlatformKeys["aws"])
 	tests := []struct {
 		name   string
 		filter Filter
@@ -103,7 +81,7 @@ func TestFilterPlatformOptIn(t *testing.T) {
 			t.Errorf("%s: Match(%q) = %v, want %v", tt.name, tt.tag, got, tt.want)
 		}
 	}
-	azure := Filter{Platform: PlatformPatterns("azure"), PlatformOptIn: []string{"AKS-MANAGED-POOLNAME"}}
+	azure := Filter{Platform: PlatformPatterns(testPlatformKeys["azure"]), PlatformOptIn: []string{"AKS-MANAGED-POOLNAME"}}
 	if !azure.Match(CaseInsensitive, "aks-managed-poolName") || azure.Match(CaseInsensitive, "aks-managed-orchestrator") {
 		t.Error("on Azure an opt-in is matched case-insensitively, and only the key it names comes in")
 	}
@@ -114,7 +92,7 @@ func TestFilterPlatformOptIn(t *testing.T) {
 }
 
 func TestFilterExcludesEverythingPlatform(t *testing.T) {
-	aws := PlatformPatterns("aws")
+	aws := PlatformPatterns(testPlatformKeys["aws"])
 	if !(Filter{Include: []string{"karpenter.sh/*", "eks:cluster-name"}, Platform: aws}).ExcludesEverything(CaseSensitive) {
 		t.Error("an include of platform keys only lets nothing through")
 	}
@@ -150,7 +128,7 @@ func TestOverlapsPlatform(t *testing.T) {
 		{"azure", "karpenter.sh/nodepool", CaseInsensitive, false},
 	}
 	for _, tt := range tests {
-		if got := OverlapsPlatform(tt.provider, tt.nc, tt.pattern); got != tt.want {
+		if got := OverlapsPlatform(testPlatformKeys[tt.provider], tt.nc, tt.pattern); got != tt.want {
 			t.Errorf("OverlapsPlatform(%s, %q) = %v, want %v", tt.provider, tt.pattern, got, tt.want)
 		}
 	}

@@ -45,42 +45,10 @@ type Rules struct {
 // r.CaseInsensitive is set, CaseSensitive otherwise.
 func (r Rules) NameCase() NameCase { return NameCase(r.CaseInsensitive) }
 
-// AzureRules are Azure Resource Manager's tag rules for most resources: at most
-// 50 tags, names up to 512 and values up to 256 characters, no < > % & \ ? / in
-// names, the prefixes microsoft, azure and windows reserved for Azure, and names
-// case-insensitive. Treat it as read-only.
-var AzureRules = Rules{
-	MaxTags:            50,
-	MaxNameLen:         512,
-	MaxValueLen:        256,
-	ForbiddenNameChars: `<>%&\?/`,
-	ReservedPrefixes:   []string{"microsoft", "azure", "windows"},
-	CaseInsensitive:    true,
-}
-
-// AzureStorageRules are AzureRules for storage accounts, whose tag names are
-// limited to 128 characters. Treat it as read-only.
-var AzureStorageRules = withMaxNameLen(AzureRules, 128)
-
-// withMaxNameLen returns r with names limited to n.
-func withMaxNameLen(r Rules, n int) Rules {
+// WithMaxNameLen returns r with names limited to n.
+func (r Rules) WithMaxNameLen(n int) Rules {
 	r.MaxNameLen = n
 	return r
-}
-
-// AWSRules are AWS's tag rules: at most 50 tags, keys up to 128 and values up
-// to 256 Unicode characters, keys and values made of letters, digits, spaces
-// and + - = . _ : / @ (what every AWS service accepts), the prefix aws:
-// reserved for AWS in any case (AWS:, Aws:, ...), and keys case-sensitive:
-// "Env" and "env" are two tags. Treat it as read-only.
-var AWSRules = Rules{
-	MaxTags:            50,
-	MaxNameLen:         128,
-	MaxValueLen:        256,
-	CountRunes:         true,
-	AllowedPunctuation: "+-=._:/@",
-	ReservedPrefixes:   []string{"aws:"},
-	CaseInsensitive:    false,
 }
 
 // Errors wrapped by TagError, for errors.Is.

@@ -27,7 +27,7 @@ var layers = []layer{
 	{"api", []string{"api/..."}},
 	{"core", []string{"internal/tags/...", "internal/openshift", "internal/metrics", "internal/version",
 		"internal/notify", "internal/audit", "internal/scheme", "internal/controlplane"}},
-	{"clouds", []string{"internal/cloud", "internal/cloud/aws", "internal/cloud/azure", "internal/armsim"}},
+	{"clouds", []string{"internal/cloud/...", "internal/armsim"}}, // every cloud package: internal/cloud/<name>
 	{"cloudchange", []string{"internal/cloudchange/..."}},
 	{"testkit", []string{"internal/testenv", "internal/testenv/build", "internal/cloud/cloudtest", "internal/cloud/aws/awstest/...",
 		"internal/armsim/armsimtest", "internal/tags/tagstest", "internal/cloudchange/cloudchangetest"}},

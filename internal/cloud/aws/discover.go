@@ -170,7 +170,7 @@ func (p *Provider) discoverRegion(ctx context.Context, region string, filters []
 				for _, t := range m.Tags {
 					set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
 				}
-				out = append(out, cloud.Classified{ID: id, Type: typeOf(id), Scope: region, Tags: set, Rules: tags.AWSRules})
+				out = append(out, cloud.Classified{ID: id, Type: typeOf(id), Scope: region, Tags: set, Rules: TagRules})
 			}
 		}
 	}
@@ -239,5 +239,5 @@ func (p *Provider) DescribeChanged(id string, t tags.Set, scopes []string) (clou
 	if !slices.Contains(regions, a.Region) || !slices.Contains(p.opts.ResourceTypes, typ) {
 		return cloud.Classified{}, false
 	}
-	return cloud.Classified{ID: id, Type: typ, Scope: a.Region, Tags: t.Clone(), Rules: tags.AWSRules}, true
+	return cloud.Classified{ID: id, Type: typ, Scope: a.Region, Tags: t.Clone(), Rules: TagRules}, true
 }

@@ -75,7 +75,7 @@ func TestDiscoverAcrossRegions(t *testing.T) {
 	}
 	for _, c := range checks {
 		r := byID[c.id]
-		if r.Type != c.typ || r.Scope != c.scope || !maps.Equal(r.Tags, c.tags) || r.Rules.MaxTags != tags.AWSRules.MaxTags || r.Rules.CaseInsensitive {
+		if r.Type != c.typ || r.Scope != c.scope || !maps.Equal(r.Tags, c.tags) || r.Rules.MaxTags != TagRules.MaxTags || r.Rules.CaseInsensitive {
 			t.Errorf("%s = %+v; want type %s, scope %s, tags %v, AWS rules", c.id, r, c.typ, c.scope, c.tags)
 		}
 	}

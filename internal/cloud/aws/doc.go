@@ -84,7 +84,7 @@
 // cloud.CanonicalID (lower-casing is harmless for EC2 ARNs, which are
 // lower-case throughout). Classified.ID is the ARN, Type the ARN's
 // "service:type" (e.g. "ec2:instance"), Scope the region, Rules
-// tags.AWSRules. A region whose search fails goes to Discovery.Failed as
+// TagRules. A region whose search fails goes to Discovery.Failed as
 // "region <name>" with the typed error; Discovery.Calls counts the requests
 // sent, SDK retries included. The Tagging API is eventually consistent: a
 // resource tagged a moment ago may be missing from a search, a deleted one

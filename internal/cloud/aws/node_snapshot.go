@@ -282,7 +282,7 @@ func newGroup(g astypes.AutoScalingGroup) *asGroup {
 	var noPropagate []string
 	for _, t := range g.Tags {
 		all[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
-		if !sdkaws.ToBool(t.PropagateAtLaunch) && !tags.AWSRules.IsReservedName(sdkaws.ToString(t.Key)) {
+		if !sdkaws.ToBool(t.PropagateAtLaunch) && !TagRules.IsReservedName(sdkaws.ToString(t.Key)) {
 			noPropagate = append(noPropagate, sdkaws.ToString(t.Key))
 		}
 	}
@@ -380,7 +380,7 @@ func ec2Tags(in []ec2types.Tag) tags.Set {
 func userTags(s tags.Set) tags.Set {
 	out := make(tags.Set, len(s))
 	for k, v := range s {
-		if !tags.AWSRules.IsReservedName(k) {
+		if !TagRules.IsReservedName(k) {
 			out[k] = v
 		}
 	}

@@ -87,7 +87,7 @@ func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (
 // checkReserved refuses a patch that names an aws: tag.
 func checkReserved(id string, patch tags.Patch) error {
 	for _, name := range append(patch.Set.Names(), patch.Delete...) {
-		if tags.AWSRules.IsReservedName(name) {
+		if TagRules.IsReservedName(name) {
 			return fmt.Errorf("aws: patch of %s names tag %q: the aws: prefix is reserved for AWS, tagsync never writes or deletes such tags", id, name)
 		}
 	}
@@ -118,7 +118,7 @@ func tagOps(cur tags.Set, patch tags.Patch) (set, del tags.Set) {
 // over AWS's tag limit.
 func applyOps(what string, cur, set, del tags.Set) (tags.Set, error) {
 	next := tags.Patch{Set: set, Delete: del.Names()}.Apply(tags.CaseSensitive, cur)
-	if limit := tags.AWSRules.MaxTags; len(next) > limit && len(next) > len(cur) {
+	if limit := TagRules.MaxTags; len(next) > limit && len(next) > len(cur) {
 		return nil, fmt.Errorf("aws: setting %s on %s would leave %d tags; a resource may carry at most %d: %w",
 			strings.Join(set.Names(), ", "), what, len(next), limit, cloud.ErrTooManyTags)
 	}

@@ -132,7 +132,10 @@ func (p *Provider) clientsFor(region string) *clients {
 func (p *Provider) Name() string { return providerName }
 
 // Rules returns AWS's tag rules.
-func (p *Provider) Rules() tags.Rules { return tags.AWSRules }
+func (p *Provider) Rules() tags.Rules { return TagRules }
+
+// PlatformKeys returns the keys the platforms on AWS own (PlatformKeys).
+func (p *Provider) PlatformKeys() []tags.PlatformKey { return PlatformKeys }
 
 // Calls returns how many HTTP requests the provider sent, by operation
 // named as its IAM action ("ec2:CreateTags", "ec2:DeleteTags",

@@ -26,7 +26,7 @@ import (
 func TestNameAndRules(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if e.p.Name() != "aws" || e.p.Rules().MaxTags != tags.AWSRules.MaxTags || e.p.Rules().CaseInsensitive {
+	if e.p.Name() != "aws" || e.p.Rules().MaxTags != TagRules.MaxTags || e.p.Rules().CaseInsensitive {
 		t.Fatalf("Name %q, Rules %+v", e.p.Name(), e.p.Rules())
 	}
 }

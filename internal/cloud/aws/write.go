@@ -14,7 +14,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // resourceRef is a resource to write: its region and EC2 resource ID.
@@ -163,7 +162,7 @@ func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, 
 // value when the write has one, so EC2 deletes it only where it still
 // holds that value.
 func (p *Provider) writeRegion(ctx context.Context, region string, ids []string, w cloud.TagWrite) map[string]error {
-	nc := tags.AWSRules.NameCase()
+	nc := TagRules.NameCase()
 	var del []ec2types.Tag
 	for _, name := range w.Patch.Delete {
 		t := ec2types.Tag{Key: sdkaws.String(name)}

@@ -43,20 +43,20 @@ func SmallTagLimitTypes() []string {
 
 // RulesFor returns the tag rules of a resource of type resourceType
 // ("Namespace/type[/subtype]", in any casing, as ARM or Resource Graph
-// spells it): tags.AzureStorageRules for storage accounts (names of at
-// most 128 characters), tags.AzureRules with MaxTags 15 for the types
+// spells it): StorageTagRules for storage accounts (names of at
+// most 128 characters), TagRules with MaxTags 15 for the types
 // SmallTagLimitTypes lists (DNS zones, private DNS zones and their links,
-// CDN profiles and endpoints, Automation accounts), tags.AzureRules
+// CDN profiles and endpoints, Automation accounts), TagRules
 // otherwise (resource groups included).
 func RulesFor(resourceType string) tags.Rules {
 	t := strings.ToLower(strings.Trim(resourceType, "/"))
 	switch {
 	case t == typeStorageAccount:
-		return tags.AzureStorageRules
+		return StorageTagRules
 	case smallTagLimitTypes[t]:
-		r := tags.AzureRules
+		r := TagRules
 		r.MaxTags = MaxTagsSmall
 		return r
 	}
-	return tags.AzureRules
+	return TagRules
 }

@@ -146,7 +146,10 @@ func (p *Provider) clientsFor(sub string) (*clients, error) {
 func (p *Provider) Name() string { return providerName }
 
 // Rules returns Azure Resource Manager's tag rules.
-func (p *Provider) Rules() tags.Rules { return tags.AzureRules }
+func (p *Provider) Rules() tags.Rules { return TagRules }
+
+// PlatformKeys returns the keys AKS owns (PlatformKeys).
+func (p *Provider) PlatformKeys() []tags.PlatformKey { return PlatformKeys }
 
 // Calls returns how many HTTP requests the provider sent, by operation
 // (e.g. "VirtualMachines.List", "Tags.UpdateAtScope", "LRO.Poll"), retries

@@ -44,7 +44,8 @@ type Call struct {
 
 // Provider is the fake. The zero value is not usable; call New.
 type Provider struct {
-	rules tags.Rules
+	rules    tags.Rules
+	platform []tags.PlatformKey
 
 	mu         sync.Mutex
 	resources  map[string]cloud.Resource  // by CanonicalID
@@ -60,7 +61,7 @@ var (
 	_ cloud.ClassifiedProvider = (*Provider)(nil)
 )
 
-// New returns an empty fake with the given tag rules (e.g. tags.AzureRules).
+// New returns an empty fake with the given tag rules (e.g. azure.TagRules).
 func New(rules tags.Rules) *Provider {
 	return &Provider{rules: rules, resources: map[string]cloud.Resource{},
 		placements: map[string]cloud.Placement{}, limits: map[string]int{}, errs: map[string][]error{}}
@@ -71,6 +72,12 @@ func (p *Provider) Name() string { return "fake" }
 
 // Rules returns the rules given to New.
 func (p *Provider) Rules() tags.Rules { return p.rules }
+
+// PlatformKeys returns the keys SetPlatformKeys gave (none by default).
+func (p *Provider) PlatformKeys() []tags.PlatformKey { return p.platform }
+
+// SetPlatformKeys sets the keys PlatformKeys returns; call it before use.
+func (p *Provider) SetPlatformKeys(keys []tags.PlatformKey) { p.platform = keys }
 
 // SetResource creates or replaces a resource with the given tags.
 func (p *Provider) SetResource(id string, t tags.Set) {

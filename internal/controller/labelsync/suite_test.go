@@ -22,10 +22,10 @@ import (
 
 	"github.com/tagsync/tagsync/api/metal3"
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/operator"
-	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
@@ -143,7 +143,7 @@ func (h *harness) start(namespaces []string) {
 	h.t.Helper()
 	mgr, err := operator.Build(h.ctx, h.p.mgmt.Config, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-		Provider:    cloudtest.New(tags.AzureRules),
+		Provider:    cloudtest.New(azure.TagRules),
 		Controllers: []string{labelsync.ControllerName},
 		Namespaces:  namespaces,
 	})

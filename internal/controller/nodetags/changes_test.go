@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -65,7 +66,7 @@ type taker struct {
 	refuse bool
 }
 
-func (taker) Rules() tags.Rules { return tags.AWSRules }
+func (taker) Rules() tags.Rules { return aws.TagRules }
 
 func (t taker) TakeTags(string, tags.Set, time.Time) bool { return !t.refuse }
 

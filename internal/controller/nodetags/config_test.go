@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -17,11 +19,11 @@ import (
 func TestConfigPlatformTags(t *testing.T) {
 	cfg := func(spec v1alpha1.NodeTagSyncSpec) syncConfig {
 		t.Helper()
-		rules := tags.AzureRules
+		rules, platform := azure.TagRules, azure.PlatformKeys
 		if spec.Provider == v1alpha1.ProviderAWS {
-			rules = tags.AWSRules
+			rules, platform = aws.TagRules, aws.PlatformKeys
 		}
-		c, err := configFrom(spec, rules)
+		c, err := configFrom(spec, rules, platform)
 		if err != nil {
 			t.Fatalf("configFrom(%+v): %v", spec, err)
 		}
@@ -29,17 +31,17 @@ func TestConfigPlatformTags(t *testing.T) {
 	}
 	in := func(c syncConfig, name string) bool { return c.filter.Match(c.nameCase(), name) }
 
-	aws := cfg(v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS})
+	onAWS := cfg(v1alpha1.NodeTagSyncSpec{Provider: v1alpha1.ProviderAWS})
 	for _, name := range []string{"karpenter.sh/nodepool", "eks:cluster-name", "k8s.io/cluster-autoscaler/enabled", "kubernetes.io/cluster/prod"} {
-		if in(aws, name) {
+		if in(onAWS, name) {
 			t.Errorf("aws: %s in scope by default", name)
 		}
 	}
-	if !in(aws, "team") || !in(aws, "Karpenter.sh/nodepool") || !in(aws, "aks-managed-poolName") {
+	if !in(onAWS, "team") || !in(onAWS, "Karpenter.sh/nodepool") || !in(onAWS, "aks-managed-poolName") {
 		t.Error("aws: keys the AWS platform does not own are in scope (AWS keys are case-sensitive)")
 	}
-	azure := cfg(v1alpha1.NodeTagSyncSpec{})
-	if in(azure, "aks-managed-poolName") || in(azure, "AKS-MANAGED-orchestrator") || !in(azure, "karpenter.sh/nodepool") {
+	onAzure := cfg(v1alpha1.NodeTagSyncSpec{})
+	if in(onAzure, "aks-managed-poolName") || in(onAzure, "AKS-MANAGED-orchestrator") || !in(onAzure, "karpenter.sh/nodepool") {
 		t.Error("azure (the default provider): aks-managed-* out of scope in any case, other keys in")
 	}
 
@@ -61,7 +63,7 @@ func TestConfigPlatformTags(t *testing.T) {
 		t.Errorf("warnings %q, want: includeTags of platform keys only syncs nothing", onlyPlatform.warnings)
 	}
 
-	_, err := configFrom(v1alpha1.NodeTagSyncSpec{IncludePlatformTags: []v1alpha1.TagPattern{"["}}, tags.AzureRules)
+	_, err := configFrom(v1alpha1.NodeTagSyncSpec{IncludePlatformTags: []v1alpha1.TagPattern{"["}}, azure.TagRules, azure.PlatformKeys)
 	if err == nil || !strings.Contains(err.Error(), `includePlatform[0] "["`) {
 		t.Errorf("a malformed includePlatformTags entry: err %v", err)
 	}
@@ -92,8 +94,8 @@ func TestDocsListThePlatformKeys(t *testing.T) {
 		}
 		docs[provider] = append(docs[provider], strings.Trim(strings.TrimSpace(cells[2]), "`"))
 	}
-	for _, provider := range []string{"aws", "azure"} {
-		if got, want := docs[provider], tags.PlatformPatterns(provider); !slices.Equal(got, want) {
+	for provider, keys := range map[string][]tags.PlatformKey{"aws": aws.PlatformKeys, "azure": azure.PlatformKeys} {
+		if got, want := docs[provider], tags.PlatformPatterns(keys); !slices.Equal(got, want) {
 			t.Errorf("%s: the docs list %q, the code %q", provider, got, want)
 		}
 	}

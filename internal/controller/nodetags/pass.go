@@ -272,16 +272,16 @@ func configFor(nts *v1alpha1.NodeTagSync, providers cloud.Providers) (syncConfig
 	if err != nil {
 		return syncConfig{}, err
 	}
-	cfg, err := configFrom(nts.Spec, p.Rules())
+	cfg, err := configFrom(nts.Spec, p.Rules(), p.PlatformKeys())
 	cfg.provider = p
 	cfg.origin = tags.Origin{Sync: string(nts.UID), Prefix: cfg.codec.Prefix, Direction: cfg.direction, Provider: name}
 	return cfg, err
 }
 
 // configFrom validates spec beyond what the API server checks and returns
-// the sync configuration for a provider with the given tag rules, or an error
-// that says what to fix.
-func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, error) {
+// the sync configuration for a provider with the given tag rules and
+// platform keys, or an error that says what to fix.
+func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules, platform []tags.PlatformKey) (syncConfig, error) {
 	cfg := syncConfig{
 		rules:      rules,
 		direction:  tags.Direction(orDefault(string(spec.Direction), string(v1alpha1.DirectionTwoWay))),
@@ -304,7 +304,7 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 	// written, deleted nor made labels) unless includePlatformTags lets them
 	// in.
 	provider := orDefault(string(spec.Provider), string(v1alpha1.ProviderAzure))
-	cfg.filter.Platform = tags.PlatformPatterns(provider)
+	cfg.filter.Platform = tags.PlatformPatterns(platform)
 	for _, p := range spec.IncludePlatformTags {
 		cfg.filter.PlatformOptIn = append(cfg.filter.PlatformOptIn, string(p))
 	}
@@ -334,7 +334,7 @@ func configFrom(spec v1alpha1.NodeTagSyncSpec, rules tags.Rules) (syncConfig, er
 		errs = append(errs, fmt.Errorf("resyncInterval must be positive, got %s", cfg.resync))
 	}
 	for i, p := range spec.IncludePlatformTags {
-		if validPattern(string(p)) && !tags.OverlapsPlatform(provider, cfg.nameCase(), string(p)) {
+		if validPattern(string(p)) && !tags.OverlapsPlatform(platform, cfg.nameCase(), string(p)) {
 			cfg.warnings = append(cfg.warnings, fmt.Sprintf("includePlatformTags[%d] %q matches no platform tag on %s, so it changes nothing: "+
 				"tags that are not the platform's are synced without it", i, p, provider))
 		}

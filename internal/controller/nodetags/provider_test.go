@@ -15,9 +15,9 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/scheme"
-	"github.com/tagsync/tagsync/internal/tags"
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
@@ -30,8 +30,8 @@ type classifiedOnly struct{ cloud.ClassifiedProvider }
 // says so, a Warning event tells it once, nothing is read or written, and it
 // claims no Node.
 func TestProviderWithoutNodeSyncIsInvalidSpec(t *testing.T) {
-	classified := cloudtest.New(tags.AWSRules)
-	azureFake := cloudtest.New(tags.AzureRules)
+	classified := cloudtest.New(aws.TagRules)
+	azureFake := cloudtest.New(azure.TagRules)
 	onAWS := build.NodeTagSync("nts", build.UID("u1"), build.Generation(1), build.Provider(v1alpha1.ProviderAWS))
 	objs := append([]client.Object{onAWS}, unitObjects()[1:]...)
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
@@ -68,7 +68,7 @@ func TestConfigForAWS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providers := cloud.Providers{"azure": cloudtest.New(tags.AzureRules), "aws": awsProvider}
+	providers := cloud.Providers{"azure": cloudtest.New(azure.TagRules), "aws": awsProvider}
 	for _, tc := range []struct {
 		spec       v1alpha1.NodeTagSyncSpec
 		prefix     string

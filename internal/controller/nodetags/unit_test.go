@@ -22,6 +22,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/cloud/cloudtest"
 	"github.com/tagsync/tagsync/internal/scheme"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -45,7 +46,7 @@ func newUnit(t *testing.T, objs ...client.Object) *unit {
 func newUnitWithClock(t *testing.T, clk clock.PassiveClock, objs ...client.Object) *unit {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.NodeTagSync{}).Build()
-	p := cloudtest.New(tags.AzureRules)
+	p := cloudtest.New(azure.TagRules)
 	// The fake stands in for the cloud a default spec names.
 	return &unit{t: t, c: c, cloud: p, r: NewReconciler(c, cloud.Providers{"azure": p}, nil, nil, clk)}
 }

@@ -1,0 +1,62 @@
+package aws
+
+import (
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// PlatformKeys are the keys the platforms running Kubernetes on AWS write
+// on the instances and Auto Scaling groups behind nodes and depend on: the
+// node sync leaves them alone unless a NodeTagSync opts one in
+// (includePlatformTags). Treat it as read-only.
+var PlatformKeys = []tags.PlatformKey{
+	cloud.HeartbeatKey,
+	{Pattern: "eks:*", Owner: "Amazon EKS",
+		Why:    "managed node groups tag their Auto Scaling groups and instances eks:cluster-name, eks:nodegroup-name",
+		Source: "docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html"},
+	{Pattern: "kubernetes.io/cluster/*", Owner: "Kubernetes on AWS (EKS, the AWS cloud provider, Karpenter, kOps, Cluster API)",
+		Why:    "kubernetes.io/cluster/<cluster>=owned|shared marks what belongs to a cluster; IAM policies and the cloud provider key on it",
+		Source: "docs.aws.amazon.com/eks/latest/userguide/eks-using-tags.html; cloud-provider-aws"},
+	{Pattern: "k8s.io/cluster-autoscaler/*", Owner: "Cluster Autoscaler",
+		Why:    "group auto-discovery (k8s.io/cluster-autoscaler/enabled, k8s.io/cluster-autoscaler/<cluster>) and scale-from-zero node templates: a group without them is dropped",
+		Source: "docs.aws.amazon.com/eks/latest/eksctl/autoscaling.html; kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md"},
+	{Pattern: "karpenter.sh/*", Owner: "Karpenter",
+		Why:    "karpenter.sh/nodepool, karpenter.sh/nodeclaim: its garbage collection and reference IAM policy find its instances by them",
+		Source: "karpenter.sh/docs/concepts/nodeclasses (tags), karpenter.sh/docs/reference/cloudformation"},
+	{Pattern: "karpenter.k8s.aws/*", Owner: "Karpenter (AWS provider)",
+		Why:    "karpenter.k8s.aws/ec2nodeclass names the EC2NodeClass an instance was launched from",
+		Source: "karpenter.sh/docs/concepts/nodeclasses (tags)"},
+	{Pattern: "alpha.eksctl.io/*", Owner: "eksctl",
+		Why:    "alpha.eksctl.io/cluster-name, alpha.eksctl.io/nodegroup-name and the like: eksctl finds its node groups by them",
+		Source: "docs.aws.amazon.com/eks/latest/eksctl"},
+	{Pattern: "eksctl.*", Owner: "eksctl",
+		Why:    "eksctl.cluster.k8s.io/v1alpha1/cluster-name: eksctl's older cluster tag",
+		Source: "docs.aws.amazon.com/eks/latest/eksctl"},
+	{Pattern: "aws-node-termination-handler/*", Owner: "AWS Node Termination Handler",
+		Why:    "in queue-processor mode it handles only instances of groups tagged aws-node-termination-handler/managed",
+		Source: "github.com/aws/aws-node-termination-handler README (Queue Processor)"},
+	{Pattern: "sigs.k8s.io/cluster-api-provider-aws/*", Owner: "Cluster API Provider AWS",
+		Why:    "sigs.k8s.io/cluster-api-provider-aws/cluster/<cluster>=owned and .../role: what CAPA owns and deletes with the cluster",
+		Source: "cluster-api-aws.sigs.k8s.io (tagging)"},
+	{Pattern: "KubernetesCluster", Owner: "kOps (and the legacy in-tree AWS cloud provider)",
+		Why:    "the cluster's name on its instances, before kubernetes.io/cluster/<cluster>",
+		Source: "kops.sigs.k8s.io; kubernetes legacy-cloud-providers/aws tags.go"},
+	{Pattern: "kops.k8s.io/*", Owner: "kOps",
+		Why:    "kops.k8s.io/instancegroup and the like: the instance group an instance belongs to",
+		Source: "kops.sigs.k8s.io (instance groups)"},
+}
+
+// TagRules are AWS's tag rules: at most 50 tags, keys up to 128 and values
+// up to 256 Unicode characters, keys and values made of letters, digits,
+// spaces and + - = . _ : / @ (what every AWS service accepts), the prefix
+// aws: reserved for AWS in any case (AWS:, Aws:, ...), and keys
+// case-sensitive: "Env" and "env" are two tags. Treat it as read-only.
+var TagRules = tags.Rules{
+	MaxTags:            50,
+	MaxNameLen:         128,
+	MaxValueLen:        256,
+	CountRunes:         true,
+	AllowedPunctuation: "+-=._:/@",
+	ReservedPrefixes:   []string{"aws:"},
+	CaseInsensitive:    false,
+}
