@@ -225,7 +225,34 @@ func withoutNames(nc tags.NameCase, p tags.Patch, names []string) tags.Patch {
 func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
 	u, skipped := nodeUpdateFor(cfg, m, mm)
 	u.taints = kit.ReleaseTaint(m.node.Spec.Taints, v1alpha1.NodeTagsPendingTaintKey)
+	if u.base != "" {
+		u.baseOnly = baseOnlyFor(cfg, m, mm)
+	}
 	return u, skipped
+}
+
+// baseOnlyFor is the base annotation for a Node whose label changes cannot
+// be written (it changed since the pass read it: Conflict). It records the
+// cloud writes the pass made from the Node's labels and none of the label
+// changes, so that the next pass, reading the changed Node, proposes those
+// again and takes a person's edit made meanwhile for the Node's: without
+// it, the tag the pass just wrote and the label edited after the read
+// would look like two sides changed, a conflict that stays ("" when the
+// annotation would not change).
+func baseOnlyFor(cfg syncConfig, m *member, mm memberMerge) string {
+	labels := mm.labels.RestrictNode(tags.Patch{})
+	base := labels.NewBase.Clone()
+	for k, v := range mm.taints.NewBase {
+		if base == nil {
+			base = tags.Set{}
+		}
+		base[k] = v
+	}
+	text := tags.Base{Origin: m.origin(cfg), Tags: base, From: labels.From(), Former: m.former(cfg)}.Encode()
+	if text == m.baseText {
+		return ""
+	}
+	return text
 }
 
 // A node that a pass found fully in sync (nothing to write on either side,

@@ -253,9 +253,18 @@ func (p *pass) applyNodes(ctx context.Context, plan *resourcePlan) {
 // writeNode patches one Node, recorded as the controller's own write while
 // it is in flight; a 409 means the Node changed since the cache read it,
 // and its watch event brings a pass that sees the change, so nothing
-// failed.
+// failed. The base annotation alone (baseOnly: what the pass wrote to the
+// cloud) is then written, so that the next pass does not mistake the
+// pass's own cloud write and the edit for a conflict.
 func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate) (nodeOutcome, error) {
 	err := p.r.writes.Patch(ctx, p.r.Client, m.node.Name, m.node.Name, m.node.ResourceVersion, u.patch())
+	if apierrors.IsConflict(err) && u.baseOnly != "" {
+		// Not recorded in flight: its watch event brings the next pass.
+		err = kit.PatchNode(ctx, p.r.Client, m.node.Name, "", kit.NodePatch{Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: u.baseOnly}})
+		if err == nil {
+			return nodeInFlight, nil
+		}
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		return nodeInFlight, nil
@@ -269,6 +278,9 @@ func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate) (nodeOutc
 type nodeUpdate struct {
 	labels tags.LabelChanges
 	base   string // new annotation value; "" when unchanged
+	// baseOnly is the annotation value when none of the label changes
+	// can be written (baseOnlyFor); "" when base is.
+	baseOnly string
 	// taints, when not nil, are the Node's taints without the pending
 	// taint, which the update removes.
 	taints []corev1.Taint
