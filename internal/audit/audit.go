@@ -325,3 +325,33 @@ func Read(r io.Reader) ([]Record, error) {
 	}
 	return out, sc.Err()
 }
+
+// Write is one cloud mutation as a controller makes it: who asked, where,
+// and what the patch does to what the resource carried. Every controller
+// builds its records from one (Record), so that they read alike.
+type Write struct {
+	// Object asked for it.
+	Object Object
+	// Cloud is the provider's name; Resource the cloud's ID.
+	Cloud, Resource string
+	// NameCase is how the cloud compares tag names.
+	NameCase tags.NameCase
+	// Before are the resource's tags before the patch.
+	Before tags.Set
+	// Patch is the mutation.
+	Patch tags.Patch
+}
+
+// Record is w's record at at: ResultPending when pending (about to be
+// sent), else ResultError with err, or ResultOK when err is nil.
+func (w Write) Record(at time.Time, pending bool, err error) Record {
+	rec := Record{Time: at.UTC(), Object: w.Object, Cloud: w.Cloud, Resource: w.Resource, Result: ResultOK}
+	rec.Describe(w.NameCase, w.Before, w.Patch)
+	switch {
+	case pending:
+		rec.Result = ResultPending
+	case err != nil:
+		rec.Result, rec.Error = ResultError, err.Error()
+	}
+	return rec
+}

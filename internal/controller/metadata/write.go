@@ -12,6 +12,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -168,21 +169,9 @@ func patchKey(plan tags.ResourcePlan) string {
 // The error is the sink's when the record was lost and the audit fails
 // closed.
 func (p *pass) audit(ctx context.Context, t *target, pl Planned, res cloud.WriteResult) error {
-	rec := audit.Record{
-		Time:     p.r.Now().UTC(),
-		Object:   audit.Object{Kind: t.kind, Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Generation: t.obj.GetGeneration()},
-		Cloud:    t.cloud,
-		Resource: pl.Resource.ID,
-		Result:   audit.ResultOK,
-	}
-	rec.Describe(pl.Resource.Rules.NameCase(), pl.Resource.Tags, pl.Plan.Patch)
-	switch {
-	case res.Pending:
-		rec.Result = audit.ResultPending
-	case res.Err != nil:
-		rec.Result, rec.Error = audit.ResultError, res.Err.Error()
-	}
-	return p.r.audit.Mutation(ctx, rec)
+	w := audit.Write{Object: kit.AuditObject(t.kind, t.obj), Cloud: t.cloud, Resource: pl.Resource.ID,
+		NameCase: pl.Resource.Rules.NameCase(), Before: pl.Resource.Tags, Patch: pl.Plan.Patch}
+	return p.r.audit.Mutation(ctx, w.Record(p.r.Now(), res.Pending, res.Err))
 }
 
 // tally counts the resources, records what each holds now and collects

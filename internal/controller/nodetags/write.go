@@ -70,7 +70,7 @@ func (p *pass) writeAudited(ctx context.Context, patch tags.Patch, resources []c
 	byID := make(map[string]int, len(resources))
 	ids := make([]string, 0, len(resources))
 	for i, res := range resources {
-		if err := p.audit(ctx, res, patch, audit.ResultPending, nil); err != nil {
+		if err := p.audit(ctx, res, patch, true, nil); err != nil {
 			done(i, cloud.Resource{}, err)
 			continue
 		}
@@ -87,40 +87,23 @@ func (p *pass) writeAudited(ctx context.Context, patch tags.Patch, resources []c
 		}
 		delete(byID, id)
 		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))    // changes before the write may predate it
-		_ = p.audit(ctx, resources[i], patch, resultOf(err), err) // the write is done: its outcome stands
+		_ = p.audit(ctx, resources[i], patch, false, err) // the write is done: its outcome stands
 		done(i, written, err)
 	})
 	for id, i := range byID { // the provider broke its contract: retry them
 		err := fmt.Errorf("the cloud provider reported no result for %s", id)
-		_ = p.audit(ctx, resources[i], patch, audit.ResultError, err)
+		_ = p.audit(ctx, resources[i], patch, false, err)
 		done(i, cloud.Resource{}, err)
 	}
 }
 
-// resultOf is the audit result of a write that ended with err.
-func resultOf(err error) string {
-	if err != nil {
-		return audit.ResultError
-	}
-	return audit.ResultOK
-}
-
 // audit writes one record of a PatchTags under the audit policy
-// (audit.Log.Mutation); the error is the sink's when the record was lost
-// and the audit fails closed.
-func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, result string, err error) error {
-	rec := audit.Record{
-		Time:     p.r.Now().UTC(),
-		Object:   audit.Object{Kind: "NodeTagSync", Name: p.nts.Name, Generation: p.nts.Generation},
-		Cloud:    p.cfg.provider.Name(),
-		Resource: res.ID,
-		Result:   result,
-	}
-	rec.Describe(p.cfg.nameCase(), res.Tags, patch)
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	return p.r.audit.Mutation(ctx, rec)
+// (audit.Log.Mutation): pending before it is sent, else its result. The
+// error is the sink's when the record was lost and the audit fails closed.
+func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, pending bool, err error) error {
+	w := audit.Write{Object: kit.AuditObject("NodeTagSync", p.nts), Cloud: p.cfg.provider.Name(), Resource: res.ID,
+		NameCase: p.cfg.nameCase(), Before: res.Tags, Patch: patch}
+	return p.r.audit.Mutation(ctx, w.Record(p.r.Now(), pending, err))
 }
 
 // writeMembers makes the members' writes (planMemberWrites) with the
