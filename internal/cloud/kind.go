@@ -30,6 +30,10 @@ type Kind struct {
 	// PlatformKeys are the keys the platforms running Kubernetes on the
 	// cloud own on node resources.
 	PlatformKeys []tags.PlatformKey
+	// OwnsID reports whether id names one of the cloud's resources (an
+	// ARM resource ID, an ARN), and IDExample shows one for messages.
+	OwnsID    func(id string) bool
+	IDExample string
 	// Bind binds the cloud's flags for use ("run", "plan" or "login"; each
 	// binds the endpoint and credential flags, run its tuning flags too,
 	// login the flags of its checks) and returns the settings they fill

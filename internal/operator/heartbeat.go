@@ -3,12 +3,12 @@ package operator
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/clouds"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -76,20 +76,20 @@ func (h *heartbeat) beat(ctx context.Context, now time.Time) {
 	}
 }
 
-// cloudOf is the cloud a resource ID names: an ARN is AWS's, an ARM ID
-// Azure's.
+// cloudOf is the cloud a resource ID names ("" for none: validHeartbeat
+// refused it).
 func cloudOf(id string) string {
-	if strings.HasPrefix(id, "arn:") {
-		return "aws"
+	if k, err := clouds.Of(id); err == nil {
+		return k.Name
 	}
-	return "azure"
+	return ""
 }
 
 // validHeartbeat checks the heartbeat's resources.
 func validHeartbeat(resources []string) error {
 	for _, id := range resources {
-		if !strings.HasPrefix(id, "arn:") && !strings.HasPrefix(strings.ToLower(id), "/subscriptions/") {
-			return fmt.Errorf("--events-heartbeat %q is neither an Azure resource ID (/subscriptions/...) nor an ARN", id)
+		if _, err := clouds.Of(id); err != nil {
+			return fmt.Errorf("--events-heartbeat: %w", err)
 		}
 	}
 	return nil

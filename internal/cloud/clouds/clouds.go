@@ -52,6 +52,20 @@ func Lookup(name string) (*cloud.Kind, error) {
 	return nil, fmt.Errorf("no cloud %q: tagsync knows %s", name, strings.Join(Names(), ", "))
 }
 
+// Of returns the cloud whose resource IDs look like id.
+func Of(id string) (*cloud.Kind, error) {
+	for _, k := range kinds {
+		if k.OwnsID(id) {
+			return k, nil
+		}
+	}
+	examples := make([]string, len(kinds))
+	for i, k := range kinds {
+		examples[i] = k.Title + " " + k.IDExample
+	}
+	return nil, fmt.Errorf("%q is the resource ID of no cloud tagsync knows (%s)", id, strings.Join(examples, ", "))
+}
+
 // Set is the settings of several clouds, in registry order.
 type Set []cloud.Settings
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,5 +114,22 @@ func TestAThirdCloudIsOneEntry(t *testing.T) {
 	}
 	if got := set.Get("third"); got == nil || got.String() != "endpoint https://third.example" {
 		t.Errorf("the third cloud's settings: %v", got)
+	}
+}
+
+// TestOf: a resource ID names its cloud (the heartbeat's resources), and
+// one no cloud owns is refused with examples of each cloud's.
+func TestOf(t *testing.T) {
+	for id, want := range map[string]string{
+		"arn:aws:ec2:eu-west-1:123456789012:instance/i-1":                                        "aws",
+		"/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-1": "azure",
+		"/Subscriptions/0000/resourceGroups/rg":                                                  "azure",
+	} {
+		if k, err := clouds.Of(id); err != nil || k.Name != want {
+			t.Errorf("Of(%q) = %v, %v; want %s", id, k, err, want)
+		}
+	}
+	if _, err := clouds.Of("projects/p/zones/z/instances/i"); err == nil || !strings.Contains(err.Error(), "arn:") {
+		t.Errorf("Of of another cloud's ID: %v, want an error with examples", err)
 	}
 }

@@ -86,8 +86,8 @@ func (p *pass) writeAudited(ctx context.Context, patch tags.Patch, resources []c
 			return
 		}
 		delete(byID, id)
-		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id))    // changes before the write may predate it
-		_ = p.audit(ctx, resources[i], patch, false, err) // the write is done: its outcome stands
+		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id)) // changes before the write may predate it
+		_ = p.audit(ctx, resources[i], patch, false, err)      // the write is done: its outcome stands
 		done(i, written, err)
 	})
 	for id, i := range byID { // the provider broke its contract: retry them
