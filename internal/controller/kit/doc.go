@@ -26,9 +26,11 @@
 //     Node can be registered with (HasTaint, ReleaseTaint).
 //   - Taking cloud changes: the Subscriber a reconciler holds (its hub
 //     subscription, the polling interval the sources' health allows, and
-//     Serve, which tells the hub when a pass of an object ran), the changes
-//     pending per object and what they carried (Pending, Carried), and the
-//     Events condition (EventsCondition).
+//     Serve, which tells the hub when a pass of an object ran), one change
+//     index (ChangeIndex: which objects found each resource, routing that
+//     leaves out the echo's writer, the changes pending per object and what
+//     they carried, Pending and Carried, and those that arrive while
+//     indexes warm, Warmup), and the Events condition (EventsCondition).
 //   - Waking objects from outside its watches without blocking a worker
 //     (Wake), and watch predicates (UpdateChanged).
 //

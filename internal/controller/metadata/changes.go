@@ -45,24 +45,22 @@ func (e *changeEvents) UseEvents(hub *cloudchange.Hub) {
 	}
 }
 
-// resourceIndex is, per CloudMetadata, the resources each of its targets'
-// last discovery matched and the classifiers and clouds it applies. It is
-// safe for concurrent use.
+// resourceIndex is the controller's change index (kit.ChangeIndex: the
+// objects whose targets matched each resource, one count per target; the
+// changes pending per object, flagged when its next pass must be full; and
+// those no object could take while the index warmed: an object's pass had
+// begun but not yet indexed with every reference resolved, a pass whose
+// AzureMetadata or AWSMetadata is not in the cache yet indexing none, or
+// no pass had begun, every start and leader change) and what metadata adds
+// to it: per CloudMetadata, the resources each target's last discovery
+// matched and the classifiers and clouds it applies. It is safe for
+// concurrent use.
 type resourceIndex struct {
+	changes kit.ChangeIndex[types.NamespacedName]
+
 	mu      sync.Mutex
 	matched map[types.NamespacedName]map[string]map[string]cloud.Classified // object → target key → canonical ID → resource, without tags
-	owners  map[string]map[types.NamespacedName]int                         // canonical ID → object → targets matching it
 	wants   map[types.NamespacedName]interest
-	// pending are, per object, the matched resources changes named since
-	// its last pass; flagged: its next pass must be full.
-	pending kit.Pending[types.NamespacedName]
-	// warm keeps the changes no object could take because the index was
-	// still warming: an object's pass had begun but not yet indexed with
-	// every reference resolved (a pass whose AzureMetadata or AWSMetadata
-	// is not in the cache yet indexes none), or no pass had begun (every
-	// start and leader change). Each full pass that indexes routes them
-	// again.
-	warm kit.Warmup[types.NamespacedName]
 }
 
 // interest is what makes a resource an object's: a classifier, in a cloud
@@ -81,8 +79,8 @@ type search struct {
 }
 
 func newResourceIndex() *resourceIndex {
-	return &resourceIndex{matched: map[types.NamespacedName]map[string]map[string]cloud.Classified{},
-		owners: map[string]map[types.NamespacedName]int{}, wants: map[types.NamespacedName]interest{}}
+	return &resourceIndex{changes: kit.ChangeIndex[types.NamespacedName]{Name: types.NamespacedName.String},
+		matched: map[types.NamespacedName]map[string]map[string]cloud.Classified{}, wants: map[types.NamespacedName]interest{}}
 }
 
 // saw records the resources a target's discovery matched; after a partial
@@ -122,19 +120,13 @@ func (x *resourceIndex) forget(cm types.NamespacedName) {
 		x.setTarget(cm, target, nil)
 	}
 	delete(x.wants, cm)
-	x.warm.Forget(cm)
-	x.pending.Forget(cm)
+	x.changes.Forget(cm)
 }
 
 // setTarget replaces a target's resources (the caller holds x.mu).
 func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids map[string]cloud.Classified) {
 	for id := range x.matched[cm][target] {
-		if x.owners[id][cm]--; x.owners[id][cm] <= 0 {
-			delete(x.owners[id], cm)
-		}
-		if len(x.owners[id]) == 0 {
-			delete(x.owners, id)
-		}
+		x.changes.Remove(cm, id)
 	}
 	if x.matched[cm] == nil {
 		x.matched[cm] = map[string]map[string]cloud.Classified{}
@@ -148,10 +140,7 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 	}
 	x.matched[cm][target] = ids
 	for id := range ids {
-		if x.owners[id] == nil {
-			x.owners[id] = map[types.NamespacedName]int{}
-		}
-		x.owners[id][cm]++
+		x.changes.Add(cm, id)
 	}
 }
 
@@ -161,18 +150,8 @@ func (x *resourceIndex) setTarget(cm types.NamespacedName, target string, ids ma
 // result, and a change left pending would make its next pass, whatever
 // wakes it, read the resource again.
 func (x *resourceIndex) owning(c cloudchange.Change) []types.NamespacedName {
-	id := cloud.CanonicalID(c.Resource)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var out []types.NamespacedName
-	for cm := range x.owners[id] {
-		if cm.String() == c.EchoOf {
-			continue
-		}
-		out = append(out, cm)
-		x.pending.AddChange(cm, id, c)
-	}
-	return out
+	objs, _ := x.changes.Route(cloud.CanonicalID(c.Resource), c)
+	return objs
 }
 
 // classified remembers c, a change after which a resource no object
@@ -183,27 +162,27 @@ func (x *resourceIndex) owning(c cloudchange.Change) []types.NamespacedName {
 func (x *resourceIndex) classified(objects []types.NamespacedName, c cloudchange.Change) {
 	id := cloud.CanonicalID(c.Resource)
 	for _, cm := range objects {
-		x.pending.AddChange(cm, id, c)
-		x.pending.Flag(cm)
+		x.changes.Pending.AddChange(cm, id, c)
+		x.changes.Pending.Flag(cm)
 	}
 }
 
 // take returns and forgets the resources changed for cm, what their
 // latest changes carried, and whether its next pass must be full.
 func (x *resourceIndex) take(cm types.NamespacedName) ([]string, map[string]kit.Carried, bool) {
-	return x.pending.TakeCarried(cm)
+	return x.changes.Pending.TakeCarried(cm)
 }
 
 // restore puts back what take returned, for the retry of a pass that
 // could not run.
 func (x *resourceIndex) restore(cm types.NamespacedName, ids []string, full bool) {
-	x.pending.Restore(cm, ids, full)
+	x.changes.Pending.Restore(cm, ids, full)
 }
 
 // needFull makes the next pass of each object full.
 func (x *resourceIndex) needFull(cms ...types.NamespacedName) {
 	for _, cm := range cms {
-		x.pending.Flag(cm)
+		x.changes.Pending.Flag(cm)
 	}
 }
 
@@ -280,7 +259,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 			}
 			keys := r.probe(c)
 			if len(keys) == 0 {
-				r.index.warm.Hold(c) // no search covers it yet: maybe none has begun
+				r.index.changes.Warm.Hold(c) // no search covers it yet: maybe none has begun
 			}
 			return keys
 		}
@@ -289,7 +268,7 @@ func (r *Reconciler) Route(c cloudchange.Change) []string {
 			r.index.classified(objects, c) // a full pass stakes the claim on the new resource
 		}
 		if len(objects) == 0 {
-			r.index.warm.Hold(c)
+			r.index.changes.Warm.Hold(c)
 		}
 	}
 	keys := make([]string, len(objects))

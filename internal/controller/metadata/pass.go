@@ -190,7 +190,7 @@ func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 // (report).
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.log = ctrllog.FromContext(ctx)
-	p.r.index.warm.Begin(p.key())
+	p.r.index.changes.Warm.Begin(p.key())
 	res, err := p.r.resolve(ctx, p.cm)
 	if err != nil {
 		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
@@ -218,10 +218,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	p.st.keepHeld(res.targets)
 	p.keepIndexed(res.targets)
 	if len(res.problems) == 0 {
-		p.r.index.warm.Indexed(p.key())
-		for _, c := range p.r.index.warm.Replay() {
-			p.r.Route(c) // the index now knows this object's resources
-		}
+		// The index now knows this object's resources.
+		p.r.index.changes.Replay(p.key(), func(c cloudchange.Change) { p.r.Route(c) })
 	}
 	p.releaseClaims(ctx)
 	return p.report(ctx, res.problems, outcomes)

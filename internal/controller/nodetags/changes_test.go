@@ -153,7 +153,7 @@ func TestChangesBeforeTheIndexWaitForIt(t *testing.T) {
 	if b.record("b", map[string][]string{"/other": {"n1"}}, nil, time.Now()) {
 		t.Fatal("b took the echo of its own write")
 	}
-	if got := b.route(cloudchange.Change{Resource: "/unowned", Kind: cloudchange.KindWrite}); len(got) != 0 || len(b.warm.Replay()) != 0 {
+	if got := b.route(cloudchange.Change{Resource: "/unowned", Kind: cloudchange.KindWrite}); len(got) != 0 || len(b.index.Warm.Replay()) != 0 {
 		t.Fatalf("with every index there, a change of an unowned resource was kept or routed to %v", got)
 	}
 }

@@ -266,35 +266,30 @@ type changeEvents struct {
 // UseEvents makes the controller take hub's changes (kit.Subscriber.UseEvents).
 func (e *changeEvents) UseEvents(hub *cloudchange.Hub) { e.subscriber.UseEvents(hub) }
 
-// changeBook is the controller's index and the changes pending per
-// NodeTagSync. It is safe for concurrent use.
+// changeBook is the controller's change index (kit.ChangeIndex: the
+// NodeTagSyncs placed on each resource, the changes pending per
+// NodeTagSync, flagged when its next full pass must read the cloud fresh
+// because changes were dropped, and those that arrive before its index
+// exists) and what the node sync adds to it: the nodes each resource
+// holds. It is safe for concurrent use.
 type changeBook struct {
+	index kit.ChangeIndex[string]
+
 	mu sync.Mutex
-	// owners are, per canonical resource ID, the NodeTagSyncs placed there.
-	owners map[string]map[string]bool
 	// placed are, per NodeTagSync, its last full pass's nodes per resource;
 	// notes its placements' notes, per node that has one.
 	placed map[string]map[string][]string
 	notes  map[string]map[string]string
 	// readAt is, per resource, when a pass last read or wrote it.
 	readAt map[string]time.Time
-	// pending are, per NodeTagSync, the resources changed since its last
-	// pass started; flagged: its next full pass must read the cloud fresh
-	// because changes were dropped (an overflow).
-	pending kit.Pending[string]
 	// epoch counts the events after which every NodeTagSync needs a full
 	// pass (Node events, overflows).
 	epoch uint64
-	// warm keeps the changes of resources no NodeTagSync is placed on that
-	// arrive while some NodeTagSync's index does not exist yet (before its
-	// first full pass ended: every restart and leader change); the record
-	// of that pass takes those of its resources.
-	warm kit.Warmup[string]
 }
 
 func newChangeBook() *changeBook {
-	return &changeBook{owners: map[string]map[string]bool{}, placed: map[string]map[string][]string{},
-		notes: map[string]map[string]string{}, readAt: map[string]time.Time{}}
+	return &changeBook{index: kit.ChangeIndex[string]{Name: func(name string) string { return name }},
+		placed: map[string]map[string][]string{}, notes: map[string]map[string]string{}, readAt: map[string]time.Time{}}
 }
 
 // ownerKey is the index key of a changed resource: its canonical ID, a
@@ -318,18 +313,9 @@ func (b *changeBook) route(c cloudchange.Change) []string {
 	if id != cloud.CanonicalID(c.Resource) {
 		c.Tags = nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var names []string
-	for name := range b.owners[id] {
-		if name == c.EchoOf {
-			continue
-		}
-		b.pending.AddChange(name, id, c)
-		names = append(names, name)
-	}
-	if len(b.owners[id]) == 0 && c.Kind == cloudchange.KindWrite {
-		b.warm.Hold(c)
+	names, found := b.index.Route(id, c)
+	if !found && c.Kind == cloudchange.KindWrite {
+		b.index.Warm.Hold(c) // no NodeTagSync is placed there yet: maybe its index warms
 	}
 	slices.Sort(names)
 	return names
@@ -337,7 +323,7 @@ func (b *changeBook) route(c cloudchange.Change) []string {
 
 // expect records that a pass of name began: until one of its full passes
 // records its placements, changes no index places are kept for it.
-func (b *changeBook) expect(name string) { b.warm.Begin(name) }
+func (b *changeBook) expect(name string) { b.index.Warm.Begin(name) }
 
 // nodeChanged makes every NodeTagSync's next pass full: a Node changed.
 func (b *changeBook) nodeChanged() {
@@ -354,7 +340,7 @@ func (b *changeBook) overflow() []string {
 	b.epoch++
 	var names []string
 	for name := range b.placed {
-		b.pending.Flag(name)
+		b.index.Pending.Flag(name)
 		names = append(names, name)
 	}
 	return names
@@ -370,13 +356,13 @@ func (b *changeBook) currentEpoch() uint64 {
 // take returns and forgets the resources changed for name, what their
 // latest changes carried, and whether its next full pass must read fresh.
 func (b *changeBook) take(name string) ([]string, map[string]kit.Carried, bool) {
-	return b.pending.TakeCarried(name)
+	return b.index.Pending.TakeCarried(name)
 }
 
 // restore puts back the changes of a failed pass for its retry; fresh
 // makes that retry read fresh.
 func (b *changeBook) restore(name string, ids []string, fresh bool) {
-	b.pending.Restore(name, ids, fresh)
+	b.index.Pending.Restore(name, ids, fresh)
 }
 
 // record replaces name's placements in the index with a full pass's, which
@@ -392,20 +378,16 @@ func (b *changeBook) record(name string, placed map[string][]string, notes map[s
 	b.placed[name], b.notes[name] = placed, notes
 	for id := range placed {
 		b.readLocked(id, at)
-		if b.owners[id] == nil {
-			b.owners[id] = map[string]bool{}
-		}
-		b.owners[id][name] = true
+		b.index.Add(name, id)
 	}
-	b.warm.Indexed(name)
 	replayed := false
-	for _, c := range b.warm.Replay() {
+	b.index.Replay(name, func(c cloudchange.Change) {
 		if id := ownerKey(c.Resource); placed[id] != nil && c.EchoOf != name {
-			b.pending.AddChange(name, id, c)
+			b.index.Pending.AddChange(name, id, c)
 			replayed = true
 		}
-		b.warm.Hold(c) // kept while another NodeTagSync's index does not exist yet
-	}
+		b.index.Warm.Hold(c) // kept while another NodeTagSync's index does not exist yet
+	})
 	return replayed
 }
 
@@ -414,16 +396,14 @@ func (b *changeBook) forget(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unindex(name)
-	b.pending.Forget(name)
-	b.warm.Forget(name)
+	b.index.Forget(name)
 }
 
 // unindex removes name from the index (the caller holds b.mu).
 func (b *changeBook) unindex(name string) {
 	for id := range b.placed[name] {
-		delete(b.owners[id], name)
-		if len(b.owners[id]) == 0 {
-			delete(b.owners, id)
+		b.index.Remove(name, id)
+		if !b.index.Found(id) {
 			delete(b.readAt, id)
 		}
 	}
