@@ -133,3 +133,21 @@ func TestOf(t *testing.T) {
 		t.Errorf("Of of another cloud's ID: %v, want an error with examples", err)
 	}
 }
+
+// TestPlatformKeysDocumented: every cloud's platform keys are valid
+// patterns and say who owns them, why, and where that is documented.
+func TestPlatformKeysDocumented(t *testing.T) {
+	for _, k := range clouds.All() {
+		if len(k.PlatformKeys) < 2 {
+			t.Errorf("%s: platform keys %v", k.Name, k.PlatformKeys)
+		}
+		for _, p := range k.PlatformKeys {
+			if err := (tags.Filter{Platform: []string{p.Pattern}}).Validate(); err != nil {
+				t.Errorf("%s %q: %v", k.Name, p.Pattern, err)
+			}
+			if p.Owner == "" || p.Why == "" || p.Source == "" {
+				t.Errorf("%s %q: owner, why and source must all be given: %+v", k.Name, p.Pattern, p)
+			}
+		}
+	}
+}
