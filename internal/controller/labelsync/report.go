@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -169,4 +170,42 @@ func (p *pass) waitingCount() int {
 		n += len(hs)
 	}
 	return n
+}
+
+// reportHostPlan reports what a host's plan holds back: the contested
+// keys (and the pending taint they keep), and the removals an upsert-only
+// source keeps.
+func (p *pass) reportHostPlan(l *link, hp hostPlan, contests []contest) {
+	if !hp.inSync {
+		p.contested(l, contests)
+		p.keepsTaint(hp.tainted)
+	}
+	p.kept(l, hp.u.retained)
+}
+
+// reportHostWrite reports a host's Node write that ended with err; an
+// unreachable cluster's error is returned, for the pass to report the
+// cluster.
+func (p *pass) reportHostWrite(l *link, hp hostPlan, held []string, err error) error {
+	switch {
+	case err == nil:
+		p.wrote(l, hp.u)
+		p.synced(hp.inSync && len(held) == 0, true)
+	case apierrors.IsConflict(err):
+		// The Node changed since the cache read it; its watch event
+		// brings a pass that sees the change.
+		nodeWritesTotal.WithLabelValues("conflict").Inc()
+		p.synced(hp.inSync, true)
+	case isUnreachable(err):
+		nodeWritesTotal.WithLabelValues("error").Inc()
+		return err
+	default:
+		nodeWritesTotal.WithLabelValues("error").Inc()
+		p.problem(l, ReasonNodeWriteFailed, err.Error()+": check that the kubeconfig of cluster "+l.cluster.String()+" may patch nodes")
+		p.mu.Lock()
+		p.out.writeErrors++
+		p.mu.Unlock()
+		p.keepsTaint(hp.inSync && hp.tainted)
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -26,71 +25,64 @@ func (p *pass) writeCluster(ctx context.Context, cw *clusterWork, held map[nodeK
 	p.r.clusterReached(cw.cluster)
 }
 
-// syncHost compares one host with its Node (nil: not registered yet) and
-// writes the Node when they differ, except the keys other hosts of the
-// Node contest (and then the pending taint stays) and the removals held.
-// It returns an error only when the cluster could not be reached; other
-// failures are recorded as the host's problem.
+// syncHost brings one host's Node in line, in the pass's stages: plan
+// (planHost, pure), report what the plan holds back, write, and report
+// the write.
 func (p *pass) syncHost(ctx context.Context, c client.Client, hw hostWork, held []string) error {
-	l, node, contests := hw.l, hw.node, hw.contests
-	k := nodeKey{cluster: l.cluster, node: l.node}
+	l, node := hw.l, hw.node
 	if node == nil {
 		p.wait(l, v1alpha1.WaitNoNodeRef)
 		return nil
 	}
+	k := nodeKey{cluster: l.cluster, node: l.node}
 	p.touch(k)
-	u := updateFor(l.host.Labels, node.Labels, p.src.prefixes, node.Spec.Taints, p.src.retain)
-	tainted := u.taints != nil
-	inSync := len(contests) == 0
-	var contested []string
-	if !inSync {
-		contested = contestedKeys(contests)
-		u.labels, u.taints = u.labels.Without(contested), nil
-		u.retained = slices.DeleteFunc(u.retained, func(k string) bool { return slices.Contains(contested, k) })
-		p.contested(l, contests)
-		p.keepsTaint(tainted)
-	}
-	u.remember(hw.plan, held, contested, node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
-	p.kept(l, u.retained)
-	if u.isEmpty() {
-		p.synced(inSync && len(held) == 0, false)
+	hp := planHost(p.src, hw, held)
+	p.reportHostPlan(l, hp, hw.contests)
+	switch {
+	case hp.u.isEmpty():
+		p.synced(hp.inSync && len(held) == 0, false)
 		return nil
-	}
-	if p.src.suspended {
+	case p.src.suspended:
 		// Read and reported, never written: the Node is in sync only if
 		// its labels already are.
-		u.record = ""
-		p.wouldWrite(u)
-		p.keepsTaint(inSync && tainted)
-		p.synced(inSync && u.labels.IsEmpty(), false)
+		hp.u.record = ""
+		p.wouldWrite(hp.u)
+		p.keepsTaint(hp.inSync && hp.tainted)
+		p.synced(hp.inSync && hp.u.labels.IsEmpty(), false)
+		return nil
+	case p.r.inFlight.Stale(k, node.ResourceVersion):
+		p.synced(hp.inSync, true)
 		return nil
 	}
-	if p.r.inFlight.Stale(k, node.ResourceVersion) {
-		p.synced(inSync, true)
-		return nil
+	err := p.r.inFlight.Patch(ctx, c, k, node.Name, node.ResourceVersion, hp.u.patch())
+	return p.reportHostWrite(l, hp, held, err)
+}
+
+// hostPlan is what a pass decides for one host's Node.
+type hostPlan struct {
+	u nodeUpdate
+	// inSync: no other host contests a key; tainted: the Node carries the
+	// pending taint the update would release.
+	inSync, tainted bool
+	// contested are the keys other hosts contest, left alone.
+	contested []string
+}
+
+// planHost decides the change one host's Node needs: the host's labels
+// under the source's prefixes, except the keys another host contests (and
+// the pending taint stays while any is), and the record of what the sync
+// owns on the Node, without the removals held for approval.
+func planHost(src *source, hw hostWork, held []string) hostPlan {
+	node := hw.node
+	hp := hostPlan{u: updateFor(hw.l.host.Labels, node.Labels, src.prefixes, node.Spec.Taints, src.retain), inSync: len(hw.contests) == 0}
+	hp.tainted = hp.u.taints != nil
+	if !hp.inSync {
+		hp.contested = contestedKeys(hw.contests)
+		hp.u.labels, hp.u.taints = hp.u.labels.Without(hp.contested), nil
+		hp.u.retained = slices.DeleteFunc(hp.u.retained, func(k string) bool { return slices.Contains(hp.contested, k) })
 	}
-	err := p.r.inFlight.Patch(ctx, c, k, node.Name, node.ResourceVersion, u.patch())
-	switch {
-	case err == nil:
-		p.wrote(l, u)
-		p.synced(inSync && len(held) == 0, true)
-	case apierrors.IsConflict(err):
-		// The Node changed since the cache read it; its watch event
-		// brings a pass that sees the change.
-		nodeWritesTotal.WithLabelValues("conflict").Inc()
-		p.synced(inSync, true)
-	case isUnreachable(err):
-		nodeWritesTotal.WithLabelValues("error").Inc()
-		return err
-	default:
-		nodeWritesTotal.WithLabelValues("error").Inc()
-		p.problem(l, ReasonNodeWriteFailed, err.Error()+": check that the kubeconfig of cluster "+l.cluster.String()+" may patch nodes")
-		p.mu.Lock()
-		p.out.writeErrors++
-		p.mu.Unlock()
-		p.keepsTaint(inSync && tainted)
-	}
-	return nil
+	hp.u.remember(hw.plan, held, hp.contested, node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
+	return hp
 }
 
 // keepsTaint counts a Node that keeps the pending taint after the pass
