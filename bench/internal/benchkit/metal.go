@@ -508,13 +508,25 @@ func (e labelEdit) patchBody() []byte {
 }
 
 // ChangeHost makes the i-th host label change (on host Pick(i, 0): a
-// changed value, an added key, a removed key in turn) and returns its
+// changed value, an added key; in turn with removing the key the add
+// before put on its host) and returns its
 // operation and the time from just before the request until the harness's
 // watch of the workload cluster saw the Node carry the host's in-scope
 // labels (at most wait).
 func (m *Metal) ChangeHost(ctx context.Context, i int, wait time.Duration) (string, time.Duration, error) {
 	c, h := m.Pick(i, 0)
 	e := editFor(i, "c")
+	switch e.op {
+	case "add":
+		e.key = slotKey(i)
+	case "remove":
+		// The key the add before put on its host: one removal per key,
+		// as a person's edits are. One key removed from many Nodes within
+		// the hour is a mass removal label sync holds for approval
+		// (docs/labelsync.md), which is not what this measures.
+		c, h = m.Pick(i-1, 0)
+		e.key = slotKey(i - 1)
+	}
 	want := e.apply(m.Want[c][h])
 	host := &metav1.PartialObjectMetadata{}
 	host.SetGroupVersionKind(metal3.HostGVK)
@@ -531,6 +543,9 @@ func (m *Metal) ChangeHost(ctx context.Context, i int, wait time.Duration) (stri
 	}
 	return e.op, at.Sub(start), nil
 }
+
+// slotKey is the label key the i-th host label change adds.
+func slotKey(i int) string { return fmt.Sprintf("%s/slot-%d", RackPrefix, i) }
 
 // EditNode makes the i-th Node-side edit of an in-scope label (on host
 // Pick(i, 3): a changed value, an added key, a removed key in turn) and
