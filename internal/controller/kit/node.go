@@ -220,3 +220,33 @@ func (f *InFlight[K]) Len() int {
 	defer f.mu.Unlock()
 	return len(f.writes)
 }
+
+// NodeUpdate is the change one pass makes to a Node, as both Node-writing
+// controllers make it: label changes, the controller's record annotation
+// (the node sync's merge base, label sync's record of what it owns) and,
+// when the pending taint goes, the taints without it.
+type NodeUpdate struct {
+	// Labels are the label changes.
+	Labels tags.LabelChanges
+	// Record is the record annotation's new value ("" when unchanged).
+	Record string
+	// Taints, when not nil, are the Node's taints without the pending
+	// taint, which the update removes.
+	Taints []corev1.Taint
+	// Retained are the label removals the update leaves out because
+	// deletionPolicy is Retain (reported, not written).
+	Retained []string
+}
+
+// IsEmpty reports whether u changes nothing.
+func (u NodeUpdate) IsEmpty() bool { return u.Labels.IsEmpty() && u.Record == "" && u.Taints == nil }
+
+// Patch is u as a Node write with its record under key; guard makes it
+// fail with Conflict when the Node changed since it was read.
+func (u NodeUpdate) Patch(key string, guard bool) NodePatch {
+	p := NodePatch{Labels: u.Labels, Taints: u.Taints, Guard: guard}
+	if u.Record != "" {
+		p.Annotations = map[string]string{key: u.Record}
+	}
+	return p
+}

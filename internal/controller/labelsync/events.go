@@ -131,22 +131,22 @@ func (p *pass) unreachableNote(cluster string) string {
 // removed c; pending taint removed".
 func describeUpdate(u nodeUpdate) string {
 	var parts []string
-	if len(u.labels.Set) > 0 {
-		keys := make([]string, 0, len(u.labels.Set))
-		for k := range u.labels.Set {
+	if len(u.Labels.Set) > 0 {
+		keys := make([]string, 0, len(u.Labels.Set))
+		for k := range u.Labels.Set {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		kv := make([]string, len(keys))
 		for i, k := range keys {
-			kv[i] = k + "=" + u.labels.Set[k]
+			kv[i] = k + "=" + u.Labels.Set[k]
 		}
 		parts = append(parts, "set "+notify.Summary(kv, shownInNotes))
 	}
-	if len(u.labels.Delete) > 0 {
-		parts = append(parts, "removed "+notify.Summary(u.labels.Delete, shownInNotes))
+	if len(u.Labels.Delete) > 0 {
+		parts = append(parts, "removed "+notify.Summary(u.Labels.Delete, shownInNotes))
 	}
-	if u.taints != nil {
+	if u.Taints != nil {
 		parts = append(parts, "pending taint removed")
 	}
 	return strings.Join(parts, "; ")

@@ -156,22 +156,22 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 			continue
 		}
 		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
-		p.Retained += len(u.retained)
+		p.Retained += len(u.Retained)
 		var held []string
 		if !retain {
 			rec, _ := tags.ParseLabelRecord(node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
 			held = tags.PlanLabelSync(l.host.Labels, node.Labels, prefixes, (&source{obj: profile, profile: profile}).recordName(), rec).Unclear
-			u.labels.Delete = slices.DeleteFunc(u.labels.Delete, func(k string) bool { return slices.Contains(held, k) })
-			if len(u.labels.Delete) == 0 {
-				u.labels.Delete = nil
+			u.Labels.Delete = slices.DeleteFunc(u.Labels.Delete, func(k string) bool { return slices.Contains(held, k) })
+			if len(u.Labels.Delete) == 0 {
+				u.Labels.Delete = nil
 			}
 		}
-		if u.labels.IsEmpty() && u.taints == nil && len(held) == 0 {
+		if u.Labels.IsEmpty() && u.Taints == nil && len(held) == 0 {
 			p.InSync++
 			continue
 		}
 		p.Nodes = append(p.Nodes, NodePlan{Host: l.host.Name, Cluster: cluster, Node: node.Name, Before: node.Labels,
-			Labels: u.labels, ReleaseTaint: u.taints != nil, Held: held})
+			Labels: u.Labels, ReleaseTaint: u.Taints != nil, Held: held})
 	}
 }
 

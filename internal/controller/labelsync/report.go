@@ -118,14 +118,14 @@ func (p *pass) contested(l *link, contests []contest) {
 // wrote counts a Node written.
 func (p *pass) wrote(l *link, u nodeUpdate) {
 	nodeWritesTotal.WithLabelValues("ok").Inc()
-	labelChangesTotal.WithLabelValues("set").Add(float64(len(u.labels.Set)))
-	labelChangesTotal.WithLabelValues("delete").Add(float64(len(u.labels.Delete)))
+	labelChangesTotal.WithLabelValues("set").Add(float64(len(u.Labels.Set)))
+	labelChangesTotal.WithLabelValues("delete").Add(float64(len(u.Labels.Delete)))
 	what := describeUpdate(u)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.out.sets += len(u.labels.Set)
-	p.out.deletes += len(u.labels.Delete)
-	if u.taints != nil {
+	p.out.sets += len(u.Labels.Set)
+	p.out.deletes += len(u.Labels.Delete)
+	if u.Taints != nil {
 		p.out.taintsReleased++
 	}
 	p.out.written = append(p.out.written, fmt.Sprintf("node %s of %s (host %s): %s", l.node, l.cluster, l.host.Name, what))
@@ -149,9 +149,9 @@ func (p *pass) wouldWrite(u nodeUpdate) {
 	defer p.mu.Unlock()
 	w := &p.out.pending
 	w.Nodes++
-	w.LabelsSet += int32(len(u.labels.Set))
-	w.LabelsRemoved += int32(len(u.labels.Delete))
-	if u.taints != nil {
+	w.LabelsSet += int32(len(u.Labels.Set))
+	w.LabelsRemoved += int32(len(u.Labels.Delete))
+	if u.Taints != nil {
 		w.TaintsRemoved++
 	}
 }
@@ -180,7 +180,7 @@ func (p *pass) reportHostPlan(l *link, hp hostPlan, contests []contest) {
 		p.contested(l, contests)
 		p.keepsTaint(hp.tainted)
 	}
-	p.kept(l, hp.u.retained)
+	p.kept(l, hp.u.Retained)
 }
 
 // reportHostWrite reports a host's Node write that ended with err; an

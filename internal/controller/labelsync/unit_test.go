@@ -236,11 +236,11 @@ func TestRequestKeys(t *testing.T) {
 func TestSyncedNodeNeedsNothing(t *testing.T) {
 	prefixes := []string{"r.io"}
 	u := updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1", "x": "y"}, prefixes, nil, false)
-	if !u.isEmpty() {
+	if !u.IsEmpty() {
 		t.Fatalf("a synced Node gets %+v", u)
 	}
 	u = updateFor(map[string]string{"r.io/a": "1"}, map[string]string{"r.io/a": "1"}, prefixes, []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}, false)
-	if u.isEmpty() || u.taints == nil || len(u.taints) != 0 || !u.labels.IsEmpty() {
+	if u.IsEmpty() || u.Taints == nil || len(u.Taints) != 0 || !u.Labels.IsEmpty() {
 		t.Fatalf("a synced Node with the pending taint gets %+v", u)
 	}
 }
@@ -251,21 +251,21 @@ func TestRetainKeepsWhatSyncWouldRemove(t *testing.T) {
 	node := map[string]string{"r.io/a": "1", "r.io/gone": "x", "r.io/extra": "y", "other": "z"}
 	taint := []corev1.Taint{{Key: v1alpha1.LabelSyncPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	u := updateFor(host, node, prefixes, taint, true)
-	if len(u.labels.Delete) != 0 || u.labels.Set["r.io/a"] != "2" || len(u.labels.Set) != 1 {
-		t.Fatalf("Retain: labels %+v, want r.io/a set and nothing removed", u.labels)
+	if len(u.Labels.Delete) != 0 || u.Labels.Set["r.io/a"] != "2" || len(u.Labels.Set) != 1 {
+		t.Fatalf("Retain: labels %+v, want r.io/a set and nothing removed", u.Labels)
 	}
-	if strings.Join(u.retained, ",") != "r.io/extra,r.io/gone" {
-		t.Fatalf("retained %v, want r.io/extra and r.io/gone", u.retained)
+	if strings.Join(u.Retained, ",") != "r.io/extra,r.io/gone" {
+		t.Fatalf("retained %v, want r.io/extra and r.io/gone", u.Retained)
 	}
-	if u.taints == nil {
+	if u.Taints == nil {
 		t.Fatal("Retain: the pending taint stays although the host's labels land")
 	}
 	u = updateFor(host, node, prefixes, nil, false)
-	if strings.Join(u.labels.Delete, ",") != "r.io/extra,r.io/gone" || len(u.retained) != 0 {
+	if strings.Join(u.Labels.Delete, ",") != "r.io/extra,r.io/gone" || len(u.Retained) != 0 {
 		t.Fatalf("Delete: %+v, want r.io/extra and r.io/gone removed", u)
 	}
 	// Only kept labels differ: nothing to write.
-	if u := updateFor(map[string]string{"r.io/a": "1"}, node, prefixes, nil, true); !u.isEmpty() || len(u.retained) != 2 {
+	if u := updateFor(map[string]string{"r.io/a": "1"}, node, prefixes, nil, true); !u.IsEmpty() || len(u.Retained) != 2 {
 		t.Fatalf("Retain on a Node with only extra labels: %+v, want no write and 2 kept", u)
 	}
 }

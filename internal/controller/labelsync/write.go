@@ -39,16 +39,16 @@ func (p *pass) syncHost(ctx context.Context, c client.Client, hw hostWork, held 
 	hp := planHost(p.src, hw, held)
 	p.reportHostPlan(l, hp, hw.contests)
 	switch {
-	case hp.u.isEmpty():
+	case hp.u.IsEmpty():
 		p.synced(hp.inSync && len(held) == 0, false)
 		return nil
 	case p.src.suspended:
 		// Read and reported, never written: the Node is in sync only if
 		// its labels already are.
-		hp.u.record = ""
+		hp.u.Record = ""
 		p.wouldWrite(hp.u)
 		p.keepsTaint(hp.inSync && hp.tainted)
-		p.synced(hp.inSync && hp.u.labels.IsEmpty(), false)
+		p.synced(hp.inSync && hp.u.Labels.IsEmpty(), false)
 		return nil
 	case p.r.inFlight.Stale(k, node.ResourceVersion):
 		p.synced(hp.inSync, true)
@@ -75,11 +75,11 @@ type hostPlan struct {
 func planHost(src *source, hw hostWork, held []string) hostPlan {
 	node := hw.node
 	hp := hostPlan{u: updateFor(hw.l.host.Labels, node.Labels, src.prefixes, node.Spec.Taints, src.retain), inSync: len(hw.contests) == 0}
-	hp.tainted = hp.u.taints != nil
+	hp.tainted = hp.u.Taints != nil
 	if !hp.inSync {
 		hp.contested = contestedKeys(hw.contests)
-		hp.u.labels, hp.u.taints = hp.u.labels.Without(hp.contested), nil
-		hp.u.retained = slices.DeleteFunc(hp.u.retained, func(k string) bool { return slices.Contains(hp.contested, k) })
+		hp.u.Labels, hp.u.Taints = hp.u.Labels.Without(hp.contested), nil
+		hp.u.Retained = slices.DeleteFunc(hp.u.Retained, func(k string) bool { return slices.Contains(hp.contested, k) })
 	}
 	hp.u.remember(hw.plan, held, hp.contested, node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
 	return hp

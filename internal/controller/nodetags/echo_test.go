@@ -15,8 +15,8 @@ func TestUnitOnlyTheExactWriteIsItsEcho(t *testing.T) {
 	pending := corev1.Taint{Key: v1alpha1.NodeTagsPendingTaintKey, Effect: corev1.TaintEffectNoSchedule}
 	old := &cachedNode{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "41",
 		Labels: map[string]string{"pool": "a", "azure.tags/env": "prod"}}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{pending}}}
-	write := nodeUpdate{labels: tags.LabelChanges{Set: map[string]string{"azure.tags/env": "staging"}, Delete: []string{"pool"}},
-		base: `{"env":"staging"}`, taints: []corev1.Taint{}}
+	write := nodeUpdate{NodeUpdate: kit.NodeUpdate{Labels: tags.LabelChanges{Set: map[string]string{"azure.tags/env": "staging"}, Delete: []string{"pool"}},
+		Record: `{"env":"staging"}`, Taints: []corev1.Taint{}}}
 	echo := func(edit func(*cachedNode)) *cachedNode {
 		n := &cachedNode{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "42",
 			Labels: map[string]string{"azure.tags/env": "staging"}, Annotations: map[string]string{v1alpha1.LastSyncedTagsAnnotation: `{"env":"staging"}`}}}

@@ -143,9 +143,9 @@ func nodeUpdateFor(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tag
 	if cfg.direction.WritesNodes() && !cfg.retain {
 		changes, former = moveLabels(cfg, m.node.Labels, changes, former)
 	}
-	u := nodeUpdate{labels: changes, retained: retained}
+	u := nodeUpdate{NodeUpdate: kit.NodeUpdate{Labels: changes, Retained: retained}}
 	if text := (tags.Base{Origin: m.origin(cfg), Tags: base, From: result.From(), Former: former}).Encode(); text != m.baseText {
-		u.base = text
+		u.Record = text
 	}
 	return u, skipped
 }
@@ -224,8 +224,8 @@ func withoutNames(nc tags.NameCase, p tags.Patch, names []string) tags.Patch {
 // removal.
 func memberUpdate(cfg syncConfig, m *member, mm memberMerge) (nodeUpdate, []tags.Skipped) {
 	u, skipped := nodeUpdateFor(cfg, m, mm)
-	u.taints = kit.ReleaseTaint(m.node.Spec.Taints, v1alpha1.NodeTagsPendingTaintKey)
-	if u.base != "" {
+	u.Taints = kit.ReleaseTaint(m.node.Spec.Taints, v1alpha1.NodeTagsPendingTaintKey)
+	if u.Record != "" {
 		u.baseOnly = baseOnlyFor(cfg, m, mm)
 	}
 	return u, skipped

@@ -156,11 +156,11 @@ func (out *Prediction) predictResource(cfg syncConfig, plan *resourcePlan) {
 		rw.Nodes = append(rw.Nodes, m.node.Name)
 		u, _ := memberUpdate(cfg, m, plan.results[i])
 		conflicts := plan.results[i].conflicts()
-		if cfg.suspend || (u.isEmpty() && len(conflicts) == 0) {
+		if cfg.suspend || (u.IsEmpty() && len(conflicts) == 0) {
 			continue
 		}
-		out.Nodes = append(out.Nodes, NodeWrite{Name: m.node.Name, Resource: res.ID, Labels: u.labels,
-			Before: labelsBefore(m.node, u.labels), Base: u.base, ReleaseTaint: u.taints != nil, Conflicts: conflicts})
+		out.Nodes = append(out.Nodes, NodeWrite{Name: m.node.Name, Resource: res.ID, Labels: u.Labels,
+			Before: labelsBefore(m.node, u.Labels), Base: u.Record, ReleaseTaint: u.Taints != nil, Conflicts: conflicts})
 	}
 	if !rw.Patch.IsEmpty() || len(rw.Conflicts) > 0 || len(rw.Skipped) > 0 || rw.Wiped {
 		out.Resources = append(out.Resources, rw)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -210,21 +209,21 @@ func (p *pass) applyNodes(ctx context.Context, plan *resourcePlan) {
 	for i, m := range plan.members {
 		u, skipped := memberUpdate(p.cfg, m, plan.results[i])
 		nr := &plan.nodes[i]
-		nr.skipped, nr.retained = skipped, len(u.retained)
+		nr.skipped, nr.retained = skipped, len(u.Retained)
 		switch {
-		case u.isEmpty():
+		case u.IsEmpty():
 			continue
 		case p.cfg.suspend:
 			nr.outcome = nodeSuspended
 			continue
 		}
-		if !u.labels.IsEmpty() {
+		if !u.Labels.IsEmpty() {
 			if plan.labelled == 0 {
-				plan.firstLabels = u.labels
+				plan.firstLabels = u.Labels
 			}
 			plan.labelled++
 		}
-		nr.released = u.taints != nil
+		nr.released = u.Taints != nil
 		g.Go(func() error {
 			nr.outcome, nr.err = p.writeNode(ctx, m, u)
 			return nil
@@ -257,22 +256,15 @@ func (p *pass) writeNode(ctx context.Context, m *member, u nodeUpdate) (nodeOutc
 	return nodeWritten, nil
 }
 
-// nodeUpdate is the change one pass makes to a Node.
+// nodeUpdate is the change one pass makes to a Node (kit.NodeUpdate: its
+// Record is the merge base), and the base alone for a Node that changed
+// under the pass.
 type nodeUpdate struct {
-	labels tags.LabelChanges
-	base   string // new annotation value; "" when unchanged
+	kit.NodeUpdate
 	// baseOnly is the annotation value when none of the label changes
-	// can be written (baseOnlyFor); "" when base is.
+	// can be written (baseOnlyFor); "" when Record is.
 	baseOnly string
-	// taints, when not nil, are the Node's taints without the pending
-	// taint, which the update removes.
-	taints []corev1.Taint
-	// retained are the tags whose labels deletionPolicy Retain kept (not
-	// written: reported).
-	retained []string
 }
-
-func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" && u.taints == nil }
 
 // patch is the update as kit's Node write: only the changed labels and
 // the base annotation (and, when the pending taint goes, the Node's taints
@@ -280,10 +272,4 @@ func (u nodeUpdate) isEmpty() bool { return u.labels.IsEmpty() && u.base == "" &
 // since it was read, the API server answers Conflict and the next pass
 // re-reads it, so a label or taint someone else just wrote is never
 // overwritten.
-func (u nodeUpdate) patch() kit.NodePatch {
-	p := kit.NodePatch{Labels: u.labels, Taints: u.taints, Guard: true}
-	if u.base != "" {
-		p.Annotations = map[string]string{v1alpha1.LastSyncedTagsAnnotation: u.base}
-	}
-	return p
-}
+func (u nodeUpdate) patch() kit.NodePatch { return u.Patch(v1alpha1.LastSyncedTagsAnnotation, true) }
