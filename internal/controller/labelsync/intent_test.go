@@ -75,20 +75,7 @@ func testNewPrefixHeld(t *testing.T, p *planes) {
 // still lands.
 func testReregisteredHostsHeld(t *testing.T, p *planes) {
 	h := newHarness(t, p)
-	h.cluster("alpha", p.workloadKC, nil)
-	labels := map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3"}
-	var nodes []string
-	var hosts []*metal3.BareMetalHost
-	for i := range 4 {
-		node := h.node(p.workloadC, fmt.Sprintf("n%d", i), nil)
-		b := h.host(fmt.Sprintf("h%d", i), map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
-		h.machine(b, "alpha", node)
-		nodes, hosts = append(nodes, node), append(hosts, b)
-	}
-	prof := h.profile("p1", "rack.example.com")
-	for _, n := range nodes {
-		h.waitLabels(p.workloadC, n, labels)
-	}
+	prof, nodes, hosts := h.fourHosts(p)
 	h.waitStatus("p1", ready(metav1.ConditionTrue))
 
 	// Re-registered while the profile is suspended, so that one pass
@@ -118,19 +105,7 @@ func testReregisteredHostsHeld(t *testing.T, p *planes) {
 // new controller.
 func testRemovalsAcrossRestarts(t *testing.T, p *planes) {
 	h := newHarness(t, p)
-	h.cluster("alpha", p.workloadKC, nil)
-	var nodes []string
-	var hosts []*metal3.BareMetalHost
-	for i := range 4 {
-		node := h.node(p.workloadC, fmt.Sprintf("n%d", i), nil)
-		b := h.host(fmt.Sprintf("h%d", i), map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
-		h.machine(b, "alpha", node)
-		nodes, hosts = append(nodes, node), append(hosts, b)
-	}
-	h.profile("p1", "rack.example.com")
-	for _, n := range nodes {
-		h.waitLabels(p.workloadC, n, map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3"})
-	}
+	_, nodes, hosts := h.fourHosts(p)
 	h.update(h.c, hosts[0], func() { delete(hosts[0].Labels, "rack.example.com/row") })
 	h.waitLabels(p.workloadC, nodes[0], map[string]string{"rack.example.com/rack": "r1"})
 	h.waitStatus("p1", func(s v1alpha1.LabelSyncProfileStatus) string {
@@ -189,4 +164,26 @@ func (h *harness) refuseNodeWrites(c client.Client, node string) func() {
 	}
 	return testenv.RefuseUpdates(h.ctx, h.t, c, node, testenv.Refusal{Resource: "nodes", Allow: fmt.Sprintf("object.metadata.name != %q", node)},
 		probe, waitFor)
+}
+
+// fourHosts makes four hosts labelled rack r1, row 3 on four Nodes of
+// cluster alpha and profile p1 over rack.example.com, and waits until
+// every Node carries the labels.
+func (h *harness) fourHosts(p *planes) (*v1alpha1.LabelSyncProfile, []string, []*metal3.BareMetalHost) {
+	h.t.Helper()
+	h.cluster("alpha", p.workloadKC, nil)
+	labels := map[string]string{"rack.example.com/rack": "r1", "rack.example.com/row": "3"}
+	var nodes []string
+	var hosts []*metal3.BareMetalHost
+	for i := range 4 {
+		node := h.node(p.workloadC, fmt.Sprintf("n%d", i), nil)
+		b := h.host(fmt.Sprintf("h%d", i), map[string]string{"sync": "p1", "rack.example.com/rack": "r1", "rack.example.com/row": "3"})
+		h.machine(b, "alpha", node)
+		nodes, hosts = append(nodes, node), append(hosts, b)
+	}
+	prof := h.profile("p1", "rack.example.com")
+	for _, n := range nodes {
+		h.waitLabels(p.workloadC, n, labels)
+	}
+	return prof, nodes, hosts
 }
