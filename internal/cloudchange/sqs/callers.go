@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"strings"
 	"sync"
 	"time"
@@ -85,23 +86,21 @@ func (d callDetail) writer() cloudchange.Writer {
 	return cloudchange.Writer{ID: cmp.Or(u.ARN, u.OnBehalfOf.UserID, u.PrincipalID), Person: person}
 }
 
-// resourceIDs are the IDs (EC2) or names (Auto Scaling groups) of the
-// resources the call wrote.
-func (d callDetail) resourceIDs() ([]string, error) {
-	var ids []string
+// written are the IDs (EC2) or names (Auto Scaling groups) of the
+// resources the call wrote, and the tag keys it names.
+func (d callDetail) written() (ids, keys []string, err error) {
 	if d.EventSource == "autoscaling.amazonaws.com" {
 		var p struct {
 			Tags []struct {
 				ResourceID string `json:"resourceId"`
+				Key        string `json:"key"`
 			} `json:"tags"`
 		}
-		if err := json.Unmarshal(d.RequestParameters, &p); err != nil {
-			return nil, err
-		}
+		err = json.Unmarshal(d.RequestParameters, &p)
 		for _, t := range p.Tags {
-			ids = append(ids, t.ResourceID)
+			ids, keys = append(ids, t.ResourceID), append(keys, t.Key)
 		}
-		return ids, nil
+		return ids, keys, err
 	}
 	var p struct {
 		ResourcesSet struct {
@@ -109,22 +108,32 @@ func (d callDetail) resourceIDs() ([]string, error) {
 				ResourceID string `json:"resourceId"`
 			} `json:"items"`
 		} `json:"resourcesSet"`
+		TagSet struct {
+			Items []struct {
+				Key string `json:"key"`
+			} `json:"items"`
+		} `json:"tagSet"`
 	}
-	if err := json.Unmarshal(d.RequestParameters, &p); err != nil {
-		return nil, err
-	}
+	err = json.Unmarshal(d.RequestParameters, &p)
 	for _, it := range p.ResourcesSet.Items {
 		ids = append(ids, it.ResourceID)
 	}
-	return ids, nil
+	for _, it := range p.TagSet.Items {
+		keys = append(keys, it.Key)
+	}
+	return ids, keys, err
 }
 
-// call is a CloudTrail event of a tag write: who wrote, where, when.
+// call is a CloudTrail event of a tag write: who wrote, where, which tag
+// keys it deleted, when.
 type call struct {
 	// keys are the resources written, as matchKey names them.
-	keys   []string
-	writer cloudchange.Writer
-	at     time.Time
+	keys []string
+	// deleted are the tag keys a DeleteTags call deleted (none for a
+	// call that sets tags): only such a call can have made a removal.
+	deleted map[string]bool
+	writer  cloudchange.Writer
+	at      time.Time
 	// seen is when the source received it.
 	seen time.Time
 }
@@ -142,12 +151,18 @@ func parseCall(env envelope) (*call, error) {
 	if !tagCalls[d.EventSource][d.EventName] || d.ErrorCode != "" {
 		return nil, fmt.Errorf("%w: CloudTrail call %s %s", ErrNotRead, d.EventSource, d.EventName)
 	}
-	ids, err := d.resourceIDs()
+	ids, names, err := d.written()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: requestParameters: %w", env.DetailType, env.ID, err)
 	}
 	service := strings.TrimSuffix(d.EventSource, ".amazonaws.com")
 	c := &call{writer: d.writer(), at: cmp.Or(d.EventTime, env.Time)}
+	if d.EventName == "DeleteTags" {
+		c.deleted = map[string]bool{}
+		for _, n := range names {
+			c.deleted[n] = true
+		}
+	}
 	for _, id := range ids {
 		if id != "" {
 			c.keys = append(c.keys, strings.Join([]string{service, env.Region, env.Account, id}, ":"))
@@ -159,15 +174,14 @@ func parseCall(env envelope) (*call, error) {
 // matchKey names the resource of an ARN as a call does: service, region,
 // account and the resource's ID or name (the ARN's last path segment), so
 // that an Auto Scaling group's ARN, which carries a UUID the call does not,
-// matches the call's group name.
-func matchKey(arn string) string {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) < 6 {
+// matches the call's group name ("" for what is no ARN).
+func matchKey(id string) string {
+	a, err := arn.Parse(id)
+	if err != nil {
 		return ""
 	}
-	res := parts[5]
-	res = res[strings.LastIndexAny(res, "/:")+1:]
-	return strings.Join([]string{parts[2], parts[3], parts[4], res}, ":")
+	res := a.Resource[strings.LastIndexAny(a.Resource, "/:")+1:]
+	return strings.Join([]string{a.Service, a.Region, a.AccountID, res}, ":")
 }
 
 // callSlack is how far apart a tag change and the CloudTrail event of its
@@ -191,30 +205,33 @@ type attribution struct {
 
 // awaiting is a tag change that waits for its call.
 type awaiting struct {
-	msg    message
-	change cloudchange.Change
-	timer  *time.Timer
+	msg     message
+	change  cloudchange.Change
+	removed []string
+	timer   *time.Timer
 }
 
-// writerOf is the writer of change from a call that came first: the one
-// call dated within callSlack of the change (zero and false when none, or
-// two that name different writers).
-func (a *attribution) writerOf(change cloudchange.Change, now time.Time) (cloudchange.Writer, bool) {
+// writerOf is the writer of change, which removed the keys removed, from a
+// call that came first (see matching).
+func (a *attribution) writerOf(change cloudchange.Change, removed []string, now time.Time) (cloudchange.Writer, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forget(now)
-	return matching(a.calls[matchKey(change.Resource)], change.Time)
+	return matching(a.calls[matchKey(change.Resource)], change.Time, removed)
 }
 
-// matching is the writer of the call dated nearest at, within callSlack;
-// none when two as near name different writers.
-func matching(calls []call, at time.Time) (cloudchange.Writer, bool) {
+// matching is the writer of the call that removed the keys removed (a
+// DeleteTags naming every one of them) dated nearest at, within
+// callSlack; none when two as near name different writers. A call that
+// set tags, or deleted others, made another change of the resource: its
+// writer vouches for nothing this change removed.
+func matching(calls []call, at time.Time, removed []string) (cloudchange.Writer, bool) {
 	var w cloudchange.Writer
 	found, tie := false, false
 	nearest := callSlack + 1
 	for _, c := range calls {
 		switch d := c.at.Sub(at).Abs(); {
-		case d > callSlack || d > nearest:
+		case !c.deletedAll(removed) || d > callSlack || d > nearest:
 		case d < nearest:
 			w, found, tie, nearest = c.writer, true, false, d
 		case c.writer != w:
@@ -224,14 +241,24 @@ func matching(calls []call, at time.Time) (cloudchange.Writer, bool) {
 	return w, found && !tie
 }
 
-// await parks a change until its call comes or wait passes; publish is
-// called once, from another goroutine, with the change (its Writer set
-// when the call came).
-func (a *attribution) await(msg message, change cloudchange.Change, wait time.Duration, publish func(message, cloudchange.Change)) {
+// deletedAll reports whether c deleted every one of keys.
+func (c call) deletedAll(keys []string) bool {
+	for _, k := range keys {
+		if !c.deleted[k] {
+			return false
+		}
+	}
+	return len(keys) > 0
+}
+
+// await parks a change that removed the keys removed until its call comes
+// or wait passes; publish is called once, from another goroutine, with
+// the change (its Writer set when the call came).
+func (a *attribution) await(msg message, change cloudchange.Change, removed []string, wait time.Duration, publish func(message, cloudchange.Change)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := matchKey(change.Resource)
-	w := &awaiting{msg: msg, change: change}
+	w := &awaiting{msg: msg, change: change, removed: removed}
 	w.timer = time.AfterFunc(wait, func() {
 		if a.unpark(key, w) {
 			publish(w.msg, w.change)
@@ -278,7 +305,7 @@ func (a *attribution) record(c call, now time.Time) []*awaiting {
 		}
 		keep := a.waiting[k][:0]
 		for _, w := range a.waiting[k] {
-			if writer, ok := matching(a.calls[k], w.change.Time); ok && w.timer.Stop() {
+			if writer, ok := matching(a.calls[k], w.change.Time, w.removed); ok && w.timer.Stop() {
 				w.change.Writer = writer
 				ready = append(ready, w)
 				continue

@@ -57,7 +57,7 @@ func TestParseCall(t *testing.T) {
 	}
 	c := ev.call
 	wantWriter := cloudchange.Writer{ID: "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com", Person: true}
-	if c.writer != wantWriter || len(c.keys) != 1 || c.keys[0] != matchKey("arn:aws:ec2:us-east-1:123456789012:instance/i-0000000aaaaaaaaaa") {
+	if c.writer != wantWriter || len(c.keys) != 1 || c.keys[0] != matchKey("arn:aws:ec2:us-east-1:123456789012:instance/i-0000000aaaaaaaaaa") || !c.deleted["a-deleted-key"] {
 		t.Fatalf("call = %+v, want %+v on the instance", c, wantWriter)
 	}
 	asg := `{"version":"0","id":"1","detail-type":"AWS API Call via CloudTrail","source":"aws.autoscaling","account":"123456789012",
@@ -110,39 +110,57 @@ func TestAttribution(t *testing.T) {
 	arn := "arn:aws:ec2:us-east-1:123456789012:instance/i-1"
 	key := matchKey(arn)
 	alice := cloudchange.Writer{ID: "alice", Person: true}
+	team := []string{"team"}
+	deletes := func(w cloudchange.Writer, when time.Time, keys ...string) call {
+		c := call{keys: []string{key}, writer: w, at: when, deleted: map[string]bool{}}
+		for _, k := range keys {
+			c.deleted[k] = true
+		}
+		return c
+	}
 	change := cloudchange.Change{Resource: arn, Time: at}
 	published := make(chan cloudchange.Change, 4)
 	publish := func(_ message, c cloudchange.Change) { published <- c }
 
 	var a attribution
-	a.record(call{keys: []string{key}, writer: alice, at: at.Add(-time.Second)}, at)
-	if w, ok := a.writerOf(change, at); !ok || w != alice {
+	a.record(deletes(alice, at.Add(-time.Second), "team"), at)
+	if w, ok := a.writerOf(change, team, at); !ok || w != alice {
 		t.Fatalf("call first: %+v %t, want alice", w, ok)
 	}
 
 	var b attribution
-	b.await(message{id: "m"}, change, time.Hour, publish)
-	ready := b.record(call{keys: []string{key}, writer: alice, at: at}, at)
+	b.await(message{id: "m"}, change, team, time.Hour, publish)
+	ready := b.record(deletes(alice, at, "team"), at)
 	if len(ready) != 1 || ready[0].change.Writer != alice {
 		t.Fatalf("change first: %+v, want it published naming alice", ready)
 	}
 
 	var c attribution
-	c.record(call{keys: []string{key}, writer: alice, at: at}, at)
-	c.record(call{keys: []string{key}, writer: cloudchange.Writer{ID: "policy"}, at: at}, at)
-	if w, ok := c.writerOf(change, at); ok {
+	c.record(deletes(alice, at, "team"), at)
+	c.record(deletes(cloudchange.Writer{ID: "policy"}, at, "team"), at)
+	if w, ok := c.writerOf(change, team, at); ok {
 		t.Fatalf("two writers at once: %+v, want none", w)
 	}
-	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(time.Minute)}, at); ok {
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(time.Minute)}, team, at); ok {
 		t.Fatalf("a call a minute off: %+v, want none", w)
 	}
-	c.record(call{keys: []string{key}, writer: alice, at: at.Add(3 * time.Second)}, at)
-	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(3 * time.Second)}, at); !ok || w != alice {
+	c.record(deletes(alice, at.Add(3*time.Second), "team"), at)
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(3 * time.Second)}, team, at); !ok || w != alice {
 		t.Fatalf("the nearest call names alice: %+v %t", w, ok)
 	}
 
+	// A person's call that set or deleted other tags of the resource in
+	// the same seconds vouches for nothing this removal took: a
+	// platform's removal whose own call has not come stays unattributed.
+	var e attribution
+	e.record(call{keys: []string{key}, writer: alice, at: at}, at) // CreateTags
+	e.record(deletes(alice, at, "env"), at)
+	if w, ok := e.writerOf(change, team, at); ok {
+		t.Fatalf("a person's other writes named as the removal's writer: %+v", w)
+	}
+
 	var d attribution
-	d.await(message{id: "m"}, change, 10*time.Millisecond, publish)
+	d.await(message{id: "m"}, change, team, 10*time.Millisecond, publish)
 	select {
 	case got := <-published:
 		if got.Writer != (cloudchange.Writer{}) {

@@ -60,7 +60,9 @@
 // record of a successful CreateTags, DeleteTags or CreateOrUpdateTags. It
 // is no change: the source keeps its writer (the record's userIdentity)
 // for the resources it names and gives it to the tag change of the same
-// resource dated within seconds of it (Change.Writer). A tag change that
+// resource dated within seconds of it that removed only keys the call
+// deleted (Change.Writer): a call that set tags, or deleted others,
+// vouches for no removal. A tag change that
 // removed tags waits Config.AttributionWait for its call when the call
 // has not come first.
 //

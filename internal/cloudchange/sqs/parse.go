@@ -86,8 +86,9 @@ func Parse(body string) (cloudchange.Change, error) {
 // tags), or a call that names who wrote tags.
 type event struct {
 	change cloudchange.Change
-	// removes is set for a tag change that removed a tag.
-	removes bool
+	// removed are the keys a tag change removed (none when it carries no
+	// tags: which keys went is then unknown, and a pass reads them).
+	removed []string
 	call    *call
 }
 
@@ -123,12 +124,11 @@ func parseTagChange(env envelope) (event, error) {
 	}
 	c.Kind = cloudchange.KindWrite
 	ev := event{change: c}
-	ev.removes = d.Tags == nil && len(d.ChangedTagKeys) > 0 // unknown: may have
 	if d.Tags != nil {
 		ev.change.Tags = tags.Set(d.Tags)
 		for _, k := range d.ChangedTagKeys {
 			if _, ok := d.Tags[k]; !ok {
-				ev.removes = true
+				ev.removed = append(ev.removed, k)
 			}
 		}
 	}

@@ -228,11 +228,11 @@ func (s *Source) handle(m types.Message) {
 		return
 	}
 	s.health.delivered(time.Now())
-	if ev.removes {
-		if w, ok := s.attr.writerOf(change, time.Now()); ok {
+	if len(ev.removed) > 0 {
+		if w, ok := s.attr.writerOf(change, ev.removed, time.Now()); ok {
 			change.Writer = w
 		} else if s.cfg.AttributionWait > 0 {
-			s.attr.await(msg, change, s.cfg.AttributionWait, s.publishRemoval)
+			s.attr.await(msg, change, ev.removed, s.cfg.AttributionWait, s.publishRemoval)
 			return
 		}
 		s.publishRemoval(msg, change)
