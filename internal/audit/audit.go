@@ -11,7 +11,8 @@
 //	 "set":{"env":{"before":"dev","after":"prod"},"team":{"after":"a"}},"deleted":{"old":"x"},
 //	 "result":"ok"}
 //
-// result is "ok" or "error" (then error says why). Tag values are what the
+// result is "ok", "error" (then error says why) or "not-sent" (a throttle
+// gate held the request; nothing changed). Tag values are what the
 // user wrote into a spec; no credential ever reaches a record.
 //
 // Records are written as mutations happen, not after a batch: a resource
@@ -41,6 +42,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,6 +85,9 @@ const (
 	ResultPending = "pending"
 	ResultOK      = "ok"
 	ResultError   = "error"
+	// ResultNotSent is a mutation a throttle gate held: nothing was sent,
+	// the resource is unchanged, and a later pass sends it again.
+	ResultNotSent = "not-sent"
 )
 
 // Record is one cloud mutation of one resource.
@@ -100,7 +105,7 @@ type Record struct {
 	Set map[string]Change `json:"set,omitempty"`
 	// Deleted are the tags deleted, by name, with their values before.
 	Deleted map[string]string `json:"deleted,omitempty"`
-	// Result is ResultOK or ResultError.
+	// Result is ResultPending, ResultOK, ResultError or ResultNotSent.
 	Result string `json:"result"`
 	// Error says why the mutation failed.
 	Error string `json:"error,omitempty"`
@@ -343,15 +348,25 @@ type Write struct {
 }
 
 // Record is w's record at at: ResultPending when pending (about to be
-// sent), else ResultError with err, or ResultOK when err is nil.
+// sent), else ResultNotSent when a throttle gate held it, ResultError with
+// any other err, or ResultOK when err is nil.
 func (w Write) Record(at time.Time, pending bool, err error) Record {
 	rec := Record{Time: at.UTC(), Object: w.Object, Cloud: w.Cloud, Resource: w.Resource, Result: ResultOK}
 	rec.Describe(w.NameCase, w.Before, w.Patch)
 	switch {
 	case pending:
 		rec.Result = ResultPending
+	case notSent(err):
+		rec.Result, rec.Error = ResultNotSent, err.Error()
 	case err != nil:
 		rec.Result, rec.Error = ResultError, err.Error()
 	}
 	return rec
+}
+
+// notSent reports whether err says its request was never sent (a cloud's
+// throttle gate held it: the error has NotSent() true).
+func notSent(err error) bool {
+	var ns interface{ NotSent() bool }
+	return errors.As(err, &ns) && ns.NotSent()
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -248,5 +249,33 @@ func TestReadReturnsTheRecordsBeforeACutLine(t *testing.T) {
 	}
 	if len(recs) != 2 || recs[0].Result != ResultPending || recs[1].Result != ResultOK || recs[1].Resource != "/r/1" {
 		t.Errorf("Read = %+v, want the pending and ok records of /r/1", recs)
+	}
+}
+
+// notSentError is an error of a request a throttle gate held (as the
+// clouds' ThrottledError without an answer says).
+type notSentError struct{ sent bool }
+
+func (e notSentError) Error() string { return "throttled" }
+func (e notSentError) NotSent() bool { return !e.sent }
+
+func TestRecordResults(t *testing.T) {
+	w := Write{Cloud: "aws", Resource: "r"}
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name    string
+		pending bool
+		err     error
+		want    string
+	}{
+		{"pending", true, nil, ResultPending},
+		{"answered", false, nil, ResultOK},
+		{"failed", false, errors.New("denied"), ResultError},
+		{"throttled after it was sent", false, fmt.Errorf("write: %w", notSentError{sent: true}), ResultError},
+		{"held by a gate", false, fmt.Errorf("write: %w", notSentError{}), ResultNotSent},
+	} {
+		if got := w.Record(at, c.pending, c.err).Result; got != c.want {
+			t.Errorf("%s: result %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -179,6 +179,11 @@ func (e *ThrottledError) Unwrap() error { return e.Err }
 // Is reports ErrThrottled.
 func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 
+// NotSent reports whether the request was never sent: a throttle gate held
+// it (there is no cloud's answer), so the resource is as it was and the
+// caller may simply try again later.
+func (e *ThrottledError) NotSent() bool { return e.Err == nil }
+
 // RoundWait renders a wait for messages: whole seconds, or milliseconds
 // under a second.
 func RoundWait(d time.Duration) time.Duration {

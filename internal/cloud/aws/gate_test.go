@@ -55,6 +55,9 @@ func TestThrottleGate(t *testing.T) {
 		}
 	}
 	t.Logf("throttled: %v", res[0].Err)
+	if notSent(res[0].Err) {
+		t.Errorf("the write AWS throttled says it was not sent: %v", res[0].Err)
+	}
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 1 {
 		t.Fatalf("CreateTags calls = %d, want 1 (the batch is not isolated on throttling)", got)
 	}
@@ -64,6 +67,9 @@ func TestThrottleGate(t *testing.T) {
 		t.Fatalf("write behind a closed gate: %v, want throttled", res[0].Err)
 	}
 	t.Logf("held: %v", res[0].Err)
+	if !notSent(res[0].Err) {
+		t.Errorf("the held write does not say it was not sent: %v", res[0].Err)
+	}
 	if got := e.p.Calls()["ec2:CreateTags"]; got != 1 || throttled.Load() != 1 {
 		t.Fatalf("CreateTags calls = %d, throttled answers %d; want the held write unsent", got, throttled.Load())
 	}
@@ -161,4 +167,10 @@ func TestBucketOf(t *testing.T) {
 			t.Errorf("bucketOf(%s) = %s, want %s", op, got, want)
 		}
 	}
+}
+
+// notSent reports whether err says its request was never sent.
+func notSent(err error) bool {
+	var t *cloud.ThrottledError
+	return errors.As(err, &t) && t.NotSent()
 }

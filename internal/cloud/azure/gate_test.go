@@ -101,12 +101,15 @@ func TestThrottleGateHoldsCallsUntilRetryAfter(t *testing.T) {
 	if !errors.As(err, &re) || re.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the throttled write does not unwrap to ARM's 429: %v", err)
 	}
+	if notSent(err) {
+		t.Errorf("the write ARM throttled says it was not sent: %v", err)
+	}
 	for i := range rounds {
 		for j, p := range providers {
 			_, err := p.PatchTags(ctx, vmA, tags.Patch{Set: tags.Set{"n": string(rune('a' + i))}})
 			wantThrottledFor(t, "a held write", err, wait)
-			if errors.As(err, &re) {
-				t.Errorf("provider %d: a held write carries an ARM answer (it was sent): %v", j, err)
+			if errors.As(err, &re) || !notSent(err) {
+				t.Errorf("provider %d: a held write carries an ARM answer, or does not say it was not sent: %v", j, err)
 			}
 			if _, err := p.PatchTags(ctx, vmB, tags.Patch{Set: tags.Set{"n": string(rune('a' + i))}}); err != nil {
 				t.Errorf("provider %d: subscription B's write: %v", j, err)
@@ -196,4 +199,10 @@ func TestClientBudgetIsPerSubscription(t *testing.T) {
 	if got := p.Calls()["VirtualMachines.List"]; got != 2 {
 		t.Errorf("VirtualMachines.List sent %d times, want 2 (a spent budget is not retried)", got)
 	}
+}
+
+// notSent reports whether err says its request was never sent.
+func notSent(err error) bool {
+	var t *cloud.ThrottledError
+	return errors.As(err, &t) && t.NotSent()
 }
