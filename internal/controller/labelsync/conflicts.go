@@ -3,14 +3,13 @@ package labelsync
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tagsync/tagsync/api/metal3"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -27,14 +26,16 @@ type claimant struct {
 	// source is the source's reconcile request.
 	source types.NamespacedName
 	host   types.NamespacedName
-}
-
-// claim is what a claimant wants on a Node: its host's labels under its
-// source's prefixes.
-type claim struct {
-	claimant
 	// desc names the host and its source in messages.
 	desc string
+}
+
+// String names the host and its source.
+func (c claimant) String() string { return c.desc }
+
+// want is what a claimant wants on its Node: its host's labels under its
+// source's prefixes.
+type want struct {
 	// cluster is the Cluster the Node was reached through.
 	cluster  types.NamespacedName
 	prefixes []string
@@ -49,126 +50,42 @@ type contest struct {
 	keys      []string
 }
 
-// contestKey is a contest between two claimants of one Node, a before b.
-type contestKey struct {
-	node types.UID
-	a, b claimant
-}
-
 // claimRegistry is who wants what on which Node, by the Node's UID (one
 // Node reached through two Clusters is one Node), and the contests known.
-type claimRegistry struct {
-	mu     sync.Mutex
-	byNode map[types.UID]map[claimant]claim
-	// known are the contested keys (joined) of each contest seen.
-	known map[contestKey]string
-}
+type claimRegistry = kit.Contests[types.UID, claimant, want]
 
+// newClaimRegistry returns an empty registry: two hosts of one Node contest
+// the keys both sources own that they want otherwise (one host wants one
+// set of labels, through any source); a contest runs both sources again.
 func newClaimRegistry() *claimRegistry {
-	return &claimRegistry{byNode: map[types.UID]map[claimant]claim{}, known: map[contestKey]string{}}
+	return kit.NewContests[types.UID](func(c claimant, w want, o claimant, ow want) []string {
+		if c.host == o.host {
+			return nil
+		}
+		return tags.ContestedLabels(w.labels, w.prefixes, ow.labels, ow.prefixes)
+	}, func(c claimant) types.NamespacedName { return c.source })
 }
 
-// newClaim is a host's claim as src syncs it.
-func newClaim(src *source, l *link) claim {
+// claimOf is a host's claim as src syncs it: who, and what it wants.
+func claimOf(src *source, l *link) (claimant, want) {
 	in := map[string]string{}
 	for k, v := range l.host.Labels {
 		if tags.InSyncScope(k, src.prefixes) {
 			in[k] = v
 		}
 	}
-	return claim{claimant: claimant{source: src.key, host: l.hostKey()}, cluster: l.cluster, prefixes: src.prefixes, labels: in,
-		desc: fmt.Sprintf("host %s (%s %s)", l.hostKey(), src.kind(), src.name())}
+	return claimant{source: src.key, host: l.hostKey(), desc: fmt.Sprintf("host %s (%s %s)", l.hostKey(), src.kind(), src.name())},
+		want{cluster: l.cluster, prefixes: src.prefixes, labels: in}
 }
 
-// stake records a claim on a Node. It returns the sources to run again: the
-// claimants whose contest with it began, changed or ended.
-func (g *claimRegistry) stake(node types.UID, c claim) []types.NamespacedName {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	claims := g.byNode[node]
-	if claims == nil {
-		claims = map[claimant]claim{}
-		g.byNode[node] = claims
-	}
-	claims[c.claimant] = c
-	var wake []types.NamespacedName
-	for o, oc := range claims {
-		if o.host == c.host {
-			continue // one host wants one set of labels
-		}
-		key := pairOf(node, c.claimant, o)
-		keys := strings.Join(tags.ContestedLabels(c.labels, c.prefixes, oc.labels, oc.prefixes), ",")
-		if keys == g.known[key] {
-			continue
-		}
-		if keys == "" {
-			delete(g.known, key)
-		} else {
-			g.known[key] = keys
-		}
-		wake = append(wake, o.source, c.source)
-	}
-	return wake
-}
-
-// contestsOf are the contests of a claimant's claim on a Node.
-func (g *claimRegistry) contestsOf(node types.UID, c claimant) []contest {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	claims := g.byNode[node]
-	mine, ok := claims[c]
-	if !ok {
-		return nil
-	}
+// contestsOf are the contests of a claimant on a Node.
+func contestsOf(g *claimRegistry, node types.UID, c claimant) []contest {
 	var out []contest
-	for o, oc := range claims {
-		if o.host == c.host {
-			continue
-		}
-		if keys := tags.ContestedLabels(mine.labels, mine.prefixes, oc.labels, oc.prefixes); len(keys) > 0 {
-			out = append(out, contest{other: oc.desc, otherHost: o.host, keys: keys})
-		}
+	for _, r := range g.Rivals(c, []types.UID{node})[node] {
+		out = append(out, contest{other: r.Who.desc, otherHost: r.Who.host, keys: r.Names})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].other < out[j].other })
 	return out
 }
-
-// release drops a source's claims that its last pass did not stake, except
-// those keep holds on to. It returns the sources to run again: the other
-// claimants of contests that ended.
-func (g *claimRegistry) release(source types.NamespacedName, staked map[types.UID]map[claimant]bool, keep func(claim) bool) []types.NamespacedName {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var wake []types.NamespacedName
-	for node, claims := range g.byNode {
-		for cl, c := range claims {
-			if cl.source != source || staked[node][cl] || (keep != nil && keep(c)) {
-				continue
-			}
-			delete(claims, cl)
-			for key := range g.known {
-				if key.node == node && (key.a == cl || key.b == cl) {
-					delete(g.known, key)
-					wake = append(wake, key.a.source, key.b.source)
-				}
-			}
-		}
-		if len(claims) == 0 {
-			delete(g.byNode, node)
-		}
-	}
-	return wake
-}
-
-// pairOf orders two claimants of a Node into a contestKey.
-func pairOf(node types.UID, x, y claimant) contestKey {
-	if claimantString(y) < claimantString(x) {
-		x, y = y, x
-	}
-	return contestKey{node: node, a: x, b: y}
-}
-
-func claimantString(c claimant) string { return c.source.String() + "|" + c.host.String() }
 
 // describeContests renders a host's contests for its problem: which keys,
 // and who else wants them.

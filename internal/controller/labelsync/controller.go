@@ -185,7 +185,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	r.pruneHealthLocked()
 	r.mu.Unlock()
-	r.wake(r.claims.release(key, nil, nil))
+	r.wake(r.claims.Release(func(c claimant, _ want) bool { return c.source == key }))
 	forgetMetrics(key)
 }
 

@@ -36,7 +36,7 @@ func (r *Reconciler) newPass(src *source, st *state) *pass {
 	return &pass{r: r, src: src, st: st, started: r.Now(), out: outcome{
 		waiting: map[v1alpha1.WaitReason][]string{}, unreachable: map[types.NamespacedName]time.Duration{},
 		clusters: map[types.NamespacedName]bool{}, nodes: map[nodeKey]bool{}, hosts: map[types.NamespacedName]bool{},
-		staked: map[types.UID]map[claimant]bool{},
+		staked: map[claimant]bool{},
 	}}
 }
 
@@ -83,9 +83,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 	p.syncClusters(ctx, byCluster)
-	p.r.wake(p.r.claims.release(p.src.key, p.out.staked, func(c claim) bool {
-		_, down := p.out.unreachable[c.cluster]
-		return down // its host still wants the Node: hold on to the claim
+	p.r.wake(p.r.claims.Release(func(c claimant, w want) bool {
+		_, down := p.out.unreachable[w.cluster] // its host still wants the Node: hold on to the claim
+		return c.source == p.src.key && !p.out.staked[c] && !down
 	}))
 	p.r.remember(p.st, p.out.clusters, p.out.nodes, p.out.hosts)
 	p.report()

@@ -82,18 +82,17 @@ func (p *pass) stakeAll(links []*link, nodes map[string]*corev1.Node) [][]contes
 	out := make([][]contest, len(links))
 	for _, l := range links {
 		if node := nodes[l.node]; node != nil {
-			p.r.wake(p.r.claims.stake(node.UID, newClaim(p.src, l)))
+			who, w := claimOf(p.src, l)
+			p.r.wake(p.r.claims.Stake(who, w, []types.UID{node.UID}))
 			p.mu.Lock()
-			if p.out.staked[node.UID] == nil {
-				p.out.staked[node.UID] = map[claimant]bool{}
-			}
-			p.out.staked[node.UID][claimant{source: p.src.key, host: l.hostKey()}] = true
+			p.out.staked[who] = true
 			p.mu.Unlock()
 		}
 	}
 	for i, l := range links {
 		if node := nodes[l.node]; node != nil {
-			out[i] = p.r.claims.contestsOf(node.UID, claimant{source: p.src.key, host: l.hostKey()})
+			who, _ := claimOf(p.src, l)
+			out[i] = contestsOf(p.r.claims, node.UID, who)
 		}
 	}
 	return out

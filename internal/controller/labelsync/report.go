@@ -34,8 +34,8 @@ type outcome struct {
 	clusters map[types.NamespacedName]bool
 	nodes    map[nodeKey]bool
 	hosts    map[types.NamespacedName]bool
-	// staked are the claims the pass made, by Node UID.
-	staked map[types.UID]map[claimant]bool
+	// staked are the claims the pass made.
+	staked map[claimant]bool
 	// conflicts describe the hosts holding back contested keys.
 	conflicts []string
 	// contestNotes are the Warnings of contests, one per host and other

@@ -130,7 +130,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.states.Forget(key)
 	r.index.forget(key)
 	forgetMetrics(key)
-	r.wakeUp(ctx, r.claims.withdraw(func(c claimant) bool { return c.cm == key }))
+	r.wakeUp(ctx, r.claims.Release(func(c claimant, _ want) bool { return c.cm == key }))
 }
 
 // pass is one reconcile of a CloudMetadata: every target it drives, synced

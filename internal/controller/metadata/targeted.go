@@ -255,7 +255,7 @@ func (p *pass) planChanged(w targetWork) (*targetPlan, error) {
 	for i, r := range w.resources {
 		ids[i] = cloud.CanonicalID(r.ID)
 	}
-	contested := p.r.claims.contestedOn(p.claimantOf(w.t), ids)
+	contested, _ := contestedOn(p.r.claims, p.claimantOf(w.t), ids)
 	tp := p.planOf(&outcome{t: w.t}, w.provider, w.req, w.resources, contested)
 	for i := range tp.plans {
 		pl := &tp.plans[i]

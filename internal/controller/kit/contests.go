@@ -1,0 +1,204 @@
+package kit
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Contests is one writer per key among the objects of a controller, in
+// every namespace: who wants what where. A claimant (a label sync host, a
+// metadata request) stakes its want on places (Nodes, cloud resources);
+// two claimants of one place whose wants differ for some names contest
+// those names there: neither writes them, and both report it, until one
+// gives way. The oldest object does not silently win.
+//
+// The registry remembers the contests it found: Stake and Release return
+// the objects (by the owner function) to pass again because a contest of
+// theirs began, changed or ended, so the rival that may write now does not
+// wait for its next interval. It is safe for concurrent use.
+//
+// P names a place, C a claimant (its String orders rivals in reports), W
+// what a claimant wants: one want per claimant, on each of its places.
+type Contests[P comparable, C Claimant, W any] struct {
+	mu     sync.Mutex
+	claims map[C]*staked[P, W]
+	at     map[P][]C
+	known  map[contestKey[P, C]]string
+	// contested returns the names who's want contests with other's want
+	// (none: nil); owner the object that passes again for a claimant.
+	contested func(who C, want W, other C, otherWant W) []string
+	owner     func(C) types.NamespacedName
+}
+
+// Claimant is what a Contests' claimant must be: a map key with a name for
+// messages, which also orders rivals.
+type Claimant interface {
+	comparable
+	String() string
+}
+
+// staked is a claimant's want and its places.
+type staked[P comparable, W any] struct {
+	want   W
+	places map[P]bool
+}
+
+// contestKey names what claimant a contests with b on one place.
+type contestKey[P comparable, C comparable] struct {
+	place P
+	a, b  C
+}
+
+// Rival is another claimant of a place and the names it contests there.
+type Rival[C Claimant] struct {
+	Who   C
+	Names []string
+}
+
+// NewContests returns an empty registry: contested says which names two
+// wants contest (from the first's side), owner which object to pass again
+// for a claimant.
+func NewContests[P comparable, C Claimant, W any](contested func(who C, want W, other C, otherWant W) []string,
+	owner func(C) types.NamespacedName) *Contests[P, C, W] {
+	return &Contests[P, C, W]{claims: map[C]*staked[P, W]{}, at: map[P][]C{}, known: map[contestKey[P, C]]string{},
+		contested: contested, owner: owner}
+}
+
+// Stake records who's want on places, replacing its earlier claim (the
+// places it no longer names are given up). It returns the objects to pass
+// again.
+func (c *Contests[P, C, W]) Stake(who C, want W, places []P) []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[P]bool, len(places))
+	for _, p := range places {
+		next[p] = true
+	}
+	w := wakeSet{}
+	if old := c.claims[who]; old != nil {
+		for p := range old.places {
+			if !next[p] {
+				c.leave(who, p, w)
+			}
+		}
+	}
+	prev := c.claims[who]
+	c.claims[who] = &staked[P, W]{want: want, places: next}
+	memo := map[C][2]string{}
+	for p := range next {
+		if prev == nil || !prev.places[p] {
+			c.at[p] = append(c.at[p], who)
+		}
+		for _, other := range c.at[p] {
+			if other == who {
+				continue
+			}
+			pair, ok := memo[other]
+			if !ok {
+				ow := c.claims[other].want
+				pair = [2]string{strings.Join(c.contested(who, want, other, ow), "\x00"), strings.Join(c.contested(other, ow, who, want), "\x00")}
+				memo[other] = pair
+			}
+			mine, theirs := c.remember(contestKey[P, C]{p, who, other}, pair[0]), c.remember(contestKey[P, C]{p, other, who}, pair[1])
+			if mine || theirs {
+				w.add(c.owner(who), c.owner(other))
+			}
+		}
+	}
+	return w.list()
+}
+
+// Release gives up the whole claim of every claimant gone says is gone,
+// and returns the objects to pass again: their rivals, which may write
+// now.
+func (c *Contests[P, C, W]) Release(gone func(who C, want W) bool) []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := wakeSet{}
+	for who, s := range c.claims {
+		if !gone(who, s.want) {
+			continue
+		}
+		for p := range s.places {
+			c.leave(who, p, w)
+		}
+		delete(c.claims, who)
+	}
+	return w.list()
+}
+
+// Rivals returns, per place of places where who has a claim and rivals,
+// the rivals and the names each contests with who there (sorted by the
+// rival's name); it changes no claim.
+func (c *Contests[P, C, W]) Rivals(who C, places []P) map[P][]Rival[C] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.claims[who]
+	if s == nil {
+		return nil
+	}
+	out := map[P][]Rival[C]{}
+	for _, p := range places {
+		if !s.places[p] {
+			continue
+		}
+		for _, other := range c.at[p] {
+			if names := c.known[contestKey[P, C]{p, who, other}]; names != "" {
+				out[p] = append(out[p], Rival[C]{Who: other, Names: strings.Split(names, "\x00")})
+			}
+		}
+		slices.SortFunc(out[p], func(a, b Rival[C]) int { return strings.Compare(a.Who.String(), b.Who.String()) })
+	}
+	return out
+}
+
+// leave takes who off place p, forgetting its contests there and waking
+// both sides of each; the caller holds the lock.
+func (c *Contests[P, C, W]) leave(who C, p P, w wakeSet) {
+	c.at[p] = slices.DeleteFunc(c.at[p], func(x C) bool { return x == who })
+	for _, other := range c.at[p] {
+		mine, theirs := c.remember(contestKey[P, C]{p, who, other}, ""), c.remember(contestKey[P, C]{p, other, who}, "")
+		if mine || theirs {
+			w.add(c.owner(who), c.owner(other))
+		}
+	}
+	if len(c.at[p]) == 0 {
+		delete(c.at, p)
+	}
+}
+
+// remember records the names of a contest ("" for none) and reports
+// whether they changed; the caller holds the lock.
+func (c *Contests[P, C, W]) remember(k contestKey[P, C], names string) bool {
+	if c.known[k] == names {
+		return false
+	}
+	if names == "" {
+		delete(c.known, k)
+	} else {
+		c.known[k] = names
+	}
+	return true
+}
+
+// wakeSet collects the objects to pass again, each once.
+type wakeSet map[types.NamespacedName]bool
+
+func (w wakeSet) add(keys ...types.NamespacedName) {
+	for _, k := range keys {
+		w[k] = true
+	}
+}
+
+// list returns the objects, sorted.
+func (w wakeSet) list() []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(w))
+	for k := range w {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
