@@ -3,7 +3,6 @@ package metadata
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -184,7 +183,7 @@ func (r *Reconciler) newPass(cm *v1alpha1.CloudMetadata, st *state) *pass {
 
 // run is one pass, in stages: read the references (one broken: nothing
 // is written at all); serve the cloud changes with a targeted pass when one
-// can (targeted.go); else read and plan every target (plan), apply the
+// can (targeted.go); else read every target (read), plan them (plan), apply the
 // safety controls to the whole pass (safeguard), write (write), and report
 // the pass in metrics, events and statuses, saying when to run again
 // (report).
@@ -209,7 +208,8 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		p.r.index.restore(p.key(), p.changed, p.fullNeeded)
 		return reconcile.Result{}, ctx.Err()
 	}
-	outcomes, planned := p.plan(ctx, res)
+	outcomes, work := p.read(ctx, res)
+	planned := p.plan(ctx, work)
 	if len(res.problems) == 0 {
 		p.safeguard(planned)
 	}
@@ -223,73 +223,6 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	}
 	p.releaseClaims(ctx)
 	return p.report(ctx, res.problems, outcomes)
-}
-
-// plan is the read and plan stages of a full pass: each target read and
-// planned (planTarget), unless a reference is broken. It returns every
-// target's outcome, and the plans of those that got as far.
-func (p *pass) plan(ctx context.Context, res resolved) ([]*outcome, []*targetPlan) {
-	outcomes := make([]*outcome, 0, len(res.targets))
-	var planned []*targetPlan
-	for _, t := range res.targets {
-		if len(res.problems) > 0 {
-			o := notReady(t, p.cm, res.problems)
-			o.suspended = p.suspendedBy(t)
-			outcomes = append(outcomes, o)
-			continue
-		}
-		o, tp := p.planTarget(ctx, t)
-		outcomes = append(outcomes, o)
-		if tp != nil {
-			planned = append(planned, tp)
-		}
-	}
-	return outcomes, planned
-}
-
-// planTarget reads and plans one target: check, discover, stake its
-// claims and plan (planOf). It returns the target's outcome, and its
-// plans unless it stopped before planning (then the outcome says why).
-func (p *pass) planTarget(ctx context.Context, t *target) (*outcome, *targetPlan) {
-	o := &outcome{t: t, started: p.r.Now(), suspended: p.suspendedBy(t)}
-	provider, err := p.r.providers.ClassifiedProvider(t.cloud)
-	if err != nil {
-		o.request = &condition{ReasonProviderNotConfigured,
-			fmt.Sprintf("%v: start tagsync with the %s flags (docs/metadata.md) to apply %s objects", err, t.cloud, t.kind)}
-		return o, nil
-	}
-	req := t.request(p.cm)
-	if err := req.Validate(provider.Rules()); err != nil {
-		o.invalid = err
-		return o, nil
-	}
-	o.approved = true
-	disc, err := provider.Discover(ctx, req.Classifiers, req.Discover)
-	o.discoveryCalls = disc.Calls
-	if err != nil {
-		p.claimed[p.claimantOf(t)] = true // its last claim stands
-		o.readFailed(err)
-		return o, nil
-	}
-	o.scopesFailed(disc.Failed)
-	disc.Resources = p.freshen(ctx, t, provider, req, disc.Resources)
-	p.r.index.saw(p.key(), t.key(), disc.Resources, len(disc.Failed) == 0)
-	for _, r := range disc.Resources {
-		p.r.subscriber.Saw(t.cloud, r.ID, r.Tags, o.started) // a change no event announced: events are silent
-	}
-	contested := p.stake(ctx, t, req, provider.Rules().NameCase(), disc.Resources, o)
-	tp := p.planOf(o, provider, req, disc.Resources, contested)
-	o.held = tp.held
-	tp.complete = len(disc.Failed) == 0
-	return o, tp
-}
-
-// planOf plans a target's resources with the pure planner, as its
-// held-tags record says it holds them and leaving alone the names
-// contested there: the plan step of a full and a targeted pass.
-func (p *pass) planOf(o *outcome, provider cloud.ClassifiedProvider, req Request, resources []cloud.Classified, contested map[string][]string) *targetPlan {
-	held := p.st.heldFor(o.t)
-	return &targetPlan{o: o, provider: provider, plans: req.planYielding(resources, held.lookup, contested), held: held, resources: resources}
 }
 
 // key names the pass's CloudMetadata.

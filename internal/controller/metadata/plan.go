@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -112,4 +113,57 @@ func Driver(referencing []v1alpha1.CloudMetadata) string {
 		return a.Name < b.Name
 	})
 	return items[0].Name
+}
+
+// plan is the plan stage of a full pass: each target that was read stakes
+// its claims and is planned (planOf), leaving alone the names other
+// objects contest.
+func (p *pass) plan(ctx context.Context, work []targetWork) []*targetPlan {
+	planned := make([]*targetPlan, 0, len(work))
+	for _, w := range work {
+		contested := p.stake(ctx, w.t, w.req, w.provider.Rules().NameCase(), w.resources, w.o)
+		tp := p.planOf(w.o, w.provider, w.req, w.resources, contested)
+		w.o.held = tp.held
+		tp.complete = w.complete
+		planned = append(planned, tp)
+	}
+	return planned
+}
+
+// planOf plans a target's resources with the pure planner, as its
+// held-tags record says it holds them and leaving alone the names
+// contested there: the plan step of a full and a targeted pass.
+func (p *pass) planOf(o *outcome, provider cloud.ClassifiedProvider, req Request, resources []cloud.Classified, contested map[string][]string) *targetPlan {
+	held := p.st.heldFor(o.t)
+	return &targetPlan{o: o, provider: provider, plans: req.planYielding(resources, held.lookup, contested), held: held, resources: resources}
+}
+
+// planChanged plans one target's changed resources as a full pass does
+// (planOf), for the write stage both share.
+// It returns nil when nothing may be written for the target (it is
+// suspended), and errFullPass when the plans delete tags the
+// deletionPolicy allows to delete: the mass-deletion guard looks at a whole
+// pass, so deletions are left to a full pass. Under Retain the deletions
+// are dropped (the full passes count and report them).
+func (p *pass) planChanged(w targetWork) (*targetPlan, error) {
+	if p.suspendedBy(w.t) != "" {
+		return nil, nil
+	}
+	ids := make([]string, len(w.resources))
+	for i, r := range w.resources {
+		ids[i] = cloud.CanonicalID(r.ID)
+	}
+	contested, _ := contestedOn(p.r.claims, p.claimantOf(w.t), ids)
+	tp := p.planOf(&outcome{t: w.t}, w.provider, w.req, w.resources, contested)
+	for i := range tp.plans {
+		pl := &tp.plans[i]
+		if len(pl.Plan.Patch.Delete) == 0 {
+			continue
+		}
+		if p.cm.Spec.Deletes() {
+			return nil, errFullPass
+		}
+		pl.Plan.Patch.Delete, pl.Plan.Expect = nil, nil
+	}
+	return tp, nil
 }

@@ -9,8 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/controller/kit"
 )
 
 // A change of a resource an object's last discovery matched runs a
@@ -81,14 +79,6 @@ func (p *pass) servedAlready(res resolved) bool {
 	return p.health != nil && len(p.changed) == 0 && !p.fullNeeded && p.canTarget(res)
 }
 
-// targetWork is one target's part of a targeted pass.
-type targetWork struct {
-	t         *target
-	provider  cloud.ClassifiedProvider
-	req       Request
-	resources []cloud.Classified
-}
-
 // alwaysTargetedReads is how many changed resources a targeted pass reads
 // whatever a full pass would cost: a few reads take less time than a
 // discovery of the whole scope, and read the resources as ARM has them
@@ -141,133 +131,6 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 // second).
 func (p *pass) untilFullDue() time.Duration {
 	return max(p.st.full.at.Add(p.every).Sub(p.r.Now()), time.Second)
-}
-
-// readChanged reads each changed resource once, unless its latest change
-// carried its tags (see usableCarried), and returns, per target, the ones its
-// last discovery matched; errFullPass when a full pass costs fewer
-// requests.
-func (p *pass) readChanged(ctx context.Context, targets []*target, ids []string) ([]targetWork, error) {
-	if n := p.readsNeeded(targets, ids); n > max(p.st.full.calls, alwaysTargetedReads) {
-		targetedFallbacksTotal.WithLabelValues(p.cm.Namespace, p.cm.Name).Inc()
-		p.log.V(1).Info("many changed resources: a full pass reads them for less", "reads", n, "fullPassCalls", p.st.full.calls)
-		return nil, errFullPass
-	}
-	read := map[string]cloud.Classified{}
-	var work []targetWork
-	for _, t := range targets {
-		mine := p.r.index.matchedBy(p.key(), t.key(), ids)
-		if len(mine) == 0 {
-			continue
-		}
-		provider, err := p.r.providers.ClassifiedProvider(t.cloud)
-		if err != nil {
-			return nil, errFullPass
-		}
-		w := targetWork{t: t, provider: provider, req: t.request(p.cm)}
-		for _, found := range mine {
-			c, done := read[cloud.CanonicalID(found.ID)]
-			if !done {
-				if c, err = p.readOne(ctx, provider, found); err != nil {
-					return nil, err
-				}
-				read[cloud.CanonicalID(found.ID)] = c
-			}
-			if !cloud.Classifies(provider.Rules().NameCase(), c.Tags, w.req.Classifiers) {
-				return nil, errFullPass // it left the object's scope
-			}
-			w.resources = append(w.resources, c)
-		}
-		work = append(work, w)
-	}
-	return work, nil
-}
-
-// readsNeeded is how many of the changed resources ids the targets' last
-// discoveries matched and a targeted pass would read: those whose latest
-// change carried no tags it may use.
-func (p *pass) readsNeeded(targets []*target, ids []string) int {
-	toRead := map[string]bool{}
-	for _, t := range targets {
-		for _, found := range p.r.index.matchedBy(p.key(), t.key(), ids) {
-			if _, ok := p.usableCarried(found.ID); !ok {
-				toRead[cloud.CanonicalID(found.ID)] = true
-			}
-		}
-	}
-	return len(toRead)
-}
-
-// readOne is a changed resource as its latest change carried it
-// (usableCarried), or else as the cloud reads it now (or as another
-// reader read it since the change was received: cloud.WithReadAfter);
-// errFullPass when it cannot be read by ID (AWS).
-func (p *pass) readOne(ctx context.Context, provider cloud.ClassifiedProvider, found cloud.Classified) (cloud.Classified, error) {
-	if c, ok := p.usableCarried(found.ID); ok {
-		found.Tags = c.Tags
-		return found, nil
-	}
-	reader, ok := provider.(cloud.ClassifiedReader)
-	if !ok {
-		return cloud.Classified{}, errFullPass
-	}
-	if c, ok := p.carried[cloud.CanonicalID(found.ID)]; ok && !c.Received.IsZero() {
-		// Another controller's read of the resource for the same change
-		// (the node sync's, of a VM or scale set) serves this pass too.
-		ctx = cloud.WithReadAfter(ctx, c.Received)
-	}
-	c, err := reader.ReadClassified(ctx, found.ID)
-	if err != nil {
-		return cloud.Classified{}, readErr(err)
-	}
-	return c, nil
-}
-
-// usableCarried is what the latest change of the resource id carried,
-// when it is its whole tag set from a change made after the object's last
-// full pass and last write (an older one may predate them).
-func (p *pass) usableCarried(id string) (kit.Carried, bool) {
-	c, ok := p.carried[cloud.CanonicalID(id)]
-	return c, ok && (c.Usable(p.st.full.at) && c.Usable(p.st.wrote) || p.echoOfWrite(cloud.CanonicalID(id), c))
-}
-
-// readErr is a failed read's error: a resource that is gone needs a full
-// pass (its held tags are forgotten there).
-func readErr(err error) error {
-	if errors.Is(err, cloud.ErrNotFound) {
-		return errFullPass
-	}
-	return fmt.Errorf("reading a changed resource: %w", err)
-}
-
-// planChanged plans one target's changed resources as a full pass does
-// (planOf), for the write stage both share.
-// It returns nil when nothing may be written for the target (it is
-// suspended), and errFullPass when the plans delete tags the
-// deletionPolicy allows to delete: the mass-deletion guard looks at a whole
-// pass, so deletions are left to a full pass. Under Retain the deletions
-// are dropped (the full passes count and report them).
-func (p *pass) planChanged(w targetWork) (*targetPlan, error) {
-	if p.suspendedBy(w.t) != "" {
-		return nil, nil
-	}
-	ids := make([]string, len(w.resources))
-	for i, r := range w.resources {
-		ids[i] = cloud.CanonicalID(r.ID)
-	}
-	contested, _ := contestedOn(p.r.claims, p.claimantOf(w.t), ids)
-	tp := p.planOf(&outcome{t: w.t}, w.provider, w.req, w.resources, contested)
-	for i := range tp.plans {
-		pl := &tp.plans[i]
-		if len(pl.Plan.Patch.Delete) == 0 {
-			continue
-		}
-		if p.cm.Spec.Deletes() {
-			return nil, errFullPass
-		}
-		pl.Plan.Patch.Delete, pl.Plan.Expect = nil, nil
-	}
-	return tp, nil
 }
 
 // specKeyOf identifies the generations of the object and its targets.
