@@ -20,6 +20,13 @@ import (
 // theirs began, changed or ended, so the rival that may write now does not
 // wait for its next interval. It is safe for concurrent use.
 //
+// A controller that starts (or becomes the leader) knows what each object
+// wants before it knows where: until an object's first pass has staked
+// its claim, the others would write names it contests wherever they like.
+// So a controller announces what every object wants (Expect); an expected
+// claimant contests its names on every place until it stakes its claim,
+// and its rivals are woken when it does.
+//
 // P names a place, C a claimant (its String orders rivals in reports), W
 // what a claimant wants: one want per claimant, on each of its places.
 type Contests[P comparable, C Claimant, W any] struct {
@@ -27,6 +34,8 @@ type Contests[P comparable, C Claimant, W any] struct {
 	claims map[C]*staked[P, W]
 	at     map[P][]C
 	known  map[contestKey[P, C]]string
+	// expected are the claimants announced but not staked yet.
+	expected map[C]W
 	// contested returns the names who's want contests with other's want
 	// (none: nil); owner the object that passes again for a claimant.
 	contested func(who C, want W, other C, otherWant W) []string
@@ -56,6 +65,9 @@ type contestKey[P comparable, C comparable] struct {
 type Rival[C Claimant] struct {
 	Who   C
 	Names []string
+	// Expected says the rival has not staked its claim yet: it contests
+	// its names on every place until it has.
+	Expected bool
 }
 
 // NewContests returns an empty registry: contested says which names two
@@ -64,7 +76,7 @@ type Rival[C Claimant] struct {
 func NewContests[P comparable, C Claimant, W any](contested func(who C, want W, other C, otherWant W) []string,
 	owner func(C) types.NamespacedName) *Contests[P, C, W] {
 	return &Contests[P, C, W]{claims: map[C]*staked[P, W]{}, at: map[P][]C{}, known: map[contestKey[P, C]]string{},
-		contested: contested, owner: owner}
+		expected: map[C]W{}, contested: contested, owner: owner}
 }
 
 // Stake records who's want on places, replacing its earlier claim (the
@@ -78,6 +90,7 @@ func (c *Contests[P, C, W]) Stake(who C, want W, places []P) []types.NamespacedN
 		next[p] = true
 	}
 	w := wakeSet{}
+	c.arrived(who, w)
 	if old := c.claims[who]; old != nil {
 		for p := range old.places {
 			if !next[p] {
@@ -111,13 +124,44 @@ func (c *Contests[P, C, W]) Stake(who C, want W, places []P) []types.NamespacedN
 	return w.list()
 }
 
-// Release gives up the whole claim of every claimant gone says is gone,
-// and returns the objects to pass again: their rivals, which may write
-// now.
+// Expect announces what a claimant that has no claim yet wants: until it
+// stakes one (or is released), it contests its names on every place. A
+// claimant with a claim is not announced again.
+func (c *Contests[P, C, W]) Expect(who C, want W) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.claims[who]; !ok {
+		c.expected[who] = want
+	}
+}
+
+// arrived ends who's expectation, if any, and wakes the claimants it
+// contested names with; the caller holds the lock.
+func (c *Contests[P, C, W]) arrived(who C, w wakeSet) {
+	want, ok := c.expected[who]
+	if !ok {
+		return
+	}
+	delete(c.expected, who)
+	for other, s := range c.claims {
+		if other != who && len(c.contested(other, s.want, who, want)) > 0 {
+			w.add(c.owner(other))
+		}
+	}
+}
+
+// Release gives up the whole claim, or the expectation, of every claimant
+// gone says is gone, and returns the objects to pass again: their rivals,
+// which may write now.
 func (c *Contests[P, C, W]) Release(gone func(who C, want W) bool) []types.NamespacedName {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := wakeSet{}
+	for who, want := range c.expected {
+		if gone(who, want) {
+			c.arrived(who, w)
+		}
+	}
 	for who, s := range c.claims {
 		if !gone(who, s.want) {
 			continue
@@ -140,6 +184,12 @@ func (c *Contests[P, C, W]) Rivals(who C, places []P) map[P][]Rival[C] {
 	if s == nil {
 		return nil
 	}
+	var awaited []Rival[C] // the expected claimants contest everywhere
+	for other, ow := range c.expected {
+		if names := c.contested(who, s.want, other, ow); other != who && len(names) > 0 {
+			awaited = append(awaited, Rival[C]{Who: other, Names: names, Expected: true})
+		}
+	}
 	out := map[P][]Rival[C]{}
 	for _, p := range places {
 		if !s.places[p] {
@@ -149,6 +199,11 @@ func (c *Contests[P, C, W]) Rivals(who C, places []P) map[P][]Rival[C] {
 			if names := c.known[contestKey[P, C]{p, who, other}]; names != "" {
 				out[p] = append(out[p], Rival[C]{Who: other, Names: strings.Split(names, "\x00")})
 			}
+		}
+		out[p] = append(out[p], awaited...)
+		if len(out[p]) == 0 {
+			delete(out, p)
+			continue
 		}
 		slices.SortFunc(out[p], func(a, b Rival[C]) int { return strings.Compare(a.Who.String(), b.Who.String()) })
 	}

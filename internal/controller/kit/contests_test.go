@@ -43,7 +43,7 @@ func TestContestsBeginChangeAndEnd(t *testing.T) {
 		t.Fatalf("the contest began, woke %s; want both", got)
 	}
 	rivals := c.Rivals(a, []string{"r1", "r2", "r3"})
-	if len(rivals) != 1 || fmt.Sprint(rivals["r2"]) != "[{b/y [team]}]" {
+	if len(rivals) != 1 || fmt.Sprint(rivals["r2"]) != "[{b/y [team] false}]" {
 		t.Fatalf("a's rivals = %v, want b on r2 for team", rivals)
 	}
 	// The same claim again: nothing changed, nobody woken.
@@ -54,7 +54,7 @@ func TestContestsBeginChangeAndEnd(t *testing.T) {
 	if got := names(c.Stake(b, map[string]string{"team": "blue", "env": "dev"}, []string{"r2", "r3"})); got != "[/a /b]" {
 		t.Fatalf("the contest changed, woke %s", got)
 	}
-	if got := fmt.Sprint(c.Rivals(b, []string{"r2"})["r2"]); got != "[{a/x [env team]}]" {
+	if got := fmt.Sprint(c.Rivals(b, []string{"r2"})["r2"]); got != "[{a/x [env team] false}]" {
 		t.Fatalf("b's rivals on r2 = %s", got)
 	}
 	// b leaves r2: the contest ended there.
@@ -83,5 +83,35 @@ func TestContestsReleaseWakesTheRivals(t *testing.T) {
 	}
 	if len(c.at) != 1 || len(c.known) != 0 {
 		t.Fatalf("left: places %v, contests %v", c.at, c.known)
+	}
+}
+
+// TestContestsExpectedClaimantsContestEverywhere: a claimant announced but
+// not staked (its object's first pass has not run since the start)
+// contests its names on every place; staking its claim wakes its rivals,
+// and from then on only the places both claim count.
+func TestContestsExpectedClaimantsContestEverywhere(t *testing.T) {
+	c := newTestContests()
+	a, b := who{"a", "x"}, who{"b", "y"}
+	c.Expect(b, map[string]string{"team": "blue"})
+	c.Stake(a, map[string]string{"team": "red", "env": "prod"}, []string{"r1", "r2"})
+	c.Expect(a, map[string]string{"team": "green"}) // a has a claim: no announcement
+	rivals := c.Rivals(a, []string{"r1", "r2"})
+	if len(rivals) != 2 || fmt.Sprint(rivals["r1"]) != "[{b/y [team] true}]" {
+		t.Fatalf("a's rivals before b staked = %v, want b everywhere for team", rivals)
+	}
+	if got := names(c.Stake(b, map[string]string{"team": "blue"}, []string{"r3"})); got != "[/a]" {
+		t.Fatalf("b's first claim woke %s, want a (whose names b held)", got)
+	}
+	if got := c.Rivals(a, []string{"r1", "r2"}); len(got) != 0 {
+		t.Fatalf("a's rivals after b staked elsewhere = %v, want none", got)
+	}
+	d := who{"d", "z"}
+	c.Expect(d, map[string]string{"env": "dev"})
+	if got := names(c.Release(func(w who, _ map[string]string) bool { return w == d })); got != "[/a]" {
+		t.Fatalf("releasing the expected d woke %s, want a", got)
+	}
+	if got := c.Rivals(a, []string{"r1"}); len(got) != 0 {
+		t.Fatalf("a's rivals after d was released = %v", got)
 	}
 }

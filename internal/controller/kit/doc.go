@@ -31,6 +31,9 @@
 //     leaves out the echo's writer, the changes pending per object and what
 //     they carried, Pending and Carried, and those that arrive while
 //     indexes warm, Warmup), and the Events condition (EventsCondition).
+//   - One writer per key among its objects (Contests): claims on places
+//     (Nodes, cloud resources), the names two claimants contest there, and
+//     the rivals to wake when a contest begins, changes or ends.
 //   - Waking objects from outside its watches without blocking a worker
 //     (Wake), and watch predicates (UpdateChanged).
 //

@@ -45,6 +45,10 @@ type contest struct {
 	other     claimant
 	names     []string
 	resources int
+	// expected says other has not discovered its resources since the
+	// controller started: its names are left alone everywhere until it
+	// has (kit.Contests.Expect).
+	expected bool
 }
 
 // claimBook holds the claims of every object the controller applies, in
@@ -76,7 +80,7 @@ func contestedOn(b *claimBook, who claimant, ids []string) (map[string][]string,
 			perID[id] = append(perID[id], r.Names...)
 			c := byRival[r.Who]
 			if c == nil {
-				c = &contest{other: r.Who, names: r.Names}
+				c = &contest{other: r.Who, names: r.Names, expected: r.Expected}
 				byRival[r.Who] = c
 			}
 			c.resources++
@@ -92,6 +96,41 @@ func contestedOn(b *claimBook, who claimant, ids []string) (map[string][]string,
 	}
 	sort.Slice(contests, func(i, j int) bool { return contests[i].other.String() < contests[j].other.String() })
 	return perID, contests
+}
+
+// expectAll announces, once per start (the first pass of the leader),
+// what every CloudMetadata's valid requests want (kit.Contests.Expect):
+// until an object's first pass has staked its claim, the others leave the
+// names it contests alone, so the object that happens to pass first after
+// a start does not overwrite a rival's values. A CloudMetadata that cannot
+// be read, or whose references are broken, is not announced.
+func (r *Reconciler) expectAll(ctx context.Context) {
+	r.expectOnce.Do(func() {
+		var list v1alpha1.CloudMetadataList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return // nothing announced: contests are found as objects stake
+		}
+		for i := range list.Items {
+			cm := &list.Items[i]
+			res, err := r.resolve(ctx, cm)
+			if err != nil || len(res.problems) > 0 {
+				continue
+			}
+			key := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
+			for _, t := range res.targets {
+				provider, err := r.providers.ClassifiedProvider(t.cloud)
+				if err != nil {
+					continue
+				}
+				req := t.request(cm)
+				if req.Validate(provider.Rules()) != nil {
+					continue
+				}
+				r.claims.Expect(claimant{cm: key, kind: t.kind, name: t.obj.GetName()},
+					want{cloud: t.cloud, nc: provider.Rules().NameCase(), life: req.Lifecycle})
+			}
+		}
+	})
 }
 
 // claimantOf is the claimant of a target the pass's CloudMetadata drives.
@@ -153,6 +192,10 @@ func (o *outcome) setConflict(conds *[]metav1.Condition, gen int64) {
 
 // message says who contests which names where.
 func (c contest) message() string {
+	if c.expected {
+		return fmt.Sprintf("%s wants other values for %s and has not discovered its resources since tagsync started: this object leaves them alone on its %d resource(s) until it has",
+			c.other, notify.Summary(c.names, shownInNotes), c.resources)
+	}
 	return fmt.Sprintf("%s wants other values for %s on %d resource(s): neither object writes them there until one gives way",
 		c.other, notify.Summary(c.names, shownInNotes), c.resources)
 }

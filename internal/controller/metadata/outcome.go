@@ -41,6 +41,10 @@ type outcome struct {
 	// writes and writeErrors count resources written and failed writes.
 	writes, writeErrors int
 	discoveryCalls      int
+	// readErr is the error of a discovery that could not run;
+	// unsearched the scopes it could not search, with why.
+	readErr    error
+	unsearched []string
 	// contests are the other objects that want other values for some of
 	// the request's names on matched resources.
 	contests []contest
@@ -70,6 +74,7 @@ func notReady(t *target, cm *v1alpha1.CloudMetadata, problems []refProblem) *out
 
 // readFailed records a discovery that could not run.
 func (o *outcome) readFailed(err error) {
+	o.readErr = err
 	if d, ok := cloud.RetryAfter(err); ok {
 		o.retryAfter = max(o.retryAfter, d)
 		o.request = &condition{ReasonThrottled, fmt.Sprintf("discovery throttled by the cloud; retrying in %s: %v", d.Round(time.Second), err)}
@@ -104,6 +109,7 @@ func (o *outcome) scopesFailed(failed []cloud.ScopeError) {
 			o.transient = true
 		}
 	}
+	o.unsearched = names
 	msg := fmt.Sprintf("%d scope(s) could not be searched; resources there were not synced: %s", len(failed), notify.Summary(names, 3))
 	if permanent == len(failed) {
 		o.permanent = true

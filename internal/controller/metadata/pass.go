@@ -36,6 +36,9 @@ type Reconciler struct {
 	audit     *audit.Log
 
 	once   sync.Once
+	// expectOnce announces every object's claim at the first pass
+	// (expectAll).
+	expectOnce sync.Once
 	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
 	claims *claimBook
 	// wakeContests enqueues CloudMetadata objects whose contests changed,

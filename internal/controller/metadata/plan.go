@@ -119,6 +119,7 @@ func Driver(referencing []v1alpha1.CloudMetadata) string {
 // its claims and is planned (planOf), leaving alone the names other
 // objects contest.
 func (p *pass) plan(ctx context.Context, work []targetWork) []*targetPlan {
+	p.r.expectAll(ctx)
 	planned := make([]*targetPlan, 0, len(work))
 	for _, w := range work {
 		contested := p.stake(ctx, w.t, w.req, w.provider.Rules().NameCase(), w.resources, w.o)
