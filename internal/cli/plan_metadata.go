@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -12,100 +13,78 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 )
 
+// unknownOtherNamespaces says what plan leaves out when it may not list
+// CloudMetadata cluster-wide.
+const unknownOtherNamespaces = "contests with CloudMetadata of other namespaces: listing CloudMetadata in every namespace was refused"
+
 // collectMetadata plans every (or the named) CloudMetadata of the
-// selected namespaces.
+// selected namespaces with the controller's own stages
+// (metadata.Predict): every CloudMetadata plan may list, in every
+// namespace, is discovered, so that contests with objects of other
+// namespaces show as the controller finds them.
 func (r *planReport) collectMetadata(ctx context.Context, c client.Reader, providers cloud.Providers, sel planSelection) error {
 	var list v1alpha1.CloudMetadataList
-	var opts []client.ListOption
-	if !sel.allNamespaces {
-		opts = append(opts, client.InNamespace(sel.namespace))
+	err := c.List(ctx, &list)
+	if apierrors.IsForbidden(err) && !sel.allNamespaces {
+		r.Unknown = append(r.Unknown, unknownOtherNamespaces)
+		err = c.List(ctx, &list, client.InNamespace(sel.namespace))
 	}
-	if err := c.List(ctx, &list, opts...); err != nil {
+	if err != nil {
 		return fmt.Errorf("listing CloudMetadata: %w", err)
 	}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		if sel.name != "" && cm.Name != sel.name {
-			continue
-		}
-		p, err := planMetadata(ctx, c, providers, cm, list.Items)
+	preds, err := metadata.Predict(ctx, c, providers, list.Items, func(cm *v1alpha1.CloudMetadata) bool {
+		return (sel.allNamespaces || cm.Namespace == sel.namespace) && (sel.name == "" || cm.Name == sel.name)
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range preds {
+		mp, err := metadataPlanOf(p)
 		if err != nil {
 			return err
 		}
-		r.CloudMetadata = append(r.CloudMetadata, p)
+		r.CloudMetadata = append(r.CloudMetadata, mp)
 	}
 	return nil
 }
 
-// planMetadata plans one CloudMetadata: its references resolved by the
-// controller's own metadata.Resolve (a broken one: nothing is written at
-// all), then each request.
-func planMetadata(ctx context.Context, c client.Reader, providers cloud.Providers, cm *v1alpha1.CloudMetadata, all []v1alpha1.CloudMetadata) (metadataPlan, error) {
-	out := metadataPlan{Namespace: cm.Namespace, Name: cm.Name}
-	objs, problems, err := metadata.Resolve(ctx, c, cm, metadata.ReferencingIn(all))
-	if err != nil {
-		return out, fmt.Errorf("CloudMetadata %s/%s: reading its references: %w", cm.Namespace, cm.Name, err)
-	}
-	if len(problems) > 0 {
-		out.Problem = "nothing would be written: " + strings.Join(problems, "; ")
+// metadataPlanOf renders one CloudMetadata's predicted pass; the error is
+// a discovery that could not run (the plan would be incomplete).
+func metadataPlanOf(p metadata.Prediction) (metadataPlan, error) {
+	out := metadataPlan{Namespace: p.Namespace, Name: p.Name, Retained: p.Retained, Held: p.Held}
+	if len(p.Problems) > 0 {
+		out.Problem = "nothing would be written: " + strings.Join(p.Problems, "; ")
 		return out, nil
 	}
-	for _, obj := range objs {
-		q, err := planRequest(ctx, providers, cm, obj)
-		if err != nil {
-			return out, err
+	for _, t := range p.Targets {
+		if t.ReadErr != nil {
+			return out, fmt.Errorf("%s %s/%s: discovering the classified resources: %w", t.Kind, p.Namespace, t.Name, t.ReadErr)
 		}
-		out.Requests = append(out.Requests, q)
+		out.Requests = append(out.Requests, requestPlanOf(t))
 	}
 	return out, nil
 }
 
-// planRequest plans one AzureMetadata or AWSMetadata with the controller's
-// Request: validation, discovery (the one cloud read), the pure plan.
-func planRequest(ctx context.Context, providers cloud.Providers, cm *v1alpha1.CloudMetadata, obj client.Object) (requestPlan, error) {
-	req, err := metadata.NewRequest(cm, obj)
-	if err != nil {
-		return requestPlan{}, err
+// requestPlanOf renders one request's part of a predicted pass.
+func requestPlanOf(t metadata.TargetPrediction) requestPlan {
+	out := requestPlan{Kind: t.Kind, Name: t.Name, Cloud: t.Cloud, Opcode: t.Opcode, Failed: t.Failed, Matched: len(t.Plans)}
+	switch {
+	case t.Problem != "" && len(t.Failed) == 0:
+		out.Problem = "nothing would be written: " + t.Problem
+	case t.Suspended != "":
+		out.Problem = fmt.Sprintf("nothing would be written: suspended by %s; shown is what a pass would write", t.Suspended)
 	}
-	out := requestPlan{Kind: req.Kind, Name: obj.GetName(), Cloud: req.Cloud, Opcode: string(req.Lifecycle.Opcode)}
-	provider, err := providers.ClassifiedProvider(req.Cloud)
-	if err != nil {
-		out.Problem = fmt.Sprintf("nothing would be written: %v (tagsync run needs the %s flags; give them to plan too)", err, req.Cloud)
-		return out, nil
+	for _, c := range t.Contests {
+		out.Contests = append(out.Contests, contestNote{Other: c.Other, Names: c.Names, Resources: c.Resources})
 	}
-	if err := req.Validate(provider.Rules()); err != nil {
-		out.Problem = "nothing would be written: the request breaks the cloud's rules: " + err.Error()
-		return out, nil
-	}
-	disc, err := provider.Discover(ctx, req.Classifiers, req.Discover)
-	if err != nil {
-		return out, fmt.Errorf("%s %s/%s: discovering the classified resources: %w", req.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	for _, f := range disc.Failed {
-		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", f.Scope, f.Err))
-	}
-	plans := req.Plan(disc.Resources, heldOf(obj))
-	out.Matched = len(plans)
-	for _, pl := range plans {
+	for _, pl := range t.Plans {
 		if pl.Plan.InSync() {
 			out.InSync++
 			continue
 		}
-		out.Resources = append(out.Resources, metadataDiff(req.Cloud, pl))
+		out.Resources = append(out.Resources, metadataDiff(t.Cloud, pl))
 	}
-	return out, nil
-}
-
-// heldOf returns what an object's status records it holding (status.held),
-// which is what the controller, even one started now, takes as its own.
-func heldOf(obj client.Object) func(string) func(string) bool {
-	switch o := obj.(type) {
-	case *v1alpha1.AzureMetadata:
-		return metadata.HeldLookup(o.Status)
-	case *v1alpha1.AWSMetadata:
-		return metadata.HeldLookup(o.Status)
-	}
-	return nil
+	return out
 }
 
 // metadataDiff renders one resource's plan: the writes a pass would make

@@ -66,17 +66,7 @@ func (p *planPrinter) sync(s syncPlan) {
 	for _, n := range s.Nodes {
 		p.node(n)
 	}
-	if h := s.Held; h != nil {
-		p.line(1, red, "! %d tag deletion(s) would be held for approval: %s", h.Count, h.Reason)
-		for _, r := range h.Resources {
-			p.line(2, red, "- %s: %s", r.Resource, strings.Join(r.Tags, ", "))
-		}
-		if h.Token == "" {
-			p.line(2, "", "the controller's next pass holds them and gives the approval token (tagsync status)")
-		} else {
-			p.line(2, "", "approve once: kubectl annotate nodetagsync %s %s=%s --overwrite", s.Name, v1alpha1.ApproveDeletionsAnnotation, h.Token)
-		}
-	}
+	p.held(s.Held, "nodetagsync "+s.Name)
 	p.line(1, "", "%d node(s) in sync", s.InSync)
 	for _, u := range s.Unsynced {
 		p.line(1, "", "node %s not synced: %s", u.Name, u.Reason)
@@ -87,6 +77,23 @@ func (p *planPrinter) sync(s syncPlan) {
 	for _, f := range s.Failed {
 		p.line(1, red, "! unreadable: %s", f)
 	}
+}
+
+// held prints the mass deletion a pass would hold back (nil: none) and how
+// to approve it on the object (kubectl's kind, name and namespace flag).
+func (p *planPrinter) held(h *v1alpha1.HeldDeletions, object string) {
+	if h == nil {
+		return
+	}
+	p.line(1, red, "! %d tag deletion(s) would be held for approval: %s", h.Count, h.Reason)
+	for _, r := range h.Resources {
+		p.line(2, red, "- %s: %s", r.Resource, strings.Join(r.Tags, ", "))
+	}
+	if h.Token == "" {
+		p.line(2, "", "the controller's next pass holds them and gives the approval token (tagsync status)")
+		return
+	}
+	p.line(2, "", "approve once: kubectl annotate %s %s=%s --overwrite", object, v1alpha1.ApproveDeletionsAnnotation, h.Token)
 }
 
 // metadata prints one CloudMetadata's plan.
@@ -107,6 +114,13 @@ func (p *planPrinter) metadata(m metadataPlan) {
 		for _, f := range q.Failed {
 			p.line(2, red, "! unreadable: %s", f)
 		}
+		for _, c := range q.Contests {
+			p.line(2, red, "! %s wants other values for %s on %d resource(s): neither writes them there", c.Other, strings.Join(c.Names, ", "), c.Resources)
+		}
+	}
+	p.held(m.Held, fmt.Sprintf("cloudmetadata %s -n %s", m.Name, m.Namespace))
+	for _, k := range m.Retained {
+		p.line(1, yellow, "! kept by deletionPolicy Retain: %s", k)
 	}
 }
 

@@ -48,6 +48,11 @@ type metadataPlan struct {
 	// reference); empty otherwise.
 	Problem  string        `json:"problem,omitempty"`
 	Requests []requestPlan `json:"requests,omitempty"`
+	// Held is the mass deletion the pass would hold back for approval.
+	Held *v1alpha1.HeldDeletions `json:"deletionsHeld,omitempty"`
+	// Retained are the deletions deletionPolicy Retain would keep, per
+	// resource.
+	Retained []string `json:"retained,omitempty"`
 }
 
 // requestPlan is one AzureMetadata's or AWSMetadata's part of a pass.
@@ -62,6 +67,16 @@ type requestPlan struct {
 	InSync    int            `json:"inSync"`
 	Resources []resourceDiff `json:"resources,omitempty"`
 	Failed    []string       `json:"unreadableScopes,omitempty"`
+	// Contests are the other objects that want other values for some of
+	// its tags on resources both found: neither writes them there.
+	Contests []contestNote `json:"contests,omitempty"`
+}
+
+// contestNote is another object contesting a request's tags.
+type contestNote struct {
+	Other     string   `json:"other"`
+	Names     []string `json:"names"`
+	Resources int      `json:"resources"`
 }
 
 // resourceDiff is the change of one cloud resource's tags.
