@@ -35,12 +35,12 @@ type Reconciler struct {
 	providers cloud.Providers
 	audit     *audit.Log
 
-	once   sync.Once
+	once sync.Once
 	// expectOnce announces every object's claim at the first pass
 	// (expectAll).
 	expectOnce sync.Once
-	states *kit.States[types.NamespacedName, *state] // by CloudMetadata
-	claims *claimBook
+	states     *kit.States[types.NamespacedName, *state] // by CloudMetadata
+	claims     *claimBook
 	// wakeContests enqueues CloudMetadata objects whose contests changed,
 	// without blocking the pass that changed them (kit.Wake).
 	wakeContests kit.Wake
