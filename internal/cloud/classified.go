@@ -125,6 +125,12 @@ type TagWrite struct {
 	// still has that value. Names absent from Expect are deleted whatever
 	// their value.
 	Expect tags.Set
+	// Fresh reads each resource before writing it (the node sync's
+	// write): only the named tags whose value differs from the read are
+	// written, a deletion only where the tag still has the value read
+	// (Expect is not used), nothing when nothing differs, and the result
+	// carries the resource's tags after the write (WriteResult.Tags).
+	Fresh bool
 }
 
 // WriteResult is the outcome of a TagWrite for one resource.
@@ -139,6 +145,9 @@ type WriteResult struct {
 	// error kinds of this package (ErrThrottled, ErrForbidden, ErrNotFound,
 	// ErrTooManyTags).
 	Err error
+	// Tags are the resource's tags after a Fresh write (nil otherwise,
+	// and after a failed one).
+	Tags tags.Set
 }
 
 // ResultStream hands a WriteTags' reports to its caller's function one at

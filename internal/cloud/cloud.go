@@ -246,38 +246,91 @@ type NodeProvider interface {
 	// not stop the others; the error is for a read that could not run at
 	// all (e.g. the context ended).
 	Snapshot(ctx context.Context, nodes []Node, opts ReadOptions) (Snapshot, error)
-	// PatchTagsBatch is the node sync's one write: it applies patch to each
-	// of ids (distinct resource IDs as Snapshot placed nodes on), resource
-	// by resource: only the named tags are set and deleted, based on a
-	// fresh read, so concurrent changes by others to other keys are kept
-	// and a stale read is retried rather than overwritten; a deletion
-	// takes effect only where the tag still has the value read; nothing is
-	// written to a resource the patch does not change; and after a failed
-	// write the provider's cached reads of that resource are dropped so the
-	// retry reads afresh. A provider that can write one patch to many
-	// resources in fewer calls than one each does so (AWS: one CreateTags
-	// and at most one DeleteTags for up to 1000 instances of a region whose
-	// change is identical; Auto Scaling groups one by one); one that
-	// writes one resource at a time implements it with PatchEach.
-	//
-	// Results stream: each is called serially, never concurrently, exactly
-	// once per ID, with the resource's tags after the write or its error,
-	// as soon as that is known (a batch's resources complete together), so
-	// a caller records every mutation's outcome. Every ID's result is
-	// reported before PatchTagsBatch returns.
-	PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res Resource, err error))
+	// TagWriter is the one tag write: the node sync's writes are Fresh (see
+	// TagWrite.Fresh): the provider reads each resource before writing it
+	// (AWS: an instance the node sync read less than a few seconds ago is
+	// taken as read), writes only what differs, and reports its tags after
+	// the write; after a failed write the provider's cached reads of that
+	// resource are dropped so the retry reads afresh. A provider that can
+	// write one patch to many resources in fewer calls than one each does
+	// so (AWS: one CreateTags and at most one DeleteTags for up to 1000
+	// instances of a region whose change is identical; Auto Scaling
+	// groups one by one).
+	TagWriter
 }
 
-// PatchEach is PatchTagsBatch for a provider that writes one resource at a
-// time: patchTags (the provider's write of one resource, returning its tags
-// after the write) is called for each of ids in order, and each gets its
-// result before the next is written.
+// TagWriter is a cloud's one tag write, for every controller.
+type TagWriter interface {
+	// WriteTags applies each write's patch to each of its resources: set
+	// names are merged key by key, deleted names removed (see
+	// TagWrite.Expect), every other tag is kept. Resources that share a
+	// patch are written in as few calls as the cloud allows (AWS:
+	// CreateTags / DeleteTags with up to 1000 IDs; Azure: one Tags API
+	// request per resource and operation). A Fresh write reads each
+	// resource first (TagWrite.Fresh). It returns one result per ID, in
+	// the order given.
+	//
+	// Results stream: each (nil: none) is called serially, never
+	// concurrently, once with WriteResult.Pending just before the first
+	// request for a resource is sent, and once with its result as soon as
+	// that is known (AWS: a batch call's resources complete together), so
+	// a caller records every mutation as it happens. A non-nil error from
+	// each stops the provider: it starts no further request, and the
+	// resources not started end with an error wrapping it (each is not
+	// called for them). A resource whose Pending call failed is not sent.
+	WriteTags(ctx context.Context, writes []TagWrite, each func(WriteResult) error) []WriteResult
+}
+
+// PatchEach is a fresh batch write (see WriteFresh) for a provider that
+// writes one resource at a time: patchTags (the provider's write of one
+// resource, reading it first and returning its tags after the write) is
+// called for each of ids in order, and each gets its result before the
+// next is written.
 func PatchEach(ctx context.Context, patchTags func(ctx context.Context, id string, patch tags.Patch) (Resource, error),
 	ids []string, patch tags.Patch, each func(id string, res Resource, err error)) {
 	for _, id := range ids {
 		res, err := patchTags(ctx, id, patch)
 		each(id, res, err)
 	}
+}
+
+// WriteFresh is WriteTags of one Fresh write for a provider whose fresh
+// batch write is patch (it reads each of ids, writes what differs, and
+// reports each ID's tags after the write, or its error, exactly once):
+// every resource is reported pending to stream first, those the stream
+// refuses are not sent, and each result is reported as patch gives it. It
+// returns one result per ID, in w.IDs' order.
+func WriteFresh(ctx context.Context, w TagWrite, stream *ResultStream,
+	patch func(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res Resource, err error))) []WriteResult {
+	out := make([]WriteResult, len(w.IDs))
+	at := make(map[string]int, len(w.IDs))
+	var send []string
+	for i, id := range w.IDs {
+		out[i].ID = id
+		if err := stream.Start(id); err != nil {
+			out[i].Err = NotStarted(id, err)
+			continue
+		}
+		at[id] = i
+		send = append(send, id)
+	}
+	if len(send) == 0 {
+		return out
+	}
+	patch(ctx, send, w.Patch, func(id string, res Resource, err error) {
+		i, ok := at[id]
+		if !ok {
+			return
+		}
+		delete(at, id)
+		out[i].Err, out[i].Tags = err, res.Tags
+		_ = stream.Done(out[i])
+	})
+	for id, i := range at { // the provider broke its contract
+		out[i].Err = fmt.Errorf("the cloud provider reported no result for %s", id)
+		_ = stream.Done(out[i])
+	}
+	return out
 }
 
 // ClassifiedProvider is a cloud whose resources metadata objects
@@ -293,23 +346,10 @@ type ClassifiedProvider interface {
 	// not stop the others; the error is for a search that could not run at
 	// all.
 	Discover(ctx context.Context, classifiers []Classifier, opts DiscoverOptions) (Discovery, error)
-	// WriteTags applies each write's patch to each of its resources without
-	// reading them first: set names are merged key by key, deleted names
-	// removed (see TagWrite.Expect), every other tag is kept. Resources that
-	// share a patch are written in as few calls as the cloud allows (AWS:
-	// CreateTags / DeleteTags with up to 1000 IDs; Azure: one Tags API
-	// request per resource and operation). It returns one result per ID, in
-	// the order given.
-	//
-	// Results stream: each (nil: none) is called serially, never
-	// concurrently, once with WriteResult.Pending just before the first
-	// request for a resource is sent, and once with its result as soon as
-	// that is known (AWS: a batch call's resources complete together), so a
-	// caller records every mutation as it happens. A non-nil error from
-	// each stops the provider: it starts no further request, and the
-	// resources not started end with an error wrapping it (each is not
-	// called for them). A resource whose Pending call failed is not sent.
-	WriteTags(ctx context.Context, writes []TagWrite, each func(WriteResult) error) []WriteResult
+	// TagWriter writes the resources' tags; metadata's writes are not Fresh
+	// (the discovery just read them, and TagWrite.Expect guards the
+	// deletions).
+	TagWriter
 }
 
 // HeartbeatTag is the tag tagsync's event heartbeat rewrites every few

@@ -10,7 +10,7 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// TestPatchEachWritesOneResourceAtATimeInOrder: PatchEach is PatchTagsBatch
+// TestPatchEachWritesOneResourceAtATimeInOrder: PatchEach is the fresh batch write
 // for a provider without batches: one write per ID, in order, each result
 // reported before the next write, failures to their own ID only.
 func TestPatchEachWritesOneResourceAtATimeInOrder(t *testing.T) {

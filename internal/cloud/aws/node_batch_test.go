@@ -15,25 +15,37 @@ import (
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
-// batchResult is what PatchTagsBatch reported for one ID.
+// batchResult is what a Fresh write reported for one ID.
 type batchResult struct {
 	res   cloud.Resource
 	err   error
 	times int
 }
 
-// patchBatch runs PatchTagsBatch and collects its results by ID, failing
-// unless each ID is reported exactly once.
+// patchBatch writes patch to ids with a Fresh WriteTags (the node sync's
+// write) and collects its results by ID, failing unless each ID is
+// reported pending, then with its result, exactly once.
 func (e *env) patchBatch(ids []string, patch tags.Patch) map[string]*batchResult {
 	e.t.Helper()
 	got := map[string]*batchResult{}
-	e.p.PatchTagsBatch(e.ctx, ids, patch, func(id string, res cloud.Resource, err error) {
-		if got[id] == nil {
-			got[id] = &batchResult{}
+	pending := map[string]int{}
+	e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: ids, Patch: patch, Fresh: true}}, func(r cloud.WriteResult) error {
+		if r.Pending {
+			pending[r.ID]++
+			return nil
 		}
-		got[id].res, got[id].err = res, err
-		got[id].times++
+		if got[r.ID] == nil {
+			got[r.ID] = &batchResult{}
+		}
+		got[r.ID].res, got[r.ID].err = cloud.Resource{ID: r.ID, Tags: r.Tags}, r.Err
+		got[r.ID].times++
+		return nil
 	})
+	for _, id := range ids {
+		if pending[id] != 1 {
+			e.t.Fatalf("%s reported pending %d times, want once", id, pending[id])
+		}
+	}
 	for _, id := range ids {
 		if r := got[id]; r == nil || r.times != 1 {
 			e.t.Fatalf("%s reported %+v, want exactly once", id, r)
@@ -42,10 +54,10 @@ func (e *env) patchBatch(ids []string, patch tags.Patch) map[string]*batchResult
 	return got
 }
 
-// TestPatchTagsBatchCoalesces: 100 instances needing the identical patch
+// TestFreshWriteCoalesces: 100 instances needing the identical patch
 // cost one DescribeInstances, one DeleteTags and one CreateTags; each
 // instance gets the patch and keeps its other tags.
-func TestPatchTagsBatchCoalesces(t *testing.T) {
+func TestFreshWriteCoalesces(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.instances("us-east-1", 100, map[string]string{"keep": "k", "old": "x"})
@@ -65,11 +77,11 @@ func TestPatchTagsBatchCoalesces(t *testing.T) {
 	}
 }
 
-// TestPatchTagsBatchGroupsByChange: instances whose change differs (a
+// TestFreshWriteGroupsByChange: instances whose change differs (a
 // deleted tag with another value read) are written apart, an instance the
 // patch does not change is not written, a missing one is cloud.ErrNotFound,
 // and an Auto Scaling group is patched as PatchTags does.
-func TestPatchTagsBatchGroupsByChange(t *testing.T) {
+func TestFreshWriteGroupsByChange(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	x := e.instances("us-east-1", 2, map[string]string{"old": "x"})
@@ -95,10 +107,10 @@ func TestPatchTagsBatchGroupsByChange(t *testing.T) {
 		"autoscaling:DescribeAutoScalingGroups": 1, "autoscaling:CreateOrUpdateTags": 1})
 }
 
-// TestPatchTagsBatchDeleteIsConditional: a tag changed by someone else
+// TestFreshWriteDeleteIsConditional: a tag changed by someone else
 // between the batch's read and its write is not deleted; the other
 // instances lose it.
-func TestPatchTagsBatchDeleteIsConditional(t *testing.T) {
+func TestFreshWriteDeleteIsConditional(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.instances("us-east-1", 3, map[string]string{"old": "x"})
@@ -118,11 +130,11 @@ func TestPatchTagsBatchDeleteIsConditional(t *testing.T) {
 	}
 }
 
-// TestPatchTagsBatchReadsWithinFilterLimit: 250 instances needing the
+// TestFreshWriteReadsWithinFilterLimit: 250 instances needing the
 // identical patch are read afresh within EC2's 200 values per filter (two
 // DescribeInstances, which the AWS rules refuse as one) and written with
 // one CreateTags (1000 IDs a call).
-func TestPatchTagsBatchReadsWithinFilterLimit(t *testing.T) {
+func TestFreshWriteReadsWithinFilterLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.instances("us-east-1", 250, nil)
@@ -136,12 +148,12 @@ func TestPatchTagsBatchReadsWithinFilterLimit(t *testing.T) {
 	wantCalls(t, e.p, map[string]int{"ec2:DescribeInstances": 2, "ec2:CreateTags": 1})
 }
 
-// TestPatchTagsBatchTakesThePassRead: a write right after the Snapshot it
+// TestFreshWriteTakesThePassRead: a write right after the Snapshot it
 // was decided from takes the instances as that read found them: one
 // DescribeInstances and one CreateTags for a pass that changes a label;
 // a read older than WriteReadAge is read again before the write, and one
 // with the cache off always is.
-func TestPatchTagsBatchTakesThePassRead(t *testing.T) {
+func TestFreshWriteTakesThePassRead(t *testing.T) {
 	t.Parallel()
 	now, clock := steppedClock(time.Now())
 	e := newEnv(t, clock)

@@ -27,7 +27,7 @@ import (
 // changes nothing.
 //
 // An instance costs one DescribeInstances (none when the node sync read it
-// less than WriteReadAge ago: see PatchTagsBatch), then a DeleteTags (each name
+// less than WriteReadAge ago: see patchBatch), then a DeleteTags (each name
 // with the value read: EC2 deletes it only where it still has that value)
 // and a CreateTags. A group costs one DescribeAutoScalingGroups, then
 // Auto Scaling's DeleteTags and CreateOrUpdateTags (PropagateAtLaunch true
@@ -193,9 +193,9 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 	return res, err
 }
 
-// PatchTagsBatch applies patch to each of ids as PatchTags does, and
-// reports each one's result to each as soon as it is known (see
-// cloud.NodeProvider). An instance that the node sync read (or wrote)
+// patchBatch is the fresh batch write (cloud.WriteFresh, the node sync's
+// write): patch applied to each of ids as PatchTags does, each one's
+// result reported to each as soon as it is known. An instance that the node sync read (or wrote)
 // less than WriteReadAge ago is taken as that read says, so the pass that
 // just read it (Snapshot) and decided the patch from that read does not
 // read it again; the others are read afresh with one DescribeInstances
@@ -206,7 +206,7 @@ func (p *Provider) patchInstance(ctx context.Context, ref resourceRef, patch tag
 // value read: EC2 deletes it only where it still has that value) and one
 // CreateTags per MaxIDsPerCall. Auto Scaling groups are patched one by one
 // as PatchTags does.
-func (p *Provider) PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+func (p *Provider) patchBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
 	var regions []string
 	byRegion := map[string][]resourceRef{}
 	for _, id := range ids {
@@ -265,7 +265,7 @@ type changeGroup struct {
 	instances []instanceChange
 }
 
-// WriteReadAge is how recent a read of an instance PatchTagsBatch takes
+// WriteReadAge is how recent a read of an instance a Fresh write takes
 // instead of reading the instance again before writing it: a pass writes
 // right after its Snapshot, and what it writes was decided from that
 // read, so a second read a moment later only costs a call. (Deletions stay

@@ -85,11 +85,17 @@ const (
 // complete together. Once each returns an error, no further call is sent
 // and the resources left fail with an error wrapping it.
 //
+// A Fresh write (the node sync's) is written as patchBatch writes it.
+//
 // It returns one result per ID, in the order given, writes after writes.
 func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
 	stream := cloud.NewResultStream(each)
 	var out []cloud.WriteResult
 	for _, w := range writes {
+		if w.Fresh {
+			out = append(out, cloud.WriteFresh(ctx, w, stream, p.patchBatch)...)
+			continue
+		}
 		out = append(out, p.write(ctx, w, stream)...)
 	}
 	return out

@@ -55,10 +55,36 @@ import (
 // once each returns an error, the workers send nothing more and the
 // resources left fail with an error wrapping it.
 //
+// A Fresh write (the node sync's) is written as PatchTags writes one
+// resource, one resource at a time in the order given, after the other
+// writes.
+//
 // It returns one result per ID, in the order given; errors report their
 // kind to errors.Is: cloud.ErrTooManyTags, cloud.ErrForbidden (403),
 // cloud.ErrNotFound (404), cloud.ErrThrottled (a *cloud.ThrottledError).
 func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
+	stream := cloud.NewResultStream(each)
+	var blind []cloud.TagWrite
+	for _, w := range writes {
+		if !w.Fresh {
+			blind = append(blind, w)
+		}
+	}
+	done := p.writeBlind(ctx, blind, stream)
+	var out []cloud.WriteResult
+	for _, w := range writes {
+		if w.Fresh {
+			out = append(out, cloud.WriteFresh(ctx, w, stream, p.patchBatch)...)
+			continue
+		}
+		out, done = append(out, done[:len(w.IDs)]...), done[len(w.IDs):]
+	}
+	return out
+}
+
+// writeBlind writes the writes that are not Fresh, concurrently, and
+// returns their results in order.
+func (p *Provider) writeBlind(ctx context.Context, writes []cloud.TagWrite, stream *cloud.ResultStream) []cloud.WriteResult {
 	type job struct {
 		id string
 		w  *cloud.TagWrite
@@ -80,7 +106,6 @@ func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each 
 		return out
 	}
 	memo := &throttleMemo{subs: map[string]error{}}
-	stream := cloud.NewResultStream(each)
 	workers := min(p.opts.WriteConcurrency, len(jobs))
 	q := newWriteQueue(subs, workers)
 	var wg sync.WaitGroup

@@ -88,10 +88,10 @@ func (p *Provider) PatchTags(ctx context.Context, id string, patch tags.Patch) (
 	return e.resource(), nil
 }
 
-// PatchTagsBatch writes patch to each of ids with PatchTags, one resource
-// at a time in ids' order (ARM has no call that writes several resources'
-// tags; see cloud.NodeProvider).
-func (p *Provider) PatchTagsBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+// patchBatch is the fresh batch write (cloud.WriteFresh): patch written to
+// each of ids with PatchTags, one resource at a time in ids' order (ARM
+// has no call that writes several resources' tags).
+func (p *Provider) patchBatch(ctx context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
 	cloud.PatchEach(ctx, p.PatchTags, ids, patch, each)
 }
 

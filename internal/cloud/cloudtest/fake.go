@@ -37,7 +37,7 @@ type Call struct {
 	Nodes []string
 	// Fresh is a Snapshot's ReadOptions.Fresh.
 	Fresh bool
-	// Batch is, for a PatchTags, how many resources the PatchTagsBatch
+	// Batch is, for a PatchTags, how many resources the Fresh write
 	// that wrote it wrote together (0: a PatchTags of its own).
 	Batch int
 }
@@ -192,12 +192,12 @@ func (p *Provider) patchLocked(id string, patch tags.Patch, batch int) (cloud.Re
 	return res, nil
 }
 
-// PatchTagsBatch writes patch to each of ids as PatchTags does, as one
-// batch: each resource's write is recorded as a PatchTags call (with
-// Batch, the batch's size) and takes the next error FailNext queued for
-// OpPatchTags; results are reported once every resource is written, as a
-// batching cloud's complete together.
-func (p *Provider) PatchTagsBatch(_ context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
+// patchBatch is the fresh batch write of a Fresh TagWrite: patch written
+// to each of ids as PatchTags does, as one batch: each resource's write is
+// recorded as a PatchTags call (with Batch, the batch's size) and takes
+// the next error FailNext queued for OpPatchTags; results are reported
+// once every resource is written, as a batching cloud's complete together.
+func (p *Provider) patchBatch(_ context.Context, ids []string, patch tags.Patch, each func(id string, res cloud.Resource, err error)) {
 	type result struct {
 		res cloud.Resource
 		err error
@@ -273,11 +273,16 @@ func (p *Provider) Discover(_ context.Context, classifiers []cloud.Classifier, _
 // every resource of one write. A write that would exceed a resource's tag
 // limit fails with cloud.ErrTooManyTags and changes nothing. Each resource
 // is reported to each as pending, then written, then reported with its
-// result; once each returns an error nothing more is written.
-func (p *Provider) WriteTags(_ context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
+// result; once each returns an error nothing more is written. A Fresh
+// write is written by patchBatch.
+func (p *Provider) WriteTags(ctx context.Context, writes []cloud.TagWrite, each func(cloud.WriteResult) error) []cloud.WriteResult {
 	stream := cloud.NewResultStream(each)
 	var out []cloud.WriteResult
 	for _, w := range writes {
+		if w.Fresh {
+			out = append(out, cloud.WriteFresh(ctx, w, stream, p.patchBatch)...)
+			continue
+		}
 		p.mu.Lock()
 		p.calls = append(p.calls, Call{Op: OpWriteTags, IDs: append([]string(nil), w.IDs...), Patch: w.Patch})
 		callErr := p.nextErr(OpWriteTags)

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
-	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/notify"
@@ -413,9 +412,4 @@ func Field(obj client.Object, name string) any {
 		return nil
 	}
 	return f.Interface()
-}
-
-// AuditObject names obj, of kind, in an audit record.
-func AuditObject(kind string, obj client.Object) audit.Object {
-	return audit.Object{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Generation: obj.GetGeneration()}
 }

@@ -114,14 +114,14 @@ func (p *pass) writeGrouped(ctx context.Context, provider cloud.ClassifiedProvid
 		o.auditErr = p.r.audit.Probe()
 		return nil
 	}
-	each := func(res cloud.WriteResult) error {
-		pl := byID[res.ID]
-		if !res.Pending {
-			countMutation(t.cloud, pl.Plan.Patch, res.Err)
-		}
-		return p.audit(ctx, t, pl, res)
+	record := func(id string) audit.Write {
+		pl := byID[id]
+		return audit.Write{Object: kit.AuditObject(t.kind, t.obj), Cloud: t.cloud, Resource: pl.Resource.ID,
+			NameCase: pl.Resource.Rules.NameCase(), Before: pl.Resource.Tags, Patch: pl.Plan.Patch}
 	}
-	results := provider.WriteTags(ctx, writes, each)
+	results := kit.AuditedWrite(ctx, p.r.audit, p.r.Now, provider, writes, record, func(res cloud.WriteResult) {
+		countMutation(t.cloud, byID[res.ID].Plan.Patch, res.Err)
+	})
 	p.st.wrote = p.r.Now() // changes before it may predate the writes
 	o.auditErr = p.r.audit.Err()
 	out := make(map[string]error, len(results))
@@ -162,16 +162,6 @@ func group(plans []Planned) ([]cloud.TagWrite, map[string]Planned) {
 // patchKey renders a plan's patch and expected values canonically.
 func patchKey(plan tags.ResourcePlan) string {
 	return plan.Patch.Key() + fmt.Sprintf(" %q", map[string]string(plan.Expect))
-}
-
-// audit writes the record of one resource's mutation under the audit
-// policy (audit.Log.Mutation): pending before it is sent, else its result.
-// The error is the sink's when the record was lost and the audit fails
-// closed.
-func (p *pass) audit(ctx context.Context, t *target, pl Planned, res cloud.WriteResult) error {
-	w := audit.Write{Object: kit.AuditObject(t.kind, t.obj), Cloud: t.cloud, Resource: pl.Resource.ID,
-		NameCase: pl.Resource.Rules.NameCase(), Before: pl.Resource.Tags, Patch: pl.Plan.Patch}
-	return p.r.audit.Mutation(ctx, w.Record(p.r.Now(), res.Pending, res.Err))
 }
 
 // tally counts the resources, records what each holds now and collects

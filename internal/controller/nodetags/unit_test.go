@@ -314,7 +314,7 @@ func TestUnitFailedWritesAndScopesFailThePassInMetrics(t *testing.T) {
 }
 
 // TestUnitIdenticalWritesAreOneBatch: the pass writes the cloud only
-// through PatchTagsBatch, the path both clouds take: resources of their own
+// through a Fresh WriteTags, the path both clouds take: resources of their own
 // whose patch is identical in one batch, a resource several Nodes share
 // alone.
 func TestUnitIdenticalWritesAreOneBatch(t *testing.T) {

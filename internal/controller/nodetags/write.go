@@ -16,11 +16,11 @@ import (
 
 // The applier: the pass's writes, as its plans say, with their outcomes
 // recorded in the plans for the reporter. The cloud is written first,
-// through the provider's one write (PatchTagsBatch, audited); then each
+// through the clouds' one write (a Fresh WriteTags, audited); then each
 // resource's Nodes (labels, base annotation, pending taint).
 
 // writeAll makes the plans' cloud writes with the provider's one write,
-// PatchTagsBatch: each resource shared by several Nodes alone, as its plan
+// a Fresh WriteTags: each resource shared by several Nodes alone, as its plan
 // comes; then resources of their own whose proposed patch is identical
 // together (a provider that writes one resource at a time writes them one
 // by one). Each written plan is settled with its outcome.
@@ -59,54 +59,36 @@ func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
 }
 
 // writeAudited is the applier's one cloud write: patch to every resource
-// with one PatchTagsBatch, each resource audited between a pending record
-// (before the batch is sent) and a result record (as the provider reports
-// it). A resource whose pending record cannot be written while the audit
-// fails closed is left out of the batch with the sink's error. done is
-// called once for each resource, by its index, with its result.
+// with one Fresh write (the provider reads each resource before writing
+// it), each resource audited as it happens (kit.AuditedWrite: a pending
+// record before its first request, a result record as the provider
+// reports it; while the audit fails closed and a record is lost, nothing
+// more is sent). done is called once for each resource, by its index, with
+// its result.
 func (p *pass) writeAudited(ctx context.Context, patch tags.Patch, resources []cloud.Resource,
 	done func(i int, written cloud.Resource, err error)) {
 	byID := make(map[string]int, len(resources))
-	ids := make([]string, 0, len(resources))
+	ids := make([]string, len(resources))
 	for i, res := range resources {
-		if err := p.audit(ctx, res, patch, true, nil); err != nil {
-			done(i, cloud.Resource{}, err)
-			continue
-		}
 		byID[res.ID] = i
-		ids = append(ids, res.ID)
+		ids[i] = res.ID
 	}
-	if len(ids) == 0 {
-		return
+	record := func(id string) audit.Write {
+		return audit.Write{Object: kit.AuditObject("NodeTagSync", p.nts), Cloud: p.cfg.provider.Name(), Resource: id,
+			NameCase: p.cfg.nameCase(), Before: resources[byID[id]].Tags, Patch: patch}
 	}
-	p.cfg.provider.PatchTagsBatch(ctx, ids, patch, func(id string, written cloud.Resource, err error) {
-		i, ok := byID[id]
-		if !ok {
-			return
-		}
-		delete(byID, id)
-		p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(id)) // changes before the write may predate it
-		_ = p.audit(ctx, resources[i], patch, false, err)      // the write is done: its outcome stands
-		done(i, written, err)
-	})
-	for id, i := range byID { // the provider broke its contract: retry them
-		err := fmt.Errorf("the cloud provider reported no result for %s", id)
-		_ = p.audit(ctx, resources[i], patch, false, err)
-		done(i, cloud.Resource{}, err)
+	results := kit.AuditedWrite(ctx, p.r.audit, p.r.Now, p.cfg.provider, []cloud.TagWrite{{IDs: ids, Patch: patch, Fresh: true}}, record,
+		func(res cloud.WriteResult) {
+			p.r.changes.markRead(p.r.Now(), cloud.CanonicalID(res.ID)) // changes before the write may predate it
+		})
+	for _, res := range results {
+		i := byID[res.ID]
+		done(i, cloud.Resource{ID: res.ID, Tags: res.Tags, OwnOnly: resources[i].OwnOnly}, res.Err)
 	}
-}
-
-// audit writes one record of a PatchTags under the audit policy
-// (audit.Log.Mutation): pending before it is sent, else its result. The
-// error is the sink's when the record was lost and the audit fails closed.
-func (p *pass) audit(ctx context.Context, res cloud.Resource, patch tags.Patch, pending bool, err error) error {
-	w := audit.Write{Object: kit.AuditObject("NodeTagSync", p.nts), Cloud: p.cfg.provider.Name(), Resource: res.ID,
-		NameCase: p.cfg.nameCase(), Before: res.Tags, Patch: patch}
-	return p.r.audit.Mutation(ctx, w.Record(p.r.Now(), pending, err))
 }
 
 // writeMembers makes the members' writes (planMemberWrites) with the
-// provider's one write, PatchTagsBatch, members whose patch is identical
+// provider's one write (a Fresh WriteTags), members whose patch is identical
 // together (AWS: one CreateTags for up to 1000 instances), audited as
 // every cloud write. What does not fit a member's tag limit is reported
 // (a TagUnrepresentable warning and the status's skipped tags); a failed
