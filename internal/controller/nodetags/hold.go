@@ -234,7 +234,7 @@ func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, 
 }
 
 // recordRestores notes the restores the plan's write made.
-func recordRestores(restores *kit.Restores, nc tags.NameCase, plan *resourcePlan, now time.Time) {
+func recordRestores(restores *kit.Restores, nc tags.NameCase, plan *resourceResult, now time.Time) {
 	for _, name := range plan.restoredWritten(nc) {
 		restores.Add(kit.RecentTag{Resource: plan.resource.ID, Tag: nc.Key(name)}, now)
 	}

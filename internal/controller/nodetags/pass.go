@@ -312,10 +312,10 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 		p.st.recent.Deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
 	}
 	h.fights = stopFights(p.st.recent.Restores, p.cfg.nameCase(), pl.plans, p.r.Now())
-	p.writeAll(ctx, pl.plans)
-	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, snap))
-	p.writeNodes(ctx, pl.plans)
-	p.report(ctx, pl, h)
+	results := p.writeAll(ctx, pl.plans)
+	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, results, snap))
+	p.writeNodes(ctx, results)
+	p.report(ctx, pl, results, h)
 }
 
 // guardInput is what the guard knows beyond this pass's plans: the

@@ -169,17 +169,6 @@ type resourcePlan struct {
 	// the resource's Nodes are then not steady, so the next pass decides
 	// again (and sees an approval).
 	withheld bool
-	// writeErr is the cloud write's error, if it failed.
-	writeErr error
-	// wrote is true when the cloud was written; written is what.
-	wrote   bool
-	written tags.Patch
-	// nodes are the applier's records of the members' Node writes, in
-	// members' order; labelled counts the Nodes whose labels it wrote, the
-	// first of them with firstLabels.
-	nodes       []nodeResult
-	labelled    int
-	firstLabels tags.LabelChanges
 }
 
 // decide is the pure first half of a resource's sync: every member merged
@@ -219,38 +208,6 @@ func intents(nc tags.NameCase, results []memberMerge, proposed tags.Patch) (rest
 	slices.Sort(restored)
 	slices.Sort(unclear)
 	return restored, unclear
-}
-
-// settle records the cloud write's outcome: on success the members are
-// merged again against written, the resource's tags after the write.
-func (plan *resourcePlan) settle(cfg syncConfig, written cloud.Resource, err error) {
-	if err != nil {
-		plan.writeErr = err
-		return
-	}
-	plan.wrote, plan.written = true, plan.proposed
-	plan.resource = written
-	plan.results = mergeAll(cfg, written, plan.members, plan)
-}
-
-// finish keeps, for whatever cloud change is still proposed (not written: a
-// disagreement, a limit, a failure) and for the label deletions held, the
-// members' bases so it is retried.
-func (plan *resourcePlan) finish(nc tags.NameCase) {
-	for i, res := range plan.results {
-		res = res.unwritten()
-		if len(plan.heldLabels) > 0 {
-			res.labels = res.labels.RestrictNode(withoutNames(nc, tags.Patch(res.labels.NodePatch), plan.heldLabels))
-		}
-		plan.results[i] = res
-	}
-}
-
-// untroubled reports whether the plan wrote nothing to the cloud and found
-// nothing to report about the resource: its nodes may then be steady.
-func (plan resourcePlan) untroubled() bool {
-	return !plan.wrote && plan.writeErr == nil && !plan.wiped && !plan.withheld && len(plan.cloudSkipped) == 0 &&
-		len(plan.limitSkipped) == 0 && len(plan.aggConflicts) == 0
 }
 
 // steadyMark identifies the state in which a node was found in sync.
@@ -293,12 +250,12 @@ type memberWrite struct {
 // (AWS: a group write deletes the tag on its instances where it still has
 // the group's old value). Nothing when the pass does not write the cloud.
 // The writes come in member ID order; a member in line gets none.
-func planMemberWrites(cfg syncConfig, pp passPlan, snap cloud.Snapshot) []memberWrite {
+func planMemberWrites(cfg syncConfig, pp passPlan, results []*resourceResult, snap cloud.Snapshot) []memberWrite {
 	if !cfg.direction.WritesCloud() || len(pp.followers) == 0 {
 		return nil
 	}
-	plans := make(map[string]*resourcePlan, len(pp.plans))
-	for _, plan := range pp.plans {
+	plans := make(map[string]*resourceResult, len(results))
+	for _, plan := range results {
 		plans[cloud.CanonicalID(plan.resource.ID)] = plan
 	}
 	nodes := map[string][]string{}

@@ -115,12 +115,13 @@ func Predict(ctx context.Context, nts *v1alpha1.NodeTagSync, syncs []v1alpha1.No
 	if h.record != nil && !h.approved {
 		out.Held = h.record
 	}
-	for _, plan := range pl.plans {
-		out.predictResource(cfg, plan)
+	results := resultsOf(pl.plans)
+	for _, r := range results {
+		out.predictResource(cfg, r)
 	}
 	// The members' copies of their shared resource's tags (an Auto Scaling
 	// group's instances), after the shared resources' predicted writes.
-	for _, w := range planMemberWrites(cfg, pl, snap) {
+	for _, w := range planMemberWrites(cfg, pl, results, snap) {
 		out.Resources = append(out.Resources, ResourceWrite{ID: w.resource.ID, Before: w.resource.Tags, Patch: w.patch,
 			Skipped: w.skipped, Nodes: w.nodes})
 	}
@@ -142,7 +143,7 @@ func (e *SpecError) Unwrap() error { return e.Err }
 
 // predictResource finishes one decided resource's plan as the pass does,
 // with the cloud write assumed to succeed as planned.
-func (out *Prediction) predictResource(cfg syncConfig, plan *resourcePlan) {
+func (out *Prediction) predictResource(cfg syncConfig, plan *resourceResult) {
 	res, members := plan.resource, plan.members
 	if !plan.proposed.IsEmpty() {
 		after := cloud.Resource{ID: res.ID, Tags: plan.proposed.Apply(cfg.nameCase(), res.Tags)}

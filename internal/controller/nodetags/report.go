@@ -24,7 +24,7 @@ import (
 // report tells what a pass found and did with its plans, after every
 // write: the nodes the planner left out or could not sync, what was held
 // back, and each resource's plan and Nodes, in plan order.
-func (p *pass) report(ctx context.Context, pl passPlan, h held) {
+func (p *pass) report(ctx context.Context, pl passPlan, results []*resourceResult, h held) {
 	p.placed, p.placeNotes, p.nextSteady = pl.placed, pl.notes, pl.steady
 	for _, f := range h.fights {
 		p.notes.Once(p.nts, "fight/"+f, ReasonRestoreStopped, fmt.Sprintf("%s was put back %d times within %s and removed again "+
@@ -48,8 +48,8 @@ func (p *pass) report(ctx context.Context, pl passPlan, h held) {
 		log.FromContext(ctx).V(2).Info("node not synced", "node", u.node.Name, "reason", u.reason)
 	}
 	p.reportHeld(h)
-	for _, plan := range pl.plans {
-		p.reportPlan(ctx, plan)
+	for _, r := range results {
+		p.reportPlan(ctx, r)
 	}
 }
 
@@ -84,7 +84,7 @@ func (p *pass) reportHeld(h held) {
 // and events: the resource's side (its cloud write, a wipe, conflicts,
 // tags that cannot be carried across), then each member's Node; a member
 // found fully in sync gets its steady mark.
-func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
+func (p *pass) reportPlan(ctx context.Context, plan *resourceResult) {
 	nts, out := p.nts, p.out
 	id := plan.resource.ID
 	for _, m := range plan.members {
@@ -110,14 +110,14 @@ func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
 	}
 	if plan.wiped {
 		out.wipes++
-		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(*plan))
+		p.notes.Once(nts, "wipe/"+id, ReasonTagsWiped, wipeMessage(plan))
 	}
 	if restored := plan.restoredWritten(p.cfg.nameCase()); len(restored) > 0 {
 		recordRestores(&p.st.recent.Restores, p.cfg.nameCase(), plan, p.r.Now())
 		out.restored += len(restored)
 		p.notes.Warn(nts, ReasonTagsRestored, restoreMessage(id, restored))
 	}
-	out.conflicts = append(out.conflicts, p.conflicts(*plan)...)
+	out.conflicts = append(out.conflicts, p.conflicts(plan)...)
 	for _, s := range append(plan.cloudSkipped, plan.limitSkipped...) {
 		out.addSkipped(skippedEntry(id, s))
 		p.notes.Once(nts, "skip/"+id+"/"+s.Name, ReasonTagUnrepresentable, fmt.Sprintf("tag %q on %s: %s", s.Name, id, s.Reason))
@@ -133,7 +133,7 @@ func (p *pass) reportPlan(ctx context.Context, plan *resourcePlan) {
 
 // reportNodes counts the outcome of each member's Node and tells its
 // problems; the labels written are told once for the resource.
-func (p *pass) reportNodes(ctx context.Context, plan *resourcePlan) {
+func (p *pass) reportNodes(ctx context.Context, plan *resourceResult) {
 	cloudOK := plan.writeErr == nil
 	for i, m := range plan.members {
 		nr := plan.nodes[i]
@@ -337,7 +337,7 @@ func describePatch(set map[string]string, del []string) string {
 	return strings.Join(parts, "; ")
 }
 
-func wipeMessage(plan resourcePlan) string {
+func wipeMessage(plan *resourceResult) string {
 	action := "labels were kept"
 	if plan.wrote {
 		action = "labels were kept and the tags were restored from them"
@@ -347,7 +347,7 @@ func wipeMessage(plan resourcePlan) string {
 }
 
 // restoredWritten are the restored tags the plan's cloud write put back.
-func (plan resourcePlan) restoredWritten(nc tags.NameCase) []string {
+func (plan *resourceResult) restoredWritten(nc tags.NameCase) []string {
 	if !plan.wrote {
 		return nil
 	}
@@ -371,7 +371,7 @@ func restoreMessage(id string, names []string) string {
 
 // conflicts collects the plan's unresolved conflicts, one entry per tag with
 // every node involved, and emits an event on each node when it first appears.
-func (p *pass) conflicts(plan resourcePlan) []v1alpha1.TagConflict {
+func (p *pass) conflicts(plan *resourceResult) []v1alpha1.TagConflict {
 	byTag := map[string]*v1alpha1.TagConflict{}
 	var order []string
 	add := func(tag string, cloudValue *string, node, nodeValue string) {

@@ -3,6 +3,7 @@ package nodetags
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,19 +20,89 @@ import (
 // through the clouds' one write (a Fresh WriteTags, audited); then each
 // resource's Nodes (labels, base annotation, pending taint).
 
+// resourceResult is the applier's result for one resource's plan: the
+// plan (the planner's decision, which the write does not change) with the
+// cloud write's outcome, the members merged again against the tags the
+// write left (settle), and the Node writes. Its resource, results,
+// cloudSkipped and wiped shadow the plan's: they are as the write left
+// them.
+type resourceResult struct {
+	*resourcePlan
+	resource     cloud.Resource
+	results      []memberMerge
+	cloudSkipped []tags.Skipped
+	wiped        bool
+	// writeErr is the cloud write's error, if it failed.
+	writeErr error
+	// wrote is true when the cloud was written; written is what.
+	wrote   bool
+	written tags.Patch
+	// nodes are the applier's records of the members' Node writes, in
+	// members' order; labelled counts the Nodes whose labels it wrote, the
+	// first of them with firstLabels.
+	nodes       []nodeResult
+	labelled    int
+	firstLabels tags.LabelChanges
+}
+
+// resultsOf starts the results of plans: nothing written yet.
+func resultsOf(plans []*resourcePlan) []*resourceResult {
+	out := make([]*resourceResult, len(plans))
+	for i, plan := range plans {
+		out[i] = &resourceResult{resourcePlan: plan, resource: plan.resource, results: slices.Clone(plan.results),
+			cloudSkipped: plan.cloudSkipped, wiped: plan.wiped}
+	}
+	return out
+}
+
+// settle records the cloud write's outcome: on success the members are
+// merged again against written, the resource's tags after the write.
+func (r *resourceResult) settle(cfg syncConfig, written cloud.Resource, err error) {
+	if err != nil {
+		r.writeErr = err
+		return
+	}
+	r.wrote, r.written = true, r.proposed
+	r.resource = written
+	after := *r.resourcePlan // the merge notes what it skips and whether the tags were wiped
+	r.results = mergeAll(cfg, written, r.members, &after)
+	r.cloudSkipped, r.wiped = after.cloudSkipped, after.wiped
+}
+
+// finish keeps, for whatever cloud change is still proposed (not written: a
+// disagreement, a limit, a failure) and for the label deletions held, the
+// members' bases so it is retried.
+func (r *resourceResult) finish(nc tags.NameCase) {
+	for i, res := range r.results {
+		res = res.unwritten()
+		if len(r.heldLabels) > 0 {
+			res.labels = res.labels.RestrictNode(withoutNames(nc, tags.Patch(res.labels.NodePatch), r.heldLabels))
+		}
+		r.results[i] = res
+	}
+}
+
+// untroubled reports whether the plan wrote nothing to the cloud and found
+// nothing to report about the resource: its nodes may then be steady.
+func (r *resourceResult) untroubled() bool {
+	return !r.wrote && r.writeErr == nil && !r.wiped && !r.withheld && len(r.cloudSkipped) == 0 &&
+		len(r.limitSkipped) == 0 && len(r.aggConflicts) == 0
+}
+
 // writeAll makes the plans' cloud writes with the provider's one write,
 // a Fresh WriteTags: each resource shared by several Nodes alone, as its plan
 // comes; then resources of their own whose proposed patch is identical
 // together (a provider that writes one resource at a time writes them one
 // by one). Each written plan is settled with its outcome.
-func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) {
+func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) []*resourceResult {
+	results := resultsOf(plans)
 	var order []string
-	batched := map[string][]*resourcePlan{}
-	for _, plan := range plans {
+	batched := map[string][]*resourceResult{}
+	for _, plan := range results {
 		switch {
 		case plan.proposed.IsEmpty():
 		case plan.shared:
-			p.patchBatchAudited(ctx, []*resourcePlan{plan})
+			p.patchBatchAudited(ctx, []*resourceResult{plan})
 		default:
 			key := plan.proposed.Key()
 			if batched[key] == nil {
@@ -43,12 +114,13 @@ func (p *pass) writeAll(ctx context.Context, plans []*resourcePlan) {
 	for _, key := range order {
 		p.patchBatchAudited(ctx, batched[key])
 	}
+	return results
 }
 
 // patchBatchAudited writes the plans' identical proposed patch to their
 // resources (writeAudited) and settles each plan with its resource's
 // result.
-func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourcePlan) {
+func (p *pass) patchBatchAudited(ctx context.Context, plans []*resourceResult) {
 	resources := make([]cloud.Resource, len(plans))
 	for i, plan := range plans {
 		resources[i] = plan.resource
@@ -138,7 +210,7 @@ func (p *pass) patchMembers(ctx context.Context, writes []memberWrite) {
 
 // writeNodes finishes every plan once the cloud is written (plan.finish)
 // and writes its Nodes, resource by resource.
-func (p *pass) writeNodes(ctx context.Context, plans []*resourcePlan) {
+func (p *pass) writeNodes(ctx context.Context, plans []*resourceResult) {
 	for _, plan := range plans {
 		plan.finish(p.cfg.nameCase())
 		p.applyNodes(ctx, plan)
@@ -180,7 +252,7 @@ type nodeResult struct {
 // are not written. A Node still carrying the pending taint has it removed
 // by the same write that gives it its labels (or, when it needs none, by a
 // write of its own).
-func (p *pass) applyNodes(ctx context.Context, plan *resourcePlan) {
+func (p *pass) applyNodes(ctx context.Context, plan *resourceResult) {
 	limit := p.r.nodeWriteConcurrency
 	if limit <= 0 {
 		limit = 16
