@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -96,10 +95,7 @@ func planOnMoto(t *testing.T, moto *testenv.Moto, args ...string) (planReport, m
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, errOut)
 	}
-	var plan planReport
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out)
-	}
+	plan := parsePlan(t, out)
 	return plan, built["aws"].(*aws.Provider).Calls()
 }
 

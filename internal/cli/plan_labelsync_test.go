@@ -236,10 +236,7 @@ func TestPlanPredictsWhatLabelSyncWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan planReport
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out)
-	}
+	plan := parsePlan(t, out)
 	if len(plan.LabelSyncProfiles) != 1 {
 		t.Fatalf("plan covers %d LabelSyncProfiles, want 1:\n%s", len(plan.LabelSyncProfiles), out)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -42,14 +41,7 @@ func TestPlanShowsContestsAndHoldsAsTheControllerRuns(t *testing.T) {
 		}
 	}
 
-	out, errOut, err := runPlanCLI(ctx, append(e.azureFlags(t), "--kubeconfig="+e.kubeconfig, "-A", "-o", "json")...)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, errOut)
-	}
-	var plan planReport
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out)
-	}
+	plan := e.planJSON(t, "-A")
 	byName := map[string]metadataPlan{}
 	for _, m := range plan.CloudMetadata {
 		byName[m.Namespace+"/"+m.Name] = m

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -63,14 +62,7 @@ func TestPlanAgreesWithTheControllerOnADeletedCloudMetadata(t *testing.T) {
 // each CloudMetadata's problem by name ("" when it would be planned).
 func planProblems(t *testing.T, e *planEstate) map[string]string {
 	t.Helper()
-	out, errOut, err := runPlanCLI(t.Context(), append(e.azureFlags(t), "--kubeconfig="+e.kubeconfig, "-n", e.ns, "-o", "json")...)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, errOut)
-	}
-	var plan planReport
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out)
-	}
+	plan := e.planJSON(t, "-n", e.ns)
 	problems := map[string]string{}
 	for _, m := range plan.CloudMetadata {
 		problems[m.Name] = m.Problem

@@ -146,6 +146,27 @@ func runPlanCLI(ctx context.Context, args ...string) (string, string, error) {
 	return runVerb(ctx, cmd, append([]string{"plan"}, args...)...)
 }
 
+// planJSON runs `tagsync plan -o json args...` on the estate and returns
+// its report.
+func (e *planEstate) planJSON(t *testing.T, args ...string) planReport {
+	t.Helper()
+	out, errOut, err := runPlanCLI(t.Context(), append(append(e.azureFlags(t), "--kubeconfig="+e.kubeconfig, "-o", "json"), args...)...)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, errOut)
+	}
+	return parsePlan(t, out)
+}
+
+// parsePlan reads the report plan -o json printed.
+func parsePlan(t *testing.T, out string) planReport {
+	t.Helper()
+	var plan planReport
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	return plan
+}
+
 // tagsState reads every seeded resource's tags, by canonical ID.
 func (e *planEstate) tagsState(t *testing.T) map[string]tags.Set {
 	t.Helper()
@@ -214,19 +235,11 @@ func applyChanges(nc tags.NameCase, s tags.Set, changes []change) tags.Set {
 // only reads to ARM and writes nothing to the cluster.
 func TestPlanPredictsWhatTheControllersWrite(t *testing.T) {
 	e := newPlanEstate(t)
-	ctx := t.Context()
 	tagsBefore, nodesBefore := e.tagsState(t), e.nodesState(t)
 	versionsBefore := clusterVersions(t, e.kube.Client)
 	e.sim.Server.ResetCalls()
 
-	out, errOut, err := runPlanCLI(ctx, append(e.azureFlags(t), "--kubeconfig="+e.kubeconfig, "-n", e.ns, "-o", "json")...)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, errOut)
-	}
-	var plan planReport
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out)
-	}
+	plan := e.planJSON(t, "-n", e.ns)
 	assertOnlyReads(t, e.sim.Server.Calls())
 	if after := clusterVersions(t, e.kube.Client); !equalMaps(versionsBefore, after) {
 		t.Fatalf("plan wrote to the cluster:\nbefore %v\nafter  %v", versionsBefore, after)
