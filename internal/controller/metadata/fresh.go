@@ -115,7 +115,7 @@ func (p *pass) freshOne(ctx context.Context, t *target, provider cloud.Classifie
 		if !canRead || !reader.Covers(c.ID, t.scopes) {
 			return cloud.Classified{}, false
 		}
-		// The read that completed the change (probes.go) tells the rest.
+		// The read that completed the change (probe, changes.go) tells the rest.
 		r, err := reader.ReadClassified(cloud.WithReadAfter(ctx, c.Received), c.ID)
 		if err != nil {
 			return cloud.Classified{}, false
