@@ -18,7 +18,9 @@ import (
 // The registry remembers the contests it found: Stake and Release return
 // the objects (by the owner function) to pass again because a contest of
 // theirs began, changed or ended, so the rival that may write now does not
-// wait for its next interval. It is safe for concurrent use.
+// wait for its next interval (the claimant that staked or left is not
+// among them, unless a rival has the same owner: its pass is the one
+// running). It is safe for concurrent use.
 //
 // A controller that starts (or becomes the leader) knows what each object
 // wants before it knows where: until an object's first pass has staked
@@ -32,7 +34,7 @@ import (
 type Contests[P comparable, C Claimant, W any] struct {
 	mu     sync.Mutex
 	claims map[C]*staked[P, W]
-	at     map[P][]C
+	at     placeIndex[P, C]
 	known  map[contestKey[P, C]]string
 	// expected are the claimants announced but not staked yet.
 	expected map[C]W
@@ -75,7 +77,7 @@ type Rival[C Claimant] struct {
 // for a claimant.
 func NewContests[P comparable, C Claimant, W any](contested func(who C, want W, other C, otherWant W) []string,
 	owner func(C) types.NamespacedName) *Contests[P, C, W] {
-	return &Contests[P, C, W]{claims: map[C]*staked[P, W]{}, at: map[P][]C{}, known: map[contestKey[P, C]]string{},
+	return &Contests[P, C, W]{claims: map[C]*staked[P, W]{}, at: newPlaceIndex[P, C](), known: map[contestKey[P, C]]string{},
 		expected: map[C]W{}, contested: contested, owner: owner}
 }
 
@@ -103,11 +105,11 @@ func (c *Contests[P, C, W]) Stake(who C, want W, places []P) []types.NamespacedN
 	memo := map[C][2]string{}
 	for p := range next {
 		if prev == nil || !prev.places[p] {
-			c.at[p] = append(c.at[p], who)
+			c.at.add(p, who)
 		}
-		for _, other := range c.at[p] {
+		c.at.each(p, func(other C) {
 			if other == who {
-				continue
+				return
 			}
 			pair, ok := memo[other]
 			if !ok {
@@ -117,9 +119,9 @@ func (c *Contests[P, C, W]) Stake(who C, want W, places []P) []types.NamespacedN
 			}
 			mine, theirs := c.remember(contestKey[P, C]{p, who, other}, pair[0]), c.remember(contestKey[P, C]{p, other, who}, pair[1])
 			if mine || theirs {
-				w.add(c.owner(who), c.owner(other))
+				w.add(c.owner(other))
 			}
-		}
+		})
 	}
 	return w.list()
 }
@@ -195,11 +197,11 @@ func (c *Contests[P, C, W]) Rivals(who C, places []P) map[P][]Rival[C] {
 		if !s.places[p] {
 			continue
 		}
-		for _, other := range c.at[p] {
+		c.at.each(p, func(other C) {
 			if names := c.known[contestKey[P, C]{p, who, other}]; names != "" {
 				out[p] = append(out[p], Rival[C]{Who: other, Names: strings.Split(names, "\x00")})
 			}
-		}
+		})
 		out[p] = append(out[p], awaited...)
 		if len(out[p]) == 0 {
 			delete(out, p)
@@ -213,16 +215,13 @@ func (c *Contests[P, C, W]) Rivals(who C, places []P) map[P][]Rival[C] {
 // leave takes who off place p, forgetting its contests there and waking
 // both sides of each; the caller holds the lock.
 func (c *Contests[P, C, W]) leave(who C, p P, w wakeSet) {
-	c.at[p] = slices.DeleteFunc(c.at[p], func(x C) bool { return x == who })
-	for _, other := range c.at[p] {
+	c.at.remove(p, who)
+	c.at.each(p, func(other C) {
 		mine, theirs := c.remember(contestKey[P, C]{p, who, other}, ""), c.remember(contestKey[P, C]{p, other, who}, "")
 		if mine || theirs {
-			w.add(c.owner(who), c.owner(other))
+			w.add(c.owner(other))
 		}
-	}
-	if len(c.at[p]) == 0 {
-		delete(c.at, p)
-	}
+	})
 }
 
 // remember records the names of a contest ("" for none) and reports
@@ -256,4 +255,83 @@ func (w wakeSet) list() []types.NamespacedName {
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	return out
+}
+
+// placeIndex is who claims each place, kept small for registries of many
+// places (a metadata object's thousands of resources): claimants are
+// numbered, and a place holds the number of its one claimant, the usual
+// case, with the others of a crowded place apart. It is not safe for
+// concurrent use (Contests holds its lock).
+type placeIndex[P comparable, C comparable] struct {
+	ids   map[C]int32
+	names []C
+	refs  []int32 // places per claimant number
+	free  []int32
+	one   map[P]int32
+	crowd map[P][]int32
+}
+
+func newPlaceIndex[P comparable, C comparable]() placeIndex[P, C] {
+	return placeIndex[P, C]{ids: map[C]int32{}, one: map[P]int32{}, crowd: map[P][]int32{}}
+}
+
+// add records that c claims p (once).
+func (x *placeIndex[P, C]) add(p P, c C) {
+	id, ok := x.ids[c]
+	if !ok {
+		if n := len(x.free); n > 0 {
+			id, x.free = x.free[n-1], x.free[:n-1]
+			x.names[id] = c
+		} else {
+			id = int32(len(x.names))
+			x.names, x.refs = append(x.names, c), append(x.refs, 0)
+		}
+		x.ids[c] = id
+	}
+	x.refs[id]++
+	if _, taken := x.one[p]; taken {
+		x.crowd[p] = append(x.crowd[p], id)
+		return
+	}
+	x.one[p] = id
+}
+
+// remove records that c, which claimed p, no longer does.
+func (x *placeIndex[P, C]) remove(p P, c C) {
+	id, ok := x.ids[c]
+	if !ok {
+		return
+	}
+	rest := x.crowd[p]
+	switch first, taken := x.one[p]; {
+	case taken && first == id && len(rest) > 0:
+		x.one[p], rest = rest[0], rest[1:]
+	case taken && first == id:
+		delete(x.one, p)
+	default:
+		rest = slices.DeleteFunc(rest, func(v int32) bool { return v == id })
+	}
+	if len(rest) == 0 {
+		delete(x.crowd, p)
+	} else {
+		x.crowd[p] = rest
+	}
+	if x.refs[id]--; x.refs[id] == 0 {
+		var zero C
+		delete(x.ids, c)
+		x.names[id] = zero
+		x.free = append(x.free, id)
+	}
+}
+
+// each calls f with every claimant of p.
+func (x *placeIndex[P, C]) each(p P, f func(C)) {
+	id, ok := x.one[p]
+	if !ok {
+		return
+	}
+	f(x.names[id])
+	for _, id := range x.crowd[p] {
+		f(x.names[id])
+	}
 }
