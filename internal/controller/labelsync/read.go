@@ -80,19 +80,20 @@ func listNodes(ctx context.Context, c client.Client) (map[string]*corev1.Node, e
 // another), so two hosts of one pass see each other.
 func (p *pass) stakeAll(links []*link, nodes map[string]*corev1.Node) [][]contest {
 	out := make([][]contest, len(links))
-	for _, l := range links {
+	who := make([]claimant, len(links))
+	for i, l := range links {
 		if node := nodes[l.node]; node != nil {
-			who, w := claimOf(p.src, l)
-			p.r.wake(p.r.claims.Stake(who, w, []types.UID{node.UID}))
+			var w want
+			who[i], w = claimOf(p.src, l)
+			p.r.wake(p.r.claims.Stake(who[i], w, []types.UID{node.UID}))
 			p.mu.Lock()
-			p.out.staked[who] = true
+			p.out.staked[who[i]] = true
 			p.mu.Unlock()
 		}
 	}
 	for i, l := range links {
 		if node := nodes[l.node]; node != nil {
-			who, _ := claimOf(p.src, l)
-			out[i] = contestsOf(p.r.claims, node.UID, who)
+			out[i] = contestsOf(p.r.claims, node.UID, who[i])
 		}
 	}
 	return out

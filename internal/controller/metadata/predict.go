@@ -94,7 +94,9 @@ func Predict(ctx context.Context, c client.Reader, providers cloud.Providers, al
 		p := r.newPass(cm, st)
 		p.log = logr.Discard()
 		outcomes, work := p.read(ctx, res)
-		p.plan(ctx, work) // every claim staked before any is planned
+		for _, w := range work { // every claim staked before any is planned
+			p.stake(ctx, w.t, w.req, w.provider.Rules().NameCase(), w.resources, w.o)
+		}
 		reads = append(reads, read{p: p, res: res, outcomes: outcomes, work: work})
 	}
 	var out []Prediction
