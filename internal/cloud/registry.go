@@ -39,6 +39,7 @@ func (ps Providers) Get(name string) (Provider, error) {
 const (
 	jobNodeSync   = "the node sync (NodeTagSync)"
 	jobClassified = "resources found by classifier tags (metadata objects)"
+	jobWorkload   = "the resources of workloads (WorkloadTagPolicy)"
 )
 
 // NodeProvider returns the provider a NodeTagSync names, or an error that
@@ -52,6 +53,13 @@ func (ps Providers) NodeProvider(name string) (NodeProvider, error) {
 // by classifier tags.
 func (ps Providers) ClassifiedProvider(name string) (ClassifiedProvider, error) {
 	return lookup[ClassifiedProvider](ps, name, jobClassified)
+}
+
+// WorkloadProvider returns the provider a WorkloadTagPolicy names, or an
+// error that says it is not configured or does not tag workloads'
+// resources.
+func (ps Providers) WorkloadProvider(name string) (WorkloadProvider, error) {
+	return lookup[WorkloadProvider](ps, name, jobWorkload)
 }
 
 // lookup returns the provider named name as a T, the interface of a job.
@@ -76,6 +84,9 @@ func supported(p Provider) string {
 	}
 	if _, ok := p.(ClassifiedProvider); ok {
 		jobs = append(jobs, jobClassified)
+	}
+	if _, ok := p.(WorkloadProvider); ok {
+		jobs = append(jobs, jobWorkload)
 	}
 	if len(jobs) == 0 {
 		return "its name and tag rules"

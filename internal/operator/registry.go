@@ -21,6 +21,7 @@ import (
 	"github.com/tagsync/tagsync/internal/controller/labelsync"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
 	"github.com/tagsync/tagsync/internal/controller/nodetags"
+	"github.com/tagsync/tagsync/internal/controller/workloadtags"
 )
 
 // Controller is one controller `tagsync run` can start: what it is called
@@ -131,6 +132,18 @@ func Controllers() []Controller {
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			r := labelsync.NewReconciler(nil, d.recorderFor(labelsync.ControllerName), nil, nil)
+			return r, r.SetupWithManager(mgr)
+		},
+	}, {
+		Name: workloadtags.ControllerName,
+		RBAC: []rbacv1.PolicyRule{
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"workloadtagpolicies"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"tagsync.io"}, Resources: []string{"workloadtagpolicies/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "persistentvolumes", "persistentvolumeclaims"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
+			r := workloadtags.NewReconciler(nil, d.Providers, d.recorderFor(workloadtags.ControllerName), d.Audit, nil)
 			return r, r.SetupWithManager(mgr)
 		},
 	}}

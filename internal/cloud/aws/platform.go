@@ -60,3 +60,30 @@ var TagRules = tags.Rules{
 	ReservedPrefixes:   []string{"aws:"},
 	CaseInsensitive:    false,
 }
+
+// CreatorKeys are the keys the creators of a cluster's workload resources
+// write on AWS: a WorkloadTagPolicy may not write them. Treat it as
+// read-only.
+var CreatorKeys = []tags.PlatformKey{
+	{Pattern: "kubernetes.io/created-for/*", Owner: "the EBS CSI driver",
+		Why:    "kubernetes.io/created-for/pvc/name, pvc/namespace and pv/name name the claim and volume an EBS volume was created for",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md, pkg/driver/constants.go"},
+	{Pattern: "CSIVolumeName", Owner: "the EBS CSI driver",
+		Why:    "the CSI volume name the driver finds a volume by (idempotent CreateVolume)",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md"},
+	{Pattern: "CSIVolumeSnapshotName", Owner: "the EBS CSI driver",
+		Why:    "the CSI snapshot name the driver finds a snapshot by",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md"},
+	{Pattern: "ebs.csi.aws.com/*", Owner: "the EBS CSI driver",
+		Why:    "ebs.csi.aws.com/cluster=true (and ebs.csi.aws.com/cluster-name) mark volumes the driver created; its IAM policy keys on them",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md, docs/example-iam-policy.json"},
+	{Pattern: "kubernetes.io/cluster/*", Owner: "Kubernetes on AWS (the cloud provider, the CSI driver with --k8s-tag-cluster-id)",
+		Why:    "kubernetes.io/cluster/<cluster>=owned marks what belongs to a cluster",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md; cloud-provider-aws"},
+	{Pattern: "KubernetesCluster", Owner: "Kubernetes on AWS (legacy cluster tag)",
+		Why:    "the legacy cluster-ownership tag the cloud provider and the CSI driver write",
+		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md"},
+}
+
+// CreatorKeys returns CreatorKeys.
+func (p *Provider) CreatorKeys() []tags.PlatformKey { return CreatorKeys }

@@ -79,25 +79,38 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	if err != nil {
 		return cloud.Discovery{}, err
 	}
+	rows, failed, calls, err := p.runQueries(ctx, queries, scopes)
+	if err != nil {
+		return cloud.Discovery{Calls: calls}, err
+	}
+	return cloud.Discovery{Resources: classify(p.Rules().NameCase(), rows, classifiers, opts.Named, scopes),
+		Failed: failed, Calls: calls}, nil
+}
+
+// runQueries runs Resource Graph queries over the subscriptions and
+// returns their rows, the subscriptions that could not be searched (see
+// Discover for how failures are reported) and the requests sent. The error
+// is for a context that ended.
+func (p *Provider) runQueries(ctx context.Context, queries, scopes []string) ([]map[string]any, []cloud.ScopeError, int, error) {
 	g, err := p.newGraphQuery(queries...)
 	if err != nil {
-		return cloud.Discovery{}, err
+		return nil, nil, 0, err
 	}
-	var d cloud.Discovery
+	var failed []cloud.ScopeError
 	rows, err := g.run(ctx, scopes)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
-		return cloud.Discovery{Calls: g.calls()}, fmt.Errorf("azure: search subscriptions %s with Resource Graph: %w", strings.Join(scopes, ", "), err)
+		return nil, nil, g.calls(), fmt.Errorf("azure: search subscriptions %s with Resource Graph: %w", strings.Join(scopes, ", "), err)
 	case len(scopes) > 1 && perSubscription(err):
 		rows = nil
 		for _, sub := range scopes {
 			r, err := g.run(ctx, []string{sub})
 			if err != nil {
 				if ctx.Err() != nil {
-					return cloud.Discovery{Calls: g.calls()}, fmt.Errorf("azure: search subscription %s with Resource Graph: %w", sub, err)
+					return nil, nil, g.calls(), fmt.Errorf("azure: search subscription %s with Resource Graph: %w", sub, err)
 				}
-				d.Failed = append(d.Failed, cloud.ScopeError{Scope: sub,
+				failed = append(failed, cloud.ScopeError{Scope: sub,
 					Err: p.armErr(fmt.Sprintf("azure: search subscription %s with Resource Graph", sub), err)})
 				continue
 			}
@@ -106,13 +119,11 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	default:
 		e := p.armErr(fmt.Sprintf("azure: search subscriptions %s with Resource Graph", strings.Join(scopes, ", ")), err)
 		for _, sub := range scopes {
-			d.Failed = append(d.Failed, cloud.ScopeError{Scope: sub, Err: e})
+			failed = append(failed, cloud.ScopeError{Scope: sub, Err: e})
 		}
 		rows = nil
 	}
-	d.Resources = classify(p.Rules().NameCase(), rows, classifiers, opts.Named, scopes)
-	d.Calls = g.calls()
-	return d, nil
+	return rows, failed, g.calls(), nil
 }
 
 // discoveryScopes returns the subscriptions to search: given, without

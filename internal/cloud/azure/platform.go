@@ -31,3 +31,18 @@ var TagRules = tags.Rules{
 // StorageTagRules are TagRules for storage accounts, whose tag names are
 // limited to 128 characters. Treat it as read-only.
 var StorageTagRules = TagRules.WithMaxNameLen(128)
+
+// CreatorKeys are the keys the creators of a cluster's workload resources
+// write on Azure: a WorkloadTagPolicy may not write them. Treat it as
+// read-only.
+var CreatorKeys = []tags.PlatformKey{
+	{Pattern: "kubernetes.io-created-for-*", Owner: "the Azure Disk CSI driver",
+		Why:    "kubernetes.io-created-for-pv-name, -pvc-name and -pvc-namespace name the volume and claim a disk was created for (with the provisioner's --extra-create-metadata, which the driver's manifests set)",
+		Source: "kubernetes-sigs/azuredisk-csi-driver pkg/azureconstants/azure_constants.go, pkg/azureutils/azure_disk_utils.go"},
+	{Pattern: "k8s-azure-*", Owner: "the Azure cloud provider and the Azure CSI drivers",
+		Why:    "k8s-azure-created-by (kubernetes-azure-dd on disks), k8s-azure-service, k8s-azure-cluster-name, k8s-azure-dns-label-service: what created a resource and for which Service; the cloud provider finds its public IPs by them",
+		Source: "kubernetes-sigs/cloud-provider-azure pkg/consts/consts.go; kubernetes-sigs/azuredisk-csi-driver pkg/azuredisk/azure_managedDiskController.go"},
+}
+
+// CreatorKeys returns CreatorKeys.
+func (p *Provider) CreatorKeys() []tags.PlatformKey { return CreatorKeys }

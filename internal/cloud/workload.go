@@ -1,0 +1,44 @@
+package cloud
+
+import (
+	"context"
+
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// WorkloadProvider is a cloud whose resources the workload tags controller
+// (WorkloadTagPolicy) tags: resources it knows by ID from Kubernetes (a
+// PersistentVolume's disk), read in bulk and written key by key.
+type WorkloadProvider interface {
+	Provider
+	// ReadTags reads the tags of the resources ids name, in bulk (Azure:
+	// Resource Graph pages of the resource types and groups the IDs name,
+	// then one Tags API read per ID the search index does not show yet;
+	// AWS: DescribeVolumes per region with at most 200 IDs per filter).
+	// A scope that cannot be read is reported in Reading.Failed and its IDs
+	// in Reading.Unread; the error is for a read that could not run at all.
+	ReadTags(ctx context.Context, ids []string) (Reading, error)
+	// CreatorKeys are the keys the creators of workloads' resources (CSI
+	// drivers, the cloud's Kubernetes cloud provider) write and own: a
+	// policy may not write them.
+	CreatorKeys() []tags.PlatformKey
+	// TagWriter writes the resources' tags; the workload controller's
+	// writes are not Fresh (ReadTags just read them).
+	TagWriter
+}
+
+// Reading is what ReadTags found.
+type Reading struct {
+	// Resources are the resources found, with all their tags and their
+	// rules; ID is as the caller gave it.
+	Resources []Classified
+	// Missing are the IDs the cloud says do not exist (yet), as given.
+	Missing []string
+	// Unread are the IDs that could not be read (their scope is in
+	// Failed), as given.
+	Unread []string
+	// Failed lists the scopes that could not be read and why.
+	Failed []ScopeError
+	// Calls is the number of cloud requests the read took.
+	Calls int
+}

@@ -1,0 +1,98 @@
+package workloadtags_test
+
+import (
+	"fmt"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
+	"github.com/tagsync/tagsync/internal/controller/workloadtags"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// createVolume creates an EBS volume as the EBS CSI driver does, with its
+// creator tags, and returns its ID.
+func createVolume(t *testing.T, c *ec2.Client, pv string) string {
+	t.Helper()
+	out, err := c.CreateVolume(t.Context(), &ec2.CreateVolumeInput{AvailabilityZone: sdkaws.String(testenv.MotoRegion + "a"), Size: sdkaws.Int32(8),
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeVolume, Tags: []ec2types.Tag{
+			{Key: sdkaws.String("CSIVolumeName"), Value: sdkaws.String(pv)},
+			{Key: sdkaws.String("ebs.csi.aws.com/cluster"), Value: sdkaws.String("true")}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *out.VolumeId
+}
+
+// TestAWSVolumes runs a policy over the EBS volumes of claims on moto
+// (behind the AWS fidelity layer): volumes that need the same tags are
+// written in one CreateTags, an in-tree volume ID (aws://zone/vol-...) is
+// understood, an EFS share is reported as shared, an unchanged resync
+// reads once and writes nothing, and a namespace's label change retags
+// its volumes in one call.
+func TestAWSVolumes(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider })
+	ec2c := ec2.NewFromConfig(moto.Config)
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	web := h.namespace("web", map[string]string{"cost-center": "cc-2"})
+	v0, v1, v2 := createVolume(t, ec2c, "pv-0"), createVolume(t, ec2c, "pv-1"), createVolume(t, ec2c, "pv-2")
+	h.claimVolume(shop, "data-0", nil, csi("ebs.csi.aws.com", v0))
+	h.claimVolume(shop, "data-1", nil, corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{
+		VolumeID: "aws://" + testenv.MotoRegion + "a/" + v1}})
+	h.claimVolume(web, "cache", nil, csi("ebs.csi.aws.com", v2))
+	h.claimVolume(web, "shared", nil, csi("efs.csi.aws.com", "fs-0123456789abcdef0"))
+
+	p := h.policy("costs", v1alpha1.ProviderAWS,
+		tag("cost-center", "${namespace.labels['cost-center']}"), tag("k8s-namespace", "${namespace}"))
+	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	if s := got.Status; s.Resources != 3 || s.InSync != 3 || s.Shared != 1 {
+		t.Errorf("status %+v, want 3 resources in sync and 1 shared", s)
+	}
+	for id, w := range map[string]map[string]string{
+		v0: {"cost-center": "cc-1", "k8s-namespace": shop, "CSIVolumeName": "pv-0", "ebs.csi.aws.com/cluster": "true"},
+		v1: {"cost-center": "cc-1", "k8s-namespace": shop, "CSIVolumeName": "pv-1", "ebs.csi.aws.com/cluster": "true"},
+		v2: {"cost-center": "cc-2", "k8s-namespace": web, "CSIVolumeName": "pv-2", "ebs.csi.aws.com/cluster": "true"},
+	} {
+		if g := awstest.Tags(t, moto, id); fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s carries %v, want %v", id, g, w)
+		}
+	}
+	if n := provider.Calls()["ec2:CreateTags"]; n != 2 {
+		t.Errorf("%d CreateTags calls, want 2 (one per namespace: its volumes need the same tags)", n)
+	}
+
+	reads, writes := provider.Calls()["ec2:DescribeVolumes"], provider.Calls()["ec2:CreateTags"]
+	h.pass(p)
+	if n := provider.Calls()["ec2:DescribeVolumes"] - reads; n != 1 {
+		t.Errorf("an unchanged resync sent %d DescribeVolumes, want 1", n)
+	}
+	if n := provider.Calls()["ec2:CreateTags"] - writes; n != 0 {
+		t.Errorf("an unchanged resync sent %d CreateTags", n)
+	}
+
+	h.setNamespaceLabel(shop, "cost-center", "cc-9")
+	testenv.Eventually(t, waitFor, "the shop volumes retagged", func() string {
+		for _, id := range []string{v0, v1} {
+			if g := awstest.Tags(t, moto, id)["cost-center"]; g != "cc-9" {
+				return fmt.Sprintf("%s has cost-center=%s", id, g)
+			}
+		}
+		return ""
+	})
+	if n := provider.Calls()["ec2:CreateTags"] - writes; n != 1 {
+		t.Errorf("the namespace change took %d CreateTags, want 1", n)
+	}
+	if g := awstest.Tags(t, moto, v2)["cost-center"]; g != "cc-2" {
+		t.Errorf("another namespace's volume was retagged: %s", g)
+	}
+}

@@ -1,0 +1,255 @@
+package workloadtags_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/controller/workloadtags"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// azureDisks is an armsim node resource group for the test's disks.
+type azureDisks struct {
+	t   *testing.T
+	env *armsimtest.Env
+	rg  string
+}
+
+func newAzureDisks(t *testing.T) *azureDisks {
+	t.Helper()
+	env := armsimtest.Start(t)
+	d := &azureDisks{t: t, env: env, rg: "MC_rg_aks_eastus"}
+	if _, err := env.Server.CreateResourceGroup(sub, armsim.ResourceGroup{Name: d.rg}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// id is the ARM ID of disk name (whether it exists or not).
+func (d *azureDisks) id(name string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/disks/%s", sub, d.rg, name)
+}
+
+// create creates disk name as the Azure Disk CSI driver does, with its
+// creator tags and extra, and returns its ID.
+func (d *azureDisks) create(name string, extra map[string]string) string {
+	d.t.Helper()
+	t := map[string]string{"k8s-azure-created-by": "kubernetes-azure-dd", "kubernetes.io-created-for-pv-name": "pv-" + name}
+	for k, v := range extra {
+		t[k] = v
+	}
+	id, err := d.env.Server.CreateResource(sub, d.rg, armsim.Resource{Type: armsim.TypeDisk, Name: name, Tags: t})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return id
+}
+
+// tags are a disk's tags.
+func (d *azureDisks) tags(id string) map[string]string {
+	d.t.Helper()
+	t, err := d.env.Server.Tags(id)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return t
+}
+
+// count is how many calls of op armsim has served.
+func (d *azureDisks) count(op string) int { return d.env.Server.Calls().Count(op) }
+
+// waitTag waits until disk id carries key=value.
+func (d *azureDisks) waitTag(id, key, value string) {
+	d.t.Helper()
+	testenv.Eventually(d.t, waitFor, fmt.Sprintf("%s=%s on %s", key, value, id), func() string {
+		if got := d.tags(id)[key]; got != value {
+			return fmt.Sprintf("%s=%q", key, got)
+		}
+		return ""
+	})
+}
+
+// managed is the in-tree azureDisk kind of a managed disk.
+var managed = corev1.AzureManagedDisk
+
+// TestAzureDisks runs a policy over the managed disks of claims on armsim:
+// it tags each disk from its claim and namespace in one Resource Graph
+// read and one write per disk, leaves the creator's tags, other tags and
+// an Azure Files share alone, writes nothing on an unchanged resync,
+// retags a namespace's disks when its label changes, reverts an outside
+// edit, releases (keeps) a key removed from the policy, finds a disk
+// created after its volume, and leaves alone a key another policy wants
+// otherwise.
+func TestAzureDisks(t *testing.T) {
+	disks := newAzureDisks(t)
+	h := newHarness(t, azureOn(disks.env))
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	web := h.namespace("web", map[string]string{"cost-center": "cc-2"})
+	d0 := disks.create("d0", map[string]string{"keep": "me"})
+	d1 := disks.create("d1", nil)
+	d2 := disks.create("d2", nil)
+	outside := disks.create("outside", nil)
+	h.claimVolume(shop, "data-0", map[string]string{"team": "payments"}, csi("disk.csi.azure.com", d0))
+	h.claimVolume(shop, "data-1", nil, csi("disk.csi.azure.com", d1))
+	h.claimVolume(web, "cache", nil, corev1.PersistentVolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DiskName: "d2", DataDiskURI: d2, Kind: &managed}})
+	h.claimVolume(web, "files", nil, csi("file.csi.azure.com", "rg#account#share"))
+	unselected := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-other"}}
+	if err := h.c.Create(h.ctx, unselected); err != nil {
+		t.Fatal(err)
+	}
+	h.claimVolume(unselected.Name, "x", nil, csi("disk.csi.azure.com", outside))
+
+	p := h.policy("costs", v1alpha1.ProviderAzure,
+		tag("cost-center", "${namespace.labels['cost-center']}"), tag("k8s-namespace", "${namespace}"),
+		tag("k8s-pvc", "${name}"), tag("team", "${labels['team']}"))
+	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	if s := got.Status; s.Resources != 3 || s.InSync != 3 || s.Shared != 1 || s.Pending != 0 || s.Failed != 0 {
+		t.Errorf("status %+v, want 3 resources in sync and 1 shared", s)
+	}
+	want := map[string]map[string]string{
+		d0: {"cost-center": "cc-1", "k8s-namespace": shop, "k8s-pvc": "data-0", "team": "payments", "keep": "me",
+			"k8s-azure-created-by": "kubernetes-azure-dd", "kubernetes.io-created-for-pv-name": "pv-d0"},
+		d1: {"cost-center": "cc-1", "k8s-namespace": shop, "k8s-pvc": "data-1",
+			"k8s-azure-created-by": "kubernetes-azure-dd", "kubernetes.io-created-for-pv-name": "pv-d1"},
+		d2: {"cost-center": "cc-2", "k8s-namespace": web, "k8s-pvc": "cache",
+			"k8s-azure-created-by": "kubernetes-azure-dd", "kubernetes.io-created-for-pv-name": "pv-d2"},
+		outside: {"k8s-azure-created-by": "kubernetes-azure-dd", "kubernetes.io-created-for-pv-name": "pv-outside"},
+	}
+	for id, w := range want {
+		if g := disks.tags(id); fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s carries %v, want %v", id, g, w)
+		}
+	}
+	if n := disks.count("Tags.UpdateAtScope"); n != 3 {
+		t.Errorf("%d Tags API writes, want 3 (one per disk)", n)
+	}
+	ok := 0
+	for _, r := range h.records() {
+		if r.Result == audit.ResultOK {
+			ok++
+		}
+	}
+	if ok != 3 {
+		t.Errorf("%d audit records of done writes, want 3", ok)
+	}
+
+	// An unchanged resync reads once and writes nothing.
+	reads, writes := disks.count("ResourceGraph.Resources"), disks.count("Tags.UpdateAtScope")
+	h.pass(p)
+	if n := disks.count("ResourceGraph.Resources") - reads; n != 1 {
+		t.Errorf("an unchanged resync sent %d Resource Graph queries, want 1", n)
+	}
+	if n := disks.count("Tags.UpdateAtScope") - writes; n != 0 {
+		t.Errorf("an unchanged resync wrote %d times", n)
+	}
+
+	// A namespace's label change retags its disks only.
+	h.setNamespaceLabel(shop, "cost-center", "cc-9")
+	disks.waitTag(d0, "cost-center", "cc-9")
+	disks.waitTag(d1, "cost-center", "cc-9")
+	if g := disks.tags(d2)["cost-center"]; g != "cc-2" {
+		t.Errorf("another namespace's disk was retagged: cost-center=%s", g)
+	}
+
+	// An outside edit of a followed key is reverted by the first pass whose
+	// read shows it (Resource Graph's index shows it after its delay).
+	if err := disks.env.Server.SetTags(d2, map[string]string{"cost-center": "hacked"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, "the outside edit reverted", func() string {
+		h.pass(p)
+		if g := disks.tags(d2)["cost-center"]; g != "cc-2" {
+			return "cost-center=" + g
+		}
+		return ""
+	})
+
+	// A key removed from the policy is released: it stays on the disks.
+	var cur v1alpha1.WorkloadTagPolicy
+	if err := h.c.Get(h.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Tags = cur.Spec.Tags[:3]
+	if err := h.c.Update(h.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	if g := disks.tags(d0)["team"]; g != "payments" {
+		t.Errorf("a key removed from the policy was deleted: team=%q", g)
+	}
+	for _, r := range h.records() {
+		if len(r.Deleted) > 0 {
+			t.Errorf("a deletion was written: %+v", r)
+		}
+	}
+
+	// A volume whose disk does not exist yet is pending, then tagged once
+	// the disk exists.
+	late := disks.id("late")
+	h.claimVolume(shop, "late", nil, csi("disk.csi.azure.com", late))
+	got = h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
+	if got.Status.Pending != 1 {
+		t.Errorf("pending %d, want 1", got.Status.Pending)
+	}
+	disks.create("late", nil)
+	disks.waitTag(late, "k8s-pvc", "late")
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+
+	// Another policy that wants another value for a key: neither writes it,
+	// both say so; when it goes, the conflict ends.
+	rival := h.policy("rival", v1alpha1.ProviderAzure, tag("k8s-namespace", "ns-${namespace}"))
+	for _, name := range []string{p.Name, rival.Name} {
+		testenv.Eventually(t, waitFor, "Conflict on "+name, func() string {
+			var o v1alpha1.WorkloadTagPolicy
+			if err := h.c.Get(h.ctx, client.ObjectKey{Name: name}, &o); err != nil {
+				return err.Error()
+			}
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionConflict)
+			if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "k8s-namespace") {
+				return fmt.Sprintf("Conflict is %+v", c)
+			}
+			return ""
+		})
+	}
+	if g := disks.tags(d0)["k8s-namespace"]; g != shop {
+		t.Errorf("a contested key was rewritten: k8s-namespace=%s", g)
+	}
+	if err := h.c.Delete(h.ctx, rival); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+}
+
+// TestPolicyValidation: admission refuses an unknown placeholder; a key
+// the resources' creator owns is an invalid spec the status names.
+func TestPolicyValidation(t *testing.T) {
+	disks := newAzureDisks(t)
+	h := newHarness(t, azureOn(disks.env))
+	bad := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-bad"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Tags: []v1alpha1.WorkloadTag{tag("team", "${pod}")}}}
+	if err := h.c.Create(h.ctx, bad); err == nil || !strings.Contains(err.Error(), "placeholders are") {
+		t.Errorf("an unknown placeholder was admitted: %v", err)
+	}
+	good := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-good"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Tags: []v1alpha1.WorkloadTag{tag("team", "x-${labels['team']}-$y")}}}
+	if err := h.c.Create(h.ctx, good); err != nil {
+		t.Errorf("a valid template was refused: %v", err)
+	}
+	p := h.policy("creator", v1alpha1.ProviderAzure, tag("k8s-azure-created-by", "me"))
+	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "Azure CSI drivers") {
+		t.Errorf("the message does not name the creator: %s", c.Message)
+	}
+	p2 := h.policy("aws", v1alpha1.ProviderAWS, tag("team", "a"))
+	h.waitReady(p2.Name, metav1.ConditionFalse, workloadtags.ReasonProviderNotConfigured)
+}

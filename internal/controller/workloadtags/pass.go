@@ -1,0 +1,152 @@
+package workloadtags
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/audit"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
+	"github.com/tagsync/tagsync/internal/notify"
+)
+
+// ControllerName names the controller in --controllers, logs, metrics and
+// events.
+const ControllerName = "workloadtags"
+
+// Reconciler applies WorkloadTagPolicy objects. Build it with
+// NewReconciler.
+type Reconciler struct {
+	kit.Base
+	providers cloud.Providers
+	audit     *audit.Log
+
+	once   sync.Once
+	states *kit.States[string, *state]
+}
+
+// state is what the controller remembers about one policy between passes.
+type state struct {
+	notes *notify.Notifier
+	// backoff spaces passes that meet errors only a person can fix.
+	backoff kit.Backoff
+	// pendingSince is when each resource (canonical ID) was first found
+	// missing: it is looked for again soon until pendingPatience has
+	// passed, then at the policy's interval.
+	pendingSince map[string]time.Time
+	// written are the pass's recent writes, per resource (canonical ID):
+	// the search index may show a resource as it was before them
+	// (read.go, freshen).
+	written map[string]written
+}
+
+// Waits while a created resource does not show in the cloud yet.
+const (
+	// pendingRetry is the wait before looking again.
+	pendingRetry = 5 * time.Second
+	// pendingPatience is how long a missing resource is looked for every
+	// pendingRetry before the policy's interval takes over.
+	pendingPatience = 5 * time.Minute
+)
+
+// NewReconciler builds a Reconciler. c reads the cluster and writes the
+// policies' status (nil: the manager's client); providers are the
+// configured clouds; recorder emits events (nil: the controller's own,
+// made at SetupWithManager); log receives an audit record per cloud
+// mutation (nil: none); clk is the clock (nil: the real one).
+func NewReconciler(c client.Client, providers cloud.Providers, recorder events.EventRecorder, log *audit.Log, clk clock.PassiveClock) *Reconciler {
+	if log == nil {
+		log = audit.Discard()
+	}
+	return &Reconciler{Base: kit.NewBase(c, recorder, clk), providers: providers, audit: log}
+}
+
+// The controller reads policies, namespaces, claims and volumes through
+// its cache and writes status with patches.
+// +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies,verbs=list;watch
+// +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims,verbs=list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs one pass for a policy.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.init()
+	var obj v1alpha1.WorkloadTagPolicy
+	if err := r.Client.Get(ctx, req.NamespacedName, &obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.states.Forget(req.Name)
+			forgetMetrics(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	p := &pass{r: r, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
+	return p.run(ctx)
+}
+
+func (r *Reconciler) init() {
+	r.once.Do(func() {
+		r.states = kit.NewStates[string](r.Recorder, "Tag", func(n *notify.Notifier) *state {
+			return &state{notes: n, pendingSince: map[string]time.Time{}, written: map[string]written{}}
+		})
+	})
+}
+
+// pass is one reconcile of a policy.
+type pass struct {
+	r       *Reconciler
+	obj     *v1alpha1.WorkloadTagPolicy
+	before  *v1alpha1.WorkloadTagPolicy
+	st      *state
+	started time.Time
+	cfg     config
+	// provider is the policy's cloud.
+	provider cloud.WorkloadProvider
+}
+
+// run is one pass, in stages: the spec checked (config), the workloads
+// and their resources' tags read (read), what each lacks decided (plan),
+// written (write), and the outcome reported in status, events and
+// metrics, with when to run again (report).
+func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
+	if err := p.configure(); err != nil {
+		return p.refused(ctx, err)
+	}
+	rd, err := p.read(ctx)
+	if err != nil {
+		return p.failed(ctx, err)
+	}
+	plans := plan(p.cfg, rd.rivals, rd.workloads, rd.cloud)
+	results := p.write(ctx, plans)
+	return p.report(ctx, plans, rd, results)
+}
+
+// configure finds the policy's cloud and checks its spec.
+func (p *pass) configure() error {
+	name := string(p.obj.Spec.Provider)
+	if name == "" {
+		name = string(v1alpha1.ProviderAzure)
+	}
+	wp, err := p.r.providers.WorkloadProvider(name)
+	if err != nil {
+		return &providerError{err}
+	}
+	p.provider = wp
+	p.cfg, err = newConfig(p.obj, wp.Rules(), wp.CreatorKeys())
+	return err
+}
+
+// providerError: the policy's cloud is not configured or cannot tag
+// workloads' resources.
+type providerError struct{ err error }
+
+func (e *providerError) Error() string { return e.err.Error() }
+func (e *providerError) Unwrap() error { return e.err }

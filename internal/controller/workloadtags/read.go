@@ -1,0 +1,191 @@
+package workloadtags
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// workload is one cloud resource a selected workload causes, and what the
+// templates may read about the workload.
+type workload struct {
+	// pv is the PersistentVolume that names the resource.
+	pv string
+	volume
+	w tags.Workload
+}
+
+// reading is what the read stage found: the selected workloads' resources
+// (one workload per resource), the other policies of the cloud, and the
+// resources' tags.
+type reading struct {
+	workloads []workload
+	rivals    []config
+	cloud     cloud.Reading
+}
+
+// read lists the selected workloads and the other valid policies of the
+// cloud from the cache, then reads the tags of every resource in one bulk
+// read (nothing is read when no resource is found).
+func (p *pass) read(ctx context.Context) (reading, error) {
+	var rd reading
+	ws, err := p.workloads(ctx)
+	if err != nil {
+		return rd, err
+	}
+	rd.workloads = ws
+	if rd.rivals, err = p.rivals(ctx); err != nil {
+		return rd, err
+	}
+	var ids []string
+	for _, w := range ws {
+		if w.id != "" {
+			ids = append(ids, w.id)
+		}
+	}
+	if len(ids) == 0 {
+		return rd, nil
+	}
+	rd.cloud, err = p.provider.ReadTags(ctx, ids)
+	readCallsTotal.WithLabelValues(p.cfg.provider).Add(float64(rd.cloud.Calls))
+	p.freshen(rd.cloud.Resources)
+	return rd, err
+}
+
+// searchLag is how long after a write a bulk read may still show a
+// resource as it was before it: Resource Graph's index lags the writes
+// (95% of changes within 30 s, no upper bound).
+const searchLag = 2 * time.Minute
+
+// written is one resource's last write: the values its keys had before
+// (absent: the key was absent) and the values written.
+type written struct {
+	before, after tags.Set
+	at            time.Time
+}
+
+// freshen takes the pass's own recent writes as done where the read still
+// shows a key as it was before the write (the search index lags): a key
+// that shows a third value was edited by someone else, and is planned from
+// what the read shows. Writes older than searchLag are forgotten.
+func (p *pass) freshen(found []cloud.Classified) {
+	now := p.r.Now()
+	for key, w := range p.st.written {
+		if now.Sub(w.at) > searchLag {
+			delete(p.st.written, key)
+		}
+	}
+	for i := range found {
+		w, ok := p.st.written[cloud.CanonicalID(found[i].ID)]
+		if !ok {
+			continue
+		}
+		nc := found[i].Rules.NameCase()
+		var t tags.Set
+		for k, v := range w.after {
+			shown, has := found[i].Tags.Get(nc, k)
+			old, had := w.before.Get(nc, k)
+			if has == had && shown == old {
+				if t == nil {
+					t = found[i].Tags.Clone()
+				}
+				t.Put(nc, k, v)
+			}
+		}
+		if t != nil {
+			found[i].Tags = t
+		}
+	}
+}
+
+// workloads are the resources of the workloads the policy selects: every
+// bound PersistentVolume of its cloud whose claim's namespace it selects,
+// one per resource ID (the first volume by name when several name one),
+// sorted by PersistentVolume.
+func (p *pass) workloads(ctx context.Context) ([]workload, error) {
+	if !p.cfg.volumes {
+		return nil, nil
+	}
+	var nss corev1.NamespaceList
+	if err := p.r.Client.List(ctx, &nss); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*corev1.Namespace, len(nss.Items))
+	for i := range nss.Items {
+		byName[nss.Items[i].Name] = &nss.Items[i]
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := p.r.Client.List(ctx, &pvs); err != nil {
+		return nil, err
+	}
+	sort.Slice(pvs.Items, func(i, j int) bool { return pvs.Items[i].Name < pvs.Items[j].Name })
+	seen := map[string]bool{}
+	var out []workload
+	for i := range pvs.Items {
+		pv := &pvs.Items[i]
+		ref := pv.Spec.ClaimRef
+		if ref == nil || pv.DeletionTimestamp != nil {
+			continue
+		}
+		vol, ok := volumeOf(pv, v1alpha1.Provider(p.cfg.provider))
+		ns := byName[ref.Namespace]
+		if !ok || ns == nil {
+			continue
+		}
+		w := workload{pv: pv.Name, volume: vol, w: p.claimWorkload(ctx, ref.Namespace, ref.Name, ns)}
+		if !p.cfg.selects(w.w) {
+			continue
+		}
+		if key := cloud.CanonicalID(vol.id); vol.id != "" {
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// claimWorkload is what templates read about a claim: its own labels and
+// annotations when the cache has it (a released volume's claim may be
+// gone: then only its names), and its namespace's.
+func (p *pass) claimWorkload(ctx context.Context, namespace, name string, ns *corev1.Namespace) tags.Workload {
+	w := tags.Workload{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name,
+		NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
+	var pvc corev1.PersistentVolumeClaim
+	if err := p.r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pvc); err == nil {
+		w.Labels, w.Annotations = pvc.Labels, pvc.Annotations
+	}
+	return w
+}
+
+// rivals are the other policies of the same cloud whose spec is valid:
+// a key they want with another value on a resource is contested.
+func (p *pass) rivals(ctx context.Context) ([]config, error) {
+	var list v1alpha1.WorkloadTagPolicyList
+	if err := p.r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []config
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Name == p.obj.Name || o.DeletionTimestamp != nil {
+			continue
+		}
+		c, err := newConfig(o, p.provider.Rules(), p.provider.CreatorKeys())
+		if err != nil || c.provider != p.cfg.provider {
+			continue
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package workloadtags
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
+)
+
+// maxConcurrentPasses bounds how many policies sync at once; they share
+// the providers' budgets.
+const maxConcurrentPasses = 2
+
+// SetupWithManager registers the controller: a policy's spec change, and
+// any change of a Namespace's labels or annotations, a PersistentVolume
+// (bound, re-bound, released) or a claim's labels or annotations, passes
+// every policy (a pass reads only the cache until it reads the cloud, and
+// writes only what differs); another policy's spec change passes the
+// others too, since it may contest their keys. Each pass schedules the
+// next after syncEvery.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if err := r.UseManager(mgr, ControllerName); err != nil {
+		return err
+	}
+	r.init()
+	all := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(kit.Options(maxConcurrentPasses)).
+		For(&v1alpha1.WorkloadTagPolicy{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.WorkloadTagPolicy{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(metadataChanged())).
+		Watches(&corev1.PersistentVolumeClaim{}, all, builder.WithPredicates(metadataChanged())).
+		Watches(&corev1.PersistentVolume{}, all, builder.WithPredicates(kit.UpdateChanged(volumeChanged))).
+		Complete(r)
+}
+
+// metadataChanged passes creations, deletions, and updates of labels or
+// annotations.
+func metadataChanged() predicate.Predicate {
+	return predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+}
+
+// volumeChanged reports a change that moves a volume between workloads
+// or resources: its claim, its phase or its source.
+func volumeChanged(old, cur *corev1.PersistentVolume) bool {
+	return claimOf(old) != claimOf(cur) || old.Status.Phase != cur.Status.Phase ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+}
+
+// claimOf names a volume's claim ("" when none).
+func claimOf(pv *corev1.PersistentVolume) string {
+	if pv.Spec.ClaimRef == nil {
+		return ""
+	}
+	return pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name
+}
+
+// allPolicies lists every policy.
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.WorkloadTagPolicyList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i, o := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: o.Name}}
+	}
+	return reqs
+}
