@@ -22,11 +22,12 @@ import (
 // requests) a kind's object works on. A LabelSyncProfile has none: its
 // source is always Metal3 BareMetalHosts.
 var providerColumns = map[string][]string{
-	"NodeTagSync":      {"Provider"},
-	"CloudMetadata":    {"Azure", "AWS"},
-	"AzureMetadata":    {"CloudMetadata"},
-	"AWSMetadata":      {"CloudMetadata"},
-	"LabelSyncProfile": nil,
+	"NodeTagSync":       {"Provider"},
+	"CloudMetadata":     {"Azure", "AWS"},
+	"AzureMetadata":     {"CloudMetadata"},
+	"AWSMetadata":       {"CloudMetadata"},
+	"LabelSyncProfile":  nil,
+	"WorkloadTagPolicy": {"Provider"},
 }
 
 // TestKubectlGetTagsyncListsEveryKind: the API server's discovery puts

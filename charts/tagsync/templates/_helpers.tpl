@@ -94,6 +94,9 @@ again.
 {{- if .Values.labelSync.enabled }}
 {{- $c = append $c "labelsync" }}
 {{- end }}
+{{- if .Values.workloadTags.enabled }}
+{{- $c = append $c "workloadtags" }}
+{{- end }}
 {{- join "," $c }}
 {{- end }}
 
