@@ -15,9 +15,11 @@ type WorkloadProvider interface {
 	// Resource Graph pages of the resource types and groups the IDs name,
 	// then one Tags API read per ID the search index does not show yet;
 	// AWS: DescribeVolumes per region with at most 200 IDs per filter).
-	// A scope that cannot be read is reported in Reading.Failed and its IDs
-	// in Reading.Unread; the error is for a read that could not run at all.
-	ReadTags(ctx context.Context, ids []string) (Reading, error)
+	// IDs also in fresh (a cloud change named them) are read past any
+	// search index (Azure: the Tags API). A scope that cannot be read is
+	// reported in Reading.Failed and its IDs in Reading.Unread; the error
+	// is for a read that could not run at all.
+	ReadTags(ctx context.Context, ids, fresh []string) (Reading, error)
 	// CreatorKeys are the keys the creators of workloads' resources (CSI
 	// drivers, the cloud's Kubernetes cloud provider) write and own: a
 	// policy may not write them.

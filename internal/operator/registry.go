@@ -143,8 +143,7 @@ func Controllers() []Controller {
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
-			r := workloadtags.NewReconciler(nil, d.Providers, d.recorderFor(workloadtags.ControllerName), d.Audit, nil)
-			return r, r.SetupWithManager(mgr)
+			return setupWithEvents(mgr, d, workloadtags.NewReconciler(nil, d.Providers, d.recorderFor(workloadtags.ControllerName), d.Audit, nil))
 		},
 	}}
 }

@@ -26,8 +26,9 @@ const volumeType = "ec2:volume"
 // filter that names a volume EC2 does not have leaves it out without an
 // error: such an ID is Missing. A region whose read fails is in Failed and
 // its IDs Unread; an ID that is no volume is Unread with the reason in
-// Failed. The error is for a context that ended.
-func (p *Provider) ReadTags(ctx context.Context, ids []string) (cloud.Reading, error) {
+// Failed. EC2's reads have no search index to lag behind, so fresh needs
+// nothing more. The error is for a context that ended.
+func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading, error) {
 	var r cloud.Reading
 	byRegion := map[string][]resourceRef{}
 	for _, id := range ids {

@@ -23,11 +23,17 @@ const maxDirectReads = 50
 // delay of seconds to minutes, so an ID it does not show is read with the
 // Tags API (one GET each, at most maxDirectReads per call): a 404 there
 // means the resource does not exist (Missing), another failure leaves it
-// Unread with the error in Failed. An ID that is not an ARM resource ID is
+// Unread with the error in Failed. IDs in fresh (a change named them) are
+// read that way too, whatever the search shows, so an edit is seen before
+// the index has caught up. An ID that is not an ARM resource ID is
 // Unread with the reason in Failed. Failures of the query itself are
 // reported per subscription as Discover reports them; the error is for a
 // context that ended.
-func (p *Provider) ReadTags(ctx context.Context, ids []string) (cloud.Reading, error) {
+func (p *Provider) ReadTags(ctx context.Context, ids, fresh []string) (cloud.Reading, error) {
+	direct := map[string]bool{}
+	for _, id := range fresh {
+		direct[cloud.CanonicalID(id)] = true
+	}
 	var r cloud.Reading
 	refs := map[string]resourceRef{}
 	var order []string
@@ -53,19 +59,19 @@ func (p *Provider) ReadTags(ctx context.Context, ids []string) (cloud.Reading, e
 		return r, err
 	}
 	r.Failed = append(r.Failed, failed...)
-	direct := 0
+	reads := 0
 	for _, key := range order {
 		ref := refs[key]
-		if c, ok := found[key]; ok {
+		if c, ok := found[key]; ok && !direct[key] {
 			c.ID = ref.id
 			r.Resources = append(r.Resources, c)
 			continue
 		}
-		if failedSub(failed, ref.sub) || direct >= maxDirectReads {
+		if failedSub(failed, ref.sub) || reads >= maxDirectReads {
 			r.Unread = append(r.Unread, ref.id)
 			continue
 		}
-		direct++
+		reads++
 		r.Calls++
 		e, err := p.read(ctx, resourceRef{id: ref.id, sub: ref.sub, rg: ref.rg, name: ref.name, typ: ref.typ})
 		switch {

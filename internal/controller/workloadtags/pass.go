@@ -31,6 +31,8 @@ type Reconciler struct {
 
 	once   sync.Once
 	states *kit.States[string, *state]
+	// changeEvents turns cloud changes into passes (changes.go).
+	changeEvents
 }
 
 // state is what the controller remembers about one policy between passes.
@@ -76,24 +78,33 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs one pass for a policy.
+// Reconcile runs one pass for a policy; when it ends, the cloud changes
+// routed to the policy before it started are done.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.init()
+	return r.subscriber.Serve(ctx, req.Name, func(ctx context.Context) (reconcile.Result, error) { return r.reconcile(ctx, req) })
+}
+
+// reconcile is one pass.
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var obj v1alpha1.WorkloadTagPolicy
 	if err := r.Client.Get(ctx, req.NamespacedName, &obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.states.Forget(req.Name)
+			r.forgetRead(req.Name)
 			forgetMetrics(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	p := &pass{r: r, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
+	p.changed, _ = r.index.Pending.Take(req.Name)
 	return p.run(ctx)
 }
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
+		r.index.Name = func(name string) string { return name }
 		r.states = kit.NewStates[string](r.Recorder, "Tag", func(n *notify.Notifier) *state {
 			return &state{notes: n, pendingSince: map[string]time.Time{}, written: map[string]written{}}
 		})
@@ -110,6 +121,9 @@ type pass struct {
 	cfg     config
 	// provider is the policy's cloud.
 	provider cloud.WorkloadProvider
+	// changed are the resources cloud changes named since the last pass:
+	// read fresh.
+	changed []string
 }
 
 // run is one pass, in stages: the spec checked (config), the workloads

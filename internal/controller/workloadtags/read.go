@@ -53,10 +53,14 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if len(ids) == 0 {
 		return rd, nil
 	}
-	rd.cloud, err = p.provider.ReadTags(ctx, ids)
+	rd.cloud, err = p.provider.ReadTags(ctx, ids, p.changed)
 	readCallsTotal.WithLabelValues(p.cfg.provider).Add(float64(rd.cloud.Calls))
-	p.freshen(rd.cloud.Resources)
-	return rd, err
+	if err != nil {
+		return rd, err
+	}
+	p.r.indexRead(p.obj.Name, rd.cloud.Resources)
+	p.freshen(rd.cloud.Resources, p.changed)
+	return rd, nil
 }
 
 // searchLag is how long after a write a bulk read may still show a
@@ -74,17 +78,19 @@ type written struct {
 // freshen takes the pass's own recent writes as done where the read still
 // shows a key as it was before the write (the search index lags): a key
 // that shows a third value was edited by someone else, and is planned from
-// what the read shows. Writes older than searchLag are forgotten.
-func (p *pass) freshen(found []cloud.Classified) {
+// what the read shows, as is every resource read fresh (changed). Writes
+// older than searchLag are forgotten.
+func (p *pass) freshen(found []cloud.Classified, changed []string) {
 	now := p.r.Now()
 	for key, w := range p.st.written {
 		if now.Sub(w.at) > searchLag {
 			delete(p.st.written, key)
 		}
 	}
+	fresh := idSet(changed)
 	for i := range found {
 		w, ok := p.st.written[cloud.CanonicalID(found[i].ID)]
-		if !ok {
+		if !ok || fresh[cloud.CanonicalID(found[i].ID)] {
 			continue
 		}
 		nc := found[i].Rules.NameCase()

@@ -128,7 +128,8 @@ func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, res
 	case soon || t.failed > 0:
 		return reconcile.Result{RequeueAfter: pendingRetry}, nil
 	}
-	return reconcile.Result{RequeueAfter: p.cfg.every}, nil
+	every, _ := p.r.subscriber.Interval(p.cfg.every)
+	return reconcile.Result{RequeueAfter: every}, nil
 }
 
 // trackPending records when each pending resource was first missed and
@@ -189,7 +190,7 @@ func (p *pass) setStatus(t tally, ready bool, reason, msg string) {
 		susp, sreason = metav1.ConditionTrue, v1alpha1.ReasonSuspended
 	}
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: susp, Reason: sreason,
-		Message: map[bool]string{true: "spec.suspend is set: nothing is written", false: "writes are on"}[p.cfg.suspend],
+		Message:            map[bool]string{true: "spec.suspend is set: nothing is written", false: "writes are on"}[p.cfg.suspend],
 		ObservedGeneration: p.obj.Generation})
 	now := metav1.NewTime(p.started.UTC().Truncate(time.Second))
 	prev.LastSyncTime = nil
@@ -292,6 +293,7 @@ func (p *pass) refused(ctx context.Context, err error) (reconcile.Result, error)
 // failed reports a pass whose read failed, retried after the cloud's wait
 // or with the person backoff when the error needs a person.
 func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) {
+	p.r.index.Pending.Restore(p.obj.Name, p.changed, false)
 	wait := pendingRetry
 	if d, ok := cloud.RetryAfter(err); ok {
 		wait = d

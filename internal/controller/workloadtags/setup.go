@@ -32,6 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	r.init()
+	r.subscriber.Subscribe(ControllerName, r)
 	all := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -42,6 +43,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(metadataChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, all, builder.WithPredicates(metadataChanged())).
 		Watches(&corev1.PersistentVolume{}, all, builder.WithPredicates(kit.UpdateChanged(volumeChanged))).
+		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
 

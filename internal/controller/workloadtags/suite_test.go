@@ -54,18 +54,22 @@ type harness struct {
 
 // newHarness takes a plane and starts the workload tags controller on
 // provider.
-func newHarness(t *testing.T, provider func(*harness) cloud.Provider) *harness {
+func newHarness(t *testing.T, provider func(*harness) cloud.Provider, opts ...func(*operator.Options)) *harness {
 	t.Helper()
 	t.Parallel()
 	kube := planes.Acquire(t)
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client,
 		run: fmt.Sprintf("wt%d-%d", time.Now().UnixNano()%1e6, tests.Add(1)), audit: &testenv.SyncBuffer{}}
-	mgr, err := operator.Build(h.ctx, kube.Config, operator.Options{
+	o := operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		Providers:   []cloud.Provider{provider(h)},
 		Controllers: []string{workloadtags.ControllerName},
 		Audit:       audit.New(h.audit),
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	mgr, err := operator.Build(h.ctx, kube.Config, o)
 	if err != nil {
 		t.Fatal(err)
 	}
