@@ -47,10 +47,11 @@ func newPlanCommand() (*cobra.Command, *planFlags) {
 controller would write: tags per cloud resource and labels per Node for every
 NodeTagSync, and tags per classified resource for every CloudMetadata of the
 namespace (-n, else the kubeconfig context's; -A for all) with its
-AzureMetadata / AWSMetadata, and labels per Node for every LabelSyncProfile
+AzureMetadata / AWSMetadata, labels per Node for every LabelSyncProfile
 of the namespace (its Nodes read in their workload clusters through the
-Clusters' kubeconfig Secrets). NAME limits it to the NodeTagSync, the
-CloudMetadata and the LabelSyncProfile of that name. It computes the writes
+Clusters' kubeconfig Secrets), and tags per disk for every
+WorkloadTagPolicy. NAME limits it to the NodeTagSync, the CloudMetadata,
+the LabelSyncProfile and the WorkloadTagPolicy of that name. It computes the writes
 with the controllers' own planning code and only reads: no tag, label,
 status or event is written.
 

@@ -35,7 +35,7 @@ const (
 // cloud that cannot be read is an error (the plan would be incomplete); a
 // workload cluster that cannot be reached is reported in its profiles.
 func collectPlan(ctx context.Context, c client.Reader, providers cloud.Providers, ls labelSyncAccess, sel planSelection) (*planReport, error) {
-	r := &planReport{NodeTagSyncs: []syncPlan{}, CloudMetadata: []metadataPlan{}, LabelSyncProfiles: []profilePlan{}}
+	r := &planReport{NodeTagSyncs: []syncPlan{}, CloudMetadata: []metadataPlan{}, LabelSyncProfiles: []profilePlan{}, WorkloadTagPolicies: []workloadPlan{}}
 	if err := r.collectSyncs(ctx, c, providers, sel.name); err != nil {
 		return nil, err
 	}
@@ -45,8 +45,11 @@ func collectPlan(ctx context.Context, c client.Reader, providers cloud.Providers
 	if err := r.collectProfiles(ctx, c, ls, sel); err != nil {
 		return nil, err
 	}
-	if sel.name != "" && len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 {
-		return nil, fmt.Errorf("no NodeTagSync, and no CloudMetadata or LabelSyncProfile in namespace %s, is named %q: %w", sel.namespace, sel.name, errPlanNotFound)
+	if err := r.collectWorkloads(ctx, c, providers, sel.name); err != nil {
+		return nil, err
+	}
+	if sel.name != "" && len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 && len(r.WorkloadTagPolicies) == 0 {
+		return nil, fmt.Errorf("no NodeTagSync or WorkloadTagPolicy, and no CloudMetadata or LabelSyncProfile in namespace %s, is named %q: %w", sel.namespace, sel.name, errPlanNotFound)
 	}
 	return r, nil
 }

@@ -39,8 +39,11 @@ func (r *planReport) print(w io.Writer, colour bool) error {
 	for _, s := range r.LabelSyncProfiles {
 		p.profile(s)
 	}
-	if len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 {
-		p.line(0, "", "No NodeTagSync, CloudMetadata or LabelSyncProfile found: nothing to plan.")
+	for _, w := range r.WorkloadTagPolicies {
+		p.workload(w)
+	}
+	if len(r.NodeTagSyncs) == 0 && len(r.CloudMetadata) == 0 && len(r.LabelSyncProfiles) == 0 && len(r.WorkloadTagPolicies) == 0 {
+		p.line(0, "", "No NodeTagSync, CloudMetadata, LabelSyncProfile or WorkloadTagPolicy found: nothing to plan.")
 	}
 	p.line(0, "", "")
 	p.line(0, "", "Plan: %d write(s) (%s).", r.Writes(), "nothing was written")

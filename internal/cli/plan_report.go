@@ -17,6 +17,8 @@ type planReport struct {
 	// LabelSyncProfiles are the LabelSyncProfiles planned, by namespace
 	// and name (none when the cluster lacks the Metal3 or Cluster API CRDs).
 	LabelSyncProfiles []profilePlan `json:"labelSyncProfiles"`
+	// WorkloadTagPolicies are the workload tag policies' plans.
+	WorkloadTagPolicies []workloadPlan `json:"workloadTagPolicies"`
 	// Unknown says what plan cannot know about the running controller.
 	Unknown []string `json:"unknown,omitempty"`
 }
@@ -139,6 +141,9 @@ func (r *planReport) Writes() int {
 	}
 	for _, p := range r.LabelSyncProfiles {
 		n += p.writes()
+	}
+	for _, w := range r.WorkloadTagPolicies {
+		n += changedResources(w.Resources)
 	}
 	return n
 }

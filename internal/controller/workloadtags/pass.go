@@ -97,7 +97,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	p := &pass{r: r, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
+	p := &pass{r: r, reader: r.Client, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
 	p.changed, _ = r.index.Pending.Take(req.Name)
 	return p.run(ctx)
 }
@@ -113,7 +113,10 @@ func (r *Reconciler) init() {
 
 // pass is one reconcile of a policy.
 type pass struct {
-	r       *Reconciler
+	r *Reconciler
+	// reader reads the cluster (the manager's cache; tagsync plan's
+	// client).
+	reader  client.Reader
 	obj     *v1alpha1.WorkloadTagPolicy
 	before  *v1alpha1.WorkloadTagPolicy
 	st      *state

@@ -120,7 +120,7 @@ func (p *pass) workloads(ctx context.Context) ([]workload, error) {
 		return nil, nil
 	}
 	var nss corev1.NamespaceList
-	if err := p.r.Client.List(ctx, &nss); err != nil {
+	if err := p.reader.List(ctx, &nss); err != nil {
 		return nil, err
 	}
 	byName := make(map[string]*corev1.Namespace, len(nss.Items))
@@ -128,7 +128,7 @@ func (p *pass) workloads(ctx context.Context) ([]workload, error) {
 		byName[nss.Items[i].Name] = &nss.Items[i]
 	}
 	var pvs corev1.PersistentVolumeList
-	if err := p.r.Client.List(ctx, &pvs); err != nil {
+	if err := p.reader.List(ctx, &pvs); err != nil {
 		return nil, err
 	}
 	sort.Slice(pvs.Items, func(i, j int) bool { return pvs.Items[i].Name < pvs.Items[j].Name })
@@ -167,7 +167,7 @@ func (p *pass) claimWorkload(ctx context.Context, namespace, name string, ns *co
 	w := tags.Workload{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name,
 		NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
 	var pvc corev1.PersistentVolumeClaim
-	if err := p.r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pvc); err == nil {
+	if err := p.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pvc); err == nil {
 		w.Labels, w.Annotations = pvc.Labels, pvc.Annotations
 	}
 	return w
@@ -177,7 +177,7 @@ func (p *pass) claimWorkload(ctx context.Context, namespace, name string, ns *co
 // a key they want with another value on a resource is contested.
 func (p *pass) rivals(ctx context.Context) ([]config, error) {
 	var list v1alpha1.WorkloadTagPolicyList
-	if err := p.r.Client.List(ctx, &list); err != nil {
+	if err := p.reader.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	var out []config
