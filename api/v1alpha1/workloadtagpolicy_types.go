@@ -9,13 +9,16 @@ import (
 
 // WorkloadResource is a kind of cloud resource a cluster's workloads cause,
 // named by the Kubernetes object that refers to it.
-// +kubebuilder:validation:Enum=PersistentVolume
+// +kubebuilder:validation:Enum=PersistentVolume;Service
 type WorkloadResource string
 
 const (
 	// WorkloadPersistentVolume is the disk behind a bound PersistentVolume
 	// (Azure managed disk, EBS volume), tagged for its claim.
 	WorkloadPersistentVolume WorkloadResource = "PersistentVolume"
+	// WorkloadService is what the cloud provider made for a Service of
+	// type LoadBalancer (Azure: its public IP), tagged for the Service.
+	WorkloadService WorkloadResource = "Service"
 )
 
 // MaxWorkloadTags is the most tags one WorkloadTagPolicy may write: a
@@ -34,8 +37,10 @@ type WorkloadTagPolicySpec struct {
 	// +optional
 	Provider Provider `json:"provider,omitempty"`
 
-	// Resources are the kinds of resources tagged. Today: PersistentVolume
-	// (the managed disk or EBS volume of a bound claim).
+	// Resources are the kinds of resources tagged: PersistentVolume (the
+	// managed disk or EBS volume of a bound claim) and Service (on Azure,
+	// the public IP the cloud provider made for a Service of type
+	// LoadBalancer; an IP several Services share is reported, not tagged).
 	// +kubebuilder:default={PersistentVolume}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
@@ -106,7 +111,8 @@ type WorkloadTag struct {
 	Key string `json:"key"`
 
 	// Value is the tag's value: literal text with placeholders ${namespace},
-	// ${name} and ${kind} (of the claim or object the resource serves),
+	// ${name} and ${kind} (of the object the resource serves: the claim of
+	// a volume, or the Service),
 	// ${labels['k']} and ${annotations['k']} (the object's), and
 	// ${namespace.labels['k']} and ${namespace.annotations['k']} (its
 	// namespace's). For example "${namespace.labels['cost-center']}" or

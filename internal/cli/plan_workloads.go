@@ -108,13 +108,13 @@ func (p *planPrinter) workload(w workloadPlan) {
 	}
 	p.line(1, "", "%d resource(s) in sync", w.InSync)
 	for _, v := range w.Pending {
-		p.line(1, "", "volume %s: its resource is not in the cloud yet", v)
+		p.line(1, "", "%s: its resource is not in the cloud yet", v)
 	}
 	for _, v := range w.Shared {
-		p.line(1, "", "volume %s: shared, never tagged per workload", v)
+		p.line(1, "", "%s: shared, never tagged per workload", v)
 	}
 	for _, v := range w.Unread {
-		p.line(1, red, "! volume %s: its resource could not be read", v)
+		p.line(1, red, "! %s: its resource could not be read", v)
 	}
 	for _, f := range w.Failed {
 		p.line(1, red, "! unreadable: %s", f)

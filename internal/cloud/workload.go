@@ -44,3 +44,28 @@ type Reading struct {
 	// Calls is the number of cloud requests the read took.
 	Calls int
 }
+
+// ServiceFinder is a WorkloadProvider that also finds the resources the
+// cloud's Kubernetes cloud provider made for Services of type
+// LoadBalancer (Azure: public IPs).
+type ServiceFinder interface {
+	WorkloadProvider
+	// ServiceResources finds, in bulk, the resources made for the
+	// Services (namespace/name): those of one Service alone, and those
+	// several share.
+	ServiceResources(ctx context.Context, services []string) (ServiceResources, error)
+}
+
+// ServiceResources is what ServiceResources found, by Service
+// (namespace/name).
+type ServiceResources struct {
+	// Own are, per Service, the IDs of resources made for it alone.
+	Own map[string][]string
+	// Shared are, per Service, the IDs of resources it shares with other
+	// Services: reported, never tagged for one workload.
+	Shared map[string][]string
+	// Failed lists the scopes that could not be searched.
+	Failed []ScopeError
+	// Calls is the number of cloud requests the search took.
+	Calls int
+}

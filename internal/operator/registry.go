@@ -139,7 +139,7 @@ func Controllers() []Controller {
 		RBAC: []rbacv1.PolicyRule{
 			{APIGroups: []string{"tagsync.io"}, Resources: []string{"workloadtagpolicies"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"tagsync.io"}, Resources: []string{"workloadtagpolicies/status"}, Verbs: []string{"patch"}},
-			{APIGroups: []string{""}, Resources: []string{"namespaces", "persistentvolumes", "persistentvolumeclaims"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "persistentvolumes", "persistentvolumeclaims", "services"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {

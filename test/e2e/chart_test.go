@@ -531,7 +531,7 @@ func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
 // exactly what TestChartRBACIsEnoughAndEveryRuleIsNeeded shows unneeded.
 func TestChartRBACStaysWithinTheControllerMarkers(t *testing.T) {
 	// Every controller, so every marker has its rule in the chart.
-	objs := renderChart(t, chartNS, "--set", "metadata.enabled=true,openshift.enabled=true,labelSync.enabled=true")
+	objs := renderChart(t, chartNS, "--set", "metadata.enabled=true,openshift.enabled=true,labelSync.enabled=true,workloadTags.enabled=true")
 	generated := grants(t, readObjects(t, "config/rbac/role.yaml"))
 	chart := grants(t, ofKind(objs, "ClusterRole"))
 	for _, role := range ofKind(objs, "Role") {

@@ -31,7 +31,7 @@ const previousChartCommit = "f039d6970e039fa257f1b402ae8078285acf4768"
 
 // tagsyncCRDs are the names of tagsync's CRDs.
 var tagsyncCRDs = []string{"awsmetadata.tagsync.io", "azuremetadata.tagsync.io", "cloudmetadata.tagsync.io",
-	"labelsyncprofiles.tagsync.io", "nodetagsyncs.tagsync.io"}
+	"labelsyncprofiles.tagsync.io", "nodetagsyncs.tagsync.io", "workloadtagpolicies.tagsync.io"}
 
 var (
 	nodeTagSyncGVK   = schema.GroupVersionKind{Group: "tagsync.io", Version: "v1alpha1", Kind: "NodeTagSync"}

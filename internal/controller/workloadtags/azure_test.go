@@ -253,3 +253,70 @@ func TestPolicyValidation(t *testing.T) {
 	p2 := h.policy("aws", v1alpha1.ProviderAWS, tag("team", "a"))
 	h.waitReady(p2.Name, metav1.ConditionFalse, workloadtags.ReasonProviderNotConfigured)
 }
+
+// service creates a Service of type LoadBalancer in ns with labels.
+func (h *harness) service(ns, name string, labels map[string]string) {
+	h.t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := h.c.Create(h.ctx, svc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// publicIP creates a public IP as the Azure cloud provider does for the
+// Services named in service (k8s-azure-service, comma-joined when shared).
+func (d *azureDisks) publicIP(name, service string) string {
+	d.t.Helper()
+	id, err := d.env.Server.CreateResource(sub, d.rg, armsim.Resource{Type: armsim.TypePublicIP, Name: name,
+		Tags: map[string]string{"k8s-azure-service": service, "k8s-azure-cluster-name": "aks"}})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return id
+}
+
+// TestAzureServices runs a policy over Services of type LoadBalancer: the
+// public IP the cloud provider made for one Service is tagged from the
+// Service and its namespace; an IP two Services share is reported and left
+// alone, as are IPs of unselected namespaces and Services of other types;
+// a Service whose IP is not made yet is pending until it is.
+func TestAzureServices(t *testing.T) {
+	disks := newAzureDisks(t)
+	h := newHarness(t, azureOn(disks.env))
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.service(shop, "web", map[string]string{"team": "payments"})
+	h.service(shop, "a", nil)
+	h.service(shop, "b", nil)
+	h.service(shop, "api", nil)
+	web := disks.publicIP("ip-web", shop+"/web")
+	shared := disks.publicIP("ip-shared", shop+"/a,"+shop+"/b")
+	other := disks.publicIP("ip-other", "elsewhere/x")
+
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-svc"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAzure,
+			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags: []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"),
+				tag("k8s-service", "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
+	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Shared != 2 || s.Pending != 1 {
+		t.Errorf("status %+v, want 1 resource in sync, 2 shared, 1 pending", s)
+	}
+	want := map[string]map[string]string{
+		web:    {"k8s-azure-service": shop + "/web", "k8s-azure-cluster-name": "aks", "cost-center": "cc-1", "k8s-service": shop + "/web", "team": "payments"},
+		shared: {"k8s-azure-service": shop + "/a," + shop + "/b", "k8s-azure-cluster-name": "aks"},
+		other:  {"k8s-azure-service": "elsewhere/x", "k8s-azure-cluster-name": "aks"},
+	}
+	for id, w := range want {
+		if g := disks.tags(id); fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s carries %v, want %v", id, g, w)
+		}
+	}
+	api := disks.publicIP("ip-api", shop+"/api")
+	disks.waitTag(api, "k8s-service", shop+"/api")
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+}

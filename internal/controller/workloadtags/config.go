@@ -24,8 +24,9 @@ type config struct {
 	selector labels.Selector
 	// tags are the keys and their templates, in the spec's order.
 	tags []tagTemplate
-	// volumes says whether PersistentVolumes' disks are tagged.
-	volumes bool
+	// volumes and services say whether PersistentVolumes' disks and
+	// Services' resources are tagged.
+	volumes, services bool
 	suspend bool
 	every   time.Duration
 }
@@ -44,7 +45,8 @@ var errInvalidSpec = errors.New("invalid WorkloadTagPolicy")
 // names every problem found.
 func newConfig(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) (config, error) {
 	c := config{name: p.Name, provider: string(p.Spec.Provider), suspend: p.Spec.Suspend,
-		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), every: p.Spec.SyncInterval()}
+		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), services: p.Spec.Tagging(v1alpha1.WorkloadService),
+		every: p.Spec.SyncInterval()}
 	c.nc = rules.NameCase()
 	if c.provider == "" {
 		c.provider = string(v1alpha1.ProviderAzure)

@@ -2,6 +2,7 @@ package workloadtags
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -75,7 +76,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // its cache and writes status with patches.
 // +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies,verbs=list;watch
 // +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims;services,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one pass for a policy; when it ends, the cloud changes
@@ -122,8 +123,10 @@ type pass struct {
 	st      *state
 	started time.Time
 	cfg     config
-	// provider is the policy's cloud.
+	// provider is the policy's cloud; services the same when the policy
+	// tags Services' resources.
 	provider cloud.WorkloadProvider
+	services cloud.ServiceFinder
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
@@ -158,7 +161,17 @@ func (p *pass) configure() error {
 	}
 	p.provider = wp
 	p.cfg, err = newConfig(p.obj, wp.Rules(), wp.CreatorKeys())
-	return err
+	if err != nil {
+		return err
+	}
+	if p.cfg.services {
+		f, ok := wp.(cloud.ServiceFinder)
+		if !ok {
+			return fmt.Errorf("%w: resources: Service: tagsync does not tag the resources of Services on %s yet", errInvalidSpec, name)
+		}
+		p.services = f
+	}
+	return nil
 }
 
 // providerError: the policy's cloud is not configured or cannot tag

@@ -60,8 +60,13 @@ func plan(cfg config, rivals []config, ws []workload, rd cloud.Reading) []resour
 	out := make([]resourcePlan, 0, len(ws))
 	for _, w := range ws {
 		rp := resourcePlan{workload: w}
-		if w.shared != "" {
+		switch {
+		case w.shared != "":
 			rp.state = stateShared
+			out = append(out, rp)
+			continue
+		case w.notYet:
+			rp.state = statePending
 			out = append(out, rp)
 			continue
 		}

@@ -30,7 +30,7 @@ func mustConfig(t *testing.T, name string, sel map[string]string, ts ...v1alpha1
 }
 
 func wl(id, ns, claim string, nsLabels map[string]string) workload {
-	return workload{pv: "pv-" + claim, volume: volume{id: id},
+	return workload{source: "pv-" + claim, ref: ref{id: id},
 		w: tags.Workload{Kind: "PersistentVolumeClaim", Namespace: ns, Name: claim, NamespaceLabels: nsLabels}}
 }
 
@@ -54,7 +54,7 @@ func TestPlan(t *testing.T) {
 		wl("missing", "shop", "new", labels),
 		wl("unread", "shop", "x", labels),
 		wl("full", "shop", "y", labels),
-		{pv: "pv-share", volume: volume{shared: "efs"}},
+		{source: "pv-share", ref: ref{shared: "efs"}},
 	}
 	rd := cloud.Reading{Resources: []cloud.Classified{
 		{ID: "A", Tags: tags.Set{"cost-center": "cc-1", "k8s-namespace": "shop", "old": "kept"}, Rules: rules},
@@ -81,10 +81,10 @@ func TestPlan(t *testing.T) {
 	for i, rp := range plans {
 		g := got{rp.state, rp.patch.Set, rp.contested, len(rp.skipped)}
 		if !reflect.DeepEqual(g, want[i]) {
-			t.Errorf("%s: %+v, want %+v", rp.pv, g, want[i])
+			t.Errorf("%s: %+v, want %+v", rp.source, g, want[i])
 		}
 		if len(rp.patch.Delete) > 0 {
-			t.Errorf("%s: a deletion was planned: %v", rp.pv, rp.patch.Delete)
+			t.Errorf("%s: a deletion was planned: %v", rp.source, rp.patch.Delete)
 		}
 	}
 	if !plans[0].inSync() || plans[1].inSync() || plans[5].inSync() {
@@ -117,20 +117,20 @@ func TestVolumeOf(t *testing.T) {
 	for _, tc := range []struct {
 		src      corev1.PersistentVolumeSource
 		provider v1alpha1.Provider
-		want     volume
+		want     ref
 		ok       bool
 	}{
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.azure.com", VolumeHandle: disk}}, v1alpha1.ProviderAzure, volume{id: disk}, true},
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.azure.com", VolumeHandle: disk}}, v1alpha1.ProviderAWS, volume{}, false},
-		{corev1.PersistentVolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DataDiskURI: disk}}, v1alpha1.ProviderAzure, volume{id: disk}, true},
-		{corev1.PersistentVolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DataDiskURI: "https://acct.blob.core.windows.net/vhds/d.vhd"}}, v1alpha1.ProviderAzure, volume{id: "https://acct.blob.core.windows.net/vhds/d.vhd"}, false},
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "file.csi.azure.com", VolumeHandle: "rg#acct#share"}}, v1alpha1.ProviderAzure, volume{shared: "file.csi.azure.com share rg#acct#share"}, true},
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}}, v1alpha1.ProviderAWS, volume{id: "vol-1"}, true},
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "local-ebs://dev/xvdb"}}, v1alpha1.ProviderAWS, volume{id: "local-ebs://dev/xvdb"}, false},
-		{corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1a/vol-2"}}, v1alpha1.ProviderAWS, volume{id: "vol-2"}, true},
-		{corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws:///vol-3"}}, v1alpha1.ProviderAWS, volume{id: "vol-3"}, true},
-		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "efs.csi.aws.com", VolumeHandle: "efs:fs-1::fsap-2"}}, v1alpha1.ProviderAWS, volume{shared: "efs.csi.aws.com share efs:fs-1::fsap-2"}, true},
-		{corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}, v1alpha1.ProviderAWS, volume{}, false},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.azure.com", VolumeHandle: disk}}, v1alpha1.ProviderAzure, ref{id: disk}, true},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.azure.com", VolumeHandle: disk}}, v1alpha1.ProviderAWS, ref{}, false},
+		{corev1.PersistentVolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DataDiskURI: disk}}, v1alpha1.ProviderAzure, ref{id: disk}, true},
+		{corev1.PersistentVolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{DataDiskURI: "https://acct.blob.core.windows.net/vhds/d.vhd"}}, v1alpha1.ProviderAzure, ref{id: "https://acct.blob.core.windows.net/vhds/d.vhd"}, false},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "file.csi.azure.com", VolumeHandle: "rg#acct#share"}}, v1alpha1.ProviderAzure, ref{shared: "file.csi.azure.com share rg#acct#share"}, true},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}}, v1alpha1.ProviderAWS, ref{id: "vol-1"}, true},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "local-ebs://dev/xvdb"}}, v1alpha1.ProviderAWS, ref{id: "local-ebs://dev/xvdb"}, false},
+		{corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1a/vol-2"}}, v1alpha1.ProviderAWS, ref{id: "vol-2"}, true},
+		{corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws:///vol-3"}}, v1alpha1.ProviderAWS, ref{id: "vol-3"}, true},
+		{corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "efs.csi.aws.com", VolumeHandle: "efs:fs-1::fsap-2"}}, v1alpha1.ProviderAWS, ref{shared: "efs.csi.aws.com share efs:fs-1::fsap-2"}, true},
+		{corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}, v1alpha1.ProviderAWS, ref{}, false},
 	} {
 		got, ok := volumeOf(&corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: tc.src}}, tc.provider)
 		if ok != tc.ok || (ok && got != tc.want) {

@@ -24,7 +24,7 @@ type Prediction struct {
 	Suspended bool
 	// Resources are the resources the read found, each with its plan.
 	Resources []Predicted
-	// Pending, Unread and Shared name the volumes whose resource the cloud
+	// Pending, Unread and Shared name the sources whose resource the cloud
 	// does not show yet, could not be read, or is shared.
 	Pending, Unread, Shared []string
 	// Failed are the scopes the read could not read.
@@ -33,8 +33,9 @@ type Prediction struct {
 
 // Predicted is one resource's plan.
 type Predicted struct {
-	// PV names the volume, ID the resource.
-	PV, ID string
+	// Source names what names the resource ("PersistentVolume pv-1"), ID
+	// the resource.
+	Source, ID string
 	// Before are its tags as read; Rules its cloud's rules.
 	Before tags.Set
 	Rules  tags.Rules
@@ -67,13 +68,13 @@ func Predict(ctx context.Context, c client.Reader, providers cloud.Providers, ob
 	for _, rp := range plan(p.cfg, rd.rivals, rd.workloads, rd.cloud) {
 		switch rp.state {
 		case statePending:
-			out.Pending = append(out.Pending, rp.pv)
+			out.Pending = append(out.Pending, rp.source)
 		case stateUnread:
-			out.Unread = append(out.Unread, rp.pv)
+			out.Unread = append(out.Unread, rp.source)
 		case stateShared:
-			out.Shared = append(out.Shared, rp.pv+" ("+rp.shared+")")
+			out.Shared = append(out.Shared, rp.source+" ("+rp.shared+")")
 		default:
-			out.Resources = append(out.Resources, Predicted{PV: rp.pv, ID: rp.id, Before: rp.before, Rules: rp.rules,
+			out.Resources = append(out.Resources, Predicted{Source: rp.source, ID: rp.id, Before: rp.before, Rules: rp.rules,
 				Patch: rp.patch, Skipped: rp.skipped, Contested: rp.contested})
 		}
 	}

@@ -16,9 +16,10 @@ import (
 // workload is one cloud resource a selected workload causes, and what the
 // templates may read about the workload.
 type workload struct {
-	// pv is the PersistentVolume that names the resource.
-	pv string
-	volume
+	// source names what names the resource ("PersistentVolume pv-1",
+	// "Service shop/web").
+	source string
+	ref
 	w tags.Workload
 }
 
@@ -36,21 +37,30 @@ type reading struct {
 // read (nothing is read when no resource is found).
 func (p *pass) read(ctx context.Context) (reading, error) {
 	var rd reading
-	ws, err := p.workloads(ctx)
+	nss, err := p.namespaces(ctx)
 	if err != nil {
 		return rd, err
 	}
-	rd.workloads = ws
+	ws, err := p.workloads(ctx, nss)
+	if err != nil {
+		return rd, err
+	}
+	svcs, searched, err := p.serviceWorkloads(ctx, nss)
+	if err != nil {
+		return rd, err
+	}
+	rd.workloads = append(ws, svcs...)
 	if rd.rivals, err = p.rivals(ctx); err != nil {
 		return rd, err
 	}
 	var ids []string
-	for _, w := range ws {
+	for _, w := range rd.workloads {
 		if w.id != "" {
 			ids = append(ids, w.id)
 		}
 	}
 	if len(ids) == 0 {
+		rd.cloud.Failed, rd.cloud.Calls = searched.Failed, searched.Calls
 		return rd, nil
 	}
 	rd.cloud, err = p.provider.ReadTags(ctx, ids, p.changed)
@@ -58,6 +68,8 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if err != nil {
 		return rd, err
 	}
+	rd.cloud.Failed = append(rd.cloud.Failed, searched.Failed...)
+	rd.cloud.Calls += searched.Calls
 	p.r.indexRead(p.obj.Name, rd.cloud.Resources)
 	p.freshen(rd.cloud.Resources, p.changed)
 	return rd, nil
@@ -115,17 +127,9 @@ func (p *pass) freshen(found []cloud.Classified, changed []string) {
 // bound PersistentVolume of its cloud whose claim's namespace it selects,
 // one per resource ID (the first volume by name when several name one),
 // sorted by PersistentVolume.
-func (p *pass) workloads(ctx context.Context) ([]workload, error) {
+func (p *pass) workloads(ctx context.Context, byName map[string]*corev1.Namespace) ([]workload, error) {
 	if !p.cfg.volumes {
 		return nil, nil
-	}
-	var nss corev1.NamespaceList
-	if err := p.reader.List(ctx, &nss); err != nil {
-		return nil, err
-	}
-	byName := make(map[string]*corev1.Namespace, len(nss.Items))
-	for i := range nss.Items {
-		byName[nss.Items[i].Name] = &nss.Items[i]
 	}
 	var pvs corev1.PersistentVolumeList
 	if err := p.reader.List(ctx, &pvs); err != nil {
@@ -145,7 +149,7 @@ func (p *pass) workloads(ctx context.Context) ([]workload, error) {
 		if !ok || ns == nil {
 			continue
 		}
-		w := workload{pv: pv.Name, volume: vol, w: p.claimWorkload(ctx, ref.Namespace, ref.Name, ns)}
+		w := workload{source: "PersistentVolume " + pv.Name, ref: vol, w: p.claimWorkload(ctx, ref.Namespace, ref.Name, ns)}
 		if !p.cfg.selects(w.w) {
 			continue
 		}
@@ -158,6 +162,74 @@ func (p *pass) workloads(ctx context.Context) ([]workload, error) {
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// namespaces are the cluster's namespaces by name.
+func (p *pass) namespaces(ctx context.Context) (map[string]*corev1.Namespace, error) {
+	var nss corev1.NamespaceList
+	if err := p.reader.List(ctx, &nss); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*corev1.Namespace, len(nss.Items))
+	for i := range nss.Items {
+		byName[nss.Items[i].Name] = &nss.Items[i]
+	}
+	return byName, nil
+}
+
+// serviceWorkloads are the resources of the Services of type LoadBalancer
+// in the selected namespaces, found by the cloud (cloud.ServiceFinder) in
+// one search: each of a Service's own resources, one shared entry per
+// resource it shares, and a pending entry for a Service none was found for
+// yet (unless the search failed somewhere: then it is unknown). searched
+// says what the search cost and could not read.
+func (p *pass) serviceWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, cloud.ServiceResources, error) {
+	if p.services == nil {
+		return nil, cloud.ServiceResources{}, nil
+	}
+	var list corev1.ServiceList
+	if err := p.reader.List(ctx, &list); err != nil {
+		return nil, cloud.ServiceResources{}, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].Namespace+"/"+list.Items[i].Name < list.Items[j].Namespace+"/"+list.Items[j].Name
+	})
+	var keys []string
+	var selected []tags.Workload
+	for i := range list.Items {
+		svc := &list.Items[i]
+		ns := nss[svc.Namespace]
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || ns == nil || svc.DeletionTimestamp != nil {
+			continue
+		}
+		w := tags.Workload{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, Labels: svc.Labels, Annotations: svc.Annotations,
+			NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
+		if p.cfg.selects(w) {
+			keys = append(keys, svc.Namespace+"/"+svc.Name)
+			selected = append(selected, w)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, cloud.ServiceResources{}, nil
+	}
+	found, err := p.services.ServiceResources(ctx, keys)
+	if err != nil {
+		return nil, found, err
+	}
+	var out []workload
+	for i, key := range keys {
+		source := "Service " + key
+		for _, id := range found.Own[key] {
+			out = append(out, workload{source: source, ref: ref{id: id}, w: selected[i]})
+		}
+		for _, id := range found.Shared[key] {
+			out = append(out, workload{source: source, ref: ref{shared: "a resource several Services share: " + id}, w: selected[i]})
+		}
+		if len(found.Own[key])+len(found.Shared[key]) == 0 && len(found.Failed) == 0 {
+			out = append(out, workload{source: source, ref: ref{notYet: true}, w: selected[i]})
+		}
+	}
+	return out, found, nil
 }
 
 // claimWorkload is what templates read about a claim: its own labels and

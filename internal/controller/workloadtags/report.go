@@ -53,7 +53,7 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 		}
 		t.resources++
 		if len(rp.skipped) > 0 {
-			t.skipped = append(t.skipped, fmt.Sprintf("%s: %s", rp.pv, rp.skipped[0].Err))
+			t.skipped = append(t.skipped, fmt.Sprintf("%s: %s", rp.source, rp.skipped[0].Err))
 		}
 		err, wrote := results[cloud.CanonicalID(rp.id)]
 		switch {
@@ -64,7 +64,7 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 			t.written++
 		case wrote && err != nil:
 			t.failed++
-			t.failures = append(t.failures, fmt.Sprintf("%s: %v", rp.pv, err))
+			t.failures = append(t.failures, fmt.Sprintf("%s: %v", rp.source, err))
 			if d, ok := cloud.RetryAfter(err); ok {
 				t.wait = max(t.wait, d)
 			}
@@ -99,7 +99,7 @@ func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, res
 	}
 	p.notify(t)
 	p.observe(t)
-	ready := len(t.contested) == 0 && t.pending == 0 && t.failed == 0 && t.inSync == t.resources
+	ready := len(t.contested) == 0 && t.pending == 0 && t.failed == 0 && t.inSync == t.resources && len(rd.cloud.Failed) == 0
 	reason, msg := ReasonTagged, fmt.Sprintf("%d resources carry every tag the policy asks", t.resources)
 	switch {
 	case t.resources == 0 && t.pending == 0:
@@ -142,6 +142,9 @@ func (p *pass) trackPending(plans []resourcePlan) bool {
 			continue
 		}
 		key := cloud.CanonicalID(rp.id)
+		if rp.id == "" {
+			key = rp.source
+		}
 		seen[key] = true
 		since, ok := p.st.pendingSince[key]
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(metadataChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, all, builder.WithPredicates(metadataChanged())).
 		Watches(&corev1.PersistentVolume{}, all, builder.WithPredicates(kit.UpdateChanged(volumeChanged))).
+		Watches(&corev1.Service{}, all, builder.WithPredicates(predicate.Or(metadataChanged(), kit.UpdateChanged(serviceChanged)))).
 		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
@@ -57,6 +59,13 @@ func metadataChanged() predicate.Predicate {
 // or resources: its claim, its phase or its source.
 func volumeChanged(old, cur *corev1.PersistentVolume) bool {
 	return claimOf(old) != claimOf(cur) || old.Status.Phase != cur.Status.Phase ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+}
+
+// serviceChanged reports a change of a Service's type or load balancer
+// status (its public IP made or replaced).
+func serviceChanged(old, cur *corev1.Service) bool {
+	return old.Spec.Type != cur.Spec.Type || !equality.Semantic.DeepEqual(old.Status.LoadBalancer, cur.Status.LoadBalancer) ||
 		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
 }
 

@@ -23,35 +23,39 @@ var (
 	}
 )
 
-// volume is the cloud resource behind a PersistentVolume.
-type volume struct {
-	// id is the resource's ID (Azure: the disk's ARM ID; AWS: the EBS
-	// volume ID); empty for a shared one.
+// ref is the cloud resource a workload causes (the disk behind a
+// PersistentVolume, a Service's public IP).
+type ref struct {
+	// id is the resource's ID (Azure: the ARM ID; AWS: the EBS volume
+	// ID); empty for a shared one or one not made yet.
 	id string
 	// shared names a backend many workloads share, which is reported and
 	// never tagged for one workload.
 	shared string
+	// notYet: the resource is not made yet (a Service whose public IP
+	// the cloud provider has not made): pending.
+	notYet bool
 }
 
 // volumeOf returns the resource behind pv on provider; ok is false when
 // pv is not a volume of that cloud tagsync knows.
-func volumeOf(pv *corev1.PersistentVolume, provider v1alpha1.Provider) (volume, bool) {
+func volumeOf(pv *corev1.PersistentVolume, provider v1alpha1.Provider) (ref, bool) {
 	s := pv.Spec.PersistentVolumeSource
 	switch {
 	case s.CSI != nil && diskDrivers[s.CSI.Driver] == provider:
 		id := s.CSI.VolumeHandle
-		return volume{id: id}, validID(provider, id)
+		return ref{id: id}, validID(provider, id)
 	case s.CSI != nil && sharedDrivers[s.CSI.Driver] == provider:
-		return volume{shared: s.CSI.Driver + " share " + s.CSI.VolumeHandle}, true
+		return ref{shared: s.CSI.Driver + " share " + s.CSI.VolumeHandle}, true
 	case s.AzureDisk != nil && provider == v1alpha1.ProviderAzure:
-		return volume{id: s.AzureDisk.DataDiskURI}, validID(provider, s.AzureDisk.DataDiskURI)
+		return ref{id: s.AzureDisk.DataDiskURI}, validID(provider, s.AzureDisk.DataDiskURI)
 	case s.AzureFile != nil && provider == v1alpha1.ProviderAzure:
-		return volume{shared: "Azure Files share " + s.AzureFile.ShareName}, true
+		return ref{shared: "Azure Files share " + s.AzureFile.ShareName}, true
 	case s.AWSElasticBlockStore != nil && provider == v1alpha1.ProviderAWS:
 		id := ebsVolumeID(s.AWSElasticBlockStore.VolumeID)
-		return volume{id: id}, validID(provider, id)
+		return ref{id: id}, validID(provider, id)
 	}
-	return volume{}, false
+	return ref{}, false
 }
 
 // ebsVolumeID is the volume ID of an in-tree EBS volume, written

@@ -1,0 +1,69 @@
+package azure
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+)
+
+// ServiceTag is the tag the Azure cloud provider (cloud-provider-azure,
+// pkg/consts ServiceTagKey) writes on the public IPs it makes for Services
+// of type LoadBalancer: namespace/name, several comma-joined when Services
+// share the IP.
+const ServiceTag = "k8s-azure-service"
+
+// typePublicIP is a public IP's Resource Graph type.
+const typePublicIP = "microsoft.network/publicipaddresses"
+
+// servicesQuery lists every public IP that carries ServiceTag.
+const servicesQuery = "resources | where type =~ '" + typePublicIP + "' | mv-expand bagexpansion=array tag = tags" +
+	" | where tostring(tag[0]) =~ '" + ServiceTag + "' | project id, name, type, subscriptionId, resourceGroup, tags"
+
+// ServiceResources finds the public IPs the Azure cloud provider made for
+// the Services (namespace/name) with one Resource Graph query (pages of up
+// to 1000 rows) over the default subscription: each IP whose ServiceTag
+// names one Service alone is that Service's; one that names several is
+// shared by each. The search index lags: an IP made a moment ago may not
+// be found yet. Failures are reported per subscription as Discover reports
+// them; the error is for a search that could not run.
+func (p *Provider) ServiceResources(ctx context.Context, services []string) (cloud.ServiceResources, error) {
+	out := cloud.ServiceResources{Own: map[string][]string{}, Shared: map[string][]string{}}
+	if len(services) == 0 {
+		return out, nil
+	}
+	subs, err := p.discoveryScopes(nil)
+	if err != nil {
+		return out, err
+	}
+	rows, failed, calls, err := p.runQueries(ctx, []string{servicesQuery}, subs)
+	out.Failed, out.Calls = failed, calls
+	if err != nil {
+		return out, err
+	}
+	wanted := map[string]bool{}
+	for _, s := range services {
+		wanted[s] = true
+	}
+	seen := map[string]bool{}
+	for _, row := range rows {
+		id, _ := row["id"].(string)
+		if id == "" || seen[cloud.CanonicalID(id)] {
+			continue
+		}
+		seen[cloud.CanonicalID(id)] = true
+		v, _ := rowTags(row["tags"]).Get(p.Rules().NameCase(), ServiceTag)
+		names := strings.Split(v, ",")
+		for _, n := range names {
+			n = strings.TrimSpace(n)
+			switch {
+			case !wanted[n]:
+			case len(names) == 1:
+				out.Own[n] = append(out.Own[n], id)
+			default:
+				out.Shared[n] = append(out.Shared[n], id)
+			}
+		}
+	}
+	return out, nil
+}
