@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,7 +68,7 @@ func workloadPlanOf(p workloadtags.Prediction) workloadPlan {
 			if out.Contested == nil {
 				out.Contested = map[string][]string{}
 			}
-			if !containsString(out.Contested[rival], k) {
+			if !slices.Contains(out.Contested[rival], k) {
 				out.Contested[rival] = append(out.Contested[rival], k)
 			}
 		}
@@ -82,15 +83,6 @@ func workloadPlanOf(p workloadtags.Prediction) workloadPlan {
 		sort.Strings(keys)
 	}
 	return out
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // workload prints one WorkloadTagPolicy's plan.

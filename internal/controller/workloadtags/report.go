@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 	t := tally{contested: map[string][]string{}}
 	for _, rp := range plans {
 		for k, rival := range rp.contested {
-			if !contains(t.contested[rival], k) {
+			if !slices.Contains(t.contested[rival], k) {
 				t.contested[rival] = append(t.contested[rival], k)
 			}
 		}
@@ -76,15 +77,6 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 		t.written = 0
 	}
 	return t
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // report writes the pass's outcome to the status, events and metrics, and
