@@ -27,8 +27,8 @@ type config struct {
 	// volumes and services say whether PersistentVolumes' disks and
 	// Services' resources are tagged.
 	volumes, services bool
-	suspend bool
-	every   time.Duration
+	suspend           bool
+	every             time.Duration
 }
 
 // tagTemplate is one key of a policy and its value template.
