@@ -21,6 +21,7 @@ type statusReport struct {
 	Azure         []v1alpha1.AzureMetadata
 	AWS           []v1alpha1.AWSMetadata
 	Profiles      []v1alpha1.LabelSyncProfile
+	Workloads     []v1alpha1.WorkloadTagPolicy
 	// Absent are the kinds whose CRD the cluster does not have.
 	Absent []string
 	// Forbidden are the kinds the user may not list.
@@ -47,10 +48,12 @@ var statusKinds = []statusKind{
 		func() client.Object { return &v1alpha1.AWSMetadata{} }},
 	{"LabelSyncProfile", true, func() client.ObjectList { return &v1alpha1.LabelSyncProfileList{} },
 		func() client.Object { return &v1alpha1.LabelSyncProfile{} }},
+	{"WorkloadTagPolicy", false, func() client.ObjectList { return &v1alpha1.WorkloadTagPolicyList{} },
+		func() client.Object { return &v1alpha1.WorkloadTagPolicy{} }},
 }
 
 // collectStatus lists the kinds in namespace ns ("" for all; the
-// cluster-scoped NodeTagSyncs always whole). A kind without a CRD or that
+// cluster-scoped NodeTagSyncs and WorkloadTagPolicies always whole). A kind without a CRD or that
 // the user may not list is noted, not an error.
 func collectStatus(ctx context.Context, c client.Reader, ns string, kinds []statusKind) (*statusReport, error) {
 	r := &statusReport{Namespace: ns}
@@ -88,12 +91,14 @@ func (r *statusReport) keep(list client.ObjectList) {
 		r.AWS = l.Items
 	case *v1alpha1.LabelSyncProfileList:
 		r.Profiles = l.Items
+	case *v1alpha1.WorkloadTagPolicyList:
+		r.Workloads = l.Items
 	}
 }
 
 // empty reports whether the report holds no object.
 func (r *statusReport) empty() bool {
-	return len(r.NodeTagSyncs)+len(r.CloudMetadata)+len(r.Azure)+len(r.AWS)+len(r.Profiles) == 0
+	return len(r.NodeTagSyncs)+len(r.CloudMetadata)+len(r.Azure)+len(r.AWS)+len(r.Profiles)+len(r.Workloads) == 0
 }
 
 // objects returns every object of the report, in the order shown.
@@ -113,6 +118,9 @@ func (r *statusReport) objects() []client.Object {
 	}
 	for i := range r.Profiles {
 		out = append(out, &r.Profiles[i])
+	}
+	for i := range r.Workloads {
+		out = append(out, &r.Workloads[i])
 	}
 	return out
 }

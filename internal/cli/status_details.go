@@ -37,6 +37,9 @@ func (r *statusReport) problemTable() *table {
 	for _, o := range r.Profiles {
 		add(objectName("LabelSyncProfile", o.Namespace, o.Name), o.Status.Conditions)
 	}
+	for _, o := range r.Workloads {
+		add(objectName("WorkloadTagPolicy", "", o.Name), o.Status.Conditions)
+	}
 	return t
 }
 

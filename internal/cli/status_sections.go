@@ -20,6 +20,7 @@ func (r *statusReport) tables(now time.Time) []*table {
 		r.cloudMetadataTable(now, all),
 		r.providerTable(all),
 		r.profileTable(now, all),
+		r.workloadTable(now),
 		r.problemTable(),
 		r.conflictTable(),
 		r.failureTable(),
@@ -82,6 +83,16 @@ func (r *statusReport) profileTable(now time.Time, all bool) *table {
 		t.add(withNamespace(all, o.Namespace, o.Name, condition(s.Conditions, v1alpha1.ConditionReady),
 			num(s.HostsMatched), num(s.NodesInSync), num(s.HostsWaiting), num(int32(len(s.Problems))+s.MoreProblems),
 			since(now, s.LastSyncTime), since(now, &o.CreationTimestamp))...)
+	}
+	return t
+}
+
+func (r *statusReport) workloadTable(now time.Time) *table {
+	t := &table{columns: []string{"WORKLOADTAGPOLICY", "PROVIDER", "READY", "RESOURCES", "IN SYNC", "PENDING", "SHARED", "FAILED", "LAST SYNC", "AGE"}}
+	for _, o := range r.Workloads {
+		s := o.Status
+		t.add(o.Name, orDefaultProvider(string(o.Spec.Provider)), condition(s.Conditions, v1alpha1.ConditionReady), num(s.Resources),
+			num(s.InSync), num(s.Pending), num(s.Shared), num(s.Failed), since(now, s.LastSyncTime), since(now, &o.CreationTimestamp))
 	}
 	return t
 }

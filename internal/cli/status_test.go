@@ -263,3 +263,23 @@ func TestStatusProblemsAreConditionsOutOfTheirHealthyState(t *testing.T) {
 		t.Fatalf("problems %q, want %q", got, want)
 	}
 }
+
+// TestStatusShowsWorkloadTagPolicies: a policy has its row with its counts,
+// and its unhealthy conditions are problems.
+func TestStatusShowsWorkloadTagPolicies(t *testing.T) {
+	r := statusReport{Workloads: []v1alpha1.WorkloadTagPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "costs"},
+		Status: v1alpha1.WorkloadTagPolicyStatus{Resources: 3, InSync: 1, Pending: 1, Shared: 2, Failed: 1,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: "False", Reason: "PartiallyTagged"},
+				{Type: v1alpha1.ConditionConflict, Status: "True", Reason: v1alpha1.ReasonContestedKeys}}}}}}
+	rows := r.workloadTable(time.Now()).rows
+	if len(rows) != 1 || strings.Join(rows[0][:8], " ") != "costs azure False 3 1 1 2 1" {
+		t.Errorf("rows %q", rows)
+	}
+	var got []string
+	for _, row := range r.problemTable().rows {
+		got = append(got, row[0]+" "+row[1])
+	}
+	if strings.Join(got, ",") != "WorkloadTagPolicy costs Ready=False,WorkloadTagPolicy costs Conflict=True" {
+		t.Errorf("problems %q", got)
+	}
+}
