@@ -92,7 +92,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			fmt.Fprintln(o.Out, "\ninterrupted: stopped the controller, kube-apiserver, etcd and armsim; removed the temporary files")
 		}
 	}()
-	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the tagsync controllers (node sync, metadata, label sync)")
+	fmt.Fprintln(o.Out, "tagsync demo: a real kube-apiserver, simulated Azure (armsim) and the tagsync controllers (node sync, metadata, workload tags, label sync)")
 	fmt.Fprintln(o.Out)
 	if err := pg.start(ctx); err != nil {
 		return interrupted(ctx, err)

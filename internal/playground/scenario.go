@@ -13,6 +13,7 @@ import (
 // changes one thing where a user or the platform would (the portal, kubectl,
 // a node-pool reconcile) and checks where the change must arrive.
 func scenario(pg *playground) []Step {
+	var workloads workloadIDs
 	return []Step{
 		pg.initialSync(),
 		pg.portalEdit(),
@@ -28,6 +29,8 @@ func scenario(pg *playground) []Step {
 		pg.metadataRevert(),
 		pg.metadataDelete(),
 		pg.metadataApproved(),
+		pg.workloadTags(&workloads),
+		pg.workloadRetag(&workloads),
 		pg.eventEdit(),
 		pg.prefixMoved(),
 		pg.hostLabelToNode(),
