@@ -13,6 +13,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud/clouds"
+	"github.com/tagsync/tagsync/internal/controller/workloadtags"
 	"github.com/tagsync/tagsync/internal/openshift"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -59,7 +60,7 @@ func unreadable(err error) error { return &ExitError{Code: ExitUnreadable, Err: 
 
 // validateFlags are the settings of `tagsync validate`.
 type validateFlags struct {
-	installConfig, file, rules, cloud, output string
+	installConfig, file, rules, cloud, output, policy string
 	tags                                      []string
 	openshift                                 bool
 }
@@ -70,7 +71,7 @@ type validateFlags struct {
 func NewValidateCommand() *cobra.Command {
 	f := &validateFlags{}
 	cmd := &cobra.Command{
-		Use:   "validate (--install-config FILE | [--cloud azure|aws] [--openshift] (--tags K=V,... | -f FILE))",
+		Use:   "validate (--install-config FILE | --workload-tag-policy FILE | [--cloud azure|aws] [--openshift] (--tags K=V,... | -f FILE))",
 		Short: "Check tags, or the userTags of an OpenShift install-config, against the tag rules",
 		Long: `validate checks tags without touching any cloud.
 
@@ -92,6 +93,12 @@ installer's userTags rules for that cloud (Azure's above when --cloud is not
 given). Without --cloud and --openshift the installer's Azure rules apply, as
 before --cloud existed; --rules openshift|azure|aws is the deprecated spelling.
 
+With --workload-tag-policy it reads a WorkloadTagPolicy manifest and checks it
+as the workload tags controller does, against its provider's rules: keys the
+cloud refuses or takes for one another, keys the resources' creators own
+(CSI drivers, the cloud provider), value templates that do not parse, and
+admission's limits (1 to 20 keys, keys of at most 127 characters).
+
 Every problem is reported, one per line on stderr (or in the data with -o json|yaml).
 
 Exit codes:
@@ -104,7 +111,8 @@ See docs/validate.md.`,
   tagsync validate --tags env=prod,team=web --tags 'query=a=b'
   tagsync validate --cloud aws --tags env=prod,team=web
   tagsync validate -f tags.yaml --cloud azure -o json
-  tagsync validate --cloud aws --openshift -f user-tags.yaml`,
+  tagsync validate --cloud aws --openshift -f user-tags.yaml
+  tagsync validate --workload-tag-policy policy.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runValidate(cmd, f)
@@ -112,6 +120,7 @@ See docs/validate.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.installConfig, "install-config", "", "OpenShift install-config.yaml whose userTags to check")
+	fl.StringVar(&f.policy, "workload-tag-policy", "", "a WorkloadTagPolicy manifest (YAML or JSON) to check as the controller would")
 	fl.StringArrayVar(&f.tags, "tags", nil, "tags to check, as key=value pairs separated by commas (repeatable; a value may contain '=')")
 	fl.StringVarP(&f.file, "file", "f", "", "YAML or JSON file holding a map of tags to check")
 	fl.StringVar(&f.cloud, "cloud", "", "check --tags and -f against this cloud's tag rules: azure or aws")
@@ -144,6 +153,15 @@ func runValidate(cmd *cobra.Command, f *validateFlags) error {
 		noun string
 	)
 	switch {
+	case f.policy != "":
+		if f.installConfig != "" || len(f.tags) > 0 || f.file != "" || f.rules != "" || f.cloud != "" || f.openshift {
+			return unreadable(errors.New("--workload-tag-policy cannot be combined with other inputs: the policy's provider decides the rules"))
+		}
+		var rerr error
+		if n, err, rerr = checkPolicyFile(f.policy); rerr != nil {
+			return rerr
+		}
+		noun = "tags"
 	case f.installConfig != "":
 		if len(f.tags) > 0 || f.file != "" {
 			return unreadable(errors.New("--install-config cannot be combined with --tags or -f"))
@@ -170,9 +188,41 @@ func runValidate(cmd *cobra.Command, f *validateFlags) error {
 		}
 		n, err, noun = len(set), validate(set), "tags"
 	default:
-		return unreadable(errors.New("nothing to validate: give --install-config FILE, --tags K=V or -f FILE"))
+		return unreadable(errors.New("nothing to validate: give --install-config FILE, --workload-tag-policy FILE, --tags K=V or -f FILE"))
 	}
 	return reportValidation(cmd.OutOrStdout(), cmd.ErrOrStderr(), f.output, n, noun, err)
+}
+
+// checkPolicyFile checks a WorkloadTagPolicy manifest with the workload
+// tags controller's own check against its provider's rules and creator
+// keys: how many tags it names, and its problems (joined). A file that
+// cannot be read, parsed (strictly: an unknown field is an error) or is not
+// a WorkloadTagPolicy of a known cloud is err, an unreadable exit.
+func checkPolicyFile(path string) (n int, problems, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, nil, unreadable(err)
+	}
+	var p v1alpha1.WorkloadTagPolicy
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return 0, nil, unreadable(fmt.Errorf("%s: %w", path, err))
+	}
+	if p.Kind != "WorkloadTagPolicy" {
+		return 0, nil, unreadable(fmt.Errorf("%s: kind %q: want WorkloadTagPolicy", path, p.Kind))
+	}
+	name := string(p.Spec.Provider)
+	if name == "" {
+		name = string(v1alpha1.ProviderAzure)
+	}
+	k, err := clouds.Lookup(name)
+	if err != nil {
+		return 0, nil, unreadable(fmt.Errorf("%s: spec.provider: %w", path, err))
+	}
+	var errs []error
+	for _, msg := range workloadtags.Check(&p, k.Rules, k.CreatorKeys) {
+		errs = append(errs, errors.New(msg))
+	}
+	return len(p.Spec.Tags), errors.Join(errs...), nil
 }
 
 // validatorFor returns the check --cloud and --openshift (or the

@@ -293,3 +293,39 @@ func TestValidateDocExamples(t *testing.T) {
 		t.Fatalf("openshift example: code %d, stderr %q", code, errOut)
 	}
 }
+
+// TestValidateWorkloadTagPolicy: a policy manifest is checked with the
+// controller's own check against its provider's rules: a valid one
+// passes; a creator's key, keys the cloud takes for one, a bad template
+// and an AWS-reserved key are each a problem; a file that is no policy,
+// or of an unknown cloud, exits unreadable.
+func TestValidateWorkloadTagPolicy(t *testing.T) {
+	policy := func(provider, tags string) string {
+		return writeFile(t, "policy.yaml", "apiVersion: tagsync.io/v1alpha1\nkind: WorkloadTagPolicy\nmetadata:\n  name: p\nspec:\n  provider: "+
+			provider+"\n  tags:\n"+tags)
+	}
+	out, _, code := runValidateCmd(t, "--workload-tag-policy", policy("azure", "  - {key: cost-center, value: \"${namespace.labels['cc']}\"}\n"))
+	if code != 0 || out != "valid: 1 tag\n" {
+		t.Errorf("a valid policy: code %d, %q", code, out)
+	}
+	_, errOut, code := runValidateCmd(t, "--workload-tag-policy", policy("azure",
+		"  - {key: k8s-azure-created-by, value: me}\n  - {key: Env, value: a}\n  - {key: env, value: b}\n  - {key: t, value: \"${pod}\"}\n"))
+	for _, want := range []string{"creator (the Azure cloud provider and the Azure CSI drivers)", `"env": the cloud takes it for the same tag as "Env"`, `"t": invalid value template`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errOut)
+		}
+	}
+	if code != ExitInvalid || strings.Count(errOut, "\n") != 3 {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runValidateCmd(t, "--workload-tag-policy", policy("aws", "  - {key: \"aws:x\", value: a}\n"))
+	if code != ExitInvalid || !strings.Contains(errOut, "aws:") {
+		t.Errorf("an aws: key on AWS: code %d, %q", code, errOut)
+	}
+	for _, bad := range []string{policy("gcp", "  - {key: a, value: b}\n"), writeFile(t, "other.yaml", "kind: NodeTagSync\n"),
+		writeFile(t, "typo.yaml", "kind: WorkloadTagPolicy\nspec:\n  tagz: []\n")} {
+		if _, _, code := runValidateCmd(t, "--workload-tag-policy", bad); code != ExitUnreadable {
+			t.Errorf("%s: code %d, want %d", bad, code, ExitUnreadable)
+		}
+	}
+}

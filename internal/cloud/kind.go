@@ -30,6 +30,10 @@ type Kind struct {
 	// PlatformKeys are the keys the platforms running Kubernetes on the
 	// cloud own on node resources.
 	PlatformKeys []tags.PlatformKey
+	// CreatorKeys are the keys the creators of workloads' resources (CSI
+	// drivers, the cloud provider) own there: a WorkloadTagPolicy may not
+	// write them.
+	CreatorKeys []tags.PlatformKey
 	// OwnsID reports whether id names one of the cloud's resources (an
 	// ARM resource ID, an ARN), and IDExample shows one for messages.
 	OwnsID    func(id string) bool

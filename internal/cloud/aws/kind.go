@@ -19,6 +19,7 @@ var Kind = cloud.Kind{
 	Title:        "AWS",
 	Rules:        TagRules,
 	PlatformKeys: PlatformKeys,
+	CreatorKeys:  CreatorKeys,
 	OwnsID:       func(id string) bool { return strings.HasPrefix(id, "arn:") },
 	IDExample:    "arn:...",
 	Bind:         func(fs *pflag.FlagSet, use cloud.Use) cloud.Settings { return Bind(fs, use) },

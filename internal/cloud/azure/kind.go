@@ -23,6 +23,7 @@ var Kind = cloud.Kind{
 	Title:        "Azure",
 	Rules:        TagRules,
 	PlatformKeys: PlatformKeys,
+	CreatorKeys:  CreatorKeys,
 	OwnsID:       func(id string) bool { return strings.HasPrefix(strings.ToLower(id), "/subscriptions/") },
 	IDExample:    "/subscriptions/...",
 	Bind:         func(fs *pflag.FlagSet, use cloud.Use) cloud.Settings { return Bind(fs, use) },

@@ -42,8 +42,36 @@ var errInvalidSpec = errors.New("invalid WorkloadTagPolicy")
 
 // newConfig checks a policy's spec against its cloud's rules and the keys
 // the resources' creators own, and returns its configuration; the error
-// names every problem found.
+// names every problem found (Check).
 func newConfig(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) (config, error) {
+	c, problems := check(p, rules, creators)
+	if len(problems) > 0 {
+		return c, fmt.Errorf("%w: %s", errInvalidSpec, strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+// Check reports every problem of a policy's spec that would stop the
+// controller (tagsync validate): a namespace selector that does not parse,
+// a key the cloud's rules refuse or takes for another key of the policy, a
+// key a resource's creator owns, a template that does not parse, and what
+// admission refuses (more than MaxWorkloadTags keys, a key longer than
+// 127 characters).
+func Check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) []string {
+	_, problems := check(p, rules, creators)
+	if n := len(p.Spec.Tags); n == 0 || n > v1alpha1.MaxWorkloadTags {
+		problems = append(problems, fmt.Sprintf("tags: %d keys; a policy has 1 to %d", n, v1alpha1.MaxWorkloadTags))
+	}
+	for _, t := range p.Spec.Tags {
+		if n := len([]rune(t.Key)); n > 127 {
+			problems = append(problems, fmt.Sprintf("tag %q: %d characters; a key has at most 127", t.Key, n))
+		}
+	}
+	return problems
+}
+
+// check is the spec's configuration and its problems.
+func check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) (config, []string) {
 	c := config{name: p.Name, provider: string(p.Spec.Provider), suspend: p.Spec.Suspend,
 		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), services: p.Spec.Tagging(v1alpha1.WorkloadService),
 		every: p.Spec.SyncInterval()}
@@ -70,7 +98,7 @@ func newConfig(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.
 			continue
 		}
 		if owner := creatorOf(creators, nc, t.Key); owner != "" {
-			problems = append(problems, fmt.Sprintf("tag %q is written by %s, which creates the resources: tagsync leaves it to its creator", t.Key, owner))
+			problems = append(problems, fmt.Sprintf("tag %q belongs to the resources' creator (%s): tagsync never writes it", t.Key, owner))
 			continue
 		}
 		tmpl, err := tags.ParseTemplate(t.Value)
@@ -80,10 +108,7 @@ func newConfig(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.
 		}
 		c.tags = append(c.tags, tagTemplate{key: t.Key, tmpl: tmpl})
 	}
-	if len(problems) > 0 {
-		return c, fmt.Errorf("%w: %s", errInvalidSpec, strings.Join(problems, "; "))
-	}
-	return c, nil
+	return c, problems
 }
 
 // selectorOf is a namespace selector, everything when s is nil.

@@ -104,7 +104,7 @@ func TestNewConfigRefuses(t *testing.T) {
 	r := rules
 	r.ForbiddenNameChars = "/"
 	_, err := newConfig(p, r, []tags.PlatformKey{{Pattern: "created-*", Owner: "the CSI driver"}})
-	for _, says := range []string{`"env": the cloud takes it for the same tag as "Env"`, `"bad/name"`, "written by the CSI driver", `"t": invalid value template`} {
+	for _, says := range []string{`"env": the cloud takes it for the same tag as "Env"`, `"bad/name"`, "creator (the CSI driver)", `"t": invalid value template`} {
 		if err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("error %v does not say %q", err, says)
 		}
