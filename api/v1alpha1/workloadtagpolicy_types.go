@@ -126,7 +126,8 @@ type WorkloadTag struct {
 
 // WorkloadTagPolicyStatus reports what the controller found and wrote.
 type WorkloadTagPolicyStatus struct {
-	// Conditions are Ready, Suspended and Conflict.
+	// Conditions are Ready, Suspended and Conflict (and Events when cloud
+	// change events are on).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -31,7 +31,10 @@ func TestAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 	other := disks.create("other", nil)
 	h.claimVolume(shop, "data", nil, csi("disk.csi.azure.com", d0))
 	p := h.policy("costs", v1alpha1.ProviderAzure, tag("cost-center", "${namespace.labels['cost-center']}"))
-	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	if msg := cloudchangetest.CheckCondition(got.Status.Conditions, metav1.ConditionTrue, v1alpha1.ReasonEventsOn, "polling every 2h0m0s"); msg != "" {
+		t.Errorf("Events condition: %s", msg)
+	}
 
 	disks.env.Server.SetGraphIndexDelay(10 * time.Minute)
 	if err := disks.env.Server.SetTags(d0, map[string]string{"cost-center": "hacked"}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
 )
@@ -130,6 +131,10 @@ type pass struct {
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
+	// every is the polling interval (the events resync interval while the
+	// event sources are up), health their health (nil: events off).
+	every  time.Duration
+	health *cloudchange.Health
 }
 
 // run is one pass, in stages: the spec checked (config), the workloads
@@ -164,6 +169,7 @@ func (p *pass) configure() error {
 	if err != nil {
 		return err
 	}
+	p.every, p.health = p.r.subscriber.Interval(p.cfg.every)
 	if p.cfg.services {
 		f, ok := wp.(cloud.ServiceFinder)
 		if !ok {

@@ -108,6 +108,9 @@ func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, res
 	}
 	p.setStatus(t, ready, reason, msg)
 	p.setConflict(t)
+	if p.health != nil {
+		meta.SetStatusCondition(&p.obj.Status.Conditions, kit.EventsCondition(*p.health, p.every, p.obj.Generation))
+	}
 	passesTotal.WithLabelValues(resultOf(ready, t)).Inc()
 	p.st.notes.EndPass(len(rd.cloud.Failed) == 0)
 	if err := p.r.PatchStatus(ctx, p.obj, p.before); err != nil {
@@ -120,8 +123,7 @@ func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, res
 	case soon || t.failed > 0:
 		return reconcile.Result{RequeueAfter: pendingRetry}, nil
 	}
-	every, _ := p.r.subscriber.Interval(p.cfg.every)
-	return reconcile.Result{RequeueAfter: every}, nil
+	return reconcile.Result{RequeueAfter: p.every}, nil
 }
 
 // trackPending records when each pending resource was first missed and
