@@ -59,8 +59,9 @@ type ServiceFinder interface {
 // ServiceResources is what ServiceResources found, by Service
 // (namespace/name).
 type ServiceResources struct {
-	// Own are, per Service, the IDs of resources made for it alone.
-	Own map[string][]string
+	// Own are, per Service, the resources made for it alone, with all
+	// their tags as the search read them.
+	Own map[string][]Classified
 	// Shared are, per Service, the IDs of resources it shares with other
 	// Services: reported, never tagged for one workload.
 	Shared map[string][]string

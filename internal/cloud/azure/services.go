@@ -24,11 +24,12 @@ const servicesQuery = "resources | where type =~ '" + typePublicIP + "' | mv-exp
 // the Services (namespace/name) with one Resource Graph query (pages of up
 // to 1000 rows) over the default subscription: each IP whose ServiceTag
 // names one Service alone is that Service's; one that names several is
-// shared by each. The search index lags: an IP made a moment ago may not
-// be found yet. Failures are reported per subscription as Discover reports
+// shared by each; an IP's tags are as the search read them. The search
+// index lags: an IP made a moment ago may not be found yet, and its tags
+// may be those of a few seconds ago. Failures are reported per subscription as Discover reports
 // them; the error is for a search that could not run.
 func (p *Provider) ServiceResources(ctx context.Context, services []string) (cloud.ServiceResources, error) {
-	out := cloud.ServiceResources{Own: map[string][]string{}, Shared: map[string][]string{}}
+	out := cloud.ServiceResources{Own: map[string][]cloud.Classified{}, Shared: map[string][]string{}}
 	if len(services) == 0 {
 		return out, nil
 	}
@@ -48,18 +49,21 @@ func (p *Provider) ServiceResources(ctx context.Context, services []string) (clo
 	seen := map[string]bool{}
 	for _, row := range rows {
 		id, _ := row["id"].(string)
+		typ, _ := row["type"].(string)
+		sub, _ := row["subscriptionId"].(string)
 		if id == "" || seen[cloud.CanonicalID(id)] {
 			continue
 		}
 		seen[cloud.CanonicalID(id)] = true
-		v, _ := rowTags(row["tags"]).Get(p.Rules().NameCase(), ServiceTag)
+		t := rowTags(row["tags"])
+		v, _ := t.Get(p.Rules().NameCase(), ServiceTag)
 		names := strings.Split(v, ",")
 		for _, n := range names {
 			n = strings.TrimSpace(n)
 			switch {
 			case !wanted[n]:
 			case len(names) == 1:
-				out.Own[n] = append(out.Own[n], id)
+				out.Own[n] = append(out.Own[n], cloud.Classified{ID: id, Type: strings.ToLower(typ), Scope: sub, Tags: t, Rules: RulesFor(typ)})
 			default:
 				out.Shared[n] = append(out.Shared[n], id)
 			}

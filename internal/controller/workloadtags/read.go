@@ -33,8 +33,9 @@ type reading struct {
 }
 
 // read lists the selected workloads and the other valid policies of the
-// cloud from the cache, then reads the tags of every resource in one bulk
-// read (nothing is read when no resource is found).
+// cloud from the cache, finds the Services' resources with their tags in
+// one search, then reads the tags of every disk in one bulk read (nothing
+// is read when there is none).
 func (p *pass) read(ctx context.Context) (reading, error) {
 	var rd reading
 	nss, err := p.namespaces(ctx)
@@ -45,7 +46,7 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if err != nil {
 		return rd, err
 	}
-	svcs, searched, err := p.serviceWorkloads(ctx, nss)
+	svcs, found, err := p.serviceWorkloads(ctx, nss)
 	if err != nil {
 		return rd, err
 	}
@@ -53,23 +54,34 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if rd.rivals, err = p.rivals(ctx); err != nil {
 		return rd, err
 	}
+	// The disks are read in bulk; the Services' resources were read by
+	// their search, and only those a change named are read again, fresh.
+	fresh := idSet(p.changed)
 	var ids []string
-	for _, w := range rd.workloads {
+	for _, w := range ws {
 		if w.id != "" {
 			ids = append(ids, w.id)
 		}
 	}
-	if len(ids) == 0 {
-		rd.cloud.Failed, rd.cloud.Calls = searched.Failed, searched.Calls
-		return rd, nil
+	var searched []cloud.Classified
+	for _, list := range found.Own {
+		for _, c := range list {
+			if fresh[cloud.CanonicalID(c.ID)] {
+				ids = append(ids, c.ID)
+			} else {
+				searched = append(searched, c)
+			}
+		}
 	}
-	rd.cloud, err = p.provider.ReadTags(ctx, ids, p.changed)
+	if len(ids) > 0 {
+		if rd.cloud, err = p.provider.ReadTags(ctx, ids, p.changed); err != nil {
+			return rd, err
+		}
+	}
+	rd.cloud.Resources = append(rd.cloud.Resources, searched...)
+	rd.cloud.Failed = append(rd.cloud.Failed, found.Failed...)
+	rd.cloud.Calls += found.Calls
 	readCallsTotal.WithLabelValues(p.cfg.provider).Add(float64(rd.cloud.Calls))
-	if err != nil {
-		return rd, err
-	}
-	rd.cloud.Failed = append(rd.cloud.Failed, searched.Failed...)
-	rd.cloud.Calls += searched.Calls
 	p.r.indexRead(p.obj.Name, rd.cloud.Resources)
 	p.freshen(rd.cloud.Resources, p.changed)
 	return rd, nil
@@ -219,8 +231,8 @@ func (p *pass) serviceWorkloads(ctx context.Context, nss map[string]*corev1.Name
 	var out []workload
 	for i, key := range keys {
 		source := "Service " + key
-		for _, id := range found.Own[key] {
-			out = append(out, workload{source: source, ref: ref{id: id}, w: selected[i]})
+		for _, c := range found.Own[key] {
+			out = append(out, workload{source: source, ref: ref{id: c.ID}, w: selected[i]})
 		}
 		for _, id := range found.Shared[key] {
 			out = append(out, workload{source: source, ref: ref{shared: "a resource several Services share: " + id}, w: selected[i]})
