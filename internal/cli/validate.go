@@ -61,8 +61,8 @@ func unreadable(err error) error { return &ExitError{Code: ExitUnreadable, Err: 
 // validateFlags are the settings of `tagsync validate`.
 type validateFlags struct {
 	installConfig, file, rules, cloud, output, policy string
-	tags                                      []string
-	openshift                                 bool
+	tags                                              []string
+	openshift                                         bool
 }
 
 // NewValidateCommand returns `tagsync validate`, which checks a tag set, or the
