@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
-
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
-	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/azure"
 )
 
@@ -42,40 +37,10 @@ func startCloud(dir string) (*simCloud, error) {
 
 func (c *simCloud) close() { _ = c.srv.Close() }
 
-// httpClient trusts armsim's CA the way `tagsync run --azure-ca-file` does:
-// a clone of the default transport, no client timeout.
-func (c *simCloud) httpClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: c.srv.CertPool(), MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr}
-}
-
 // provider builds the Azure provider as `tagsync run` does with no tuning
-// flags: client-secret credential against armsim's authority, default read
-// cache TTL, default client-side budget, default retries and polling,
-// metrics on controller-runtime's registry.
+// flags (benchkit.AzureProvider).
 func (c *simCloud) provider(ctx context.Context) (*azure.Provider, error) {
-	hc := c.httpClient()
-	set := &azure.Settings{Config: azure.Config{
-		ARMEndpoint: c.srv.URL(),
-		HTTPClient:  hc,
-		Auth: azure.AuthConfig{
-			Mode:          azure.AuthClientSecret,
-			TenantID:      c.srv.TenantID(),
-			ClientID:      armsimtest.ClientID,
-			ClientSecret:  azure.Secret(armsimtest.ClientSecret),
-			AuthorityHost: c.srv.URL(),
-			HTTPClient:    hc,
-		},
-	}, Options: []azure.Option{azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL)}}
-	if err := set.Complete(); err != nil {
-		return nil, err
-	}
-	p, err := set.NewProvider(ctx, cloud.ProviderOptions{Registerer: crmetrics.Registry})
-	if err != nil {
-		return nil, err
-	}
-	return p.(*azure.Provider), nil
+	return benchkit.AzureProvider(ctx, c.srv, "")
 }
 
 // pool is a Uniform scale set of a layout.

@@ -1,13 +1,19 @@
 package benchkit
 
 import (
+	"context"
+	"crypto/tls"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/azure"
 	"github.com/tagsync/tagsync/internal/testenv"
 )
 
@@ -135,4 +141,36 @@ func TallyARM(c armsim.Calls) ARMTally {
 		}
 	}
 	return t
+}
+
+// AzureProvider builds the Azure provider on armsim s as `tagsync run`
+// does with no tuning flags but --azure-subscription sub (may be empty): a client-secret credential against armsim's
+// authority, a client trusting its CA (a clone of the default transport,
+// no client timeout), the default read cache TTL, client-side budget,
+// retries and polling, and metrics on controller-runtime's registry.
+func AzureProvider(ctx context.Context, s *armsim.Server, sub string) (*azure.Provider, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: s.CertPool(), MinVersion: tls.VersionTLS12}
+	hc := &http.Client{Transport: tr}
+	set := &azure.Settings{Config: azure.Config{
+		ARMEndpoint:         s.URL(),
+		DefaultSubscription: sub,
+		HTTPClient:          hc,
+		Auth: azure.AuthConfig{
+			Mode:          azure.AuthClientSecret,
+			TenantID:      s.TenantID(),
+			ClientID:      armsimtest.ClientID,
+			ClientSecret:  azure.Secret(armsimtest.ClientSecret),
+			AuthorityHost: s.URL(),
+			HTTPClient:    hc,
+		},
+	}, Options: []azure.Option{azure.WithWriteMethod(azure.WriteTagsAPI), azure.WithCacheTTL(azure.DefaultCacheTTL)}}
+	if err := set.Complete(); err != nil {
+		return nil, err
+	}
+	p, err := set.NewProvider(ctx, cloud.ProviderOptions{Registerer: crmetrics.Registry})
+	if err != nil {
+		return nil, err
+	}
+	return p.(*azure.Provider), nil
 }

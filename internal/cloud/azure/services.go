@@ -22,7 +22,8 @@ const servicesQuery = "resources | where type =~ '" + typePublicIP + "' | mv-exp
 
 // ServiceResources finds the public IPs the Azure cloud provider made for
 // the Services (namespace/name) with one Resource Graph query (pages of up
-// to 1000 rows) over the default subscription: each IP whose ServiceTag
+// to 1000 rows) over the default subscription (without one, the search is
+// reported failed in ServiceResources.Failed): each IP whose ServiceTag
 // names one Service alone is that Service's; one that names several is
 // shared by each; an IP's tags are as the search read them. The search
 // index lags: an IP made a moment ago may not be found yet, and its tags
@@ -35,7 +36,8 @@ func (p *Provider) ServiceResources(ctx context.Context, services []string) (clo
 	}
 	subs, err := p.discoveryScopes(nil)
 	if err != nil {
-		return out, err
+		out.Failed = []cloud.ScopeError{{Scope: "the public IPs of Services", Err: err}}
+		return out, nil
 	}
 	rows, failed, calls, err := p.runQueries(ctx, []string{servicesQuery}, subs)
 	out.Failed, out.Calls = failed, calls
