@@ -19,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/testenv"
@@ -129,8 +131,12 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 	}
 	getObject(ctx, t, cluster.Client, cloudMetadataGVK, ns, "cluster")
 
-	// A first install of this chart, the CRDs gone.
+	// A first install of this chart, the CRDs gone: from the API server's
+	// discovery too, as on a cluster that never had them (a group still
+	// being torn down there can keep the re-created CRDs from being served
+	// before Helm maps the post-install hook).
 	deleteCRDs(ctx, t, cluster.Client)
+	waitGroupGone(t, cluster.Config)
 	h.run(t, "install", release, current, "-n", ns)
 	for _, name := range tagsyncCRDs {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, true)
@@ -231,6 +237,20 @@ func deleteCRDs(ctx context.Context, t *testing.T, c client.Client) {
 		must(t, client.IgnoreNotFound(c.Delete(ctx, crd)))
 	}
 	eventuallyWithin(t, crdDeletionWait, "tagsync's CRDs deleted", func() string { return crdsLeft(ctx, c) })
+}
+
+// waitGroupGone waits until the API server's discovery no longer serves
+// tagsync.io/v1alpha1.
+func waitGroupGone(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	must(t, err)
+	eventuallyWithin(t, crdDeletionWait, "tagsync.io/v1alpha1 gone from discovery", func() string {
+		if _, err := dc.ServerResourcesForGroupVersion("tagsync.io/v1alpha1"); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("discovery answers %v", err)
+		}
+		return ""
+	})
 }
 
 func newObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
