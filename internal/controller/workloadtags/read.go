@@ -6,7 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -135,6 +135,10 @@ func (p *pass) freshen(found []cloud.Classified, changed []string) {
 	}
 }
 
+// The lists below read the cache's own objects (UnsafeDisableDeepCopy):
+// a pass only reads them, and copying every volume, claim, namespace and
+// Service on each pass would cost more than the pass.
+
 // workloads are the resources of the workloads the policy selects: every
 // bound PersistentVolume of its cloud whose claim's namespace it selects,
 // one per resource ID (the first volume by name when several name one),
@@ -144,7 +148,11 @@ func (p *pass) workloads(ctx context.Context, byName map[string]*corev1.Namespac
 		return nil, nil
 	}
 	var pvs corev1.PersistentVolumeList
-	if err := p.reader.List(ctx, &pvs); err != nil {
+	if err := p.reader.List(ctx, &pvs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	claims, err := p.claims(ctx)
+	if err != nil {
 		return nil, err
 	}
 	sort.Slice(pvs.Items, func(i, j int) bool { return pvs.Items[i].Name < pvs.Items[j].Name })
@@ -161,7 +169,7 @@ func (p *pass) workloads(ctx context.Context, byName map[string]*corev1.Namespac
 		if !ok || ns == nil {
 			continue
 		}
-		w := workload{source: "PersistentVolume " + pv.Name, ref: vol, w: p.claimWorkload(ctx, ref.Namespace, ref.Name, ns)}
+		w := workload{source: "PersistentVolume " + pv.Name, ref: vol, w: claimWorkload(ref.Namespace, ref.Name, ns, claims)}
 		if !p.cfg.selects(w.w) {
 			continue
 		}
@@ -179,7 +187,7 @@ func (p *pass) workloads(ctx context.Context, byName map[string]*corev1.Namespac
 // namespaces are the cluster's namespaces by name.
 func (p *pass) namespaces(ctx context.Context) (map[string]*corev1.Namespace, error) {
 	var nss corev1.NamespaceList
-	if err := p.reader.List(ctx, &nss); err != nil {
+	if err := p.reader.List(ctx, &nss, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	byName := make(map[string]*corev1.Namespace, len(nss.Items))
@@ -200,7 +208,7 @@ func (p *pass) serviceWorkloads(ctx context.Context, nss map[string]*corev1.Name
 		return nil, cloud.ServiceResources{}, nil
 	}
 	var list corev1.ServiceList
-	if err := p.reader.List(ctx, &list); err != nil {
+	if err := p.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, cloud.ServiceResources{}, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
@@ -244,14 +252,27 @@ func (p *pass) serviceWorkloads(ctx context.Context, nss map[string]*corev1.Name
 	return out, found, nil
 }
 
+// claims are the cluster's claims by namespace/name, listed once a pass
+// (read only: the cache's own objects, not copies).
+func (p *pass) claims(ctx context.Context) (map[string]*corev1.PersistentVolumeClaim, error) {
+	var list corev1.PersistentVolumeClaimList
+	if err := p.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*corev1.PersistentVolumeClaim, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Namespace+"/"+list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
 // claimWorkload is what templates read about a claim: its own labels and
-// annotations when the cache has it (a released volume's claim may be
-// gone: then only its names), and its namespace's.
-func (p *pass) claimWorkload(ctx context.Context, namespace, name string, ns *corev1.Namespace) tags.Workload {
+// annotations when it still exists (a released volume's claim may be gone:
+// then only its names), and its namespace's.
+func claimWorkload(namespace, name string, ns *corev1.Namespace, claims map[string]*corev1.PersistentVolumeClaim) tags.Workload {
 	w := tags.Workload{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: name,
 		NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
-	var pvc corev1.PersistentVolumeClaim
-	if err := p.reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pvc); err == nil {
+	if pvc := claims[namespace+"/"+name]; pvc != nil {
 		w.Labels, w.Annotations = pvc.Labels, pvc.Annotations
 	}
 	return w
