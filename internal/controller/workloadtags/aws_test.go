@@ -9,6 +9,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -52,8 +54,29 @@ func TestAWSVolumes(t *testing.T) {
 	h.claimVolume(web, "cache", nil, csi("ebs.csi.aws.com", v2))
 	h.claimVolume(web, "shared", nil, csi("efs.csi.aws.com", "fs-0123456789abcdef0"))
 
-	p := h.policy("costs", v1alpha1.ProviderAWS,
-		tag("cost-center", "${namespace.labels['cost-center']}"), tag("k8s-namespace", "${namespace}"))
+	// Created suspended until a pass has seen every volume: on a loaded
+	// machine the controller's cache may show the volumes over several
+	// passes, and the batching asserted below is of one pass.
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Suspend: true,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"), tag("k8s-namespace", "${namespace}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, "a suspended pass seeing the 3 volumes", func() string {
+		got := h.pass(p)
+		if got.Status.Resources != 3 || got.Status.Shared != 1 {
+			return fmt.Sprintf("status %+v", got.Status)
+		}
+		return ""
+	})
+	if n := provider.Calls()["ec2:CreateTags"]; n != 0 {
+		t.Fatalf("a suspended policy wrote: %d CreateTags", n)
+	}
+	if err := h.c.Patch(h.ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))); err != nil {
+		t.Fatal(err)
+	}
 	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
 	if s := got.Status; s.Resources != 3 || s.InSync != 3 || s.Shared != 1 {
 		t.Errorf("status %+v, want 3 resources in sync and 1 shared", s)
