@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
@@ -159,13 +160,20 @@ func (a *AWSRules) recordTagWrite(w http.ResponseWriter, r *http.Request, caller
 	if err != nil {
 		return // the write is done; without its after state it is seen at once
 	}
+	a.remember(caller, before, after)
+}
+
+// remember records a tag write of the caller's: each resource's tags
+// before and after it, by index key (an EC2 resource ID, or the last part
+// of an ARN, see indexKey).
+func (a *AWSRules) remember(caller awsCaller, before, after map[string]map[string]string) {
 	now := time.Now()
 	a.index.mu.Lock()
 	defer a.index.mu.Unlock()
 	if a.index.history == nil {
 		a.index.history = map[string]*tagHistory{}
 	}
-	for _, id := range ids {
+	for id := range after {
 		h := a.index.history[caller.key()+"|"+id]
 		if h == nil {
 			h = &tagHistory{base: before[id]}
@@ -203,6 +211,7 @@ type getResourcesInput struct {
 	PaginationToken     string
 	ResourcesPerPage    int
 	ResourceTypeFilters []string
+	ResourceARNList     []string
 	TagFilters          []struct {
 		Key    string
 		Values []string
@@ -210,8 +219,9 @@ type getResourcesInput struct {
 }
 
 // serveGetResources answers GetResources itself when a write within the
-// delay makes moto's live answer differ from AWS's indexed one, and passes
-// it to moto otherwise.
+// delay makes moto's live answer differ from AWS's indexed one, or when it
+// names resources by ResourceARNList (which moto 5.2.1 ignores, answering
+// with every resource), and passes it to moto otherwise.
 func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, caller awsCaller) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -226,7 +236,7 @@ func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, cal
 	}
 	seen := a.visible(time.Now(), caller)
 	ours := strings.HasPrefix(in.PaginationToken, taggingPageToken)
-	if !ours && (len(seen) == 0 || in.PaginationToken != "") {
+	if !ours && len(in.ResourceARNList) == 0 && (len(seen) == 0 || in.PaginationToken != "") {
 		a.proxy.ServeHTTP(w, r)
 		return
 	}
@@ -238,7 +248,13 @@ func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, cal
 		Tags        []tag
 	}
 	var all []mapping
-	p := tagging.NewGetResourcesPaginator(tagging.NewFromConfig(caller.config(a.direct)), &tagging.GetResourcesInput{ResourceTypeFilters: in.ResourceTypeFilters})
+	types := in.ResourceTypeFilters
+	for _, id := range in.ResourceARNList {
+		if t := arnType(id); t != "" && !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	p := tagging.NewGetResourcesPaginator(tagging.NewFromConfig(caller.config(a.direct)), &tagging.GetResourcesInput{ResourceTypeFilters: types})
 	for p.HasMorePages() {
 		page, err := p.NextPage(r.Context())
 		if err != nil {
@@ -247,11 +263,14 @@ func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, cal
 		}
 		for _, m := range page.ResourceTagMappingList {
 			arn := aws.ToString(m.ResourceARN)
+			if len(in.ResourceARNList) > 0 && !slices.Contains(in.ResourceARNList, arn) {
+				continue
+			}
 			tags := map[string]string{}
 			for _, t := range m.Tags {
 				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 			}
-			if old, ok := seen[arn[strings.LastIndex(arn, "/")+1:]]; ok {
+			if old, ok := seen[indexKey(arn)]; ok {
 				tags = old
 			}
 			match := true
@@ -301,4 +320,18 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(status int) {
 	s.status = status
 	s.ResponseWriter.WriteHeader(status)
+}
+
+// arnType returns the Tagging API's resource type of an ARN
+// (service:type, e.g. elasticloadbalancing:loadbalancer), or "".
+func arnType(id string) string {
+	a, err := arn.Parse(id)
+	if err != nil {
+		return ""
+	}
+	typ, _, ok := strings.Cut(a.Resource, "/")
+	if !ok {
+		return a.Service
+	}
+	return a.Service + ":" + typ
 }

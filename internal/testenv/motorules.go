@@ -213,6 +213,16 @@ func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string,
 			return
 		}
 	}
+	if service == "tagging" {
+		switch target := r.Header.Get("X-Amz-Target"); {
+		case strings.HasSuffix(target, ".TagResources"), strings.HasSuffix(target, ".UntagResources"):
+			a.serveTaggingWrite(w, r, caller, strings.HasSuffix(target, ".UntagResources"))
+			return
+		case strings.HasSuffix(target, ".GetResources") && hasARNList(r):
+			a.serveGetResources(w, r, caller)
+			return
+		}
+	}
 	if changesInstances(service, action) {
 		a.instances.gen.Add(1)
 		defer a.instances.gen.Add(1)

@@ -14,6 +14,7 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
 	"github.com/aws/smithy-go"
@@ -295,6 +296,84 @@ func TestAWSRules(t *testing.T) {
 			TagFilters: []taggingtypes.TagFilter{{Key: aws.String("k"), Values: values[:testenv.MaxTaggingFilterValues]}}}
 		if _, err := tagThrough.GetResources(ctx, &ok); err != nil {
 			t.Fatalf("GetResources within the limits: %v", err)
+		}
+	})
+
+	t.Run("TaggingWriteLimits", func(t *testing.T) {
+		tagThrough, tagDirect := tagging.NewFromConfig(through), tagging.NewFromConfig(direct)
+		arns := make([]string, testenv.MaxTaggingWriteARNs+1)
+		for i := range arns {
+			arns[i] = fmt.Sprintf("arn:aws:elasticfilesystem:%s:123456789012:file-system/fs-%08x", testenv.MotoRegion, i)
+		}
+		many := map[string]string{}
+		for i := range testenv.MaxTaggingWriteTags + 1 {
+			many[fmt.Sprintf("k%d", i)] = "v"
+		}
+		for _, c := range []struct {
+			what string
+			in   tagging.TagResourcesInput
+		}{
+			{"21 ARNs", tagging.TagResourcesInput{ResourceARNList: arns, Tags: map[string]string{"k": "v"}}},
+			{"51 tags", tagging.TagResourcesInput{ResourceARNList: arns[:1], Tags: many}},
+			{"a 129-character key", tagging.TagResourcesInput{ResourceARNList: arns[:1], Tags: map[string]string{strings.Repeat("k", testenv.MaxTaggingKeyLength+1): "v"}}},
+			{"a 257-character value", tagging.TagResourcesInput{ResourceARNList: arns[:1], Tags: map[string]string{"k": strings.Repeat("v", testenv.MaxTaggingValueLength+1)}}},
+			{"key aws:owner", tagging.TagResourcesInput{ResourceARNList: arns[:1], Tags: map[string]string{"aws:owner": "me"}}},
+		} {
+			_, err := tagDirect.TagResources(ctx, &c.in)
+			wantMotoAccepts(t, "TagResources with "+c.what, err)
+			_, err = tagThrough.TagResources(ctx, &c.in)
+			wantCode(t, "TagResources with "+c.what, err, "InvalidParameterException")
+		}
+		_, err := tagThrough.UntagResources(ctx, &tagging.UntagResourcesInput{ResourceARNList: arns, TagKeys: []string{"k"}})
+		wantCode(t, "UntagResources with 21 ARNs", err, "InvalidParameterException")
+	})
+
+	t.Run("TaggingWritesLoadBalancers", func(t *testing.T) {
+		// moto's Tagging API answers "Service not yet supported" for
+		// load balancers; the rules write them as AWS does, each failing
+		// resource alone in FailedResourcesMap.
+		tagThrough, tagDirect := tagging.NewFromConfig(through), tagging.NewFromConfig(direct)
+		elbThrough := elbv2.NewFromConfig(through)
+		subnets, err := ec2Through.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{
+			Filters: []ec2types.Filter{{Name: aws.String("default-for-az"), Values: []string{"true"}}}})
+		if err != nil || len(subnets.Subnets) < 2 {
+			t.Fatalf("DescribeSubnets: %v", err)
+		}
+		lb, err := elbThrough.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String("rules-lb"),
+			Subnets: []string{aws.ToString(subnets.Subnets[0].SubnetId), aws.ToString(subnets.Subnets[1].SubnetId)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := aws.ToString(lb.LoadBalancers[0].LoadBalancerArn)
+		gone := id[:len(id)-4] + "dead"
+		in := &tagging.TagResourcesInput{ResourceARNList: []string{id, gone}, Tags: map[string]string{"team": "a"}}
+		out, err := tagDirect.TagResources(ctx, in)
+		if err != nil || len(out.FailedResourcesMap) != 2 {
+			t.Fatalf("moto alone: TagResources of a load balancer = %v, %v; the rule's test needs moto to refuse it", out, err)
+		}
+		out, err = tagThrough.TagResources(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := out.FailedResourcesMap[gone]; !ok || len(out.FailedResourcesMap) != 1 || !strings.HasSuffix(string(f.ErrorCode), "NotFound") {
+			t.Fatalf("FailedResourcesMap = %+v, want only %s, not found", out.FailedResourcesMap, gone)
+		}
+		got, err := elbThrough.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{id}})
+		if err != nil || len(got.TagDescriptions) != 1 || len(got.TagDescriptions[0].Tags) != 1 || aws.ToString(got.TagDescriptions[0].Tags[0].Value) != "a" {
+			t.Fatalf("DescribeTags = %+v, %v; want team=a", got, err)
+		}
+		// GetResources by ARN list answers those ARNs only (moto alone
+		// answers every resource).
+		read, err := tagThrough.GetResources(ctx, &tagging.GetResourcesInput{ResourceARNList: []string{id}})
+		if err != nil || len(read.ResourceTagMappingList) != 1 || aws.ToString(read.ResourceTagMappingList[0].ResourceARN) != id {
+			t.Fatalf("GetResources by ARN = %+v, %v; want %s alone", read, err, id)
+		}
+		if _, err := tagThrough.UntagResources(ctx, &tagging.UntagResourcesInput{ResourceARNList: []string{id}, TagKeys: []string{"team"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err = elbThrough.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{id}})
+		if err != nil || len(got.TagDescriptions[0].Tags) != 0 {
+			t.Fatalf("after UntagResources: %+v, %v; want no tags", got, err)
 		}
 	})
 

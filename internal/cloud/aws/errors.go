@@ -83,15 +83,19 @@ func kindOf(err error) error {
 		return cloud.ErrForbidden
 	case notFoundCode(code):
 		return cloud.ErrNotFound
-	case code == codeTagLimitExceeded || code == "TooManyTagsException":
+	case code == codeTagLimitExceeded || code == "TooManyTagsException" || code == "TooManyTags":
 		return cloud.ErrTooManyTags
 	}
 	return nil
 }
 
-// notFoundCode reports whether code says a resource ID names nothing.
+// notFoundCode reports whether code says a resource ID names nothing:
+// EC2's Invalid*.NotFound and Invalid*.Malformed, and the codes other
+// services answer for a missing resource (Elastic Load Balancing's
+// LoadBalancerNotFound and TargetGroupNotFound, ResourceNotFoundException).
 func notFoundCode(code string) bool {
-	return strings.HasSuffix(code, ".NotFound") || strings.HasSuffix(code, ".Malformed") || code == "InvalidID"
+	return strings.HasSuffix(code, "NotFound") || strings.HasSuffix(code, ".Malformed") || code == "InvalidID" ||
+		code == "ResourceNotFoundException"
 }
 
 // awsError is an error with a short, readable message (which operation on

@@ -22,6 +22,7 @@ const providerName = "aws"
 var servicePrefixes = map[string]string{
 	"EC2":                         "ec2",
 	"Resource Groups Tagging API": "tag",
+	"Elastic Load Balancing v2":   "elasticloadbalancing",
 }
 
 // operationName names an SDK operation as its IAM action does:

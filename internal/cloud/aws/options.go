@@ -68,11 +68,16 @@ type RateLimit struct {
 
 // DefaultResourceTypes are the Resource Groups Tagging API resource types
 // (service:type as in the resources' ARNs) that Discover searches: EC2
-// resources, whose tags EC2 CreateTags and DeleteTags write by resource ID.
-// Resources of other services are never found, as WriteTags could not write
-// them. moto 5.2.1 serves the first sixteen; it names managed prefix lists,
-// flow logs and spot requests differently from AWS's ARNs and not at all
-// the rest.
+// resources, whose tags EC2 CreateTags and DeleteTags write by resource ID,
+// and the Elastic Load Balancing load balancers and target groups a
+// cluster's Services and installers create (OpenShift's API load
+// balancers, the cloud provider's and the AWS Load Balancer Controller's),
+// which WriteTags writes through the Tagging API. moto 5.2.1 serves the
+// first sixteen EC2 types and the Application and Network Load Balancers
+// and target groups (it files Classic Load Balancers under the type elb,
+// where AWS uses elasticloadbalancing:loadbalancer for both); it names
+// managed prefix lists, flow logs and spot requests differently from AWS's
+// ARNs and not at all the rest.
 var DefaultResourceTypes = []string{
 	"ec2:instance",
 	"ec2:volume",
@@ -105,6 +110,8 @@ var DefaultResourceTypes = []string{
 	"ec2:capacity-reservation",
 	"ec2:egress-only-internet-gateway",
 	"ec2:transit-gateway-route-table",
+	"elasticloadbalancing:loadbalancer",
+	"elasticloadbalancing:targetgroup",
 }
 
 // Options tune a Provider; NewProvider's Option functions set them.

@@ -9,6 +9,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	"github.com/aws/smithy-go/middleware"
 
@@ -40,6 +41,7 @@ type clients struct {
 	ec2         *ec2.Client
 	tagging     *tagging.Client
 	autoscaling *autoscaling.Client
+	elb         *elbv2.Client
 }
 
 // NewProvider builds a Provider: it loads the AWS configuration with
@@ -122,6 +124,10 @@ func (p *Provider) clientsFor(region string) *clients {
 		autoscaling: autoscaling.NewFromConfig(p.awsCfg, func(o *autoscaling.Options) {
 			o.Region = region
 			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(autoscaling.ServiceID, region)...)
+		}),
+		elb: elbv2.NewFromConfig(p.awsCfg, func(o *elbv2.Options) {
+			o.Region = region
+			o.APIOptions = append(slices.Clip(o.APIOptions), p.apiOptions(elbv2.ServiceID, region)...)
 		}),
 	}
 	p.clients[region] = c

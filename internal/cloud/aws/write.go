@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -38,7 +39,7 @@ func (p *Provider) parseRef(id string) (resourceRef, error) {
 		return resourceRef{}, fmt.Errorf("aws: %q is not a valid ARN: %w", id, err)
 	}
 	if a.Service != "ec2" {
-		return resourceRef{}, fmt.Errorf("aws: %s is not an EC2 resource: tagsync writes AWS tags with EC2 CreateTags and DeleteTags only", id)
+		return resourceRef{}, fmt.Errorf("aws: %s is not an EC2 resource", id)
 	}
 	_, rid, ok := strings.Cut(a.Resource, "/")
 	if !ok || rid == "" || strings.Contains(rid, "/") {
@@ -58,8 +59,10 @@ const (
 )
 
 // WriteTags applies each write's patch to its resources without reading
-// them (see cloud.ClassifiedProvider). IDs are EC2 ARNs (Classified.ID) or bare EC2
-// resource IDs (in the provider's region). Per write, region and batch of
+// them (see cloud.ClassifiedProvider). IDs are ARNs (Classified.ID) or bare EC2
+// resource IDs (in the provider's region). Resources of other services
+// than EC2 (load balancers, target groups, file systems...) are written
+// through the Resource Groups Tagging API (see writeTagging). For EC2, per write, region and batch of
 // up to 1000 resource IDs it sends one DeleteTags for Patch.Delete, each
 // name with its Expect value when there is one (EC2 then deletes the tag
 // only where it still has that value; an empty expected value matches only
@@ -110,8 +113,14 @@ func (p *Provider) write(ctx context.Context, w cloud.TagWrite, stream *cloud.Re
 	var regions []string
 	byRegion := map[string][]string{}
 	at := map[regionalID][]int{} // indexes in out, per resource
+	other := map[string][]int{}  // resources of other services, by region
 	for i, id := range w.IDs {
 		out[i].ID = id
+		if isTaggingARN(id) && !w.Patch.IsEmpty() {
+			region := p.regionOfARN(id)
+			other[region] = append(other[region], i)
+			continue
+		}
 		r, err := p.parseRef(id)
 		if err != nil || w.Patch.IsEmpty() {
 			out[i].Err = err
@@ -129,9 +138,9 @@ func (p *Provider) write(ctx context.Context, w cloud.TagWrite, stream *cloud.Re
 	}
 	for _, region := range regions {
 		for chunk := range slices.Chunk(byRegion[region], p.opts.maxIDsPerCall) {
-			failed := p.writeBatch(ctx, region, chunk, w, func(ec2ID string) error {
+			failed := p.writeBatch(ctx, chunk, func(ec2ID string) error {
 				return stream.Start(w.IDs[at[regionalID{region, ec2ID}][0]])
-			})
+			}, func(ids []string) map[string]error { return p.writeRegion(ctx, region, ids, w) })
 			for _, id := range chunk {
 				for _, i := range at[regionalID{region, id}] {
 					out[i].Err = failed[id]
@@ -140,13 +149,41 @@ func (p *Provider) write(ctx context.Context, w cloud.TagWrite, stream *cloud.Re
 			}
 		}
 	}
+	for _, region := range slices.Sorted(maps.Keys(other)) {
+		p.writeOthers(ctx, region, other[region], w, out, stream)
+	}
 	return out
 }
 
+// writeOthers writes the resources of other services than EC2 that w
+// names at indexes at, all in region, through the Tagging API, batch by
+// batch of MaxTaggingWriteARNs (see writeTagging).
+func (p *Provider) writeOthers(ctx context.Context, region string, at []int, w cloud.TagWrite, out []cloud.WriteResult, stream *cloud.ResultStream) {
+	byARN := map[string][]int{}
+	var arns []string
+	for _, i := range at {
+		if len(byARN[w.IDs[i]]) == 0 {
+			arns = append(arns, w.IDs[i])
+		}
+		byARN[w.IDs[i]] = append(byARN[w.IDs[i]], i)
+	}
+	for chunk := range slices.Chunk(arns, MaxTaggingWriteARNs) {
+		failed := p.writeBatch(ctx, chunk, func(id string) error { return stream.Start(id) },
+			func(ids []string) map[string]error { return p.writeTagging(ctx, region, ids, w) })
+		for _, id := range chunk {
+			for _, i := range byARN[id] {
+				out[i].Err = failed[id]
+				_ = stream.Done(out[i])
+			}
+		}
+	}
+}
+
 // writeBatch reports the resources of one batch started, then writes
-// them; when a report fails, none is sent and each fails with an error
-// wrapping the report's.
-func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, w cloud.TagWrite, start func(ec2ID string) error) map[string]error {
+// them with send (again for those throttled, see retryThrottled); when a
+// report fails, none is sent and each fails with an error wrapping the
+// report's.
+func (p *Provider) writeBatch(ctx context.Context, ids []string, start func(id string) error, send func(ids []string) map[string]error) map[string]error {
 	var stop error
 	for _, id := range ids {
 		if stop = start(id); stop != nil {
@@ -154,7 +191,7 @@ func (p *Provider) writeBatch(ctx context.Context, region string, ids []string, 
 		}
 	}
 	if stop == nil {
-		return p.retryThrottled(ctx, ids, func(ids []string) map[string]error { return p.writeRegion(ctx, region, ids, w) })
+		return p.retryThrottled(ctx, ids, send)
 	}
 	failed := make(map[string]error, len(ids))
 	for _, id := range ids {

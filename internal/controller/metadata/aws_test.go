@@ -3,6 +3,7 @@ package metadata_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,52 @@ func TestAWSLifecycle(t *testing.T) {
 	})
 	if n := provider.Calls()["ec2:DeleteTags"]; n != 1 {
 		t.Errorf("%d DeleteTags calls, want 1", n)
+	}
+}
+
+// TestAWSLoadBalancersAreTagged: a request reaches the cluster's load
+// balancers beside its EC2 resources (Elastic Load Balancing through the
+// Tagging API, EC2 through CreateTags), and a key it no longer sets is
+// deleted from both.
+func TestAWSLoadBalancersAreTagged(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	provider := awstest.Provider(t, moto)
+	h := newHarness(t, provider)
+	owned := map[string]string{awsOwned("lb1"): "owned"}
+	lbs := awstest.LoadBalancers(t, moto, 3, owned)
+	inst := awstest.RunInstances(t, moto, 2, owned)
+
+	h.create(build.AWSMetadata("tags", build.Opcode(v1alpha1.OpcodeAdd), build.ResourceTags(map[string]v1alpha1.AWSTagValue{"env": "prod", "team": "a"})))
+	h.create(build.CloudMetadata("cm", build.Classifiers(owned), build.AWSRef("tags")))
+	if got := h.waitReady("cm", metav1.ConditionTrue); got.Status.Matched != int32(len(lbs)+len(inst)) {
+		t.Fatalf("matched %d, want %d load balancers and instances", got.Status.Matched, len(lbs)+len(inst))
+	}
+	for _, id := range append(slices.Clone(lbs), inst...) {
+		if tg := awstest.Tags(t, moto, id); tg["env"] != "prod" || tg["team"] != "a" {
+			t.Errorf("%s has %v, want env=prod and team=a", id, tg)
+		}
+	}
+	if n := provider.Calls()["tag:TagResources"]; n != 1 {
+		t.Errorf("%d TagResources calls for 3 load balancers, want 1", n)
+	}
+
+	// A delete request removes team from every resource; it is a mass
+	// deletion, so a person approves.
+	aw := &v1alpha1.AWSMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "tags"}}
+	h.update(aw, func() {
+		aw.Spec.Opcode, aw.Spec.ResourceTags = v1alpha1.OpcodeDelete, map[string]v1alpha1.AWSTagValue{"team": ""}
+	})
+	approveDeletions(t, h, "cm")
+	eventually(t, "team gone from every resource", func() string {
+		for _, id := range append(slices.Clone(lbs), inst...) {
+			if tg := awstest.Tags(t, moto, id); tg["team"] != "" || tg["env"] != "prod" {
+				return fmt.Sprintf("%s has %v", id, tg)
+			}
+		}
+		return ""
+	})
+	if n := provider.Calls()["tag:UntagResources"]; n != 1 {
+		t.Errorf("%d UntagResources calls for 3 load balancers, want 1", n)
 	}
 }
 

@@ -1,14 +1,19 @@
 // Package awstest is what tests outside the AWS provider need of it on
 // moto (internal/testenv.StartMoto): a provider in moto's region, and EC2
-// instances carrying given tags to find and tag.
+// instances and load balancers carrying given tags to find and tag.
 package awstest
 
 import (
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tagsync/tagsync/internal/cloud/aws"
@@ -40,17 +45,61 @@ func RunInstances(t testing.TB, moto *testenv.Moto, n int, tags map[string]strin
 	return ids
 }
 
-// Tags reads an EC2 resource's tags from moto.
+// Tags reads a resource's tags from moto: an EC2 resource by its ID, a
+// load balancer or target group by its ARN.
 func Tags(t testing.TB, moto *testenv.Moto, id string) map[string]string {
 	t.Helper()
+	tags := map[string]string{}
+	if strings.HasPrefix(id, "arn:aws:elasticloadbalancing:") {
+		out, err := elbv2.NewFromConfig(moto.Config).DescribeTags(t.Context(), &elbv2.DescribeTagsInput{ResourceArns: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range out.TagDescriptions {
+			for _, tag := range d.Tags {
+				tags[*tag.Key] = *tag.Value
+			}
+		}
+		return tags
+	}
 	out, err := ec2.NewFromConfig(moto.Config).DescribeTags(t.Context(), &ec2.DescribeTagsInput{
 		Filters: []ec2types.Filter{{Name: sdkaws.String("resource-id"), Values: []string{id}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tags := map[string]string{}
 	for _, d := range out.Tags {
 		tags[*d.Key] = *d.Value
 	}
 	return tags
+}
+
+// lbNames numbers the load balancers LoadBalancers makes.
+var lbNames atomic.Int64
+
+// LoadBalancers creates n network load balancers on moto in the region's
+// default subnets, carrying tags, and returns their ARNs.
+func LoadBalancers(t testing.TB, moto *testenv.Moto, n int, tags map[string]string) []string {
+	t.Helper()
+	subnets, err := ec2.NewFromConfig(moto.Config).DescribeSubnets(t.Context(), &ec2.DescribeSubnetsInput{
+		Filters: []ec2types.Filter{{Name: sdkaws.String("default-for-az"), Values: []string{"true"}}}})
+	if err != nil || len(subnets.Subnets) < 2 {
+		t.Fatalf("DescribeSubnets: %v", err)
+	}
+	var lbTags []elbv2types.Tag
+	for k, v := range tags {
+		lbTags = append(lbTags, elbv2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)})
+	}
+	var arns []string
+	for range n {
+		out, err := elbv2.NewFromConfig(moto.Config).CreateLoadBalancer(t.Context(), &elbv2.CreateLoadBalancerInput{
+			Name: sdkaws.String(fmt.Sprintf("awstest-%d", lbNames.Add(1))), Type: elbv2types.LoadBalancerTypeEnumNetwork,
+			Subnets: []string{sdkaws.ToString(subnets.Subnets[0].SubnetId), sdkaws.ToString(subnets.Subnets[1].SubnetId)},
+			Tags:    lbTags,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arns = append(arns, sdkaws.ToString(out.LoadBalancers[0].LoadBalancerArn))
+	}
+	return arns
 }
