@@ -83,6 +83,18 @@ var CreatorKeys = []tags.PlatformKey{
 	{Pattern: "KubernetesCluster", Owner: "Kubernetes on AWS (legacy cluster tag)",
 		Why:    "the legacy cluster-ownership tag the cloud provider and the CSI driver write",
 		Source: "kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md"},
+	{Pattern: ServiceNameTag, Owner: "the AWS cloud provider (cloud-provider-aws)",
+		Why:    "names the Service (namespace/name) a Classic or Network Load Balancer was made for; the cloud provider finds its load balancers by it",
+		Source: "kubernetes/cloud-provider-aws pkg/providers/v1 (TagNameKubernetesService)"},
+	{Pattern: "service.k8s.aws/*", Owner: "the AWS Load Balancer Controller",
+		Why:    "service.k8s.aws/stack (namespace/name) and service.k8s.aws/resource identify the Service's load balancer and target groups to the controller",
+		Source: "kubernetes-sigs/aws-load-balancer-controller pkg/deploy/tracking (StackTags)"},
+	{Pattern: "ingress.k8s.aws/*", Owner: "the AWS Load Balancer Controller",
+		Why:    "ingress.k8s.aws/stack and ingress.k8s.aws/resource identify an Ingress's load balancer to the controller",
+		Source: "kubernetes-sigs/aws-load-balancer-controller pkg/deploy/tracking"},
+	{Pattern: "elbv2.k8s.aws/*", Owner: "the AWS Load Balancer Controller",
+		Why:    "elbv2.k8s.aws/cluster names the cluster whose controller owns the load balancer",
+		Source: "kubernetes-sigs/aws-load-balancer-controller pkg/deploy/tracking"},
 }
 
 // CreatorKeys returns CreatorKeys.

@@ -3,6 +3,8 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -20,7 +22,9 @@ import (
 const volumeType = "ec2:volume"
 
 // ReadTags reads the tags of EBS volumes (bare vol- IDs in the provider's
-// region, or EC2 volume ARNs) in bulk: per region, DescribeVolumes with
+// region, or EC2 volume ARNs) and of load balancers (ARNs; Elastic Load
+// Balancing's DescribeTags, 20 a call, see taggingTags) in bulk. Volumes:
+// per region, DescribeVolumes with
 // the volume-id filter, at most MaxFilterValues IDs a call (EC2's limit of
 // 200 values per filter), so n volumes cost about ceil(n/200) requests. A
 // filter that names a volume EC2 does not have leaves it out without an
@@ -31,7 +35,12 @@ const volumeType = "ec2:volume"
 func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading, error) {
 	var r cloud.Reading
 	byRegion := map[string][]resourceRef{}
+	others := map[string][]string{} // ARNs of other services, by region
 	for _, id := range ids {
+		if isTaggingARN(id) {
+			others[p.regionOfARN(id)] = append(others[p.regionOfARN(id)], id)
+			continue
+		}
 		ref, err := p.parseRef(id)
 		if err == nil && !strings.HasPrefix(ref.ec2ID, "vol-") {
 			err = fmt.Errorf("aws: %s is not an EBS volume: tagsync reads the tags of EBS volumes only", id)
@@ -71,6 +80,27 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 				continue
 			}
 			r.Resources = append(r.Resources, cloud.Classified{ID: ref.id, Type: volumeType, Scope: region, Tags: t, Rules: TagRules})
+		}
+	}
+	for _, region := range slices.Sorted(maps.Keys(others)) {
+		found, err := p.taggingTags(ctx, region, others[region])
+		if ctx.Err() != nil {
+			r.Calls = int(calls.Load())
+			return r, ctx.Err()
+		}
+		for _, id := range others[region] {
+			t, ok := found[id]
+			switch {
+			case err != nil:
+				r.Unread = append(r.Unread, id)
+			case !ok:
+				r.Missing = append(r.Missing, id)
+			default:
+				r.Resources = append(r.Resources, cloud.Classified{ID: id, Type: typeOf(id), Scope: region, Tags: userTags(t), Rules: TagRules})
+			}
+		}
+		if err != nil {
+			r.Failed = append(r.Failed, cloud.ScopeError{Scope: "region " + region, Err: err})
 		}
 	}
 	r.Calls = int(calls.Load())

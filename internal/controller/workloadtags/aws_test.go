@@ -2,6 +2,7 @@ package workloadtags_test
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -122,4 +123,67 @@ func TestAWSVolumes(t *testing.T) {
 	if g := awstest.Tags(t, moto, v2)["cost-center"]; g != "cc-2" {
 		t.Errorf("another namespace's volume was retagged: %s", g)
 	}
+}
+
+// TestAWSServices runs a policy over Services of type LoadBalancer on moto:
+// the load balancer the AWS cloud provider made for one Service
+// (kubernetes.io/service-name) and the one the AWS Load Balancer Controller
+// made for another (service.k8s.aws/stack) are tagged through the Tagging
+// API, the creators' own tags kept; a Service whose load balancer is not
+// made yet is pending until it is; a load balancer of an unselected
+// namespace is left alone.
+func TestAWSServices(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider })
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.service(shop, "web", map[string]string{"team": "payments"})
+	h.service(shop, "api", nil)
+	h.service(shop, "late", nil)
+	cluster := map[string]string{"kubernetes.io/cluster/c1": "owned"}
+	web := awstest.LoadBalancers(t, moto, 1, merge(cluster, map[string]string{aws.ServiceNameTag: shop + "/web"}))[0]
+	api := awstest.LoadBalancers(t, moto, 1, map[string]string{aws.ServiceStackTag: shop + "/api", "elbv2.k8s.aws/cluster": "c1"})[0]
+	other := awstest.LoadBalancers(t, moto, 1, merge(cluster, map[string]string{aws.ServiceNameTag: "elsewhere/x"}))[0]
+
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-svc"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS,
+			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags: []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"),
+				tag("k8s-service", "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
+	if s := got.Status; s.Resources != 2 || s.InSync != 2 || s.Pending != 1 {
+		t.Errorf("status %+v, want 2 resources in sync and 1 pending", s)
+	}
+	for id, w := range map[string]map[string]string{
+		web:   merge(cluster, map[string]string{aws.ServiceNameTag: shop + "/web", "cost-center": "cc-1", "k8s-service": shop + "/web", "team": "payments"}),
+		api:   {aws.ServiceStackTag: shop + "/api", "elbv2.k8s.aws/cluster": "c1", "cost-center": "cc-1", "k8s-service": shop + "/api"},
+		other: merge(cluster, map[string]string{aws.ServiceNameTag: "elsewhere/x"}),
+	} {
+		if g := awstest.Tags(t, moto, id); fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s carries %v, want %v", id, g, w)
+		}
+	}
+	if n := provider.Calls()["tag:TagResources"]; n != 2 {
+		t.Errorf("%d TagResources calls, want 2 (the two load balancers need different tags)", n)
+	}
+
+	late := awstest.LoadBalancers(t, moto, 1, merge(cluster, map[string]string{aws.ServiceNameTag: shop + "/late"}))[0]
+	testenv.Eventually(t, waitFor, "the late Service's load balancer tagged", func() string {
+		if g := awstest.Tags(t, moto, late)["k8s-service"]; g != shop+"/late" {
+			return fmt.Sprintf("k8s-service=%q", g)
+		}
+		return ""
+	})
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+}
+
+// merge returns a's and b's entries in one new map.
+func merge(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
 }

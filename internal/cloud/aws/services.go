@@ -1,0 +1,112 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
+
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// ServiceNameTag is the tag the AWS cloud provider (cloud-provider-aws,
+// TagNameKubernetesService) writes on the Classic and Network Load
+// Balancers it makes for Services of type LoadBalancer: namespace/name.
+const ServiceNameTag = "kubernetes.io/service-name"
+
+// ServiceStackTag is the tag the AWS Load Balancer Controller writes on
+// the load balancers it makes for Services: namespace/name.
+const ServiceStackTag = "service.k8s.aws/stack"
+
+// loadBalancerType is the Tagging API's type of Elastic Load Balancing
+// load balancers (Classic, Application and Network alike).
+const loadBalancerType = "elasticloadbalancing:loadbalancer"
+
+// ServiceResources finds the load balancers made for the Services
+// (namespace/name) in the provider's region: per tag that names a
+// Service's load balancer (ServiceNameTag, the cloud provider's;
+// ServiceStackTag, the AWS Load Balancer Controller's), one GetResources
+// by that key alone (any value), 100 load balancers a page, so the search
+// costs about 2 + n/100 requests whatever the number of Services. A load
+// balancer belongs to one Service on AWS: none is shared. Tags are as the
+// Tagging API's index shows them, which may lag a write by seconds. A
+// search that fails is reported in Failed; the error is for a context
+// that ended.
+func (p *Provider) ServiceResources(ctx context.Context, services []string) (cloud.ServiceResources, error) {
+	out := cloud.ServiceResources{Own: map[string][]cloud.Classified{}, Shared: map[string][]string{}}
+	if len(services) == 0 {
+		return out, nil
+	}
+	wanted := map[string]bool{}
+	for _, s := range services {
+		wanted[s] = true
+	}
+	var calls atomic.Int64
+	ctx = withCallCounter(ctx, &calls)
+	seen := map[string]bool{}
+	for _, key := range []string{ServiceNameTag, ServiceStackTag} {
+		found, err := p.loadBalancersTagged(ctx, key)
+		if ctx.Err() != nil {
+			out.Calls = int(calls.Load())
+			return out, ctx.Err()
+		}
+		if err != nil {
+			out.Failed = append(out.Failed, cloud.ScopeError{Scope: "region " + p.region, Err: err})
+			continue
+		}
+		for _, c := range found {
+			svc := c.Tags[key]
+			if !wanted[svc] || seen[c.ID] {
+				continue
+			}
+			seen[c.ID] = true
+			out.Own[svc] = append(out.Own[svc], c)
+		}
+	}
+	for _, list := range out.Own {
+		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	}
+	out.Calls = int(calls.Load())
+	return out, nil
+}
+
+// loadBalancersTagged lists the provider region's load balancers that
+// carry key, with all their tags.
+func (p *Provider) loadBalancersTagged(ctx context.Context, key string) ([]cloud.Classified, error) {
+	region := p.region
+	pages := tagging.NewGetResourcesPaginator(p.clientsFor(region).tagging, &tagging.GetResourcesInput{
+		TagFilters:          []taggingtypes.TagFilter{{Key: sdkaws.String(key)}},
+		ResourceTypeFilters: []string{loadBalancerType},
+		ResourcesPerPage:    sdkaws.Int32(ResourcesPerPage),
+	}, func(o *tagging.GetResourcesPaginatorOptions) { o.StopOnDuplicateToken = true })
+	var out []cloud.Classified
+	for pages.HasMorePages() {
+		page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of the load balancers tagged %s in %s", key, region), err)
+			}
+			return page, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page.ResourceTagMappingList {
+			id := sdkaws.ToString(m.ResourceARN)
+			set := make(tags.Set, len(m.Tags))
+			for _, t := range m.Tags {
+				set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+			}
+			if id != "" && strings.Contains(set[key], "/") {
+				out = append(out, cloud.Classified{ID: id, Type: loadBalancerType, Scope: region, Tags: set, Rules: TagRules})
+			}
+		}
+	}
+	return out, nil
+}
