@@ -31,6 +31,7 @@ const MaxWorkloadTags = 20
 // listed in Tags are ever written (the allow-list): a team supplies a value
 // through its namespace's or its claim's labels and annotations only where
 // a template reads them.
+// +kubebuilder:validation:XValidation:rule="(has(self.tags) && size(self.tags) > 0) || (has(self.presets) && size(self.presets) > 0)",message="a policy lists tags, presets or both"
 type WorkloadTagPolicySpec struct {
 	// Provider is the cloud whose resources are tagged: azure or aws.
 	// +kubebuilder:default=azure
@@ -38,9 +39,10 @@ type WorkloadTagPolicySpec struct {
 	Provider Provider `json:"provider,omitempty"`
 
 	// Resources are the kinds of resources tagged: PersistentVolume (the
-	// managed disk or EBS volume of a bound claim) and Service (on Azure,
-	// the public IP the cloud provider made for a Service of type
-	// LoadBalancer; an IP several Services share is reported, not tagged).
+	// managed disk or EBS volume of a bound claim) and Service (what the
+	// cloud provider made for a Service of type LoadBalancer: on Azure its
+	// public IP, an IP several Services share being reported, not tagged;
+	// on AWS its load balancer).
 	// +kubebuilder:default={PersistentVolume}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
@@ -55,13 +57,21 @@ type WorkloadTagPolicySpec struct {
 
 	// Tags are the tags written, each a key and a value template; a tag
 	// whose template renders nothing for a workload (a label it reads is
-	// absent) is not written on that workload's resources. At most 20.
-	// +kubebuilder:validation:MinItems=1
+	// absent) is not written on that workload's resources. With Presets,
+	// a key listed here replaces the preset's tag of that key. At most 20
+	// tags in all, presets' included.
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=map
 	// +listMapKey=key
-	// +required
-	Tags []WorkloadTag `json:"tags"`
+	// +optional
+	Tags []WorkloadTag `json:"tags,omitempty"`
+
+	// Presets add the tags a cost tool reads (see WorkloadTagPreset).
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Presets []WorkloadTagPreset `json:"presets,omitempty"`
 
 	// Suspend stops every cloud write while true: passes still read and
 	// report what they would write.
@@ -78,6 +88,84 @@ type WorkloadTagPolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) <= duration('24h')",message="syncEvery must be at most 24h"
 	// +optional
 	SyncEvery string `json:"syncEvery,omitempty"`
+}
+
+// WorkloadTagPresetName names a cost tool's tag convention.
+// +kubebuilder:validation:Enum=Kubecost;AWSSplitCostAllocation
+type WorkloadTagPresetName string
+
+const (
+	// PresetKubecost writes the tags Kubecost allocates out-of-cluster
+	// costs by: kubernetes_cluster (the preset's Cluster),
+	// kubernetes_namespace (the workload's namespace) and
+	// kubernetes_label_<key> for each of the preset's Labels (the label's
+	// value on the claim or Service).
+	PresetKubecost WorkloadTagPresetName = "Kubecost"
+	// PresetAWSSplitCostAllocation writes each of the preset's Labels
+	// under its own key (the label's value on the claim or Service): AWS's
+	// split cost allocation data imports pods' labels as cost allocation
+	// tags of the same keys, so a resource tagged alike is attributed with
+	// the pods that carry them.
+	PresetAWSSplitCostAllocation WorkloadTagPresetName = "AWSSplitCostAllocation"
+)
+
+// WorkloadTagPreset adds the tags of one cost tool's convention.
+type WorkloadTagPreset struct {
+	// Name is the convention: Kubecost or AWSSplitCostAllocation.
+	// +required
+	Name WorkloadTagPresetName `json:"name"`
+
+	// Cluster is the cluster's name, written as Kubecost's
+	// kubernetes_cluster tag; absent, that tag is not written.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// Labels are the Kubernetes label keys whose values (on the claim or
+	// the Service) are copied: as kubernetes_label_<key> for Kubecost, as
+	// <key> for AWSSplitCostAllocation.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=110
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`
+	// +listType=set
+	// +optional
+	Labels []string `json:"labels,omitempty"`
+}
+
+// AllTags returns the policy's tags: its presets' first, in the order
+// WorkloadTagPreset documents, then Tags, a key of Tags replacing a
+// preset's tag of that key.
+func (s WorkloadTagPolicySpec) AllTags() []WorkloadTag {
+	var out []WorkloadTag
+	at := map[string]int{}
+	add := func(t WorkloadTag) {
+		if i, ok := at[t.Key]; ok {
+			out[i] = t
+			return
+		}
+		at[t.Key] = len(out)
+		out = append(out, t)
+	}
+	for _, p := range s.Presets {
+		switch p.Name {
+		case PresetKubecost:
+			if p.Cluster != "" {
+				add(WorkloadTag{Key: "kubernetes_cluster", Value: p.Cluster})
+			}
+			add(WorkloadTag{Key: "kubernetes_namespace", Value: "${namespace}"})
+			for _, l := range p.Labels {
+				add(WorkloadTag{Key: "kubernetes_label_" + l, Value: "${labels['" + l + "']}"})
+			}
+		case PresetAWSSplitCostAllocation:
+			for _, l := range p.Labels {
+				add(WorkloadTag{Key: l, Value: "${labels['" + l + "']}"})
+			}
+		}
+	}
+	for _, t := range s.Tags {
+		add(t)
+	}
+	return out
 }
 
 // SyncInterval returns SyncEvery as a duration (DefaultSyncInterval when

@@ -222,7 +222,7 @@ func checkPolicyFile(path string) (n int, problems, err error) {
 	for _, msg := range workloadtags.Check(&p, k.Rules, k.CreatorKeys) {
 		errs = append(errs, errors.New(msg))
 	}
-	return len(p.Spec.Tags), errors.Join(errs...), nil
+	return len(p.Spec.AllTags()), errors.Join(errs...), nil
 }
 
 // validatorFor returns the check --cloud and --openshift (or the

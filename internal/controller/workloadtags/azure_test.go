@@ -245,6 +245,20 @@ func TestPolicyValidation(t *testing.T) {
 	if err := h.c.Create(h.ctx, bad); err == nil || !strings.Contains(err.Error(), "placeholders are") {
 		t.Errorf("an unknown placeholder was admitted: %v", err)
 	}
+	empty := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-empty"}}
+	if err := h.c.Create(h.ctx, empty); err == nil || !strings.Contains(err.Error(), "a policy lists tags, presets or both") {
+		t.Errorf("a policy with neither tags nor presets was admitted: %v", err)
+	}
+	badLabel := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-badlabel"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Presets: []v1alpha1.WorkloadTagPreset{{Name: v1alpha1.PresetKubecost, Labels: []string{"it's"}}}}}
+	if err := h.c.Create(h.ctx, badLabel); err == nil || !strings.Contains(err.Error(), "labels[0]") {
+		t.Errorf("a preset label that is no label key was admitted: %v", err)
+	}
+	preset := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-preset"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Presets: []v1alpha1.WorkloadTagPreset{{Name: v1alpha1.PresetKubecost, Cluster: "prod", Labels: []string{"team"}}}}}
+	if err := h.c.Create(h.ctx, preset); err != nil {
+		t.Errorf("a policy of presets alone was refused: %v", err)
+	}
 	good := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-good"},
 		Spec: v1alpha1.WorkloadTagPolicySpec{Tags: []v1alpha1.WorkloadTag{tag("team", "x-${labels['team']}-$y")}}}
 	if err := h.c.Create(h.ctx, good); err != nil {

@@ -53,16 +53,13 @@ func newConfig(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.
 
 // Check reports every problem of a policy's spec that would stop the
 // controller (tagsync validate): a namespace selector that does not parse,
-// a key the cloud's rules refuse or takes for another key of the policy, a
-// key a resource's creator owns, a template that does not parse, and what
-// admission refuses (more than MaxWorkloadTags keys, a key longer than
-// 127 characters).
+// no key or more than MaxWorkloadTags (presets' included), a key the
+// cloud's rules refuse or takes for another key of the policy, a key a
+// resource's creator owns, a template that does not parse, and what
+// admission refuses (a key longer than 127 characters).
 func Check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) []string {
 	_, problems := check(p, rules, creators)
-	if n := len(p.Spec.Tags); n == 0 || n > v1alpha1.MaxWorkloadTags {
-		problems = append(problems, fmt.Sprintf("tags: %d keys; a policy has 1 to %d", n, v1alpha1.MaxWorkloadTags))
-	}
-	for _, t := range p.Spec.Tags {
+	for _, t := range p.Spec.AllTags() {
 		if n := len([]rune(t.Key)); n > 127 {
 			problems = append(problems, fmt.Sprintf("tag %q: %d characters; a key has at most 127", t.Key, n))
 		}
@@ -86,8 +83,12 @@ func check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.Plat
 	}
 	c.selector = sel
 	nc := rules.NameCase()
+	all := p.Spec.AllTags()
+	if n := len(all); n == 0 || n > v1alpha1.MaxWorkloadTags {
+		problems = append(problems, fmt.Sprintf("tags: %d keys with the presets'; a policy has 1 to %d", n, v1alpha1.MaxWorkloadTags))
+	}
 	seen := map[string]string{}
-	for _, t := range p.Spec.Tags {
+	for _, t := range all {
 		if prev, dup := seen[nc.Key(t.Key)]; dup {
 			problems = append(problems, fmt.Sprintf("tag %q: the cloud takes it for the same tag as %q", t.Key, prev))
 			continue

@@ -1,6 +1,7 @@
 package workloadtags
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,6 +109,41 @@ func TestNewConfigRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("error %v does not say %q", err, says)
 		}
+	}
+}
+
+// TestPresets: a preset expands to its cost tool's keys, a key in tags
+// replaces the preset's, and the cloud's rules apply to the expanded keys
+// (Azure refuses the / of kubernetes_label_app.kubernetes.io/name).
+func TestPresets(t *testing.T) {
+	p := &v1alpha1.WorkloadTagPolicy{Spec: v1alpha1.WorkloadTagPolicySpec{
+		Presets: []v1alpha1.WorkloadTagPreset{
+			{Name: v1alpha1.PresetKubecost, Cluster: "prod-1", Labels: []string{"team"}},
+			{Name: v1alpha1.PresetAWSSplitCostAllocation, Labels: []string{"app"}}},
+		Tags: []v1alpha1.WorkloadTag{{Key: "kubernetes_namespace", Value: "ns-${namespace}"}}}}
+	r := rules
+	r.MaxTags = 50
+	c, err := newConfig(p, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.want(tags.Workload{Namespace: "shop", Name: "data", Labels: map[string]string{"team": "pay", "app": "web"}})
+	want := tags.Set{"kubernetes_cluster": "prod-1", "kubernetes_namespace": "ns-shop", "kubernetes_label_team": "pay", "app": "web"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("want = %v, want %v", got, want)
+	}
+	p.Spec.Presets[0].Labels = []string{"app.kubernetes.io/name"}
+	r.ForbiddenNameChars = "/"
+	if _, err := newConfig(p, r, nil); err == nil || !strings.Contains(err.Error(), `"kubernetes_label_app.kubernetes.io/name"`) {
+		t.Errorf("a preset key the cloud refuses was not named: %v", err)
+	}
+	many := make([]string, 20)
+	for i := range many {
+		many[i] = fmt.Sprintf("l%d", i)
+	}
+	p.Spec.Presets = []v1alpha1.WorkloadTagPreset{{Name: v1alpha1.PresetKubecost, Labels: many}}
+	if _, err := newConfig(p, r, nil); err == nil || !strings.Contains(err.Error(), "21 keys") {
+		t.Errorf("21 keys with the preset's were not refused: %v", err)
 	}
 }
 
