@@ -6,11 +6,14 @@
 //	   quota allows (bucket 200, refill 10/s per subscription), 0 × 429
 //	B. an unchanged resync: 0 writes, at most 1 read per 1,000 resources
 //	C. a namespace label change: its disks retagged, p99 ≤ 5 s
+//	D. the controller's RSS, against docs/operations.md's sizing table
 //
 // Everything is real except the cloud: a kube-apiserver and etcd
 // (internal/testenv), armsim over HTTPS with ARM's throttling and
-// Resource Graph's index delay, and the controller in this process as
-// `tagsync run` builds it (operator.Build, the provider's defaults).
+// Resource Graph's index delay, and the controller as `tagsync run
+// --controllers workloadtags` (a separate process, with the chart's
+// --memory-limit, so that its RSS is the controller's; -controller
+// in-process runs it in this process instead, without D).
 //
 // Run it from the repository root:
 //
@@ -25,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -63,7 +67,16 @@ type options struct {
 	benchkit.Flags
 	namespaces, volumes, services, retags int
 	retagSpacing                          time.Duration
+	// controller is how the controller runs: process or in-process.
+	controller string
 }
+
+// chartMemoryLimit is the chart's default goMemoryLimit (tagsync run
+// --memory-limit).
+const chartMemoryLimit = "128Mi"
+
+// sizingMiB is docs/operations.md's sizing goal for one tagsync run.
+const sizingMiB = 200
 
 // Results are the benchmark's results.
 type Results struct {
@@ -71,6 +84,13 @@ type Results struct {
 	Cold   *Cold   `json:"cold,omitempty"`
 	Resync *Resync `json:"resync,omitempty"`
 	Retag  *Retag  `json:"retag,omitempty"`
+	Memory *Memory `json:"memory,omitempty"`
+}
+
+// Memory is goal D: the separate process's memory after the scenarios.
+type Memory struct {
+	Command string                  `json:"command"`
+	Samples []benchkit.MemorySample `json:"samples"`
 }
 
 // Cold is scenario A.
@@ -102,6 +122,8 @@ type bench struct {
 	arm  *armsim.Server
 	c    client.Client
 	stop context.CancelFunc
+	// proc is the controller process (-controller process).
+	proc *benchkit.Process
 	// disks are, per namespace, its disks' IDs.
 	disks [][]string
 }
@@ -115,10 +137,12 @@ func main() {
 	flag.IntVar(&o.services, "services", 50, "LoadBalancer Services (public IPs), spread over the namespaces")
 	flag.IntVar(&o.retags, "retags", 5, "retag: namespace label changes measured, one at a time")
 	flag.DurationVar(&o.retagSpacing, "retag-spacing", 10*time.Second, "retag: pause between label changes (teams do not relabel back to back; ARM's write bucket refills 10/s)")
+	flag.StringVar(&o.controller, "controller", "process", "process: `tagsync run --controllers workloadtags` (measures RSS); in-process: in this process")
 	flag.Parse()
 	b := &bench{o: o}
 	b.res.Header = benchkit.NewHeader("workloadtags", map[string]any{"namespaces": o.namespaces, "volumesPerNamespace": o.volumes,
-		"services": o.services, "retags": o.retags, "retagSpacing": o.retagSpacing.String(), "armWrites": fmt.Sprintf("bucket %d, refill %d/s", armWriteCapacity, armWriteRefill)})
+		"services": o.services, "retags": o.retags, "retagSpacing": o.retagSpacing.String(), "armWrites": fmt.Sprintf("bucket %d, refill %d/s", armWriteCapacity, armWriteRefill),
+		"controller": o.controller})
 	benchkit.Main(o.Out, b)
 }
 
@@ -200,8 +224,26 @@ func (b *bench) seed(ctx context.Context) error {
 	return err
 }
 
-// startController runs the workload tags controller in this process.
+// startController runs the workload tags controller: `tagsync run` with
+// the chart's memory limit, or in this process.
 func (b *bench) startController(ctx context.Context) error {
+	if b.o.controller == "process" {
+		bin, err := benchkit.BuildTagsync(ctx, b.o.Tagsync, b.env.RootDir, b.dir)
+		if err != nil {
+			return err
+		}
+		flags, err := benchkit.AzureFlags(b.arm, b.dir)
+		if err != nil {
+			return err
+		}
+		flags = append(flags, "--azure-subscription", sub, "--controllers", workloadtags.ControllerName, "--memory-limit", chartMemoryLimit)
+		b.proc, err = benchkit.StartRun(ctx, b.env, benchkit.Command{Bin: bin, Args: flags, Dir: b.dir, Timeout: b.o.Timeout, PeakEvery: time.Second})
+		if err == nil {
+			b.res.Memory = &Memory{Command: "tagsync run " + strings.Join(flags, " ")}
+			err = b.sample("started, informers synced, no policy")
+		}
+		return err
+	}
 	p, err := benchkit.AzureProvider(ctx, b.arm, sub)
 	if err != nil {
 		return err
@@ -221,9 +263,26 @@ func (b *bench) startController(ctx context.Context) error {
 	return nil
 }
 
+// sample records the controller process's memory.
+func (b *bench) sample(at string) error {
+	if b.proc == nil {
+		return nil
+	}
+	s, err := b.proc.Sample(at)
+	if err != nil {
+		return err
+	}
+	b.res.Memory.Samples = append(b.res.Memory.Samples, s)
+	benchkit.Logf("memory (%s): VmRSS %.1f MiB, VmHWM %.1f MiB, Go heap in use %.1f MiB", at, s.RSSMiB, s.HWMMiB, s.GoHeapInuseMiB)
+	return nil
+}
+
 func (b *bench) Close() {
 	if b.stop != nil {
 		b.stop()
+	}
+	if b.proc != nil {
+		_ = b.proc.Stop()
 	}
 	if b.arm != nil {
 		_ = b.arm.Close()
@@ -240,6 +299,9 @@ func (b *bench) Scenarios(ctx context.Context) error {
 	if err := b.cold(ctx); err != nil {
 		return fmt.Errorf("cold: %w", err)
 	}
+	if err := b.sample("cold: every resource in sync"); err != nil {
+		return err
+	}
 	if b.o.Has("resync") {
 		if err := b.resync(ctx); err != nil {
 			return fmt.Errorf("resync: %w", err)
@@ -250,7 +312,7 @@ func (b *bench) Scenarios(ctx context.Context) error {
 			return fmt.Errorf("retag: %w", err)
 		}
 	}
-	return nil
+	return b.sample("after the resync and the retags")
 }
 
 // cold creates the policy and waits until every resource is in sync.
@@ -378,6 +440,11 @@ func (b *bench) Goals() []benchkit.Goal {
 	if r := b.res.Retag; r != nil {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("C. namespace label change → its %d disks", r.Disks), Target: "p99 <= 5s",
 			Measured: fmt.Sprintf("p50 %.2fs, p99 %.2fs", r.P50, r.P99), Met: r.P99 <= 5})
+	}
+	if m := b.res.Memory; m != nil && len(m.Samples) > 0 {
+		first, last := m.Samples[0], m.Samples[len(m.Samples)-1]
+		g = append(g, benchkit.Goal{Goal: "D. tagsync run --controllers workloadtags, RSS", Target: fmt.Sprintf("<= %d MiB (docs/operations.md sizing)", sizingMiB),
+			Measured: fmt.Sprintf("peak %.0f MiB, last %.0f MiB (%.0f MiB before the policy)", last.HWMMiB, last.RSSMiB, first.RSSMiB), Met: last.HWMMiB <= sizingMiB})
 	}
 	return g
 }
