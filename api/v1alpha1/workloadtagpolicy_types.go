@@ -9,7 +9,7 @@ import (
 
 // WorkloadResource is a kind of cloud resource a cluster's workloads cause,
 // named by the Kubernetes object that refers to it.
-// +kubebuilder:validation:Enum=PersistentVolume;Service
+// +kubebuilder:validation:Enum=PersistentVolume;Service;VolumeSnapshot
 type WorkloadResource string
 
 const (
@@ -17,8 +17,12 @@ const (
 	// (Azure managed disk, EBS volume), tagged for its claim.
 	WorkloadPersistentVolume WorkloadResource = "PersistentVolume"
 	// WorkloadService is what the cloud provider made for a Service of
-	// type LoadBalancer (Azure: its public IP), tagged for the Service.
+	// type LoadBalancer (Azure: its public IP; AWS: its load balancer),
+	// tagged for the Service.
 	WorkloadService WorkloadResource = "Service"
+	// WorkloadVolumeSnapshot is the snapshot behind a VolumeSnapshotContent
+	// (Azure snapshot, EBS snapshot), tagged for its VolumeSnapshot.
+	WorkloadVolumeSnapshot WorkloadResource = "VolumeSnapshot"
 )
 
 // MaxWorkloadTags is the most tags one WorkloadTagPolicy may write: a
@@ -42,7 +46,9 @@ type WorkloadTagPolicySpec struct {
 	// managed disk or EBS volume of a bound claim) and Service (what the
 	// cloud provider made for a Service of type LoadBalancer: on Azure its
 	// public IP, an IP several Services share being reported, not tagged;
-	// on AWS its load balancer).
+	// on AWS its load balancer) and VolumeSnapshot (the snapshot behind a
+	// VolumeSnapshotContent of the cloud's disk CSI driver, tagged for its
+	// VolumeSnapshot; needs the CSI snapshot API, snapshot.storage.k8s.io/v1).
 	// +kubebuilder:default={PersistentVolume}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4

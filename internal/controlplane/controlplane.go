@@ -57,6 +57,9 @@ type ControlPlane struct {
 	env *envtest.Environment
 }
 
+// serviceRange is the test clusters' Service IP range: 65,534 cluster IPs.
+const serviceRange = "10.0.0.0/16"
+
 // Start starts a control plane; the caller must Stop it. On error nothing
 // is left running.
 func Start(o Options) (*ControlPlane, error) {
@@ -80,6 +83,10 @@ func Start(o Options) (*ControlPlane, error) {
 		ControlPlaneStartTimeout: o.StartTimeout,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	// envtest's default Service range is a /24 (254 cluster IPs): too few
+	// for the benchmarks' 500 Services. A real cluster's is a /12
+	// (kubeadm's 10.96.0.0/12); a /16 keeps the test clusters small.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceRange)
 	cfg, err := env.Start()
 	if err != nil {
 		// Start leaves what it started running when a later step (a CRD

@@ -18,12 +18,15 @@ type Pool struct {
 }
 
 // NewPool starts n control planes at once.
-func NewPool(n int) (*Pool, error) {
+func NewPool(n int) (*Pool, error) { return NewPoolWith(n, Options{}) }
+
+// NewPoolWith starts n control planes with opts at once.
+func NewPoolWith(n int, opts Options) (*Pool, error) {
 	p := &Pool{free: make(chan *Env, n), all: make([]*Env, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { p.all[i], errs[i] = New() })
+		wg.Go(func() { p.all[i], errs[i] = NewWith(opts) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -60,9 +63,12 @@ func (p *Pool) Stop() error {
 }
 
 // MainPool is Main with a pool of n control planes, handed to use.
-func MainPool(m *testing.M, n int, use func(*Pool)) {
+func MainPool(m *testing.M, n int, use func(*Pool)) { MainPoolWith(m, n, Options{}, use) }
+
+// MainPoolWith is MainPool with control planes started with opts.
+func MainPoolWith(m *testing.M, n int, opts Options, use func(*Pool)) {
 	setTestLogger()
-	p, err := NewPool(n)
+	p, err := NewPoolWith(n, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

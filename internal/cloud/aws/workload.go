@@ -21,8 +21,9 @@ import (
 // spells it.
 const volumeType = "ec2:volume"
 
-// ReadTags reads the tags of EBS volumes (bare vol- IDs in the provider's
-// region, or EC2 volume ARNs) and of load balancers (ARNs; Elastic Load
+// ReadTags reads the tags of EBS volumes and snapshots (bare vol- and
+// snap- IDs in the provider's region, or their EC2 ARNs; snapshots with
+// DescribeSnapshots as volumes are read) and of load balancers (ARNs; Elastic Load
 // Balancing's DescribeTags, 20 a call, see taggingTags) in bulk. Volumes:
 // per region, DescribeVolumes with
 // the volume-id filter, at most MaxFilterValues IDs a call (EC2's limit of
@@ -42,8 +43,8 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 			continue
 		}
 		ref, err := p.parseRef(id)
-		if err == nil && !strings.HasPrefix(ref.ec2ID, "vol-") {
-			err = fmt.Errorf("aws: %s is not an EBS volume: tagsync reads the tags of EBS volumes only", id)
+		if err == nil && ebsType(ref.ec2ID) == "" {
+			err = fmt.Errorf("aws: %s is neither an EBS volume nor an EBS snapshot nor a load balancer: tagsync reads the tags of those only", id)
 		}
 		if err != nil {
 			r.Unread = append(r.Unread, id)
@@ -61,7 +62,7 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 	ctx = withCallCounter(ctx, &calls)
 	for _, region := range regions {
 		refs := byRegion[region]
-		found, err := p.describeVolumes(ctx, region, refs)
+		found, err := p.describeEBS(ctx, region, refs)
 		if ctx.Err() != nil {
 			r.Calls = int(calls.Load())
 			return r, ctx.Err()
@@ -79,7 +80,7 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 				r.Missing = append(r.Missing, ref.id)
 				continue
 			}
-			r.Resources = append(r.Resources, cloud.Classified{ID: ref.id, Type: volumeType, Scope: region, Tags: t, Rules: TagRules})
+			r.Resources = append(r.Resources, cloud.Classified{ID: ref.id, Type: ebsType(ref.ec2ID), Scope: region, Tags: t, Rules: TagRules})
 		}
 	}
 	for _, region := range slices.Sorted(maps.Keys(others)) {
@@ -107,16 +108,59 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 	return r, nil
 }
 
-// describeVolumes reads the tags (without aws: ones) of the volumes refs
-// name in region, MaxFilterValues IDs a call, keyed by volume ID.
-func (p *Provider) describeVolumes(ctx context.Context, region string, refs []resourceRef) (map[string]tags.Set, error) {
-	out := map[string]tags.Set{}
-	for start := 0; start < len(refs); start += MaxFilterValues {
-		chunk := refs[start:min(start+MaxFilterValues, len(refs))]
-		ids := make([]string, len(chunk))
-		for i, ref := range chunk {
-			ids[i] = ref.ec2ID
+// ebsType is the resource type of an EBS volume or snapshot ID, as
+// Classified.Type spells it; "" for another ID.
+func ebsType(ec2ID string) string {
+	switch {
+	case strings.HasPrefix(ec2ID, "vol-"):
+		return volumeType
+	case strings.HasPrefix(ec2ID, "snap-"):
+		return snapshotType
+	}
+	return ""
+}
+
+// snapshotType is the resource type of an EBS snapshot.
+const snapshotType = "ec2:snapshot"
+
+// describeEBS reads the tags (without aws: ones) of the volumes and
+// snapshots refs name in region, keyed by ID.
+func (p *Provider) describeEBS(ctx context.Context, region string, refs []resourceRef) (map[string]tags.Set, error) {
+	var vols, snaps []string
+	for _, ref := range refs {
+		if ebsType(ref.ec2ID) == snapshotType {
+			snaps = append(snaps, ref.ec2ID)
+		} else {
+			vols = append(vols, ref.ec2ID)
 		}
+	}
+	out, err := p.describeVolumes(ctx, region, vols)
+	if err != nil {
+		return nil, err
+	}
+	for chunk := range slices.Chunk(snaps, MaxFilterValues) {
+		pages := ec2.NewDescribeSnapshotsPaginator(p.clientsFor(region).ec2, &ec2.DescribeSnapshotsInput{
+			Filters:    []ec2types.Filter{{Name: sdkaws.String("snapshot-id"), Values: chunk}},
+			MaxResults: sdkaws.Int32(int32(max(5, len(chunk)))),
+		})
+		err := eachPage(pages.HasMorePages, func() (*ec2.DescribeSnapshotsOutput, error) { return pages.NextPage(ctx) },
+			func(page *ec2.DescribeSnapshotsOutput) {
+				for _, v := range page.Snapshots {
+					out[sdkaws.ToString(v.SnapshotId)] = userTags(ec2Tags(v.Tags))
+				}
+			})
+		if err != nil {
+			return nil, p.wrap(region, fmt.Sprintf("aws: DescribeSnapshots of %d snapshots (%s, ...) in %s", len(chunk), chunk[0], region), err)
+		}
+	}
+	return out, nil
+}
+
+// describeVolumes reads the tags (without aws: ones) of the volumes ids
+// name in region, MaxFilterValues IDs a call, keyed by volume ID.
+func (p *Provider) describeVolumes(ctx context.Context, region string, all []string) (map[string]tags.Set, error) {
+	out := map[string]tags.Set{}
+	for ids := range slices.Chunk(all, MaxFilterValues) {
 		pages := ec2.NewDescribeVolumesPaginator(p.clientsFor(region).ec2, &ec2.DescribeVolumesInput{
 			Filters:    []ec2types.Filter{{Name: sdkaws.String("volume-id"), Values: ids}},
 			MaxResults: sdkaws.Int32(int32(max(5, len(ids)))),

@@ -24,11 +24,12 @@ type config struct {
 	selector labels.Selector
 	// tags are the keys and their templates, in the spec's order.
 	tags []tagTemplate
-	// volumes and services say whether PersistentVolumes' disks and
-	// Services' resources are tagged.
-	volumes, services bool
-	suspend           bool
-	every             time.Duration
+	// volumes, services and snapshots say whether PersistentVolumes'
+	// disks, Services' resources and VolumeSnapshots' snapshots are
+	// tagged.
+	volumes, services, snapshots bool
+	suspend                      bool
+	every                        time.Duration
 }
 
 // tagTemplate is one key of a policy and its value template.
@@ -71,7 +72,8 @@ func Check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.Plat
 func check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) (config, []string) {
 	c := config{name: p.Name, provider: string(p.Spec.Provider), suspend: p.Spec.Suspend,
 		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), services: p.Spec.Tagging(v1alpha1.WorkloadService),
-		every: p.Spec.SyncInterval()}
+		snapshots: p.Spec.Tagging(v1alpha1.WorkloadVolumeSnapshot),
+		every:     p.Spec.SyncInterval()}
 	c.nc = rules.NameCase()
 	if c.provider == "" {
 		c.provider = string(v1alpha1.ProviderAzure)

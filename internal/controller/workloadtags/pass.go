@@ -78,6 +78,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies,verbs=list;watch
 // +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims;services,verbs=list;watch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents;volumesnapshots,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one pass for a policy; when it ends, the cloud changes

@@ -50,12 +50,18 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if err != nil {
 		return rd, err
 	}
+	snaps, unserved, err := p.snapshotWorkloads(ctx, nss)
+	if err != nil {
+		return rd, err
+	}
+	ws = append(ws, snaps...)
 	rd.workloads = append(ws, svcs...)
 	if rd.rivals, err = p.rivals(ctx); err != nil {
 		return rd, err
 	}
-	// The disks are read in bulk; the Services' resources were read by
-	// their search, and only those a change named are read again, fresh.
+	// The disks and snapshots are read in bulk; the Services' resources
+	// were read by their search, and only those a change named are read
+	// again, fresh.
 	fresh := idSet(p.changed)
 	var ids []string
 	for _, w := range ws {
@@ -80,6 +86,7 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	}
 	rd.cloud.Resources = append(rd.cloud.Resources, searched...)
 	rd.cloud.Failed = append(rd.cloud.Failed, found.Failed...)
+	rd.cloud.Failed = append(rd.cloud.Failed, unserved...)
 	rd.cloud.Calls += found.Calls
 	readCallsTotal.WithLabelValues(p.cfg.provider).Add(float64(rd.cloud.Calls))
 	p.r.indexRead(p.obj.Name, rd.cloud.Resources)

@@ -3,8 +3,10 @@ package workloadtags
 import (
 	"context"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +29,9 @@ const maxConcurrentPasses = 2
 // every policy (a pass reads only the cache until it reads the cloud, and
 // writes only what differs); another policy's spec change passes the
 // others too, since it may contest their keys. Each pass schedules the
-// next after syncEvery.
+// next after syncEvery. Where the cluster serves the CSI snapshot API, a
+// VolumeSnapshotContent made, cut, re-bound or deleted, or a
+// VolumeSnapshot's labels or annotations changing, passes them too.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := r.UseManager(mgr, ControllerName); err != nil {
 		return err
@@ -35,7 +39,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
 	r.subscriber.Subscribe(ControllerName, r)
 	all := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr)
+	if servesSnapshots(mgr) {
+		b = b.Watches(&snapshotv1.VolumeSnapshotContent{}, all, builder.WithPredicates(kit.UpdateChanged(snapshotChanged))).
+			Watches(&snapshotv1.VolumeSnapshot{}, all, builder.WithPredicates(metadataChanged()))
+	}
+	return b.
 		Named(ControllerName).
 		WithOptions(kit.Options(maxConcurrentPasses)).
 		For(&v1alpha1.WorkloadTagPolicy{}, builder.WithPredicates(predicate.Or(
@@ -88,4 +97,12 @@ func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconci
 		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: o.Name}}
 	}
 	return reqs
+}
+
+// servesSnapshots reports whether the cluster serves
+// snapshot.storage.k8s.io/v1 VolumeSnapshotContent (the CSI snapshot
+// CRDs), checked once, when the controller starts.
+func servesSnapshots(mgr manager.Manager) bool {
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: snapshotv1.GroupName, Kind: "VolumeSnapshotContent"}, snapshotv1.SchemeGroupVersion.Version)
+	return err == nil
 }

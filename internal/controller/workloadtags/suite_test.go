@@ -3,6 +3,8 @@ package workloadtags_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +33,20 @@ import (
 // its own, which its policies select.
 var planes *testenv.Pool
 
-func TestMain(m *testing.M) { testenv.MainPool(m, 2, func(p *testenv.Pool) { planes = p }) }
+// TestMain starts the planes with the CSI snapshot API's CRDs, from the
+// module whose Go types the controller reads them with.
+func TestMain(m *testing.M) {
+	dir, err := testenv.ModuleDir("github.com/kubernetes-csi/external-snapshotter/client/v8")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crds := filepath.Join(dir, "config", "crd")
+	opts := testenv.Options{ExtraCRDDirs: []string{
+		filepath.Join(crds, "snapshot.storage.k8s.io_volumesnapshots.yaml"),
+		filepath.Join(crds, "snapshot.storage.k8s.io_volumesnapshotcontents.yaml")}}
+	testenv.MainPoolWith(m, 2, opts, func(p *testenv.Pool) { planes = p })
+}
 
 const (
 	sub     = armsimtest.SubscriptionID
