@@ -138,6 +138,22 @@ func CanonicalID(id string) string {
 	return strings.ToLower(strings.TrimSuffix(id, "/"))
 }
 
+// ChangeKeys are the map keys (CanonicalID) under which a resource a cloud
+// change names may be known: its ID and, for an AWS ARN of an EC2
+// resource (arn:aws:ec2:<region>:<account>:volume/vol-0abc), its bare
+// resource ID (vol-0abc), which is how Kubernetes objects name EC2
+// resources (a PersistentVolume's volume handle, a VolumeSnapshotContent's
+// snapshot handle).
+func ChangeKeys(id string) []string {
+	keys := []string{CanonicalID(id)}
+	if rest, ok := strings.CutPrefix(id, "arn:"); ok && strings.Contains(rest, ":ec2:") {
+		if i := strings.LastIndex(id, "/"); i >= 0 && i < len(id)-1 {
+			keys = append(keys, CanonicalID(id[i+1:]))
+		}
+	}
+	return keys
+}
+
 // Kinds of cloud errors. Providers return errors for which errors.Is
 // reports one of these, so controllers decide without reading messages.
 var (

@@ -1,6 +1,7 @@
 package workloadtags
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -31,9 +32,19 @@ type changeEvents struct {
 func (e *changeEvents) UseEvents(hub *cloudchange.Hub) { e.subscriber.UseEvents(hub) }
 
 // Route makes a change pending for the policies that read its resource
-// (not the one whose own write made it) and enqueues them.
+// (not the one whose own write made it) and enqueues them. A policy knows
+// an EC2 resource by the bare ID its Kubernetes object names, a change by
+// its ARN: both keys are routed (cloud.ChangeKeys).
 func (r *Reconciler) Route(c cloudchange.Change) []string {
-	objs, _ := r.index.Route(cloud.CanonicalID(c.Resource), c)
+	var objs []string
+	for _, key := range cloud.ChangeKeys(c.Resource) {
+		found, _ := r.index.Route(key, c)
+		for _, o := range found {
+			if !slices.Contains(objs, o) {
+				objs = append(objs, o)
+			}
+		}
+	}
 	reqs := make([]reconcile.Request, len(objs))
 	for i, name := range objs {
 		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}

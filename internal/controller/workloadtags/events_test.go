@@ -1,12 +1,19 @@
 package workloadtags_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
 	"github.com/tagsync/tagsync/internal/controller/workloadtags"
@@ -58,5 +65,55 @@ func TestAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 	})
 	if n := disks.count("Tags.GetAtScope") - reads; n != 1 {
 		t.Errorf("the change cost %d Tags API reads, want 1", n)
+	}
+}
+
+// TestAWSAChangeRevertsAnOutsideEditAtOnce: on AWS, with events on (the
+// policy polls only at the hub's 2-hour resync), EventBridge's tag change
+// of a volume the policy read (named by its ARN, the policy knowing it by
+// its bare ID from the PersistentVolume) runs its pass, which reverts the
+// edit with one CreateTags; a change of a volume no policy read runs no
+// pass.
+func TestAWSAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := cloudchangetest.NewSource(t.Name())
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, func(o *operator.Options) {
+		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
+	})
+	ec2c := ec2.NewFromConfig(moto.Config)
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	v0, other := createVolume(t, ec2c, "pv-0"), createVolume(t, ec2c, "pv-other")
+	h.claimVolume(shop, "data", nil, csi("ebs.csi.aws.com", v0))
+	p := h.policy("costs", v1alpha1.ProviderAWS, tag("cost-center", "${namespace.labels['cost-center']}"))
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+
+	arn := func(id string) string {
+		return fmt.Sprintf("arn:aws:ec2:%s:%s:volume/%s", testenv.MotoRegion, testenv.MotoAccountID, id)
+	}
+	if _, err := ec2c.CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: []string{v0},
+		Tags: []ec2types.Tag{{Key: sdkaws.String("cost-center"), Value: sdkaws.String("hacked")}}}); err != nil {
+		t.Fatal(err)
+	}
+	writes := provider.Calls()["ec2:CreateTags"]
+	reads := provider.Calls()["ec2:DescribeVolumes"]
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("aws", arn(other), "e1", awstest.Tags(t, moto, other))); err != nil {
+		t.Fatal(err)
+	}
+	if n := provider.Calls()["ec2:DescribeVolumes"] - reads; n != 0 {
+		t.Errorf("a change of a volume no policy read cost %d reads", n)
+	}
+	if err := cloudchangetest.Publish(t, hub, waitFor, cloudchangetest.Write("aws", arn(v0), "e2", awstest.Tags(t, moto, v0))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, "the edit reverted", func() string {
+		if g := awstest.Tags(t, moto, v0)["cost-center"]; g != "cc-1" {
+			return "cost-center=" + g
+		}
+		return ""
+	})
+	if n := provider.Calls()["ec2:CreateTags"] - writes; n != 1 {
+		t.Errorf("the revert took %d CreateTags, want 1", n)
 	}
 }
