@@ -9,7 +9,7 @@ import (
 
 // WorkloadResource is a kind of cloud resource a cluster's workloads cause,
 // named by the Kubernetes object that refers to it.
-// +kubebuilder:validation:Enum=PersistentVolume;Service;VolumeSnapshot
+// +kubebuilder:validation:Enum=PersistentVolume;Service;VolumeSnapshot;Ingress
 type WorkloadResource string
 
 const (
@@ -23,6 +23,10 @@ const (
 	// WorkloadVolumeSnapshot is the snapshot behind a VolumeSnapshotContent
 	// (Azure snapshot, EBS snapshot), tagged for its VolumeSnapshot.
 	WorkloadVolumeSnapshot WorkloadResource = "VolumeSnapshot"
+	// WorkloadIngress is the Application Load Balancer the AWS Load
+	// Balancer Controller made for an Ingress (AWS only), tagged for the
+	// Ingress; one an IngressGroup shares is reported, not tagged.
+	WorkloadIngress WorkloadResource = "Ingress"
 )
 
 // MaxWorkloadTags is the most tags one WorkloadTagPolicy may write: a
@@ -48,7 +52,9 @@ type WorkloadTagPolicySpec struct {
 	// public IP, an IP several Services share being reported, not tagged;
 	// on AWS its load balancer) and VolumeSnapshot (the snapshot behind a
 	// VolumeSnapshotContent of the cloud's disk CSI driver, tagged for its
-	// VolumeSnapshot; needs the CSI snapshot API, snapshot.storage.k8s.io/v1).
+	// VolumeSnapshot; needs the CSI snapshot API, snapshot.storage.k8s.io/v1)
+	// and Ingress (AWS: the Application Load Balancer of the AWS Load
+	// Balancer Controller, tagged for the Ingress).
 	// +kubebuilder:default={PersistentVolume}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4

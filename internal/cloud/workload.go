@@ -70,3 +70,14 @@ type ServiceResources struct {
 	// Calls is the number of cloud requests the search took.
 	Calls int
 }
+
+// IngressFinder is a WorkloadProvider that also finds the load balancers
+// an ingress controller made for Ingresses (AWS: the AWS Load Balancer
+// Controller's Application Load Balancers).
+type IngressFinder interface {
+	WorkloadProvider
+	// IngressResources finds, in bulk, the load balancers made for the
+	// ingress stacks (the controller's name of an Ingress, or of the
+	// IngressGroup several share), by stack.
+	IngressResources(ctx context.Context, stacks []string) (ServiceResources, error)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -39,18 +38,38 @@ const loadBalancerType = "elasticloadbalancing:loadbalancer"
 // search that fails is reported in Failed; the error is for a context
 // that ended.
 func (p *Provider) ServiceResources(ctx context.Context, services []string) (cloud.ServiceResources, error) {
+	return p.loadBalancersNamed(ctx, services, ServiceNameTag, ServiceStackTag)
+}
+
+// IngressStackTag is the tag the AWS Load Balancer Controller writes on
+// the Application Load Balancer it makes for an Ingress: namespace/name,
+// or the IngressGroup's name for an explicit group
+// (alb.ingress.kubernetes.io/group.name).
+const IngressStackTag = "ingress.k8s.aws/stack"
+
+// IngressResources finds the Application Load Balancers the AWS Load
+// Balancer Controller made for the ingress stacks (IngressStackTag's
+// values), as ServiceResources finds the Services': one GetResources by
+// the key, 100 load balancers a page.
+func (p *Provider) IngressResources(ctx context.Context, stacks []string) (cloud.ServiceResources, error) {
+	return p.loadBalancersNamed(ctx, stacks, IngressStackTag)
+}
+
+// loadBalancersNamed finds the load balancers whose value of one of keys
+// is among names, by that value.
+func (p *Provider) loadBalancersNamed(ctx context.Context, names []string, keys ...string) (cloud.ServiceResources, error) {
 	out := cloud.ServiceResources{Own: map[string][]cloud.Classified{}, Shared: map[string][]string{}}
-	if len(services) == 0 {
+	if len(names) == 0 {
 		return out, nil
 	}
 	wanted := map[string]bool{}
-	for _, s := range services {
+	for _, s := range names {
 		wanted[s] = true
 	}
 	var calls atomic.Int64
 	ctx = withCallCounter(ctx, &calls)
 	seen := map[string]bool{}
-	for _, key := range []string{ServiceNameTag, ServiceStackTag} {
+	for _, key := range keys {
 		found, err := p.loadBalancersTagged(ctx, key)
 		if ctx.Err() != nil {
 			out.Calls = int(calls.Load())
@@ -103,7 +122,7 @@ func (p *Provider) loadBalancersTagged(ctx context.Context, key string) ([]cloud
 			for _, t := range m.Tags {
 				set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
 			}
-			if id != "" && strings.Contains(set[key], "/") {
+			if id != "" && set[key] != "" {
 				out = append(out, cloud.Classified{ID: id, Type: loadBalancerType, Scope: region, Tags: set, Rules: TagRules})
 			}
 		}

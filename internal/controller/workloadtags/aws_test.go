@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,4 +187,57 @@ func merge(a, b map[string]string) map[string]string {
 	out := maps.Clone(a)
 	maps.Copy(out, b)
 	return out
+}
+
+// ingress creates an Ingress in ns of class, with annotations.
+func (h *harness) ingress(ns, name, class string, annotations map[string]string) {
+	h.t.Helper()
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, DefaultBackend: &networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+	if err := h.c.Create(h.ctx, ing); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestAWSIngresses runs a policy over Ingresses on moto: the ALB the AWS
+// Load Balancer Controller made for an Ingress (ingress.k8s.aws/stack =
+// namespace/name) is tagged for it; the ALB of an IngressGroup two
+// Ingresses share is reported and left alone; an Ingress of another
+// controller's class is not the policy's.
+func TestAWSIngresses(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	h := newHarness(t, func(*harness) cloud.Provider { return awstest.Provider(t, moto) })
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-alb"}, Spec: networkingv1.IngressClassSpec{Controller: "ingress.k8s.aws/alb"}}
+	if err := h.c.Create(h.ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.c.Delete(h.ctx, class) })
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.ingress(shop, "store", class.Name, nil)
+	h.ingress(shop, "a", class.Name, map[string]string{"alb.ingress.kubernetes.io/group.name": h.run + "-shared"})
+	h.ingress(shop, "b", class.Name, map[string]string{"alb.ingress.kubernetes.io/group.name": h.run + "-shared"})
+	h.ingress(shop, "nginx", "nginx", nil)
+	lbc := map[string]string{"elbv2.k8s.aws/cluster": "c1", "ingress.k8s.aws/resource": "LoadBalancer"}
+	store := awstest.LoadBalancers(t, moto, 1, merge(lbc, map[string]string{aws.IngressStackTag: shop + "/store"}))[0]
+	shared := awstest.LoadBalancers(t, moto, 1, merge(lbc, map[string]string{aws.IngressStackTag: h.run + "-shared"}))[0]
+
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-ing"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS,
+			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadIngress},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"), tag("k8s-ingress", "${namespace}/${name}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Shared != 2 {
+		t.Errorf("status %+v, want 1 ALB in sync and 2 Ingresses sharing one", s)
+	}
+	if g := awstest.Tags(t, moto, store); g["k8s-ingress"] != shop+"/store" || g["cost-center"] != "cc-1" || g["ingress.k8s.aws/stack"] != shop+"/store" {
+		t.Errorf("%s carries %v", store, g)
+	}
+	if g := awstest.Tags(t, moto, shared); fmt.Sprint(g) != fmt.Sprint(merge(lbc, map[string]string{aws.IngressStackTag: h.run + "-shared"})) {
+		t.Errorf("the IngressGroup's ALB was tagged: %v", g)
+	}
 }

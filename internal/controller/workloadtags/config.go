@@ -24,10 +24,10 @@ type config struct {
 	selector labels.Selector
 	// tags are the keys and their templates, in the spec's order.
 	tags []tagTemplate
-	// volumes, services and snapshots say whether PersistentVolumes'
-	// disks, Services' resources and VolumeSnapshots' snapshots are
-	// tagged.
-	volumes, services, snapshots bool
+	// volumes, services, snapshots and ingresses say whether
+	// PersistentVolumes' disks, Services' resources, VolumeSnapshots'
+	// snapshots and Ingresses' load balancers are tagged.
+	volumes, services, snapshots, ingresses bool
 	suspend                      bool
 	every                        time.Duration
 }
@@ -72,7 +72,7 @@ func Check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.Plat
 func check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.PlatformKey) (config, []string) {
 	c := config{name: p.Name, provider: string(p.Spec.Provider), suspend: p.Spec.Suspend,
 		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), services: p.Spec.Tagging(v1alpha1.WorkloadService),
-		snapshots: p.Spec.Tagging(v1alpha1.WorkloadVolumeSnapshot),
+		snapshots: p.Spec.Tagging(v1alpha1.WorkloadVolumeSnapshot), ingresses: p.Spec.Tagging(v1alpha1.WorkloadIngress),
 		every:     p.Spec.SyncInterval()}
 	c.nc = rules.NameCase()
 	if c.provider == "" {

@@ -79,6 +79,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups=tagsync.io,resources=workloadtagpolicies/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims;services,verbs=list;watch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents;volumesnapshots,verbs=list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one pass for a policy; when it ends, the cloud changes
@@ -129,6 +130,8 @@ type pass struct {
 	// tags Services' resources.
 	provider cloud.WorkloadProvider
 	services cloud.ServiceFinder
+	// ingresses finds Ingresses' load balancers (nil: not asked for).
+	ingresses cloud.IngressFinder
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
@@ -177,6 +180,13 @@ func (p *pass) configure() error {
 			return fmt.Errorf("%w: resources: Service: tagsync does not tag the resources of Services on %s yet", errInvalidSpec, name)
 		}
 		p.services = f
+	}
+	if p.cfg.ingresses {
+		f, ok := wp.(cloud.IngressFinder)
+		if !ok {
+			return fmt.Errorf("%w: resources: Ingress: tagsync tags the Application Load Balancers of the AWS Load Balancer Controller only, not Ingresses on %s", errInvalidSpec, name)
+		}
+		p.ingresses = f
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package workloadtags
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,12 +51,17 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	if err != nil {
 		return rd, err
 	}
+	ings, ingFound, err := p.ingressWorkloads(ctx, nss)
+	if err != nil {
+		return rd, err
+	}
 	snaps, unserved, err := p.snapshotWorkloads(ctx, nss)
 	if err != nil {
 		return rd, err
 	}
 	ws = append(ws, snaps...)
-	rd.workloads = append(ws, svcs...)
+	rd.workloads = append(append(ws, svcs...), ings...)
+	found = mergeFound(found, ingFound)
 	if rd.rivals, err = p.rivals(ctx); err != nil {
 		return rd, err
 	}
@@ -306,4 +312,16 @@ func (p *pass) rivals(ctx context.Context) ([]config, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
+}
+
+// mergeFound is what two searches found.
+func mergeFound(a, b cloud.ServiceResources) cloud.ServiceResources {
+	out := cloud.ServiceResources{Own: map[string][]cloud.Classified{}, Shared: map[string][]string{},
+		Failed: append(slices.Clone(a.Failed), b.Failed...), Calls: a.Calls + b.Calls}
+	for _, m := range []map[string][]cloud.Classified{a.Own, b.Own} {
+		for k, v := range m {
+			out.Own[k] = append(out.Own[k], v...)
+		}
+	}
+	return out
 }

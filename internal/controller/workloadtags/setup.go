@@ -5,6 +5,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,7 +26,8 @@ const maxConcurrentPasses = 2
 
 // SetupWithManager registers the controller: a policy's spec change, and
 // any change of a Namespace's labels or annotations, a PersistentVolume
-// (bound, re-bound, released) or a claim's labels or annotations, passes
+// (bound, re-bound, released), a claim's labels or annotations, a Service
+// or an Ingress (labels, annotations, type or class, load balancer), passes
 // every policy (a pass reads only the cache until it reads the cloud, and
 // writes only what differs); another policy's spec change passes the
 // others too, since it may contest their keys. Each pass schedules the
@@ -54,6 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, all, builder.WithPredicates(metadataChanged())).
 		Watches(&corev1.PersistentVolume{}, all, builder.WithPredicates(kit.UpdateChanged(volumeChanged))).
 		Watches(&corev1.Service{}, all, builder.WithPredicates(predicate.Or(metadataChanged(), kit.UpdateChanged(serviceChanged)))).
+		Watches(&networkingv1.Ingress{}, all, builder.WithPredicates(predicate.Or(metadataChanged(), kit.UpdateChanged(ingressChanged)))).
 		WatchesRawSource(r.subscriber.EnqueueSource()).
 		Complete(r)
 }
@@ -75,6 +78,14 @@ func volumeChanged(old, cur *corev1.PersistentVolume) bool {
 // status (its public IP made or replaced).
 func serviceChanged(old, cur *corev1.Service) bool {
 	return old.Spec.Type != cur.Spec.Type || !equality.Semantic.DeepEqual(old.Status.LoadBalancer, cur.Status.LoadBalancer) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+}
+
+// ingressChanged reports a change of an Ingress's class or load balancer
+// status (its ALB made or replaced).
+func ingressChanged(old, cur *networkingv1.Ingress) bool {
+	return !equality.Semantic.DeepEqual(old.Spec.IngressClassName, cur.Spec.IngressClassName) ||
+		!equality.Semantic.DeepEqual(old.Status.LoadBalancer, cur.Status.LoadBalancer) ||
 		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
 }
 
