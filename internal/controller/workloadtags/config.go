@@ -28,8 +28,8 @@ type config struct {
 	// PersistentVolumes' disks, Services' resources, VolumeSnapshots'
 	// snapshots and Ingresses' load balancers are tagged.
 	volumes, services, snapshots, ingresses bool
-	suspend                      bool
-	every                        time.Duration
+	suspend                                 bool
+	every                                   time.Duration
 }
 
 // tagTemplate is one key of a policy and its value template.
@@ -73,7 +73,7 @@ func check(p *v1alpha1.WorkloadTagPolicy, rules tags.Rules, creators []tags.Plat
 	c := config{name: p.Name, provider: string(p.Spec.Provider), suspend: p.Spec.Suspend,
 		volumes: p.Spec.Tagging(v1alpha1.WorkloadPersistentVolume), services: p.Spec.Tagging(v1alpha1.WorkloadService),
 		snapshots: p.Spec.Tagging(v1alpha1.WorkloadVolumeSnapshot), ingresses: p.Spec.Tagging(v1alpha1.WorkloadIngress),
-		every:     p.Spec.SyncInterval()}
+		every: p.Spec.SyncInterval()}
 	c.nc = rules.NameCase()
 	if c.provider == "" {
 		c.provider = string(v1alpha1.ProviderAzure)
