@@ -142,39 +142,54 @@ func (p *Provider) discoverRegion(ctx context.Context, region string, filters []
 	var out []cloud.Classified
 	seen := map[string]bool{}
 	for _, f := range filters {
-		pages := tagging.NewGetResourcesPaginator(c.tagging, &tagging.GetResourcesInput{
+		err := p.getResources(ctx, c, region, fmt.Sprintf("the resources tagged %s", f), &tagging.GetResourcesInput{
 			TagFilters:          []taggingtypes.TagFilter{{Key: sdkaws.String(f.name), Values: f.values}},
 			ResourceTypeFilters: p.opts.ResourceTypes,
-			ResourcesPerPage:    sdkaws.Int32(ResourcesPerPage),
-		}, func(o *tagging.GetResourcesPaginatorOptions) { o.StopOnDuplicateToken = true })
-		for pages.HasMorePages() {
-			// A page that failed is asked for again (the paginator keeps
-			// its token), while throttling lasts (ThrottlePatience).
-			page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
-				page, err := pages.NextPage(ctx)
-				if err != nil {
-					return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of the EC2 resources tagged %s in %s", f, region), err)
-				}
-				return page, nil
-			})
-			if err != nil {
-				return nil, err
+		}, func(r cloud.Classified) {
+			if !seen[r.ID] {
+				seen[r.ID] = true
+				out = append(out, r)
 			}
-			for _, m := range page.ResourceTagMappingList {
-				id := sdkaws.ToString(m.ResourceARN)
-				if id == "" || seen[id] {
-					continue
-				}
-				seen[id] = true
-				set := make(tags.Set, len(m.Tags))
-				for _, t := range m.Tags {
-					set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
-				}
-				out = append(out, cloud.Classified{ID: id, Type: typeOf(id), Scope: region, Tags: set, Rules: TagRules})
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// getResources pages through GetResources of in (ResourcesPerPage a
+// page) in region and hands each resource found to each, with all its
+// tags; what names the search in errors. A page that failed is asked for
+// again (the paginator keeps its token) while throttling lasts
+// (ThrottlePatience).
+func (p *Provider) getResources(ctx context.Context, c *clients, region, what string, in *tagging.GetResourcesInput, each func(cloud.Classified)) error {
+	in.ResourcesPerPage = sdkaws.Int32(ResourcesPerPage)
+	pages := tagging.NewGetResourcesPaginator(c.tagging, in, func(o *tagging.GetResourcesPaginatorOptions) { o.StopOnDuplicateToken = true })
+	for pages.HasMorePages() {
+		page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of %s in %s", what, region), err)
+			}
+			return page, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range page.ResourceTagMappingList {
+			id := sdkaws.ToString(m.ResourceARN)
+			if id == "" {
+				continue
+			}
+			set := make(tags.Set, len(m.Tags))
+			for _, t := range m.Tags {
+				set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+			}
+			each(cloud.Classified{ID: id, Type: typeOf(id), Scope: region, Tags: set, Rules: TagRules})
+		}
+	}
+	return nil
 }
 
 // String renders a filter as in messages: name=value or name in (a, b).

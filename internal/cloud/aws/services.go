@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync/atomic"
 
@@ -11,7 +10,6 @@ import (
 	taggingtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
 
 	"github.com/tagsync/tagsync/internal/cloud"
-	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ServiceNameTag is the tag the AWS cloud provider (cloud-provider-aws,
@@ -98,34 +96,14 @@ func (p *Provider) loadBalancersNamed(ctx context.Context, names []string, keys 
 // loadBalancersTagged lists the provider region's load balancers that
 // carry key, with all their tags.
 func (p *Provider) loadBalancersTagged(ctx context.Context, key string) ([]cloud.Classified, error) {
-	region := p.region
-	pages := tagging.NewGetResourcesPaginator(p.clientsFor(region).tagging, &tagging.GetResourcesInput{
+	var out []cloud.Classified
+	err := p.getResources(ctx, p.clientsFor(p.region), p.region, "the load balancers tagged "+key, &tagging.GetResourcesInput{
 		TagFilters:          []taggingtypes.TagFilter{{Key: sdkaws.String(key)}},
 		ResourceTypeFilters: []string{loadBalancerType},
-		ResourcesPerPage:    sdkaws.Int32(ResourcesPerPage),
-	}, func(o *tagging.GetResourcesPaginatorOptions) { o.StopOnDuplicateToken = true })
-	var out []cloud.Classified
-	for pages.HasMorePages() {
-		page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of the load balancers tagged %s in %s", key, region), err)
-			}
-			return page, nil
-		})
-		if err != nil {
-			return nil, err
+	}, func(c cloud.Classified) {
+		if c.Tags[key] != "" {
+			out = append(out, c)
 		}
-		for _, m := range page.ResourceTagMappingList {
-			id := sdkaws.ToString(m.ResourceARN)
-			set := make(tags.Set, len(m.Tags))
-			for _, t := range m.Tags {
-				set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
-			}
-			if id != "" && set[key] != "" {
-				out = append(out, cloud.Classified{ID: id, Type: loadBalancerType, Scope: region, Tags: set, Rules: TagRules})
-			}
-		}
-	}
-	return out, nil
+	})
+	return out, err
 }
