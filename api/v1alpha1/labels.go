@@ -21,6 +21,12 @@ const (
 	// set, or the same set held again later, has another token.
 	ApproveDeletionsAnnotation = "tagsync.io/approve-deletions"
 
+	// AcknowledgeFightsAnnotation on a WorkloadTagPolicy, set to a new
+	// value (a timestamp, say), ends the fights it reports: the keys it
+	// stopped putting back because another writer kept taking them away
+	// are written again, and counted afresh.
+	AcknowledgeFightsAnnotation = "tagsync.io/acknowledge-fights"
+
 	// LastSyncedTagsAnnotation holds, on each Node the node sync manages,
 	// the merge base of the three-way merge: the tags both sides last
 	// agreed on and the configuration they were agreed under (the

@@ -106,6 +106,7 @@ var otherTools = []string{
 	"--included-event-types", "--deadletter-endpoint", "--endpoint-type", "--azure-active-directory-tenant-id",
 	"--azure-active-directory-application-id-or-uri", "--system-site-packages", "--as-group", "--take-ownership",
 	"--extra-create-metadata", "--k8s-tag-cluster-id", "--extra-tags", // the CSI drivers' (docs/workload-tags.md)
+	"--external-managed-tags", "--default-tags", // the AWS Load Balancer Controller's (docs/workload-tags.md)
 }
 
 // docFlag finds --flags in a code span or a command line; --x-* names the

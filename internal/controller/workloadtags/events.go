@@ -23,4 +23,8 @@ const (
 	// ReasonSkippedTags: the cloud's rules or tag limit left tags out on
 	// some resources (event).
 	ReasonSkippedTags = "SkippedTags"
+	// ReasonFighting: another writer keeps changing or removing keys the
+	// policy puts back, and it stopped writing them there (Conflict's
+	// reason, and a Warning event per key and resource).
+	ReasonFighting = "Fighting"
 )

@@ -2,15 +2,20 @@ package workloadtags_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
 	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
@@ -116,4 +121,91 @@ func TestAWSAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 	if n := provider.Calls()["ec2:CreateTags"] - writes; n != 1 {
 		t.Errorf("the revert took %d CreateTags, want 1", n)
 	}
+}
+
+// TestAFightStopsAndNamesTheWriter: another writer removes the policy's key
+// from a disk each time it is written (as a creator that strips tags it
+// does not manage does), and its Event Grid changes name it. The policy
+// puts the key back 3 times, then stops: 4 writes in all, Conflict
+// Fighting naming the writer, one Warning event, the fights gauge at 1.
+// Acknowledging (the annotation) writes it once more.
+func TestAFightStopsAndNamesTheWriter(t *testing.T) {
+	disks := newAzureDisks(t)
+	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := cloudchangetest.NewSource(t.Name())
+	h := newHarness(t, azureOn(disks.env), func(o *operator.Options) {
+		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
+	})
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	d0 := disks.create("d0", nil)
+	h.claimVolume(shop, "data", nil, csi("disk.csi.azure.com", d0))
+	p := h.policy("costs", v1alpha1.ProviderAzure, tag("cost-center", "${namespace.labels['cost-center']}"))
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+	disks.env.Server.SetGraphIndexDelay(0)
+
+	writes := func() int {
+		n := 0
+		for _, r := range h.records() {
+			if r.Resource == d0 && r.Result == audit.ResultOK {
+				n++
+			}
+		}
+		return n
+	}
+	// strip removes the key, as the other writer does, and delivers its
+	// change.
+	strip := func(i int) {
+		t.Helper()
+		if err := disks.env.Server.DeleteTags(d0, "cost-center"); err != nil {
+			t.Fatal(err)
+		}
+		c := cloudchangetest.Write("azure", d0, fmt.Sprintf("strip-%d", i), nil)
+		c.Writer = cloudchange.Writer{ID: "aks-reconciler"}
+		if err := cloudchangetest.Publish(t, hub, waitFor, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		strip(i)
+		testenv.Eventually(t, waitFor, fmt.Sprintf("put-back %d", i), func() string {
+			if g := disks.tags(d0)["cost-center"]; g != "cc-1" {
+				return "cost-center=" + g
+			}
+			return ""
+		})
+	}
+	waitWrites := func(want int) {
+		t.Helper()
+		testenv.Eventually(t, waitFor, fmt.Sprintf("%d audited writes", want), func() string {
+			if n := writes(); n != want {
+				return fmt.Sprintf("%d writes", n)
+			}
+			return ""
+		})
+	}
+	waitWrites(4)
+	strip(4)
+	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting ||
+		!strings.Contains(c.Message, "cost-center") || !strings.Contains(c.Message, "aks-reconciler") {
+		t.Errorf("Conflict = %+v, want Fighting over cost-center naming aks-reconciler", c)
+	}
+	if n := writes(); n != 4 {
+		t.Errorf("%d writes after the fight stopped, want 4", n)
+	}
+	if g := testenv.Counter(t, "tagsync_workloadtags_fights", map[string]string{"policy": p.Name}); g != 1 {
+		t.Errorf("fights gauge %v, want 1", g)
+	}
+	strip(5)
+	h.pass(p)
+	if n := writes(); n != 4 {
+		t.Errorf("%d writes after another strip, want still 4", n)
+	}
+
+	if err := h.c.Patch(h.ctx, p, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.AcknowledgeFightsAnnotation+`":"1"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	disks.waitTag(d0, "cost-center", "cc-1")
+	waitWrites(5)
 }

@@ -20,6 +20,9 @@ var (
 		"Passes by result (ok: every resource in sync; partial; error: the policy could not be applied).", "result")
 	readCallsTotal = metrics.Counter("read_calls_total",
 		"Cloud requests the passes' bulk reads sent, by cloud.", "cloud")
+	fightsGauge = metrics.Gauge("fights",
+		"Keys a WorkloadTagPolicy stopped putting back on a resource because another writer keeps changing or removing them, after its last pass.",
+		"policy")
 )
 
 // countMutation counts one resource's write.
@@ -39,4 +42,5 @@ func forgetMetrics(policy string) {
 	for _, s := range resourceStates {
 		resourcesGauge.DeleteLabelValues(policy, s)
 	}
+	fightsGauge.DeleteLabelValues(policy)
 }

@@ -50,6 +50,14 @@ type state struct {
 	// the search index may show a resource as it was before them
 	// (read.go, freshen).
 	written map[string]written
+	// writes are when the passes wrote each key on each resource, within
+	// kit.RecentWindow (fights.go); acked is the last acknowledge-fights
+	// annotation seen.
+	writes kit.Restores
+	acked  string
+	// writers name, per resource (canonical ID), the last writer a cloud
+	// change of it named.
+	writers map[string]string
 }
 
 // Waits while a created resource does not show in the cloud yet.
@@ -102,7 +110,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	p := &pass{r: r, reader: r.Client, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
-	p.changed, _ = r.index.Pending.Take(req.Name)
+	var carried map[string]kit.Carried
+	p.changed, carried, _ = r.index.Pending.TakeCarried(req.Name)
+	p.writers = writersOf(carried)
 	return p.run(ctx)
 }
 
@@ -135,6 +145,9 @@ type pass struct {
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
+	// writers name, per resource (canonical ID), who made the cloud
+	// changes of it since the last pass, where the changes said.
+	writers map[string]string
 	// every is the polling interval (the events resync interval while the
 	// event sources are up), health their health (nil: events off).
 	every  time.Duration
@@ -154,8 +167,12 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		return p.failed(ctx, err)
 	}
 	plans := plan(p.cfg, rd.rivals, rd.workloads, rd.cloud)
+	fights := p.stopFights(plans)
 	results := p.write(ctx, plans)
-	return p.report(ctx, plans, rd, results)
+	if !p.cfg.suspend {
+		p.recordWrites(plans, results, p.r.Now())
+	}
+	return p.report(ctx, plans, rd, results, fights)
 }
 
 // configure finds the policy's cloud and checks its spec.
@@ -197,3 +214,14 @@ type providerError struct{ err error }
 
 func (e *providerError) Error() string { return e.err.Error() }
 func (e *providerError) Unwrap() error { return e.err }
+
+// writersOf names the writers of carried changes, per canonical ID.
+func writersOf(carried map[string]kit.Carried) map[string]string {
+	out := map[string]string{}
+	for id, c := range carried {
+		if c.Writer.ID != "" {
+			out[cloud.CanonicalID(id)] = c.Writer.ID
+		}
+	}
+	return out
+}

@@ -38,11 +38,14 @@ type resourcePlan struct {
 	// cloud's rules or tag limit left out.
 	patch   tags.Patch
 	skipped []tags.Skipped
+	// fought are the keys left out of patch because another writer keeps
+	// taking them away (fights.go).
+	fought []string
 }
 
 // inSync reports whether the resource carries every key asked of it.
 func (rp resourcePlan) inSync() bool {
-	return rp.state == stateFound && rp.patch.IsEmpty() && len(rp.skipped) == 0
+	return rp.state == stateFound && rp.patch.IsEmpty() && len(rp.skipped) == 0 && len(rp.fought) == 0
 }
 
 // plan decides, for each workload's resource, what to write: the keys the

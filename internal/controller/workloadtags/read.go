@@ -126,8 +126,15 @@ func (p *pass) freshen(found []cloud.Classified, changed []string) {
 	}
 	fresh := idSet(changed)
 	for i := range found {
-		w, ok := p.st.written[cloud.CanonicalID(found[i].ID)]
-		if !ok || fresh[cloud.CanonicalID(found[i].ID)] {
+		key := cloud.CanonicalID(found[i].ID)
+		w, ok := p.st.written[key]
+		if fresh[key] {
+			// Read past the index: what it shows is the truth, and later
+			// bulk reads need not be second-guessed for this write.
+			delete(p.st.written, key)
+			continue
+		}
+		if !ok {
 			continue
 		}
 		nc := found[i].Rules.NameCase()

@@ -29,6 +29,8 @@ type tally struct {
 	skipped, failures []string
 	// wait is the longest wait a throttled write asked for.
 	wait time.Duration
+	// fights are the keys the pass stopped putting back.
+	fights []fight
 }
 
 // tallyOf counts the plans and the write's results.
@@ -58,6 +60,7 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 		}
 		err, wrote := results[cloud.CanonicalID(rp.id)]
 		switch {
+		case len(rp.fought) > 0 && rp.patch.IsEmpty():
 		case rp.patch.IsEmpty() && len(rp.skipped) == 0:
 			t.inSync++
 		case wrote && err == nil && len(rp.skipped) == 0:
@@ -83,15 +86,16 @@ func tallyOf(plans []resourcePlan, results map[string]error, suspended bool) tal
 // says when to run again: soon while a resource is pending (within
 // pendingPatience of first being missed) or a write was throttled, else
 // at the policy's interval.
-func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, results map[string]error) (reconcile.Result, error) {
+func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, results map[string]error, fights []fight) (reconcile.Result, error) {
 	t := tallyOf(plans, results, p.cfg.suspend)
+	t.fights = fights
 	soon := p.trackPending(plans)
 	for _, f := range rd.cloud.Failed {
 		t.failures = append(t.failures, fmt.Sprintf("%s: %v", f.Scope, f.Err))
 	}
 	p.notify(t)
 	p.observe(t)
-	ready := len(t.contested) == 0 && t.pending == 0 && t.failed == 0 && t.inSync == t.resources && len(rd.cloud.Failed) == 0
+	ready := len(t.contested) == 0 && len(t.fights) == 0 && t.pending == 0 && t.failed == 0 && t.inSync == t.resources && len(rd.cloud.Failed) == 0
 	reason, msg := ReasonTagged, fmt.Sprintf("%d resources carry every tag the policy asks", t.resources)
 	switch {
 	case t.resources == 0 && t.pending == 0:
@@ -170,6 +174,9 @@ func partialMessage(t tally) string {
 	if len(t.contested) > 0 {
 		parts = append(parts, "keys contested by other policies are not written (see Conflict)")
 	}
+	if len(t.fights) > 0 {
+		parts = append(parts, fmt.Sprintf("%d keys another writer keeps taking away are no longer put back (see Conflict)", len(t.fights)))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -217,11 +224,26 @@ func (p *pass) condition(typ string, ok bool, reason, msg string) {
 // setConflict sets the Conflict condition: the rival policies and the keys
 // each contests.
 func (p *pass) setConflict(t tally) {
+	if len(t.fights) > 0 {
+		p.condition(v1alpha1.ConditionConflict, true, ReasonFighting, fightMessage(t.fights))
+		return
+	}
 	if len(t.contested) == 0 {
 		p.condition(v1alpha1.ConditionConflict, false, v1alpha1.ReasonNoConflict, "no other policy wants other values for these keys")
 		return
 	}
 	p.condition(v1alpha1.ConditionConflict, true, v1alpha1.ReasonContestedKeys, conflictMessage(t.contested))
+}
+
+// fightMessage names the fights, the first few in full.
+func fightMessage(fights []fight) string {
+	descs := make([]string, len(fights))
+	for i, f := range fights {
+		descs[i] = f.String()
+	}
+	return fmt.Sprintf("another writer keeps changing or removing %d keys this policy put back %d times within %s; they are no longer written there: %s. "+
+		"Make the other writer leave them (docs/workload-tags.md, coexistence), then set the %s annotation to a new value",
+		len(fights), maxPutBacks, kit.RecentWindow, notify.Summary(descs, 3), v1alpha1.AcknowledgeFightsAnnotation)
 }
 
 // conflictMessage names each rival and its keys, sorted.
@@ -255,6 +277,9 @@ func (p *pass) notify(t tally) {
 	if len(t.contested) > 0 {
 		n.Once(p.obj, v1alpha1.ReasonContestedKeys, v1alpha1.ReasonContestedKeys, conflictMessage(t.contested))
 	}
+	for _, f := range t.fights {
+		n.Once(p.obj, "fight/"+f.resource+"/"+f.key, ReasonFighting, fightMessage([]fight{f}))
+	}
 }
 
 // observe sets the resources gauge.
@@ -262,6 +287,7 @@ func (p *pass) observe(t tally) {
 	for state, v := range map[string]int{"found": t.resources, "in_sync": t.inSync, "pending": t.pending, "shared": t.shared, "failed": t.failed} {
 		resourcesGauge.WithLabelValues(p.obj.Name, state).Set(float64(v))
 	}
+	fightsGauge.WithLabelValues(p.obj.Name).Set(float64(len(t.fights)))
 }
 
 // resultOf is a pass's result label.

@@ -1,0 +1,96 @@
+package workloadtags
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/controller/kit"
+	"github.com/tagsync/tagsync/internal/tags"
+)
+
+// A policy puts a key back where someone changed or removed it. When the
+// same key on the same resource needs putting back again and again, another
+// writer is taking it away each time (a creator that strips tags it does
+// not manage, such as the AWS Load Balancer Controller without
+// --external-managed-tags; a cloud provider with systemTags; a policy
+// engine): writing it once more would only start another round, so the
+// policy stops writing that key there, reports the fight and names the
+// writer where a cloud change did.
+
+// maxPutBacks is how many times within kit.RecentWindow a policy puts one
+// key back on one resource before it stops.
+const maxPutBacks = 3
+
+// fight is a key a policy stopped writing on a resource.
+type fight struct {
+	resource, source, key string
+	// writer names who changed the key last, where a cloud change said
+	// ("" when none did).
+	writer string
+}
+
+// String describes the fight for messages.
+func (f fight) String() string {
+	s := fmt.Sprintf("%s on %s", f.key, f.source)
+	if f.writer != "" {
+		s += " (changed by " + f.writer + ")"
+	}
+	return s
+}
+
+// stopFights takes out of the plans' patches the keys the policy has
+// already written maxPutBacks+1 times within the window on that resource
+// (its first write and maxPutBacks put-backs), and returns them. A person
+// ends them early with the acknowledge-fights annotation (a new value);
+// otherwise they end as the writes leave the window, and a writer that
+// takes the key away again then starts a new count: at most
+// maxPutBacks+1 writes of a key per resource an hour.
+func (p *pass) stopFights(plans []resourcePlan) []fight {
+	now := p.r.Now()
+	if ack := p.obj.Annotations[v1alpha1.AcknowledgeFightsAnnotation]; ack != p.st.acked {
+		p.st.acked, p.st.writes = ack, nil
+	}
+	p.st.writes.Prune(now)
+	if p.st.writers == nil {
+		p.st.writers = map[string]string{}
+	}
+	for id, w := range p.writers {
+		p.st.writers[id] = w
+	}
+	var out []fight
+	for i := range plans {
+		rp := &plans[i]
+		if rp.state != stateFound || rp.patch.IsEmpty() {
+			continue
+		}
+		nc := rp.rules.NameCase()
+		for _, k := range rp.patch.Set.Names() {
+			if len(p.st.writes[kit.RecentTag{Resource: cloud.CanonicalID(rp.id), Tag: nc.Key(k)}]) <= maxPutBacks {
+				continue
+			}
+			rp.patch = tags.Patch{Set: rp.patch.Set.Without(nc, k)}
+			rp.fought = append(rp.fought, k)
+			out = append(out, fight{resource: rp.id, source: rp.source, key: k, writer: p.st.writers[cloud.CanonicalID(rp.id)]})
+		}
+	}
+	slices.SortFunc(out, func(a, b fight) int { return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.key, b.key)) })
+	return out
+}
+
+// recordWrites notes the keys the pass wrote, per resource.
+func (p *pass) recordWrites(plans []resourcePlan, results map[string]error, now time.Time) {
+	for _, rp := range plans {
+		err, wrote := results[cloud.CanonicalID(rp.id)]
+		if !wrote || err != nil {
+			continue
+		}
+		nc := rp.rules.NameCase()
+		for _, k := range rp.patch.Set.Names() {
+			p.st.writes.Add(kit.RecentTag{Resource: cloud.CanonicalID(rp.id), Tag: nc.Key(k)}, now)
+		}
+	}
+}
