@@ -43,8 +43,9 @@ func (f fight) String() string {
 }
 
 // stopFights takes out of the plans' patches the keys the policy has
-// already written maxPutBacks+1 times within the window on that resource
-// (its first write and maxPutBacks put-backs), and returns them. A person
+// already written with the same value maxPutBacks+1 times within the
+// window on that resource (its first write and maxPutBacks put-backs),
+// and returns them. A person
 // ends them early with the acknowledge-fights annotation (a new value);
 // otherwise they end as the writes leave the window, and a writer that
 // takes the key away again then starts a new count: at most
@@ -69,7 +70,7 @@ func (p *pass) stopFights(plans []resourcePlan) []fight {
 		}
 		nc := rp.rules.NameCase()
 		for _, k := range rp.patch.Set.Names() {
-			if len(p.st.writes[kit.RecentTag{Resource: cloud.CanonicalID(rp.id), Tag: nc.Key(k)}]) <= maxPutBacks {
+			if len(p.st.writes[writeKey(rp.id, nc, k, rp.patch.Set[k])]) <= maxPutBacks {
 				continue
 			}
 			rp.patch = tags.Patch{Set: rp.patch.Set.Without(nc, k)}
@@ -90,7 +91,15 @@ func (p *pass) recordWrites(plans []resourcePlan, results map[string]error, now 
 		}
 		nc := rp.rules.NameCase()
 		for _, k := range rp.patch.Set.Names() {
-			p.st.writes.Add(kit.RecentTag{Resource: cloud.CanonicalID(rp.id), Tag: nc.Key(k)}, now)
+			p.st.writes.Add(writeKey(rp.id, nc, k, rp.patch.Set[k]), now)
 		}
 	}
+}
+
+// writeKey is what the writes are counted by: the resource, the key and
+// the value written. Writing the same value again is a put-back; a new
+// value (its template renders another, a namespace label changed) starts
+// its own count.
+func writeKey(id string, nc tags.NameCase, key, value string) kit.RecentTag {
+	return kit.RecentTag{Resource: cloud.CanonicalID(id), Tag: nc.Key(key) + "=" + value}
 }

@@ -174,3 +174,17 @@ func TestVolumeOf(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteKeyCountsPutBacksOfOneValue: the same value written again is
+// counted with the first write; a new value (a template that renders
+// another) is counted apart, so relabelling a namespace is never a fight.
+func TestWriteKeyCountsPutBacksOfOneValue(t *testing.T) {
+	nc := rules.NameCase()
+	a, b := writeKey("/X/d", nc, "Cost", "cc-1"), writeKey("/x/D", nc, "cost", "cc-1")
+	if a != b {
+		t.Errorf("writeKey differs by case where the cloud ignores it: %v, %v", a, b)
+	}
+	if c := writeKey("/x/d", nc, "cost", "cc-2"); c == a {
+		t.Errorf("a new value is counted with the old: %v", c)
+	}
+}
