@@ -155,7 +155,7 @@ func describeFailures(o *outcome) string {
 		first = append(first, fmt.Sprintf("%s (%s)", f.Resource, f.Reason))
 	}
 	var counts []string
-	for _, r := range []string{ReasonTagTaken, ReasonConflict, v1alpha1.ReasonMassDeletion, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonNotRecorded, ReasonThrottled} {
+	for _, r := range []string{ReasonTagTaken, ReasonConflict, ReasonFighting, v1alpha1.ReasonMassDeletion, ReasonOverLimit, ReasonInvalidForResource, ReasonWriteFailed, ReasonNotRecorded, ReasonThrottled} {
 		if byReason[r] > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", byReason[r], r))
 		}

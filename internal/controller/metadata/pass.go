@@ -70,8 +70,13 @@ type state struct {
 	written map[string]map[string]written
 	// recent is what the last hour's passes wrote that later passes judge
 	// by: the mass-deletion guard counts their deletions with a pass's own
-	// (safety.go). The status keeps it for the next leader.
+	// (safety.go), the put-backs are counted for fights (fights.go). The
+	// status keeps it for the next leader.
 	recent kit.Recent
+	// fights are the put-backs stopped (fights.go), with the writer last
+	// named for each, so that a new one makes the next pass full and
+	// the writer is reported by it.
+	fights map[kit.RecentTag]string
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -143,6 +148,9 @@ type pass struct {
 	st      *state
 	started time.Time
 	log     logr.Logger
+	// newFight is set when the pass stopped a put-back for the first
+	// time (fights.go).
+	newFight bool
 	// claimed are the objects whose claims this pass staked or kept.
 	claimed map[claimant]bool
 	// every is the polling interval (the events resync interval while the

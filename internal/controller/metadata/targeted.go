@@ -124,6 +124,11 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 	if failed {
 		return reconcile.Result{}, fmt.Errorf("writing the changed resources of %s failed; a full pass follows", p.key())
 	}
+	if p.newFight {
+		// Reported by a full pass, at once.
+		p.r.index.needFull(p.key())
+		return reconcile.Result{Requeue: true}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 }
 

@@ -26,7 +26,8 @@ func (p *pass) write(ctx context.Context, planned []*targetPlan) {
 }
 
 // writeTarget writes one target's plans (nothing while it is suspended:
-// the audit sink is only probed) in three steps: the held tags recorded in
+// the audit sink is only probed), the put-backs another writer keeps
+// undoing left out (fights.go), in three steps: the held tags recorded in
 // its status first (recordIntent; when they cannot be, no write is sent),
 // the grouped writes with their audit records (writeGrouped), then the
 // tally of every resource into the outcome and the held-tags record. After
@@ -38,11 +39,14 @@ func (p *pass) writeTarget(ctx context.Context, tp *targetPlan) {
 	case o.suspended != "":
 		o.auditErr = p.r.audit.Probe()
 	default:
+		before := heldBefore(tp)
+		p.stopFights(tp)
 		if err := p.recordIntent(ctx, o.t, tp.plans, tp.held); err != nil {
 			results = unsent(tp.plans, err)
 		} else {
 			results = p.writeGrouped(ctx, tp.provider, o.t, tp.plans, o)
 		}
+		p.recordRestores(tp, before, results)
 	}
 	o.tally(tp.plans, results, tp.held)
 	p.remember(tp, results)
@@ -249,6 +253,8 @@ func skipReason(err error) string {
 		return ReasonOverLimit
 	case errors.Is(err, errMassDeletion):
 		return v1alpha1.ReasonMassDeletion
+	case errors.Is(err, errFighting):
+		return ReasonFighting
 	default:
 		return ReasonInvalidForResource
 	}
