@@ -33,11 +33,8 @@ import (
 // of a disk no policy read runs no pass.
 func TestAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 	disks := newAzureDisks(t)
-	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
-	src := cloudchangetest.NewSource(t.Name())
-	h := newHarness(t, azureOn(disks.env), func(o *operator.Options) {
-		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
-	})
+	hub, events := eventsOn(t)
+	h := newHarness(t, azureOn(disks.env), events)
 	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
 	d0 := disks.create("d0", nil)
 	other := disks.create("other", nil)
@@ -81,12 +78,9 @@ func TestAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 // pass.
 func TestAWSAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 	moto := testenv.StartMoto(t)
-	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
-	src := cloudchangetest.NewSource(t.Name())
+	hub, events := eventsOn(t)
 	var provider *aws.Provider
-	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, func(o *operator.Options) {
-		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
-	})
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, events)
 	ec2c := ec2.NewFromConfig(moto.Config)
 	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
 	v0, other := createVolume(t, ec2c, "pv-0"), createVolume(t, ec2c, "pv-other")
@@ -131,11 +125,8 @@ func TestAWSAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 // Acknowledging (the annotation) writes it once more.
 func TestAFightStopsAndNamesTheWriter(t *testing.T) {
 	disks := newAzureDisks(t)
-	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
-	src := cloudchangetest.NewSource(t.Name())
-	h := newHarness(t, azureOn(disks.env), func(o *operator.Options) {
-		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
-	})
+	hub, events := eventsOn(t)
+	h := newHarness(t, azureOn(disks.env), events)
 	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
 	d0 := disks.create("d0", nil)
 	h.claimVolume(shop, "data", nil, csi("disk.csi.azure.com", d0))
@@ -208,4 +199,14 @@ func TestAFightStopsAndNamesTheWriter(t *testing.T) {
 	}
 	disks.waitTag(d0, "cost-center", "cc-1")
 	waitWrites(5)
+}
+
+// eventsOn is a hub of cloud changes that polls only every 2 hours, with a
+// source of the test's, and the manager option that takes its changes.
+func eventsOn(t *testing.T) (*cloudchange.Hub, func(*operator.Options)) {
+	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := cloudchangetest.NewSource(t.Name())
+	return hub, func(o *operator.Options) {
+		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
+	}
 }
