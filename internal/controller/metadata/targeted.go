@@ -127,10 +127,14 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 	if p.newFight {
 		// Reported by a full pass, at once.
 		p.r.index.needFull(p.key())
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: fightReportDelay}, nil
 	}
 	return reconcile.Result{RequeueAfter: p.untilFullDue()}, nil
 }
+
+// fightReportDelay is how soon the full pass that reports a new fight
+// follows the targeted pass that found it.
+const fightReportDelay = 100 * time.Millisecond
 
 // untilFullDue is how long until the next full pass is due (at least a
 // second).
