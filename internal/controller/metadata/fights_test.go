@@ -10,6 +10,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/cloudchange/cloudchangetest"
 	"github.com/tagsync/tagsync/internal/controller/metadata"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // TestAFightStopsAfterThreePutBacks: another writer (a policy's modify
@@ -64,5 +65,8 @@ func TestAFightStopsAfterThreePutBacks(t *testing.T) {
 	}
 	if c := h.waitReady("fight", metav1.ConditionFalse); c.Status.InSync != c.Status.Matched-1 {
 		t.Errorf("in sync %d of %d, want all but the fought-over resource", c.Status.InSync, c.Status.Matched)
+	}
+	if g := testenv.Counter(t, "tagsync_metadata_fights", map[string]string{"namespace": h.ns, "cloudmetadata": "fight"}); g != 1 {
+		t.Errorf("fights gauge %v, want 1", g)
 	}
 }

@@ -39,6 +39,9 @@ var (
 	failingGauge = metrics.Gauge("failing",
 		"1 while a CloudMetadata's last pass on a cloud could not carry out its request (result error: a refused read, an invalid or unresolvable request), 0 since one did; set by every pass, the first included.",
 		"namespace", "cloudmetadata", "cloud")
+	fightsGauge = metrics.Gauge("fights",
+		"Resources on which a CloudMetadata's request stopped putting a tag back because another writer keeps taking it away (failure reason Fighting), after its last full pass on a cloud.",
+		"namespace", "cloudmetadata", "cloud")
 	lastSuccessGauge = metrics.Gauge("last_success_timestamp_seconds",
 		"When the CloudMetadata's last pass over a cloud with result ok ended (Unix seconds), by CloudMetadata and cloud.", "namespace", "cloudmetadata", "cloud")
 )
@@ -76,6 +79,13 @@ func (o *outcome) observe(p *pass) {
 		failing = 1
 	}
 	failingGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).Set(failing)
+	fights := 0
+	for _, f := range o.failures {
+		if f.Reason == ReasonFighting {
+			fights++
+		}
+	}
+	fightsGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).Set(float64(fights))
 	if result == "ok" {
 		lastSuccessGauge.WithLabelValues(p.cm.Namespace, p.cm.Name, o.t.cloud).SetToCurrentTime()
 	}
@@ -91,4 +101,5 @@ func forgetMetrics(key types.NamespacedName) {
 	deletionsHeldTotal.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 	lastSuccessGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 	failingGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
+	fightsGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cloudmetadata": key.Name})
 }
