@@ -215,9 +215,10 @@ const maxRestores = 3
 
 // stopFights takes out of the plans' writes the restores of a tag put
 // back maxRestores times within the window on that resource (restores
-// says when), and returns them as "resource: tag" (the labels stay;
-// nothing is deleted).
-func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, now time.Time) []string {
+// says when), and returns them as "resource: tag", with the writer that
+// last removed it where a cloud change named them (writers, by canonical
+// ID). The labels stay; nothing is deleted.
+func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, now time.Time, writers map[string]string) []string {
 	restores.Prune(now)
 	var stopped []string
 	for _, plan := range plans {
@@ -227,7 +228,11 @@ func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, 
 			}
 			plan.proposed = tags.Patch{Set: plan.proposed.Set.Without(nc, name), Delete: plan.proposed.Delete}
 			plan.withheld = true
-			stopped = append(stopped, plan.resource.ID+": "+name)
+			f := plan.resource.ID + ": " + name
+			if w := writers[cloud.CanonicalID(plan.resource.ID)]; w != "" {
+				f += " (last removed by " + w + ")"
+			}
+			stopped = append(stopped, f)
 		}
 	}
 	return stopped

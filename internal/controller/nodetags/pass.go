@@ -81,6 +81,22 @@ type syncState struct {
 	// full pass.
 	recent   kit.Recent
 	carriers map[string]int
+	// writers name, per resource (canonical ID), who made its latest
+	// cloud change, where the change said: a stopped fight names them.
+	writers map[string]string
+}
+
+// noteWriters remembers who made the carried changes, where they said.
+func (st *syncState) noteWriters(carried map[string]kit.Carried) {
+	for id, c := range carried {
+		if c.Writer.ID == "" {
+			continue
+		}
+		if st.writers == nil {
+			st.writers = map[string]string{}
+		}
+		st.writers[cloud.CanonicalID(id)] = c.Writer.ID
+	}
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -125,6 +141,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	epoch := r.changes.currentEpoch()
 	r.changes.expect(nts.Name)
 	ids, carried, fresh := r.changes.take(nts.Name)
+	st.noteWriters(carried)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
 		return p.runTargeted(ctx, ids, carried)
 	}
@@ -311,7 +328,7 @@ func (p *pass) sync(ctx context.Context, nodes []*cachedNode, snap cloud.Snapsho
 	for _, d := range h.allowed {
 		p.st.recent.Deletions.Record(p.cfg.nameCase(), d.Resource, d.Names, p.r.Now())
 	}
-	h.fights = stopFights(p.st.recent.Restores, p.cfg.nameCase(), pl.plans, p.r.Now())
+	h.fights = stopFights(p.st.recent.Restores, p.cfg.nameCase(), pl.plans, p.r.Now(), p.st.writers)
 	results := p.writeAll(ctx, pl.plans)
 	p.writeMembers(ctx, planMemberWrites(p.cfg, pl, results, snap))
 	p.writeNodes(ctx, results)
