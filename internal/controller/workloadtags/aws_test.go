@@ -146,15 +146,7 @@ func TestAWSServices(t *testing.T) {
 	api := awstest.LoadBalancers(t, moto, 1, map[string]string{aws.ServiceStackTag: shop + "/api", "elbv2.k8s.aws/cluster": "c1"})[0]
 	other := awstest.LoadBalancers(t, moto, 1, merge(cluster, map[string]string{aws.ServiceNameTag: "elsewhere/x"}))[0]
 
-	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-svc"},
-		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS,
-			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
-			Tags: []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"),
-				tag("k8s-service", "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
-	if err := h.c.Create(h.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := h.objectPolicy("svc", v1alpha1.ProviderAWS, v1alpha1.WorkloadService, "k8s-service")
 	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
 	if s := got.Status; s.Resources != 2 || s.InSync != 2 || s.Pending != 1 {
 		t.Errorf("status %+v, want 2 resources in sync and 1 pending", s)

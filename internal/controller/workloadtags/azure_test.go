@@ -312,15 +312,7 @@ func TestAzureServices(t *testing.T) {
 	shared := disks.publicIP("ip-shared", shop+"/a,"+shop+"/b")
 	other := disks.publicIP("ip-other", "elsewhere/x")
 
-	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-svc"},
-		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAzure,
-			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
-			Tags: []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"),
-				tag("k8s-service", "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
-	if err := h.c.Create(h.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	p := h.objectPolicy("svc", v1alpha1.ProviderAzure, v1alpha1.WorkloadService, "k8s-service")
 	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
 	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Shared != 2 || s.Pending != 1 {
 		t.Errorf("status %+v, want 1 resource in sync, 2 shared, 1 pending", s)

@@ -52,15 +52,17 @@ func (h *harness) cut(content *snapshotv1.VolumeSnapshotContent, handle string) 
 	}
 }
 
-// snapshotPolicy tags the snapshots of the test's namespaces.
-func (h *harness) snapshotPolicy(provider v1alpha1.Provider) *v1alpha1.WorkloadTagPolicy {
+// objectPolicy tags the resources of kind of the test's namespaces with
+// the namespace's cost-center, the object's namespace/name under key, and
+// its team label.
+func (h *harness) objectPolicy(name string, provider v1alpha1.Provider, kind v1alpha1.WorkloadResource, key string) *v1alpha1.WorkloadTagPolicy {
 	h.t.Helper()
-	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-snap"},
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-" + name},
 		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: provider,
-			Resources:         []v1alpha1.WorkloadResource{v1alpha1.WorkloadVolumeSnapshot},
+			Resources:         []v1alpha1.WorkloadResource{kind},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
 			Tags: []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}"),
-				tag("k8s-snapshot", "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
+				tag(key, "${namespace}/${name}"), tag("team", "${labels['team']}")}}}
 	if err := h.c.Create(h.ctx, p); err != nil {
 		h.t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestAzureSnapshots(t *testing.T) {
 	later := h.snapshot(shop, "later", nil, "disk.csi.azure.com", disk, "")
 	h.snapshot(shop, "files", nil, "file.csi.azure.com", "rg#acct#share", "rg#acct#share#snap")
 
-	p := h.snapshotPolicy(v1alpha1.ProviderAzure)
+	p := h.objectPolicy("snap", v1alpha1.ProviderAzure, v1alpha1.WorkloadVolumeSnapshot, "k8s-snapshot")
 	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
 	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Pending != 1 {
 		t.Errorf("status %+v, want 1 snapshot in sync and 1 pending", s)
@@ -127,7 +129,7 @@ func TestAWSSnapshots(t *testing.T) {
 	snap := sdkaws.ToString(out.SnapshotId)
 	h.snapshot(shop, "nightly", map[string]string{"team": "payments"}, "ebs.csi.aws.com", vol, snap)
 
-	p := h.snapshotPolicy(v1alpha1.ProviderAWS)
+	p := h.objectPolicy("snap", v1alpha1.ProviderAWS, v1alpha1.WorkloadVolumeSnapshot, "k8s-snapshot")
 	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
 	want := map[string]string{"CSIVolumeSnapshotName": "snapshot-nightly", "cost-center": "cc-1", "k8s-snapshot": shop + "/nightly", "team": "payments"}
 	if g := awstest.Tags(t, moto, snap); fmt.Sprint(g) != fmt.Sprint(want) {
