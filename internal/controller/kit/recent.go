@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -117,3 +118,37 @@ func (r Restores) Prune(now time.Time) {
 // statusTime is t as the status keeps it (whole seconds), so that a status
 // rendered again from the same writes equals the one written.
 func statusTime(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
+
+// Writers are, per resource (canonical ID), who made its latest cloud
+// change, where the change said: a stopped fight names them. Kept only for
+// the resources a fight may concern (Keep). Not safe for concurrent use.
+type Writers map[string]string
+
+// Note records the writers the carried changes named.
+func (w *Writers) Note(carried map[string]Carried) {
+	for id, c := range carried {
+		if c.Writer.ID == "" {
+			continue
+		}
+		if *w == nil {
+			*w = Writers{}
+		}
+		(*w)[cloud.CanonicalID(id)] = c.Writer.ID
+	}
+}
+
+// Keep forgets the writers of the resources r holds no time for.
+func (w Writers) Keep(r Restores) {
+	held := make(map[string]bool, len(r))
+	for k := range r {
+		held[cloud.CanonicalID(k.Resource)] = true
+	}
+	for id := range w {
+		if !held[id] {
+			delete(w, id)
+		}
+	}
+}
+
+// Of names the writer of resource id ("" when none is known).
+func (w Writers) Of(id string) string { return w[cloud.CanonicalID(id)] }

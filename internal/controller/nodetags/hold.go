@@ -216,10 +216,10 @@ const maxRestores = 3
 // stopFights takes out of the plans' writes the restores of a tag put
 // back maxRestores times within the window on that resource (restores
 // says when), and returns them as "resource: tag", with the writer that
-// last removed it where a cloud change named them (writers, by canonical
-// ID). The labels stay; nothing is deleted.
-func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, now time.Time, writers map[string]string) []string {
+// last removed it where a cloud change named them. The labels stay; nothing is deleted.
+func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, now time.Time, writers kit.Writers) []string {
 	restores.Prune(now)
+	writers.Keep(restores)
 	var stopped []string
 	for _, plan := range plans {
 		for _, name := range plan.restored {
@@ -229,7 +229,7 @@ func stopFights(restores kit.Restores, nc tags.NameCase, plans []*resourcePlan, 
 			plan.proposed = tags.Patch{Set: plan.proposed.Set.Without(nc, name), Delete: plan.proposed.Delete}
 			plan.withheld = true
 			f := plan.resource.ID + ": " + name
-			if w := writers[cloud.CanonicalID(plan.resource.ID)]; w != "" {
+			if w := writers.Of(plan.resource.ID); w != "" {
 				f += " (last removed by " + w + ")"
 			}
 			stopped = append(stopped, f)

@@ -81,22 +81,9 @@ type syncState struct {
 	// full pass.
 	recent   kit.Recent
 	carriers map[string]int
-	// writers name, per resource (canonical ID), who made its latest
-	// cloud change, where the change said: a stopped fight names them.
-	writers map[string]string
-}
-
-// noteWriters remembers who made the carried changes, where they said.
-func (st *syncState) noteWriters(carried map[string]kit.Carried) {
-	for id, c := range carried {
-		if c.Writer.ID == "" {
-			continue
-		}
-		if st.writers == nil {
-			st.writers = map[string]string{}
-		}
-		st.writers[cloud.CanonicalID(id)] = c.Writer.ID
-	}
+	// writers are who last changed the resources, where the changes said
+	// (a stopped fight names them).
+	writers kit.Writers
 }
 
 // The controller reads through its cache and writes with patches only; events
@@ -141,7 +128,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	epoch := r.changes.currentEpoch()
 	r.changes.expect(nts.Name)
 	ids, carried, fresh := r.changes.take(nts.Name)
-	st.noteWriters(carried)
+	st.writers.Note(carried)
 	if len(ids) > 0 && !fresh && r.canTarget(&nts, st, p.cfg.resync, epoch) {
 		return p.runTargeted(ctx, ids, carried)
 	}

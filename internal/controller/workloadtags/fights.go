@@ -56,12 +56,7 @@ func (p *pass) stopFights(plans []resourcePlan) []fight {
 		p.st.acked, p.st.writes = ack, nil
 	}
 	p.st.writes.Prune(now)
-	if p.st.writers == nil {
-		p.st.writers = map[string]string{}
-	}
-	for id, w := range p.writers {
-		p.st.writers[id] = w
-	}
+	p.st.writers.Keep(p.st.writes)
 	var out []fight
 	for i := range plans {
 		rp := &plans[i]
@@ -75,7 +70,7 @@ func (p *pass) stopFights(plans []resourcePlan) []fight {
 			}
 			rp.patch = tags.Patch{Set: rp.patch.Set.Without(nc, k)}
 			rp.fought = append(rp.fought, k)
-			out = append(out, fight{resource: rp.id, source: rp.source, key: k, writer: p.st.writers[cloud.CanonicalID(rp.id)]})
+			out = append(out, fight{resource: rp.id, source: rp.source, key: k, writer: p.st.writers.Of(rp.id)})
 		}
 	}
 	slices.SortFunc(out, func(a, b fight) int { return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.key, b.key)) })

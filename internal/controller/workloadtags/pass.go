@@ -55,9 +55,9 @@ type state struct {
 	// annotation seen.
 	writes kit.Restores
 	acked  string
-	// writers name, per resource (canonical ID), the last writer a cloud
-	// change of it named.
-	writers map[string]string
+	// writers are who last changed the resources, where the changes
+	// said (a stopped fight names them).
+	writers kit.Writers
 }
 
 // Waits while a created resource does not show in the cloud yet.
@@ -112,7 +112,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := &pass{r: r, reader: r.Client, obj: &obj, before: obj.DeepCopy(), st: r.states.For(req.Name, obj.UID), started: r.Now()}
 	var carried map[string]kit.Carried
 	p.changed, carried, _ = r.index.Pending.TakeCarried(req.Name)
-	p.writers = writersOf(carried)
+	p.st.writers.Note(carried)
 	return p.run(ctx)
 }
 
@@ -145,9 +145,6 @@ type pass struct {
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
-	// writers name, per resource (canonical ID), who made the cloud
-	// changes of it since the last pass, where the changes said.
-	writers map[string]string
 	// every is the polling interval (the events resync interval while the
 	// event sources are up), health their health (nil: events off).
 	every  time.Duration
@@ -214,14 +211,3 @@ type providerError struct{ err error }
 
 func (e *providerError) Error() string { return e.err.Error() }
 func (e *providerError) Unwrap() error { return e.err }
-
-// writersOf names the writers of carried changes, per canonical ID.
-func writersOf(carried map[string]kit.Carried) map[string]string {
-	out := map[string]string{}
-	for id, c := range carried {
-		if c.Writer.ID != "" {
-			out[cloud.CanonicalID(id)] = c.Writer.ID
-		}
-	}
-	return out
-}
