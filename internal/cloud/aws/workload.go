@@ -24,7 +24,7 @@ const volumeType = "ec2:volume"
 // ReadTags reads the tags of EBS volumes and snapshots (bare vol- and
 // snap- IDs in the provider's region, or their EC2 ARNs; snapshots with
 // DescribeSnapshots as volumes are read) and of load balancers (ARNs; Elastic Load
-// Balancing's DescribeTags, 20 a call, see taggingTags) in bulk. Volumes:
+// Balancing's DescribeTags, 20 a call, see loadBalancerTags) in bulk. Volumes:
 // per region, DescribeVolumes with
 // the volume-id filter, at most MaxFilterValues IDs a call (EC2's limit of
 // 200 values per filter), so n volumes cost about ceil(n/200) requests. A
@@ -36,10 +36,10 @@ const volumeType = "ec2:volume"
 func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading, error) {
 	var r cloud.Reading
 	byRegion := map[string][]resourceRef{}
-	others := map[string][]string{} // ARNs of other services, by region
+	lbs := map[string][]string{} // load balancer ARNs, by region
 	for _, id := range ids {
-		if isTaggingARN(id) {
-			others[p.regionOfARN(id)] = append(others[p.regionOfARN(id)], id)
+		if isLoadBalancing(id) {
+			lbs[p.regionOfARN(id)] = append(lbs[p.regionOfARN(id)], id)
 			continue
 		}
 		ref, err := p.parseRef(id)
@@ -83,13 +83,13 @@ func (p *Provider) ReadTags(ctx context.Context, ids, _ []string) (cloud.Reading
 			r.Resources = append(r.Resources, cloud.Classified{ID: ref.id, Type: ebsType(ref.ec2ID), Scope: region, Tags: t, Rules: TagRules})
 		}
 	}
-	for _, region := range slices.Sorted(maps.Keys(others)) {
-		found, err := p.taggingTags(ctx, region, others[region])
+	for _, region := range slices.Sorted(maps.Keys(lbs)) {
+		found, err := p.loadBalancerTags(ctx, region, lbs[region])
 		if ctx.Err() != nil {
 			r.Calls = int(calls.Load())
 			return r, ctx.Err()
 		}
-		for _, id := range others[region] {
+		for _, id := range lbs[region] {
 			t, ok := found[id]
 			switch {
 			case err != nil:

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,13 +58,16 @@ func (p *Provider) regionOfARN(id string) string {
 // FailedResourcesMap while the call succeeds: that resource fails alone.
 //
 // The Tagging API has no conditional delete: a name deleted with an
-// expected value is first read (see taggingTags), and deleted only where
-// it still holds that value. A writer that changes the
-// value between that read and the delete loses it, which EC2's conditional
-// DeleteTags rules out for EC2 resources.
+// expected value is first read from the load balancer itself (see
+// loadBalancerTags), and deleted only where it still holds that value. A
+// writer that changes the value between that read and the delete loses
+// it, which EC2's conditional DeleteTags rules out for EC2 resources. On
+// the resources of other services such a deletion is not sent: it fails
+// with errNoConditionalDelete (the Tagging API's own read answers from an
+// index that may show a value overwritten seconds ago).
 func (p *Provider) writeTagging(ctx context.Context, region string, arns []string, w cloud.TagWrite) map[string]error {
 	failed := map[string]error{}
-	groups, err := p.deletions(ctx, region, arns, w)
+	groups, err := p.deletions(ctx, region, arns, w, failed)
 	if err != nil {
 		for _, id := range arns {
 			failed[id] = err
@@ -100,10 +104,15 @@ type deletion struct {
 	arns  []string
 }
 
+// errNoConditionalDelete: a deletion that must still find its value
+// cannot be checked on this service's resources.
+var errNoConditionalDelete = errors.New("aws: tagsync deletes a tag only where it still holds the value it read, and can read that value consistently only from EC2 and Elastic Load Balancing resources; this deletion was not sent")
+
 // deletions groups arns by the names w deletes from each: all of
 // Patch.Delete without expected values; with them, a name only where a
-// read finds it holding its expected value.
-func (p *Provider) deletions(ctx context.Context, region string, arns []string, w cloud.TagWrite) ([]deletion, error) {
+// read of the load balancer finds it holding its expected value (other
+// resources fail in failed with errNoConditionalDelete).
+func (p *Provider) deletions(ctx context.Context, region string, arns []string, w cloud.TagWrite, failed map[string]error) ([]deletion, error) {
 	if len(w.Patch.Delete) == 0 {
 		return nil, nil
 	}
@@ -112,13 +121,21 @@ func (p *Provider) deletions(ctx context.Context, region string, arns []string, 
 	if !conditional {
 		return []deletion{{names: w.Patch.Delete, arns: arns}}, nil
 	}
-	current, err := p.taggingTags(ctx, region, arns)
+	var lbs []string
+	for _, id := range arns {
+		if isLoadBalancing(id) {
+			lbs = append(lbs, id)
+		} else {
+			failed[id] = fmt.Errorf("%w: %s", errNoConditionalDelete, id)
+		}
+	}
+	current, err := p.loadBalancerTags(ctx, region, lbs)
 	if err != nil {
 		return nil, err
 	}
 	byNames := map[string]*deletion{}
 	var out []*deletion
-	for _, id := range arns {
+	for _, id := range lbs {
 		var names []string
 		for _, n := range w.Patch.Delete {
 			want, expected := w.Expect.Get(nc, n)
@@ -144,24 +161,14 @@ func (p *Provider) deletions(ctx context.Context, region string, arns []string, 
 	return groups, nil
 }
 
-// taggingTags reads the current tags of arns: Elastic Load Balancing
+// loadBalancerTags reads the current tags of Elastic Load Balancing
 // resources with that service's DescribeTags (MaxELBDescribeARNs a call),
-// which answers from the resources themselves; others with the Tagging
-// API's GetResources by ARN list (maxTaggingReadARNs a call), whose index
-// may lag a recent write by seconds. A resource neither lists has no tags
-// a deletion could remove.
-func (p *Provider) taggingTags(ctx context.Context, region string, arns []string) (map[string]tags.Set, error) {
-	var lbs, others []string
-	for _, id := range arns {
-		if a, err := arn.Parse(id); err == nil && a.Service == "elasticloadbalancing" {
-			lbs = append(lbs, id)
-		} else {
-			others = append(others, id)
-		}
-	}
+// which answers from the resources themselves, not from the Tagging API's
+// index. A resource it does not list has no tags.
+func (p *Provider) loadBalancerTags(ctx context.Context, region string, arns []string) (map[string]tags.Set, error) {
 	out := map[string]tags.Set{}
 	c := p.clientsFor(region)
-	for chunk := range slices.Chunk(lbs, MaxELBDescribeARNs) {
+	for chunk := range slices.Chunk(arns, MaxELBDescribeARNs) {
 		page, err := patientRead(ctx, p, func() (*elbv2.DescribeTagsOutput, error) {
 			page, err := c.elb.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
 			if err != nil {
@@ -180,36 +187,19 @@ func (p *Provider) taggingTags(ctx context.Context, region string, arns []string
 			out[sdkaws.ToString(d.ResourceArn)] = set
 		}
 	}
-	for chunk := range slices.Chunk(others, maxTaggingReadARNs) {
-		page, err := patientRead(ctx, p, func() (*tagging.GetResourcesOutput, error) {
-			page, err := c.tagging.GetResources(ctx, &tagging.GetResourcesInput{ResourceARNList: chunk})
-			if err != nil {
-				return nil, p.wrap(region, fmt.Sprintf("aws: GetResources of %s in %s", describeARNs(chunk), region), err)
-			}
-			return page, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range page.ResourceTagMappingList {
-			set := tags.Set{}
-			for _, t := range m.Tags {
-				set[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
-			}
-			out[sdkaws.ToString(m.ResourceARN)] = set
-		}
-	}
 	return out, nil
+}
+
+// isLoadBalancing reports whether id is an Elastic Load Balancing ARN.
+func isLoadBalancing(id string) bool {
+	a, err := arn.Parse(id)
+	return err == nil && a.Service == "elasticloadbalancing"
 }
 
 // MaxELBDescribeARNs is the most resources one Elastic Load Balancing
 // DescribeTags call names (its API reference: "You can specify up to 20
 // resources in a single call").
 const MaxELBDescribeARNs = 20
-
-// maxTaggingReadARNs is the most ARNs one GetResources call names (its
-// ResourceARNList: 1 to 100).
-const maxTaggingReadARNs = 100
 
 // untag sends one UntagResources and records its failures.
 func (p *Provider) untag(ctx context.Context, region string, arns, names []string, failed map[string]error) {

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -173,5 +174,21 @@ func TestDiscoverFindsLoadBalancers(t *testing.T) {
 		if !slices.Contains(got, id) {
 			t.Errorf("Discover found %v, want %s among them", got, id)
 		}
+	}
+}
+
+// TestConditionalDeleteNeedsAConsistentRead: a deletion that must still
+// find its value is not sent to a resource whose value tagsync cannot
+// read consistently (the Tagging API's index lags): it fails, with no call.
+func TestConditionalDeleteNeedsAConsistentRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fs := fmt.Sprintf("arn:aws:elasticfilesystem:us-east-1:%s:file-system/fs-0123456789abcdef0", e.account)
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: []string{fs}, Patch: tags.Patch{Delete: []string{"team"}}, Expect: tags.Set{"team": "a"}}}, nil)
+	if len(res) != 1 || !errors.Is(res[0].Err, errNoConditionalDelete) {
+		t.Fatalf("results %+v, want errNoConditionalDelete", res)
+	}
+	if got := e.p.Calls(); len(got) != 0 {
+		t.Errorf("calls %v, want none", got)
 	}
 }
