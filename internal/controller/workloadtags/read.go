@@ -61,12 +61,11 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 	}
 	ws = append(ws, snaps...)
 	rd.workloads = append(append(ws, svcs...), ings...)
-	found = mergeFound(found, ingFound)
 	if rd.rivals, err = p.rivals(ctx); err != nil {
 		return rd, err
 	}
-	// The disks and snapshots are read in bulk; the Services' resources
-	// were read by their search, and only those a change named are read
+	// The disks and snapshots are read in bulk; the Services' and
+	// Ingresses' load balancers were read by their searches, and only those a change named are read
 	// again, fresh.
 	fresh := idSet(p.changed)
 	var ids []string
@@ -76,12 +75,14 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 		}
 	}
 	var searched []cloud.Classified
-	for _, list := range found.Own {
-		for _, c := range list {
-			if fresh[cloud.CanonicalID(c.ID)] {
-				ids = append(ids, c.ID)
-			} else {
-				searched = append(searched, c)
+	for _, search := range []cloud.ServiceResources{found, ingFound} {
+		for _, list := range search.Own {
+			for _, c := range list {
+				if fresh[cloud.CanonicalID(c.ID)] {
+					ids = append(ids, c.ID)
+				} else {
+					searched = append(searched, c)
+				}
 			}
 		}
 	}
@@ -91,9 +92,8 @@ func (p *pass) read(ctx context.Context) (reading, error) {
 		}
 	}
 	rd.cloud.Resources = append(rd.cloud.Resources, searched...)
-	rd.cloud.Failed = append(rd.cloud.Failed, found.Failed...)
-	rd.cloud.Failed = append(rd.cloud.Failed, unserved...)
-	rd.cloud.Calls += found.Calls
+	rd.cloud.Failed = slices.Concat(rd.cloud.Failed, found.Failed, ingFound.Failed, unserved)
+	rd.cloud.Calls += found.Calls + ingFound.Calls
 	readCallsTotal.WithLabelValues(p.cfg.provider).Add(float64(rd.cloud.Calls))
 	p.r.indexRead(p.obj.Name, rd.cloud.Resources)
 	p.freshen(rd.cloud.Resources, p.changed)
@@ -319,16 +319,4 @@ func (p *pass) rivals(ctx context.Context) ([]config, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
-}
-
-// mergeFound is what two searches found.
-func mergeFound(a, b cloud.ServiceResources) cloud.ServiceResources {
-	out := cloud.ServiceResources{Own: map[string][]cloud.Classified{}, Shared: map[string][]string{},
-		Failed: append(slices.Clone(a.Failed), b.Failed...), Calls: a.Calls + b.Calls}
-	for _, m := range []map[string][]cloud.Classified{a.Own, b.Own} {
-		for k, v := range m {
-			out.Own[k] = append(out.Own[k], v...)
-		}
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strings"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,11 +93,7 @@ func snapshotHandle(c *snapshotv1.VolumeSnapshotContent) string {
 // provider: an ARM snapshot ID (Azure Disk CSI's snapshot handle), or an
 // EBS snapshot ID (the EBS CSI driver's).
 func validSnapshotID(provider v1alpha1.Provider, id string) bool {
-	if provider == v1alpha1.ProviderAWS {
-		return strings.HasPrefix(id, "snap-")
-	}
-	lower := strings.ToLower(id)
-	return strings.HasPrefix(lower, "/subscriptions/") && strings.Contains(lower, "/providers/microsoft.compute/snapshots/")
+	return hasShape(provider, id, "snap-", "microsoft.compute/snapshots")
 }
 
 // snapshotChanged reports a change of a content that moves its snapshot

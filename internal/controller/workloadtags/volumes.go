@@ -67,9 +67,16 @@ func ebsVolumeID(s string) string {
 // validID reports whether id has the shape of a disk of provider: an ARM
 // managed disk ID, or an EBS volume ID.
 func validID(provider v1alpha1.Provider, id string) bool {
+	return hasShape(provider, id, "vol-", "microsoft.compute/disks")
+}
+
+// hasShape reports whether id names a resource of provider: on AWS an ID
+// starting with awsPrefix, on Azure an ARM ID of the (lower-case) type
+// azureType.
+func hasShape(provider v1alpha1.Provider, id, awsPrefix, azureType string) bool {
 	if provider == v1alpha1.ProviderAWS {
-		return strings.HasPrefix(id, "vol-")
+		return strings.HasPrefix(id, awsPrefix)
 	}
-	return strings.HasPrefix(strings.ToLower(id), "/subscriptions/") &&
-		strings.Contains(strings.ToLower(id), "/providers/microsoft.compute/disks/")
+	lower := strings.ToLower(id)
+	return strings.HasPrefix(lower, "/subscriptions/") && strings.Contains(lower, "/providers/"+azureType+"/")
 }
