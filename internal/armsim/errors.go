@@ -16,6 +16,16 @@ type Error struct {
 	Code string
 	// Message is the human-readable explanation.
 	Message string
+	// Details are the error's details, as resource providers send them
+	// (Compute names the throttling policy that refused a request there).
+	Details []ErrorDetail
+}
+
+// ErrorDetail is one entry of an ARM error's details.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Target  string `json:"target,omitempty"`
+	Message string `json:"message"`
 }
 
 // Error implements error.
@@ -53,15 +63,16 @@ func errInvalidJSON(err error) *Error {
 // errorBody is the wire shape of an ARM error.
 type errorBody struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code    string        `json:"code"`
+		Message string        `json:"message"`
+		Details []ErrorDetail `json:"details,omitempty"`
 	} `json:"error"`
 }
 
 // writeError writes e in ARM's error shape.
 func writeError(w http.ResponseWriter, e *Error) {
 	var b errorBody
-	b.Error.Code, b.Error.Message = e.Code, e.Message
+	b.Error.Code, b.Error.Message, b.Error.Details = e.Code, e.Message, e.Details
 	writeJSON(w, e.Status, b)
 }
 

@@ -1,8 +1,10 @@
 package armsim
 
 import (
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -52,7 +54,7 @@ func (s *Server) startLRO(w http.ResponseWriter, r *http.Request, sub, ns, loc s
 	h := w.Header()
 	h.Set("Azure-AsyncOperation", base+"/operations/"+op.id+q)
 	h.Set("Location", base+"/operationResults/"+op.id+q)
-	setRetryAfter(h, s.opts.LRORetryAfter)
+	setPollAfter(h, s.opts.LRORetryAfter)
 }
 
 // poll advances an operation by one poll and returns its state.
@@ -100,7 +102,7 @@ func (s *Server) handleOperationStatus(w http.ResponseWriter, r *http.Request, r
 	}
 	body := map[string]any{"name": op.id, "status": op.status, "startTime": op.started.UTC().Format(time.RFC3339Nano)}
 	if op.status == statusInProgress {
-		setRetryAfter(w.Header(), s.opts.LRORetryAfter)
+		setPollAfter(w.Header(), s.opts.LRORetryAfter)
 	} else {
 		body["endTime"] = op.ended.UTC().Format(time.RFC3339Nano)
 	}
@@ -116,7 +118,7 @@ func (s *Server) handleOperationResult(w http.ResponseWriter, r *http.Request, r
 	}
 	if op.status == statusInProgress {
 		w.Header().Set("Location", baseURL(r)+r.URL.RequestURI())
-		setRetryAfter(w.Header(), s.opts.LRORetryAfter)
+		setPollAfter(w.Header(), s.opts.LRORetryAfter)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -143,4 +145,14 @@ func (s *Server) PendingOperations() int {
 		}
 	}
 	return n
+}
+
+// setPollAfter announces when to poll a long-running operation again:
+// Retry-After in whole seconds, as Azure, and retry-after-ms with the exact
+// delay, so that tests may shorten polling (Options.LRORetryAfter) below
+// the second Azure would ask for. Throttling answers send only Retry-After
+// (setRetryAfter).
+func setPollAfter(h http.Header, d time.Duration) {
+	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	h.Set("retry-after-ms", strconv.FormatInt(max(d.Milliseconds(), 1), 10))
 }

@@ -89,6 +89,14 @@ type ThrottleOptions struct {
 	Deletes Bucket `json:"deletes"`
 	// Graph is the Resource Graph quota per tenant (default 15 per 5 s).
 	Graph Bucket `json:"graph"`
+	// ComputeResourceUpdates is Compute's own budget for updates of one
+	// VM, scale set or scale-set instance (default 12, refilled 4 a
+	// minute), spent after ARM's subscription bucket.
+	ComputeResourceUpdates Bucket `json:"computeResourceUpdates"`
+	// ComputeSubscriptionUpdates is Compute's budget for the updates of
+	// all of a subscription's VMs and scale sets (default 1500, refilled
+	// 1500 a minute).
+	ComputeSubscriptionUpdates Bucket `json:"computeSubscriptionUpdates"`
 }
 
 // Bucket is a token bucket: Capacity tokens, refilled at RefillPerSecond.
@@ -203,6 +211,8 @@ func (t ThrottleOptions) withDefaults() ThrottleOptions {
 	t.Writes = t.Writes.or(200, 10)
 	t.Deletes = t.Deletes.or(200, 10)
 	t.Graph = t.Graph.or(15, 3)
+	t.ComputeResourceUpdates = t.ComputeResourceUpdates.or(12, 4.0/60)
+	t.ComputeSubscriptionUpdates = t.ComputeSubscriptionUpdates.or(1500, 25)
 	return t
 }
 

@@ -24,6 +24,7 @@ type Server struct {
 	st       *store
 	ops      *lroTable
 	throttle *throttler
+	locks    resourceLocks
 	faults   *faultInjector
 	calls    *callCounter
 	perms    permissionTable
@@ -249,7 +250,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeAuthError(w, s.authorityHost(r), s.opts.TenantID, e)
 			return
 		}
-		if !s.applyThrottle(w, r, rt) {
+		if !s.applyThrottle(w, r, rt) || !s.applyComputeThrottle(w, rt) || !s.applyLock(w, r, rt) {
 			return
 		}
 		if rt.h != nil && needsAPIVersion(rt) && r.URL.Query().Get("api-version") == "" {

@@ -65,11 +65,14 @@ func (t *throttler) bucket(c requestClass) Bucket {
 // take spends one token from the bucket of scope and class. It returns the
 // tokens left and, when none was available, how long until one is.
 func (t *throttler) take(scope string, c requestClass) (left int, wait time.Duration, ok bool) {
+	return t.takeFrom(scope+"|"+string(c), t.bucket(c))
+}
+
+// takeFrom spends one token from the bucket named key, configured as cfg.
+func (t *throttler) takeFrom(key string, cfg Bucket) (left int, wait time.Duration, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cfg := t.bucket(c)
 	now := t.clock.Now()
-	key := scope + "|" + string(c)
 	b := t.buckets[key]
 	if b == nil {
 		b = &bucketState{tokens: cfg.Capacity, last: now}
@@ -88,6 +91,22 @@ func (t *throttler) take(scope string, c requestClass) (left int, wait time.Dura
 	}
 	b.tokens--
 	return int(b.tokens), 0, true
+}
+
+// refund gives back the token takeFrom spent from key's bucket.
+func (t *throttler) refund(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b := t.buckets[key]; b != nil && !t.cfg.Disabled {
+		b.tokens++
+	}
+}
+
+// config returns the configuration in force.
+func (t *throttler) config() ThrottleOptions {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cfg
 }
 
 // set replaces the configuration and refills every bucket.
@@ -140,11 +159,12 @@ func throttleError(c requestClass, sub string, wait time.Duration) *Error {
 		strings.TrimSuffix(string(c), "s"), sub, secs)
 }
 
-// setRetryAfter sets Retry-After (whole seconds, as ARM) and retry-after-ms
-// (exact, so azcore retries as soon as a token is back).
+// setRetryAfter sets Retry-After in whole seconds, rounded up, and nothing
+// else: ARM and the resource providers send only that on a 429 or 503 (the
+// millisecond headers azcore also reads are not promised), so a client
+// waits at least a second, as it would on Azure.
 func setRetryAfter(h http.Header, d time.Duration) {
-	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-	h.Set("retry-after-ms", strconv.FormatInt(max(d.Milliseconds(), 1), 10))
+	h.Set("Retry-After", strconv.Itoa(max(int(math.Ceil(d.Seconds())), 1)))
 }
 
 // formatHMS renders the time a bucket takes to refill completely.

@@ -3,6 +3,7 @@ package armsim_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,8 +76,9 @@ func TestThrottlingWithFakeClock(t *testing.T) {
 	}
 }
 
-// TestThrottlingRetry lets the SDK's retry policy honour retry-after-ms:
-// the bucket refills fast on the real clock, so the retry succeeds.
+// TestThrottlingRetry lets the SDK's retry policy honour Retry-After (in
+// whole seconds, as ARM sends it: no retry-after-ms): the bucket refills
+// on the real clock, so the retry succeeds.
 func TestThrottlingRetry(t *testing.T) {
 	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{
 		Reads: armsim.Bucket{Capacity: 1, RefillPerSecond: 20},
@@ -92,4 +94,126 @@ func TestThrottlingRetry(t *testing.T) {
 	if calls.CountStatus("VirtualMachines.Get", http.StatusOK) != 3 || calls.CountStatus("VirtualMachines.Get", http.StatusTooManyRequests) == 0 {
 		t.Errorf("want 3 successes after at least one 429, got %+v", calls["VirtualMachines.Get"])
 	}
+	var resp *http.Response
+	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: armsim.Bucket{Capacity: 1, RefillPerSecond: 0.001}})
+	_, _ = c.Get(ctx(t), rg, "flex-0", nil)
+	_, err := vmClientNoRetry(t, env).Get(policy.WithCaptureResponse(ctx(t), &resp), rg, "flex-0", nil)
+	wantARMError(t, err, http.StatusTooManyRequests, "SubscriptionRequestsThrottled")
+	if got := resp.Header.Get("Retry-After"); got != "1000" || resp.Header.Get("retry-after-ms") != "" {
+		t.Errorf("Retry-After = %q, retry-after-ms = %q; want 1000 and none", got, resp.Header.Get("retry-after-ms"))
+	}
+}
+
+func vmClientNoRetry(t testing.TB, env *armsimtest.Env) *armcompute.VirtualMachinesClient {
+	t.Helper()
+	c, err := armcompute.NewVirtualMachinesClient(env.SubscriptionID, env.Credential, noRetry(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestComputeThrottling: Compute's per-resource update budget refuses the
+// 13th update of one VM with its own 429 (OperationNotAllowed, the policy
+// named in the details and at 0 in x-ms-ratelimit-remaining-resource) while
+// other VMs of the subscription update; the subscription's Compute budget
+// refuses every VM once spent, and gives back the VM's token.
+func TestComputeThrottling(t *testing.T) {
+	clock := armsim.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	env := armsimtest.Start(t, armsimtest.WithClock(clock))
+	seedEstate(t, env.Server, env.SubscriptionID)
+	c := vmClientNoRetry(t, env)
+	update := func(name string) (*http.Response, error) {
+		var resp *http.Response
+		_, err := c.BeginUpdate(policy.WithCaptureResponse(ctx(t), &resp), rg, name,
+			armcompute.VirtualMachineUpdate{Tags: ptrMap(map[string]string{"n": name})}, nil)
+		return resp, err
+	}
+	for i := 11; i >= 0; i-- {
+		resp, err := update("flex-0")
+		if err != nil {
+			t.Fatalf("update %d: %v", 12-i, err)
+		}
+		if want := armsim.PolicyComputeResourceUpdates + ";" + strconv.Itoa(i); !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), want) {
+			t.Fatalf("remaining = %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
+		}
+	}
+	resp, err := update("flex-0")
+	re := wantARMError(t, err, http.StatusTooManyRequests, "OperationNotAllowed")
+	if !strings.Contains(re.Error(), "UpdateVMResource") || resp.Header.Get("Retry-After") != "15" {
+		t.Errorf("want the policy in the details and Retry-After 15 (4 tokens a minute), got %q: %v", resp.Header.Get("Retry-After"), re)
+	}
+	if !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), armsim.PolicyComputeResourceUpdates+";0") {
+		t.Errorf("the exhausted policy is not reported: %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"))
+	}
+	if _, err := update("standalone-vm"); err != nil {
+		t.Fatalf("another VM must not wait for a busy one: %v", err)
+	}
+	clock.Advance(15 * time.Second)
+	if _, err := update("flex-0"); err != nil {
+		t.Fatalf("after a token came back: %v", err)
+	}
+
+	env.Server.SetThrottle(armsim.ThrottleOptions{ComputeSubscriptionUpdates: armsim.Bucket{Capacity: 1, RefillPerSecond: 0.1}})
+	if _, err := update("as-vm"); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range []string{"as-vm", "flex-1"} {
+		resp, err := update(vm)
+		wantARMError(t, err, http.StatusTooManyRequests, "OperationNotAllowed")
+		if !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), armsim.PolicyComputeSubscriptionUpdates+";0") {
+			t.Errorf("%s: the subscription's policy is not reported: %q", vm, resp.Header.Values("x-ms-ratelimit-remaining-resource"))
+		}
+	}
+	clock.Advance(10 * time.Second)
+	resp, err = update("as-vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 - 1 (the first update): the refused ones gave their token back.
+	if want := armsim.PolicyComputeResourceUpdates + ";10"; !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), want) {
+		t.Errorf("remaining = %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
+	}
+}
+
+// TestLockContention: a write of a resource another operation holds is
+// answered 429 RetryableErrorDueToAnotherOperation (not throttling: the
+// subscription's bucket is not the cause and other resources write), until
+// the operation ends.
+func TestLockContention(t *testing.T) {
+	env := armsimtest.Start(t)
+	e := seedEstate(t, env.Server, env.SubscriptionID)
+	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merge := armresources.TagsPatchOperationMerge
+	patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
+	release := env.Server.LockResource(e.lb)
+	var resp *http.Response
+	_, err = tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.lb, patch, nil)
+	wantARMError(t, err, http.StatusTooManyRequests, armsim.CodeAnotherOperation)
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After = %q", resp.Header.Get("Retry-After"))
+	}
+	if _, err := tc.GetAtScope(ctx(t), e.lb, nil); err != nil {
+		t.Errorf("reads go on: %v", err)
+	}
+	if _, err := tc.BeginUpdateAtScope(ctx(t), e.nic, patch, nil); err != nil {
+		t.Errorf("another resource writes: %v", err)
+	}
+	release()
+	release()
+	if _, err := tc.BeginUpdateAtScope(ctx(t), e.lb, patch, nil); err != nil {
+		t.Errorf("after the operation: %v", err)
+	}
+}
+
+func contains(vs []string, v string) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,144 @@
+package armsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Compute's own throttling (Microsoft's "Compute throttling limits"): beside
+// ARM's subscription bucket, every update of a VM, scale set or scale-set
+// instance spends a token of that resource's bucket (12, refilled 4 a
+// minute) and of the subscription's (1500 a minute). A refusal is Compute's
+// 429 OperationNotAllowed whose details name the policy (its "Throttling
+// error details"), and every answer reports each policy's tokens left in
+// its own x-ms-ratelimit-remaining-resource header.
+const (
+	// PolicyComputeResourceUpdates names the per-resource update budget.
+	PolicyComputeResourceUpdates = "Microsoft.Compute/UpdateVMResource"
+	// PolicyComputeSubscriptionUpdates names the subscription's.
+	PolicyComputeSubscriptionUpdates = "Microsoft.Compute/UpdateVMSubscriptionMaximum"
+)
+
+// remainingResourceHeader is where a resource provider reports a policy's
+// tokens left: "<provider>/<policy>;<count>", one header per policy.
+const remainingResourceHeader = "x-ms-ratelimit-remaining-resource"
+
+// isComputeUpdate reports whether rt updates a VM, scale set or instance.
+func isComputeUpdate(rt *route) bool {
+	switch rt.op {
+	case "VirtualMachines.Update", "VirtualMachineScaleSets.Update", "VirtualMachineScaleSetVMs.Update":
+		return true
+	}
+	return false
+}
+
+// applyComputeThrottle spends the tokens of Compute's policies for an
+// update; it answers 429 and returns false when one is empty (a token the
+// other policy gave is given back: the request was not served).
+func (s *Server) applyComputeThrottle(w http.ResponseWriter, rt *route) bool {
+	if !isComputeUpdate(rt) {
+		return true
+	}
+	cfg := s.throttle.config()
+	resKey := "compute|" + strings.ToLower(strings.Join(rt.segs, "/"))
+	subKey := "compute|" + strings.ToLower(rt.sub)
+	h := w.Header()
+	rLeft, wait, ok := s.throttle.takeFrom(resKey, cfg.ComputeResourceUpdates)
+	if !ok {
+		computeThrottled(w, PolicyComputeResourceUpdates, wait, cfg.ComputeResourceUpdates)
+		return false
+	}
+	sLeft, wait, ok := s.throttle.takeFrom(subKey, cfg.ComputeSubscriptionUpdates)
+	if !ok {
+		s.throttle.refund(resKey)
+		computeThrottled(w, PolicyComputeSubscriptionUpdates, wait, cfg.ComputeSubscriptionUpdates)
+		return false
+	}
+	h.Add(remainingResourceHeader, fmt.Sprintf("%s;%d", PolicyComputeResourceUpdates, rLeft))
+	h.Add(remainingResourceHeader, fmt.Sprintf("%s;%d", PolicyComputeSubscriptionUpdates, sLeft))
+	return true
+}
+
+// computeThrottled answers Compute's 429 for policy.
+func computeThrottled(w http.ResponseWriter, policy string, wait time.Duration, b Bucket) {
+	h := w.Header()
+	h.Add(remainingResourceHeader, policy+";0")
+	setRetryAfter(h, wait)
+	group := policy[strings.Index(policy, "/")+1:]
+	detail, _ := json.Marshal(map[string]any{"operationGroup": group, "allowedRequestCount": int(b.Capacity)})
+	e := newError(http.StatusTooManyRequests, "OperationNotAllowed",
+		"The server rejected the request because too many requests have been received for this subscription.")
+	e.Details = []ErrorDetail{{Code: "TooManyRequests", Target: group, Message: string(detail)}}
+	writeError(w, e)
+}
+
+// CodeAnotherOperation is the 429 a resource provider answers when another
+// operation holds the resource (Microsoft's "Request limits and throttling":
+// Network answers it while the target is locked by another operation). It
+// is not throttling: the subscription's other requests go on.
+const CodeAnotherOperation = "RetryableErrorDueToAnotherOperation"
+
+// lockRetryAfter is the wait a lock-contention answer asks for.
+const lockRetryAfter = time.Second
+
+// resourceLocks are resources another operation holds (LockResource).
+type resourceLocks struct {
+	mu sync.Mutex
+	m  map[string]int // lower-cased ID → holders
+}
+
+// held reports whether id is held.
+func (l *resourceLocks) held(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[strings.ToLower(id)] > 0
+}
+
+// LockResource makes as if another operation were running on id (a scale
+// set's reimage, a load balancer's rule update): until release is called,
+// every write of it (its Tags API scope, a Compute update) answers 429
+// RetryableErrorDueToAnotherOperation with Retry-After 1. release is safe to
+// call more than once.
+func (s *Server) LockResource(id string) (release func()) {
+	key := strings.ToLower(strings.TrimSuffix(id, "/"))
+	s.locks.mu.Lock()
+	if s.locks.m == nil {
+		s.locks.m = map[string]int{}
+	}
+	s.locks.m[key]++
+	s.locks.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.locks.mu.Lock()
+			defer s.locks.mu.Unlock()
+			if s.locks.m[key]--; s.locks.m[key] <= 0 {
+				delete(s.locks.m, key)
+			}
+		})
+	}
+}
+
+// applyLock answers a write of a held resource with the lock-contention 429
+// and returns false.
+func (s *Server) applyLock(w http.ResponseWriter, r *http.Request, rt *route) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	target := rt.scope
+	if target == "" {
+		target = "/" + strings.Join(rt.segs, "/")
+	}
+	if !s.locks.held(target) {
+		return true
+	}
+	setRetryAfter(w.Header(), lockRetryAfter)
+	writeError(w, newError(http.StatusTooManyRequests, CodeAnotherOperation,
+		"Operation '%s' on resource '%s' cannot proceed because another operation on it is in progress. Retry after %d seconds.",
+		rt.op, target, int(lockRetryAfter.Seconds())))
+	return false
+}
