@@ -77,6 +77,19 @@ func (g *Gates[K]) Answered(k K) {
 	s.streak = 0
 }
 
+// ClosedAny reports whether any gate whose key matches is closed now.
+func (g *Gates[K]) ClosedAny(match func(K) bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	for k, s := range g.gates {
+		if s.until.After(now) && match(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // Forget opens every gate whose key matches.
 func (g *Gates[K]) Forget(match func(K) bool) {
 	g.mu.Lock()
@@ -119,5 +132,23 @@ func (g *Gates[K]) gateLocked(k K) *gate {
 func (g *Gates[K]) closeLocked(s *gate, d time.Duration) {
 	if until := g.now().Add(d); until.After(s.until) {
 		s.until = until
+	}
+	if len(g.gates) > maxOpenGates {
+		g.pruneLocked()
+	}
+}
+
+// maxOpenGates is how many gates are kept before the open ones without a
+// streak are dropped: gates keyed by resource would otherwise pile up.
+const maxOpenGates = 1024
+
+// pruneLocked drops the gates that are open and have no streak; the caller
+// holds the lock.
+func (g *Gates[K]) pruneLocked() {
+	now := g.now()
+	for k, s := range g.gates {
+		if !s.until.After(now) && s.streak == 0 {
+			delete(g.gates, k)
+		}
 	}
 }

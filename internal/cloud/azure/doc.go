@@ -37,8 +37,15 @@
 // ARM throttles per subscription and principal, with separate buckets for
 // reads (GET, HEAD) and writes, and says how long to wait in Retry-After.
 // When an answer is 429 Too Many Requests, or 503 Service Unavailable with
-// a Retry-After, the gate of its (ARM endpoint, subscription, bucket)
-// closes until then. While it is closed, every HTTP attempt through it
+// a Retry-After, the gate of the limit it names closes until then: ARM's
+// own quota closes the gate of its (ARM endpoint, subscription, bucket); a
+// resource provider's policy (the answer reports one at 0 in
+// x-ms-ratelimit-remaining-resource, as Compute's budget of one VM does)
+// closes that resource's gate only, and the provider's gate in that
+// subscription once a second of its resources is refused while the first
+// waits (a budget they share); a 429 RetryableErrorDueToAnotherOperation
+// (another operation holds the resource) closes none: azcore retries it
+// and nothing else waits. While it is closed, every HTTP attempt through it
 // (first try, azcore retry, long-running-operation poll) is not sent: the
 // call fails at once with an error for which errors.Is(err,
 // cloud.ErrThrottled) holds and cloud.RetryAfter(err) returns the wait

@@ -93,9 +93,16 @@ func (p *Provider) throttled(err error) *cloud.ThrottledError {
 		return nil
 	}
 	t := &cloud.ThrottledError{Scope: "ARM", RetryAfter: wait, Err: err}
-	if req := resp.Request; req != nil && req.URL != nil {
-		key := gateKeyOf(req.URL, req.Method)
-		t.Scope, t.RetryAfter = key.scope(), p.opts.Gates.Remaining(key)
+	req := resp.Request
+	switch {
+	case req == nil || req.URL == nil:
+	case strings.EqualFold(re.ErrorCode, codeAnotherOperation):
+		// No gate closed: this resource alone waits for the other operation.
+		_, res := targetOf(req.URL.Path)
+		t.Scope = "another operation on " + res
+	default:
+		key, left := p.opts.Gates.longest(gateKeysOf(req.URL, req.Method))
+		t.Scope, t.RetryAfter = key.scope(), left
 	}
 	return t
 }

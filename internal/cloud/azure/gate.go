@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 )
@@ -40,13 +42,17 @@ func bucketOf(method string) bucket {
 }
 
 // gateKey names one gate: ARM endpoint (host), subscription and bucket,
-// host and subscription lower-cased.
+// host and subscription lower-cased; and, for a resource provider's own
+// limits, the provider (lower-cased namespace, e.g. "microsoft.compute")
+// and, for a limit of one resource, its lower-cased ID.
 type gateKey struct {
 	host, sub string
 	bucket    bucket
+	provider  string
+	resource  string
 }
 
-// gateKeyOf returns the gate of a request.
+// gateKeyOf returns the subscription's gate of a request: ARM's own quota.
 func gateKeyOf(u *url.URL, method string) gateKey {
 	if isGraphPath(u.Path) {
 		return gateKey{host: strings.ToLower(u.Host), bucket: bucketGraph}
@@ -54,13 +60,51 @@ func gateKeyOf(u *url.URL, method string) gateKey {
 	return gateKey{host: strings.ToLower(u.Host), sub: strings.ToLower(subscriptionOf(u.Path)), bucket: bucketOf(method)}
 }
 
+// gateKeysOf returns every gate a request goes through: the subscription's
+// and, for a request of a provider's resource, the provider's gate in that
+// subscription and the resource's own.
+func gateKeysOf(u *url.URL, method string) []gateKey {
+	k := gateKeyOf(u, method)
+	provider, resource := targetOf(u.Path)
+	if k.bucket == bucketGraph || k.sub == "" || provider == "" {
+		return []gateKey{k}
+	}
+	p := k
+	p.provider = provider
+	r := p
+	r.resource = resource
+	return []gateKey{k, p, r}
+}
+
+// targetOf returns the provider namespace and ID of the resource an ARM path
+// addresses (lower-cased; the Tags API's scope for its path), or "" when it
+// addresses none.
+func targetOf(path string) (provider, resource string) {
+	low := strings.ToLower(strings.TrimSuffix(path, "/"))
+	low = strings.TrimSuffix(low, tagsAPISuffix)
+	segs := strings.Split(strings.TrimPrefix(low, "/"), "/")
+	for i := 0; i+2 < len(segs); i++ {
+		if segs[i] == "providers" {
+			return segs[i+1], low
+		}
+	}
+	return "", ""
+}
+
+// tagsAPISuffix ends the path of the Tags API at a resource's scope.
+const tagsAPISuffix = "/providers/microsoft.resources/tags/default"
+
 // scope names the gate in words, e.g. "ARM reads of subscription 0000…".
 func (k gateKey) scope() string {
-	if k.bucket == bucketGraph {
+	switch {
+	case k.bucket == bucketGraph:
 		return "Resource Graph queries"
-	}
-	if k.sub == "" {
+	case k.sub == "":
 		return fmt.Sprintf("ARM %s outside any subscription", k.bucket)
+	case k.resource != "":
+		return fmt.Sprintf("%s of %s (%s's limit of one resource)", k.bucket, k.resource, k.provider)
+	case k.provider != "":
+		return fmt.Sprintf("%s %s of subscription %s", k.provider, k.bucket, k.sub)
 	}
 	return fmt.Sprintf("ARM %s of subscription %s", k.bucket, k.sub)
 }
@@ -146,8 +190,9 @@ type throttlePolicy struct {
 // Do implements policy.Policy.
 func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	key := gateKeyOf(raw.URL, raw.Method)
-	if err := p.hold(key, raw); err != nil {
+	keys := gateKeysOf(raw.URL, raw.Method)
+	key := keys[0]
+	if err := p.hold(keys, raw); err != nil {
 		return nil, err
 	}
 	var t ticket
@@ -162,7 +207,7 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 			return nil, nonRetriable{fmt.Errorf("azure: waiting for the client-side request budget: %w", err)}
 		}
 		// The budget may have waited while another call was throttled.
-		if err := p.hold(key, raw); err != nil {
+		if err := p.hold(keys, raw); err != nil {
 			p.budget.observe(t, nil)
 			return nil, err
 		}
@@ -172,21 +217,97 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 		p.budget.observe(t, resp)
 	}
 	if d := throttleWait(resp); d > 0 {
-		p.gates.Close(key, d)
+		p.closeFor(keys, resp, d)
 	} else if d := graphQuotaWait(key, resp); d > 0 {
 		p.gates.Close(key, d)
 	}
 	return resp, err
 }
 
-// hold returns a heldError when the request's gate is closed.
-func (p throttlePolicy) hold(key gateKey, raw *http.Request) error {
-	left := p.gates.Remaining(key)
+// closeFor closes the gate of the limit a throttled answer names: none for
+// a resource another operation holds (the request waits, nothing else
+// does); the resource's own for a provider's limit (Compute's budget of
+// one VM), and the provider's in the subscription too when another of its
+// resources is held already (a limit the provider's resources share); the
+// subscription's for ARM's own quota.
+func (p throttlePolicy) closeFor(keys []gateKey, resp *http.Response, d time.Duration) {
+	switch {
+	case anotherOperation(resp):
+		return
+	case len(keys) == 3 && providerLimited(resp.Header):
+		prov, res := keys[1], keys[2]
+		if p.gates.ClosedAny(func(k gateKey) bool { return k.resource != "" && k.resource != res.resource && k.withoutResource() == prov }) {
+			p.gates.Close(prov, d)
+		}
+		p.gates.Close(res, d)
+	default:
+		p.gates.Close(keys[0], d)
+	}
+}
+
+// withoutResource returns the provider's gate of a resource's.
+func (k gateKey) withoutResource() gateKey {
+	k.resource = ""
+	return k
+}
+
+// providerLimited reports whether an answer reports a resource provider's
+// policy with no calls left (x-ms-ratelimit-remaining-resource
+// "<provider>/<policy>;0"): the provider, not ARM, refused it.
+func providerLimited(h http.Header) bool {
+	for _, v := range h.Values("X-Ms-Ratelimit-Remaining-Resource") {
+		for _, part := range strings.Split(v, ",") {
+			if _, n, ok := strings.Cut(strings.TrimSpace(part), ";"); ok && strings.TrimSpace(n) == "0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// codeAnotherOperation is the 429 a provider answers while another
+// operation holds the resource: not throttling.
+const codeAnotherOperation = "RetryableErrorDueToAnotherOperation"
+
+// anotherOperation reports whether a 429 says another operation holds the
+// resource. It reads the error's code from the body (kept for the SDK).
+func anotherOperation(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return false
+	}
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &e) == nil && strings.EqualFold(e.Error.Code, codeAnotherOperation)
+}
+
+// hold returns a heldError when one of the request's gates is closed,
+// naming the one that stays closed longest.
+func (p throttlePolicy) hold(keys []gateKey, raw *http.Request) error {
+	key, left := p.gates.longest(keys)
 	if left <= 0 {
 		return nil
 	}
 	p.m.Held(operationName(raw.Method, raw.URL.Path), string(key.bucket))
 	return &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
+}
+
+// longest returns the key of keys whose gate stays closed longest, and how
+// long; 0 when all are open.
+func (g *ThrottleGates) longest(keys []gateKey) (gateKey, time.Duration) {
+	best, left := keys[0], time.Duration(0)
+	for _, k := range keys {
+		if d := g.Remaining(k); d > left {
+			best, left = k, d
+		}
+	}
+	return best, left
 }
 
 // throttleWait is the wait a 429 or 503 answer asks for; 0 for other

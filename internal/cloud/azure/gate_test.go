@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tagsync/tagsync/internal/armsim"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -205,4 +207,77 @@ func TestClientBudgetIsPerSubscription(t *testing.T) {
 func notSent(err error) bool {
 	var t *cloud.ThrottledError
 	return errors.As(err, &t) && t.NotSent()
+}
+
+// TestProviderLimitHoldsOnlyItsScope: Compute's budget of one VM refuses
+// its second update; that VM's next write is held unsent while another
+// VM's goes on (before, any 429 closed the subscription's writes for every
+// resource). Two VMs refused by the subscription's Compute budget close
+// Compute's gate in that subscription: a third VM waits unsent, a network
+// resource writes. A resource another operation holds closes no gate.
+func TestProviderLimitHoldsOnlyItsScope(t *testing.T) {
+	env := startArmsim(t, armsimtest.WithThrottle(armsim.ThrottleOptions{
+		ComputeResourceUpdates: armsim.Bucket{Capacity: 1, RefillPerSecond: 0.001},
+	}))
+	vms := make([]string, 5)
+	for i := range vms {
+		vms[i] = env.vm("rg", armsim.VirtualMachine{Name: fmt.Sprintf("vm-%d", i)})
+	}
+	nic := env.resource("rg", armsim.Resource{Type: armsim.TypeNetworkInterface, Name: "nic"})
+	patch := func(p *testProvider, id, v string) error {
+		_, err := p.PatchTags(t.Context(), id, tags.Patch{Set: tags.Set{"n": v}})
+		return err
+	}
+	updates := func() int { return env.Server.Calls().Count("VirtualMachines.Update") }
+
+	p := env.provider(WithWriteMethod(WriteResourcePatch), WithThrottleGates(NewThrottleGates()))
+	if err := patch(p, vms[0], "1"); err != nil {
+		t.Fatal(err)
+	}
+	err := patch(p, vms[0], "2")
+	var te *cloud.ThrottledError
+	if !errors.As(err, &te) || !strings.Contains(te.Scope, strings.ToLower(vms[0])) || te.RetryAfter < 100*time.Second {
+		t.Fatalf("the busy VM: err = %v, want a ThrottledError naming it for its Retry-After", err)
+	}
+	sent := updates()
+	if err := patch(p, vms[0], "3"); !errors.As(err, &te) || updates() != sent {
+		t.Errorf("the busy VM's next write must wait unsent: %v (%d updates sent, %d before)", err, updates(), sent)
+	}
+	if err := patch(p, vms[1], "1"); err != nil {
+		t.Errorf("another VM must not wait for the busy one: %v", err)
+	}
+
+	env.Server.SetThrottle(armsim.ThrottleOptions{ComputeSubscriptionUpdates: armsim.Bucket{Capacity: 1, RefillPerSecond: 0.001}})
+	p = env.provider(WithWriteMethod(WriteResourcePatch), WithThrottleGates(NewThrottleGates()))
+	if err := patch(p, vms[2], "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range vms[3:] {
+		if err := patch(p, vm, "1"); !errors.Is(err, cloud.ErrThrottled) {
+			t.Fatalf("%s: err = %v, want throttled", vm, err)
+		}
+	}
+	sent = updates()
+	if err := patch(p, vms[1], "2"); !errors.As(err, &te) || updates() != sent || !strings.Contains(te.Scope, "microsoft.compute writes of subscription") {
+		t.Errorf("a third VM must wait unsent at Compute's gate: %v (%d updates sent, %d before)", err, updates(), sent)
+	}
+	if err := patch(p, nic, "1"); err != nil {
+		t.Errorf("a network resource must not wait for Compute: %v", err)
+	}
+
+	p = env.provider(WithThrottleGates(NewThrottleGates()))
+	release := env.Server.LockResource(nic)
+	defer release()
+	go func() {
+		for env.Server.Calls().CountStatus("Tags.UpdateAtScope", http.StatusTooManyRequests) == 0 && t.Context().Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		release()
+	}()
+	if err := patch(p, nic, "2"); err != nil {
+		t.Fatalf("the write must go through once the other operation ends: %v", err)
+	}
+	if p.opts.Gates.ClosedAny(func(gateKey) bool { return true }) {
+		t.Error("another operation's 429 closed a gate")
+	}
 }
