@@ -91,14 +91,14 @@ func TestEventGridCloudEvents(t *testing.T) {
 		t.Errorf("single event Content-Type %q", ct)
 	}
 	if ev.str("specversion") != "1.0" || ev.str("type") != armsim.EventResourceWriteSuccess ||
-		ev.str("source") != "/subscriptions/"+env.SubscriptionID || ev.str("subject") != e.disk ||
-		!uuidPattern.MatchString(ev.str("id")) || ev.str("time") == "" || ev.data("resourceUri") != e.disk ||
+		ev.str("source") != "/subscriptions/"+env.SubscriptionID || ev.str("subject") != tagsOf(e.disk) ||
+		!uuidPattern.MatchString(ev.str("id")) || ev.str("time") == "" || ev.data("resourceUri") != tagsOf(e.disk) ||
 		ev.data("operationName") != "Microsoft.Resources/tags/write" {
 		t.Errorf("CloudEvent %v", ev)
 	}
 
 	if got, err := cehttp.NewEventFromHTTPRequest(single.request()); err != nil || got.ID() != ev.str("id") ||
-		got.Type() != armsim.EventResourceWriteSuccess || got.Subject() != e.disk {
+		got.Type() != armsim.EventResourceWriteSuccess || got.Subject() != tagsOf(e.disk) {
 		t.Errorf("the CloudEvents SDK reads %v: %v", got, err)
 	}
 
@@ -210,7 +210,7 @@ func TestEventGridDuplicatesAndReorder(t *testing.T) {
 	for _, ev := range rc.events(t)[5:] {
 		order = append(order, ev.str("subject"))
 	}
-	if strings.Join(order, ",") != strings.Join([]string{e.lb, e.nic, e.disk}, ",") {
+	if strings.Join(order, ",") != strings.Join([]string{tagsOf(e.lb), tagsOf(e.nic), tagsOf(e.disk)}, ",") {
 		t.Errorf("reordered delivery %v, want newest first", order)
 	}
 }
@@ -267,11 +267,11 @@ func TestEventGridFilters(t *testing.T) {
 	env, e := eventGridEnv(t)
 	filters := map[string]*armsim.EventSubscriptionFilter{
 		"deletes": {IncludedEventTypes: []string{armsim.EventResourceDeleteSuccess}},
-		"vms": {SubjectBeginsWith: strings.ToUpper(groupScope(env)), SubjectEndsWith: "/STANDALONE-VM",
+		"vms": {SubjectBeginsWith: strings.ToUpper(groupScope(env)), SubjectEndsWith: "/STANDALONE-VM/PROVIDERS/MICROSOFT.RESOURCES/TAGS/DEFAULT",
 			AdvancedFilters: []armsim.AdvancedFilter{{OperatorType: "StringContains", Key: "subject", Values: []string{"virtualMachines/"}}}},
 		"tag writes": {AdvancedFilters: []armsim.AdvancedFilter{
 			{OperatorType: "StringIn", Key: "data.operationName", Values: []string{"microsoft.resources/tags/write"}},
-			{OperatorType: "StringNotIn", Key: "subject", Values: []string{e.lb}},
+			{OperatorType: "StringNotIn", Key: "subject", Values: []string{tagsOf(e.lb)}},
 		}},
 		"case-sensitive": {SubjectEndsWith: "/STANDALONE-VM", IsSubjectCaseSensitive: true},
 	}
@@ -295,8 +295,8 @@ func TestEventGridFilters(t *testing.T) {
 	waitIdle(t, env)
 	want := map[string][]string{
 		"deletes":        {e.storage},
-		"vms":            {e.standalone},
-		"tag writes":     {e.standalone},
+		"vms":            {tagsOf(e.standalone)},
+		"tag writes":     {tagsOf(e.standalone)},
 		"case-sensitive": nil,
 	}
 	for name, rc := range receivers {

@@ -193,8 +193,9 @@ func (s *Server) emitServed(r *http.Request, rt *route, status int) {
 }
 
 // writeTarget returns the resource a served write changed and its
-// operation name: for the Tags API the tagged scope and
-// Microsoft.Resources/tags/{write,delete}; for a POST action the resource
+// operation name: for the Tags API the tags resource of the tagged scope
+// ({scope}/providers/Microsoft.Resources/tags/default, as Azure names it)
+// and Microsoft.Resources/tags/{write,delete}; for a POST action the resource
 // before the action's name and {type}/{action}/action; else the path and
 // {type}/{write,delete}.
 func writeTarget(method string, rt *route) (string, string) {
@@ -203,7 +204,7 @@ func writeTarget(method string, rt *route) (string, string) {
 		verb = "delete"
 	}
 	if rt.scope != "" {
-		return rt.scope, "Microsoft.Resources/tags/" + verb
+		return tagsEventID(rt.scope), "Microsoft.Resources/tags/" + verb
 	}
 	segs := rt.segs
 	if method == http.MethodPost && len(segs) > 0 {
@@ -232,6 +233,12 @@ func resourceTypeOf(segs []string) string {
 		types = append(types, segs[j])
 	}
 	return strings.Join(types, "/")
+}
+
+// tagsEventID is the ID of a scope's tags as the Tags API's events name
+// it: the scope, then /providers/Microsoft.Resources/tags/default.
+func tagsEventID(scope string) string {
+	return strings.TrimSuffix(scope, "/") + "/providers/Microsoft.Resources/tags/default"
 }
 
 // publishOutOfBand publishes the event of an out-of-band write (the admin

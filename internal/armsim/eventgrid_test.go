@@ -226,6 +226,9 @@ type write struct {
 	viaManagement bool // an ARM request: the event carries the caller
 }
 
+// tagsOf is what the Tags API's events name for a scope's tags.
+func tagsOf(scope string) string { return scope + "/providers/Microsoft.Resources/tags/default" }
+
 func writeKinds(env *armsimtest.Env, e estate) []write {
 	tags := func(t *testing.T) tagOps { return tagOps{t, tagsClient(t, env)} }
 	must := func(t *testing.T, err error) {
@@ -237,15 +240,15 @@ func writeKinds(env *armsimtest.Env, e estate) []write {
 	const tagsWrite, vmssWrite = "Microsoft.Resources/tags/write", armsim.TypeScaleSet + "/write"
 	return []write{
 		{"Tags PUT", func(t *testing.T) { must(t, tags(t).put(e.disk, map[string]string{"a": "1"})) },
-			armsim.EventResourceWriteSuccess, e.disk, tagsWrite, true},
+			armsim.EventResourceWriteSuccess, tagsOf(e.disk), tagsWrite, true},
 		{"Tags PATCH", func(t *testing.T) {
 			_, err := tags(t).patch(e.flexVM0, armresources.TagsPatchOperationMerge, map[string]string{"b": "2"})
 			must(t, err)
-		}, armsim.EventResourceWriteSuccess, e.flexVM0, tagsWrite, true},
+		}, armsim.EventResourceWriteSuccess, tagsOf(e.flexVM0), tagsWrite, true},
 		{"Tags DELETE", func(t *testing.T) { must(t, tags(t).del(e.nic)) },
-			armsim.EventResourceWriteSuccess, e.nic, "Microsoft.Resources/tags/delete", true},
+			armsim.EventResourceWriteSuccess, tagsOf(e.nic), "Microsoft.Resources/tags/delete", true},
 		{"Tags PUT on the group", func(t *testing.T) { must(t, tags(t).put(groupScope(env), map[string]string{"g": "1"})) },
-			armsim.EventResourceWriteSuccess, groupScope(env), tagsWrite, true},
+			armsim.EventResourceWriteSuccess, tagsOf(groupScope(env)), tagsWrite, true},
 		{"VM PATCH", func(t *testing.T) {
 			p, err := vmClient(t, env).BeginUpdate(ctx(t), rg, "standalone-vm", armcompute.VirtualMachineUpdate{Tags: ptrMap(map[string]string{"c": "3"})}, nil)
 			must(t, err)
@@ -265,15 +268,15 @@ func writeKinds(env *armsimtest.Env, e estate) []write {
 			must(t, err)
 		}, armsim.EventResourceWriteSuccess, e.instances[1], armsim.TypeScaleSetVM + "/write", true},
 		{"portal edit", func(t *testing.T) { must(t, env.Server.SetTags(e.lb, map[string]string{"e": "5"})) },
-			armsim.EventResourceWriteSuccess, e.lb, tagsWrite, false},
+			armsim.EventResourceWriteSuccess, tagsOf(e.lb), tagsWrite, false},
 		{"portal edit over the admin API", func(t *testing.T) {
 			resp := rawRequestToken(t, env, http.MethodPost, "/_admin/tags", []byte(`{"id":"`+e.pip+`","set":{"f":"6"}}`), "")
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("admin tags: %d", resp.StatusCode)
 			}
-		}, armsim.EventResourceWriteSuccess, e.pip, tagsWrite, false},
+		}, armsim.EventResourceWriteSuccess, tagsOf(e.pip), tagsWrite, false},
 		{"portal tag removal", func(t *testing.T) { must(t, env.Server.DeleteTags(e.lb, "e")) },
-			armsim.EventResourceWriteSuccess, e.lb, tagsWrite, false},
+			armsim.EventResourceWriteSuccess, tagsOf(e.lb), tagsWrite, false},
 		{"platform rewrite", func(t *testing.T) { must(t, env.Server.ReplaceTags(e.uniform, map[string]string{"g": "7"})) },
 			armsim.EventResourceWriteSuccess, e.uniform, vmssWrite, false},
 		{"scale-out", func(t *testing.T) {

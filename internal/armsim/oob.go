@@ -24,11 +24,11 @@ func (s *Server) editTags(scope string, portal bool, apply func(cur tagSet) (tag
 	if err != nil {
 		return err
 	}
-	op := opTagsWrite
+	op, uri := opTagsWrite, tagsEventID(scope)
 	if !portal {
-		op = typ + "/write"
+		op, uri = typ+"/write", scope
 	}
-	s.publishOutOfBand(EventResourceWriteSuccess, scope, op)
+	s.publishOutOfBand(EventResourceWriteSuccess, uri, op)
 	return nil
 }
 
