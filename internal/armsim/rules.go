@@ -117,6 +117,9 @@ func checkTag(typ, name, value string) *Error {
 		return errBadRequest(CodeInvalidTagNameCharacters,
 			"The tag names '%s' have reserved characters '<,>,%%,&,\\,?,/' or control characters.", name)
 	}
+	if e := checkTypeName(typ, name); e != nil {
+		return e
+	}
 	if limit := TagNameLimit(typ); utf8.RuneCountInString(name) > limit {
 		return errBadRequest(CodeInvalidTagNameLength,
 			"Tag name too large. Following tag name '%s' exceeded the maximum length. Maximum allowed length for tag name - '%d' characters.",
@@ -161,4 +164,32 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// typeNameRules are the types that refuse more in tag names than ARM does
+// (Microsoft's "Use tags to organize your Azure resources", "Limitations"):
+// the characters, and whether a leading digit is refused.
+var typeNameRules = map[string]struct {
+	forbidden      string
+	noLeadingDigit bool
+}{
+	"microsoft.network/dnszones":               {" ()", true},
+	"microsoft.network/privatednszones":        {" ()", true},
+	"microsoft.network/trafficmanagerprofiles": {" #:", true},
+	"microsoft.network/frontdoors":             {"#:", false},
+}
+
+// checkTypeName applies typ's own tag name rules.
+func checkTypeName(typ, name string) *Error {
+	rule, ok := typeNameRules[strings.ToLower(typ)]
+	if !ok {
+		return nil
+	}
+	first, _ := utf8.DecodeRuneInString(name)
+	if strings.ContainsAny(name, rule.forbidden) || (rule.noLeadingDigit && unicode.IsDigit(first)) {
+		return errBadRequest(CodeInvalidTagNameCharacters,
+			"The tag name '%s' is not supported on resources of type '%s': it may not contain %q%s.",
+			name, typ, rule.forbidden, map[bool]string{true: " or start with a digit"}[rule.noLeadingDigit])
+	}
+	return nil
 }

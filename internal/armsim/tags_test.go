@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
+	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 	"github.com/tagsync/tagsync/internal/tags/tagstest"
 )
@@ -148,6 +149,9 @@ func TestTagRules(t *testing.T) {
 		{"reserved windows", e.nic, map[string]string{"windows": "v"}, "InvalidTagName"},
 		{"empty name", e.nic, map[string]string{"": "v"}, "InvalidTagName"},
 		{"names differing in case", e.nic, map[string]string{"Env": "a", "env": "b"}, "InvalidTagName"},
+		{"a space on a DNS zone", e.dns, map[string]string{"cost center": "v"}, "InvalidTagNameCharacters"},
+		{"parentheses on a DNS zone", e.dns, map[string]string{"team(a)": "v"}, "InvalidTagNameCharacters"},
+		{"a leading digit on a DNS zone", e.dns, map[string]string{"1team": "v"}, "InvalidTagNameCharacters"},
 	}
 	for _, ch := range `<>%&\?/` {
 		cases = append(cases, struct {
@@ -173,6 +177,22 @@ func TestTagRules(t *testing.T) {
 	}
 	if err := ops.put(e.lb, map[string]string{strings.Repeat("n", 512): "v"}); err != nil {
 		t.Errorf("512 rejected: %v", err)
+	}
+	// Other types take what DNS zones refuse; Traffic Manager and Front Door
+	// refuse '#' and ':'.
+	if err := ops.put(e.nic, map[string]string{"cost center": "v", "1team": "v", "team(a)": "v", "a#b:c": "v"}); err != nil {
+		t.Errorf("a NIC refused DNS zones' names: %v", err)
+	}
+	for _, typ := range []string{"Microsoft.Network/trafficManagerProfiles", "Microsoft.Network/frontDoors"} {
+		id, err := env.Server.CreateResource(env.SubscriptionID, rg, armsim.Resource{Type: typ, Name: "x" + strings.ReplaceAll(typ, "/", "-")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ops.patch(id, armresources.TagsPatchOperationMerge, map[string]string{"a#b": "v"})
+		wantARMError(t, err, http.StatusBadRequest, "InvalidTagNameCharacters")
+		if err := ops.put(id, map[string]string{"team(a)": "v"}); err != nil {
+			t.Errorf("%s refused parentheses: %v", typ, err)
+		}
 	}
 	// The same rules guard compute PATCH.
 	p, err := vmClient(t, env).BeginUpdate(ctx(t), rg, "standalone-vm", armcompute.VirtualMachineUpdate{Tags: ptrMap(map[string]string{"a/b": "c"})}, nil)

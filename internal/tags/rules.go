@@ -30,6 +30,9 @@ type Rules struct {
 	// letters, digits and spaces (Unicode categories L, N and Z) and these
 	// characters. Empty allows every character not refused otherwise.
 	AllowedPunctuation string
+	// NoLeadingDigit says a tag name may not start with a digit (Azure DNS
+	// zones and Traffic Manager profiles).
+	NoLeadingDigit bool
 	// ReservedPrefixes lists name prefixes that belong to the platform
 	// (compared case-insensitively, whatever CaseInsensitive says); tagsync
 	// never writes such names.
@@ -129,6 +132,9 @@ func (r Rules) ValidateName(name string) error {
 		return tagErr(name, ErrForbiddenChar, "name contains the character %q; names may contain only letters, digits, spaces and %s",
 			c, spaced(r.AllowedPunctuation))
 	}
+	if c, _ := utf8.DecodeRuneInString(name); r.NoLeadingDigit && unicode.IsDigit(c) {
+		return tagErr(name, ErrForbiddenChar, "name starts with the digit %q; names on this resource type may not", c)
+	}
 	if p, ok := r.reservedPrefix(name); ok {
 		return tagErr(name, ErrReservedName, "names starting with %q are reserved for the platform; rename the tag", p)
 	}
@@ -220,7 +226,9 @@ func (r Rules) length(s string) int {
 }
 
 // spaced lists the characters of s separated by spaces.
-func spaced(s string) string { return strings.Join(strings.Split(s, ""), " ") }
+func spaced(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Split(s, ""), " "), "   ", " space ")
+}
 
 // reservedLabelDomains are the label key prefixes Kubernetes reserves; their
 // subdomains are reserved too.

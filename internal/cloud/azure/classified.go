@@ -47,16 +47,37 @@ func SmallTagLimitTypes() []string {
 // most 128 characters), TagRules with MaxTags 15 for the types
 // SmallTagLimitTypes lists (DNS zones, private DNS zones and their links,
 // CDN profiles and endpoints, Automation accounts), TagRules
-// otherwise (resource groups included).
+// otherwise (resource groups included); with the name rules of DNS zones,
+// Traffic Manager profiles and Front Doors (nameRules).
 func RulesFor(resourceType string) tags.Rules {
 	t := strings.ToLower(strings.Trim(resourceType, "/"))
+	r := TagRules
 	switch {
 	case t == typeStorageAccount:
 		return StorageTagRules
 	case smallTagLimitTypes[t]:
-		r := TagRules
 		r.MaxTags = MaxTagsSmall
-		return r
 	}
-	return TagRules
+	if n, ok := nameRules[t]; ok {
+		r.ForbiddenNameChars += n.forbidden
+		r.NoLeadingDigit = n.noLeadingDigit
+	}
+	return r
+}
+
+// nameRule is what a resource type refuses in tag names beyond ARM's rules.
+type nameRule struct {
+	forbidden      string
+	noLeadingDigit bool
+}
+
+// nameRules are the types whose tag names have rules of their own
+// (Microsoft's "Use tags to organize your Azure resources", "Limitations"):
+// DNS zones refuse spaces, parentheses and a leading digit; Traffic Manager
+// spaces, '#', ':' and a leading digit; Front Door '#' and ':'.
+var nameRules = map[string]nameRule{
+	"microsoft.network/dnszones":               {forbidden: " ()", noLeadingDigit: true},
+	"microsoft.network/privatednszones":        {forbidden: " ()", noLeadingDigit: true},
+	"microsoft.network/trafficmanagerprofiles": {forbidden: " #:", noLeadingDigit: true},
+	"microsoft.network/frontdoors":             {forbidden: "#:"},
 }

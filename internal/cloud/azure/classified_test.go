@@ -515,6 +515,17 @@ func TestRulesFor(t *testing.T) {
 	if RulesFor(armsim.TypeStorageAccount).MaxNameLen != 128 || RulesFor("Microsoft.Network/dnsZones").MaxTags != 15 {
 		t.Error("storage or DNS rules")
 	}
+	// The per-type name rules: what armsim refuses, tagsync refuses before
+	// writing (a skipped tag, not a failed call), and the rest it accepts.
+	for _, typ := range []string{armsim.TypeDNSZone, armsim.TypePrivateDNSZone, "Microsoft.Network/trafficManagerProfiles",
+		"Microsoft.Network/frontDoors", armsim.TypeNetworkInterface} {
+		for _, name := range []string{"cost center", "team(a)", "1team", "a#b", "a:b", "team-a_b.c"} {
+			want := armsim.ValidateTags(typ, map[string]string{name: "v"})
+			if got := RulesFor(typ).ValidateName(name); (got == nil) != (want == nil) {
+				t.Errorf("%s, name %q: tagsync says %v, armsim %v", typ, name, got, want)
+			}
+		}
+	}
 }
 
 // TestGraphGateAndQuotaHeaders: Resource Graph requests have their own
