@@ -206,7 +206,7 @@ func (s *Server) applyComputeUpdate(r *http.Request, o *object, tags *map[string
 			return e
 		}
 		s.retagged(&o.tags, o.tags)
-		o.tags = result
+		o.tags = s.applyPolicies(o.id, result)
 	}
 	o.etag++
 	if s.opts.LROPolls > 0 {

@@ -129,4 +129,7 @@ func (s *Server) Reset() {
 	s.ClearFaults()
 	s.throttle.reset()
 	s.eg.removeAll()
+	s.actors.mu.Lock()
+	s.actors.policies, s.actors.reconcilers = nil, nil
+	s.actors.mu.Unlock()
 }

@@ -25,6 +25,7 @@ type Server struct {
 	ops      *lroTable
 	throttle *throttler
 	locks    resourceLocks
+	actors   actors
 	faults   *faultInjector
 	calls    *callCounter
 	perms    permissionTable
@@ -217,7 +218,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// A write's event is queued before its answer leaves: whoever has the
 	// answer can wait for the event's delivery.
-	rec.onStatus = func(status int) { s.emitServed(r, rt, status) }
+	rec.onStatus = func(status int) {
+		s.emitServed(r, rt, status)
+		s.reconcileAfter(r, rt, status)
+	}
 	s.serve(rec, r, rt)
 	if !rec.wrote {
 		rec.WriteHeader(rec.status)

@@ -190,7 +190,7 @@ func (s *Server) writeTags(w http.ResponseWriter, r *http.Request, rt *route, ap
 	t, e := s.st.resolveScope(rt.scope)
 	var out tagSet
 	if e == nil {
-		out, e = s.applyTagWrite(t, apply)
+		out, e = s.applyTagWrite(rt.scope, t, apply)
 	}
 	s.st.mu.Unlock()
 	if e != nil {
@@ -215,7 +215,7 @@ func (s *Server) writeTags(w http.ResponseWriter, r *http.Request, rt *route, ap
 
 // applyTagWrite computes, validates and stores the new tag set; the caller
 // holds the write lock.
-func (s *Server) applyTagWrite(t *tagTarget, apply func(tagSet) (tagSet, map[string]string, *Error)) (tagSet, *Error) {
+func (s *Server) applyTagWrite(scope string, t *tagTarget, apply func(tagSet) (tagSet, map[string]string, *Error)) (tagSet, *Error) {
 	next, written, e := apply(*t.tags)
 	if e == nil {
 		e = checkWrite(t.typ, *t.tags, next, written)
@@ -226,6 +226,7 @@ func (s *Server) applyTagWrite(t *tagTarget, apply func(tagSet) (tagSet, map[str
 	if t.readOnly {
 		return *t.tags, nil
 	}
+	next = s.applyPolicies(scope, next)
 	s.retagged(t.tags, *t.tags)
 	*t.tags = next
 	*t.etag++
