@@ -148,6 +148,12 @@ type WriteResult struct {
 	// Tags are the resource's tags after a Fresh write (nil otherwise,
 	// and after a failed one).
 	Tags tags.Set
+	// Overridden holds the names the write set that the cloud's answer to
+	// it carried with another value, with that value: something on the
+	// write's own path changed the request (Azure Policy's modify or
+	// append effect). Nil when the answer carried the values written, or
+	// no tags.
+	Overridden tags.Set
 }
 
 // ResultStream hands a WriteTags' reports to its caller's function one at

@@ -2,7 +2,6 @@ package azure
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -219,9 +218,10 @@ func (m *throttleMemo) get(sub string) error {
 	return m.subs[strings.ToLower(sub)]
 }
 
-// note remembers err for sub when it is a throttling.
+// note remembers err for sub when it is a throttling of the whole
+// subscription (a busy resource's own limit holds only that resource).
 func (m *throttleMemo) note(sub string, err error) {
-	if !errors.Is(err, cloud.ErrThrottled) {
+	if !subscriptionWide(err) {
 		return
 	}
 	m.mu.Lock()
@@ -237,42 +237,65 @@ func (p *Provider) writeStreamed(ctx context.Context, id string, w *cloud.TagWri
 	if err := stream.Stopped(); err != nil {
 		return cloud.WriteResult{ID: id, Err: cloud.NotStarted(id, err)}
 	}
-	res := cloud.WriteResult{ID: id, Err: p.writeTags(ctx, id, w, memo, stream)}
+	res := cloud.WriteResult{ID: id}
+	res.Overridden, res.Err = p.writeTags(ctx, id, w, memo, stream)
 	_ = stream.Done(res)
 	return res
 }
 
 // writeTags applies w to one resource: Delete, then Merge, after
-// reporting it pending to stream.
-func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo, stream *cloud.ResultStream) error {
+// reporting it pending to stream. It returns the names whose value the
+// answer carried changed (see cloud.WriteResult.Overridden).
+func (p *Provider) writeTags(ctx context.Context, id string, w *cloud.TagWrite, memo *throttleMemo, stream *cloud.ResultStream) (tags.Set, error) {
 	ref, err := parseRef(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("azure: write tags on %s: %w", id, err)
+		return nil, fmt.Errorf("azure: write tags on %s: %w", id, err)
 	}
 	if t := memo.get(ref.sub); t != nil {
-		return fmt.Errorf("azure: write tags on %s not sent: an earlier write to subscription %s in this batch was throttled: %w", id, ref.sub, t)
+		return nil, fmt.Errorf("azure: write tags on %s not sent: an earlier write to subscription %s in this batch was throttled: %w", id, ref.sub, t)
 	}
-	del, merge := tagsAPIWriteOps(p.Rules().NameCase(), w)
+	nc := p.Rules().NameCase()
+	del, merge := tagsAPIWriteOps(nc, w)
 	if len(del) == 0 && len(merge) == 0 {
-		return nil
+		return nil, nil
 	}
 	c, err := p.clientsFor(ref.sub)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := stream.Start(id); err != nil {
-		return cloud.NotStarted(id, err)
+		return nil, cloud.NotStarted(id, err)
 	}
 	defer p.forget(ref)
 	defer p.dropSharedRead(ref)
-	if _, err := p.deleteThenMerge(ctx, c, ref.id, del, merge); err != nil {
+	result, err := p.deleteThenMerge(ctx, c, ref.id, del, merge)
+	if err != nil {
 		memo.note(ref.sub, err)
-		return err
+		return nil, err
 	}
-	return nil
+	return overridden(nc, merge, result), nil
+}
+
+// overridden returns the names of set that result carries with another
+// value (or without), with result's value; nil when result is nil (the
+// answer carried no tags) or agrees.
+func overridden(nc tags.NameCase, set, result tags.Set) tags.Set {
+	if result == nil {
+		return nil
+	}
+	var out tags.Set
+	for name, v := range set {
+		if got, _ := result.Get(nc, name); got != v {
+			if out == nil {
+				out = tags.Set{}
+			}
+			out[name] = got
+		}
+	}
+	return out
 }
 
 // tagsAPIWriteOps splits a TagWrite into the Tags API payloads: del holds the

@@ -25,10 +25,11 @@ const codeTooManyTags = "TooManyTags"
 // *cloud.ThrottledError it then unwraps to, cloud.ErrThrottled (429, a 503
 // with Retry-After, or a call a closed throttle gate did not send).
 type armError struct {
-	msg    string // the context, then answer
-	answer string // ARM's answer in words
-	err    error  // the SDK's error, or a *cloud.ThrottledError around it
-	kind   error  // the cloud kind errors.Is reports besides err's, or nil
+	msg    string   // the context, then answer
+	answer string   // ARM's answer in words
+	err    error    // the SDK's error, or a *cloud.ThrottledError around it
+	kind   error    // the cloud kind errors.Is reports besides err's, or nil
+	gate   *gateKey // the gate a throttled answer closed or would have, or nil
 }
 
 // Error returns the readable message.
@@ -51,8 +52,8 @@ func (p *Provider) wrapf(err error, format string, args ...any) error {
 // still left at its gate.
 func (p *Provider) armErr(context string, err error) *armError {
 	e := &armError{answer: describe(err), err: err, kind: kindOf(err)}
-	if t := p.throttled(err); t != nil {
-		e.err = t
+	if t, key := p.throttled(err); t != nil {
+		e.err, e.gate = t, key
 		e.answer += fmt.Sprintf(" (retry after %s)", cloud.RoundWait(t.RetryAfter))
 	}
 	e.msg = context + ": " + e.answer
@@ -82,15 +83,15 @@ func kindOf(err error) error {
 // left of the wait at the request's gate (the answer closed it), or the
 // answer's Retry-After when the request is unknown. nil for other errors
 // and for errors that are typed already (a held call).
-func (p *Provider) throttled(err error) *cloud.ThrottledError {
+func (p *Provider) throttled(err error) (*cloud.ThrottledError, *gateKey) {
 	var re *azcore.ResponseError
 	if errors.Is(err, cloud.ErrThrottled) || !errors.As(err, &re) || re.RawResponse == nil {
-		return nil
+		return nil, nil
 	}
 	resp := re.RawResponse
 	wait := retryAfter(resp.Header)
 	if resp.StatusCode != http.StatusTooManyRequests && (resp.StatusCode != http.StatusServiceUnavailable || wait <= 0) {
-		return nil
+		return nil, nil
 	}
 	t := &cloud.ThrottledError{Scope: "ARM", RetryAfter: wait, Err: err}
 	req := resp.Request
@@ -98,13 +99,15 @@ func (p *Provider) throttled(err error) *cloud.ThrottledError {
 	case req == nil || req.URL == nil:
 	case strings.EqualFold(re.ErrorCode, codeAnotherOperation):
 		// No gate closed: this resource alone waits for the other operation.
-		_, res := targetOf(req.URL.Path)
+		provider, res := targetOf(req.URL.Path)
 		t.Scope = "another operation on " + res
+		return t, &gateKey{provider: provider, resource: res}
 	default:
 		key, left := p.opts.Gates.longest(gateKeysOf(req.URL, req.Method))
 		t.Scope, t.RetryAfter = key.scope(), left
+		return t, &key
 	}
-	return t
+	return t, nil
 }
 
 // describe summarises an error in one line: "ARM answered 400

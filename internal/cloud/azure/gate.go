@@ -2,6 +2,7 @@ package azure
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -154,7 +155,10 @@ func (g *ThrottleGates) forgetHost(host string) {
 // heldError is an HTTP attempt the gate did not send. It unwraps to the
 // *cloud.ThrottledError, and is NonRetriable so that azcore's retry policy
 // (which retries transport errors) returns it at once.
-type heldError struct{ t *cloud.ThrottledError }
+type heldError struct {
+	t   *cloud.ThrottledError
+	key gateKey // the gate that held it
+}
 
 // Error says what is throttled, for how long, and that nothing was sent.
 func (e *heldError) Error() string {
@@ -236,7 +240,9 @@ func (p throttlePolicy) closeFor(keys []gateKey, resp *http.Response, d time.Dur
 		return
 	case len(keys) == 3 && providerLimited(resp.Header):
 		prov, res := keys[1], keys[2]
-		if p.gates.ClosedAny(func(k gateKey) bool { return k.resource != "" && k.resource != res.resource && k.withoutResource() == prov }) {
+		if p.gates.ClosedAny(func(k gateKey) bool {
+			return k.resource != "" && k.resource != res.resource && k.withoutResource() == prov
+		}) {
 			p.gates.Close(prov, d)
 		}
 		p.gates.Close(res, d)
@@ -295,7 +301,23 @@ func (p throttlePolicy) hold(keys []gateKey, raw *http.Request) error {
 		return nil
 	}
 	p.m.Held(operationName(raw.Method, raw.URL.Path), string(key.bucket))
-	return &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}}
+	return &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: left}, key: key}
+}
+
+// subscriptionWide reports whether err is a throttling of ARM's quota of a
+// whole subscription (held at, or answered for, its gate): every other
+// request to that subscription would wait too. A provider's limit of one
+// resource, or of one provider, is not.
+func subscriptionWide(err error) bool {
+	var he *heldError
+	if errors.As(err, &he) {
+		return he.key.provider == "" && he.key.resource == ""
+	}
+	var ae *armError
+	if errors.As(err, &ae) && ae.gate != nil {
+		return ae.gate.provider == "" && ae.gate.resource == ""
+	}
+	return errors.Is(err, cloud.ErrThrottled)
 }
 
 // longest returns the key of keys whose gate stays closed longest, and how

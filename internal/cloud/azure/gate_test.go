@@ -281,3 +281,22 @@ func TestProviderLimitHoldsOnlyItsScope(t *testing.T) {
 		t.Error("another operation's 429 closed a gate")
 	}
 }
+
+// TestWriteTagsBusyResourceHoldsOnlyItself: in one WriteTags, a resource
+// another operation holds fails alone; the next resource of the same
+// subscription is still written (a subscription-wide throttling stops
+// the rest of the batch; this is not one).
+func TestWriteTagsBusyResourceHoldsOnlyItself(t *testing.T) {
+	env := startArmsim(t)
+	busy := env.resource("rg", armsim.Resource{Type: armsim.TypeLoadBalancer, Name: "busy"})
+	next := env.resource("rg", armsim.Resource{Type: armsim.TypeLoadBalancer, Name: "next"})
+	defer env.Server.LockResource(busy)()
+	p := env.provider(WithThrottleGates(NewThrottleGates()), WithWriteConcurrency(1))
+	res := p.WriteTags(t.Context(), []cloud.TagWrite{{IDs: []string{busy, next}, Patch: tags.Patch{Set: tags.Set{"a": "1"}}}}, nil)
+	if !errors.Is(res[0].Err, cloud.ErrThrottled) || !strings.Contains(res[0].Err.Error(), "another operation") {
+		t.Errorf("the busy resource: %v", res[0].Err)
+	}
+	if res[1].Err != nil || env.tags(next)["a"] != "1" {
+		t.Errorf("the next resource was not written: %v", res[1].Err)
+	}
+}

@@ -3,8 +3,10 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
@@ -36,6 +38,11 @@ const ReasonFighting = "Fighting"
 // skipped with errFighting.
 func (p *pass) stopFights(tp *targetPlan) {
 	p.st.recent.Restores.Prune(p.started)
+	for key, m := range p.st.modified {
+		if p.started.Sub(m.at) >= kit.RecentWindow {
+			delete(p.st.modified, key) // tried again once the window passed
+		}
+	}
 	for key := range p.st.fights {
 		if len(p.st.recent.Restores[key]) < maxRestores {
 			delete(p.st.fights, key) // over: its put-backs left the window
@@ -51,17 +58,23 @@ func (p *pass) stopFights(tp *targetPlan) {
 		for _, name := range pl.Plan.Patch.Set.Names() {
 			value := pl.Plan.Patch.Set[name]
 			key := restoreKey(tp.o.t, pl.Resource.ID, nc, name, value)
-			if !held(name) || len(p.st.recent.Restores[key]) < maxRestores {
+			mod, modified := p.st.modified[key]
+			if !held(name) || (len(p.st.recent.Restores[key]) < maxRestores && !modified) {
 				continue
 			}
 			writer, known := p.st.fights[key]
 			if w := p.carried[cloud.CanonicalID(pl.Resource.ID)].Writer.ID; w != "" {
 				writer = w
 			}
+			if modified {
+				writer = mod.writer
+			}
 			if !known {
 				// A new fight: the next pass is full, so that the status
-				// and events report it (a targeted pass reports nothing).
+				// and events report it (a targeted pass reports nothing),
+				// and takes the resource as this pass read it.
 				p.newFight = true
+				p.fought = append(p.fought, pl.Resource)
 			}
 			if p.st.fights == nil {
 				p.st.fights = map[kit.RecentTag]string{}
@@ -73,7 +86,7 @@ func (p *pass) stopFights(tp *targetPlan) {
 			}
 			pl.Plan.Patch = tags.Patch{Set: pl.Plan.Patch.Set.Without(nc, name), Delete: pl.Plan.Patch.Delete}
 			pl.Plan.Skipped = append(pl.Plan.Skipped, tags.Skipped{Name: name, Value: value,
-				Reason: fmt.Sprintf("%s: %v: put back %d times within %s, no longer written here", name, err, maxRestores, kit.RecentWindow), Err: err})
+				Reason: fightReason(name, err, modified), Err: err})
 		}
 	}
 }
@@ -110,4 +123,57 @@ func heldBefore(tp *targetPlan) map[string]func(string) bool {
 // request, starts its own count).
 func restoreKey(t *target, id string, nc tags.NameCase, name, value string) kit.RecentTag {
 	return kit.RecentTag{Resource: cloud.CanonicalID(id), Tag: t.kind + "/" + t.obj.GetName() + ": " + nc.Key(name) + "=" + value}
+}
+
+// fightReason says why a tag is no longer written on a resource.
+func fightReason(name string, err error, modified bool) string {
+	if modified {
+		return fmt.Sprintf("%s: %v: not written here again within %s", name, err, kit.RecentWindow)
+	}
+	return fmt.Sprintf("%s: %v: put back %d times within %s, no longer written here", name, err, maxRestores, kit.RecentWindow)
+}
+
+// modifiedWrite is a tag whose write the cloud answered with another
+// value: when, and the writer in words.
+type modifiedWrite struct {
+	at     time.Time
+	writer string
+}
+
+// recordModified notes the tags a write set that its answer carried with
+// another value (cloud.WriteResult.Overridden): something on the write's
+// own path (Azure Policy's modify or append effect) changes them, so
+// writing them again only starts another round. The next pass stops
+// writing them there (stopFights), after this one write, not after
+// maxRestores put-backs, and the failure names it.
+func (p *pass) recordModified(t *target, pl Planned, overridden tags.Set) {
+	if len(overridden) == 0 {
+		return
+	}
+	nc := pl.Resource.Rules.NameCase()
+	if p.st.modified == nil {
+		p.st.modified = map[kit.RecentTag]modifiedWrite{}
+	}
+	for _, name := range overridden.Names() {
+		value, ok := pl.Plan.Patch.Set.Get(nc, name)
+		if !ok {
+			continue
+		}
+		writer := fmt.Sprintf("Azure Policy's modify or append effect, or another policy on the write path: the write's answer carried %s=%q", name, overridden[name])
+		p.st.modified[restoreKey(t, pl.Resource.ID, nc, name, value)] = modifiedWrite{at: p.started, writer: writer}
+	}
+}
+
+// carryFought hands the resources whose fight this targeted pass found to
+// the full pass that reports it, as this pass read them: the search index
+// may still show them as the object's last write left them (the other
+// writer undid it since), and the object trusts its own write until the
+// index moves on, so the full pass would find nothing to report.
+func (p *pass) carryFought() {
+	now := p.r.Now()
+	for _, r := range p.fought {
+		id := cloud.CanonicalID(r.ID)
+		p.r.index.changes.Pending.AddChange(p.key(), id, cloudchange.Change{Resource: r.ID, Tags: r.Tags, Time: now,
+			Received: now, Writer: p.carried[id].Writer})
+	}
 }

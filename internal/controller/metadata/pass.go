@@ -77,6 +77,10 @@ type state struct {
 	// named for each, so that a new one makes the next pass full and
 	// the writer is reported by it.
 	fights map[kit.RecentTag]string
+	// modified are the tags whose write came back with another value
+	// (fights.go): something on the write path changes them, so they are
+	// not written there again within kit.RecentWindow.
+	modified map[kit.RecentTag]modifiedWrite
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects
@@ -151,6 +155,8 @@ type pass struct {
 	// newFight is set when the pass stopped a put-back for the first
 	// time (fights.go).
 	newFight bool
+	// fought are the resources of the new fights, as the pass read them.
+	fought []cloud.Classified
 	// claimed are the objects whose claims this pass staked or kept.
 	claimed map[claimant]bool
 	// every is the polling interval (the events resync interval while the

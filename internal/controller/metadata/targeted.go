@@ -126,6 +126,7 @@ func (p *pass) runTargeted(ctx context.Context, res resolved, ids []string) (rec
 	}
 	if p.newFight {
 		// Reported by a full pass, at once.
+		p.carryFought()
 		p.r.index.needFull(p.key())
 		return reconcile.Result{RequeueAfter: fightReportDelay}, nil
 	}

@@ -131,6 +131,9 @@ func (p *pass) writeGrouped(ctx context.Context, provider cloud.ClassifiedProvid
 	out := make(map[string]error, len(results))
 	for _, res := range results {
 		out[res.ID] = res.Err
+		if res.Err == nil {
+			p.recordModified(t, byID[res.ID], res.Overridden)
+		}
 	}
 	return out
 }
