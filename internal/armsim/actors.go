@@ -67,25 +67,24 @@ func (s *Server) AddPolicy(p Policy) error {
 	if p.Effect != PolicyModify && p.Effect != PolicyAppend {
 		return fmt.Errorf("armsim: policy %q: effect %q is not Modify or Append", p.Name, p.Effect)
 	}
-	if err := ValidateTags(TypeResourceGroup, p.Tags); err != nil {
-		return fmt.Errorf("armsim: policy %q: %w", p.Name, err)
-	}
-	s.actors.mu.Lock()
-	defer s.actors.mu.Unlock()
 	p.Scope = strings.TrimSuffix(p.Scope, "/")
-	s.actors.policies = append(s.actors.policies, p)
-	return nil
+	return s.addActor("policy", p.Name, p.Tags, func(a *actors) { a.policies = append(a.policies, p) })
 }
 
-// AddReconciler starts a reconciler.
+// AddReconciler starts a reconciler. Its tags must pass ARM's rules.
 func (s *Server) AddReconciler(r Reconciler) error {
-	if err := ValidateTags(TypeResourceGroup, r.Tags); err != nil {
-		return fmt.Errorf("armsim: reconciler %q: %w", r.Name, err)
+	r.Scope = strings.TrimSuffix(r.Scope, "/")
+	return s.addActor("reconciler", r.Name, r.Tags, func(a *actors) { a.reconcilers = append(a.reconcilers, r) })
+}
+
+// addActor checks an actor's tags, then adds it.
+func (s *Server) addActor(kind, name string, tags map[string]string, add func(*actors)) error {
+	if err := ValidateTags(TypeResourceGroup, tags); err != nil {
+		return fmt.Errorf("armsim: %s %q: %w", kind, name, err)
 	}
 	s.actors.mu.Lock()
 	defer s.actors.mu.Unlock()
-	r.Scope = strings.TrimSuffix(r.Scope, "/")
-	s.actors.reconcilers = append(s.actors.reconcilers, r)
+	add(&s.actors)
 	return nil
 }
 

@@ -36,6 +36,9 @@ type EventSubscriptionStats struct {
 	Duplicated int `json:"duplicated"`
 	// Pending counts the events not yet delivered or dropped.
 	Pending int `json:"pending"`
+	// DelayedUntil is set while the endpoint is taken as unhealthy
+	// (EventGridOptions.DelayAfterFailures): nothing is delivered before.
+	DelayedUntil *time.Time `json:"delayedUntil,omitempty"`
 }
 
 // EventGridStats is every event subscription's counters and their sums.
@@ -268,6 +271,10 @@ type deliverer struct {
 	queue    []*pendingEvent
 	inflight int
 	count    EventSubscriptionStats
+	// failStreak counts the failed deliveries in a row; delayedUntil is
+	// set once it reaches EventGridOptions.DelayAfterFailures.
+	failStreak   int
+	delayedUntil time.Time
 }
 
 func newDeliverer(eg *eventGrid, spec EventSubscription, code string) *deliverer {
@@ -348,6 +355,9 @@ func (d *deliverer) counters() EventSubscriptionStats {
 	c.Endpoint = d.spec.Properties.Destination.Properties.EndpointBaseURL
 	c.ProvisioningState = d.spec.Properties.ProvisioningState
 	c.Pending = len(d.queue) + d.inflight
+	if until := d.delayedUntil; time.Now().Before(until) {
+		c.DelayedUntil = &until
+	}
 	return c
 }
 

@@ -2,6 +2,7 @@ package armsim_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // editTags makes n portal edits of the estate's disk, each a new event.
@@ -377,5 +379,51 @@ func BenchmarkEventGridDelivery(b *testing.B) {
 			}
 			waitIdle(b, env)
 		})
+	}
+}
+
+// TestEventGridDelaysAnUnhealthyEndpoint: after DelayAfterFailures failed
+// deliveries in a row, Event Grid delays every delivery to the endpoint,
+// new events and retries alike, for DelayedDelivery; the stats say until
+// when. Once the endpoint answers again and the delay has passed, the
+// events arrive and the delay ends.
+func TestEventGridDelaysAnUnhealthyEndpoint(t *testing.T) {
+	t.Parallel()
+	const delay = 700 * time.Millisecond
+	env, e := eventGridEnv(t, armsimtest.WithOptions(func(o *armsim.Options) {
+		o.EventGrid.DelayAfterFailures, o.EventGrid.DelayedDelivery = 3, delay
+	}))
+	rc := startReceiver(t)
+	rc.setFail(func(int) int { return http.StatusInternalServerError })
+	env.Subscribe(t, "flaky", onlyUnder(armsimtest.WebHook(rc.srv.URL), groupScope(env)))
+	if err := env.Server.SetTags(e.disk, map[string]string{"a": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "3 failed deliveries", func() string {
+		if st := env.Server.EventGridStats(); st.FailedAttempts < 3 || st.Subscriptions[0].DelayedUntil == nil {
+			return fmt.Sprintf("%+v", st)
+		}
+		return ""
+	})
+	rc.setFail(nil)
+	healthy, before := time.Now(), len(rc.got())
+	if err := env.Server.SetTags(e.nic, map[string]string{"b": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "both events delivered", func() string {
+		if st := env.Server.EventGridStats(); st.Delivered < 2 {
+			return fmt.Sprintf("%+v", st)
+		}
+		return ""
+	})
+	after := rc.got()[before:]
+	if len(after) == 0 {
+		t.Fatal("no delivery after the endpoint recovered")
+	}
+	if wait := after[0].at.Sub(healthy); wait < delay/2 {
+		t.Errorf("the first delivery after the endpoint recovered came %v after, within the delay", wait)
+	}
+	if st := waitIdle(t, env); st.Subscriptions[0].DelayedUntil != nil || st.Delivered != 2 {
+		t.Errorf("after the delay: %+v", st)
 	}
 }

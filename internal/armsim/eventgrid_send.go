@@ -35,6 +35,9 @@ func (d *deliverer) take(f EventGridFaults) ([]*pendingEvent, time.Duration) {
 	}
 	now := time.Now()
 	d.expire(now)
+	if wait := d.delayedUntil.Sub(now); wait > 0 && len(d.queue) > 0 {
+		return nil, wait // an unhealthy endpoint: nothing before the delay ends
+	}
 	dest := d.spec.Properties.Destination.Properties
 	chosen := make([]bool, len(d.queue))
 	var batch []*pendingEvent
@@ -179,10 +182,14 @@ func (d *deliverer) settle(batch []*pendingEvent, status int, err error, dupRate
 	now := time.Now()
 	if ok {
 		d.count.Delivered += len(batch)
+		d.failStreak = 0
 		d.queueDuplicates(batch, dups, now)
 		return
 	}
 	d.count.FailedAttempts++
+	if d.failStreak++; d.failStreak >= d.eg.opts.DelayAfterFailures {
+		d.delayedUntil = now.Add(d.eg.opts.DelayedDelivery)
+	}
 	d.retryOrDrop(batch, err == nil && noRetryStatus(status), waits, now)
 }
 

@@ -61,8 +61,12 @@ func (s *Server) handleGraph(w http.ResponseWriter, r *http.Request, _ *route) {
 		writeError(w, e)
 		return
 	}
+	caller := ""
+	if c, err := s.parseToken(strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))); err == nil {
+		caller = c.AppID
+	}
 	s.st.mu.RLock()
-	rows, cols := s.graphRows(req.Subscriptions, q)
+	rows, cols := s.graphRows(req.Subscriptions, q, func(id string) bool { return s.readable(caller, id) })
 	resp := s.graphPage(req.Query, rows, cols, skip, top)
 	s.st.mu.RUnlock()
 	writeJSON(w, http.StatusOK, resp)
@@ -129,13 +133,13 @@ const (
 // when none is given) and returns the matching rows and the columns to
 // render. The caller holds the read lock; rows are rendered later, one
 // page at a time.
-func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
+func (s *Server) graphRows(subs []string, q *kqlQuery, readable func(id string) bool) ([]graphRow, []string) {
 	want := map[string]bool{}
 	for _, sub := range subs {
 		want[strings.ToLower(sub)] = true
 	}
 	inScope := func(sub string) bool { return len(want) == 0 || want[strings.ToLower(sub)] }
-	rows := s.tableRows(q.table, inScope)
+	rows := onlyReadable(s.tableRows(q.table, inScope), readable)
 	cols := allGraphColumns
 	for _, st := range q.stages {
 		switch st.op {
@@ -148,7 +152,7 @@ func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
 			}
 			rows = kept
 		case "union":
-			rows = append(rows, s.tableRows(st.table, inScope)...)
+			rows = append(rows, onlyReadable(s.tableRows(st.table, inScope), readable)...)
 		case "project":
 			cols = st.project
 		case "mv-expand":
@@ -160,6 +164,29 @@ func (s *Server) graphRows(subs []string, q *kqlQuery) ([]graphRow, []string) {
 		}
 	}
 	return rows, cols
+}
+
+// onlyReadable keeps the rows the caller may read: Resource Graph leaves
+// out the others silently.
+func onlyReadable(rows []graphRow, readable func(id string) bool) []graphRow {
+	kept := rows[:0]
+	for _, r := range rows {
+		if readable(r.rowID()) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// rowID is the ID of the resource, group or subscription a row stands for.
+func (r graphRow) rowID() string {
+	switch {
+	case r.o != nil:
+		return r.o.id
+	case r.g != nil:
+		return r.g.id
+	}
+	return "/subscriptions/" + r.sub.id
 }
 
 // expandTags is mv-expand bagexpansion=array over tags: one row per tag

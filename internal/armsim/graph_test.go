@@ -158,3 +158,46 @@ func TestResourceGraphLargePages(t *testing.T) {
 		t.Errorf("rows %d pages %d; want 2500 rows in pages of at most 1000", len(rows), pages)
 	}
 }
+
+// TestGraphLeavesOutWhatTheCallerCannotRead: a client that may read one
+// resource group gets that group's rows and no error; the other group's
+// resources, the subscription's row, and read actions in the permissions
+// of the subscription are left out.
+func TestGraphLeavesOutWhatTheCallerCannotRead(t *testing.T) {
+	env := armsimtest.Start(t)
+	seedEstate(t, env.Server, env.SubscriptionID)
+	other, err := env.Server.CreateResource(env.SubscriptionID, "rg-other", armsim.Resource{Type: armsim.TypeDisk, Name: "hidden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := armresourcegraph.NewClient(env.Credential, env.ClientOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = `resources | union resourcecontainers | project id`
+	all, _ := graphQuery(t, c, env.SubscriptionID, q, 1000)
+	env.Server.SetPermissions(armsimtest.ClientID, "*/read", "Microsoft.Resources/tags/write")
+	env.Server.SetReadScopes(armsimtest.ClientID, groupScope(env))
+	some, _ := graphQuery(t, c, env.SubscriptionID, q, 1000)
+	ids := map[string]bool{}
+	for _, r := range some {
+		ids[strings.ToLower(r["id"].(string))] = true
+	}
+	if len(some) == 0 || len(some) >= len(all) || ids[strings.ToLower(other)] || ids["/subscriptions/"+env.SubscriptionID] ||
+		!ids[strings.ToLower(groupScope(env))] {
+		t.Errorf("%d of %d rows readable: %v", len(some), len(all), ids)
+	}
+	var perms struct {
+		Value []struct{ Actions []string } `json:"value"`
+	}
+	if err := env.ARM(ctx(t), http.MethodGet, "/subscriptions/"+env.SubscriptionID+"/providers/Microsoft.Authorization/permissions?api-version=2022-04-01", nil, &perms); err != nil {
+		t.Fatal(err)
+	}
+	if len(perms.Value) != 1 || strings.Join(perms.Value[0].Actions, ",") != "Microsoft.Resources/tags/write" {
+		t.Errorf("permissions of a subscription read in part: %+v", perms)
+	}
+	env.Server.SetReadScopes(armsimtest.ClientID)
+	if again, _ := graphQuery(t, c, env.SubscriptionID, q, 1000); len(again) != len(all) {
+		t.Errorf("after lifting the restriction: %d rows, want %d", len(again), len(all))
+	}
+}

@@ -146,7 +146,24 @@ type EventGridOptions struct {
 	// Faults are the initial delivery faults; change them later with
 	// SetEventGridFaults.
 	Faults EventGridFaults
+	// DelayAfterFailures is how many failed deliveries in a row make a
+	// subscription's endpoint unhealthy (DefaultDelayAfterFailures if
+	// zero): then every delivery to it, new events and retries alike,
+	// waits DelayedDelivery after the last failure.
+	DelayAfterFailures int
+	// DelayedDelivery is that wait (DefaultDelayedDelivery if zero).
+	DelayedDelivery time.Duration
 }
+
+// Event Grid's delayed delivery (Microsoft's "Event Grid message delivery
+// and retry", "Delayed delivery"): "if the first 10 events published to an
+// endpoint fail, Event Grid assumes that the endpoint is experiencing
+// issues and will delay all subsequent retries and new deliveries for
+// some time - in some cases up to several hours". armsim delays an hour.
+const (
+	DefaultDelayAfterFailures = 10
+	DefaultDelayedDelivery    = time.Hour
+)
 
 // EventGridFaults disturb delivery the ways Event Grid may: at least once,
 // in no particular order, late.
@@ -169,6 +186,8 @@ func (o EventGridOptions) withDefaults() EventGridOptions {
 	}
 	o.HandshakeTimeout = cmp.Or(o.HandshakeTimeout, DefaultWebhookTimeout)
 	o.DeliveryTimeout = cmp.Or(o.DeliveryTimeout, DefaultWebhookTimeout)
+	o.DelayAfterFailures = cmp.Or(o.DelayAfterFailures, DefaultDelayAfterFailures)
+	o.DelayedDelivery = cmp.Or(o.DelayedDelivery, DefaultDelayedDelivery)
 	return o
 }
 

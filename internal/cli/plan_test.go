@@ -386,7 +386,7 @@ func assertOnlyReads(t *testing.T, calls armsim.Calls) {
 		t.Fatal("plan sent no request to ARM")
 	}
 	for _, op := range calls.Ops() {
-		read := strings.HasPrefix(op, "Identity.") || op == "ResourceGraph.Resources" ||
+		read := strings.HasPrefix(op, "Identity.") || op == "ResourceGraph.Resources" || op == "Permissions.ListForSubscription" ||
 			strings.HasSuffix(op, ".List") || strings.HasSuffix(op, ".ListAll") || strings.HasSuffix(op, ".Get") || strings.HasSuffix(op, ".GetAtScope")
 		if !read {
 			t.Errorf("plan sent %d %s request(s): not a read", calls.Count(op), op)

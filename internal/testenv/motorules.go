@@ -178,7 +178,7 @@ func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string,
 				return
 			}
 		default: // EC2, and unsigned requests as before
-			if service == "ec2" && !a.throttle.take(caller.key(), action, form) {
+			if service == "ec2" && !a.throttle.take(caller.throttleKey(), action, form) {
 				// EC2 developer guide, "Request throttling": RequestLimitExceeded;
 				// the SDKs retry it as a throttling error (HTTP 503).
 				writeEC2ErrorStatus(w, http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
@@ -421,6 +421,19 @@ func callerOf(r *http.Request) awsCaller {
 
 // key names the caller's account and region.
 func (c awsCaller) key() string { return c.account + "|" + c.accessKey + "|" + c.region }
+
+// throttleKey names the EC2 buckets the caller spends: EC2 throttles "for
+// each AWS account on a per-Region basis", so every client of an account
+// (Karpenter, the cluster autoscaler, the cloud controller, tagsync)
+// spends the same buckets whatever its access key. A caller that names no
+// account (moto's default one) is taken as an account of its own per
+// access key, so tests sharing a moto do not drain each other's buckets.
+func (c awsCaller) throttleKey() string {
+	if c.account != "" {
+		return c.account + "|" + c.region
+	}
+	return "key:" + c.accessKey + "|" + c.region
+}
 
 // config is an aws.Config that reaches moto at direct as the caller.
 func (c awsCaller) config(direct string) aws.Config {

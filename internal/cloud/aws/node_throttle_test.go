@@ -9,6 +9,9 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
@@ -36,24 +39,39 @@ func shrinkEC2Bucket(t *testing.T, action string, b testenv.EC2Bucket) {
 // is retried by the SDK, and the calls after it wait at the closed gate
 // instead of failing the region.
 func TestSnapshotSlowsDownWhenThrottled(t *testing.T) {
-	e := newEnv(t, WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
+	e := newPatientEnv(t, func(o *Options) { o.maxIDsPerCall = 2 })
+	nodes := instanceNodes(e.instances("us-east-1", 8, nil))
+	shrinkEC2Bucket(t, "DescribeInstances", testenv.EC2Bucket{Capacity: 1, Refill: 5})
+	wantSlowedDown(t, e, nodes, "no DescribeInstances was throttled: the test shows nothing")
+}
+
+// newPatientEnv is an env whose SDK retries a throttled call 3 times 300 ms
+// apart, and whose gate closes for longer than that: the call after a
+// throttled one meets it closed.
+func newPatientEnv(t *testing.T, opts ...Option) *env {
+	e := newEnv(t, append([]Option{WithLoadOptions(config.WithRetryer(func() sdkaws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = fixedBackoff(300 * time.Millisecond) })
-	})), func(o *Options) { o.maxIDsPerCall = 2 })
-	// The gate closes for longer than the SDK's back-off: the call after a
-	// throttled one meets it closed.
+	}))}, opts...)...)
 	e.gates.base, e.gates.max = time.Second, 2*time.Second
-	ids := e.instances("us-east-1", 8, nil)
+	return e
+}
+
+// instanceNodes are Nodes on the instances.
+func instanceNodes(ids []string) []cloud.Node {
 	nodes := make([]cloud.Node, len(ids))
 	for i, a := range ids {
 		nodes[i] = node(ec2ID(a), "us-east-1", ec2ID(a))
 	}
-	shrinkEC2Bucket(t, "DescribeInstances", testenv.EC2Bucket{Capacity: 1, Refill: 5})
+	return nodes
+}
+
+// wantSlowedDown takes a fresh snapshot of nodes: every node is read, and
+// some DescribeInstances was throttled (else it fails with unthrottled).
+func wantSlowedDown(t *testing.T, e *env, nodes []cloud.Node, unthrottled string) {
+	t.Helper()
 	snap, err := e.p.Snapshot(e.ctx, nodes, cloud.ReadOptions{Fresh: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(snap.Failed) != 0 {
-		t.Fatalf("snapshot failed %+v, want throttling to slow it down", snap.Failed)
+	if err != nil || len(snap.Failed) != 0 {
+		t.Fatalf("snapshot %v, failed %+v: want throttling to slow it down", err, snap.Failed)
 	}
 	for _, n := range nodes {
 		if pl := snap.Placements[n.Name]; !pl.Managed || pl.Err != nil {
@@ -61,7 +79,7 @@ func TestSnapshotSlowsDownWhenThrottled(t *testing.T) {
 		}
 	}
 	if got := e.counterValue(cloud.MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:DescribeInstances"}); got == 0 {
-		t.Fatal("no DescribeInstances was throttled: the test shows nothing")
+		t.Fatal(unthrottled)
 	}
 }
 
@@ -105,4 +123,26 @@ func TestPatchWaitsOutThrottling(t *testing.T) {
 	if got := e.counterValue(cloud.MetricThrottled, map[string]string{"provider": "aws", "operation": "ec2:CreateTags"}); got == 0 {
 		t.Fatal("no CreateTags was throttled: the test shows nothing")
 	}
+}
+
+// TestAnotherClientOfTheAccountDrainsTheBucket: EC2's buckets are the
+// account's in a region, whatever the access key: another client of the
+// account (Karpenter, say) spends DescribeInstances' tokens, and tagsync's
+// first snapshot, with its own key, meets the empty bucket, is throttled,
+// waits at its gate, and still reads every node.
+func TestAnotherClientOfTheAccountDrainsTheBucket(t *testing.T) {
+	e := newPatientEnv(t)
+	ids := e.instances("us-east-1", 2, nil)
+	shrinkEC2Bucket(t, "DescribeInstances", testenv.EC2Bucket{Capacity: 3, Refill: 2})
+	cfg := moto.Config.Copy()
+	cfg.HTTPClient = e.http
+	cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIAKARPENTER", "secret", "")
+	karpenter := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = "us-east-1"; o.RetryMaxAttempts = 1 })
+	for range 3 {
+		in := &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: sdkaws.String("instance-id"), Values: []string{ec2ID(ids[0])}}}}
+		if _, err := karpenter.DescribeInstances(e.ctx, in); err != nil {
+			t.Fatalf("the other client: %v", err)
+		}
+	}
+	wantSlowedDown(t, e, instanceNodes(ids), "tagsync's first DescribeInstances was not throttled: the account's bucket is not shared")
 }

@@ -51,7 +51,10 @@ const (
 //
 // Failures: Resource Graph answers a query naming a subscription the
 // caller may not read with 403 (AccessDenied) for the whole query, not
-// with partial results. On a 403 or 404 over several subscriptions,
+// with partial results; but it leaves out, with no error, what the caller
+// may not read inside a subscription it may see (readable.go: such a
+// subscription is reported in Discovery.Failed with ErrPartialRead, its
+// rows still returned). On a 403 or 404 over several subscriptions,
 // Discover asks each subscription alone (one query each, with its pages)
 // and reports those that fail in Discovery.Failed (Scope: the
 // subscription ID as given); the others' resources are returned. Any other
@@ -83,6 +86,7 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	if err != nil {
 		return cloud.Discovery{Calls: calls}, err
 	}
+	failed = append(failed, p.partialReads(ctx, scopes, failed)...)
 	return cloud.Discovery{Resources: classify(p.Rules().NameCase(), rows, classifiers, opts.Named, scopes),
 		Failed: failed, Calls: calls}, nil
 }

@@ -41,6 +41,9 @@ type Provider struct {
 	// or starting one a single step.
 	shared   *lru.Cache
 	sharedMu sync.Mutex
+	// reads are the subscriptions' read rights, as last checked
+	// (readable.go).
+	reads readChecks
 }
 
 var (
