@@ -35,6 +35,11 @@ const (
 	// subscription (armsim enforces them).
 	armWriteCapacity = 200
 	armWriteRefill   = 10
+	// networkWriteCapacity and networkWriteRefill are Network's write
+	// budget per subscription (1000 per 5 minutes), which armsim charges
+	// the Tags API's writes of its resources to.
+	networkWriteCapacity = 1000
+	networkWriteRefill   = 1000.0 / 300
 )
 
 // bench is the control plane, the simulated clouds and the harness's clients.

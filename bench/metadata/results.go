@@ -89,9 +89,13 @@ type ApplyResult struct {
 	Subscriptions   int     `json:"subscriptions"`
 	PerSubscription int     `json:"perSubscription"`
 	WriteQPSFlag    float64 `json:"azureWriteQPSFlag"`
-	// QuotaSeconds is the time ARM's write bucket allows: max(0, N-200)/10
-	// per subscription, subscriptions in parallel.
+	// QuotaSeconds is the time the write limits allow, subscriptions in
+	// parallel: the longer of ARM's write bucket, max(0, N-200)/10, and
+	// Network's, max(0, M-1000)/(1000/300) for the M network resources of
+	// a subscription.
 	QuotaSeconds float64 `json:"quotaSeconds"`
+	// NetworkPerSubscription is M.
+	NetworkPerSubscription int `json:"networkPerSubscription"`
 	GoalSeconds  float64 `json:"goalSeconds"`
 	// Seconds is from the spec change to armsim's last tag write.
 	Seconds        float64        `json:"seconds,omitempty"`
@@ -130,8 +134,8 @@ func (o options) settings() map[string]any {
 		"azureWriteQPS": wq,
 		"azureProvider": fmt.Sprintf("defaults: reads %d/s burst %d, writes %d/s burst %d per subscription, %d resources written at once, write method TagsAPI",
 			azure.DefaultReadsPerSecond, azure.DefaultReadBurst, azure.DefaultWritesPerSecond, azure.DefaultWriteBurst, azure.DefaultWriteConcurrency),
-		"armsim": fmt.Sprintf("HTTPS, ARM throttling (reads 250 + 25/s, writes %d + %d/s per subscription, Resource Graph 15 per 5 s), Resource Graph pages of 1000",
-			armWriteCapacity, armWriteRefill),
+		"armsim": fmt.Sprintf("HTTPS, ARM throttling (reads 250 + 25/s, writes %d + %d/s per subscription, Resource Graph 15 per 5 s), Network's own (writes %d per 5 minutes per subscription), Compute's own, Retry-After in whole seconds, Resource Graph pages of 1000",
+			armWriteCapacity, armWriteRefill, networkWriteCapacity),
 	}
 }
 
@@ -156,7 +160,7 @@ func (b *bench) Goals() []benchkit.Goal {
 		if a.WriteQPSFlag > 0 {
 			measured += fmt.Sprintf(" (--azure-write-qps %g)", a.WriteQPSFlag)
 		}
-		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("B. add one tag to %d Azure resources (%d per subscription)", a.Resources, a.PerSubscription),
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("B. add one tag to %d Azure resources (%d per subscription, %d of them Network's)", a.Resources, a.PerSubscription, a.NetworkPerSubscription),
 			Target: fmt.Sprintf("<= 1.1 x %.1f s = %.1f s, 0 x 429", a.QuotaSeconds, a.GoalSeconds), Measured: measured, Met: a.Met})
 	}
 	if a := r.AWS; a != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/bench/internal/benchkit"
+	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
 )
 
 // Object names: one CloudMetadata per cloud, each referencing its request.
@@ -215,7 +217,9 @@ func (b *bench) azureApply(ctx context.Context) (*ApplyResult, error) {
 	n := b.azureResources()
 	perSub := n / b.o.subs
 	r := &ApplyResult{Resources: n, Subscriptions: b.o.subs, PerSubscription: perSub, WriteQPSFlag: b.o.writeQPS,
-		QuotaSeconds: float64(max(0, perSub-armWriteCapacity)) / armWriteRefill}
+		NetworkPerSubscription: b.networkPerSubscription()}
+	r.QuotaSeconds = max(float64(max(0, perSub-armWriteCapacity))/armWriteRefill,
+		float64(max(0, r.NetworkPerSubscription-networkWriteCapacity))/networkWriteRefill)
 	r.GoalSeconds = benchkit.Round3(1.1 * r.QuotaSeconds)
 	b.writes.start()
 	b.arm.ResetCalls()
@@ -353,4 +357,16 @@ func (b *bench) waitServed(ctx context.Context, name string, obj metadataObject,
 		return fmt.Errorf("%s: %w (last: %s); controller log:\n%s", name, err, last, benchkit.Tail(b.ctrl.LogFile, 20))
 	}
 	return nil
+}
+
+// networkPerSubscription is how many of a subscription's resources are
+// Network's (their tag writes spend Network's write budget).
+func (b *bench) networkPerSubscription() int {
+	n := 0
+	for _, typ := range armsimtest.ClusterTypes {
+		if strings.HasPrefix(strings.ToLower(typ), "microsoft.network/") {
+			n += b.o.perType
+		}
+	}
+	return n
 }

@@ -97,6 +97,13 @@ type ThrottleOptions struct {
 	// all of a subscription's VMs and scale sets (default 1500, refilled
 	// 1500 a minute).
 	ComputeSubscriptionUpdates Bucket `json:"computeSubscriptionUpdates"`
+	// NetworkWrites is Network's budget for a subscription's writes of its
+	// resources, Tags API writes at their scope included (default 1000 per
+	// 5 minutes: 1000, refilled 10/3 a second).
+	NetworkWrites Bucket `json:"networkWrites"`
+	// NetworkReads is Network's budget for reads (default 10000 per 5
+	// minutes).
+	NetworkReads Bucket `json:"networkReads"`
 }
 
 // Bucket is a token bucket: Capacity tokens, refilled at RefillPerSecond.
@@ -232,6 +239,8 @@ func (t ThrottleOptions) withDefaults() ThrottleOptions {
 	t.Graph = t.Graph.or(15, 3)
 	t.ComputeResourceUpdates = t.ComputeResourceUpdates.or(12, 4.0/60)
 	t.ComputeSubscriptionUpdates = t.ComputeSubscriptionUpdates.or(1500, 25)
+	t.NetworkWrites = t.NetworkWrites.or(1000, 1000.0/300)
+	t.NetworkReads = t.NetworkReads.or(10000, 10000.0/300)
 	return t
 }
 

@@ -254,7 +254,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeAuthError(w, s.authorityHost(r), s.opts.TenantID, e)
 			return
 		}
-		if !s.applyThrottle(w, r, rt) || !s.applyComputeThrottle(w, rt) || !s.applyLock(w, r, rt) {
+		if !s.applyThrottle(w, r, rt) || !s.applyComputeThrottle(w, rt) || !s.applyNetworkThrottle(w, r, rt) || !s.applyLock(w, r, rt) {
 			return
 		}
 		if rt.h != nil && needsAPIVersion(rt) && r.URL.Query().Get("api-version") == "" {

@@ -23,6 +23,59 @@ const (
 	PolicyComputeSubscriptionUpdates = "Microsoft.Compute/UpdateVMSubscriptionMaximum"
 )
 
+// Network's own limits (Microsoft's "Request limits and throttling",
+// "Network throttling"): per subscription and region, 1000 writes (PUT,
+// PATCH, DELETE) and 10000 reads (GET) every 5 minutes. armsim counts a
+// request of a Microsoft.Network resource, a Tags API request at its scope
+// included (the Tags API writes the resource through its provider), and
+// reports the policy's calls left as Compute does.
+const (
+	// PolicyNetworkWrites names Network's write budget.
+	PolicyNetworkWrites = "Microsoft.Network/WriteSubscription5Min"
+	// PolicyNetworkReads names its read budget.
+	PolicyNetworkReads = "Microsoft.Network/ReadSubscription5Min"
+)
+
+// applyNetworkThrottle spends a token of Network's budget for a request of
+// one of its resources; it answers 429 and returns false when it is empty.
+func (s *Server) applyNetworkThrottle(w http.ResponseWriter, r *http.Request, rt *route) bool {
+	target := rt.scope
+	if target == "" {
+		target = "/" + strings.Join(rt.segs, "/")
+	}
+	if rt.sub == "" || !strings.EqualFold(providerOf(target), "Microsoft.Network") || rt.op == opGraph {
+		return true
+	}
+	cfg := s.throttle.config()
+	policy, b := PolicyNetworkWrites, cfg.NetworkWrites
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		policy, b = PolicyNetworkReads, cfg.NetworkReads
+	}
+	left, wait, ok := s.throttle.takeFrom("network|"+strings.ToLower(rt.sub)+"|"+policy, b)
+	if ok {
+		w.Header().Add(remainingResourceHeader, fmt.Sprintf("%s;%d", policy, left))
+		return true
+	}
+	w.Header().Add(remainingResourceHeader, policy+";0")
+	setRetryAfter(w.Header(), wait)
+	writeError(w, newError(http.StatusTooManyRequests, "TooManyRequests",
+		"The request was throttled: subscription '%s' exceeded %s (%d requests per 5 minutes). Retry after %d seconds.",
+		rt.sub, policy, int(b.Capacity), max(int(wait.Seconds()+0.999), 1)))
+	return false
+}
+
+// providerOf returns the namespace after the first "providers" segment of
+// an ARM path, or "".
+func providerOf(path string) string {
+	segs := splitPath(path)
+	for i := 0; i+1 < len(segs); i++ {
+		if strings.EqualFold(segs[i], "providers") {
+			return segs[i+1]
+		}
+	}
+	return ""
+}
+
 // remainingResourceHeader is where a resource provider reports a policy's
 // tokens left: "<provider>/<policy>;<count>", one header per policy.
 const remainingResourceHeader = "x-ms-ratelimit-remaining-resource"

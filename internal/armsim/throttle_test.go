@@ -217,3 +217,38 @@ func contains(vs []string, v string) bool {
 	}
 	return false
 }
+
+// TestNetworkThrottling: Network's write budget of a subscription counts
+// Tags API writes at its resources' scopes: once spent, the next write of
+// any of its resources is refused with 429 and the policy reported at 0,
+// while its reads and other providers' resources go on.
+func TestNetworkThrottling(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{NetworkWrites: armsim.Bucket{Capacity: 2, RefillPerSecond: 0.01}}))
+	e := seedEstate(t, env.Server, env.SubscriptionID)
+	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merge := armresources.TagsPatchOperationMerge
+	patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
+	var resp *http.Response
+	for i, id := range []string{e.nic, e.lb} {
+		if _, err := tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), id, patch, nil); err != nil {
+			t.Fatal(err)
+		}
+		if want := armsim.PolicyNetworkWrites + ";" + strconv.Itoa(1-i); !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), want) {
+			t.Errorf("remaining %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
+		}
+	}
+	_, err = tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.pip, patch, nil)
+	wantARMError(t, err, http.StatusTooManyRequests, "TooManyRequests")
+	if !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), armsim.PolicyNetworkWrites+";0") || resp.Header.Get("Retry-After") != "100" {
+		t.Errorf("headers %v", resp.Header)
+	}
+	if _, err := tc.GetAtScope(ctx(t), e.pip, nil); err != nil {
+		t.Errorf("a read of a Network resource: %v", err)
+	}
+	if _, err := tc.BeginUpdateAtScope(ctx(t), e.disk, patch, nil); err != nil {
+		t.Errorf("a Compute resource's write: %v", err)
+	}
+}

@@ -188,6 +188,7 @@ func (nonRetriable) NonRetriable() {}
 type throttlePolicy struct {
 	gates  *ThrottleGates
 	budget *budget // nil when disabled
+	pace   *pace   // the providers' published limits; nil when the budget is disabled
 	m      *cloud.RequestMetrics
 }
 
@@ -216,9 +217,22 @@ func (p throttlePolicy) Do(req *policy.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	var pt paceTicket
+	if len(keys) > 1 {
+		if pb := p.pace.bucketOf(keys[1]); pb != nil {
+			var err error
+			if pt, err = p.pace.wait(raw.Context(), pb); err != nil {
+				p.budget.observe(t, nil)
+				return nil, nonRetriable{fmt.Errorf("azure: waiting for %s's published limit: %w", keys[1].provider, err)}
+			}
+		}
+	}
 	resp, err := req.Next()
 	if p.budget != nil {
 		p.budget.observe(t, resp)
+	}
+	if pt.b != nil {
+		p.pace.observe(pt, keys[1].provider, resp)
 	}
 	if d := throttleWait(resp); d > 0 {
 		p.closeFor(keys, resp, d)

@@ -132,6 +132,9 @@ type Options struct {
 	// context names it: cloud.WithWriter) by the correlation ID the write
 	// carries, so that its change event does not wake that controller.
 	OwnWrites *cloud.OwnWrites
+	// providerLimits replace the published provider limits the pace
+	// follows (tests).
+	providerLimits map[string][2]providerLimit
 }
 
 // Option sets an Option of NewProvider.

@@ -97,8 +97,13 @@ func NewProvider(ctx context.Context, cfg Config, opts ...Option) (*Provider, er
 
 // clientOptions builds the ARM pipeline options.
 func (p *Provider) clientOptions() *arm.ClientOptions {
+	b := newBudget(p.opts.RateLimit)
+	var pc *pace
+	if b != nil {
+		pc = newPace(p.opts.providerLimits)
+	}
 	perRetry := []policy.Policy{
-		throttlePolicy{gates: p.opts.Gates, budget: newBudget(p.opts.RateLimit), m: p.metrics},
+		throttlePolicy{gates: p.opts.Gates, budget: b, pace: pc, m: p.metrics},
 		metricsPolicy{p.metrics},
 	}
 	var perCall []policy.Policy
