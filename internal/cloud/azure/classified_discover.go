@@ -86,14 +86,14 @@ func (p *Provider) Discover(ctx context.Context, classifiers []cloud.Classifier,
 	if err != nil {
 		return cloud.Discovery{Calls: calls}, err
 	}
-	failed = append(failed, p.partialReads(ctx, scopes, failed)...)
 	return cloud.Discovery{Resources: classify(p.Rules().NameCase(), rows, classifiers, opts.Named, scopes),
 		Failed: failed, Calls: calls}, nil
 }
 
 // runQueries runs Resource Graph queries over the subscriptions and
-// returns their rows, the subscriptions that could not be searched (see
-// Discover for how failures are reported) and the requests sent. The error
+// returns their rows, the subscriptions that could not be searched, or
+// only in part (see Discover for how failures are reported; readable.go)
+// and the requests sent. The error
 // is for a context that ended.
 func (p *Provider) runQueries(ctx context.Context, queries, scopes []string) ([]map[string]any, []cloud.ScopeError, int, error) {
 	g, err := p.newGraphQuery(queries...)
@@ -127,6 +127,7 @@ func (p *Provider) runQueries(ctx context.Context, queries, scopes []string) ([]
 		}
 		rows = nil
 	}
+	failed = append(failed, p.partialReads(ctx, scopes, failed)...)
 	return rows, failed, g.calls(), nil
 }
 
