@@ -95,8 +95,8 @@ type ApplyResult struct {
 	// a subscription.
 	QuotaSeconds float64 `json:"quotaSeconds"`
 	// NetworkPerSubscription is M.
-	NetworkPerSubscription int `json:"networkPerSubscription"`
-	GoalSeconds  float64 `json:"goalSeconds"`
+	NetworkPerSubscription int     `json:"networkPerSubscription"`
+	GoalSeconds            float64 `json:"goalSeconds"`
 	// Seconds is from the spec change to armsim's last tag write.
 	Seconds        float64        `json:"seconds,omitempty"`
 	StatusSeconds  float64        `json:"statusSeconds,omitempty"`

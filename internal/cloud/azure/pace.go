@@ -53,9 +53,9 @@ type paceKey struct {
 
 // paceBucket is one provider bucket's state; its fields are under pace.mu.
 type paceBucket struct {
-	limit providerLimit
-	level float64   // tokens above the reserve
-	at    time.Time // of the last refill
+	limit    providerLimit
+	level    float64   // tokens above the reserve
+	at       time.Time // of the last refill
 	sent     uint64    // requests let through
 	inflight int       // of them, those not answered yet
 	seen     uint64    // mark of the newest report used
