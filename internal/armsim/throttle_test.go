@@ -51,12 +51,7 @@ func TestThrottlingWithFakeClock(t *testing.T) {
 		t.Fatalf("after refill: %v", err)
 	}
 	// Writes and deletes have their own buckets.
-	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	merge := armresources.TagsPatchOperationMerge
-	patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
+	tc, patch := mergeNoRetry(t, env)
 	if _, err := tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.nic, patch, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -183,15 +178,10 @@ func TestComputeThrottling(t *testing.T) {
 func TestLockContention(t *testing.T) {
 	env := armsimtest.Start(t)
 	e := seedEstate(t, env.Server, env.SubscriptionID)
-	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	merge := armresources.TagsPatchOperationMerge
-	patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
+	tc, patch := mergeNoRetry(t, env)
 	release := env.Server.LockResource(e.lb)
 	var resp *http.Response
-	_, err = tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.lb, patch, nil)
+	_, err := tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.lb, patch, nil)
 	wantARMError(t, err, http.StatusTooManyRequests, armsim.CodeAnotherOperation)
 	if resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After = %q", resp.Header.Get("Retry-After"))
@@ -225,12 +215,7 @@ func contains(vs []string, v string) bool {
 func TestNetworkThrottling(t *testing.T) {
 	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{NetworkWrites: armsim.Bucket{Capacity: 2, RefillPerSecond: 0.01}}))
 	e := seedEstate(t, env.Server, env.SubscriptionID)
-	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	merge := armresources.TagsPatchOperationMerge
-	patch := armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
+	tc, patch := mergeNoRetry(t, env)
 	var resp *http.Response
 	for i, id := range []string{e.nic, e.lb} {
 		if _, err := tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), id, patch, nil); err != nil {
@@ -240,7 +225,7 @@ func TestNetworkThrottling(t *testing.T) {
 			t.Errorf("remaining %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
 		}
 	}
-	_, err = tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.pip, patch, nil)
+	_, err := tc.BeginUpdateAtScope(policy.WithCaptureResponse(ctx(t), &resp), e.pip, patch, nil)
 	wantARMError(t, err, http.StatusTooManyRequests, "TooManyRequests")
 	if !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), armsim.PolicyNetworkWrites+";0") || resp.Header.Get("Retry-After") != "100" {
 		t.Errorf("headers %v", resp.Header)
@@ -251,4 +236,15 @@ func TestNetworkThrottling(t *testing.T) {
 	if _, err := tc.BeginUpdateAtScope(ctx(t), e.disk, patch, nil); err != nil {
 		t.Errorf("a Compute resource's write: %v", err)
 	}
+}
+
+// mergeNoRetry is a Tags client that does not retry, and a Merge of a=b.
+func mergeNoRetry(t *testing.T, env *armsimtest.Env) (*armresources.TagsClient, armresources.TagsPatchResource) {
+	t.Helper()
+	tc, err := armresources.NewTagsClient(env.SubscriptionID, env.Credential, noRetry(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merge := armresources.TagsPatchOperationMerge
+	return tc, armresources.TagsPatchResource{Operation: &merge, Properties: &armresources.Tags{Tags: ptrMap(map[string]string{"a": "b"})}}
 }

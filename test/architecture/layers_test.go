@@ -30,7 +30,7 @@ var layers = []layer{
 	{"clouds", []string{"internal/cloud/...", "internal/armsim"}}, // every cloud package: internal/cloud/<name>
 	{"cloudchange", []string{"internal/cloudchange/..."}},
 	{"testkit", []string{"internal/testenv", "internal/testenv/build", "internal/cloud/cloudtest", "internal/cloud/aws/awstest/...",
-		"internal/armsim/armsimtest", "internal/tags/tagstest", "internal/cloudchange/cloudchangetest"}},
+		"internal/armsim/armsimtest", "internal/tags/tagstest", "internal/cloudchange/cloudchangetest", "internal/cloudchange/eventgrid/eventgridtest"}},
 	{"kit", []string{"internal/controller/kit"}},
 	{"controllers", []string{"internal/controller/..."}},
 	{"operator", []string{"internal/operator"}},

@@ -3,7 +3,6 @@ package metadata
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloudchange"
@@ -38,11 +37,7 @@ const ReasonFighting = "Fighting"
 // skipped with errFighting.
 func (p *pass) stopFights(tp *targetPlan) {
 	p.st.recent.Restores.Prune(p.started)
-	for key, m := range p.st.modified {
-		if p.started.Sub(m.at) >= kit.RecentWindow {
-			delete(p.st.modified, key) // tried again once the window passed
-		}
-	}
+	p.st.overridden.Prune(p.started) // tried again once the window passed
 	for key := range p.st.fights {
 		if len(p.st.recent.Restores[key]) < maxRestores {
 			delete(p.st.fights, key) // over: its put-backs left the window
@@ -58,7 +53,7 @@ func (p *pass) stopFights(tp *targetPlan) {
 		for _, name := range pl.Plan.Patch.Set.Names() {
 			value := pl.Plan.Patch.Set[name]
 			key := restoreKey(tp.o.t, pl.Resource.ID, nc, name, value)
-			mod, modified := p.st.modified[key]
+			mod, modified := p.st.overridden.Of(key)
 			if !held(name) || (len(p.st.recent.Restores[key]) < maxRestores && !modified) {
 				continue
 			}
@@ -67,7 +62,7 @@ func (p *pass) stopFights(tp *targetPlan) {
 				writer = w
 			}
 			if modified {
-				writer = mod.writer
+				writer = mod.Writer
 			}
 			if !known {
 				// A new fight: the next pass is full, so that the status
@@ -133,35 +128,15 @@ func fightReason(name string, err error, modified bool) string {
 	return fmt.Sprintf("%s: %v: put back %d times within %s, no longer written here", name, err, maxRestores, kit.RecentWindow)
 }
 
-// modifiedWrite is a tag whose write the cloud answered with another
-// value: when, and the writer in words.
-type modifiedWrite struct {
-	at     time.Time
-	writer string
-}
-
 // recordModified notes the tags a write set that its answer carried with
-// another value (cloud.WriteResult.Overridden): something on the write's
-// own path (Azure Policy's modify or append effect) changes them, so
-// writing them again only starts another round. The next pass stops
-// writing them there (stopFights), after this one write, not after
-// maxRestores put-backs, and the failure names it.
+// another value (kit.Overridden): the next pass stops writing them there,
+// after this one write, not after maxRestores put-backs, and the failure
+// names the policy.
 func (p *pass) recordModified(t *target, pl Planned, overridden tags.Set) {
-	if len(overridden) == 0 {
-		return
-	}
 	nc := pl.Resource.Rules.NameCase()
-	if p.st.modified == nil {
-		p.st.modified = map[kit.RecentTag]modifiedWrite{}
-	}
-	for _, name := range overridden.Names() {
-		value, ok := pl.Plan.Patch.Set.Get(nc, name)
-		if !ok {
-			continue
-		}
-		writer := fmt.Sprintf("Azure Policy's modify or append effect, or another policy on the write path: the write's answer carried %s=%q", name, overridden[name])
-		p.st.modified[restoreKey(t, pl.Resource.ID, nc, name, value)] = modifiedWrite{at: p.started, writer: writer}
-	}
+	p.st.overridden.Note(p.started, pl.Plan.Patch.Set, overridden, func(name, value string) kit.RecentTag {
+		return restoreKey(t, pl.Resource.ID, nc, name, value)
+	})
 }
 
 // carryFought hands the resources whose fight this targeted pass found to

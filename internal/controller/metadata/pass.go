@@ -77,10 +77,10 @@ type state struct {
 	// named for each, so that a new one makes the next pass full and
 	// the writer is reported by it.
 	fights map[kit.RecentTag]string
-	// modified are the tags whose write came back with another value
+	// overridden are the tags whose write came back with another value
 	// (fights.go): something on the write path changes them, so they are
 	// not written there again within kit.RecentWindow.
-	modified map[kit.RecentTag]modifiedWrite
+	overridden kit.Overridden
 }
 
 // NewReconciler builds a Reconciler. c reads and writes the metadata objects

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/audit"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/cloud/aws"
@@ -208,5 +209,39 @@ func eventsOn(t *testing.T) (*cloudchange.Hub, func(*operator.Options)) {
 	src := cloudchangetest.NewSource(t.Name())
 	return hub, func(o *operator.Options) {
 		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{operator.BuiltSource(src)}}
+	}
+}
+
+// TestAPolicyOnTheWritePathStopsAtOnce: Azure Policy's modify effect sets
+// cost-center on every write of the disk. The policy's first write comes
+// back with the policy's value, so it is not written again: 1 write, not
+// the first and 3 put-backs, and the Conflict names the policy.
+func TestAPolicyOnTheWritePathStopsAtOnce(t *testing.T) {
+	disks := newAzureDisks(t)
+	h := newHarness(t, azureOn(disks.env))
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	d0 := disks.create("d0", nil)
+	if err := disks.env.Server.AddPolicy(armsim.Policy{Name: "cost", Scope: d0, Effect: armsim.PolicyModify,
+		Tags: map[string]string{"cost-center": "from-policy"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.claimVolume(shop, "data", nil, csi("disk.csi.azure.com", d0))
+	p := h.policy("costs", v1alpha1.ProviderAzure, tag("cost-center", "${namespace.labels['cost-center']}"))
+	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged) // the write succeeded
+	h.pass(p)
+	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
+	h.pass(p)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting ||
+		!strings.Contains(c.Message, "Azure Policy's modify") {
+		t.Errorf("Conflict = %+v, want Fighting naming the policy on the write path", c)
+	}
+	n := 0
+	for _, r := range h.records() {
+		if r.Resource == d0 && r.Result == audit.ResultOK {
+			n++
+		}
+	}
+	if n != 1 || disks.tags(d0)["cost-center"] != "from-policy" {
+		t.Errorf("%d writes, cost-center=%q; want 1 write and the policy's value standing", n, disks.tags(d0)["cost-center"])
 	}
 }

@@ -44,8 +44,9 @@ func (f fight) String() string {
 
 // stopFights takes out of the plans' patches the keys the policy has
 // already written with the same value maxPutBacks+1 times within the
-// window on that resource (its first write and maxPutBacks put-backs),
-// and returns them. A person
+// window on that resource (its first write and maxPutBacks put-backs), or
+// once when the write's answer carried another value (kit.Overridden: a
+// policy on the write path), and returns them. A person
 // ends them early with the acknowledge-fights annotation (a new value);
 // otherwise they end as the writes leave the window, and a writer that
 // takes the key away again then starts a new count: at most
@@ -57,6 +58,7 @@ func (p *pass) stopFights(plans []resourcePlan) []fight {
 	}
 	p.st.writes.Prune(now)
 	p.st.writers.Keep(p.st.writes)
+	p.st.overridden.Prune(now)
 	var out []fight
 	for i := range plans {
 		rp := &plans[i]
@@ -65,12 +67,18 @@ func (p *pass) stopFights(plans []resourcePlan) []fight {
 		}
 		nc := rp.rules.NameCase()
 		for _, k := range rp.patch.Set.Names() {
-			if len(p.st.writes[writeKey(rp.id, nc, k, rp.patch.Set[k])]) <= maxPutBacks {
+			key := writeKey(rp.id, nc, k, rp.patch.Set[k])
+			o, overridden := p.st.overridden.Of(key)
+			if len(p.st.writes[key]) <= maxPutBacks && !overridden {
 				continue
+			}
+			writer := p.st.writers.Of(rp.id)
+			if overridden {
+				writer = o.Writer
 			}
 			rp.patch = tags.Patch{Set: rp.patch.Set.Without(nc, k)}
 			rp.fought = append(rp.fought, k)
-			out = append(out, fight{resource: rp.id, source: rp.source, key: k, writer: p.st.writers.Of(rp.id)})
+			out = append(out, fight{resource: rp.id, source: rp.source, key: k, writer: writer})
 		}
 	}
 	slices.SortFunc(out, func(a, b fight) int { return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.key, b.key)) })

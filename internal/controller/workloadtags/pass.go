@@ -58,6 +58,9 @@ type state struct {
 	// writers are who last changed the resources, where the changes
 	// said (a stopped fight names them).
 	writers kit.Writers
+	// overridden are the keys whose write came back with another value
+	// (fights.go).
+	overridden kit.Overridden
 }
 
 // Waits while a created resource does not show in the cloud yet.

@@ -36,14 +36,19 @@ func (p *pass) write(ctx context.Context, plans []resourcePlan) map[string]error
 		out[cloud.CanonicalID(res.ID)] = res.Err
 		countMutation(p.cfg.provider, rp.patch, res.Err)
 		if res.Err == nil {
-			p.remember(rp)
+			p.remember(rp, res.Overridden)
+			nc := rp.rules.NameCase()
+			p.st.overridden.Note(p.r.Now(), rp.patch.Set, res.Overridden, func(name, value string) kit.RecentTag {
+				return writeKey(rp.id, nc, name, value)
+			})
 		}
 	})
 	return out
 }
 
-// remember records a done write, for freshen.
-func (p *pass) remember(rp *resourcePlan) {
+// remember records a done write, for freshen: the values its answer
+// carried where they differ from those written (overridden).
+func (p *pass) remember(rp *resourcePlan, overridden tags.Set) {
 	nc := rp.rules.NameCase()
 	before := tags.Set{}
 	for k := range rp.patch.Set {
@@ -51,5 +56,9 @@ func (p *pass) remember(rp *resourcePlan) {
 			before[k] = v
 		}
 	}
-	p.st.written[cloud.CanonicalID(rp.id)] = written{before: before, after: rp.patch.Set, at: p.r.Now()}
+	after := rp.patch.Set
+	if len(overridden) > 0 {
+		after = tags.Patch{Set: overridden}.Apply(nc, rp.patch.Set)
+	}
+	p.st.written[cloud.CanonicalID(rp.id)] = written{before: before, after: after, at: p.r.Now()}
 }
