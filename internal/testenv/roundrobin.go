@@ -123,3 +123,12 @@ func (p *RoundRobin) Remove(backend string) {
 	p.backends = slices.DeleteFunc(slices.Clone(p.backends), func(b string) bool { return b == backend })
 	p.next = 0
 }
+
+// Set replaces the backends, as a Service's endpoints change when its Pods
+// are replaced.
+func (p *RoundRobin) Set(backends ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends = slices.Clone(backends)
+	p.next = 0
+}

@@ -38,13 +38,14 @@ func TestABrokenIngressIsNoticedOnAQuietEstate(t *testing.T) {
 	edited, _ := seedEventPools(t, arm)
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("probed", build.ResyncInterval(time.Minute))))
 
-	hook := freeAddrs(t, 1)[0]
-	ingress, err := testenv.StartRoundRobin(hook)
+	ingress, err := testenv.StartRoundRobin("127.0.0.1:1") // its backend is set once the webhook's port is chosen
 	must(t, err)
 	t.Cleanup(func() { _ = ingress.Close() })
 	public := "http://" + ingress.Addr() + "/eventgrid"
-	p := startTagsync(t, "tagsync (probed)", webhookArgs(t, arm, "nodetags", hook,
-		"--events-webhook-public-url="+public, "--events-webhook-probe-interval=5s")...)
+	p, hook := startWithHook(t, "tagsync (probed)", func(hook string) []string {
+		ingress.Set(hook)
+		return webhookArgs(t, arm, "nodetags", hook, "--events-webhook-public-url="+public, "--events-webhook-probe-interval=5s")
+	})
 	waitNodeTagSync(ctx, t, "probed", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	arm.Subscribe(t, "tagsync", armsimtest.WebHook(public+"?key="+eventsKey))
 
@@ -94,9 +95,9 @@ func TestAHeartbeatNoticesADeletedEventSubscription(t *testing.T) {
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("heartbeat", build.ResyncInterval(time.Hour))))
 	group := "/subscriptions/" + arm.SubscriptionID + "/resourceGroups/MC_events"
 
-	hook := freeAddrs(t, 1)[0]
-	startTagsync(t, "tagsync (heartbeat)", webhookArgs(t, arm, "nodetags", hook,
-		"--events-heartbeat="+group, "--events-heartbeat-interval=2s", "--events-silent-after=15s")...)
+	_, hook := startWithHook(t, "tagsync (heartbeat)", func(hook string) []string {
+		return webhookArgs(t, arm, "nodetags", hook, "--events-heartbeat="+group, "--events-heartbeat-interval=2s", "--events-silent-after=15s")
+	})
 	waitNodeTagSync(ctx, t, "heartbeat", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	arm.Subscribe(t, "tagsync", armsimtest.WebHook("http://"+hook+"/eventgrid?key="+eventsKey))
 	delivered := arm.Server.EventGridStats().Delivered

@@ -37,8 +37,9 @@ func TestPortalEditReachesLabelsThroughEventGrid(t *testing.T) {
 	edited, silent := seedEventPools(t, arm)
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("events", build.ResyncInterval(time.Hour))))
 
-	hook := freeAddrs(t, 1)[0]
-	p := startTagsync(t, "tagsync (events)", webhookArgs(t, arm, "nodetags", hook, "--zap-log-level=debug")...)
+	p, hook := startWithHook(t, "tagsync (events)", func(hook string) []string {
+		return webhookArgs(t, arm, "nodetags", hook, "--zap-log-level=debug")
+	})
 	waitNodeTagSync(ctx, t, "events", "the initial sync, events on", func(st v1alpha1.NodeTagSyncStatus) bool { return readyWithEvents(st, 4) })
 	endpoint := "http://" + hook + "/eventgrid"
 
@@ -107,8 +108,7 @@ func TestAnOutsideEditIsRevertedWithOneReadThroughEventGrid(t *testing.T) {
 	arm := armsimtest.Start(t, armsimtest.WithRetrySchedule(100*time.Millisecond))
 	estate := armsimtest.ClusterEstate{Infra: "evmd", PerType: 1, Tags: map[string]string{"kubernetes.io_cluster.evmd": "owned"}}
 	must(t, estate.Seed(arm.Server))
-	hook := freeAddrs(t, 1)[0]
-	p := startTagsync(t, "tagsync (metadata events)", webhookArgs(t, arm, "metadata", hook)...)
+	p, hook := startWithHook(t, "tagsync (metadata events)", func(hook string) []string { return webhookArgs(t, arm, "metadata", hook) })
 
 	addTagsToEstate(ctx, t, ns, "evmd", arm.SubscriptionID, map[string]string{"env": "prod"}, estate.Tags)
 	ids := estate.ResourceIDs()

@@ -44,8 +44,16 @@ func startTagsync(t testing.TB, name string, args ...string) *tagsyncProc {
 // someone else between choosing and binding it is retried with new ports.
 func startTagsyncEnv(t testing.TB, name string, env []string, args ...string) *tagsyncProc {
 	t.Helper()
+	return startTagsyncArgs(t, name, env, func() []string { return args })
+}
+
+// startTagsyncArgs is startTagsyncEnv whose arguments args makes anew for
+// each attempt, so that ports it chooses are chosen again after a
+// collision (the Event Grid webhook's: startWithHook).
+func startTagsyncArgs(t testing.TB, name string, env []string, args func() []string) *tagsyncProc {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		p := launch(t, name, env, args)
+		p := launch(t, name, env, args())
 		err := p.waitServing()
 		if err == nil {
 			return p
@@ -256,4 +264,18 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// startWithHook starts `tagsync run` whose Event Grid webhook listens on a
+// free loopback port (args makes the arguments for it), choosing another
+// when the port was taken before tagsync bound it; it returns the process
+// and the webhook's host:port.
+func startWithHook(t testing.TB, name string, args func(hook string) []string) (*tagsyncProc, string) {
+	t.Helper()
+	var hook string
+	p := startTagsyncArgs(t, name, nil, func() []string {
+		hook = freeAddrs(t, 1)[0]
+		return args(hook)
+	})
+	return p, hook
 }
