@@ -148,7 +148,8 @@ type written struct {
 
 // remember records the tags each resource that tp's writes changed
 // carries after them (results: the resources written, nil error on
-// success).
+// success), as the cloud's answers said where they differ from the
+// values written (answered).
 func (p *pass) remember(tp *targetPlan, results map[string]error) {
 	now := p.r.Now()
 	nc := tp.provider.Rules().NameCase()
@@ -164,8 +165,11 @@ func (p *pass) remember(tp *targetPlan, results map[string]error) {
 			byID = map[string]written{}
 			p.st.written[tp.o.t.key()] = byID
 		}
-		byID[cloud.CanonicalID(pl.Resource.ID)] = written{at: now, before: pl.Resource.Tags.Clone(),
-			after: pl.Plan.Patch.Apply(nc, pl.Resource.Tags.Clone())}
+		after := pl.Plan.Patch.Apply(nc, pl.Resource.Tags.Clone())
+		if answered := p.answered[pl.Resource.ID]; len(answered) > 0 {
+			after = tags.Patch{Set: answered}.Apply(nc, after) // a policy on the write path changed the write
+		}
+		byID[cloud.CanonicalID(pl.Resource.ID)] = written{at: now, before: pl.Resource.Tags.Clone(), after: after}
 	}
 }
 

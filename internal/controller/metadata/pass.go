@@ -22,6 +22,7 @@ import (
 	"github.com/tagsync/tagsync/internal/cloudchange"
 	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/notify"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // ControllerName names the controller in --controllers, logs, metrics and
@@ -157,6 +158,9 @@ type pass struct {
 	newFight bool
 	// fought are the resources of the new fights, as the pass read them.
 	fought []cloud.Classified
+	// answered are, per resource written, the tags whose write the cloud
+	// answered with another value, with that value (remember keeps it).
+	answered map[string]tags.Set
 	// claimed are the objects whose claims this pass staked or kept.
 	claimed map[claimant]bool
 	// every is the polling interval (the events resync interval while the

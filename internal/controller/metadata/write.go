@@ -131,8 +131,12 @@ func (p *pass) writeGrouped(ctx context.Context, provider cloud.ClassifiedProvid
 	out := make(map[string]error, len(results))
 	for _, res := range results {
 		out[res.ID] = res.Err
-		if res.Err == nil {
+		if res.Err == nil && len(res.Overridden) > 0 {
 			p.recordModified(t, byID[res.ID], res.Overridden)
+			if p.answered == nil {
+				p.answered = map[string]tags.Set{}
+			}
+			p.answered[res.ID] = res.Overridden
 		}
 	}
 	return out
