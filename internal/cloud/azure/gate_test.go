@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tagsync/tagsync/internal/armsim"
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
@@ -269,9 +270,10 @@ func TestProviderLimitHoldsOnlyItsScope(t *testing.T) {
 	release := env.Server.LockResource(nic)
 	defer release()
 	go func() {
-		for env.Server.Calls().CountStatus("Tags.UpdateAtScope", http.StatusTooManyRequests) == 0 && t.Context().Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
+		// The other operation ends once the write has met it.
+		_ = wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return env.Server.Calls().CountStatus("Tags.UpdateAtScope", http.StatusTooManyRequests) > 0, nil
+		})
 		release()
 	}()
 	if err := patch(p, nic, "2"); err != nil {
