@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -142,8 +143,9 @@ func (a *AWSRules) currentTags(ctx context.Context, caller awsCaller, ids []stri
 	return tags, nil
 }
 
-// recordTagWrite passes an EC2 tag write to moto and records the tags of
-// its resources before and after it.
+// recordTagWrite passes an EC2 tag write to moto, records the tags of its
+// resources before and after it for the indexing delay, and follows it
+// (events, actors: wrote).
 func (a *AWSRules) recordTagWrite(w http.ResponseWriter, r *http.Request, caller awsCaller, form url.Values) {
 	ids := resourceIDs(form)
 	before, err := a.currentTags(r.Context(), caller, ids)
@@ -151,8 +153,9 @@ func (a *AWSRules) recordTagWrite(w http.ResponseWriter, r *http.Request, caller
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	rec := &bufferedAnswer{header: http.Header{}, status: http.StatusOK}
 	a.proxy.ServeHTTP(rec, r)
+	defer rec.send(w)
 	if rec.status/100 != 2 {
 		return
 	}
@@ -160,7 +163,66 @@ func (a *AWSRules) recordTagWrite(w http.ResponseWriter, r *http.Request, caller
 	if err != nil {
 		return // the write is done; without its after state it is seen at once
 	}
-	a.remember(caller, before, after)
+	if a.indexDelay() > 0 {
+		a.remember(caller, before, after)
+	}
+	if a.observed() {
+		a.wrote(r.Context(), ec2TagCall(caller, form, ids, before, after))
+	}
+}
+
+// ec2TagCall is the tagCall of an EC2 CreateTags or DeleteTags of ids.
+func ec2TagCall(caller awsCaller, form url.Values, ids []string, before, after map[string]map[string]string) tagCall {
+	c := tagCall{caller: caller, service: "ec2", action: form.Get("Action"), ids: ids, set: map[string]string{}, at: time.Now()}
+	for key, vs := range form {
+		if m := ec2TagKey.FindStringSubmatch(key); m != nil && len(vs) > 0 {
+			if c.action == "DeleteTags" {
+				c.removed = append(c.removed, vs[0])
+			} else {
+				c.set[vs[0]] = form.Get("Tag." + m[1] + ".Value")
+			}
+		}
+	}
+	slices.Sort(c.removed)
+	for _, id := range ids {
+		c.resources = append(c.resources, resourceChange{arn: ec2ARN(caller, id), before: before[id], after: after[id]})
+	}
+	return c
+}
+
+// ec2Types are EC2's resource types by the prefix of their IDs, as their
+// ARNs name them.
+var ec2Types = map[string]string{"i": "instance", "vol": "volume", "snap": "snapshot", "eni": "network-interface",
+	"sg": "security-group", "subnet": "subnet", "vpc": "vpc", "ami": "image", "lt": "launch-template", "eipalloc": "elastic-ip"}
+
+// ec2ARN is the ARN of the EC2 resource id of the caller's account and
+// region.
+func ec2ARN(caller awsCaller, id string) string {
+	prefix, _, _ := strings.Cut(id, "-")
+	typ := ec2Types[prefix]
+	if typ == "" {
+		typ = prefix
+	}
+	return fmt.Sprintf("arn:aws:ec2:%s:%s:%s/%s", caller.region, accountOf(caller), typ, id)
+}
+
+// bufferedAnswer keeps an answer until send, so that what follows a write
+// (wrote) happens before its answer leaves.
+type bufferedAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedAnswer) Header() http.Header         { return b.header }
+func (b *bufferedAnswer) WriteHeader(status int)      { b.status = status }
+func (b *bufferedAnswer) Write(p []byte) (int, error) { return b.body.Write(p) }
+
+// send writes the answer to w.
+func (b *bufferedAnswer) send(w http.ResponseWriter) {
+	maps.Copy(w.Header(), b.header)
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.body.Bytes())
 }
 
 // remember records a tag write of the caller's: each resource's tags
@@ -309,17 +371,6 @@ func (a *AWSRules) serveGetResources(w http.ResponseWriter, r *http.Request, cal
 		PaginationToken        string
 		ResourceTagMappingList []mapping
 	}{next, all[from:to]})
-}
-
-// statusRecorder remembers the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(status int) {
-	s.status = status
-	s.ResponseWriter.WriteHeader(status)
 }
 
 // arnType returns the Tagging API's resource type of an ARN

@@ -32,6 +32,7 @@ type AWSRules struct {
 	instances instanceSet
 	index     tagIndex
 	log       awsCallLog
+	events    awsEvents
 }
 
 // MaxEC2FilterValues is the most values EC2 accepts in one filter of a
@@ -227,15 +228,13 @@ func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string,
 		a.instances.gen.Add(1)
 		defer a.instances.gen.Add(1)
 	}
-	if a.indexDelay() > 0 {
-		switch {
-		case service == "ec2" && (action == "CreateTags" || action == "DeleteTags"):
-			a.recordTagWrite(w, r, caller, form)
-			return
-		case service == "tagging" && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetResources"):
-			a.serveGetResources(w, r, caller)
-			return
-		}
+	if service == "ec2" && (action == "CreateTags" || action == "DeleteTags") && (a.indexDelay() > 0 || a.observed()) {
+		a.recordTagWrite(w, r, caller, form)
+		return
+	}
+	if a.indexDelay() > 0 && service == "tagging" && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetResources") {
+		a.serveGetResources(w, r, caller)
+		return
 	}
 	a.proxy.ServeHTTP(w, r)
 }

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,19 +84,32 @@ func (a *AWSRules) serveTaggingWrite(w http.ResponseWriter, r *http.Request, cal
 		return
 	}
 	failed := map[string]failureInfo{}
+	observed := a.observed()
 	var rest []string
+	var changes []resourceChange
 	for _, id := range in.ResourceARNList {
 		if p, err := arn.Parse(id); err != nil || p.Service != "elasticloadbalancing" {
 			rest = append(rest, id)
-		} else if f, ok := a.writeELB(r.Context(), caller, id, in, untag); !ok {
+		} else if ch, f, ok := a.writeELB(r.Context(), caller, id, in, untag, observed); !ok {
 			failed[id] = f
+		} else if observed {
+			changes = append(changes, ch)
 		}
 	}
 	if len(rest) > 0 {
-		if err := a.passTaggingWrite(r.Context(), caller, rest, in, untag, failed); err != nil {
+		ch, err := a.passTaggingWrite(r.Context(), caller, rest, in, untag, failed, observed)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
+		changes = append(changes, ch...)
+	}
+	if observed {
+		call := tagCall{caller: caller, service: "tagging", action: "TagResources", set: in.Tags, ids: in.ResourceARNList, resources: changes, at: time.Now()}
+		if untag {
+			call.action, call.set, call.removed = "UntagResources", nil, in.TagKeys
+		}
+		a.wrote(r.Context(), call)
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	_ = json.NewEncoder(w).Encode(struct{ FailedResourcesMap map[string]failureInfo }{failed})
@@ -131,8 +147,9 @@ func taggingWriteRefusal(in taggingWrite, untag bool) string {
 // writeELB writes one Elastic Load Balancing resource's tags through
 // moto's AddTags or RemoveTags, enforcing MaxELBTags, and records the
 // write for the indexing delay; a refusal becomes the resource's
-// FailedResourcesMap entry.
-func (a *AWSRules) writeELB(ctx context.Context, caller awsCaller, id string, in taggingWrite, untag bool) (failureInfo, bool) {
+// FailedResourcesMap entry. When observed, it returns the resource's tags
+// before and after.
+func (a *AWSRules) writeELB(ctx context.Context, caller awsCaller, id string, in taggingWrite, untag, observed bool) (resourceChange, failureInfo, bool) {
 	c := elbv2.NewFromConfig(caller.config(a.direct))
 	before, err := elbTags(ctx, c, id)
 	if err == nil && !untag {
@@ -143,7 +160,7 @@ func (a *AWSRules) writeELB(ctx context.Context, caller awsCaller, id string, in
 			}
 		}
 		if n > MaxELBTags {
-			return failureInfo{StatusCode: 400, ErrorCode: "TooManyTags", ErrorMessage: fmt.Sprintf("%s would carry %d tags; at most %d are allowed", id, n, MaxELBTags)}, false
+			return resourceChange{}, failureInfo{StatusCode: 400, ErrorCode: "TooManyTags", ErrorMessage: fmt.Sprintf("%s would carry %d tags; at most %d are allowed", id, n, MaxELBTags)}, false
 		}
 	}
 	if err == nil && untag {
@@ -161,14 +178,18 @@ func (a *AWSRules) writeELB(ctx context.Context, caller awsCaller, id string, in
 		if errors.As(err, &ae) {
 			f = failureInfo{StatusCode: 400, ErrorCode: ae.ErrorCode(), ErrorMessage: ae.ErrorMessage()}
 		}
-		return f, false
+		return resourceChange{}, f, false
 	}
-	if a.indexDelay() > 0 {
+	change := resourceChange{arn: id, before: before}
+	if a.indexDelay() > 0 || observed {
 		if after, err := elbTags(ctx, c, id); err == nil {
-			a.remember(caller, map[string]map[string]string{indexKey(id): before}, map[string]map[string]string{indexKey(id): after})
+			change.after = after
+			if a.indexDelay() > 0 {
+				a.remember(caller, map[string]map[string]string{indexKey(id): before}, map[string]map[string]string{indexKey(id): after})
+			}
 		}
 	}
-	return failureInfo{}, true
+	return change, failureInfo{}, true
 }
 
 // elbTags reads one Elastic Load Balancing resource's tags from moto.
@@ -187,27 +208,51 @@ func elbTags(ctx context.Context, c *elbv2.Client, id string) (map[string]string
 }
 
 // passTaggingWrite sends the write for arns to moto's Tagging API and adds
-// what it could not write to failed.
-func (a *AWSRules) passTaggingWrite(ctx context.Context, caller awsCaller, arns []string, in taggingWrite, untag bool, failed map[string]failureInfo) error {
+// what it could not write to failed. When observed, it returns the tags
+// before and after of the EC2 resources it wrote (the others' are not
+// read: their events carry no tag change).
+func (a *AWSRules) passTaggingWrite(ctx context.Context, caller awsCaller, arns []string, in taggingWrite, untag bool, failed map[string]failureInfo, observed bool) ([]resourceChange, error) {
+	ec2IDs := map[string]string{}
+	if observed {
+		for _, id := range arns {
+			if p, err := arn.Parse(id); err == nil && p.Service == "ec2" {
+				ec2IDs[id] = indexKey(p.Resource)
+			}
+		}
+	}
+	before, err := a.currentTags(ctx, caller, slices.Collect(maps.Values(ec2IDs)))
+	if err != nil {
+		return nil, err
+	}
 	c := tagging.NewFromConfig(caller.config(a.direct))
 	var bad map[string]taggingtypes.FailureInfo
 	if untag {
 		out, err := c.UntagResources(ctx, &tagging.UntagResourcesInput{ResourceARNList: arns, TagKeys: in.TagKeys})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bad = out.FailedResourcesMap
 	} else {
 		out, err := c.TagResources(ctx, &tagging.TagResourcesInput{ResourceARNList: arns, Tags: in.Tags})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bad = out.FailedResourcesMap
 	}
 	for id, f := range bad {
 		failed[id] = failureInfo{int(f.StatusCode), string(f.ErrorCode), aws.ToString(f.ErrorMessage)}
 	}
-	return nil
+	after, err := a.currentTags(ctx, caller, slices.Collect(maps.Values(ec2IDs)))
+	if err != nil {
+		return nil, nil // the write is done; without its after state it has no tag change events
+	}
+	var changes []resourceChange
+	for id, short := range ec2IDs {
+		if _, bad := failed[id]; !bad {
+			changes = append(changes, resourceChange{arn: id, before: before[short], after: after[short]})
+		}
+	}
+	return changes, nil
 }
 
 // indexKey is the key of a resource in the tag index: its ID after the

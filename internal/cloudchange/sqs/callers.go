@@ -19,14 +19,25 @@ import (
 const (
 	detailTypeCall  = "AWS API Call via CloudTrail"
 	sourceAutoscale = "aws.autoscaling"
+	sourceELB       = "aws.elasticloadbalancing"
 )
 
+// callSources are the EventBridge sources of the CloudTrail events tagsync
+// reads: EC2's, Auto Scaling's, Elastic Load Balancing's and the Resource
+// Groups Tagging API's (tagging.amazonaws.com, whose events EventBridge
+// gives the source aws.tag).
+var callSources = map[string]bool{sourceEC2: true, sourceAutoscale: true, sourceELB: true, sourceTag: true}
+
 // tagCalls are the API calls that write tags, by the service's event
-// source: EC2's (instances and their volumes, network interfaces and the
-// like) and EC2 Auto Scaling's (groups).
+// source, and whether they remove tags: EC2's (instances and their
+// volumes, snapshots, network interfaces and the like), EC2 Auto
+// Scaling's (groups), Elastic Load Balancing's (load balancers, target
+// groups) and the Tagging API's (any taggable resource).
 var tagCalls = map[string]map[string]bool{
-	"ec2.amazonaws.com":         {"CreateTags": true, "DeleteTags": true},
-	"autoscaling.amazonaws.com": {"CreateOrUpdateTags": true, "DeleteTags": true},
+	"ec2.amazonaws.com":                  {"CreateTags": false, "DeleteTags": true},
+	"autoscaling.amazonaws.com":          {"CreateOrUpdateTags": false, "DeleteTags": true},
+	"elasticloadbalancing.amazonaws.com": {"AddTags": false, "RemoveTags": true},
+	"tagging.amazonaws.com":              {"TagResources": false, "UntagResources": true},
 }
 
 // callDetail is the part of a CloudTrail record tagsync reads
@@ -86,9 +97,40 @@ func (d callDetail) writer() cloudchange.Writer {
 	return cloudchange.Writer{ID: cmp.Or(u.ARN, u.OnBehalfOf.UserID, u.PrincipalID), Person: person}
 }
 
-// written are the IDs (EC2) or names (Auto Scaling groups) of the
-// resources the call wrote, and the tag keys it names.
-func (d callDetail) written() (ids, keys []string, err error) {
+// written are the resources the call wrote, as matchKey names them (the
+// calls name EC2 resources by ID, Auto Scaling groups by name, the others
+// by ARN), and the tag keys it names. region and account are the event's.
+func (d callDetail) written(region, account string) (resources, keys []string, err error) {
+	service := strings.TrimSuffix(d.EventSource, ".amazonaws.com")
+	switch service {
+	case "elasticloadbalancing", "tagging":
+		var p struct {
+			ResourceArns    []string `json:"resourceArns"`
+			ResourceARNList []string `json:"resourceARNList"`
+			TagKeys         []string `json:"tagKeys"`
+		}
+		if err := json.Unmarshal(d.RequestParameters, &p); err != nil {
+			return nil, nil, err
+		}
+		for _, id := range append(p.ResourceArns, p.ResourceARNList...) {
+			if k := matchKey(id); k != "" {
+				resources = append(resources, k)
+			}
+		}
+		return resources, p.TagKeys, nil
+	}
+	ids, keys, err := d.named()
+	for _, id := range ids {
+		if id != "" {
+			resources = append(resources, strings.Join([]string{service, region, account, id}, ":"))
+		}
+	}
+	return resources, keys, err
+}
+
+// named are the IDs (EC2) or names (Auto Scaling groups) of the resources
+// an EC2 or Auto Scaling call wrote, and the tag keys it names.
+func (d callDetail) named() (ids, keys []string, err error) {
 	if d.EventSource == "autoscaling.amazonaws.com" {
 		var p struct {
 			Tags []struct {
@@ -148,24 +190,19 @@ func parseCall(env envelope) (*call, error) {
 	if err := json.Unmarshal(env.Detail, &d); err != nil {
 		return nil, fmt.Errorf("%s %s: detail: %w", env.DetailType, env.ID, err)
 	}
-	if !tagCalls[d.EventSource][d.EventName] || d.ErrorCode != "" {
+	removes, known := tagCalls[d.EventSource][d.EventName]
+	if !known || d.ErrorCode != "" {
 		return nil, fmt.Errorf("%w: CloudTrail call %s %s", ErrNotRead, d.EventSource, d.EventName)
 	}
-	ids, names, err := d.written()
+	resources, names, err := d.written(env.Region, env.Account)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: requestParameters: %w", env.DetailType, env.ID, err)
 	}
-	service := strings.TrimSuffix(d.EventSource, ".amazonaws.com")
-	c := &call{writer: d.writer(), at: cmp.Or(d.EventTime, env.Time)}
-	if d.EventName == "DeleteTags" {
+	c := &call{writer: d.writer(), at: cmp.Or(d.EventTime, env.Time), keys: resources}
+	if removes {
 		c.deleted = map[string]bool{}
 		for _, n := range names {
 			c.deleted[n] = true
-		}
-	}
-	for _, id := range ids {
-		if id != "" {
-			c.keys = append(c.keys, strings.Join([]string{service, env.Region, env.Account, id}, ":"))
 		}
 	}
 	return c, nil

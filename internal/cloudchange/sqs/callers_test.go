@@ -69,6 +69,22 @@ func TestParseCall(t *testing.T) {
 	if err != nil || ev.call == nil || ev.call.keys[0] != matchKey(groupARN) || ev.call.writer.Person {
 		t.Fatalf("a role's DeleteTags on a group: %+v, %v; want a key matching %s and no person", ev.call, err, groupARN)
 	}
+	lb := "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/k8s-shop-web/50dc6c495c0c9188"
+	for name, body := range map[string]string{
+		"Elastic Load Balancing's RemoveTags": `{"version":"0","id":"2","detail-type":"AWS API Call via CloudTrail","source":"aws.elasticloadbalancing",
+		  "account":"123456789012","time":"2024-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"eventSource":"elasticloadbalancing.amazonaws.com",
+		  "eventName":"RemoveTags","eventTime":"2024-01-02T03:04:05Z","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/lbc/s"},
+		  "requestParameters":{"resourceArns":["` + lb + `"],"tagKeys":["team"]}}}`,
+		"the Tagging API's UntagResources": `{"version":"0","id":"3","detail-type":"AWS API Call via CloudTrail","source":"aws.tag",
+		  "account":"123456789012","time":"2024-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"eventSource":"tagging.amazonaws.com",
+		  "eventName":"UntagResources","eventTime":"2024-01-02T03:04:05Z","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/lbc/s"},
+		  "requestParameters":{"resourceARNList":["` + lb + `"],"tagKeys":["team"]}}}`,
+	} {
+		ev, err := parse(body)
+		if err != nil || ev.call == nil || len(ev.call.keys) != 1 || ev.call.keys[0] != matchKey(lb) || !ev.call.deleted["team"] {
+			t.Errorf("%s: %+v, %v; want a removal of team from %s", name, ev.call, err, lb)
+		}
+	}
 	for name, body := range map[string]string{
 		"another call":  strings.Replace(callBody, `"DeleteTags"`, `"DescribeTags"`, 1),
 		"a failed call": strings.Replace(callBody, `"eventName"`, `"errorCode": "Client.UnauthorizedOperation", "eventName"`, 1),

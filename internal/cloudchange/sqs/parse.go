@@ -107,7 +107,7 @@ func parse(body string) (event, error) {
 	case env.Source == sourceEC2 && env.DetailType == detailTypeEC2State:
 		c, err := parseStateChange(env)
 		return event{change: c}, err
-	case (env.Source == sourceEC2 || env.Source == sourceAutoscale) && env.DetailType == detailTypeCall:
+	case callSources[env.Source] && env.DetailType == detailTypeCall:
 		c, err := parseCall(env)
 		return event{call: c}, err
 	}
