@@ -198,4 +198,3 @@ func TestStripper(t *testing.T) {
 		t.Errorf("events\n%v\nwant\n%v", seen, want)
 	}
 }
-
