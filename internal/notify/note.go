@@ -19,11 +19,14 @@ func Fit(note string) string { return clip(note, MaxNoteBytes) }
 
 // Summary lists items for a note: all of them when there are at most shown,
 // else the first shown and "and N more". Long items are clipped to
-// maxItemBytes so a few long names cannot crowd out the rest.
+// maxItemBytes so a few long names cannot crowd out the rest; the bound
+// leaves room for an item that names a cloud identity in full (an AWS
+// assumed-role session ARN, an Entra application), which a fight's
+// message must not cut.
 //
 //	Summary([]string{"a=1", "b=2", "c=3", "d=4"}, 2) == "a=1, b=2 and 2 more"
 func Summary(items []string, shown int) string {
-	const maxItemBytes = 96
+	const maxItemBytes = 256
 	n := min(len(items), shown)
 	parts := make([]string, n)
 	for i := range n {

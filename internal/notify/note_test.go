@@ -52,8 +52,12 @@ func TestSummary(t *testing.T) {
 			t.Errorf("Summary(%d) = %q, want %q", c.shown, got, c.want)
 		}
 	}
-	long := strings.Repeat("n", 300) + "=v"
-	if got := Summary([]string{long}, 5); len(got) > 100 || !strings.HasSuffix(got, "…") {
-		t.Errorf("a 300-character item was not clipped: %d bytes", len(got))
+	long := strings.Repeat("n", 400) + "=v"
+	if got := Summary([]string{long}, 5); len(got) > 256 || !strings.HasSuffix(got, "…") {
+		t.Errorf("a 400-character item was not clipped to 256 bytes: %d bytes", len(got))
+	}
+	role := "cost-center on Service shop/web (changed by arn:aws:sts::123456789012:assumed-role/aws-load-balancer-controller/1764390000000000000)"
+	if got := Summary([]string{role}, 5); got != role {
+		t.Errorf("an item naming an assumed role's session was clipped: %q", got)
 	}
 }

@@ -28,6 +28,11 @@ type Carried struct {
 	// when one named none, or two named different writers): a person's
 	// change must not vouch for a platform's made in the same window.
 	Writer cloudchange.Writer
+	// Named is the writer the latest-received change that named one
+	// named, even when other changes of the window named none (an echo of
+	// a write that added tags names no one on AWS): who a stopped fight's
+	// other side is. Unlike Writer it vouches for nothing.
+	Named string
 }
 
 // Usable reports whether a pass may use the carried tags as the
@@ -58,7 +63,7 @@ func (p *Pending[K]) AddChange(k K, resource string, c cloudchange.Change) {
 	next := last
 	switch {
 	case !ok || c.Time.After(last.Time):
-		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time, Writer: last.Writer}
+		next = Carried{ID: c.Resource, Tags: c.Tags, Time: c.Time, Writer: last.Writer, Named: last.Named}
 	case c.Time.Equal(last.Time) && (c.Tags == nil || !maps.Equal(c.Tags, last.Tags)):
 		next.Tags = nil
 	}
@@ -67,6 +72,9 @@ func (p *Pending[K]) AddChange(k K, resource string, c cloudchange.Change) {
 		next.Writer = c.Writer
 	case c.Writer != last.Writer:
 		next.Writer = cloudchange.Writer{}
+	}
+	if c.Writer.ID != "" {
+		next.Named = c.Writer.ID
 	}
 	next.Received = latest(last.Received, c.Received)
 	p.carried[k][resource] = next

@@ -75,7 +75,8 @@ func TestPendingKeepsTheLatestReceipt(t *testing.T) {
 
 // TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange: a person's change
 // taken with an application's (or an unnamed one's) in one window names no
-// writer, whatever the order.
+// writer, whatever the order; Named, which vouches for nothing, is the
+// latest writer named.
 func TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -85,11 +86,13 @@ func TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange(t *testing.T) {
 		name    string
 		writers []cloudchange.Writer
 		want    cloudchange.Writer
+		named   string
 	}{
-		{"one person", []cloudchange.Writer{ana, ana}, ana},
-		{"an application, then a person", []cloudchange.Writer{app, ana}, cloudchange.Writer{}},
-		{"a person, then an application", []cloudchange.Writer{ana, app}, cloudchange.Writer{}},
-		{"an unnamed writer, then a person", []cloudchange.Writer{{}, ana}, cloudchange.Writer{}},
+		{"one person", []cloudchange.Writer{ana, ana}, ana, ana.ID},
+		{"an application, then a person", []cloudchange.Writer{app, ana}, cloudchange.Writer{}, ana.ID},
+		{"a person, then an application", []cloudchange.Writer{ana, app}, cloudchange.Writer{}, app.ID},
+		{"an unnamed writer, then a person", []cloudchange.Writer{{}, ana}, cloudchange.Writer{}, ana.ID},
+		{"an application, then an unnamed writer", []cloudchange.Writer{app, {}}, cloudchange.Writer{}, app.ID},
 	} {
 		var p Pending[string]
 		for i, w := range tc.writers {
@@ -98,6 +101,9 @@ func TestPendingVouchesForAWriterOnlyWhenItMadeEveryChange(t *testing.T) {
 		_, carried, _ := p.TakeCarried("obj")
 		if got := carried["r"].Writer; got != tc.want {
 			t.Errorf("%s: writer %+v, want %+v", tc.name, got, tc.want)
+		}
+		if got := carried["r"].Named; got != tc.named {
+			t.Errorf("%s: named %q, want %q (the latest that named one)", tc.name, got, tc.named)
 		}
 		p.AddChange("obj", "r", cloudchange.Change{Resource: "R", Writer: ana, Time: t0.Add(time.Minute)})
 		if _, carried, _ := p.TakeCarried("obj"); carried["r"].Writer != ana {

@@ -127,13 +127,13 @@ type Writers map[string]string
 // Note records the writers the carried changes named.
 func (w *Writers) Note(carried map[string]Carried) {
 	for id, c := range carried {
-		if c.Writer.ID == "" {
+		if c.Named == "" {
 			continue
 		}
 		if *w == nil {
 			*w = Writers{}
 		}
-		(*w)[cloud.CanonicalID(id)] = c.Writer.ID
+		(*w)[cloud.CanonicalID(id)] = c.Named
 	}
 }
 

@@ -58,7 +58,7 @@ func (p *pass) stopFights(tp *targetPlan) {
 				continue
 			}
 			writer, known := p.st.fights[key]
-			if w := p.carried[cloud.CanonicalID(pl.Resource.ID)].Writer.ID; w != "" {
+			if w := p.carried[cloud.CanonicalID(pl.Resource.ID)].Named; w != "" {
 				writer = w
 			}
 			if modified {
@@ -149,6 +149,6 @@ func (p *pass) carryFought() {
 	for _, r := range p.fought {
 		id := cloud.CanonicalID(r.ID)
 		p.r.index.changes.Pending.AddChange(p.key(), id, cloudchange.Change{Resource: r.ID, Tags: r.Tags, Time: now,
-			Received: now, Writer: p.carried[id].Writer})
+			Received: now, Writer: cloudchange.Writer{ID: p.carried[id].Named}})
 	}
 }

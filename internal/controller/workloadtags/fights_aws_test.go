@@ -1,0 +1,110 @@
+package workloadtags_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/cloud"
+	"github.com/tagsync/tagsync/internal/cloud/aws"
+	"github.com/tagsync/tagsync/internal/cloud/aws/awstest"
+	"github.com/tagsync/tagsync/internal/cloudchange"
+	sqssource "github.com/tagsync/tagsync/internal/cloudchange/sqs"
+	"github.com/tagsync/tagsync/internal/controller/workloadtags"
+	"github.com/tagsync/tagsync/internal/operator"
+	"github.com/tagsync/tagsync/internal/testenv"
+)
+
+// lbcRole is the AWS Load Balancer Controller's role in the tests.
+const lbcRole = "aws-load-balancer-controller"
+
+// TestAWSAStripperIsStoppedAndNamed: the AWS Load Balancer Controller
+// (the fidelity layer's stripper) removes every tag it does not own from
+// its load balancer as soon as another writer adds one. The events AWS
+// sends of both sides' writes (tag changes and CloudTrail calls, some
+// duplicated, delayed and out of order) reach tagsync through an SQS
+// queue and its SQS source. The policy writes its key, puts it back 3
+// times, then stops: 4 TagResources, Conflict Fighting naming the
+// controller's role from its CloudTrail event, and the controller's 4
+// removals.
+func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	moto.Rules.SetTaggingIndexDelay(0)
+	queue := sqsQueue(t, moto, "fight")
+	stopEvents := moto.Rules.DeliverEvents(testenv.EventDelivery{QueueURL: queue, Duplicates: 0.3,
+		MaxDelay: 500 * time.Millisecond, CallDelay: 200 * time.Millisecond, Seed: 3})
+	defer stopEvents()
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, sqsEventsOn(t, moto, queue))
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.service(shop, "web", nil)
+	owned := map[string]string{aws.ServiceStackTag: shop + "/web", "elbv2.k8s.aws/cluster": "c1"}
+	lb := awstest.LoadBalancers(t, moto, 1, owned)[0]
+	moto.Rules.SetIdentity("lbc", testenv.RoleIdentity(lbcRole))
+	strips := moto.Rules.AddStripper(testenv.AWSStripper{Resources: []string{lb}, Keep: []string{aws.ServiceStackTag, "elbv2.k8s.aws/cluster"}, AccessKey: "lbc"})
+
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Resources: []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.WorkloadTagPolicy
+	testenv.Eventually(t, waitFor, "the fight reported", func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: p.Name}, &got); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting {
+			return fmt.Sprintf("Conflict %+v", c)
+		}
+		return ""
+	})
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict)
+	if !strings.Contains(c.Message, "cost-center") || !strings.Contains(c.Message, testenv.RoleIdentity(lbcRole).ARN) {
+		t.Errorf("Conflict %q, want the fight over cost-center naming %s", c.Message, testenv.RoleIdentity(lbcRole).ARN)
+	}
+	h.pass(p)
+	if n := provider.Calls()["tag:TagResources"]; n != 4 {
+		t.Errorf("%d TagResources, want 4 (the write and 3 put-backs)", n)
+	}
+	if n := strips(); n != 4 {
+		t.Errorf("the controller removed the key %d times, want 4", n)
+	}
+	events, dups := moto.Rules.EventsDelivered()
+	t.Logf("4 writes before the stop; %d events delivered, %d of them duplicates", events, dups)
+}
+
+// sqsQueue creates an SQS queue on moto and returns its URL.
+func sqsQueue(t *testing.T, moto *testenv.Moto, name string) string {
+	t.Helper()
+	out, err := sqs.NewFromConfig(moto.Config).CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *out.QueueUrl
+}
+
+// sqsEventsOn is the manager option of a hub that polls only every 2
+// hours and takes its changes from the SQS queue, through tagsync's SQS
+// source, with a removal waiting up to 10 s for its CloudTrail call.
+func sqsEventsOn(t *testing.T, moto *testenv.Moto, queue string) func(*operator.Options) {
+	hub := cloudchange.NewHub(cloudchange.HubOptions{ResyncInterval: 2 * time.Hour, HealthEvery: 20 * time.Millisecond})
+	src := func(sink cloudchange.Sink) (cloudchange.Source, error) {
+		return sqssource.New(sqssource.Config{QueueURL: queue, WaitTime: time.Second, AttributionWait: 10 * time.Second,
+			AWS: aws.Config{Region: testenv.MotoRegion, Endpoint: moto.URL, AccessKeyID: testenv.MotoAccessKeyID, SecretAccessKey: testenv.MotoSecretAccessKey}},
+			sink, sqssource.WithRegisterer(prometheus.NewRegistry()), sqssource.WithLogger(testr.New(t)))
+	}
+	return func(o *operator.Options) {
+		o.Events = operator.EventsOptions{Hub: hub, Sources: []operator.EventSource{src}}
+	}
+}
