@@ -55,9 +55,11 @@
 // and "State change events for Amazon EC2 instances"
 // (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitoring-instance-state-changes.html).
 //
-// A third kind names who wrote tags (callers.go): source aws.ec2 or
-// aws.autoscaling, detail-type "AWS API Call via CloudTrail", a CloudTrail
-// record of a successful CreateTags, DeleteTags or CreateOrUpdateTags. It
+// A third kind names who wrote tags (callers.go): source aws.ec2,
+// aws.autoscaling, aws.elasticloadbalancing or aws.tag (the Resource
+// Groups Tagging API), detail-type "AWS API Call via CloudTrail", a
+// CloudTrail record of a successful CreateTags, DeleteTags,
+// CreateOrUpdateTags, AddTags, RemoveTags, TagResources or UntagResources. It
 // is no change: the source keeps its writer (the record's userIdentity)
 // for the resources it names and gives it to the tag change of the same
 // resource dated within seconds of it that removed only keys the call

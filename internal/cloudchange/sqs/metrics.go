@@ -77,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed SQS receives (and queue attribute reads), by reason: queue_gone, access_denied, credentials, unreachable, throttled, other."},
 			[]string{"reason"}),
 		calls: counter(MetricCalls,
-			"CloudTrail events of tag writes (AWS API Call via CloudTrail: CreateTags, DeleteTags, CreateOrUpdateTags) read for who made a tag change; acknowledged, never a pass of their own."),
+			"CloudTrail events of tag writes (AWS API Call via CloudTrail: CreateTags, DeleteTags, CreateOrUpdateTags, AddTags, RemoveTags, TagResources, UntagResources) read for who made a tag change; acknowledged, never a pass of their own."),
 		removals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRemovals,
 			Help: "Tag changes that removed tags, published by who the CloudTrail event of their call says removed them: person, other (a role, a service, automation), unknown (no CloudTrail event within --events-sqs-attribution-wait)."},
 			[]string{"writer"}),
