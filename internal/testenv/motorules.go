@@ -202,6 +202,10 @@ func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string,
 			}
 		}
 	}
+	if target := r.Header.Get("X-Amz-Target"); service == "tagging" && !a.throttle.takeTagging(caller, target[strings.LastIndex(target, ".")+1:]) {
+		writeJSONError(w, http.StatusBadRequest, "ThrottledException", "Rate exceeded")
+		return
+	}
 	if service == "tagging" && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetResources") {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {

@@ -97,7 +97,10 @@ type ec2Throttle struct {
 	mu        sync.Mutex
 	buckets   map[string]*tokenBucket
 	overrides map[string]EC2Bucket
-	now       func() time.Time
+	// tagging are the Tagging API's buckets set by SetTaggingBucket, by
+	// account and operation.
+	tagging map[string]EC2Bucket
+	now     func() time.Time
 }
 
 // SetEC2Bucket sets the bucket of an EC2 action, for both of its buckets
@@ -177,4 +180,56 @@ func hasFilterOrPagination(form url.Values) bool {
 		}
 	}
 	return false
+}
+
+// SetTaggingBucket gives the Resource Groups Tagging API's operation op
+// (GetResources, TagResources, UntagResources) a request bucket in account
+// (moto's x-moto-account-id; "" for callers that name none): a call that
+// finds it empty is refused with ThrottledException (HTTP 400), the error
+// the Tagging API reference lists for every operation ("The request was
+// denied to limit the rate of requests"). AWS publishes no rate for the
+// Tagging API, so by default the rules throttle none of its calls; a test
+// of what tagsync does when it is throttled sets one.
+func (a *AWSRules) SetTaggingBucket(account, op string, b EC2Bucket) {
+	t := &a.throttle
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tagging == nil {
+		t.tagging = map[string]EC2Bucket{}
+	}
+	key := account + "|tagging:" + op
+	t.tagging[key] = b
+	delete(t.buckets, key)
+}
+
+// takeTagging takes a token for a Tagging API call of the caller's and
+// reports whether there was one (always, for an operation without a
+// bucket).
+func (t *ec2Throttle) takeTagging(caller awsCaller, op string) bool {
+	key := caller.account + "|tagging:" + op
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	size, ok := t.tagging[key]
+	if !ok {
+		return true
+	}
+	now := time.Now()
+	if t.now != nil {
+		now = t.now()
+	}
+	b := t.buckets[key]
+	if b == nil {
+		b = &tokenBucket{EC2Bucket: size, tokens: size.Capacity, at: now}
+		if t.buckets == nil {
+			t.buckets = map[string]*tokenBucket{}
+		}
+		t.buckets[key] = b
+	}
+	b.tokens = min(b.Capacity, b.tokens+now.Sub(b.at).Seconds()*b.Refill)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }

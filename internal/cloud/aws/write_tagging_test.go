@@ -15,6 +15,7 @@ import (
 
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/tags"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // elb returns a seeding Elastic Load Balancing client of region.
@@ -146,6 +147,34 @@ func TestWriteTagsLoadBalancerTagLimit(t *testing.T) {
 	checkResults(t, res, all, map[string]error{lbs[0]: cloud.ErrTooManyTags})
 	if got := e.lbTags(region, ok...)[ok[0]]; got["team"] != "a" {
 		t.Errorf("%s tags = %v, want team=a", ok[0], got)
+	}
+}
+
+// TestWriteTagsRidesOutTaggingThrottling: with the Tagging API's
+// TagResources throttled to one call a second in the account, writing 41
+// load balancers (3 calls of at most 20) is refused with ThrottledException
+// and waits, and every load balancer ends up written.
+func TestWriteTagsRidesOutTaggingThrottling(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const region = "us-east-1"
+	lbs := e.loadBalancers(region, 41, nil)
+	moto.Rules.SetTaggingBucket(e.account, "TagResources", testenv.EC2Bucket{Capacity: 1, Refill: 1})
+	res := e.p.WriteTags(e.ctx, []cloud.TagWrite{{IDs: lbs, Patch: tags.Patch{Set: tags.Set{"team": "a"}}}}, nil)
+	checkResults(t, res, lbs, nil)
+	for id, got := range e.lbTags(region, lbs...) {
+		if got["team"] != "a" {
+			t.Errorf("%s tags = %v, want team=a", id, got)
+		}
+	}
+	throttled := 0
+	for c, n := range moto.Rules.Calls() {
+		if c.Op == "tagging:TagResources" && c.Error == "ThrottledException" {
+			throttled += n
+		}
+	}
+	if throttled == 0 {
+		t.Errorf("no TagResources was throttled; the bucket of 1 call a second should refuse some of 3 calls sent at once")
 	}
 }
 
