@@ -59,6 +59,9 @@ func (b *bench) Start(ctx context.Context) (string, error) {
 	if err := b.az.Start(b.dir, armsim.Options{}); err != nil {
 		return "", err
 	}
+	if err := b.seedVolumes(ctx); err != nil {
+		return "", err
+	}
 	return b.Mgmt.RootDir, b.az.CreateNodes(ctx, benchkit.Fast(b.Mgmt.Config), b.C, b.o.createWorkers, b.o.Timeout)
 }
 

@@ -1,5 +1,6 @@
-// Command sizing benchmarks one `tagsync run` serving all four controllers
-// at once (node sync, metadata, the OpenShift adapter, label sync) with
+// Command sizing benchmarks one `tagsync run` serving all five controllers
+// at once (node sync, metadata, the OpenShift adapter, label sync, workload
+// tags) with
 // cloud change events on, the process the Helm chart deploys, and checks
 // it against the memory goal of docs/operations.md (≤ 200 MiB RSS) while
 // every controller holds the latency and cost goals its own benchmark
@@ -13,6 +14,8 @@
 //     full pass costs ≤ 1 discovery call per 1000 resources, 0 writes
 //   - label sync: a host label change reaches its Node, and a Node-side
 //     edit is reverted, median and p99 ≤ 1 s
+//   - workload tags: a policy over 10,000 PersistentVolumes in 200
+//     namespaces finds every disk in sync (volumes.go)
 //
 // The estate is the other benchmarks' at once (benchkit.Azure,
 // benchkit.Metal): by default 10,000 AKS-like Nodes (100 Uniform scale sets
@@ -61,6 +64,8 @@ type options struct {
 	memoryLimit        string
 	createWorkers      int
 	memoryGoalMiB      float64
+	volumes            int
+	volumeNamespaces   int
 }
 
 func parseFlags() options {
@@ -85,6 +90,8 @@ func parseFlags() options {
 		{&o.queueSize, "queue-size", 10000, "`tagsync run --events-queue-size`"},
 		{&o.startAtOnce, "start-at-once", 3, "control planes started at once"},
 		{&o.createWorkers, "create-workers", 32, "parallel clients creating the AKS-like Nodes"},
+		{&o.volumes, "volumes", 10000, "workload tags: disks behind bound PersistentVolumes (already tagged; 0: no WorkloadTagPolicy)"},
+		{&o.volumeNamespaces, "volume-namespaces", 200, "workload tags: namespaces the claims are spread over"},
 	} {
 		flag.IntVar(f.p, f.name, f.value, f.usage)
 	}
@@ -110,6 +117,7 @@ func (o options) settings() map[string]any {
 		"workloadClusters": o.clusters, "hostsPerCluster": o.hostsPer, "hosts": o.clusters * o.hostsPer,
 		"nodeImages": o.nodeImages, "edits": o.edits, "spacing": o.spacing.String(), "changes": o.changes, "reverts": o.reverts,
 		"labelResync": o.labelResync.String(), "queueSize": o.queueSize, "memoryLimit": o.memoryLimit, "memoryGoalMiB": o.memoryGoalMiB,
+		"volumes": o.volumes, "volumeNamespaces": o.volumeNamespaces,
 		"events": "on: --events-webhook-bind-address, --events-resync-interval 1h; armsim delivers every event",
 	}
 }

@@ -35,6 +35,10 @@ type Estate struct {
 	// (management cluster) and of one workload cluster's Node.
 	NodeBytes     int `json:"nodeBytes"`
 	HostNodeBytes int `json:"workloadNodeBytes"`
+	// Volumes are the bound PersistentVolumes (and claims) the workload
+	// tags policy follows, in VolumeNamespaces namespaces.
+	Volumes          int `json:"volumes"`
+	VolumeNamespaces int `json:"volumeNamespaces"`
 }
 
 // Phase is what a scenario cost: wall time, the controller's CPU time (and
@@ -61,7 +65,10 @@ type ColdResult struct {
 	MetadataSeconds    float64 `json:"metadataSeconds"`
 	LabelSyncSeconds   float64 `json:"labelSyncSeconds"`
 	LabelStatusSeconds float64 `json:"labelStatusSeconds"`
-	NodeWrites         int     `json:"nodeWrites"`
+	// WorkloadSeconds: until the WorkloadTagPolicy reported every disk in
+	// sync.
+	WorkloadSeconds float64 `json:"workloadSeconds,omitempty"`
+	NodeWrites      int     `json:"nodeWrites"`
 	Phase
 }
 
@@ -136,7 +143,7 @@ func (b *bench) Goals() []benchkit.Goal {
 			limit = "--memory-limit " + b.o.memoryLimit
 		}
 		e := r.Estate
-		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("RSS of the one process (%d Nodes, %d resources, %d hosts in %d clusters; %s)", e.Nodes, e.Classified, e.Hosts, e.Clusters, limit),
+		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("RSS of the one process (%d Nodes, %d resources, %d hosts in %d clusters, %d PersistentVolumes; %s)", e.Nodes, e.Classified, e.Hosts, e.Clusters, e.Volumes, limit),
 			Target: fmt.Sprintf("<= %.0f MiB", m.GoalMiB), Measured: fmt.Sprintf("peak %.1f MiB, settled %.1f MiB", m.PeakRSSMiB, m.RSSMiB), Met: m.Met})
 	}
 	return g
@@ -146,15 +153,15 @@ func (b *bench) Goals() []benchkit.Goal {
 func (b *bench) Report(w io.Writer) {
 	r := b.res
 	e := r.Estate
-	fmt.Fprintf(w, "Estate: %d AKS-like Nodes (%d bytes each) in %d scale sets; %d classified resources in %d subscriptions; %d hosts in %d workload clusters (Nodes of %d bytes)\n",
-		e.Nodes, e.NodeBytes, e.ScaleSets, e.Classified, e.Subscriptions, e.Hosts, e.Clusters, e.HostNodeBytes)
+	fmt.Fprintf(w, "Estate: %d AKS-like Nodes (%d bytes each) in %d scale sets; %d classified resources in %d subscriptions; %d hosts in %d workload clusters (Nodes of %d bytes); %d PersistentVolumes in %d namespaces\n",
+		e.Nodes, e.NodeBytes, e.ScaleSets, e.Classified, e.Subscriptions, e.Hosts, e.Clusters, e.HostNodeBytes, e.Volumes, e.VolumeNamespaces)
 	fmt.Fprintf(w, "Start: workers running %.1fs after tagsync run started\n", r.StartSeconds)
 	phase := func(name string, p Phase) {
 		fmt.Fprintf(w, "  %s: %.1fs, CPU %.1fs (%.2f cores); ARM %s; Kubernetes %s\n", name, p.Seconds, p.CPUSeconds, p.CPUCores,
 			benchkit.OpsLine(p.ARM.ByOp), benchkit.OpsLine(p.Kube))
 	}
 	if c := r.Cold; c != nil {
-		fmt.Fprintf(w, "Cold: node sync %.1fs, metadata %.1fs, label sync %.1fs (profile Ready %.1fs)\n", c.NodeSyncSeconds, c.MetadataSeconds, c.LabelSyncSeconds, c.LabelStatusSeconds)
+		fmt.Fprintf(w, "Cold: node sync %.1fs, metadata %.1fs, label sync %.1fs (profile Ready %.1fs), workload tags %.1fs\n", c.NodeSyncSeconds, c.MetadataSeconds, c.LabelSyncSeconds, c.LabelStatusSeconds, c.WorkloadSeconds)
 		phase("cold", c.Phase)
 	}
 	if l := r.Latency; l != nil {

@@ -26,7 +26,8 @@ const oneWait = 30 * time.Second
 func (b *bench) Scenarios(ctx context.Context) error {
 	res := b.res
 	res.Estate = Estate{Nodes: b.az.NodeCount(), ScaleSets: b.o.scaleSets, Classified: b.az.Classified(), Subscriptions: b.o.subs,
-		Hosts: b.Hosts(), Clusters: len(b.Workloads), NodeBytes: b.nodeBytes(), HostNodeBytes: b.NodeObjectBytes()}
+		Hosts: b.Hosts(), Clusters: len(b.Workloads), NodeBytes: b.nodeBytes(), HostNodeBytes: b.NodeObjectBytes(),
+		Volumes: b.o.volumes, VolumeNamespaces: b.o.volumeNamespaces}
 	start := time.Now()
 	if err := b.startController(ctx); err != nil {
 		return err
@@ -111,6 +112,9 @@ func (b *bench) cold(ctx context.Context) (*ColdResult, error) {
 				CloudProvider:    v1alpha1.CloudProviderRefs{AzureRef: &v1alpha1.LocalObjectRef{Name: objName}}}},
 		benchkit.Profile(b.o.labelResync),
 	}
+	if p := b.volumesPolicy(); p != nil {
+		objs = append(objs, p)
+	}
 	for _, o := range objs {
 		if err := b.C.Create(ctx, o); err != nil {
 			return r, err
@@ -151,6 +155,16 @@ func (b *bench) cold(ctx context.Context) (*ColdResult, error) {
 		benchkit.Logf("cold: label sync labelled %d Nodes in %.1fs (profile Ready %.1fs)", b.Hosts(), r.LabelSyncSeconds, r.LabelStatusSeconds)
 		return nil
 	})
+	if b.o.volumes > 0 {
+		g.Go(func() error {
+			if err := b.waitVolumes(gctx); err != nil {
+				return fmt.Errorf("workload tags: %w", err)
+			}
+			r.WorkloadSeconds = benchkit.Secs(time.Since(start))
+			benchkit.Logf("cold: workload tags found %d disks in sync in %.1fs", b.o.volumes, r.WorkloadSeconds)
+			return nil
+		})
+	}
 	err := g.Wait()
 	r.Phase = m.done()
 	writes, _ := b.az.Nodes.WritesSeen()
