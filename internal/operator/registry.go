@@ -142,6 +142,10 @@ func Controllers() []Controller {
 			{APIGroups: []string{""}, Resources: []string{"namespaces", "persistentvolumes", "persistentvolumeclaims", "services"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
+		Cache: []CacheNeed{
+			{Object: &corev1.PersistentVolume{}, Trim: "workloadtags.TrimVolume", Transform: workloadtags.TrimVolume},
+			{Object: &corev1.PersistentVolumeClaim{}, Trim: "workloadtags.TrimClaim", Transform: workloadtags.TrimClaim},
+		},
 		Setup: func(mgr ctrl.Manager, d Deps) (any, error) {
 			return setupWithEvents(mgr, d, workloadtags.NewReconciler(nil, d.Providers, d.recorderFor(workloadtags.ControllerName), d.Audit, nil))
 		},

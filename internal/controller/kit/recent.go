@@ -33,6 +33,13 @@ type Recent struct {
 	loaded   bool
 }
 
+// MaxPutBacks is how many times within RecentWindow a controller puts one
+// value back on one resource before it stops (a fight): the other writer
+// is then removing or changing it again each time, and putting it back
+// once more would only start another round. Every controller stops at the
+// same count, so that one rule is documented and alerted on.
+const MaxPutBacks = 3
+
 // Restores are, per resource and tag (tags.NameCase.Key of its name), the
 // times a pass put the tag back on the resource.
 type Restores map[RecentTag][]time.Time

@@ -20,9 +20,9 @@ import (
 // The count is kept in the CloudMetadata's status (status.recentWrites),
 // so a new leader goes on counting.
 
-// maxRestores is how many times within the window a request puts one
-// value back on one resource before it stops.
-const maxRestores = 3
+// maxRestores is kit.MaxPutBacks: how many times within kit.RecentWindow
+// one value is put back on one resource before the fight stops.
+const maxRestores = kit.MaxPutBacks
 
 // errFighting is the skip reason of a tag a request stopped putting back.
 var errFighting = errors.New("another writer keeps changing or removing it")

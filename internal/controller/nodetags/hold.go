@@ -207,11 +207,9 @@ func approval(nts *v1alpha1.NodeTagSync, prev *v1alpha1.HeldDeletions, now time.
 	return func(m tags.MassDeletion) (*v1alpha1.HeldDeletions, bool) { return kit.HeldDeletions(nts, m, prev, now) }
 }
 
-// maxRestores is how many times within the window (kit.RecentWindow) a
-// pass puts back one tag on one resource (a platform's rewrite) before it
-// stops: the tag is then being removed again each time by another writer,
-// and putting it back once more would only start another round.
-const maxRestores = 3
+// maxRestores is kit.MaxPutBacks: how many times within kit.RecentWindow
+// one value is put back on one resource before the fight stops.
+const maxRestores = kit.MaxPutBacks
 
 // stopFights takes out of the plans' writes the restores of a tag put
 // back maxRestores times within the window on that resource (restores

@@ -21,9 +21,9 @@ import (
 // policy stops writing that key there, reports the fight and names the
 // writer where a cloud change did.
 
-// maxPutBacks is how many times within kit.RecentWindow a policy puts one
-// key back on one resource before it stops.
-const maxPutBacks = 3
+// maxPutBacks is kit.MaxPutBacks: how many times within kit.RecentWindow a
+// policy puts one key back on one resource before it stops.
+const maxPutBacks = kit.MaxPutBacks
 
 // fight is a key a policy stopped writing on a resource.
 type fight struct {

@@ -188,3 +188,33 @@ func TestWriteKeyCountsPutBacksOfOneValue(t *testing.T) {
 		t.Errorf("a new value is counted with the old: %v", c)
 	}
 }
+
+// TestTrimVolume: the cache keeps of a PersistentVolume what volumeOf and
+// the watch read (claim, phase, disk reference), drops the rest, and is
+// idempotent; a claim keeps its names, labels and annotations only.
+func TestTrimVolume(t *testing.T) {
+	disk := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d0"
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-0", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "disk.csi.azure.com"},
+		Finalizers: []string{"kubernetes.io/pv-protection"}},
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "shop", Name: "data", UID: "u1", ResourceVersion: "9"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "disk.csi.azure.com", VolumeHandle: disk,
+				VolumeAttributes: map[string]string{"csi.storage.k8s.io/pvc/name": "data"}}},
+			MountOptions: []string{"noatime"}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound, Message: "bound"}}
+	once, _ := TrimVolume(pv)
+	twice, _ := TrimVolume(once)
+	got := twice.(*corev1.PersistentVolume)
+	if got.Name != "pv-0" || got.Spec.ClaimRef.Name != "data" || got.Spec.ClaimRef.Namespace != "shop" || got.Status.Phase != corev1.VolumeBound ||
+		got.Spec.CSI.Driver != "disk.csi.azure.com" || got.Spec.CSI.VolumeHandle != disk {
+		t.Errorf("trimmed %+v lost what the controller reads", got)
+	}
+	if got.Annotations != nil || got.Finalizers != nil || got.Spec.CSI.VolumeAttributes != nil || got.Spec.MountOptions != nil || got.Status.Message != "" {
+		t.Errorf("trimmed %+v kept what the controller never reads", got)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data", Labels: map[string]string{"team": "a"},
+		Annotations: map[string]string{"cost": "x"}}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-0"}}
+	c, _ := TrimClaim(pvc)
+	if claim := c.(*corev1.PersistentVolumeClaim); claim.Labels["team"] != "a" || claim.Annotations["cost"] != "x" || claim.Spec.VolumeName != "" {
+		t.Errorf("trimmed claim %+v, want its labels and annotations only", claim)
+	}
+}
