@@ -95,7 +95,7 @@ type ThrottleOptions struct {
 	ComputeResourceUpdates Bucket `json:"computeResourceUpdates"`
 	// ComputeSubscriptionUpdates is Compute's budget for the updates of
 	// all of a subscription's VMs and scale sets (default 1500, refilled
-	// 1500 a minute).
+	// 500 a minute). Compute's read budgets are fixed (computeReads).
 	ComputeSubscriptionUpdates Bucket `json:"computeSubscriptionUpdates"`
 	// NetworkWrites is Network's budget for a subscription's writes of its
 	// resources, Tags API writes at their scope included (default 1000 per
@@ -238,7 +238,7 @@ func (t ThrottleOptions) withDefaults() ThrottleOptions {
 	t.Deletes = t.Deletes.or(200, 10)
 	t.Graph = t.Graph.or(15, 3)
 	t.ComputeResourceUpdates = t.ComputeResourceUpdates.or(12, 4.0/60)
-	t.ComputeSubscriptionUpdates = t.ComputeSubscriptionUpdates.or(1500, 25)
+	t.ComputeSubscriptionUpdates = t.ComputeSubscriptionUpdates.or(1500, 500.0/60)
 	t.NetworkWrites = t.NetworkWrites.or(1000, 1000.0/300)
 	t.NetworkReads = t.NetworkReads.or(10000, 10000.0/300)
 	return t

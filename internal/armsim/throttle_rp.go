@@ -12,10 +12,11 @@ import (
 // Compute's own throttling (Microsoft's "Compute throttling limits"): beside
 // ARM's subscription bucket, every update of a VM, scale set or scale-set
 // instance spends a token of that resource's bucket (12, refilled 4 a
-// minute) and of the subscription's (1500 a minute). A refusal is Compute's
-// 429 OperationNotAllowed whose details name the policy (its "Throttling
-// error details"), and every answer reports each policy's tokens left in
-// its own x-ms-ratelimit-remaining-resource header.
+// minute) and of the subscription's (1500, refilled 500 a minute); reads
+// spend their policy's buckets (computeReads). A refusal is Compute's 429
+// OperationNotAllowed whose details name the policy (its "Throttling error
+// details"), and every answer reports each policy's tokens left in its own
+// x-ms-ratelimit-remaining-resource header.
 const (
 	// PolicyComputeResourceUpdates names the per-resource update budget.
 	PolicyComputeResourceUpdates = "Microsoft.Compute/UpdateVMResource"
@@ -80,6 +81,93 @@ func providerOf(path string) string {
 // tokens left: "<provider>/<policy>;<count>", one header per policy.
 const remainingResourceHeader = "x-ms-ratelimit-remaining-resource"
 
+// computePolicy is one of Compute's throttling policies: its buckets per
+// resource (none for a policy of the subscription only) and per
+// subscription, each reported under its own name.
+type computePolicy struct {
+	resourceName, subName string
+	resource              *Bucket
+	sub                   Bucket
+}
+
+// perMinute is a bucket of capacity tokens refilled refill a minute, as
+// "Compute throttling limits" states them.
+func perMinute(refill, capacity float64) Bucket {
+	return Bucket{Capacity: capacity, RefillPerSecond: refill / 60}
+}
+
+// computeReads are Compute's read policies of the operations armsim serves,
+// from the tables of "Compute throttling limits": Low Cost Get VM (a VM's
+// Get: 12 a minute, 36 at most, per VM; 8000 and 24,000 per subscription),
+// High Cost Get VM (List, List All: 300 and 900, subscription only), Low
+// Cost Get VMSS (a scale set's Get: 12/36; 800/2400), High Cost Get VMSS
+// (List, List All: 360 and 1,080, subscription only) and Get VMSS VMs (an
+// instance's Get: 12/36; 2000/6000). Listing a scale set's instances is in
+// none of the tables, so only ARM's bucket limits it.
+var computeReads = map[string]computePolicy{
+	"VirtualMachines.Get":             readPolicy("LowCostGetVM", ptr(perMinute(12, 36)), perMinute(8000, 24000)),
+	"VirtualMachines.List":            readPolicy("HighCostGetVM", nil, perMinute(300, 900)),
+	"VirtualMachines.ListAll":         readPolicy("HighCostGetVM", nil, perMinute(300, 900)),
+	"VirtualMachineScaleSets.Get":     readPolicy("LowCostGetVMScaleSet", ptr(perMinute(12, 36)), perMinute(800, 2400)),
+	"VirtualMachineScaleSets.List":    readPolicy("HighCostGetVMScaleSet", nil, perMinute(360, 1080)),
+	"VirtualMachineScaleSets.ListAll": readPolicy("HighCostGetVMScaleSet", nil, perMinute(360, 1080)),
+	"VirtualMachineScaleSetVMs.Get":   readPolicy("GetVMScaleSetVM", ptr(perMinute(12, 36)), perMinute(2000, 6000)),
+}
+
+// readPolicy names a read policy's buckets Microsoft.Compute/<name>Resource
+// and Microsoft.Compute/<name>Subscription.
+func readPolicy(name string, resource *Bucket, sub Bucket) computePolicy {
+	return computePolicy{resourceName: "Microsoft.Compute/" + name + "Resource", subName: "Microsoft.Compute/" + name + "Subscription",
+		resource: resource, sub: sub}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// computePolicyOf is the policy rt spends, if any.
+func (s *Server) computePolicyOf(rt *route) (computePolicy, bool) {
+	if isComputeUpdate(rt) {
+		cfg := s.throttle.config()
+		return computePolicy{resourceName: PolicyComputeResourceUpdates, subName: PolicyComputeSubscriptionUpdates,
+			resource: &cfg.ComputeResourceUpdates, sub: cfg.ComputeSubscriptionUpdates}, true
+	}
+	p, ok := computeReads[rt.op]
+	return p, ok
+}
+
+// applyComputeThrottle spends the tokens of the Compute policy of rt; it
+// answers 429 and returns false when one is empty (a token the other
+// bucket gave is given back: the request was not served).
+func (s *Server) applyComputeThrottle(w http.ResponseWriter, rt *route) bool {
+	p, ok := s.computePolicyOf(rt)
+	if !ok {
+		return true
+	}
+	resKey := "compute|" + p.resourceName + "|" + strings.ToLower(strings.Join(rt.segs, "/"))
+	subKey := "compute|" + p.subName + "|" + strings.ToLower(rt.sub)
+	rLeft := -1
+	if p.resource != nil {
+		left, wait, ok := s.throttle.takeFrom(resKey, *p.resource)
+		if !ok {
+			computeThrottled(w, p.resourceName, wait, *p.resource)
+			return false
+		}
+		rLeft = left
+	}
+	sLeft, wait, ok := s.throttle.takeFrom(subKey, p.sub)
+	if !ok {
+		if p.resource != nil {
+			s.throttle.refund(resKey)
+		}
+		computeThrottled(w, p.subName, wait, p.sub)
+		return false
+	}
+	if rLeft >= 0 {
+		w.Header().Add(remainingResourceHeader, fmt.Sprintf("%s;%d", p.resourceName, rLeft))
+	}
+	w.Header().Add(remainingResourceHeader, fmt.Sprintf("%s;%d", p.subName, sLeft))
+	return true
+}
+
 // isComputeUpdate reports whether rt updates a VM, scale set or instance.
 func isComputeUpdate(rt *route) bool {
 	switch rt.op {
@@ -87,33 +175,6 @@ func isComputeUpdate(rt *route) bool {
 		return true
 	}
 	return false
-}
-
-// applyComputeThrottle spends the tokens of Compute's policies for an
-// update; it answers 429 and returns false when one is empty (a token the
-// other policy gave is given back: the request was not served).
-func (s *Server) applyComputeThrottle(w http.ResponseWriter, rt *route) bool {
-	if !isComputeUpdate(rt) {
-		return true
-	}
-	cfg := s.throttle.config()
-	resKey := "compute|" + strings.ToLower(strings.Join(rt.segs, "/"))
-	subKey := "compute|" + strings.ToLower(rt.sub)
-	h := w.Header()
-	rLeft, wait, ok := s.throttle.takeFrom(resKey, cfg.ComputeResourceUpdates)
-	if !ok {
-		computeThrottled(w, PolicyComputeResourceUpdates, wait, cfg.ComputeResourceUpdates)
-		return false
-	}
-	sLeft, wait, ok := s.throttle.takeFrom(subKey, cfg.ComputeSubscriptionUpdates)
-	if !ok {
-		s.throttle.refund(resKey)
-		computeThrottled(w, PolicyComputeSubscriptionUpdates, wait, cfg.ComputeSubscriptionUpdates)
-		return false
-	}
-	h.Add(remainingResourceHeader, fmt.Sprintf("%s;%d", PolicyComputeResourceUpdates, rLeft))
-	h.Add(remainingResourceHeader, fmt.Sprintf("%s;%d", PolicyComputeSubscriptionUpdates, sLeft))
-	return true
 }
 
 // computeThrottled answers Compute's 429 for policy.

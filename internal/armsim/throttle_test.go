@@ -171,6 +171,64 @@ func TestComputeThrottling(t *testing.T) {
 	}
 }
 
+// TestComputeReadThrottling: Compute's read policies ("Compute throttling
+// limits"): a VM's 37th Get within a minute is refused by Low Cost Get VM's
+// per-VM bucket (36, 12 a minute) while another VM's Get is served; the
+// subscription's 1,081st scale-set List is refused by High Cost Get VMSS
+// (1,080, subscription only). ARM's own read bucket is raised so that
+// Compute's policies are what refuses.
+func TestComputeReadThrottling(t *testing.T) {
+	clock := armsim.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	env := armsimtest.Start(t, armsimtest.WithClock(clock))
+	env.Server.SetThrottle(armsim.ThrottleOptions{Reads: armsim.Bucket{Capacity: 5000, RefillPerSecond: 1000}})
+	seedEstate(t, env.Server, env.SubscriptionID)
+	vms := vmClientNoRetry(t, env)
+	get := func(name string) (*http.Response, error) {
+		var resp *http.Response
+		_, err := vms.Get(policy.WithCaptureResponse(ctx(t), &resp), rg, name, nil)
+		return resp, err
+	}
+	for i := 35; i >= 0; i-- {
+		resp, err := get("flex-0")
+		if err != nil {
+			t.Fatalf("Get %d: %v", 36-i, err)
+		}
+		if want := "Microsoft.Compute/LowCostGetVMResource;" + strconv.Itoa(i); !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), want) {
+			t.Fatalf("remaining = %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
+		}
+	}
+	resp, err := get("flex-0")
+	re := wantARMError(t, err, http.StatusTooManyRequests, "OperationNotAllowed")
+	if !strings.Contains(re.Error(), "LowCostGetVMResource") || resp.Header.Get("Retry-After") != "5" {
+		t.Errorf("want Low Cost Get VM in the details and Retry-After 5 (12 tokens a minute), got %q: %v", resp.Header.Get("Retry-After"), re)
+	}
+	if _, err := get("standalone-vm"); err != nil {
+		t.Fatalf("another VM's Get must not wait for a busy one: %v", err)
+	}
+
+	sets, err := armcompute.NewVirtualMachineScaleSetsClient(env.SubscriptionID, env.Credential, noRetry(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() error {
+		_, err := sets.NewListPager(rg, nil).NextPage(ctx(t))
+		return err
+	}
+	for i := range 1080 {
+		if err := list(); err != nil {
+			t.Fatalf("List %d: %v", i+1, err)
+		}
+	}
+	re = wantARMError(t, list(), http.StatusTooManyRequests, "OperationNotAllowed")
+	if !strings.Contains(re.Error(), "HighCostGetVMScaleSetSubscription") {
+		t.Errorf("want High Cost Get VMSS in the details: %v", re)
+	}
+	clock.Advance(time.Second)
+	if err := list(); err != nil {
+		t.Fatalf("after 6 tokens came back (360 a minute): %v", err)
+	}
+}
+
 // TestLockContention: a write of a resource another operation holds is
 // answered 429 RetryableErrorDueToAnotherOperation (not throttling: the
 // subscription's bucket is not the cause and other resources write), until
