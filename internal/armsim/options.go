@@ -104,6 +104,10 @@ type ThrottleOptions struct {
 	// NetworkReads is Network's budget for reads (default 10000 per 5
 	// minutes).
 	NetworkReads Bucket `json:"networkReads"`
+	// PrivateDNSReads is Azure Private DNS's budget for reads of its zones
+	// and record sets (default 500 per 5 minutes), spent besides
+	// Network's.
+	PrivateDNSReads Bucket `json:"privateDNSReads"`
 }
 
 // Bucket is a token bucket: Capacity tokens, refilled at RefillPerSecond.
@@ -241,6 +245,7 @@ func (t ThrottleOptions) withDefaults() ThrottleOptions {
 	t.ComputeSubscriptionUpdates = t.ComputeSubscriptionUpdates.or(1500, 500.0/60)
 	t.NetworkWrites = t.NetworkWrites.or(1000, 1000.0/300)
 	t.NetworkReads = t.NetworkReads.or(10000, 10000.0/300)
+	t.PrivateDNSReads = t.PrivateDNSReads.or(500, 500.0/300)
 	return t
 }
 

@@ -164,8 +164,12 @@ func throttleError(c requestClass, sub string, wait time.Duration) *Error {
 // millisecond headers azcore also reads are not promised), so a client
 // waits at least a second, as it would on Azure.
 func setRetryAfter(h http.Header, d time.Duration) {
-	h.Set("Retry-After", strconv.Itoa(max(int(math.Ceil(d.Seconds())), 1)))
+	h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(d)))
 }
+
+// retryAfterSeconds is a wait as Retry-After states it: whole seconds,
+// rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int { return max(int(math.Ceil(d.Seconds())), 1) }
 
 // formatHMS renders the time a bucket takes to refill completely.
 func formatHMS(b Bucket) string {

@@ -35,6 +35,13 @@ const (
 	PolicyNetworkWrites = "Microsoft.Network/WriteSubscription5Min"
 	// PolicyNetworkReads names its read budget.
 	PolicyNetworkReads = "Microsoft.Network/ReadSubscription5Min"
+	// PolicyPrivateDNSReads names Azure Private DNS's read budget: 500
+	// reads (GET) every 5 minutes ("Request limits and throttling",
+	// "Network throttling": "Azure Private DNS has a throttle limit of 500
+	// read (GET) operations per 5 minutes"), of a subscription's private
+	// DNS zones and their record sets, a Tags API read at their scope
+	// included, spent besides Network's.
+	PolicyPrivateDNSReads = "Microsoft.Network/PrivateDnsReadSubscription5Min"
 )
 
 // applyNetworkThrottle spends a token of Network's budget for a request of
@@ -52,7 +59,35 @@ func (s *Server) applyNetworkThrottle(w http.ResponseWriter, r *http.Request, rt
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		policy, b = PolicyNetworkReads, cfg.NetworkReads
 	}
-	left, wait, ok := s.throttle.takeFrom("network|"+strings.ToLower(rt.sub)+"|"+policy, b)
+	if policy != PolicyNetworkReads || !isPrivateDNS(target) {
+		return s.takeNetwork(w, rt, policy, b)
+	}
+	if !s.takeNetwork(w, rt, PolicyPrivateDNSReads, cfg.PrivateDNSReads) {
+		return false
+	}
+	if !s.takeNetwork(w, rt, policy, b) {
+		s.throttle.refund(networkKey(rt, PolicyPrivateDNSReads))
+		return false
+	}
+	return true
+}
+
+// networkKey names the bucket of one of Network's policies in rt's
+// subscription.
+func networkKey(rt *route, policy string) string {
+	return "network|" + strings.ToLower(rt.sub) + "|" + policy
+}
+
+// isPrivateDNS reports whether an ARM path is of a private DNS zone or
+// one of its record sets.
+func isPrivateDNS(path string) bool {
+	return strings.Contains(strings.ToLower(path), "/providers/microsoft.network/privatednszones/")
+}
+
+// takeNetwork spends a token of one of Network's policies, reporting what
+// is left; it answers 429 and returns false when the policy is spent.
+func (s *Server) takeNetwork(w http.ResponseWriter, rt *route, policy string, b Bucket) bool {
+	left, wait, ok := s.throttle.takeFrom(networkKey(rt, policy), b)
 	if ok {
 		w.Header().Add(remainingResourceHeader, fmt.Sprintf("%s;%d", policy, left))
 		return true
@@ -61,7 +96,7 @@ func (s *Server) applyNetworkThrottle(w http.ResponseWriter, r *http.Request, rt
 	setRetryAfter(w.Header(), wait)
 	writeError(w, newError(http.StatusTooManyRequests, "TooManyRequests",
 		"The request was throttled: subscription '%s' exceeded %s (%d requests per 5 minutes). Retry after %d seconds.",
-		rt.sub, policy, int(b.Capacity), max(int(wait.Seconds()+0.999), 1)))
+		rt.sub, policy, int(b.Capacity), retryAfterSeconds(wait)))
 	return false
 }
 

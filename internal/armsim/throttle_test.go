@@ -296,6 +296,37 @@ func TestNetworkThrottling(t *testing.T) {
 	}
 }
 
+// TestPrivateDNSReadThrottling: reads of a private DNS zone (the Tags API
+// at its scope) spend Azure Private DNS's own budget besides Network's: the
+// third read within the budget of 2 is refused naming it, a NIC's read goes
+// on.
+func TestPrivateDNSReadThrottling(t *testing.T) {
+	env := armsimtest.Start(t, armsimtest.WithThrottle(armsim.ThrottleOptions{PrivateDNSReads: armsim.Bucket{Capacity: 2, RefillPerSecond: 0.01}}))
+	e := seedEstate(t, env.Server, env.SubscriptionID)
+	zone, err := env.Server.CreateResource(env.SubscriptionID, rg, armsim.Resource{Type: armsim.TypePrivateDNSZone, Name: "privatelink.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := mergeNoRetry(t, env)
+	var resp *http.Response
+	for i := range 2 {
+		if _, err := tc.GetAtScope(policy.WithCaptureResponse(ctx(t), &resp), zone, nil); err != nil {
+			t.Fatal(err)
+		}
+		if want := armsim.PolicyPrivateDNSReads + ";" + strconv.Itoa(1-i); !contains(resp.Header.Values("x-ms-ratelimit-remaining-resource"), want) {
+			t.Errorf("remaining %q, want %q", resp.Header.Values("x-ms-ratelimit-remaining-resource"), want)
+		}
+	}
+	_, err = tc.GetAtScope(policy.WithCaptureResponse(ctx(t), &resp), zone, nil)
+	re := wantARMError(t, err, http.StatusTooManyRequests, "TooManyRequests")
+	if !strings.Contains(re.Error(), armsim.PolicyPrivateDNSReads) || resp.Header.Get("Retry-After") != "100" {
+		t.Errorf("want the private DNS policy named and Retry-After 100, got %q: %v", resp.Header.Get("Retry-After"), re)
+	}
+	if _, err := tc.GetAtScope(ctx(t), e.nic, nil); err != nil {
+		t.Errorf("a NIC's read: %v", err)
+	}
+}
+
 // mergeNoRetry is a Tags client that does not retry, and a Merge of a=b.
 func mergeNoRetry(t *testing.T, env *armsimtest.Env) (*armresources.TagsClient, armresources.TagsPatchResource) {
 	t.Helper()
