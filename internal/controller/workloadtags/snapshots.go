@@ -25,7 +25,8 @@ const snapshotScope = "VolumeSnapshotContents"
 // VolumeSnapshotContents of the policy's cloud whose VolumeSnapshot's
 // namespace it selects, each tagged for its VolumeSnapshot (its labels and
 // annotations while it exists). A content whose snapshot is not cut yet
-// (no snapshotHandle) is pending. Where the cluster has no snapshot API,
+// (no snapshotHandle) is pending; a share's snapshot (Azure Files: part of
+// a storage account many workloads share) is reported as shared. Where the cluster has no snapshot API,
 // the snapshots are reported unreadable, and the rest of the policy goes
 // on.
 func (p *pass) snapshotWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, []cloud.ScopeError, error) {
@@ -54,7 +55,8 @@ func (p *pass) snapshotWorkloads(ctx context.Context, nss map[string]*corev1.Nam
 		c := &contents.Items[i]
 		vs := c.Spec.VolumeSnapshotRef
 		ns := nss[vs.Namespace]
-		if c.DeletionTimestamp != nil || diskDrivers[c.Spec.Driver] != provider || ns == nil || vs.Name == "" {
+		shared := sharedDrivers[c.Spec.Driver] == provider
+		if c.DeletionTimestamp != nil || (diskDrivers[c.Spec.Driver] != provider && !shared) || ns == nil || vs.Name == "" {
 			continue
 		}
 		w := tags.Workload{Kind: "VolumeSnapshot", Namespace: vs.Namespace, Name: vs.Name,
@@ -63,6 +65,13 @@ func (p *pass) snapshotWorkloads(ctx context.Context, nss map[string]*corev1.Nam
 			w.Labels, w.Annotations = s.Labels, s.Annotations
 		}
 		if !p.cfg.selects(w) {
+			continue
+		}
+		if shared {
+			// A share's snapshot (Azure Files) is part of its storage
+			// account, which every share of it uses: no resource of its
+			// own to tag.
+			out = append(out, workload{source: "VolumeSnapshotContent " + c.Name, ref: ref{shared: c.Spec.Driver + " share snapshot " + snapshotHandle(c)}, w: w})
 			continue
 		}
 		r := ref{notYet: true}

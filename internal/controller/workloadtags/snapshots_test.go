@@ -72,8 +72,8 @@ func (h *harness) objectPolicy(name string, provider v1alpha1.Provider, kind v1a
 // TestAzureSnapshots: the snapshot behind a VolumeSnapshotContent of the
 // Azure Disk CSI driver is tagged for its VolumeSnapshot (its labels, its
 // namespace's); a content whose snapshot is not cut yet is pending until
-// the snapshotter records its handle; another driver's content is left
-// alone.
+// the snapshotter records its handle; an Azure Files share's snapshot is
+// reported as shared, never tagged.
 func TestAzureSnapshots(t *testing.T) {
 	disks := newAzureDisks(t)
 	h := newHarness(t, azureOn(disks.env))
@@ -94,8 +94,8 @@ func TestAzureSnapshots(t *testing.T) {
 
 	p := h.objectPolicy("snap", v1alpha1.ProviderAzure, v1alpha1.WorkloadVolumeSnapshot, "k8s-snapshot")
 	got := h.waitReady(p.Name, metav1.ConditionFalse, workloadtags.ReasonPartiallyTagged)
-	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Pending != 1 {
-		t.Errorf("status %+v, want 1 snapshot in sync and 1 pending", s)
+	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Pending != 1 || s.Shared != 1 {
+		t.Errorf("status %+v, want 1 snapshot in sync, 1 pending and the Azure Files share's snapshot shared", s)
 	}
 	want := map[string]string{"k8s-azure-created-by": "kubernetes-azure-dd", "cost-center": "cc-1", "k8s-snapshot": shop + "/nightly", "team": "payments"}
 	if g := disks.tags(nightly); fmt.Sprint(g) != fmt.Sprint(want) {
