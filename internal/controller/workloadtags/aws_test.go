@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -200,8 +202,9 @@ func (h *harness) ingress(ns, name, class string, annotations map[string]string)
 // TestAWSIngresses runs a policy over Ingresses on moto: the ALB the AWS
 // Load Balancer Controller made for an Ingress (ingress.k8s.aws/stack =
 // namespace/name) is tagged for it; the ALB of an IngressGroup two
-// Ingresses share is reported and left alone; an Ingress of another
-// controller's class is not the policy's.
+// Ingresses share is reported and left alone; an Ingress of a class whose
+// IngressClassParams names a group is found by that group's stack; an
+// Ingress of another controller's class is not the policy's.
 func TestAWSIngresses(t *testing.T) {
 	moto := testenv.StartMoto(t)
 	h := newHarness(t, func(*harness) cloud.Provider { return awstest.Provider(t, moto) })
@@ -215,8 +218,11 @@ func TestAWSIngresses(t *testing.T) {
 	h.ingress(shop, "a", class.Name, map[string]string{"alb.ingress.kubernetes.io/group.name": h.run + "-shared"})
 	h.ingress(shop, "b", class.Name, map[string]string{"alb.ingress.kubernetes.io/group.name": h.run + "-shared"})
 	h.ingress(shop, "nginx", "nginx", nil)
+	grouped := h.groupedClass(h.run + "-grouped")
+	h.ingress(shop, "solo", grouped, nil)
 	lbc := map[string]string{"elbv2.k8s.aws/cluster": "c1", "ingress.k8s.aws/resource": "LoadBalancer"}
 	store := awstest.LoadBalancers(t, moto, 1, merge(lbc, map[string]string{aws.IngressStackTag: shop + "/store"}))[0]
+	solo := awstest.LoadBalancers(t, moto, 1, merge(lbc, map[string]string{aws.IngressStackTag: h.run + "-grouped"}))[0]
 	shared := awstest.LoadBalancers(t, moto, 1, merge(lbc, map[string]string{aws.IngressStackTag: h.run + "-shared"}))[0]
 
 	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-ing"},
@@ -228,8 +234,11 @@ func TestAWSIngresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
-	if s := got.Status; s.Resources != 1 || s.InSync != 1 || s.Shared != 2 {
-		t.Errorf("status %+v, want 1 ALB in sync and 2 Ingresses sharing one", s)
+	if s := got.Status; s.Resources != 2 || s.InSync != 2 || s.Shared != 2 {
+		t.Errorf("status %+v, want 2 ALBs in sync and 2 Ingresses sharing one", s)
+	}
+	if g := awstest.Tags(t, moto, solo); g["k8s-ingress"] != shop+"/solo" {
+		t.Errorf("the ALB of the IngressGroup its class's IngressClassParams names (one Ingress in it) carries %v", g)
 	}
 	if g := awstest.Tags(t, moto, store); g["k8s-ingress"] != shop+"/store" || g["cost-center"] != "cc-1" || g["ingress.k8s.aws/stack"] != shop+"/store" {
 		t.Errorf("%s carries %v", store, g)
@@ -237,4 +246,24 @@ func TestAWSIngresses(t *testing.T) {
 	if g := awstest.Tags(t, moto, shared); fmt.Sprint(g) != fmt.Sprint(merge(lbc, map[string]string{aws.IngressStackTag: h.run + "-shared"})) {
 		t.Errorf("the IngressGroup's ALB was tagged: %v", g)
 	}
+}
+
+// groupedClass creates an IngressClass of the AWS Load Balancer Controller
+// whose IngressClassParams put its Ingresses in the IngressGroup group,
+// and returns its name.
+func (h *harness) groupedClass(group string) string {
+	h.t.Helper()
+	params := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": map[string]any{"name": group}}}}
+	params.SetGroupVersionKind(schema.GroupVersionKind{Group: "elbv2.k8s.aws", Version: "v1beta1", Kind: "IngressClassParams"})
+	params.SetName(group + "-params")
+	apiGroup := "elbv2.k8s.aws"
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: group}, Spec: networkingv1.IngressClassSpec{Controller: "ingress.k8s.aws/alb",
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: &apiGroup, Kind: "IngressClassParams", Name: params.GetName()}}}
+	for _, o := range []client.Object{params, class} {
+		if err := h.c.Create(h.ctx, o); err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(func() { _ = h.c.Delete(h.ctx, o) })
+	}
+	return class.Name
 }

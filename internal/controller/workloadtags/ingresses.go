@@ -2,10 +2,15 @@ package workloadtags
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/cloud"
@@ -26,6 +31,14 @@ const (
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 )
 
+// classParamsKind is the kind of the AWS Load Balancer Controller's
+// IngressClass parameters (elbv2.k8s.aws/v1beta1 IngressClassParams,
+// cluster-scoped): its spec.group.name puts every Ingress of the class in
+// one IngressGroup, whatever their group annotation says (apis/elbv2/
+// v1beta1/ingressclassparams_types.go; the controller refuses the
+// annotation on such an Ingress).
+var classParamsKind = schema.GroupVersionKind{Group: "elbv2.k8s.aws", Version: "v1beta1", Kind: "IngressClassParams"}
+
 // ingressWorkloads are the Application Load Balancers of the Ingresses of
 // the AWS Load Balancer Controller in the selected namespaces, found by
 // the cloud (cloud.IngressFinder) in one search by stack: an Ingress alone
@@ -36,7 +49,7 @@ func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Name
 	if p.ingresses == nil {
 		return nil, cloud.ServiceResources{}, nil
 	}
-	albClasses, err := p.albClasses(ctx)
+	albClasses, groups, err := p.albClasses(ctx)
 	if err != nil {
 		return nil, cloud.ServiceResources{}, err
 	}
@@ -59,7 +72,9 @@ func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Name
 			continue
 		}
 		stack := ing.Namespace + "/" + ing.Name
-		if g := ing.Annotations[albGroupAnnotation]; g != "" {
+		if c, ok := classOf(ing); ok && groups[c] != "" {
+			stack = groups[c]
+		} else if g := ing.Annotations[albGroupAnnotation]; g != "" {
 			stack = g
 		}
 		members[stack]++
@@ -111,22 +126,63 @@ func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Name
 }
 
 // albClasses are the names of the IngressClasses of the AWS Load Balancer
-// Controller, and "" when one of them is the cluster's default.
-func (p *pass) albClasses(ctx context.Context) (map[string]bool, error) {
+// Controller, and "" when one of them is the cluster's default; groups are
+// the IngressGroups their IngressClassParams name, by class ("" for the
+// default class's).
+func (p *pass) albClasses(ctx context.Context) (classes map[string]bool, groups map[string]string, err error) {
 	var list networkingv1.IngressClassList
 	if err := p.reader.List(ctx, &list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]bool{}
+	classes, groups = map[string]bool{}, map[string]string{}
 	for _, c := range list.Items {
-		if c.Spec.Controller == albController {
-			out[c.Name] = true
-			if c.Annotations[defaultClassAnnotation] == "true" {
-				out[""] = true
-			}
+		if c.Spec.Controller != albController {
+			continue
+		}
+		group, err := p.classGroup(ctx, c.Spec.Parameters)
+		if err != nil {
+			return nil, nil, fmt.Errorf("IngressClass %s: %w", c.Name, err)
+		}
+		classes[c.Name], groups[c.Name] = true, group
+		if c.Annotations[defaultClassAnnotation] == "true" {
+			classes[""], groups[""] = true, group
 		}
 	}
-	return out, nil
+	return classes, groups, nil
+}
+
+// classGroup is the IngressGroup an IngressClass's parameters name: the
+// spec.group.name of its IngressClassParams; "" when it has none, or when
+// the cluster serves no IngressClassParams (the controller's CRDs not
+// installed: then no class can name one).
+func (p *pass) classGroup(ctx context.Context, ref *networkingv1.IngressClassParametersReference) (string, error) {
+	if ref == nil || ref.Kind != classParamsKind.Kind || ref.APIGroup == nil || *ref.APIGroup != classParamsKind.Group {
+		return "", nil
+	}
+	params := &unstructured.Unstructured{}
+	params.SetGroupVersionKind(classParamsKind)
+	switch err := p.reader.Get(ctx, client.ObjectKey{Name: ref.Name}, params); {
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	group, _, err := unstructured.NestedString(params.Object, "spec", "group", "name")
+	return group, err
+}
+
+// classOf names an Ingress's IngressClass as isALB reads it: its
+// ingressClassName, else "" (the default class); ok is false for an
+// Ingress of the legacy class annotation, which names no IngressClass
+// (and so no parameters).
+func classOf(ing *networkingv1.Ingress) (name string, ok bool) {
+	switch {
+	case ing.Spec.IngressClassName != nil:
+		return *ing.Spec.IngressClassName, true
+	case ing.Annotations[albClassAnnotation] != "":
+		return "", false
+	}
+	return "", true
 }
 
 // isALB reports whether the AWS Load Balancer Controller serves ing: its

@@ -91,6 +91,7 @@ func NewReconciler(c client.Client, providers cloud.Providers, recorder events.E
 // +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims;services,verbs=list;watch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotcontents;volumesnapshots,verbs=list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;ingressclasses,verbs=list;watch
+// +kubebuilder:rbac:groups=elbv2.k8s.aws,resources=ingressclassparams,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one pass for a policy; when it ends, the cloud changes

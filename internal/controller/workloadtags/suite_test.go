@@ -34,7 +34,8 @@ import (
 var planes *testenv.Pool
 
 // TestMain starts the planes with the CSI snapshot API's CRDs, from the
-// module whose Go types the controller reads them with.
+// module whose Go types the controller reads them with, and a minimal CRD
+// of the AWS Load Balancer Controller's IngressClassParams (testdata).
 func TestMain(m *testing.M) {
 	dir, err := testenv.ModuleDir("github.com/kubernetes-csi/external-snapshotter/client/v8")
 	if err != nil {
@@ -44,7 +45,8 @@ func TestMain(m *testing.M) {
 	crds := filepath.Join(dir, "config", "crd")
 	opts := testenv.Options{ExtraCRDDirs: []string{
 		filepath.Join(crds, "snapshot.storage.k8s.io_volumesnapshots.yaml"),
-		filepath.Join(crds, "snapshot.storage.k8s.io_volumesnapshotcontents.yaml")}}
+		filepath.Join(crds, "snapshot.storage.k8s.io_volumesnapshotcontents.yaml"),
+		"internal/controller/workloadtags/testdata/ingressclassparams.yaml"}}
 	testenv.MainPoolWith(m, 2, opts, func(p *testenv.Pool) { planes = p })
 }
 
