@@ -24,8 +24,10 @@ const (
 	// (Azure snapshot, EBS snapshot), tagged for its VolumeSnapshot.
 	WorkloadVolumeSnapshot WorkloadResource = "VolumeSnapshot"
 	// WorkloadIngress is the Application Load Balancer the AWS Load
-	// Balancer Controller made for an Ingress (AWS only), tagged for the
-	// Ingress; one an IngressGroup shares is reported, not tagged.
+	// Balancer Controller made for an Ingress, tagged for the Ingress; one
+	// an IngressGroup shares is reported, not tagged. On Azure the
+	// Application Gateway Ingress Controller's Ingresses share its one
+	// Application Gateway: reported, not tagged.
 	WorkloadIngress WorkloadResource = "Ingress"
 )
 
@@ -54,7 +56,9 @@ type WorkloadTagPolicySpec struct {
 	// VolumeSnapshotContent of the cloud's disk CSI driver, tagged for its
 	// VolumeSnapshot; needs the CSI snapshot API, snapshot.storage.k8s.io/v1)
 	// and Ingress (AWS: the Application Load Balancer of the AWS Load
-	// Balancer Controller, tagged for the Ingress).
+	// Balancer Controller, tagged for the Ingress; Azure: the Application
+	// Gateway of its ingress controller, which every such Ingress shares,
+	// reported, not tagged).
 	// +kubebuilder:default={PersistentVolume}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -330,4 +331,36 @@ func TestAzureServices(t *testing.T) {
 	api := disks.publicIP("ip-api", shop+"/api")
 	disks.waitTag(api, "k8s-service", shop+"/api")
 	h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonTagged)
+}
+
+// TestAzureIngresses: on Azure the Ingresses of the Application Gateway
+// Ingress Controller (its IngressClass, or the legacy class annotation)
+// share the one Application Gateway it manages: each is counted shared,
+// nothing is written; another controller's Ingress is not the policy's.
+func TestAzureIngresses(t *testing.T) {
+	disks := newAzureDisks(t)
+	h := newHarness(t, azureOn(disks.env))
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-agic"}, Spec: networkingv1.IngressClassSpec{Controller: "azure/application-gateway"}}
+	if err := h.c.Create(h.ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.c.Delete(h.ctx, class) })
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.ingress(shop, "store", class.Name, nil)
+	legacy := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: shop, Name: "legacy",
+		Annotations: map[string]string{"kubernetes.io/ingress.class": "azure/application-gateway"}},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+	if err := h.c.Create(h.ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	h.ingress(shop, "nginx", "nginx", nil)
+	p := h.objectPolicy("ing", v1alpha1.ProviderAzure, v1alpha1.WorkloadIngress, "k8s-ingress")
+	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonNoResources)
+	if s := got.Status; s.Resources != 0 || s.Shared != 2 {
+		t.Errorf("status %+v, want the 2 Ingresses of the Application Gateway shared and nothing tagged", s)
+	}
+	for _, r := range h.records() {
+		t.Errorf("a write: %+v", r)
+	}
 }

@@ -46,6 +46,10 @@ var classParamsKind = schema.GroupVersionKind{Group: "elbv2.k8s.aws", Version: "
 // which is reported, never tagged for one workload; an Ingress whose ALB
 // is not made yet is pending.
 func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, cloud.ServiceResources, error) {
+	if p.gatewayIngresses {
+		ws, err := p.gatewayWorkloads(ctx, nss)
+		return ws, cloud.ServiceResources{}, err
+	}
 	if p.ingresses == nil {
 		return nil, cloud.ServiceResources{}, nil
 	}
@@ -196,4 +200,52 @@ func isALB(ing *networkingv1.Ingress, albClasses map[string]bool) bool {
 		return ing.Annotations[albClassAnnotation] == albClass
 	}
 	return albClasses[""]
+}
+
+// agicClass is the Application Gateway Ingress Controller's class: the
+// controller of its IngressClass (azure-application-gateway) and the value
+// of the legacy class annotation (Azure/application-gateway-kubernetes-
+// ingress, pkg/annotations: ApplicationGatewayIngressClass).
+const agicClass = "azure/application-gateway"
+
+// gatewayWorkloads are the Ingresses of the Application Gateway Ingress
+// Controller in the selected namespaces, each reported as shared: the
+// controller serves every one of them from the one Application Gateway it
+// manages, which is no single workload's.
+func (p *pass) gatewayWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, error) {
+	var classes networkingv1.IngressClassList
+	if err := p.reader.List(ctx, &classes); err != nil {
+		return nil, err
+	}
+	agic := map[string]bool{}
+	for _, c := range classes.Items {
+		if c.Spec.Controller == agicClass {
+			agic[c.Name] = true
+			if c.Annotations[defaultClassAnnotation] == "true" {
+				agic[""] = true
+			}
+		}
+	}
+	var list networkingv1.IngressList
+	if err := p.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []workload
+	for i := range list.Items {
+		ing := &list.Items[i]
+		class, named := classOf(ing)
+		served := (named && agic[class]) || (!named && ing.Annotations[albClassAnnotation] == agicClass)
+		ns := nss[ing.Namespace]
+		if ing.DeletionTimestamp != nil || !served || ns == nil {
+			continue
+		}
+		w := tags.Workload{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name, Labels: ing.Labels, Annotations: ing.Annotations,
+			NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
+		if p.cfg.selects(w) {
+			out = append(out, workload{source: "Ingress " + ing.Namespace + "/" + ing.Name,
+				ref: ref{shared: "the Application Gateway of the Application Gateway Ingress Controller"}, w: w})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].source < out[j].source })
+	return out, nil
 }

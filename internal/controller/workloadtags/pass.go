@@ -146,6 +146,9 @@ type pass struct {
 	services cloud.ServiceFinder
 	// ingresses finds Ingresses' load balancers (nil: not asked for).
 	ingresses cloud.IngressFinder
+	// gatewayIngresses: Ingresses were asked for on Azure, where the
+	// Application Gateway Ingress Controller's are reported as shared.
+	gatewayIngresses bool
 	// changed are the resources cloud changes named since the last pass:
 	// read fresh.
 	changed []string
@@ -201,10 +204,14 @@ func (p *pass) configure() error {
 	}
 	if p.cfg.ingresses {
 		f, ok := wp.(cloud.IngressFinder)
-		if !ok {
-			return fmt.Errorf("%w: resources: Ingress: tagsync tags the Application Load Balancers of the AWS Load Balancer Controller only, not Ingresses on %s", errInvalidSpec, name)
+		switch {
+		case ok:
+			p.ingresses = f
+		case p.cfg.provider == string(v1alpha1.ProviderAzure):
+			p.gatewayIngresses = true
+		default:
+			return fmt.Errorf("%w: resources: Ingress: tagsync finds the Application Load Balancers of the AWS Load Balancer Controller and the Application Gateway of Azure's ingress controller only, not Ingresses on %s", errInvalidSpec, name)
 		}
-		p.ingresses = f
 	}
 	return nil
 }
