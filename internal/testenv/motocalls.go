@@ -42,6 +42,18 @@ func (a *AWSRules) Calls() map[AWSCall]int {
 	return maps.Clone(a.log.calls)
 }
 
+// Count returns how many requests of op (service:Action) the rules have
+// answered with the error code code ("" for successes), whoever sent them.
+func (a *AWSRules) Count(op, code string) int {
+	n := 0
+	for c, k := range a.Calls() {
+		if c.Op == op && c.Error == code {
+			n += k
+		}
+	}
+	return n
+}
+
 // record counts one answered request.
 func (l *awsCallLog) record(c AWSCall) {
 	l.mu.Lock()

@@ -146,16 +146,22 @@ func (t *ec2Throttle) take(account, action string, form url.Values) bool {
 	key := account + "|" + kind
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	size, ok := t.overrides[action]
+	if !ok {
+		size = DefaultEC2Bucket(action, unfiltered)
+	}
+	return t.takeLocked(key, size)
+}
+
+// takeLocked takes a token of the bucket key (made full, of size, when it
+// is new) and reports whether there was one; the caller holds t.mu.
+func (t *ec2Throttle) takeLocked(key string, size EC2Bucket) bool {
 	now := time.Now()
 	if t.now != nil {
 		now = t.now()
 	}
 	b := t.buckets[key]
 	if b == nil {
-		size, ok := t.overrides[action]
-		if !ok {
-			size = DefaultEC2Bucket(action, unfiltered)
-		}
 		b = &tokenBucket{EC2Bucket: size, tokens: size.Capacity, at: now}
 		if t.buckets == nil {
 			t.buckets = map[string]*tokenBucket{}
@@ -210,26 +216,5 @@ func (t *ec2Throttle) takeTagging(caller awsCaller, op string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	size, ok := t.tagging[key]
-	if !ok {
-		return true
-	}
-	now := time.Now()
-	if t.now != nil {
-		now = t.now()
-	}
-	b := t.buckets[key]
-	if b == nil {
-		b = &tokenBucket{EC2Bucket: size, tokens: size.Capacity, at: now}
-		if t.buckets == nil {
-			t.buckets = map[string]*tokenBucket{}
-		}
-		t.buckets[key] = b
-	}
-	b.tokens = min(b.Capacity, b.tokens+now.Sub(b.at).Seconds()*b.Refill)
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return !ok || t.takeLocked(key, size)
 }

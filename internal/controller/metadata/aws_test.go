@@ -421,12 +421,7 @@ func TestAWSThrottlingSlowsPassesAndFailsNone(t *testing.T) {
 		}
 		return ""
 	})
-	throttled := 0
-	for c, n := range moto.Rules.Calls() {
-		if c.Op == "ec2:CreateTags" && c.Error == "RequestLimitExceeded" {
-			throttled += n
-		}
-	}
+	throttled := moto.Rules.Count("ec2:CreateTags", "RequestLimitExceeded")
 	if throttled == 0 {
 		t.Fatal("no CreateTags was throttled: the test shows nothing")
 	}
