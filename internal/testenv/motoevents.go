@@ -110,16 +110,17 @@ func (a *AWSRules) DeliverEvents(d EventDelivery) (stop func()) {
 }
 
 // EventsDelivered returns how many events the rules have sent to queues,
-// and how many of them were duplicates.
-func (a *AWSRules) EventsDelivered() (events, duplicates int) {
+// how many of them were duplicates, and how many copies still wait for
+// their delay (a test that counts what arrived waits for 0).
+func (a *AWSRules) EventsDelivered() (events, duplicates, pending int) {
 	a.events.mu.Lock()
 	defer a.events.mu.Unlock()
 	for _, q := range a.events.queues {
 		q.mu.Lock()
-		events, duplicates = events+q.sent, duplicates+q.dups
+		events, duplicates, pending = events+q.sent, duplicates+q.dups, pending+q.due-q.sent-q.dropped
 		q.mu.Unlock()
 	}
-	return events, duplicates
+	return events, duplicates, pending
 }
 
 // awsEvents is the rules' event state: the identities CloudTrail names,
@@ -141,8 +142,10 @@ type eventQueue struct {
 	rnd     *rand.Rand
 	timers  []*time.Timer
 	stopped bool
-	sent    int
-	dups    int
+	// due are the copies scheduled, sent those delivered, dropped those
+	// SQS refused.
+	due, sent, dropped int
+	dups               int
 }
 
 // tagCall is a tag write that succeeded: who made it, which API call, and
@@ -350,6 +353,7 @@ func (q *eventQueue) send(body []byte, call bool) {
 			delay += q.d.CallDelay
 		}
 		dup := i > 0
+		q.due++
 		q.timers = append(q.timers, time.AfterFunc(delay, func() { q.deliver(body, dup) }))
 	}
 }
@@ -358,11 +362,13 @@ func (q *eventQueue) send(body []byte, call bool) {
 func (q *eventQueue) deliver(body []byte, dup bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.d.QueueURL), MessageBody: aws.String(string(body))}); err != nil {
-		return // moto stopped, or the queue is gone: as EventBridge, the rules drop the event
-	}
+	_, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.d.QueueURL), MessageBody: aws.String(string(body))})
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err != nil {
+		q.dropped++ // moto stopped, or the queue is gone: as EventBridge, the rules drop the event
+		return
+	}
 	q.sent++
 	if dup {
 		q.dups++

@@ -100,8 +100,9 @@ func TestEventsOfTagWrites(t *testing.T) {
 	}
 	sent, dups := 0, 0
 	testenv.Eventually(t, 30*time.Second, "every event sent", func() string {
-		if sent, dups = moto.Rules.EventsDelivered(); sent < 2*writes+dups {
-			return fmt.Sprintf("%d sent, %d of them duplicates", sent, dups)
+		var pending int
+		if sent, dups, pending = moto.Rules.EventsDelivered(); pending > 0 || sent < 2*writes+dups {
+			return fmt.Sprintf("%d sent, %d of them duplicates, %d waiting", sent, dups, pending)
 		}
 		return ""
 	})
@@ -129,7 +130,8 @@ func TestEventsOfTagWrites(t *testing.T) {
 	if len(ids) != 2*writes {
 		t.Errorf("%d distinct events, want %d", len(ids), 2*writes)
 	}
-	if dups == 0 || len(events) != 2*writes+dups {
+	// (More than sent arrive only when the SDK retried a send SQS had taken.)
+	if dups == 0 || len(events) < 2*writes+dups {
 		t.Errorf("%d events received, %d duplicates sent; want some duplicates among %d", len(events), dups, 2*writes)
 	}
 	if slices.IsSorted(versions) {

@@ -80,7 +80,7 @@ func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
 	if n := strips(); n != 4 {
 		t.Errorf("the controller removed the key %d times, want 4", n)
 	}
-	events, dups := moto.Rules.EventsDelivered()
+	events, dups, _ := moto.Rules.EventsDelivered()
 	t.Logf("4 writes before the stop; %d events delivered, %d of them duplicates", events, dups)
 }
 
