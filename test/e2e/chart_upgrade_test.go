@@ -137,12 +137,23 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 	// before Helm maps the post-install hook).
 	deleteCRDs(ctx, t, cluster.Client)
 	waitGroupGone(t, cluster.Config)
-	h.run(t, "install", release, current, "-n", ns)
+	if out, err := h.try(t, "install", release, current, "-n", ns); err == nil {
+		if hook := getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default").GetAnnotations()["helm.sh/hook"]; hook != "post-install" {
+			t.Errorf("on a first install the chart's NodeTagSync has helm.sh/hook %q, want post-install", hook)
+		}
+	} else if strings.Contains(out, `no matches for kind "NodeTagSync"`) {
+		// Helm mapped the hook before the API server served the CRDs
+		// it had just created (a loaded machine): docs/install.md says
+		// to run helm upgrade, which creates the NodeTagSync.
+		t.Logf("the first install stopped at the NodeTagSync hook, as docs/install.md warns: %v", err)
+		waitCRDsServed(ctx, t, cluster.Client)
+		h.run(t, "upgrade", release, current, "-n", ns)
+		getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default")
+	} else {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
 	for _, name := range tagsyncCRDs {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, true)
-	}
-	if hook := getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default").GetAnnotations()["helm.sh/hook"]; hook != "post-install" {
-		t.Errorf("on a first install the chart's NodeTagSync has helm.sh/hook %q, want post-install", hook)
 	}
 	h.run(t, "upgrade", release, current, "-n", ns, "--set", "crds.keep=false,nodeTagSync.spec.resyncInterval=7m")
 	nts = getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default")
@@ -308,6 +319,16 @@ func (h *helmCLI) run(t *testing.T, args ...string) []byte {
 		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.Bytes()
+}
+
+// try runs helm with args and returns its output (stdout and stderr) and
+// error, for a step whose failure the test judges itself.
+func (h *helmCLI) try(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helmBinary(t), args...)
+	cmd.Env = h.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // packageChart runs `helm package` on the chart in dir into dest and
