@@ -29,7 +29,8 @@ import (
 //     the change ("Tags events",
 //     https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-tag.html);
 //   - per call, an "AWS API Call via CloudTrail" event (source aws.ec2,
-//     aws.elasticloadbalancing, or aws.tag for the Tagging API) whose detail
+//     aws.elasticloadbalancing, or aws.tagging for the Tagging API:
+//     "Resource Groups Tagging API events") whose detail
 //     is the CloudTrail record: eventSource, eventName, eventTime,
 //     userIdentity (SetIdentity), requestParameters in the service's own
 //     shape ("CloudTrail record contents",
@@ -278,11 +279,7 @@ func callEvent(c tagCall, id AWSIdentity) []byte {
 	if id.Console {
 		detail["sessionCredentialFromConsole"] = "true"
 	}
-	source := "aws." + c.service
-	if c.service == "tagging" {
-		source = "aws.tag"
-	}
-	return marshal(event{Version: "0", ID: uuid.NewString(), DetailType: "AWS API Call via CloudTrail", Source: source,
+	return marshal(event{Version: "0", ID: uuid.NewString(), DetailType: "AWS API Call via CloudTrail", Source: "aws." + c.service,
 		Account: accountOf(c.caller), Time: c.at.UTC().Format(time.RFC3339), Region: c.caller.region, Resources: []string{}, Detail: detail})
 }
 

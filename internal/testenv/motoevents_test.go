@@ -142,7 +142,8 @@ func TestEventsOfTagWrites(t *testing.T) {
 // TestStripper: a stripper on a load balancer (as the AWS Load Balancer
 // Controller) removes what another caller's TagResources added before the
 // answer comes back, keeping its own keys; its RemoveTags is delivered as
-// a tag change and a CloudTrail call naming its role.
+// a tag change and a CloudTrail call naming its role, each call from its
+// service's EventBridge source (the Tagging API's is aws.tagging).
 func TestStripper(t *testing.T) {
 	moto := testenv.StartMoto(t)
 	moto.Rules.SetTaggingIndexDelay(0)
@@ -185,14 +186,14 @@ func TestStripper(t *testing.T) {
 		if e.DetailType == "Tag Change on Resource" {
 			what += fmt.Sprintf("%v %v", e.Detail.ChangedTagKeys, e.Detail.Tags)
 		} else {
-			what += " by " + e.Detail.UserIdentity.ARN
+			what += " from " + e.Source + " by " + e.Detail.UserIdentity.ARN
 		}
 		seen = append(seen, what)
 	}
 	slices.Sort(seen)
 	want := []string{
-		"AWS API Call via CloudTrail RemoveTags by " + testenv.RoleIdentity("aws-load-balancer-controller").ARN,
-		fmt.Sprintf("AWS API Call via CloudTrail TagResources by arn:aws:iam::%s:user/%s", testenv.MotoAccountID, testenv.MotoAccessKeyID),
+		"AWS API Call via CloudTrail RemoveTags from aws.elasticloadbalancing by " + testenv.RoleIdentity("aws-load-balancer-controller").ARN,
+		fmt.Sprintf("AWS API Call via CloudTrail TagResources from aws.tagging by arn:aws:iam::%s:user/%s", testenv.MotoAccountID, testenv.MotoAccessKeyID),
 		"Tag Change on Resource [cost-center] map[cost-center:cc-1 elbv2.k8s.aws/cluster:c1]",
 		"Tag Change on Resource [cost-center] map[elbv2.k8s.aws/cluster:c1]",
 	}

@@ -236,7 +236,7 @@ var notValue = regexp.MustCompile(`\.[A-Z]|\.(go|io|com|net|org)$|\.k8s\.|\.amaz
 
 // notValues are such names the docs use in another sense: label prefixes,
 // object fields, EventBridge sources.
-var notValues = []string{"azure.tags", "aws.tags", "metadata.generation", "aws.tag", "aws.ec2", "aws.elasticloadbalancing", "aws.autoscaling"}
+var notValues = []string{"azure.tags", "aws.tags", "metadata.generation", "aws.tag", "aws.ec2", "aws.elasticloadbalancing", "aws.autoscaling", "aws.tagging"}
 
 // TestDocsNameOnlyRealChartValues: every chart value path the docs name
 // (`metrics.serviceMonitor.enabled`, `--set events.sqs.queueURL=...`) is a

@@ -20,13 +20,17 @@ const (
 	detailTypeCall  = "AWS API Call via CloudTrail"
 	sourceAutoscale = "aws.autoscaling"
 	sourceELB       = "aws.elasticloadbalancing"
+	// sourceTagging is the Resource Groups Tagging API's calls' source
+	// ("Resource Groups Tagging API events": source aws.tagging,
+	// eventSource tagging.amazonaws.com; aws.tag is the source of the
+	// tag change events, not of the calls).
+	sourceTagging = "aws.tagging"
 )
 
 // callSources are the EventBridge sources of the CloudTrail events tagsync
 // reads: EC2's, Auto Scaling's, Elastic Load Balancing's and the Resource
-// Groups Tagging API's (tagging.amazonaws.com, whose events EventBridge
-// gives the source aws.tag).
-var callSources = map[string]bool{sourceEC2: true, sourceAutoscale: true, sourceELB: true, sourceTag: true}
+// Groups Tagging API's.
+var callSources = map[string]bool{sourceEC2: true, sourceAutoscale: true, sourceELB: true, sourceTagging: true}
 
 // tagCalls are the API calls that write tags, by the service's event
 // source, and whether they remove tags: EC2's (instances and their

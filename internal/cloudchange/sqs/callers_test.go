@@ -75,7 +75,7 @@ func TestParseCall(t *testing.T) {
 		  "account":"123456789012","time":"2024-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"eventSource":"elasticloadbalancing.amazonaws.com",
 		  "eventName":"RemoveTags","eventTime":"2024-01-02T03:04:05Z","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/lbc/s"},
 		  "requestParameters":{"resourceArns":["` + lb + `"],"tagKeys":["team"]}}}`,
-		"the Tagging API's UntagResources": `{"version":"0","id":"3","detail-type":"AWS API Call via CloudTrail","source":"aws.tag",
+		"the Tagging API's UntagResources": `{"version":"0","id":"3","detail-type":"AWS API Call via CloudTrail","source":"aws.tagging",
 		  "account":"123456789012","time":"2024-01-02T03:04:05Z","region":"eu-west-1","resources":[],"detail":{"eventSource":"tagging.amazonaws.com",
 		  "eventName":"UntagResources","eventTime":"2024-01-02T03:04:05Z","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/lbc/s"},
 		  "requestParameters":{"resourceARNList":["` + lb + `"],"tagKeys":["team"]}}}`,

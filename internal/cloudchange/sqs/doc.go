@@ -56,7 +56,7 @@
 // (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitoring-instance-state-changes.html).
 //
 // A third kind names who wrote tags (callers.go): source aws.ec2,
-// aws.autoscaling, aws.elasticloadbalancing or aws.tag (the Resource
+// aws.autoscaling, aws.elasticloadbalancing or aws.tagging (the Resource
 // Groups Tagging API), detail-type "AWS API Call via CloudTrail", a
 // CloudTrail record of a successful CreateTags, DeleteTags,
 // CreateOrUpdateTags, AddTags, RemoveTags, TagResources or UntagResources. It
