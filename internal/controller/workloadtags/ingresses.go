@@ -22,8 +22,9 @@ import (
 const (
 	// albController is the IngressClass controller of its ALBs.
 	albController = "ingress.k8s.aws/alb"
-	// albClassAnnotation is the legacy class annotation and its value.
-	albClassAnnotation, albClass = "kubernetes.io/ingress.class", "alb"
+	// legacyClassAnnotation is the legacy class annotation; albClass its
+	// value for the AWS Load Balancer Controller.
+	legacyClassAnnotation, albClass = "kubernetes.io/ingress.class", "alb"
 	// albGroupAnnotation names an explicit IngressGroup: one ALB for
 	// all its Ingresses.
 	albGroupAnnotation = "alb.ingress.kubernetes.io/group.name"
@@ -72,7 +73,7 @@ func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Name
 	var sel []selected
 	for i := range list.Items {
 		ing := &list.Items[i]
-		if ing.DeletionTimestamp != nil || !isALB(ing, albClasses) {
+		if ing.DeletionTimestamp != nil || !albClasses.serves(ing) {
 			continue
 		}
 		stack := ing.Namespace + "/" + ing.Name
@@ -133,26 +134,66 @@ func (p *pass) ingressWorkloads(ctx context.Context, nss map[string]*corev1.Name
 // Controller, and "" when one of them is the cluster's default; groups are
 // the IngressGroups their IngressClassParams name, by class ("" for the
 // default class's).
-func (p *pass) albClasses(ctx context.Context) (classes map[string]bool, groups map[string]string, err error) {
-	var list networkingv1.IngressClassList
-	if err := p.reader.List(ctx, &list); err != nil {
-		return nil, nil, err
+func (p *pass) albClasses(ctx context.Context) (classes ingressClasses, groups map[string]string, err error) {
+	list, err := p.ingressClasses(ctx)
+	if err != nil {
+		return classes, nil, err
 	}
-	classes, groups = map[string]bool{}, map[string]string{}
-	for _, c := range list.Items {
-		if c.Spec.Controller != albController {
+	classes, groups = classesOf(list, albController, albClass), map[string]string{}
+	for _, c := range list {
+		if !classes.names[c.Name] {
 			continue
 		}
 		group, err := p.classGroup(ctx, c.Spec.Parameters)
 		if err != nil {
-			return nil, nil, fmt.Errorf("IngressClass %s: %w", c.Name, err)
+			return classes, nil, fmt.Errorf("IngressClass %s: %w", c.Name, err)
 		}
-		classes[c.Name], groups[c.Name] = true, group
+		groups[c.Name] = group
 		if c.Annotations[defaultClassAnnotation] == "true" {
-			classes[""], groups[""] = true, group
+			groups[""] = group
 		}
 	}
 	return classes, groups, nil
+}
+
+// ingressClasses lists the cluster's IngressClasses.
+func (p *pass) ingressClasses(ctx context.Context) ([]networkingv1.IngressClass, error) {
+	var list networkingv1.IngressClassList
+	err := p.reader.List(ctx, &list)
+	return list.Items, err
+}
+
+// ingressClasses are one ingress controller's IngressClasses by name (""
+// when one of them is the cluster's default), and the value of the legacy
+// class annotation that names the controller.
+type ingressClasses struct {
+	names  map[string]bool
+	legacy string
+}
+
+// classesOf are the IngressClasses in list whose spec.controller is
+// controller; legacy is the controller's value of the legacy annotation.
+func classesOf(list []networkingv1.IngressClass, controller, legacy string) ingressClasses {
+	out := ingressClasses{names: map[string]bool{}, legacy: legacy}
+	for _, c := range list {
+		if c.Spec.Controller == controller {
+			out.names[c.Name] = true
+			if c.Annotations[defaultClassAnnotation] == "true" {
+				out.names[""] = true
+			}
+		}
+	}
+	return out
+}
+
+// serves reports whether the controller serves ing: its class
+// (spec.ingressClassName, else the legacy annotation, else the default
+// class) is one of the controller's.
+func (c ingressClasses) serves(ing *networkingv1.Ingress) bool {
+	if name, ok := classOf(ing); ok {
+		return c.names[name]
+	}
+	return ing.Annotations[legacyClassAnnotation] == c.legacy
 }
 
 // classGroup is the IngressGroup an IngressClass's parameters name: the
@@ -175,7 +216,7 @@ func (p *pass) classGroup(ctx context.Context, ref *networkingv1.IngressClassPar
 	return group, err
 }
 
-// classOf names an Ingress's IngressClass as isALB reads it: its
+// classOf names an Ingress's IngressClass as serves reads it: its
 // ingressClassName, else "" (the default class); ok is false for an
 // Ingress of the legacy class annotation, which names no IngressClass
 // (and so no parameters).
@@ -183,23 +224,10 @@ func classOf(ing *networkingv1.Ingress) (name string, ok bool) {
 	switch {
 	case ing.Spec.IngressClassName != nil:
 		return *ing.Spec.IngressClassName, true
-	case ing.Annotations[albClassAnnotation] != "":
+	case ing.Annotations[legacyClassAnnotation] != "":
 		return "", false
 	}
 	return "", true
-}
-
-// isALB reports whether the AWS Load Balancer Controller serves ing: its
-// class (spec.ingressClassName, else the legacy annotation, else the
-// default class) is one of albClasses.
-func isALB(ing *networkingv1.Ingress, albClasses map[string]bool) bool {
-	switch {
-	case ing.Spec.IngressClassName != nil:
-		return albClasses[*ing.Spec.IngressClassName]
-	case ing.Annotations[albClassAnnotation] != "":
-		return ing.Annotations[albClassAnnotation] == albClass
-	}
-	return albClasses[""]
 }
 
 // agicClass is the Application Gateway Ingress Controller's class: the
@@ -213,19 +241,11 @@ const agicClass = "azure/application-gateway"
 // controller serves every one of them from the one Application Gateway it
 // manages, which is no single workload's.
 func (p *pass) gatewayWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, error) {
-	var classes networkingv1.IngressClassList
-	if err := p.reader.List(ctx, &classes); err != nil {
+	classes, err := p.ingressClasses(ctx)
+	if err != nil {
 		return nil, err
 	}
-	agic := map[string]bool{}
-	for _, c := range classes.Items {
-		if c.Spec.Controller == agicClass {
-			agic[c.Name] = true
-			if c.Annotations[defaultClassAnnotation] == "true" {
-				agic[""] = true
-			}
-		}
-	}
+	agic := classesOf(classes, agicClass, agicClass)
 	var list networkingv1.IngressList
 	if err := p.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
@@ -233,10 +253,8 @@ func (p *pass) gatewayWorkloads(ctx context.Context, nss map[string]*corev1.Name
 	var out []workload
 	for i := range list.Items {
 		ing := &list.Items[i]
-		class, named := classOf(ing)
-		served := (named && agic[class]) || (!named && ing.Annotations[albClassAnnotation] == agicClass)
 		ns := nss[ing.Namespace]
-		if ing.DeletionTimestamp != nil || !served || ns == nil {
+		if ing.DeletionTimestamp != nil || !agic.serves(ing) || ns == nil {
 			continue
 		}
 		w := tags.Workload{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name, Labels: ing.Labels, Annotations: ing.Annotations,
