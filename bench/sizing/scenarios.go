@@ -157,7 +157,7 @@ func (b *bench) cold(ctx context.Context) (*ColdResult, error) {
 	})
 	if b.o.volumes > 0 {
 		g.Go(func() error {
-			if err := b.waitVolumes(gctx); err != nil {
+			if err := benchkit.WaitPolicyInSync(gctx, b.C, volumePolicy, b.o.volumes, b.ctrl.Running, nil, b.o.Timeout); err != nil {
 				return fmt.Errorf("workload tags: %w", err)
 			}
 			r.WorkloadSeconds = benchkit.Secs(time.Since(start))

@@ -91,29 +91,6 @@ func (b *bench) volumesPolicy() *v1alpha1.WorkloadTagPolicy {
 			Tags: []v1alpha1.WorkloadTag{{Key: volumeKey, Value: "${namespace.labels['" + volumeKey + "']}"}}}}
 }
 
-// waitVolumes waits until the policy reports every disk in sync.
-func (b *bench) waitVolumes(ctx context.Context) error {
-	deadline := time.Now().Add(b.o.Timeout)
-	var p v1alpha1.WorkloadTagPolicy
-	for {
-		if err := b.C.Get(ctx, client.ObjectKey{Name: volumePolicy}, &p); err != nil {
-			return err
-		}
-		if int(p.Status.InSync) == b.o.volumes && p.Status.ObservedGeneration == p.Generation {
-			return nil
-		}
-		if err := b.ctrl.Running(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s the policy has %d of %d disks in sync (%d resources)", b.o.Timeout, p.Status.InSync, b.o.volumes, p.Status.Resources)
-		}
-		if !benchkit.Pause(ctx, 200*time.Millisecond) {
-			return ctx.Err()
-		}
-	}
-}
-
 // boundVolume is the i-th claim in ns and the PersistentVolume of disk
 // bound to it, as the Azure Disk CSI driver's external-provisioner and the
 // PersistentVolume controller leave them on AKS: their annotations,

@@ -337,26 +337,17 @@ func (b *bench) cold(ctx context.Context) error {
 
 // waitInSync waits until the policy's last pass found n resources in sync.
 func (b *bench) waitInSync(ctx context.Context, n int) error {
-	deadline := time.Now().Add(b.o.Timeout)
-	last := time.Now()
-	for time.Now().Before(deadline) {
-		var p v1alpha1.WorkloadTagPolicy
-		if err := b.c.Get(ctx, client.ObjectKey{Name: policy}, &p); err == nil && int(p.Status.InSync) == n {
-			return nil
-		}
-		if time.Since(last) > 10*time.Second {
-			last = time.Now()
-			ready := "no Ready condition yet"
-			if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-				ready = c.Reason + ": " + c.Message
-			}
-			benchkit.Logf("waiting: %d of %d in sync (%s); ARM %s", p.Status.InSync, n, ready, benchkit.OpsLine(benchkit.TallyARM(b.arm.Calls()).ByOp))
-		}
-		if !benchkit.Pause(ctx, 500*time.Millisecond) {
-			return ctx.Err()
-		}
+	var running func() error
+	if b.proc != nil {
+		running = b.proc.Running
 	}
-	return fmt.Errorf("not every resource in sync within %s", b.o.Timeout)
+	return benchkit.WaitPolicyInSync(ctx, b.c, policy, n, running, func(p *v1alpha1.WorkloadTagPolicy) {
+		ready := "no Ready condition yet"
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			ready = c.Reason + ": " + c.Message
+		}
+		benchkit.Logf("waiting: %d of %d in sync (%s); ARM %s", p.Status.InSync, n, ready, benchkit.OpsLine(benchkit.TallyARM(b.arm.Calls()).ByOp))
+	}, b.o.Timeout)
 }
 
 // resync asks for one pass over the unchanged estate.
