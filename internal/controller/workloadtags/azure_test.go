@@ -335,8 +335,10 @@ func TestAzureServices(t *testing.T) {
 
 // TestAzureIngresses: on Azure the Ingresses of the Application Gateway
 // Ingress Controller (its IngressClass, or the legacy class annotation)
-// share the one Application Gateway it manages: each is counted shared,
-// nothing is written; another controller's Ingress is not the policy's.
+// share the one Application Gateway it manages, and those of Application
+// Gateway for Containers (the ALB Controller's IngressClass) its traffic
+// controller: each is counted shared, nothing is written; another
+// controller's Ingress is not the policy's.
 func TestAzureIngresses(t *testing.T) {
 	disks := newAzureDisks(t)
 	h := newHarness(t, azureOn(disks.env))
@@ -354,11 +356,17 @@ func TestAzureIngresses(t *testing.T) {
 	if err := h.c.Create(h.ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
+	agc := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-alb"}, Spec: networkingv1.IngressClassSpec{Controller: "alb.networking.azure.io/alb-controller"}}
+	if err := h.c.Create(h.ctx, agc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.c.Delete(h.ctx, agc) })
+	h.ingress(shop, "front", agc.Name, map[string]string{"alb.networking.azure.io/alb-name": "alb-test", "alb.networking.azure.io/alb-namespace": "alb-infra"})
 	h.ingress(shop, "nginx", "nginx", nil)
 	p := h.objectPolicy("ing", v1alpha1.ProviderAzure, v1alpha1.WorkloadIngress, "k8s-ingress")
 	got := h.waitReady(p.Name, metav1.ConditionTrue, workloadtags.ReasonNoResources)
-	if s := got.Status; s.Resources != 0 || s.Shared != 2 {
-		t.Errorf("status %+v, want the 2 Ingresses of the Application Gateway shared and nothing tagged", s)
+	if s := got.Status; s.Resources != 0 || s.Shared != 3 {
+		t.Errorf("status %+v, want the 2 Ingresses of the Application Gateway and the one of Application Gateway for Containers shared and nothing tagged", s)
 	}
 	for _, r := range h.records() {
 		t.Errorf("a write: %+v", r)

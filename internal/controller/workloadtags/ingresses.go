@@ -236,32 +236,56 @@ func classOf(ing *networkingv1.Ingress) (name string, ok bool) {
 // ingress, pkg/annotations: ApplicationGatewayIngressClass).
 const agicClass = "azure/application-gateway"
 
-// gatewayWorkloads are the Ingresses of the Application Gateway Ingress
-// Controller in the selected namespaces, each reported as shared: the
-// controller serves every one of them from the one Application Gateway it
-// manages, which is no single workload's.
+// agcController is the ALB Controller's IngressClass controller, the
+// in-cluster half of Application Gateway for Containers (its IngressClass
+// azure-alb-external; Microsoft's "Application Gateway for Containers"
+// quickstarts). It reads no legacy class annotation.
+const agcController = "alb.networking.azure.io/alb-controller"
+
+// azureGateway is an Azure ingress controller that serves every Ingress
+// of its classes from one gateway, and what that gateway is.
+type azureGateway struct {
+	controller, legacy, gateway string
+}
+
+// azureGateways are the ingress controllers of Azure whose Ingresses share
+// one gateway: the Application Gateway Ingress Controller's Application
+// Gateway, and Application Gateway for Containers' traffic controller
+// (Microsoft.ServiceNetworking/trafficControllers), which serves every
+// Ingress and Gateway that names it (its alb-name/alb-namespace or alb-id
+// annotations): no single workload's resource.
+var azureGateways = []azureGateway{
+	{agicClass, agicClass, "the Application Gateway of the Application Gateway Ingress Controller"},
+	{agcController, "", "the Application Gateway for Containers (traffic controller) of the ALB Controller"},
+}
+
+// gatewayWorkloads are the Ingresses of the Azure ingress controllers that
+// share one gateway (azureGateways) in the selected namespaces, each
+// reported as shared: the gateway serves every one of them and is no
+// single workload's.
 func (p *pass) gatewayWorkloads(ctx context.Context, nss map[string]*corev1.Namespace) ([]workload, error) {
 	classes, err := p.ingressClasses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	agic := classesOf(classes, agicClass, agicClass)
 	var list networkingv1.IngressList
 	if err := p.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []workload
-	for i := range list.Items {
-		ing := &list.Items[i]
-		ns := nss[ing.Namespace]
-		if ing.DeletionTimestamp != nil || !agic.serves(ing) || ns == nil {
-			continue
-		}
-		w := tags.Workload{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name, Labels: ing.Labels, Annotations: ing.Annotations,
-			NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
-		if p.cfg.selects(w) {
-			out = append(out, workload{source: "Ingress " + ing.Namespace + "/" + ing.Name,
-				ref: ref{shared: "the Application Gateway of the Application Gateway Ingress Controller"}, w: w})
+	for _, g := range azureGateways {
+		served := classesOf(classes, g.controller, g.legacy)
+		for i := range list.Items {
+			ing := &list.Items[i]
+			ns := nss[ing.Namespace]
+			if ing.DeletionTimestamp != nil || !served.serves(ing) || ns == nil {
+				continue
+			}
+			w := tags.Workload{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name, Labels: ing.Labels, Annotations: ing.Annotations,
+				NamespaceLabels: ns.Labels, NamespaceAnnotations: ns.Annotations}
+			if p.cfg.selects(w) {
+				out = append(out, workload{source: "Ingress " + ing.Namespace + "/" + ing.Name, ref: ref{shared: g.gateway}, w: w})
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].source < out[j].source })
