@@ -151,6 +151,17 @@ func chartCases() []chartCase {
 	cases = append(cases, eventsCases()...)
 	cases = append(cases, chartCase{name: "hardened", values: "charts/tagsync/ci/hardened-values.yaml", controllers: "nodetags",
 		check: checkHardened})
+	// Workload tags on AWS: its policies name their cloud, so the chart
+	// passes the AWS settings whenever the controller runs.
+	cases = append(cases, chartCase{name: "workload tags on AWS", controllers: "workloadtags",
+		set:  "workloadTags.enabled=true,nodeTagSync.enabled=false,aws.region=eu-west-1,aws.endpoint=https://vpce.example,aws.existingSecret=aws-keys",
+		args: []string{"--aws-region=eu-west-1", "--aws-endpoint=https://vpce.example"},
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			env := fmt.Sprint(deployment(t, objs).Spec.Template.Spec.Containers[0].Env)
+			if !strings.Contains(env, "AWS_ACCESS_KEY_ID") || !strings.Contains(env, "aws-keys") {
+				t.Errorf("the Deployment's environment lacks the AWS keys of aws.existingSecret: %s", env)
+			}
+		}})
 	// The controllers' other combinations: each gets its registry rules.
 	for _, c := range []struct{ set, controllers string }{
 		{"metadata.enabled=true,nodeTagSync.enabled=false", "metadata"},

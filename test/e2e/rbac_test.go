@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/internal/armsim/armsimtest"
+	"github.com/tagsync/tagsync/internal/testenv"
 )
 
 // rbacReleaseNS is the namespace the RBAC proofs install the chart in.
@@ -38,8 +39,8 @@ type rbacProof struct {
 	// access are the authorizer's answers for the ServiceAccount once the
 	// chart's RBAC is installed: what it must not have beyond the chart.
 	access []access
-	// azure runs the process against armsim.
-	azure bool
+	// azure runs the process against armsim, aws against moto.
+	azure, aws bool
 	// metric is a metric the full sync must show to a scraper with the
 	// chart's metrics-reader role ("": not scraped).
 	metric string
@@ -95,10 +96,13 @@ type access struct {
 // leader election, a rejected event or a failed scrape). Each run restores
 // the RBAC afterwards. The shared API server gets Cluster API's Cluster and
 // Machine CRDs (from the module go.mod requires), the Metal3 ones
-// (test/crds/metal3) and OpenShift's Infrastructure (test/crds/openshift-seed).
+// (test/crds/metal3), OpenShift's Infrastructure (test/crds/openshift-seed),
+// the CSI snapshot CRDs and the AWS Load Balancer Controller's
+// IngressClassParams (internal/controller/workloadtags/testdata).
 func TestChartRBACIsEnoughAndEveryRuleIsNeeded(t *testing.T) {
 	installLabelSyncCRDs(t)
 	installInfrastructureCRD(t)
+	installWorkloadTagsCRDs(t)
 	for _, r := range rbacProofs() {
 		t.Run(r.name, r.run)
 	}
@@ -114,6 +118,7 @@ func rbacProofs() []rbacProof {
 	const labelsyncVerbs = "list and watch on 6 kinds, patch on profile status, get on secrets, create and patch on events"
 	metadata := func(role string) bool { return role == "tagsync-metadata" }
 	const metadataVerbs = "list and watch on 3 kinds, patch on 3 statuses, create and patch on events"
+	const workloadtagsVerbs = "list and watch on 9 kinds, patch on the policies' status, get on IngressClassParams"
 	return []rbacProof{{
 		name: "node sync", set: servicePrincipalSet, azure: true, metric: "tagsync_nodetags_passes_total",
 		subject: newNodeSyncSubject,
@@ -196,6 +201,20 @@ func rbacProofs() []rbacProof {
 		args:    []string{"--controllers=metadata,infratags", "--openshift-namespace=" + rbacReleaseNS, "--namespaces=" + rbacReleaseNS},
 		azure:   true,
 		subject: newOpenShiftSubject,
+	}, {
+		name: "workload tags",
+		set:  "azure.authMode=default,nodeTagSync.enabled=false,workloadTags.enabled=true,aws.region=" + testenv.MotoRegion,
+		args: []string{"--controllers=workloadtags", "--aws-region=" + testenv.MotoRegion},
+		// Read-only on Kubernetes but for its policies' status: no write
+		// verb on what it reads.
+		access: []access{
+			{false, "patch", "", "persistentvolumes", ""},
+			{false, "update", "networking.k8s.io", "ingresses", ""},
+			{false, "list", "", "secrets", ""},
+		},
+		aws: true, metric: "tagsync_workloadtags_passes_total",
+		subject: newWorkloadTagsSubject,
+		ablated: func(role string) bool { return role == "tagsync-workloadtags" }, verbs: 20, verbsAre: workloadtagsVerbs,
 	}}
 }
 
@@ -206,7 +225,9 @@ type rbacFixture struct {
 	ns    string
 	objs  []*unstructured.Unstructured // the rendered chart
 	cloud *armsimtest.Env              // armsim, for rows with azure
+	moto  *testenv.Moto                // moto, for rows with aws
 	args  []string                     // `tagsync run` flags: the chart's, then test overrides
+	env   []string                     // the process's environment beyond the test's
 }
 
 // run is the runner of one row.
@@ -227,6 +248,10 @@ func (r rbacProof) run(t *testing.T) {
 	if r.azure {
 		f.cloud = armsimtest.Start(t)
 	}
+	if r.aws {
+		f.moto = testenv.StartMoto(t)
+		f.env = []string{"AWS_ACCESS_KEY_ID=" + testenv.MotoAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + testenv.MotoSecretAccessKey, "AWS_EC2_METADATA_DISABLED=true"}
+	}
 	s := r.subject(f)
 	s.setup(t)
 
@@ -239,6 +264,9 @@ func (r rbacProof) run(t *testing.T) {
 		"--lease-duration=4s", "--renew-deadline=3s", "--retry-period=500ms", "--zap-log-level=debug")
 	if r.azure {
 		f.args = append(f.args, armsimFlags(t, f.cloud)...)
+	}
+	if r.aws {
+		f.args = append(f.args, "--aws-endpoint="+f.moto.URL)
 	}
 
 	t.Run("the chart's RBAC is enough for a full sync", func(t *testing.T) { f.fullSync(t, r, s) })
@@ -261,7 +289,7 @@ func (r rbacProof) run(t *testing.T) {
 // fullSync runs the controller with the chart's RBAC, has the subject check
 // every kind of API call it makes succeeded, and finds nothing forbidden.
 func (f *rbacFixture) fullSync(t *testing.T, r rbacProof, s rbacSubject) {
-	p := startTagsync(t, "tagsync "+r.name+" (chart RBAC)", f.args...)
+	p := startTagsyncEnv(t, "tagsync "+r.name+" (chart RBAC)", f.env, f.args...)
 	s.fullSync(t, p)
 	// Prometheus can read the metrics: the chart lets the controller
 	// review its token and its access.
@@ -443,7 +471,7 @@ func (f *rbacFixture) ablate(t *testing.T, a ablation) {
 		a.prepare(t)
 	}
 
-	p := startTagsyncEnv(t, "tagsync without "+a.String(), a.env, f.args...)
+	p := startTagsyncEnv(t, "tagsync without "+a.String(), append(slices.Clip(f.env), a.env...), f.args...)
 	want := a.forbidden(serviceAccountUser(f.ns, "tagsync"))
 	eventually(t, "the process to report: "+want, func() string {
 		if strings.Contains(p.logs(), want) {

@@ -136,14 +136,16 @@ read-only).
 {{- end }}
 
 {{/*
-tagsync.usesAWS is "true" when something in the process calls AWS: the
-metadata controller, the node sync with nodeTagSync.spec.provider aws, or
-the SQS event source. They share the AWS settings (aws.*): the static keys'
-environment and --aws-region / --aws-endpoint.
+tagsync.usesAWS is "true" when something in the process may call AWS: the
+metadata controller, the workload tags controller (its policies name their
+cloud), the node sync with nodeTagSync.spec.provider aws, or the SQS event
+source. They share the AWS settings (aws.*): the static keys' environment
+and --aws-region / --aws-endpoint.
 */}}
 {{- define "tagsync.usesAWS" -}}
 {{- $awsNodes := and (include "tagsync.runs" (dict "root" . "name" "nodetags")) (eq (toString .Values.nodeTagSync.spec.provider) "aws") }}
-{{- if or (include "tagsync.runs" (dict "root" . "name" "metadata")) $awsNodes .Values.events.sqs.queueURL }}true{{ end }}
+{{- $workloads := include "tagsync.runs" (dict "root" . "name" "workloadtags") }}
+{{- if or (include "tagsync.runs" (dict "root" . "name" "metadata")) $workloads $awsNodes .Values.events.sqs.queueURL }}true{{ end }}
 {{- end }}
 
 {{/* tagsync.events is "true" when an event source is on: the webhook or the SQS queue. */}}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -327,8 +328,10 @@ func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) 
 }
 
 // stopped records a pass that wrote nothing: Ready false with reason and
-// err, one Warning event, and the next pass after wait.
+// err, one Warning event, a log line (the event is once per error; the log
+// is every pass), and the next pass after wait.
 func (p *pass) stopped(ctx context.Context, reason string, err error, wait time.Duration) (reconcile.Result, error) {
+	ctrllog.FromContext(ctx).Info("pass stopped, nothing written", "reason", reason, "error", err.Error(), "retryIn", wait.String())
 	p.st.notes.Once(p.obj, reason+"/"+err.Error(), reason, err.Error())
 	p.st.notes.EndPass(false)
 	p.obj.Status.ObservedGeneration = p.obj.Generation
