@@ -22,9 +22,10 @@ import (
 //     fields, else DefaultReadsPerSecond / DefaultReadBurst and
 //     DefaultWritesPerSecond / DefaultWriteBurst): the budget behaves
 //     exactly as a fixed one. Once ARM has reported it, the pace bucket
-//     refills at the adaptive rate: ARM's documented refill less
-//     adaptiveMargin (reads 23.75/s, writes and deletes 9.5/s), or the
-//     configured RateLimit rate when one is set and lower; it holds as many
+//     refills at the adaptive rate: ARM's documented refill (reads 25/s,
+//     writes and deletes 10/s), less sharedMargin while other clients are
+//     seen spending the bucket (share.go), or the configured RateLimit rate
+//     when one is set and lower; it holds as many
 //     tokens as ARM's bucket above the reserve (or RateLimit's burst when
 //     one is set), and the first report tops it up by the difference. When
 //     ARM's last report is below the reserve, the pace bucket falls back to
@@ -36,11 +37,13 @@ import (
 //
 // A request is sent when both have a token, and takes one from each.
 //
-// The reserve is what the budget leaves in ARM's bucket for the
-// subscription's other clients (AKS itself, users, pipelines): reserveShare
-// (10%) of ARM's bucket, at least one token, where ARM's bucket is the
-// largest remaining count ARM has reported plus one (200 writes and 250
-// reads on Azure today: a reserve of 20 writes and 25 reads).
+// The reserve is what the budget leaves in ARM's bucket for the bucket's
+// other clients (ARM's buckets are per principal: other processes with
+// tagsync's identity): aloneReserve (2%) of ARM's bucket, at least one
+// token, or sharedReserve (10%) while ARM's reports show another client
+// spending it (share.go), where ARM's bucket is the largest remaining count
+// ARM has reported plus one (200 writes and 250 reads on Azure today: a
+// reserve of 4 or 20 writes and 5 or 25 reads).
 //
 // Why this cannot cause a 429 while the provider is the subscription's only
 // client: a report of R remaining means ARM's bucket held R tokens just
@@ -59,8 +62,10 @@ import (
 // older answer arriving after a newer one is not used.
 //
 // When another client spends the same quota, ARM's reports drop by what it
-// spent; the budget's headroom drops with them at the next answer and its
-// requests wait until ARM's refill covers them again. Once the reports are
+// spent; the budget's headroom drops with them at the next answer, the
+// share turns to shared (the larger reserve, the margin) for a whole refill
+// of the bucket, and its requests wait until ARM's refill covers them
+// again. Once the reports are
 // below the reserve (the other clients are spending it), the pace bucket
 // also slows to the conservative rate until ARM reports more than the
 // reserve again. Requests sent before a report arrives (at most the
@@ -72,14 +77,6 @@ import (
 // quota is per tenant and reported in other headers), use the conservative
 // write budget only. HTTP DELETEs have their own budget, configured as the
 // writes, as ARM charges them to a bucket of their own.
-const (
-	// adaptiveMargin is the share of ARM's documented refill that the
-	// adaptive rate leaves unused.
-	adaptiveMargin = 0.05
-	// reserveShare is the share of ARM's bucket left to other clients.
-	reserveShare = 0.10
-)
-
 // armClass is one of ARM's per-subscription throttling buckets.
 type armClass int
 
@@ -141,9 +138,18 @@ type classConfig struct {
 	// burstCap is the configured burst (0: none), which also caps the
 	// adaptive pace bucket.
 	burstCap float64
-	// adaptiveRate is ARM's documented refill less adaptiveMargin, or the
-	// configured rate when lower.
-	adaptiveRate float64
+	// documented is ARM's documented refill; rateCap the configured rate
+	// (0: none), which caps the adaptive one.
+	documented, rateCap float64
+}
+
+// adaptive is the adaptive rate of the share's rate of ARM's refill: that,
+// or the configured rate when lower.
+func (c classConfig) adaptive(rate float64) float64 {
+	if c.rateCap > 0 {
+		return math.Min(rate, c.rateCap)
+	}
+	return rate
 }
 
 // classConfigOf resolves r for ARM bucket c (deletes use the write fields).
@@ -154,10 +160,9 @@ func classConfigOf(r RateLimit, c armClass) classConfig {
 		rate, burst = r.ReadsPerSecond, r.ReadBurst
 		defRate, defBurst = DefaultReadsPerSecond, DefaultReadBurst
 	}
-	cfg := classConfig{fallbackRate: defRate, fallbackBurst: defBurst, adaptiveRate: c.documentedRefill() * (1 - adaptiveMargin)}
+	cfg := classConfig{fallbackRate: defRate, fallbackBurst: defBurst, documented: c.documentedRefill()}
 	if rate > 0 {
-		cfg.fallbackRate = rate
-		cfg.adaptiveRate = math.Min(cfg.adaptiveRate, rate)
+		cfg.fallbackRate, cfg.rateCap = rate, rate
 	}
 	if burst > 0 {
 		cfg.fallbackBurst = float64(burst)
@@ -168,7 +173,7 @@ func classConfigOf(r RateLimit, c armClass) classConfig {
 
 // budget is the client-side request budget of a Provider: per subscription
 // and ARM bucket, a classBudget that follows ARM's reports of its remaining
-// quota (see the comment on adaptiveMargin), waited on by throttlePolicy
+// quota (see the comment on armClass's buckets above), waited on by throttlePolicy
 // before every HTTP attempt (retries and LRO polls included).
 type budget struct {
 	cfg RateLimit
@@ -211,9 +216,10 @@ func (b *budget) class(sub string, c armClass) *classBudget {
 type ticket struct {
 	cb *classBudget
 	// mark is the number of requests the classBudget had sent before
-	// this one; inflight the number then in flight.
+	// this one; inflight the number then in flight; at when it left.
 	mark     uint64
 	inflight int
+	at       time.Time
 }
 
 // wait blocks until the budget of sub (lower-cased, "" outside any) and
@@ -253,7 +259,8 @@ func (b *budget) observe(t ticket, resp *http.Response) {
 }
 
 // classBudget is the budget of one subscription's ARM bucket (see the
-// comment on adaptiveMargin). Its methods but wait's loop run under mu.
+// comment on armClass's buckets above). Its methods but wait's loop run
+// under mu.
 type classBudget struct {
 	cfg      classConfig
 	class    armClass
@@ -275,6 +282,9 @@ type classBudget struct {
 	low        bool    // ARM's last report was below the reserve
 	anchorMark uint64  // the mark of the request whose answer set the headroom
 
+	// share is what it leaves to the bucket's other clients.
+	share share
+
 	sent     uint64 // requests let through
 	inflight int    // requests let through and not answered
 	waits    uint64 // requests that had to wait
@@ -290,8 +300,18 @@ func newClassBudget(c armClass, cfg classConfig, adaptive bool, now time.Time) *
 }
 
 // reserve is the number of tokens left in ARM's bucket for other clients.
-func (cb *classBudget) reserve() float64 {
-	return math.Max(1, math.Ceil(reserveShare*float64(cb.armMax+1)))
+func (cb *classBudget) reserve(now time.Time) float64 {
+	return cb.share.reserve(float64(cb.armMax+1), now)
+}
+
+// adaptiveRate is the rate the budget follows ARM's refill at.
+func (cb *classBudget) adaptiveRate(now time.Time) float64 {
+	return cb.cfg.adaptive(cb.share.rate(cb.cfg.documented, now))
+}
+
+// fill is how long ARM takes to refill its whole bucket.
+func (cb *classBudget) fill() time.Duration {
+	return time.Duration(float64(cb.armMax+1) / cb.cfg.documented * float64(time.Second))
 }
 
 // refill brings both buckets to now.
@@ -303,7 +323,7 @@ func (cb *classBudget) refill(now time.Time) {
 	cb.last = now
 	cb.pace.Refill(now)
 	if cb.known {
-		cb.headroom = math.Min(float64(cb.armMax)-cb.reserve(), cb.headroom+dt*cb.cfg.adaptiveRate)
+		cb.headroom = math.Min(float64(cb.armMax)-cb.reserve(now), cb.headroom+dt*cb.adaptiveRate(now))
 	}
 }
 
@@ -313,7 +333,7 @@ func (cb *classBudget) take(now time.Time) time.Duration {
 	cb.refill(now)
 	d := cb.pace.Delay()
 	if cb.known && cb.headroom < 1 {
-		d = max(d, cloud.DelayOf((1-cb.headroom)/cb.cfg.adaptiveRate))
+		d = max(d, cloud.DelayOf((1-cb.headroom)/cb.adaptiveRate(now)))
 	}
 	return d
 }
@@ -327,19 +347,21 @@ func (cb *classBudget) send(waited bool) ticket {
 	if waited {
 		cb.waits++
 	}
-	t := ticket{cb: cb, mark: cb.sent, inflight: cb.inflight}
+	t := ticket{cb: cb, mark: cb.sent, inflight: cb.inflight, at: cb.last}
 	cb.sent++
 	cb.inflight++
 	return t
 }
 
 // observe takes the answer of t's request: ARM reported remaining tokens
-// left when ok. The headroom becomes remaining - reserve - U, U being the
-// requests ARM may not have charged yet when it answered (those in flight
-// when t's request was sent and those sent since); the pace bucket takes
-// the adaptive or, when remaining is below the reserve, the conservative
-// rate. Answers older than the one that last set the headroom only count
-// towards ARM's bucket size.
+// left when ok. A report below the headroom plus the reserve, less the
+// refill since the request left, is another client's spending (share.saw). The headroom
+// becomes remaining - reserve - U, U being the requests ARM may not have
+// charged yet when it answered (those in flight when t's request was sent
+// and those sent since); the pace bucket takes the adaptive or, when
+// remaining is below the reserve, the conservative rate. Answers older
+// than the one that last set the headroom only count towards ARM's bucket
+// size.
 func (cb *classBudget) observe(now time.Time, t ticket, remaining int, ok bool) {
 	cb.inflight--
 	if !ok || !cb.adaptive {
@@ -351,18 +373,21 @@ func (cb *classBudget) observe(now time.Time, t ticket, remaining int, ok bool) 
 	if !first && t.mark < cb.anchorMark {
 		return
 	}
-	cb.known, cb.anchorMark = true, t.mark
-	res := cb.reserve()
 	uncharged := float64(cb.sent-t.mark-1) + float64(t.inflight)
+	if !first {
+		cb.share.saw(now, float64(remaining), cb.headroom+cb.reserve(now), 1+cb.adaptiveRate(now)*now.Sub(t.at).Seconds(), cb.fill())
+	}
+	cb.known, cb.anchorMark = true, t.mark
+	res := cb.reserve(now)
 	cb.headroom = math.Min(float64(cb.armMax)-res, float64(remaining)-res-uncharged)
 	cb.low = float64(remaining) < res
 	paceCap := math.Max(1, float64(cb.armMax)-res)
-	cb.pace.Rate = cb.cfg.adaptiveRate
+	cb.pace.Rate = cb.adaptiveRate(now)
 	if cb.cfg.burstCap > 0 {
 		paceCap = cb.cfg.burstCap
 	}
 	if cb.low {
-		cb.pace.Rate = math.Min(cb.cfg.fallbackRate, cb.cfg.adaptiveRate)
+		cb.pace.Rate = math.Min(cb.cfg.fallbackRate, cb.adaptiveRate(now))
 		paceCap = cb.cfg.fallbackBurst
 	}
 	if first && paceCap > cb.pace.Cap {

@@ -198,36 +198,39 @@ func TestBudgetWithoutReportsIsConservative(t *testing.T) {
 	}
 }
 
-// TestBudgetSpendsARMQuotaDownToTheReserve: with ARM's reports the budget
-// spends ARM's bucket of 200 writes down to the reserve of 20 at once,
-// then paces at 9.5/s: 0 × 429, and ARM never holds less than the reserve.
+// TestBudgetSpendsARMQuotaDownToTheReserve: with ARM's reports and no
+// other client, the budget spends ARM's bucket of 200 writes down to the
+// small reserve of 4 at once, then paces at ARM's 10/s: 0 × 429, ARM never
+// holds less than the reserve, and no report is taken for another client.
 func TestBudgetSpendsARMQuotaDownToTheReserve(t *testing.T) {
 	cb := newClassBudget(armWrites, classConfigOf(RateLimit{}, armWrites), true, t0)
 	arm := newARMBucket(200, 10, t0)
-	// ARM's 200 less the reserve of 20, less one: the largest report
+	// ARM's 200 less the reserve of 4, less one: the largest report
 	// (199) is what the budget knows of ARM's bucket.
-	if n := burstAt(cb, arm, t0); n != 179 {
-		t.Errorf("burst of %d writes, want 179 (ARM's 200 less the reserve of 20, less one)", n)
+	if n := burstAt(cb, arm, t0); n != 195 {
+		t.Errorf("burst of %d writes, want 195 (ARM's 200 less the reserve of 4, less one)", n)
 	}
-	if cb.reserve() != 20 || !cb.known || cb.low {
-		t.Fatalf("reserve %v, known %v, low %v", cb.reserve(), cb.known, cb.low)
+	if cb.reserve(t0) != 4 || !cb.known || cb.low {
+		t.Fatalf("reserve %v, known %v, low %v", cb.reserve(t0), cb.known, cb.low)
 	}
-	if cb.pace.Rate != 9.5 {
-		t.Errorf("pace %v/s, want 9.5", cb.pace.Rate)
+	if cb.pace.Rate != 10 {
+		t.Errorf("pace %v/s, want 10", cb.pace.Rate)
 	}
 	n := runFor(cb, arm, t0.Add(time.Millisecond), 60*time.Second)
-	if n < 9*60 || n > 10*60 {
-		t.Errorf("%d writes in the next 60 s, want 9.5/s", n)
+	if n < 595 || n > 10*60 {
+		t.Errorf("%d writes in the next 60 s, want 10/s", n)
 	}
-	if arm.throttled != 0 || arm.minLeft < 20 {
-		t.Errorf("%d × 429, ARM down to %v tokens: want none and at least the reserve of 20", arm.throttled, arm.minLeft)
+	if arm.throttled != 0 || arm.minLeft < 4 || cb.share.turns != 0 {
+		t.Errorf("%d × 429, ARM down to %v tokens, %d reports taken for another client: want none, at least the reserve of 4, none",
+			arm.throttled, arm.minLeft, cb.share.turns)
 	}
 }
 
 // TestBudgetSlowsDownForAnotherClient: another client spends the same
-// quota; ARM's reports drop, the budget takes fewer, and below the reserve
-// falls back to the conservative rate; when the other client stops, the
-// budget speeds up again.
+// quota; ARM's reports drop, the budget leaves it the larger reserve and
+// part of the refill and takes fewer, and below the reserve falls back to
+// the conservative rate; a whole refill of the bucket after the other
+// client stopped, the budget spends as when alone again.
 func TestBudgetSlowsDownForAnotherClient(t *testing.T) {
 	cb := newClassBudget(armWrites, classConfigOf(RateLimit{}, armWrites), true, t0)
 	arm := newARMBucket(200, 10, t0)
@@ -245,6 +248,10 @@ func TestBudgetSlowsDownForAnotherClient(t *testing.T) {
 	t.Logf("%d writes in 60 s beside another client", mine)
 	if mine > 6*60+10 || mine < 5*60 {
 		t.Errorf("%d writes in 60 s beside another client writing 4/s, want about 6/s", mine)
+	}
+	if !cb.share.others(now) || cb.reserve(now) != 20 || cb.pace.Rate != 9.5 {
+		t.Errorf("beside another client: others %v, reserve %v, pace %v/s; want the shared reserve of 20 and 9.5/s",
+			cb.share.others(now), cb.reserve(now), cb.pace.Rate)
 	}
 	if arm.throttled != 0 {
 		t.Errorf("%d × 429", arm.throttled)
@@ -264,10 +271,18 @@ func TestBudgetSlowsDownForAnotherClient(t *testing.T) {
 	if d := cb.take(now); d < time.Second {
 		t.Errorf("next write in %s after a report of %d tokens left", d, int(arm.tokens))
 	}
-	// Alone again, the budget is back to 9.5/s once ARM has refilled.
-	runFor(cb, arm, now, 20*time.Second)
+	// Alone again: back to 9.5/s once ARM has refilled, and to ARM's
+	// 10/s and the small reserve a whole refill (20 s) after the other
+	// client was last seen.
+	runFor(cb, arm, now, 10*time.Second)
 	if cb.low || cb.pace.Rate != 9.5 {
-		t.Errorf("alone again: low %v, pace %v/s", cb.low, cb.pace.Rate)
+		t.Errorf("10 s alone again: low %v, pace %v/s", cb.low, cb.pace.Rate)
+	}
+	now = now.Add(10 * time.Second)
+	runFor(cb, arm, now, 15*time.Second)
+	now = now.Add(15 * time.Second)
+	if cb.low || cb.pace.Rate != 10 || cb.reserve(now) != 4 {
+		t.Errorf("25 s alone again: low %v, pace %v/s, reserve %v; want 10/s and 4", cb.low, cb.pace.Rate, cb.reserve(now))
 	}
 	if arm.throttled != 0 {
 		t.Errorf("%d × 429", arm.throttled)
@@ -287,10 +302,10 @@ func TestBudgetConfiguredCaps(t *testing.T) {
 	}
 	// A configured rate above ARM's refill is capped at 9.5/s once ARM
 	// reports; before, it is the configured budget.
-	if c := classConfigOf(RateLimit{ReadsPerSecond: 1000, ReadBurst: 1000}, armReads); c.adaptiveRate != 23.75 || c.fallbackRate != 1000 {
+	if c := classConfigOf(RateLimit{ReadsPerSecond: 1000, ReadBurst: 1000}, armReads); c.adaptive(c.documented) != 25 || c.fallbackRate != 1000 {
 		t.Errorf("reads: %+v", c)
 	}
-	if c := classConfigOf(RateLimit{WritesPerSecond: 3}, armDeletes); c.adaptiveRate != 3 || c.fallbackBurst != DefaultWriteBurst || c.burstCap != 0 {
+	if c := classConfigOf(RateLimit{WritesPerSecond: 3}, armDeletes); c.adaptive(c.documented) != 3 || c.fallbackBurst != DefaultWriteBurst || c.burstCap != 0 {
 		t.Errorf("deletes: %+v", c)
 	}
 }
@@ -337,12 +352,16 @@ func TestBudgetCountsRequestsARMHasNotCharged(t *testing.T) {
 				now = now.Add(time.Duration(rnd.Intn(5)) * time.Millisecond)
 			}
 		}
-		if arm.throttled != 0 || arm.minLeft < 20 {
-			t.Errorf("seed %d: %d × 429, ARM down to %v tokens (reserve 20)", seed, arm.throttled, arm.minLeft)
+		if arm.throttled != 0 || arm.minLeft < 4 {
+			t.Errorf("seed %d: %d × 429, ARM down to %v tokens (reserve 4)", seed, arm.throttled, arm.minLeft)
 		}
-		// ARM allows 200 + 10/s; the reserve, the pace of 9.5/s and the
-		// requests counted as uncharged cost some.
-		if sent < 180+9*60-20 || sent > 200+10*60 {
+		// Requests charged and answered in any order are no other client.
+		if cb.share.turns != 0 {
+			t.Errorf("seed %d: %d reports taken for another client's spending", seed, cb.share.turns)
+		}
+		// ARM allows 200 + 10/s; the reserve and the requests counted as
+		// uncharged cost some.
+		if sent < 196+10*60-20 || sent > 200+10*60 {
 			t.Errorf("seed %d: %d requests in 60 s", seed, sent)
 		}
 	}
@@ -381,13 +400,13 @@ func TestARMClasses(t *testing.T) {
 func TestBudgetIgnoresOlderAnswers(t *testing.T) {
 	cb := newClassBudget(armWrites, classConfigOf(RateLimit{}, armWrites), true, t0)
 	a, b := cb.send(false), cb.send(false)
-	// 100 left: a reserve of 11 (10% of 101), and a was in flight when b
+	// 100 left: a reserve of 3 (2% of 101), and a was in flight when b
 	// left, so maybe not charged yet.
 	cb.observe(t0, b, 100, true)
 	h := cb.headroom
 	cb.observe(t0, a, 199, true)
-	if cb.headroom != h || h != 100-11-1 {
-		t.Errorf("headroom %v after an older answer, want %v (88)", cb.headroom, h)
+	if cb.headroom != h || h != 100-3-1 {
+		t.Errorf("headroom %v after an older answer, want %v (96)", cb.headroom, h)
 	}
 	if cb.armMax != 199 || cb.inflight != 0 {
 		t.Errorf("armMax %d, inflight %d", cb.armMax, cb.inflight)
@@ -428,8 +447,8 @@ func providerBudget(t *testing.T, p *Provider) *budget {
 
 // TestBudgetUsesARMQuotaWithout429: 80 tag writes to a subscription whose
 // ARM write bucket holds 60 tokens refilled at 10/s, with the default
-// budget: the budget spends ARM's bucket down to the reserve (6 tokens),
-// beyond its conservative burst of 20, without a single 429.
+// budget: the budget spends ARM's bucket down to the reserve (2 tokens,
+// alone), beyond its conservative burst of 20, without a single 429.
 func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	env := startArmsim(t)
 	big := armsim.Bucket{Capacity: 1000, RefillPerSecond: 1000}
@@ -458,7 +477,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 	if int(sent) != len(ids) {
 		t.Errorf("the budget let %d writes through, want %d", sent, len(ids))
 	}
-	// About ARM's 60 less the reserve of 6 go at once (some fewer:
+	// About ARM's 60 less the reserve of 2 go at once (some fewer:
 	// requests in flight are counted as not yet charged; some more on a
 	// slow run: ARM refills 10/s meanwhile and reports it); the rest wait
 	// for ARM's refill. What must hold is more than the conservative burst,
@@ -471,7 +490,7 @@ func TestBudgetUsesARMQuotaWithout429(t *testing.T) {
 		lowest = min(lowest, n)
 	}
 	t.Logf("%d of %d writes left without waiting; ARM's bucket went down to %d", len(ids)-int(waits), len(ids), lowest)
-	if len(rec.left) != len(ids) || lowest < 6 || lowest > 6+2*DefaultWriteConcurrency {
-		t.Errorf("ARM's bucket went down to %d of 60 over %d reports: want the reserve of 6, or a little above", lowest, len(rec.left))
+	if len(rec.left) != len(ids) || lowest < 2 || lowest > 2+2*DefaultWriteConcurrency {
+		t.Errorf("ARM's bucket went down to %d of 60 over %d reports: want the reserve of 2, or a little above", lowest, len(rec.left))
 	}
 }

@@ -17,14 +17,17 @@ import (
 // minutes (Microsoft's "Request limits and throttling", "Network
 // throttling"), whoever sends them. The pace keeps, per subscription,
 // provider and kind (reads; writes and deletes together), a token bucket
-// for each published limit, as the budget does for ARM's buckets: refilled
-// at the published rate less adaptiveMargin, holding the provider's bucket
-// less reserveShare (left to the subscription's other clients), and set
+// for each published limit, as the budget does for ARM's buckets: an
+// estimate of the provider's bucket, refilled at the published rate and set
 // from the provider's reports of its calls left
 // (x-ms-ratelimit-remaining-resource, the lowest of the provider's
-// policies) less the requests sent after the reported one. So a batch of
-// tag writes to 2000 network resources waits for Network's refill instead
-// of running into its 429s.
+// policies) less the requests sent after the reported one, spent down to a
+// reserve left to the subscription's other clients. What it leaves them is
+// the share's (share.go): 2% of the bucket while no one else is seen
+// spending it, 10% and 5% of the refill for a whole refill after another
+// client was. So a batch of tag writes to 2000 network resources waits for
+// Network's refill instead of running into its 429s, and takes the time
+// Network's limit allows when tagsync is its only client.
 
 // providerLimit is a provider's published bucket: its size and refill per
 // second.
@@ -54,20 +57,22 @@ type paceKey struct {
 // paceBucket is one provider bucket's state; its fields are under pace.mu.
 type paceBucket struct {
 	limit    providerLimit
-	level    float64   // tokens above the reserve
+	tokens   float64   // the estimate of the provider's bucket
 	at       time.Time // of the last refill
 	sent     uint64    // requests let through
 	inflight int       // of them, those not answered yet
 	seen     uint64    // mark of the newest report used
+	share    share     // what it leaves to other clients
 }
 
 // paceTicket is one request the pace let through: its mark (how many
-// requests the bucket let through before and with it) and how many were in
-// flight when it left (they may reach the provider after it).
+// requests the bucket let through before and with it), how many were in
+// flight when it left (they may reach the provider after it), and when.
 type paceTicket struct {
 	b        *paceBucket
 	mark     uint64
 	inflight int
+	at       time.Time
 }
 
 // newPace returns the pace of limits (nil: the published ones).
@@ -97,17 +102,24 @@ func (p *pace) bucketOf(k gateKey) *paceBucket {
 		if key.write {
 			l = lim[1]
 		}
-		b = &paceBucket{limit: l, level: l.capacity - l.reserve(), at: p.now()}
+		b = &paceBucket{limit: l, tokens: l.capacity, at: p.now()}
 		p.buckets[key] = b
 	}
 	return b
 }
 
-// reserve is the share of the provider's bucket left to other clients.
-func (l providerLimit) reserve() float64 { return max(1, l.capacity*reserveShare) }
+// fill is how long the provider takes to refill its whole bucket.
+func (l providerLimit) fill() time.Duration {
+	return time.Duration(l.capacity / l.refill * float64(time.Second))
+}
 
-// rate is the pace's refill: the published one less adaptiveMargin.
-func (l providerLimit) rate() float64 { return l.refill * (1 - adaptiveMargin) }
+// rate is the refill the bucket spends.
+func (b *paceBucket) rate(now time.Time) float64 { return b.share.rate(b.limit.refill, now) }
+
+// above is the estimate's tokens above the reserve.
+func (b *paceBucket) above(now time.Time) float64 {
+	return b.tokens - b.share.reserve(b.limit.capacity, now)
+}
 
 // wait takes a token of b, waiting while there is none, and returns the
 // request's ticket.
@@ -116,15 +128,16 @@ func (p *pace) wait(ctx context.Context, b *paceBucket) (paceTicket, error) {
 		p.mu.Lock()
 		now := p.now()
 		b.refill(now)
-		if b.level >= 1 {
-			b.level--
+		level := b.above(now)
+		if level >= 1 {
+			b.tokens--
 			b.sent++
-			t := paceTicket{b: b, mark: b.sent, inflight: b.inflight}
+			t := paceTicket{b: b, mark: b.sent, inflight: b.inflight, at: now}
 			b.inflight++
 			p.mu.Unlock()
 			return t, nil
 		}
-		d := time.Duration((1 - b.level) / b.limit.rate() * float64(time.Second))
+		d := time.Duration((1 - level) / b.rate(now) * float64(time.Second))
 		p.mu.Unlock()
 		if err := cloud.WaitTurn(ctx, now, d, nil); err != nil {
 			return paceTicket{}, err
@@ -133,10 +146,10 @@ func (p *pace) wait(ctx context.Context, b *paceBucket) (paceTicket, error) {
 }
 
 // refill adds what the rate gave since the last refill, up to the
-// provider's bucket less the reserve; the caller holds pace.mu.
+// provider's bucket; the caller holds pace.mu.
 func (b *paceBucket) refill(now time.Time) {
 	if el := now.Sub(b.at).Seconds(); el > 0 {
-		b.level = min(b.level+el*b.limit.rate(), b.limit.capacity-b.limit.reserve())
+		b.tokens = min(b.tokens+el*b.rate(now), b.limit.capacity)
 	}
 	b.at = now
 }
@@ -144,7 +157,9 @@ func (b *paceBucket) refill(now time.Time) {
 // observe hands a ticket back with its answer (nil: none came). The
 // provider reported the calls it had left after charging the request; it
 // may have charged since the requests in flight when it left and those
-// let through after it. An older answer than one used already is not used.
+// let through after it. A report below the estimate less the refill since
+// the request left is another client's spending (share.saw). An older
+// answer than one used already is not used.
 func (p *pace) observe(t paceTicket, provider string, resp *http.Response) {
 	left, ok := providerRemaining(resp, provider)
 	p.mu.Lock()
@@ -155,9 +170,11 @@ func (p *pace) observe(t paceTicket, provider string, resp *http.Response) {
 		return
 	}
 	b.seen = t.mark
-	b.refill(p.now())
+	now := p.now()
+	b.refill(now)
 	charged := float64(b.sent-t.mark) + float64(t.inflight)
-	b.level = min(float64(left)-b.limit.reserve()-charged, b.limit.capacity-b.limit.reserve())
+	b.share.saw(now, float64(left), b.tokens, 1+b.rate(now)*now.Sub(t.at).Seconds(), b.limit.fill())
+	b.tokens = min(float64(left)-charged, b.limit.capacity)
 }
 
 // providerRemaining is the lowest count an answer reports for provider's
