@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net/http"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -218,6 +219,21 @@ func (a *AWSRules) identityOf(caller awsCaller) AWSIdentity {
 		return id
 	}
 	return AWSIdentity{Type: "IAMUser", ARN: fmt.Sprintf("arn:aws:iam::%s:user/%s", accountOf(caller), caller.accessKey)}
+}
+
+// answerIdentity answers STS's GetCallerIdentity as the identity
+// CloudTrail names the caller by (SetIdentity; an IAM user named by the
+// access key otherwise), so that a client learns the identity its own
+// calls' events carry ("GetCallerIdentity", STS API reference).
+func (a *AWSRules) answerIdentity(w http.ResponseWriter, caller awsCaller) {
+	a.events.mu.Lock()
+	id := a.identityOf(caller)
+	a.events.mu.Unlock()
+	w.Header().Set("Content-Type", "text/xml")
+	fmt.Fprintf(w, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>`+
+		`<Arn>%s</Arn><UserId>%s</UserId><Account>%s</Account></GetCallerIdentityResult>`+
+		`<ResponseMetadata><RequestId>testenv-aws-rules</RequestId></ResponseMetadata></GetCallerIdentityResponse>`,
+		xmlEscape(id.ARN), xmlEscape(caller.accessKey), accountOf(caller))
 }
 
 // accountOf is the caller's account: moto's default unless it named one.

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	tagging "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/tagsync/tagsync/internal/testenv"
 )
@@ -199,5 +201,50 @@ func TestStripper(t *testing.T) {
 	}
 	if !slices.Equal(seen, want) {
 		t.Errorf("events\n%v\nwant\n%v", seen, want)
+	}
+}
+
+// TestValueWriterAndCallerIdentity: a writer of values (AWSStripper.Set)
+// writes its value back, with EC2's CreateTags as its own identity, after
+// another caller changed it, and removes nothing; STS's GetCallerIdentity
+// answers each caller as the identity CloudTrail names it by.
+func TestValueWriterAndCallerIdentity(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	moto.Rules.SetIdentity("pipeline", testenv.RoleIdentity("terraform"))
+	vol, err := ec2.NewFromConfig(moto.Config).CreateVolume(t.Context(), &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testenv.MotoRegion + "a"), Size: aws.Int32(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	volARN := fmt.Sprintf("arn:aws:ec2:%s:%s:volume/%s", testenv.MotoRegion, testenv.MotoAccountID, *vol.VolumeId)
+	writes := moto.Rules.AddStripper(testenv.AWSStripper{Resources: []string{volARN}, AccessKey: "pipeline", Set: map[string]string{"cost-center": "cc-legacy"}})
+	if _, err := ec2.NewFromConfig(moto.Config).CreateTags(t.Context(), &ec2.CreateTagsInput{Resources: []string{*vol.VolumeId},
+		Tags: []ec2types.Tag{{Key: aws.String("cost-center"), Value: aws.String("cc-1")}, {Key: aws.String("team"), Value: aws.String("a")}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ec2.NewFromConfig(moto.Config).DescribeTags(t.Context(), &ec2.DescribeTagsInput{
+		Filters: []ec2types.Filter{{Name: aws.String("resource-id"), Values: []string{*vol.VolumeId}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, d := range out.Tags {
+		got[*d.Key] = *d.Value
+	}
+	if fmt.Sprint(got) != "map[cost-center:cc-legacy team:a]" {
+		t.Errorf("the volume carries %v, want the writer's cost-center back and team left", got)
+	}
+	if n := writes(); n != 1 {
+		t.Errorf("the writer wrote %d times, want 1", n)
+	}
+	for key, want := range map[string]string{
+		"pipeline":              testenv.RoleIdentity("terraform").ARN,
+		testenv.MotoAccessKeyID: fmt.Sprintf("arn:aws:iam::%s:user/%s", testenv.MotoAccountID, testenv.MotoAccessKeyID),
+	} {
+		cfg := moto.Config.Copy()
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(key, "secret", "")
+		id, err := sts.NewFromConfig(cfg).GetCallerIdentity(t.Context(), &sts.GetCallerIdentityInput{})
+		if err != nil || aws.ToString(id.Arn) != want || aws.ToString(id.Account) != testenv.MotoAccountID {
+			t.Errorf("GetCallerIdentity as %s: %v %v, want %s", key, id, err, want)
+		}
 	}
 }

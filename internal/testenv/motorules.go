@@ -171,6 +171,10 @@ func (a *AWSRules) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve is ServeHTTP once the request is read.
 func (a *AWSRules) serve(w http.ResponseWriter, r *http.Request, service string, caller awsCaller, form url.Values) {
 	action := form.Get("Action")
+	if service == "sts" && action == "GetCallerIdentity" {
+		a.answerIdentity(w, caller)
+		return
+	}
 	if form != nil {
 		switch service {
 		case "autoscaling":

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
 
 // AWSStripper is another writer of the same resources: a controller that
@@ -32,6 +34,13 @@ type AWSStripper struct {
 	// AccessKey is the access key it calls with; SetIdentity names it in
 	// its CloudTrail events.
 	AccessKey string
+	// Set, when not empty, makes it a writer of values instead: it removes
+	// nothing, and where another caller's write leaves one of Set's keys
+	// with another value, it writes Set's values back (a pipeline or a
+	// controller that owns those keys' values: a Terraform apply, a tag
+	// policy's remediation), with Elastic Load Balancing's AddTags or EC2's
+	// CreateTags.
+	Set map[string]string
 }
 
 // stripper is an AWSStripper at work; strips counts its writes.
@@ -67,6 +76,14 @@ func (a *AWSRules) strip(ctx context.Context, c tagCall) {
 		}
 		for _, r := range c.resources {
 			if !slices.Contains(s.Resources, r.arn) {
+				continue
+			}
+			if len(s.Set) > 0 {
+				if a.setBack(ctx, s, c.caller, r) {
+					a.events.mu.Lock()
+					s.strips++
+					a.events.mu.Unlock()
+				}
 				continue
 			}
 			var drop []string
@@ -120,6 +137,51 @@ func (a *AWSRules) stripOne(ctx context.Context, s *stripper, by awsCaller, r re
 	if err != nil {
 		return false
 	}
+	call.resources = []resourceChange{{arn: r.arn, before: r.after, after: after}}
+	a.publish(call)
+	return true
+}
+
+// setBack writes s.Set's values on r where r's tags differ from them, with
+// its service's own API as s, and publishes the write's events.
+func (a *AWSRules) setBack(ctx context.Context, s *stripper, by awsCaller, r resourceChange) bool {
+	set := map[string]string{}
+	for k, v := range s.Set {
+		if got, ok := r.after[k]; !ok || got != v {
+			set[k] = v
+		}
+	}
+	p, err := arn.Parse(r.arn)
+	if len(set) == 0 || err != nil {
+		return false
+	}
+	caller := awsCaller{accessKey: s.AccessKey, region: by.region, account: by.account}
+	cfg := caller.config(a.direct)
+	call := tagCall{caller: caller, service: p.Service, set: set, at: time.Now()}
+	keys := slices.Sorted(maps.Keys(set))
+	switch p.Service {
+	case "elasticloadbalancing":
+		var tags []elbv2types.Tag
+		for _, k := range keys {
+			tags = append(tags, elbv2types.Tag{Key: &k, Value: sdkaws.String(set[k])})
+		}
+		call.action, call.ids = "AddTags", []string{r.arn}
+		_, err = elbv2.NewFromConfig(cfg).AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: call.ids, Tags: tags})
+	case "ec2":
+		var tags []ec2types.Tag
+		for _, k := range keys {
+			tags = append(tags, ec2types.Tag{Key: &k, Value: sdkaws.String(set[k])})
+		}
+		call.action, call.ids = "CreateTags", []string{p.Resource[strings.LastIndex(p.Resource, "/")+1:]}
+		_, err = ec2.NewFromConfig(cfg).CreateTags(ctx, &ec2.CreateTagsInput{Resources: call.ids, Tags: tags})
+	default:
+		return false
+	}
+	if err != nil {
+		return false
+	}
+	after := maps.Clone(r.after)
+	maps.Copy(after, set)
 	call.resources = []resourceChange{{arn: r.arn, before: r.after, after: after}}
 	a.publish(call)
 	return true

@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 
 	"github.com/tagsync/tagsync/internal/cloudchange"
 )
@@ -112,6 +115,10 @@ func (d callDetail) written(region, account string) (resources, keys []string, e
 			ResourceArns    []string `json:"resourceArns"`
 			ResourceARNList []string `json:"resourceARNList"`
 			TagKeys         []string `json:"tagKeys"`
+			// Tags are the tags set: a list of {key, value} (Elastic
+			// Load Balancing's AddTags), a map (the Tagging API's
+			// TagResources).
+			Tags json.RawMessage `json:"tags"`
 		}
 		if err := json.Unmarshal(d.RequestParameters, &p); err != nil {
 			return nil, nil, err
@@ -121,7 +128,8 @@ func (d callDetail) written(region, account string) (resources, keys []string, e
 				resources = append(resources, k)
 			}
 		}
-		return resources, p.TagKeys, nil
+		set, err := setKeys(p.Tags)
+		return resources, append(p.TagKeys, set...), err
 	}
 	ids, keys, err := d.named()
 	for _, id := range ids {
@@ -130,6 +138,30 @@ func (d callDetail) written(region, account string) (resources, keys []string, e
 		}
 	}
 	return resources, keys, err
+}
+
+// setKeys are the keys of the tags a call set, from its requestParameters'
+// "tags": a list of {key, value} or a map of key to value (none when
+// absent).
+func setKeys(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(raw, &list); err == nil {
+		keys := make([]string, 0, len(list))
+		for _, t := range list {
+			keys = append(keys, t.Key)
+		}
+		return keys, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(m)), nil
 }
 
 // named are the IDs (EC2) or names (Auto Scaling groups) of the resources
@@ -171,15 +203,20 @@ func (d callDetail) named() (ids, keys []string, err error) {
 }
 
 // call is a CloudTrail event of a tag write: who wrote, where, which tag
-// keys it deleted, when.
+// keys it deleted or set, when.
 type call struct {
+	// id is the CloudTrail event's EventBridge id.
+	id string
 	// keys are the resources written, as matchKey names them.
 	keys []string
 	// deleted are the tag keys a DeleteTags call deleted (none for a
 	// call that sets tags): only such a call can have made a removal.
 	deleted map[string]bool
-	writer  cloudchange.Writer
-	at      time.Time
+	// set are the tag keys a call that sets tags set (none for one that
+	// deletes): only such a call can have made a change of a value.
+	set    map[string]bool
+	writer cloudchange.Writer
+	at     time.Time
 	// seen is when the source received it.
 	seen time.Time
 }
@@ -202,12 +239,15 @@ func parseCall(env envelope) (*call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: requestParameters: %w", env.DetailType, env.ID, err)
 	}
-	c := &call{writer: d.writer(), at: cmp.Or(d.EventTime, env.Time), keys: resources}
+	c := &call{id: env.ID, writer: d.writer(), at: cmp.Or(d.EventTime, env.Time), keys: resources}
+	named := map[string]bool{}
+	for _, n := range names {
+		named[n] = true
+	}
 	if removes {
-		c.deleted = map[string]bool{}
-		for _, n := range names {
-			c.deleted[n] = true
-		}
+		c.deleted = named
+	} else {
+		c.set = named
 	}
 	return c, nil
 }
@@ -233,15 +273,30 @@ const callSlack = 5 * time.Second
 // arrives after it.
 const callMemory = 5 * time.Minute
 
-// attribution pairs the tag changes that remove tags with the CloudTrail
-// events of the calls that made them, which arrive separately and in
-// either order: a change whose call came first takes its writer at once;
-// one whose call has not come waits for it (Config.AttributionWait) and
-// is then published with or without a writer. Safe for concurrent use.
+// attribution pairs tag changes with the CloudTrail events of the calls
+// that made them, which arrive separately and in either order. A change
+// that removed tags and whose call came first takes its writer at once;
+// one whose call has not come waits for it (Config.AttributionWait) and is
+// then published with or without a writer. A change that set tags is
+// published at once, with the writer of a call that came first; a call
+// that comes after it names its writer in a change of its own (set), so
+// that who changed a value is known as soon as CloudTrail tells. The calls
+// tagsync made itself (self) name no other writer: they are not kept.
+// Safe for concurrent use.
 type attribution struct {
 	mu      sync.Mutex
+	self    string                 // tagsync's own identity's ARN ("": not known)
 	calls   map[string][]call      // matchKey → the calls of the last callMemory
 	waiting map[string][]*awaiting // matchKey → the changes waiting for their call
+	set     map[string][]*setChange
+}
+
+// setChange is a change that set tags, published without a writer: a call
+// that comes later names it.
+type setChange struct {
+	change cloudchange.Change
+	keys   []string
+	named  bool
 }
 
 // awaiting is a tag change that waits for its call.
@@ -252,27 +307,36 @@ type awaiting struct {
 	timer   *time.Timer
 }
 
-// writerOf is the writer of change, which removed the keys removed, from a
-// call that came first (see matching).
-func (a *attribution) writerOf(change cloudchange.Change, removed []string, now time.Time) (cloudchange.Writer, bool) {
+// setSelf records tagsync's own identity (an ARN from
+// sts:GetCallerIdentity): its calls are not kept.
+func (a *attribution) setSelf(arn string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.self = arn
+}
+
+// writerOf is the writer of change, which removed the keys removed or set
+// the keys set, from a call that came first (see matching).
+func (a *attribution) writerOf(change cloudchange.Change, removed, set []string, now time.Time) (cloudchange.Writer, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forget(now)
-	return matching(a.calls[matchKey(change.Resource)], change.Time, removed)
+	return matching(a.calls[matchKey(change.Resource)], change.Time, removed, set)
 }
 
-// matching is the writer of the call that removed the keys removed (a
-// DeleteTags naming every one of them) dated nearest at, within
-// callSlack; none when two as near name different writers. A call that
-// set tags, or deleted others, made another change of the resource: its
-// writer vouches for nothing this change removed.
-func matching(calls []call, at time.Time, removed []string) (cloudchange.Writer, bool) {
+// matching is the writer of the call that made a change: one that deleted
+// every key in removed (a DeleteTags naming them) or, for a change that
+// removed none, set every key in set, dated nearest at, within callSlack;
+// none when two as near name different writers. A call of the other kind,
+// or naming other keys, made another change of the resource: its writer
+// vouches for nothing this change did.
+func matching(calls []call, at time.Time, removed, set []string) (cloudchange.Writer, bool) {
 	var w cloudchange.Writer
 	found, tie := false, false
 	nearest := callSlack + 1
 	for _, c := range calls {
 		switch d := c.at.Sub(at).Abs(); {
-		case !c.deletedAll(removed) || d > callSlack || d > nearest:
+		case !c.made(removed, set) || d > callSlack || d > nearest:
 		case d < nearest:
 			w, found, tie, nearest = c.writer, true, false, d
 		case c.writer != w:
@@ -282,14 +346,38 @@ func matching(calls []call, at time.Time, removed []string) (cloudchange.Writer,
 	return w, found && !tie
 }
 
-// deletedAll reports whether c deleted every one of keys.
-func (c call) deletedAll(keys []string) bool {
+// made reports whether c can have made a change that removed the keys
+// removed (it deleted all of them) or, removing none, set the keys set
+// (it set all of them).
+func (c call) made(removed, set []string) bool {
+	if len(removed) > 0 {
+		return all(c.deleted, removed)
+	}
+	return all(c.set, set)
+}
+
+// all reports whether names holds every one of keys, and keys are some.
+func all(names map[string]bool, keys []string) bool {
 	for _, k := range keys {
-		if !c.deleted[k] {
+		if !names[k] {
 			return false
 		}
 	}
 	return len(keys) > 0
+}
+
+// published keeps change, which set the keys set and was published
+// without a writer, for a call that comes after it (callMemory).
+func (a *attribution) published(change cloudchange.Change, set []string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forget(now)
+	if a.set == nil {
+		a.set = map[string][]*setChange{}
+	}
+	change.Received = now
+	key := matchKey(change.Resource)
+	a.set[key] = append(a.set[key], &setChange{change: change, keys: set})
 }
 
 // await parks a change that removed the keys removed until its call comes
@@ -329,24 +417,29 @@ func (a *attribution) unpark(key string, w *awaiting) bool {
 }
 
 // record keeps c for the changes to come and returns the waiting changes
-// it attributes, their Writer set: they are to be published now.
-func (a *attribution) record(c call, now time.Time) []*awaiting {
+// it attributes, their Writer set: they are to be published now, and the
+// changes it made that were published without a writer: to be published
+// again naming it (named). A call of tagsync's own identity is not kept.
+func (a *attribution) record(c call, now time.Time) (ready []*awaiting, named []cloudchange.Change) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forget(now)
+	if sameIdentity(c.writer.ID, a.self) {
+		return nil, nil
+	}
 	c.seen = now
 	if a.calls == nil {
 		a.calls = map[string][]call{}
 	}
-	var ready []*awaiting
 	for _, k := range c.keys {
 		a.calls[k] = append(a.calls[k], c)
+		named = append(named, a.nameSet(k, c)...)
 		if len(a.waiting[k]) == 0 {
 			continue
 		}
 		keep := a.waiting[k][:0]
 		for _, w := range a.waiting[k] {
-			if writer, ok := matching(a.calls[k], w.change.Time, w.removed); ok && w.timer.Stop() {
+			if writer, ok := matching(a.calls[k], w.change.Time, w.removed, nil); ok && w.timer.Stop() {
 				w.change.Writer = writer
 				ready = append(ready, w)
 				continue
@@ -357,11 +450,65 @@ func (a *attribution) record(c call, now time.Time) []*awaiting {
 			delete(a.waiting, k)
 		}
 	}
-	return ready
+	return ready, named
 }
 
-// forget drops the calls received longer than callMemory ago (a.mu held).
+// nameSet returns, as changes of their own naming c's writer, the changes
+// of resource k published without a writer that c made (it set their keys,
+// within callSlack, and is the nearest such call kept); each is named once.
+// Its id is the call's and the resource's, so a call delivered twice names
+// them once in the hub too (a.mu held).
+func (a *attribution) nameSet(k string, c call) []cloudchange.Change {
+	var out []cloudchange.Change
+	for _, sc := range a.set[k] {
+		if sc.named || c.set == nil {
+			continue
+		}
+		w, ok := matching(a.calls[k], sc.change.Time, nil, sc.keys)
+		if !ok || w != c.writer {
+			continue
+		}
+		sc.named = true
+		ch := sc.change
+		ch.ID, ch.Writer = c.id+"/"+sc.change.Resource, w
+		out = append(out, ch)
+	}
+	return out
+}
+
+// sameIdentity reports whether a call's identity is self's: the same ARN,
+// or sessions of the same role (an assumed role's session name changes
+// with each credential refresh).
+func sameIdentity(arn, self string) bool {
+	if arn == "" || self == "" {
+		return false
+	}
+	return arn == self || (strings.Contains(self, ":assumed-role/") && roleOf(arn) == roleOf(self))
+}
+
+// roleOf is an assumed role's session ARN without the session's name
+// (arn:aws:sts::ACCOUNT:assumed-role/ROLE); other ARNs as they are.
+func roleOf(arn string) string {
+	if i := strings.Index(arn, ":assumed-role/"); i >= 0 {
+		rest := arn[i+len(":assumed-role/"):]
+		if j := strings.Index(rest, "/"); j >= 0 {
+			return arn[:i+len(":assumed-role/")+j]
+		}
+	}
+	return arn
+}
+
+// forget drops the calls received, and the changes published, longer than
+// callMemory ago (a.mu held).
 func (a *attribution) forget(now time.Time) {
+	for k, list := range a.set {
+		list = slices.DeleteFunc(list, func(sc *setChange) bool { return now.Sub(sc.change.Received) > callMemory })
+		if len(list) == 0 {
+			delete(a.set, k)
+		} else {
+			a.set[k] = list
+		}
+	}
 	for k, calls := range a.calls {
 		keep := calls[:0]
 		for _, c := range calls {

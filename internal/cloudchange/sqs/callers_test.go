@@ -140,13 +140,13 @@ func TestAttribution(t *testing.T) {
 
 	var a attribution
 	a.record(deletes(alice, at.Add(-time.Second), "team"), at)
-	if w, ok := a.writerOf(change, team, at); !ok || w != alice {
+	if w, ok := a.writerOf(change, team, nil, at); !ok || w != alice {
 		t.Fatalf("call first: %+v %t, want alice", w, ok)
 	}
 
 	var b attribution
 	b.await(message{id: "m"}, change, team, time.Hour, publish)
-	ready := b.record(deletes(alice, at, "team"), at)
+	ready, _ := b.record(deletes(alice, at, "team"), at)
 	if len(ready) != 1 || ready[0].change.Writer != alice {
 		t.Fatalf("change first: %+v, want it published naming alice", ready)
 	}
@@ -154,14 +154,14 @@ func TestAttribution(t *testing.T) {
 	var c attribution
 	c.record(deletes(alice, at, "team"), at)
 	c.record(deletes(cloudchange.Writer{ID: "policy"}, at, "team"), at)
-	if w, ok := c.writerOf(change, team, at); ok {
+	if w, ok := c.writerOf(change, team, nil, at); ok {
 		t.Fatalf("two writers at once: %+v, want none", w)
 	}
-	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(time.Minute)}, team, at); ok {
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(time.Minute)}, team, nil, at); ok {
 		t.Fatalf("a call a minute off: %+v, want none", w)
 	}
 	c.record(deletes(alice, at.Add(3*time.Second), "team"), at)
-	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(3 * time.Second)}, team, at); !ok || w != alice {
+	if w, ok := c.writerOf(cloudchange.Change{Resource: arn, Time: at.Add(3 * time.Second)}, team, nil, at); !ok || w != alice {
 		t.Fatalf("the nearest call names alice: %+v %t", w, ok)
 	}
 
@@ -171,7 +171,7 @@ func TestAttribution(t *testing.T) {
 	var e attribution
 	e.record(call{keys: []string{key}, writer: alice, at: at}, at) // CreateTags
 	e.record(deletes(alice, at, "env"), at)
-	if w, ok := e.writerOf(change, team, at); ok {
+	if w, ok := e.writerOf(change, team, nil, at); ok {
 		t.Fatalf("a person's other writes named as the removal's writer: %+v", w)
 	}
 
@@ -184,5 +184,57 @@ func TestAttribution(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("a removal whose call never came was never published")
+	}
+}
+
+// TestAttributionOfValues: a change that set a value takes the writer of a
+// call that set that key and came first; a call that comes after names the
+// change once, in a change of its own (the call's id and the resource),
+// even when delivered twice; a call that set other keys, or deleted the
+// key, names nothing; tagsync's own calls (any session of its role) are
+// not kept, so they name nothing either.
+func TestAttributionOfValues(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	lb := "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/web/1"
+	key := matchKey(lb)
+	pipeline := cloudchange.Writer{ID: "arn:aws:sts::123456789012:assumed-role/terraform/run-7"}
+	self := "arn:aws:sts::123456789012:assumed-role/tagsync/aws-go-sdk-1"
+	sets := func(id string, w cloudchange.Writer, when time.Time, keys ...string) call {
+		c := call{id: id, keys: []string{key}, writer: w, at: when, set: map[string]bool{}}
+		for _, k := range keys {
+			c.set[k] = true
+		}
+		return c
+	}
+	change := cloudchange.Change{Resource: lb, Time: at, ID: "tag-change-1"}
+	costs := []string{"cost-center"}
+
+	var a attribution
+	a.record(sets("c1", pipeline, at, "cost-center", "env"), at)
+	if w, ok := a.writerOf(change, nil, costs, at); !ok || w != pipeline {
+		t.Fatalf("call first: %+v %t, want the pipeline", w, ok)
+	}
+
+	var b attribution
+	b.setSelf(self)
+	b.published(change, costs, at)
+	if _, named := b.record(sets("mine", cloudchange.Writer{ID: "arn:aws:sts::123456789012:assumed-role/tagsync/aws-go-sdk-2"}, at, "cost-center"), at); len(named) != 0 {
+		t.Fatalf("tagsync's own call (another session of its role) named %+v", named)
+	}
+	if _, named := b.record(sets("other", pipeline, at, "env"), at); len(named) != 0 {
+		t.Fatalf("a call that set another key named %+v", named)
+	}
+	if _, named := b.record(call{id: "del", keys: []string{key}, writer: pipeline, at: at, deleted: map[string]bool{"cost-center": true}}, at); len(named) != 0 {
+		t.Fatalf("a call that deleted the key named %+v", named)
+	}
+	_, named := b.record(sets("c2", pipeline, at.Add(time.Second), "cost-center"), at.Add(2*time.Second))
+	if len(named) != 1 || named[0].Writer != pipeline || named[0].ID != "c2/"+lb || named[0].Resource != lb || !named[0].Time.Equal(at) {
+		t.Fatalf("call after: %+v, want the change again naming the pipeline, id c2/%s", named, lb)
+	}
+	if _, again := b.record(sets("c2", pipeline, at.Add(time.Second), "cost-center"), at.Add(3*time.Second)); len(again) != 0 {
+		t.Fatalf("the call delivered twice named the change again: %+v", again)
+	}
+	if !sameIdentity(self, self) || sameIdentity("arn:aws:iam::123456789012:user/tagsync", self) || sameIdentity(pipeline.ID, self) {
+		t.Error("sameIdentity")
 	}
 }

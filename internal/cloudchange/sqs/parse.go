@@ -86,10 +86,11 @@ func Parse(body string) (cloudchange.Change, error) {
 // tags), or a call that names who wrote tags.
 type event struct {
 	change cloudchange.Change
-	// removed are the keys a tag change removed (none when it carries no
-	// tags: which keys went is then unknown, and a pass reads them).
-	removed []string
-	call    *call
+	// removed are the keys a tag change removed, set those it set (none
+	// when it carries no tags: which keys changed is then unknown, and a
+	// pass reads them).
+	removed, set []string
+	call         *call
 }
 
 // parse reads a message's body (see Parse).
@@ -129,6 +130,8 @@ func parseTagChange(env envelope) (event, error) {
 		for _, k := range d.ChangedTagKeys {
 			if _, ok := d.Tags[k]; !ok {
 				ev.removed = append(ev.removed, k)
+			} else {
+				ev.set = append(ev.set, k)
 			}
 		}
 	}

@@ -42,6 +42,7 @@ func (s *Source) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.deleteLoop(ctx) })
 	wg.Go(func() { s.heartbeatLoop(ctx) })
+	wg.Go(func() { s.learnSelf(ctx) })
 	if s.cfg.CheckRules {
 		wg.Go(func() { s.ruleLoop(ctx) })
 	}
@@ -229,7 +230,7 @@ func (s *Source) handle(m types.Message) {
 	}
 	s.health.delivered(time.Now())
 	if len(ev.removed) > 0 {
-		if w, ok := s.attr.writerOf(change, ev.removed, time.Now()); ok {
+		if w, ok := s.attr.writerOf(change, ev.removed, nil, time.Now()); ok {
 			change.Writer = w
 		} else if s.cfg.AttributionWait > 0 {
 			s.attr.await(msg, change, ev.removed, s.cfg.AttributionWait, s.publishRemoval)
@@ -237,6 +238,13 @@ func (s *Source) handle(m types.Message) {
 		}
 		s.publishRemoval(msg, change)
 		return
+	}
+	if len(ev.set) > 0 {
+		if w, ok := s.attr.writerOf(change, nil, ev.set, time.Now()); ok {
+			change.Writer = w
+		} else {
+			s.attr.published(change, ev.set, time.Now())
+		}
 	}
 	s.publish(msg, change)
 }
@@ -256,11 +264,19 @@ func (s *Source) publishRemoval(msg message, change cloudchange.Change) {
 }
 
 // attribute publishes, naming their writer, the waiting changes the call
-// c made.
+// c made, and the changes of values it made that went without a writer
+// (again, as changes of their own: a targeted pass reads the resource and
+// learns who changed it).
 func (s *Source) attribute(c call) {
 	s.metrics.calls.Inc()
-	for _, w := range s.attr.record(c, time.Now()) {
+	ready, named := s.attr.record(c, time.Now())
+	for _, w := range ready {
 		s.publishRemoval(w.msg, w.change)
+	}
+	if len(named) > 0 {
+		if err := s.sink.Publish(named, func(error) {}); err != nil {
+			s.log.V(1).Info("the change queue is full; who changed the values is not told", "resources", len(named), "writer", c.writer.ID)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
@@ -37,6 +38,8 @@ type Source struct {
 	cfg      Config
 	sink     cloudchange.Sink
 	client   *sqs.Client
+	// stsClient asks who the source is (learnSelf).
+	stsClient *sts.Client
 	log      logr.Logger
 	metrics  *metrics
 	requests *cloud.RequestMetrics
@@ -135,11 +138,14 @@ func New(cfg Config, sink cloudchange.Sink, opts ...Option) (*Source, error) {
 	rules := eventbridge.NewFromConfig(awsCfg, func(eo *eventbridge.Options) {
 		eo.APIOptions = append(slices.Clip(eo.APIOptions), aws.CountRequests(requests))
 	})
+	stsClient := sts.NewFromConfig(awsCfg, func(so *sts.Options) {
+		so.APIOptions = append(slices.Clip(so.APIOptions), aws.CountRequests(requests))
+	})
 	log := ctrl.Log.WithName("events").WithName(Name)
 	if o.logger != nil {
 		log = *o.logger
 	}
-	s := &Source{cfg: cfg, sink: sink, client: client, rulesClient: rules, log: log, metrics: m, requests: requests, first: o.first, max: o.max,
+	s := &Source{cfg: cfg, sink: sink, client: client, stsClient: stsClient, rulesClient: rules, log: log, metrics: m, requests: requests, first: o.first, max: o.max,
 		slots: semaphore.NewWeighted(int64(cfg.MaxInFlight)), acks: make(chan message, cfg.MaxInFlight),
 		visibilityChanged: make(chan struct{}, 1)}
 	s.visibilitySeconds.Store(int64(DefaultVisibilityTimeout / time.Second))

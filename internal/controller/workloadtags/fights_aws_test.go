@@ -84,6 +84,65 @@ func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
 	t.Logf("4 writes before the stop; %d events delivered, %d of them duplicates", events, dups)
 }
 
+// TestAWSAValueWriterIsStoppedAndNamed: another writer that owns a key's
+// value (a pipeline's role, the fidelity layer's writer of values) writes
+// its own value back after every write of the policy. Its CloudTrail calls
+// come after the tag changes they made; tagsync's own calls are in the
+// same stream, under its own role. The policy puts its value back 3 times,
+// then stops: Conflict Fighting names the pipeline's role, never tagsync's
+// own (the SQS source learns it from STS and keeps none of its calls).
+func TestAWSAValueWriterIsStoppedAndNamed(t *testing.T) {
+	moto := testenv.StartMoto(t)
+	moto.Rules.SetTaggingIndexDelay(0)
+	queue := sqsQueue(t, moto, "values")
+	stopEvents := moto.Rules.DeliverEvents(testenv.EventDelivery{QueueURL: queue, Duplicates: 0.3,
+		MaxDelay: 500 * time.Millisecond, CallDelay: 200 * time.Millisecond, Seed: 5})
+	defer stopEvents()
+	self := testenv.RoleIdentity("tagsync")
+	moto.Rules.SetIdentity(testenv.MotoAccessKeyID, self)
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, sqsEventsOn(t, moto, queue))
+	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
+	h.service(shop, "web", nil)
+	lb := awstest.LoadBalancers(t, moto, 1, map[string]string{aws.ServiceStackTag: shop + "/web", "elbv2.k8s.aws/cluster": "c1"})[0]
+	pipeline := testenv.RoleIdentity("terraform")
+	moto.Rules.SetIdentity("pipeline", pipeline)
+	writes := moto.Rules.AddStripper(testenv.AWSStripper{Resources: []string{lb}, AccessKey: "pipeline", Set: map[string]string{"cost-center": "cc-legacy"}})
+
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Resources: []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.WorkloadTagPolicy
+	testenv.Eventually(t, waitFor, "the fight reported naming the pipeline", func() string {
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: p.Name}, &got); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting ||
+			!strings.Contains(c.Message, pipeline.ARN) {
+			return fmt.Sprintf("Conflict %+v", c)
+		}
+		return ""
+	})
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict)
+	if !strings.Contains(c.Message, "cost-center") || strings.Contains(c.Message, "assumed-role/tagsync/") {
+		t.Errorf("Conflict %q, want the fight over cost-center naming only %s", c.Message, pipeline.ARN)
+	}
+	h.pass(p)
+	if n := provider.Calls()["tag:TagResources"]; n != 4 {
+		t.Errorf("%d TagResources, want 4 (the write and 3 put-backs)", n)
+	}
+	if n := writes(); n != 4 {
+		t.Errorf("the pipeline wrote its value %d times, want 4", n)
+	}
+	if g := awstest.Tags(t, moto, lb); g["cost-center"] != "cc-legacy" {
+		t.Errorf("the load balancer carries %v: the policy wrote after it stopped", g)
+	}
+}
+
 // sqsQueue creates an SQS queue on moto and returns its URL.
 func sqsQueue(t *testing.T, moto *testenv.Moto, name string) string {
 	t.Helper()
