@@ -1,12 +1,12 @@
 package testenv
 
 import (
-	"net/http"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"

@@ -35,16 +35,16 @@ const (
 // Source receives EventBridge events from an SQS queue and publishes the
 // changes they report (see the package doc). It implements cloudchange.Source.
 type Source struct {
-	cfg      Config
-	sink     cloudchange.Sink
-	client   *sqs.Client
+	cfg    Config
+	sink   cloudchange.Sink
+	client *sqs.Client
 	// stsClient asks who the source is (learnSelf).
 	stsClient *sts.Client
-	log      logr.Logger
-	metrics  *metrics
-	requests *cloud.RequestMetrics
-	first    time.Duration // backoff
-	max      time.Duration
+	log       logr.Logger
+	metrics   *metrics
+	requests  *cloud.RequestMetrics
+	first     time.Duration // backoff
+	max       time.Duration
 
 	slots  *semaphore.Weighted // one per message in flight
 	acks   chan message        // messages done, to delete; buffered MaxInFlight
