@@ -143,7 +143,9 @@ type RecentWrites struct {
 	// +optional
 	Deletions []RecentWrite `json:"deletions,omitempty"`
 	// Restores are the tags the passes put back after another writer
-	// removed them (NodeTagSync only).
+	// removed or changed them (NodeTagSync, CloudMetadata), or wrote more
+	// than once (WorkloadTagPolicy: its first write too, the tag as
+	// key=value).
 	// +kubebuilder:validation:MaxItems=200
 	// +listType=atomic
 	// +optional
@@ -156,8 +158,8 @@ type RecentWrite struct {
 	Resource string `json:"resource"`
 	// Tag is the tag's (or label's) name.
 	Tag string `json:"tag"`
-	// Times are when the writes were made, oldest first, at most 3.
-	// +kubebuilder:validation:MaxItems=3
+	// Times are when the writes were made, oldest first, at most 4.
+	// +kubebuilder:validation:MaxItems=4
 	// +listType=atomic
 	Times []metav1.Time `json:"times"`
 }

@@ -273,6 +273,12 @@ type WorkloadTagPolicyStatus struct {
 	// value you set, a pass with fresh cloud reads has served your request.
 	// +optional
 	LastSyncRequest string `json:"lastSyncRequest,omitempty"`
+
+	// RecentWrites are the keys the policy wrote more than once on one
+	// resource within the last hour (restores: each write's time), so that
+	// a new leader stops a fight where the old one did.
+	// +optional
+	RecentWrites *RecentWrites `json:"recentWrites,omitempty"`
 }
 
 // WorkloadTagPolicy makes the cloud resources a cluster's workloads cause

@@ -123,6 +123,7 @@ func TestAWSAChangeRevertsAnOutsideEditAtOnce(t *testing.T) {
 // does not manage does), and its Event Grid changes name it. The policy
 // puts the key back 3 times, then stops: 4 writes in all, Conflict
 // Fighting naming the writer, one Warning event, the fights gauge at 1.
+// A restarted manager (a new leader) keeps it stopped, from the status.
 // Acknowledging (the annotation) writes it once more.
 func TestAFightStopsAndNamesTheWriter(t *testing.T) {
 	disks := newAzureDisks(t)
@@ -189,9 +190,27 @@ func TestAFightStopsAndNamesTheWriter(t *testing.T) {
 		t.Errorf("fights gauge %v, want 1", g)
 	}
 	strip(5)
-	h.pass(p)
+	got = h.pass(p)
 	if n := writes(); n != 4 {
 		t.Errorf("%d writes after another strip, want still 4", n)
+	}
+
+	// A new leader (a manager with no memory of the fight) reads the
+	// writes from the status and does not start the fight again.
+	if rw := got.Status.RecentWrites; rw == nil || len(rw.Restores) != 1 || len(rw.Restores[0].Times) != 4 ||
+		rw.Restores[0].Tag != "cost-center=cc-1" {
+		t.Fatalf("status recentWrites %+v, want the 4 writes of cost-center=cc-1", rw)
+	}
+	h.restart(azureOn(disks.env))
+	if err := disks.env.Server.DeleteTags(d0, "cost-center"); err != nil {
+		t.Fatal(err)
+	}
+	got = h.pass(p)
+	if n := writes(); n != 4 {
+		t.Errorf("%d writes after a restart, want still 4", n)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting {
+		t.Errorf("after a restart Conflict = %+v, want Fighting", c)
 	}
 
 	if err := h.c.Patch(h.ctx, p, client.RawPatch(types.MergePatchType,

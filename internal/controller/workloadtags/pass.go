@@ -51,9 +51,11 @@ type state struct {
 	// (read.go, freshen).
 	written map[string]written
 	// writes are when the passes wrote each key on each resource, within
-	// kit.RecentWindow (fights.go); acked is the last acknowledge-fights
-	// annotation seen.
+	// kit.RecentWindow (fights.go), those written more than once kept in
+	// the status (loaded: read from it once); acked is the last
+	// acknowledge-fights annotation seen.
 	writes kit.Restores
+	loaded bool
 	acked  string
 	// writers are who last changed the resources, where the changes
 	// said (a stopped fight names them).
@@ -117,6 +119,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	var carried map[string]kit.Carried
 	p.changed, carried, _ = r.index.Pending.TakeCarried(req.Name)
 	p.st.writers.Note(carried)
+	p.loadWrites()
 	return p.run(ctx)
 }
 

@@ -113,6 +113,7 @@ func (p *pass) report(ctx context.Context, plans []resourcePlan, rd reading, res
 	}
 	p.setStatus(t, ready, reason, msg)
 	p.setConflict(t)
+	p.obj.Status.RecentWrites = recentWrites(p.st.writes, p.r.Now())
 	if p.health != nil {
 		meta.SetStatusCondition(&p.obj.Status.Conditions, kit.EventsCondition(*p.health, p.every, p.obj.Generation))
 	}

@@ -77,6 +77,19 @@ func newHarness(t *testing.T, provider func(*harness) cloud.Provider, opts ...fu
 	kube := planes.Acquire(t)
 	h := &harness{t: t, ctx: context.Background(), kube: kube, c: kube.Client,
 		run: fmt.Sprintf("wt%d-%d", time.Now().UnixNano()%1e6, tests.Add(1)), audit: &testenv.SyncBuffer{}}
+	h.start(provider, opts...)
+	t.Cleanup(func() {
+		h.stop()
+		if err := h.c.DeleteAllOf(h.ctx, &v1alpha1.WorkloadTagPolicy{}); err != nil {
+			t.Errorf("cleaning up the policies: %v", err)
+		}
+	})
+	return h
+}
+
+// start builds and starts a manager running the controller on provider.
+func (h *harness) start(provider func(*harness) cloud.Provider, opts ...func(*operator.Options)) {
+	h.t.Helper()
 	o := operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		Providers:   []cloud.Provider{provider(h)},
@@ -86,18 +99,19 @@ func newHarness(t *testing.T, provider func(*harness) cloud.Provider, opts ...fu
 	for _, f := range opts {
 		f(&o)
 	}
-	mgr, err := operator.Build(h.ctx, kube.Config, o)
+	mgr, err := operator.Build(h.ctx, h.kube.Config, o)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	h.stop = testenv.StartManager(h.ctx, t, mgr)
-	t.Cleanup(func() {
-		h.stop()
-		if err := h.c.DeleteAllOf(h.ctx, &v1alpha1.WorkloadTagPolicy{}); err != nil {
-			t.Errorf("cleaning up the policies: %v", err)
-		}
-	})
-	return h
+	h.stop = testenv.StartManager(h.ctx, h.t, mgr)
+}
+
+// restart stops the manager and starts another, with no memory of the
+// first (as a new leader or a restarted process), on provider.
+func (h *harness) restart(provider func(*harness) cloud.Provider, opts ...func(*operator.Options)) {
+	h.t.Helper()
+	h.stop()
+	h.start(provider, opts...)
 }
 
 // azureOn returns an Azure provider on env.
