@@ -16,7 +16,7 @@ import (
 	"github.com/tagsync/tagsync/internal/testenv/build"
 )
 
-// TestAFightStaysBoundedAcrossAHandover runs the chart's topology, two
+// TestAStoppedFightStaysStoppedAcrossAHandover runs the chart's topology, two
 // `tagsync run` replicas with leader election, against armsim with a
 // platform reconciler (as AKS's node-pool reconcile) that rewrites a scale
 // set to its declared tags after every other write. A tag copied up from a
@@ -25,7 +25,7 @@ import (
 // takes over and reads the put-backs from the NodeTagSync's status
 // (recentWrites), so it puts the tag back no more and reports the fight
 // too; further passes write nothing.
-func TestAFightStaysBoundedAcrossAHandover(t *testing.T) {
+func TestAStoppedFightStaysStoppedAcrossAHandover(t *testing.T) {
 	ctx := context.Background()
 	const ns, nts = "tagsync-fight-ha", "fight"
 	cleanupSyncObjects(t)
@@ -44,14 +44,7 @@ func TestAFightStaysBoundedAcrossAHandover(t *testing.T) {
 		must(t, kube.Client.Create(ctx, build.Node(fmt.Sprintf("fight-%d", j), build.ProviderID("azure://"+inst))))
 	}
 	must(t, kube.Client.Create(ctx, build.NodeTagSync(nts)))
-	args := append([]string{
-		"--kubeconfig=" + writeKubeconfig(t, ""),
-		"--leader-elect", "--leader-election-namespace=" + ns,
-		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
-		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug",
-	}, armsimFlags(t, cloud)...)
-	procs := []*tagsyncProc{startTagsync(t, "fight-a", args...), startTagsync(t, "fight-b", args...)}
-	leader, follower := waitForLeader(t, procs)
+	leader, follower := waitForLeader(t, startReplicas(t, ns, cloud, "fight-a", "fight-b"))
 
 	must(t, mergePatch(ctx, kube.Client, build.Node("fight-0"), `{"metadata":{"labels":{"azure.tags/team":"blue"}}}`))
 	waitARMTags(t, cloud, []string{id}, map[string]string{"team": "blue"})

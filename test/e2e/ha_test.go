@@ -58,13 +58,7 @@ func TestFailoverAfterKillNineConvergesWithoutRepeatedWrites(t *testing.T) {
 	e := seedHA(t, cloud)
 	must(t, kube.Client.Create(ctx, build.NodeTagSync("ha")))
 
-	args := append([]string{
-		"--kubeconfig=" + writeKubeconfig(t, ""),
-		"--leader-elect", "--leader-election-namespace=" + ns,
-		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
-		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug",
-	}, armsimFlags(t, cloud)...)
-	procs := []*tagsyncProc{startTagsync(t, "replica-a", args...), startTagsync(t, "replica-b", args...)}
+	procs := startReplicas(t, ns, cloud, "replica-a", "replica-b")
 
 	leader, follower := waitForLeader(t, procs)
 	e.waitSynced(t, "the initial sync")
@@ -424,6 +418,23 @@ func (w *armWrites) failed() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// startReplicas starts a `tagsync run` replica per name with leader
+// election in ns (the HA test's timing) on armsim.
+func startReplicas(t *testing.T, ns string, cloud *armsimtest.Env, names ...string) []*tagsyncProc {
+	t.Helper()
+	args := append([]string{
+		"--kubeconfig=" + writeKubeconfig(t, ""),
+		"--leader-elect", "--leader-election-namespace=" + ns,
+		"--lease-duration=" + haLeaseDuration.String(), "--renew-deadline=" + haRenewDeadline.String(),
+		"--retry-period=" + haRetryPeriod.String(), "--zap-log-level=debug",
+	}, armsimFlags(t, cloud)...)
+	procs := make([]*tagsyncProc, len(names))
+	for i, name := range names {
+		procs[i] = startTagsync(t, name, args...)
+	}
+	return procs
 }
 
 // waitForLeader waits until one of two replicas leads (its

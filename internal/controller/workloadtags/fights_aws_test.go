@@ -52,25 +52,8 @@ func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
 	moto.Rules.SetIdentity("lbc", testenv.RoleIdentity(lbcRole))
 	strips := moto.Rules.AddStripper(testenv.AWSStripper{Resources: []string{lb}, Keep: []string{aws.ServiceStackTag, "elbv2.k8s.aws/cluster"}, AccessKey: "lbc"})
 
-	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
-		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Resources: []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
-			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}")}}}
-	if err := h.c.Create(h.ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	var got v1alpha1.WorkloadTagPolicy
-	testenv.Eventually(t, waitFor, "the fight reported", func() string {
-		if err := h.c.Get(h.ctx, client.ObjectKey{Name: p.Name}, &got); err != nil {
-			return err.Error()
-		}
-		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting {
-			return fmt.Sprintf("Conflict %+v", c)
-		}
-		return ""
-	})
-	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict)
-	if !strings.Contains(c.Message, "cost-center") || !strings.Contains(c.Message, testenv.RoleIdentity(lbcRole).ARN) {
+	p, c := h.awsServiceFight(testenv.RoleIdentity(lbcRole).ARN)
+	if !strings.Contains(c.Message, "cost-center") {
 		t.Errorf("Conflict %q, want the fight over cost-center naming %s", c.Message, testenv.RoleIdentity(lbcRole).ARN)
 	}
 	h.pass(p)
@@ -109,25 +92,7 @@ func TestAWSAValueWriterIsStoppedAndNamed(t *testing.T) {
 	moto.Rules.SetIdentity("pipeline", pipeline)
 	writes := moto.Rules.AddStripper(testenv.AWSStripper{Resources: []string{lb}, AccessKey: "pipeline", Set: map[string]string{"cost-center": "cc-legacy"}})
 
-	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
-		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Resources: []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
-			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}")}}}
-	if err := h.c.Create(h.ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	var got v1alpha1.WorkloadTagPolicy
-	testenv.Eventually(t, waitFor, "the fight reported naming the pipeline", func() string {
-		if err := h.c.Get(h.ctx, client.ObjectKey{Name: p.Name}, &got); err != nil {
-			return err.Error()
-		}
-		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting ||
-			!strings.Contains(c.Message, pipeline.ARN) {
-			return fmt.Sprintf("Conflict %+v", c)
-		}
-		return ""
-	})
-	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict)
+	p, c := h.awsServiceFight(pipeline.ARN)
 	if !strings.Contains(c.Message, "cost-center") || strings.Contains(c.Message, "assumed-role/tagsync/") {
 		t.Errorf("Conflict %q, want the fight over cost-center naming only %s", c.Message, pipeline.ARN)
 	}
@@ -141,6 +106,33 @@ func TestAWSAValueWriterIsStoppedAndNamed(t *testing.T) {
 	if g := awstest.Tags(t, moto, lb); g["cost-center"] != "cc-legacy" {
 		t.Errorf("the load balancer carries %v: the policy wrote after it stopped", g)
 	}
+}
+
+// awsServiceFight creates an AWS policy writing cost-center on the test's
+// Services and waits until its Conflict is Fighting naming writer; it
+// returns the policy and the condition.
+func (h *harness) awsServiceFight(writer string) (*v1alpha1.WorkloadTagPolicy, *metav1.Condition) {
+	h.t.Helper()
+	p := &v1alpha1.WorkloadTagPolicy{ObjectMeta: metav1.ObjectMeta{Name: h.run + "-costs"},
+		Spec: v1alpha1.WorkloadTagPolicySpec{Provider: v1alpha1.ProviderAWS, Resources: []v1alpha1.WorkloadResource{v1alpha1.WorkloadService},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tagsync-test": h.run}},
+			Tags:              []v1alpha1.WorkloadTag{tag("cost-center", "${namespace.labels['cost-center']}")}}}
+	if err := h.c.Create(h.ctx, p); err != nil {
+		h.t.Fatal(err)
+	}
+	var c *metav1.Condition
+	testenv.Eventually(h.t, waitFor, "the fight reported naming "+writer, func() string {
+		var got v1alpha1.WorkloadTagPolicy
+		if err := h.c.Get(h.ctx, client.ObjectKey{Name: p.Name}, &got); err != nil {
+			return err.Error()
+		}
+		if c = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionConflict); c == nil || c.Reason != workloadtags.ReasonFighting ||
+			!strings.Contains(c.Message, writer) {
+			return fmt.Sprintf("Conflict %+v", c)
+		}
+		return ""
+	})
+	return p, c
 }
 
 // sqsQueue creates an SQS queue on moto and returns its URL.
