@@ -225,13 +225,21 @@ func (h *harness) pass(name string) *v1alpha1.CloudMetadata {
 // for its current generation, and returns it.
 func (h *harness) waitReady(name string, want metav1.ConditionStatus) *v1alpha1.CloudMetadata {
 	h.t.Helper()
+	return h.waitReadyWhere(name, want, "", func(*v1alpha1.CloudMetadata) bool { return true })
+}
+
+// waitReadyWhere is waitReady until ok accepts the status too (what says
+// which pass it is: a pass that met a passing problem first also reports
+// Ready=False).
+func (h *harness) waitReadyWhere(name string, want metav1.ConditionStatus, what string, ok func(*v1alpha1.CloudMetadata) bool) *v1alpha1.CloudMetadata {
+	h.t.Helper()
 	cm := &v1alpha1.CloudMetadata{}
-	testenv.Eventually(h.t, waitFor, "CloudMetadata "+name+" Ready="+string(want), func() string {
+	testenv.Eventually(h.t, waitFor, "CloudMetadata "+name+" Ready="+string(want)+what, func() string {
 		if err := h.c.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, cm); err != nil {
 			return err.Error()
 		}
 		c := meta.FindStatusCondition(cm.Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil || c.Status != want || cm.Status.ObservedGeneration != cm.Generation {
+		if c == nil || c.Status != want || cm.Status.ObservedGeneration != cm.Generation || !ok(cm) {
 			return fmt.Sprintf("status %+v", cm.Status)
 		}
 		return ""
