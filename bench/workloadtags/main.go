@@ -427,9 +427,13 @@ func (b *bench) Goals() []benchkit.Goal {
 			Measured: fmt.Sprintf("%.1fs, %d x 429", c.Seconds, c.ARM.Throttled), Met: c.Seconds <= 1.1*c.QuotaSeconds+1 && c.ARM.Throttled == 0})
 	}
 	if r := b.res.Resync; r != nil && b.res.Cold != nil {
+		// One read per 1000 resources is one Resource Graph page (1000
+		// rows at most) per 1000: a read of n resources has ceil(n/1000)
+		// pages at least, as the metadata benchmark's discovery budget.
+		budget := (b.res.Cold.Resources + 999) / 1000
 		per := float64(r.ARM.Reads) * 1000 / float64(b.res.Cold.Resources)
-		g = append(g, benchkit.Goal{Goal: "B. unchanged resync", Target: "0 writes, <= 1 read per 1000 resources",
-			Measured: fmt.Sprintf("%d writes, %.2f reads per 1000", r.ARM.Writes, per), Met: r.ARM.Writes == 0 && per <= 1})
+		g = append(g, benchkit.Goal{Goal: "B. unchanged resync", Target: fmt.Sprintf("0 writes, <= 1 read per 1000 resources (%d)", budget),
+			Measured: fmt.Sprintf("%d writes, %d reads (%.2f per 1000)", r.ARM.Writes, r.ARM.Reads, per), Met: r.ARM.Writes == 0 && r.ARM.Reads <= budget})
 	}
 	if r := b.res.Retag; r != nil {
 		g = append(g, benchkit.Goal{Goal: fmt.Sprintf("C. namespace label change → its %d disks", r.Disks), Target: "p99 <= 5s",
