@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 
 	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // The CloudTrail events that name who wrote tags: EventBridge delivers
@@ -106,8 +107,9 @@ func (d callDetail) writer() cloudchange.Writer {
 
 // written are the resources the call wrote, as matchKey names them (the
 // calls name EC2 resources by ID, Auto Scaling groups by name, the others
-// by ARN), and the tag keys it names. region and account are the event's.
-func (d callDetail) written(region, account string) (resources, keys []string, err error) {
+// by ARN), the tag keys it names, and the values it set by key. region and
+// account are the event's.
+func (d callDetail) written(region, account string) (resources, keys []string, values map[string]string, err error) {
 	service := strings.TrimSuffix(d.EventSource, ".amazonaws.com")
 	switch service {
 	case "elasticloadbalancing", "tagging":
@@ -121,64 +123,66 @@ func (d callDetail) written(region, account string) (resources, keys []string, e
 			Tags json.RawMessage `json:"tags"`
 		}
 		if err := json.Unmarshal(d.RequestParameters, &p); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, id := range append(p.ResourceArns, p.ResourceARNList...) {
 			if k := matchKey(id); k != "" {
 				resources = append(resources, k)
 			}
 		}
-		set, err := setKeys(p.Tags)
-		return resources, append(p.TagKeys, set...), err
+		values, err := setTags(p.Tags)
+		return resources, append(p.TagKeys, slices.Sorted(maps.Keys(values))...), values, err
 	}
-	ids, keys, err := d.named()
+	ids, keys, values, err := d.named()
 	for _, id := range ids {
 		if id != "" {
 			resources = append(resources, strings.Join([]string{service, region, account, id}, ":"))
 		}
 	}
-	return resources, keys, err
+	return resources, keys, values, err
 }
 
-// setKeys are the keys of the tags a call set, from its requestParameters'
-// "tags": a list of {key, value} or a map of key to value (none when
-// absent).
-func setKeys(raw json.RawMessage) ([]string, error) {
+// setTags are the tags a call set, from its requestParameters' "tags": a
+// list of {key, value} or a map of key to value (none when absent).
+func setTags(raw json.RawMessage) (map[string]string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var list []struct {
-		Key string `json:"key"`
+		Key   string `json:"key"`
+		Value string `json:"value"`
 	}
 	if err := json.Unmarshal(raw, &list); err == nil {
-		keys := make([]string, 0, len(list))
+		m := make(map[string]string, len(list))
 		for _, t := range list {
-			keys = append(keys, t.Key)
+			m[t.Key] = t.Value
 		}
-		return keys, nil
+		return m, nil
 	}
 	var m map[string]string
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	return slices.Sorted(maps.Keys(m)), nil
+	err := json.Unmarshal(raw, &m)
+	return m, err
 }
 
 // named are the IDs (EC2) or names (Auto Scaling groups) of the resources
-// an EC2 or Auto Scaling call wrote, and the tag keys it names.
-func (d callDetail) named() (ids, keys []string, err error) {
+// an EC2 or Auto Scaling call wrote, the tag keys it names, and the values
+// it names by key.
+func (d callDetail) named() (ids, keys []string, values map[string]string, err error) {
+	values = map[string]string{}
 	if d.EventSource == "autoscaling.amazonaws.com" {
 		var p struct {
 			Tags []struct {
 				ResourceID string `json:"resourceId"`
 				Key        string `json:"key"`
+				Value      string `json:"value"`
 			} `json:"tags"`
 		}
 		err = json.Unmarshal(d.RequestParameters, &p)
 		for _, t := range p.Tags {
 			ids, keys = append(ids, t.ResourceID), append(keys, t.Key)
+			values[t.Key] = t.Value
 		}
-		return ids, keys, err
+		return ids, keys, values, err
 	}
 	var p struct {
 		ResourcesSet struct {
@@ -188,7 +192,8 @@ func (d callDetail) named() (ids, keys []string, err error) {
 		} `json:"resourcesSet"`
 		TagSet struct {
 			Items []struct {
-				Key string `json:"key"`
+				Key   string `json:"key"`
+				Value string `json:"value"`
 			} `json:"items"`
 		} `json:"tagSet"`
 	}
@@ -198,8 +203,9 @@ func (d callDetail) named() (ids, keys []string, err error) {
 	}
 	for _, it := range p.TagSet.Items {
 		keys = append(keys, it.Key)
+		values[it.Key] = it.Value
 	}
-	return ids, keys, err
+	return ids, keys, values, err
 }
 
 // call is a CloudTrail event of a tag write: who wrote, where, which tag
@@ -213,8 +219,11 @@ type call struct {
 	// call that sets tags): only such a call can have made a removal.
 	deleted map[string]bool
 	// set are the tag keys a call that sets tags set (none for one that
-	// deletes): only such a call can have made a change of a value.
+	// deletes), values the values it set: only such a call can have made
+	// a change of a value, and only one that set the value the change
+	// shows.
 	set    map[string]bool
+	values map[string]string
 	writer cloudchange.Writer
 	at     time.Time
 	// seen is when the source received it.
@@ -235,7 +244,7 @@ func parseCall(env envelope) (*call, error) {
 	if !known || d.ErrorCode != "" {
 		return nil, fmt.Errorf("%w: CloudTrail call %s %s", ErrNotRead, d.EventSource, d.EventName)
 	}
-	resources, names, err := d.written(env.Region, env.Account)
+	resources, names, values, err := d.written(env.Region, env.Account)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: requestParameters: %w", env.DetailType, env.ID, err)
 	}
@@ -247,7 +256,7 @@ func parseCall(env envelope) (*call, error) {
 	if removes {
 		c.deleted = named
 	} else {
-		c.set = named
+		c.set, c.values = named, values
 	}
 	return c, nil
 }
@@ -321,22 +330,23 @@ func (a *attribution) writerOf(change cloudchange.Change, removed, set []string,
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forget(now)
-	return matching(a.calls[matchKey(change.Resource)], change.Time, removed, set)
+	return matching(a.calls[matchKey(change.Resource)], change.Time, removed, set, change.Tags)
 }
 
 // matching is the writer of the call that made a change: one that deleted
 // every key in removed (a DeleteTags naming them) or, for a change that
-// removed none, set every key in set, dated nearest at, within callSlack;
-// none when two as near name different writers. A call of the other kind,
-// or naming other keys, made another change of the resource: its writer
-// vouches for nothing this change did.
-func matching(calls []call, at time.Time, removed, set []string) (cloudchange.Writer, bool) {
+// removed none, set every key in set to the value after shows, dated
+// nearest at, within callSlack; none when two as near name different
+// writers. A call of the other kind, or naming other keys or values, made
+// another change of the resource: its writer vouches for nothing this
+// change did.
+func matching(calls []call, at time.Time, removed, set []string, after tags.Set) (cloudchange.Writer, bool) {
 	var w cloudchange.Writer
 	found, tie := false, false
 	nearest := callSlack + 1
 	for _, c := range calls {
 		switch d := c.at.Sub(at).Abs(); {
-		case !c.made(removed, set) || d > callSlack || d > nearest:
+		case !c.made(removed, set, after) || d > callSlack || d > nearest:
 		case d < nearest:
 			w, found, tie, nearest = c.writer, true, false, d
 		case c.writer != w:
@@ -347,11 +357,16 @@ func matching(calls []call, at time.Time, removed, set []string) (cloudchange.Wr
 }
 
 // made reports whether c can have made a change that removed the keys
-// removed (it deleted all of them) or, removing none, set the keys set
-// (it set all of them).
-func (c call) made(removed, set []string) bool {
+// removed (it deleted all of them) or, removing none, set the keys set (it
+// set all of them, to the values after shows where both say).
+func (c call) made(removed, set []string, after tags.Set) bool {
 	if len(removed) > 0 {
 		return all(c.deleted, removed)
+	}
+	for _, k := range set {
+		if v, ok := c.values[k]; ok && after != nil && after[k] != v {
+			return false
+		}
 	}
 	return all(c.set, set)
 }
@@ -439,7 +454,7 @@ func (a *attribution) record(c call, now time.Time) (ready []*awaiting, named []
 		}
 		keep := a.waiting[k][:0]
 		for _, w := range a.waiting[k] {
-			if writer, ok := matching(a.calls[k], w.change.Time, w.removed, nil); ok && w.timer.Stop() {
+			if writer, ok := matching(a.calls[k], w.change.Time, w.removed, nil, nil); ok && w.timer.Stop() {
 				w.change.Writer = writer
 				ready = append(ready, w)
 				continue
@@ -464,7 +479,7 @@ func (a *attribution) nameSet(k string, c call) []cloudchange.Change {
 		if sc.named || c.set == nil {
 			continue
 		}
-		w, ok := matching(a.calls[k], sc.change.Time, nil, sc.keys)
+		w, ok := matching(a.calls[k], sc.change.Time, nil, sc.keys, sc.change.Tags)
 		if !ok || w != c.writer {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tagsync/tagsync/internal/cloudchange"
+	"github.com/tagsync/tagsync/internal/tags"
 )
 
 // callBody is an EventBridge "AWS API Call via CloudTrail" event of an
@@ -233,6 +234,20 @@ func TestAttributionOfValues(t *testing.T) {
 	}
 	if _, again := b.record(sets("c2", pipeline, at.Add(time.Second), "cost-center"), at.Add(3*time.Second)); len(again) != 0 {
 		t.Fatalf("the call delivered twice named the change again: %+v", again)
+	}
+	// tagsync's own change (its value, its call not kept) is not named by
+	// another writer's call that set the key to another value in the
+	// same seconds; that writer's own change is.
+	var e attribution
+	e.setSelf(self)
+	mine := cloudchange.Change{Resource: lb, Time: at, ID: "echo", Tags: tags.Set{"cost-center": "cc-1"}}
+	theirs := cloudchange.Change{Resource: lb, Time: at, ID: "theirs", Tags: tags.Set{"cost-center": "cc-legacy"}}
+	e.published(mine, costs, at)
+	e.published(theirs, costs, at)
+	legacy := sets("c3", pipeline, at, "cost-center")
+	legacy.values = map[string]string{"cost-center": "cc-legacy"}
+	if _, named := e.record(legacy, at); len(named) != 1 || named[0].ID != "c3/"+lb || named[0].Tags["cost-center"] != "cc-legacy" {
+		t.Fatalf("a call setting cc-legacy named %+v, want only the change to cc-legacy", named)
 	}
 	if !sameIdentity(self, self) || sameIdentity("arn:aws:iam::123456789012:user/tagsync", self) || sameIdentity(pipeline.ID, self) {
 		t.Error("sameIdentity")
