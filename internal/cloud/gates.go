@@ -16,10 +16,11 @@ type Gates[K comparable] struct {
 	now   func() time.Time
 }
 
-// gate is one gate's closing time and throttle streak.
+// gate is one gate's closing time and throttle streak, and when the
+// streak last closed it.
 type gate struct {
-	until  time.Time
-	streak int
+	until, closed time.Time
+	streak        int
 }
 
 // NewGates returns gates that are all open, on the real clock.
@@ -45,14 +46,22 @@ func (g *Gates[K]) Close(k K, d time.Duration) {
 	g.closeLocked(g.gateLocked(k), d)
 }
 
-// Throttled records a throttled answer through k's gate and closes it for
-// base, doubled for every throttled answer before it in a row, up to most;
-// it returns how long the gate stays closed.
-func (g *Gates[K]) Throttled(k K, base, most time.Duration) time.Duration {
+// Throttled records a throttled answer through k's gate to a request sent
+// at sent, and closes it for base, doubled for every throttled answer before
+// it in a row, up to most; it returns how long the gate stays closed. The
+// answer to a request sent before the streak last closed the gate (one of
+// the requests already in flight then: concurrent calls throttled at once)
+// is the same throttling the close covers: it does not lengthen the wait.
+func (g *Gates[K]) Throttled(k K, sent time.Time, base, most time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.gateLocked(k)
+	now := g.now()
+	if s.until.After(now) && s.streak > 0 && !sent.After(s.closed) {
+		return s.until.Sub(now)
+	}
 	s.streak++
+	s.closed = now
 	wait := base
 	for i := 1; i < s.streak && wait < most; i++ {
 		wait *= 2
@@ -99,6 +108,13 @@ func (g *Gates[K]) Forget(match func(K) bool) {
 			delete(g.gates, k)
 		}
 	}
+}
+
+// Now is the gates' clock's time: when a request is sent, for Throttled.
+func (g *Gates[K]) Now() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.now()
 }
 
 // SetClock makes the gates read the time from now (tests).

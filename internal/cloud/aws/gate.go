@@ -35,8 +35,10 @@ func bucketOf(op string) bucket {
 
 // Throttle waits: after a throttled answer a gate closes for
 // DefaultThrottleWait, doubled for every further throttled answer through
-// it without a successful one in between, up to MaxThrottleWait. AWS sends
-// no Retry-After, so the waits are tagsync's.
+// it without a successful one in between, up to MaxThrottleWait; answers to
+// requests already in flight when the gate last closed do not count
+// (concurrent calls throttled at once are one throttling). AWS sends no
+// Retry-After, so the waits are tagsync's.
 const (
 	DefaultThrottleWait = 5 * time.Second
 	MaxThrottleWait     = 2 * time.Minute
@@ -122,10 +124,10 @@ func DefaultThrottleGates() *ThrottleGates { return defaultGates }
 // remaining returns how long k's gate stays closed; 0 when open.
 func (g *ThrottleGates) remaining(k gateKey) time.Duration { return g.gates.Remaining(k) }
 
-// throttled closes k's gate after a throttled answer and returns how long
-// it stays closed.
-func (g *ThrottleGates) throttled(k gateKey) time.Duration {
-	return g.gates.Throttled(k, g.base, g.max)
+// throttled closes k's gate after a throttled answer to a request sent at
+// sent and returns how long it stays closed.
+func (g *ThrottleGates) throttled(k gateKey, sent time.Time) time.Duration {
+	return g.gates.Throttled(k, sent, g.base, g.max)
 }
 
 // answered records an answer through k's gate that was not a throttling
@@ -218,10 +220,11 @@ func (mw gateMiddleware) HandleFinalize(ctx context.Context, in middleware.Final
 		mw.m.Held(operationName(ctx), string(key.bucket))
 		return middleware.FinalizeOutput{}, middleware.Metadata{}, &heldError{t: &cloud.ThrottledError{Scope: key.scope(), RetryAfter: cmp.Or(mw.gates.remaining(key), left)}}
 	}
+	sent := mw.gates.gates.Now()
 	out, md, err := next.HandleFinalize(ctx, in)
 	switch {
 	case isThrottle(err):
-		mw.gates.throttled(key)
+		mw.gates.throttled(key, sent)
 		if st != nil {
 			st.own(key)
 		}

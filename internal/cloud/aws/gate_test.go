@@ -127,8 +127,11 @@ func TestThrottleGateRetries(t *testing.T) {
 	}
 }
 
-// TestGateWaits: the wait doubles while throttled answers follow each
-// other, up to MaxThrottleWait, and starts over after another answer.
+// TestGateWaits: the wait doubles while throttled answers to requests sent
+// after the gate last closed follow each other, up to MaxThrottleWait, and
+// starts over after another answer; the answers to requests already in
+// flight when it closed (concurrent calls throttled at once) do not
+// lengthen it.
 func TestGateWaits(t *testing.T) {
 	t.Parallel()
 	g := NewThrottleGates()
@@ -137,9 +140,17 @@ func TestGateWaits(t *testing.T) {
 	k := gateKey{service: "EC2", region: "us-east-1", bucket: bucketWrites}
 	other := k
 	other.bucket = bucketReads
-	for i, want := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, MaxThrottleWait, MaxThrottleWait} {
-		if got := g.throttled(k); got != want {
-			t.Fatalf("throttle %d: wait %s, want %s", i+1, got, want)
+	if got := g.throttled(k, start.Add(-time.Second)); got != DefaultThrottleWait {
+		t.Fatalf("first throttle: wait %s", got)
+	}
+	for range 3 {
+		if got := g.throttled(k, start.Add(-time.Second)); got != DefaultThrottleWait {
+			t.Fatalf("a request in flight when the gate closed, throttled too: wait %s, want still %s", got, DefaultThrottleWait)
+		}
+	}
+	for i, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, MaxThrottleWait, MaxThrottleWait} {
+		if got := g.throttled(k, start.Add(time.Duration(i+1)*time.Millisecond)); got != want {
+			t.Fatalf("throttle %d after the first: wait %s, want %s", i+1, got, want)
 		}
 	}
 	if g.remaining(other) != 0 {
@@ -153,7 +164,7 @@ func TestGateWaits(t *testing.T) {
 	if got := g.remaining(k); got != 0 {
 		t.Fatalf("after the wait: %s left", got)
 	}
-	if got := g.throttled(k); got != DefaultThrottleWait {
+	if got := g.throttled(k, start.Add(MaxThrottleWait)); got != DefaultThrottleWait {
 		t.Fatalf("after the streak ended: wait %s, want %s", got, DefaultThrottleWait)
 	}
 }
