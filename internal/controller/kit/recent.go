@@ -68,12 +68,7 @@ func (r *Recent) Load(rw *v1alpha1.RecentWrites) {
 		}
 	}
 	r.Deletions.Load(entries)
-	for _, w := range rw.Restores {
-		k := RecentTag{Resource: w.Resource, Tag: w.Tag}
-		for _, at := range w.Times {
-			r.Restores.Add(k, at.Time)
-		}
-	}
+	r.Restores.Load(rw)
 }
 
 // Status renders what r remembers at now for the object's status (nil:
@@ -83,24 +78,47 @@ func (r *Recent) Status(now time.Time) *v1alpha1.RecentWrites {
 	for _, e := range r.Deletions.Entries(now) {
 		out.Deletions = append(out.Deletions, v1alpha1.RecentWrite{Resource: e.Resource, Tag: e.Key, Times: []metav1.Time{statusTime(e.At)}})
 	}
-	r.Restores.Prune(now)
-	for k, times := range r.Restores {
-		times = times[max(0, len(times)-maxRecentTimes):]
-		w := v1alpha1.RecentWrite{Resource: k.Resource, Tag: k.Tag}
-		for _, t := range times {
-			w.Times = append(w.Times, statusTime(t))
-		}
-		out.Restores = append(out.Restores, w)
-	}
-	// The most restored first, so that the cap keeps the fights.
-	slices.SortFunc(out.Restores, func(a, b v1alpha1.RecentWrite) int {
-		return cmp.Or(cmp.Compare(len(b.Times), len(a.Times)), strings.Compare(a.Resource, b.Resource), strings.Compare(a.Tag, b.Tag))
-	})
-	out.Restores = out.Restores[:min(len(out.Restores), tags.MaxLedgerEntries)]
+	out.Restores = r.Restores.Status(now, 1, maxRecentTimes)
 	if len(out.Deletions) == 0 && len(out.Restores) == 0 {
 		return nil
 	}
 	return &out
+}
+
+// Status renders for an object's status the entries of r with least or
+// more times within the window at now, their last keep times each, the
+// most restored first, at most the status's cap; it forgets what is older
+// than the window.
+func (r Restores) Status(now time.Time, least, keep int) []v1alpha1.RecentWrite {
+	r.Prune(now)
+	var out []v1alpha1.RecentWrite
+	for k, times := range r {
+		if len(times) < least {
+			continue
+		}
+		w := v1alpha1.RecentWrite{Resource: k.Resource, Tag: k.Tag}
+		for _, t := range times[max(0, len(times)-keep):] {
+			w.Times = append(w.Times, statusTime(t))
+		}
+		out = append(out, w)
+	}
+	// The most restored first, so that the cap keeps the fights.
+	slices.SortFunc(out, func(a, b v1alpha1.RecentWrite) int {
+		return cmp.Or(cmp.Compare(len(b.Times), len(a.Times)), strings.Compare(a.Resource, b.Resource), strings.Compare(a.Tag, b.Tag))
+	})
+	return out[:min(len(out), tags.MaxLedgerEntries)]
+}
+
+// Load adds the restores rw keeps.
+func (r *Restores) Load(rw *v1alpha1.RecentWrites) {
+	if rw == nil {
+		return
+	}
+	for _, w := range rw.Restores {
+		for _, at := range w.Times {
+			r.Add(RecentTag{Resource: w.Resource, Tag: w.Tag}, at.Time)
+		}
+	}
 }
 
 // Add records that a pass put k back at at.

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/cloud"
 	"github.com/tagsync/tagsync/internal/controller/kit"
@@ -109,47 +107,21 @@ const maxRecentTimes = maxPutBacks + 1
 // leader or a restarted controller counts a fight's writes from where the
 // last one stopped.
 func (p *pass) loadWrites() {
-	if p.st.loaded {
-		return
-	}
-	p.st.loaded = true
-	if rw := p.obj.Status.RecentWrites; rw != nil {
-		for _, w := range rw.Restores {
-			for _, at := range w.Times {
-				p.st.writes.Add(kit.RecentTag{Resource: w.Resource, Tag: w.Tag}, at.Time)
-			}
-		}
+	if !p.st.loaded {
+		p.st.loaded = true
+		p.st.writes.Load(p.obj.Status.RecentWrites)
 	}
 }
 
 // recentWrites renders for the status the keys written more than once on
 // one resource within the window (nil: none), their last maxRecentTimes
-// writes, the most written first, at most v1alpha1's cap.
+// writes each.
 func recentWrites(writes kit.Restores, now time.Time) *v1alpha1.RecentWrites {
-	writes.Prune(now)
-	var out []v1alpha1.RecentWrite
-	for k, times := range writes {
-		if len(times) < 2 {
-			continue
-		}
-		w := v1alpha1.RecentWrite{Resource: k.Resource, Tag: k.Tag}
-		for _, t := range times[max(0, len(times)-maxRecentTimes):] {
-			w.Times = append(w.Times, metav1.NewTime(t.UTC().Truncate(time.Second)))
-		}
-		out = append(out, w)
+	if out := writes.Status(now, 2, maxRecentTimes); len(out) > 0 {
+		return &v1alpha1.RecentWrites{Restores: out}
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	slices.SortFunc(out, func(a, b v1alpha1.RecentWrite) int {
-		return cmp.Or(cmp.Compare(len(b.Times), len(a.Times)), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Tag, b.Tag))
-	})
-	return &v1alpha1.RecentWrites{Restores: out[:min(len(out), maxStatusWrites)]}
+	return nil
 }
-
-// maxStatusWrites is the status's cap on recent writes (RecentWrites'
-// MaxItems).
-const maxStatusWrites = 200
 
 // writeKey is what the writes are counted by: the resource, the key and
 // the value written. Writing the same value again is a put-back; a new
