@@ -295,6 +295,7 @@ const callMemory = 5 * time.Minute
 type attribution struct {
 	mu      sync.Mutex
 	self    string                 // tagsync's own identity's ARN ("": not known)
+	swept   time.Time              // forget's last sweep
 	calls   map[string][]call      // matchKey → the calls of the last callMemory
 	waiting map[string][]*awaiting // matchKey → the changes waiting for their call
 	set     map[string][]*setChange
@@ -513,9 +514,18 @@ func roleOf(arn string) string {
 	return arn
 }
 
+// forgetEvery spaces forget's sweeps: every message calls it, and a burst
+// of thousands of tag changes (tagsync's own writes' echoes among them)
+// must not sweep them all for each one.
+const forgetEvery = time.Second
+
 // forget drops the calls received, and the changes published, longer than
-// callMemory ago (a.mu held).
+// callMemory ago, at most once per forgetEvery (a.mu held).
 func (a *attribution) forget(now time.Time) {
+	if now.Sub(a.swept) < forgetEvery {
+		return
+	}
+	a.swept = now
 	for k, list := range a.set {
 		list = slices.DeleteFunc(list, func(sc *setChange) bool { return now.Sub(sc.change.Received) > callMemory })
 		if len(list) == 0 {
