@@ -37,14 +37,7 @@ const lbcRole = "aws-load-balancer-controller"
 // controller's role from its CloudTrail event, and the controller's 4
 // removals.
 func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
-	moto := testenv.StartMoto(t)
-	moto.Rules.SetTaggingIndexDelay(0)
-	queue := sqsQueue(t, moto, "fight")
-	stopEvents := moto.Rules.DeliverEvents(testenv.EventDelivery{QueueURL: queue, Duplicates: 0.3,
-		MaxDelay: 500 * time.Millisecond, CallDelay: 200 * time.Millisecond, Seed: 3})
-	defer stopEvents()
-	var provider *aws.Provider
-	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, sqsEventsOn(t, moto, queue))
+	moto, h, calls := awsEventsHarness(t, 3, func(*testenv.Moto) {})
 	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
 	h.service(shop, "web", nil)
 	owned := map[string]string{aws.ServiceStackTag: shop + "/web", "elbv2.k8s.aws/cluster": "c1"}
@@ -57,7 +50,7 @@ func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
 		t.Errorf("Conflict %q, want the fight over cost-center naming %s", c.Message, testenv.RoleIdentity(lbcRole).ARN)
 	}
 	h.pass(p)
-	if n := provider.Calls()["tag:TagResources"]; n != 4 {
+	if n := calls()["tag:TagResources"]; n != 4 {
 		t.Errorf("%d TagResources, want 4 (the write and 3 put-backs)", n)
 	}
 	if n := strips(); n != 4 {
@@ -75,16 +68,9 @@ func TestAWSAStripperIsStoppedAndNamed(t *testing.T) {
 // then stops: Conflict Fighting names the pipeline's role, never tagsync's
 // own (the SQS source learns it from STS and keeps none of its calls).
 func TestAWSAValueWriterIsStoppedAndNamed(t *testing.T) {
-	moto := testenv.StartMoto(t)
-	moto.Rules.SetTaggingIndexDelay(0)
-	queue := sqsQueue(t, moto, "values")
-	stopEvents := moto.Rules.DeliverEvents(testenv.EventDelivery{QueueURL: queue, Duplicates: 0.3,
-		MaxDelay: 500 * time.Millisecond, CallDelay: 200 * time.Millisecond, Seed: 5})
-	defer stopEvents()
-	self := testenv.RoleIdentity("tagsync")
-	moto.Rules.SetIdentity(testenv.MotoAccessKeyID, self)
-	var provider *aws.Provider
-	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, sqsEventsOn(t, moto, queue))
+	moto, h, calls := awsEventsHarness(t, 5, func(m *testenv.Moto) {
+		m.Rules.SetIdentity(testenv.MotoAccessKeyID, testenv.RoleIdentity("tagsync"))
+	})
 	shop := h.namespace("shop", map[string]string{"cost-center": "cc-1"})
 	h.service(shop, "web", nil)
 	lb := awstest.LoadBalancers(t, moto, 1, map[string]string{aws.ServiceStackTag: shop + "/web", "elbv2.k8s.aws/cluster": "c1"})[0]
@@ -97,7 +83,7 @@ func TestAWSAValueWriterIsStoppedAndNamed(t *testing.T) {
 		t.Errorf("Conflict %q, want the fight over cost-center naming only %s", c.Message, pipeline.ARN)
 	}
 	h.pass(p)
-	if n := provider.Calls()["tag:TagResources"]; n != 4 {
+	if n := calls()["tag:TagResources"]; n != 4 {
 		t.Errorf("%d TagResources, want 4 (the write and 3 put-backs)", n)
 	}
 	if n := writes(); n != 4 {
@@ -133,6 +119,24 @@ func (h *harness) awsServiceFight(writer string) (*v1alpha1.WorkloadTagPolicy, *
 		return ""
 	})
 	return p, c
+}
+
+// awsEventsHarness starts moto with its tag writes' events delivered to an
+// SQS queue as AWS may deliver them (30% twice, each up to 0.5 s late,
+// CloudTrail's 0.2 s later still; seed draws them), runs ready on it, then
+// starts the controller with its changes from that queue through the SQS
+// source. It returns moto, the harness and the provider's calls so far.
+func awsEventsHarness(t *testing.T, seed uint64, ready func(*testenv.Moto)) (*testenv.Moto, *harness, func() map[string]int) {
+	t.Helper()
+	moto := testenv.StartMoto(t)
+	moto.Rules.SetTaggingIndexDelay(0)
+	queue := sqsQueue(t, moto, "events")
+	t.Cleanup(moto.Rules.DeliverEvents(testenv.EventDelivery{QueueURL: queue, Duplicates: 0.3,
+		MaxDelay: 500 * time.Millisecond, CallDelay: 200 * time.Millisecond, Seed: seed}))
+	ready(moto)
+	var provider *aws.Provider
+	h := newHarness(t, func(*harness) cloud.Provider { provider = awstest.Provider(t, moto); return provider }, sqsEventsOn(t, moto, queue))
+	return moto, h, func() map[string]int { return provider.Calls() }
 }
 
 // sqsQueue creates an SQS queue on moto and returns its URL.
