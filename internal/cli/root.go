@@ -55,6 +55,7 @@ func NewCommandTree(argv0 string) *cobra.Command {
 		NewLoginCommand(),
 		NewTagsCommand(),
 		NewCleanupCommand(),
+		NewChartCommand(),
 	)
 	RejectUnknownCommands(root)
 	return root

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -21,7 +23,8 @@ import (
 const openShiftValues = "charts/tagsync/ci/openshift-values.yaml"
 
 // TestChartOpenShiftPodPassesRestrictedV2 renders the chart with
-// ci/openshift-values.yaml and checks its pod against the rules of
+// ci/openshift-values.yaml and checks its pods (the manager's, and the
+// objects Job's where the node sync runs) against the rules of
 // OpenShift's restricted-v2 SecurityContextConstraints (restrictedV2
 // Violations) and Pod Security "restricted" (the pod-security-admission
 // library's own checks, at the latest version and at Kubernetes 1.27, the
@@ -34,21 +37,32 @@ func TestChartOpenShiftPodPassesRestrictedV2(t *testing.T) {
 		name  string
 		flags []string
 		scc   bool // restricted-v2 admits it
+		pods  int  // the manager's, and the objects Job's with the node sync
 	}{
-		{"ci/openshift-values.yaml", []string{"--values", kube.RootDir + "/" + openShiftValues}, true},
-		{"fixedIDs=false with the metadata controller's audit log file", []string{"--set", "fixedIDs=false,metadata.enabled=true,metadata.auditLog=/var/log/tagsync/audit.log"}, true},
-		{"defaults", nil, false},
+		{"ci/openshift-values.yaml", []string{"--values", kube.RootDir + "/" + openShiftValues}, true, 1},
+		{"fixedIDs=false with the metadata controller's audit log file", []string{"--set", "fixedIDs=false,metadata.enabled=true,metadata.auditLog=/var/log/tagsync/audit.log"}, true, 2},
+		{"defaults", nil, false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			pod := deployment(t, renderChart(t, chartNS, c.flags...)).Spec.Template
-			v := restrictedV2Violations(&pod.Spec)
-			if c.scc && len(v) > 0 {
-				t.Errorf("restricted-v2 SCC would reject the pod:\n  %s", strings.Join(v, "\n  "))
+			pods := map[string]corev1.PodTemplateSpec{"the manager's": deployment(t, renderChart(t, chartNS, c.flags...)).Spec.Template}
+			for _, o := range ofKind(renderChartHooks(t, chartNS, c.flags...), "Job") {
+				var job batchv1.Job
+				must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &job))
+				pods["Job "+job.Name+"'s"] = job.Spec.Template
 			}
-			if !c.scc && !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, "runAsUser 65532") }) {
-				t.Errorf("restricted-v2 violations %q, want the fixed runAsUser 65532 among them", v)
+			if len(pods) != c.pods {
+				t.Errorf("checked %d pods, want %d", len(pods), c.pods)
 			}
-			checkPodSecurityRestricted(t, &pod.ObjectMeta, &pod.Spec)
+			for name, pod := range pods {
+				v := restrictedV2Violations(&pod.Spec)
+				if c.scc && len(v) > 0 {
+					t.Errorf("restricted-v2 SCC would reject %s pod:\n  %s", name, strings.Join(v, "\n  "))
+				}
+				if !c.scc && !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, "runAsUser 65532") }) {
+					t.Errorf("restricted-v2 violations of %s pod %q, want the fixed runAsUser 65532 among them", name, v)
+				}
+				checkPodSecurityRestricted(t, &pod.ObjectMeta, &pod.Spec)
+			}
 		})
 	}
 }

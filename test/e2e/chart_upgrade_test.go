@@ -42,20 +42,28 @@ var (
 )
 
 // TestChartUpgradeTakesOverTheCRDs installs the previous chart (packaged
-// from previousChartCommit, its CRDs in crds/) with `helm install` on a
-// control plane of its own that starts without tagsync's CRDs, creates a
-// CloudMetadata and gives it and the chart's NodeTagSync a status, then
-// runs `helm upgrade --take-ownership` to this chart (packaged), as
-// docs/install.md says: the CRDs are now the release's (Helm's ownership
-// metadata, helm.sh/resource-policy: keep, in the release manifest) and the
-// current ones (the NodeTagSync CRD has spec.suspend, and a NodeTagSync
-// keeps it), and both objects are the same objects with the same status.
-// `helm uninstall` then keeps the CRDs and the CloudMetadata.
+// from previousChartCommit, its CRDs in crds/, its NodeTagSync part of the
+// release) with `helm install` on a control plane of its own that starts
+// without tagsync's CRDs, creates a CloudMetadata and gives it and the
+// chart's NodeTagSync a status, then runs `helm upgrade --take-ownership` to
+// this chart (packaged), as docs/install.md says: the CRDs are now the
+// release's (Helm's ownership metadata, helm.sh/resource-policy: keep, in
+// the release manifest) and the current ones (the NodeTagSync CRD has
+// spec.suspend, and a NodeTagSync keeps it), the NodeTagSync left the
+// release without being deleted (the upgrade's keep Job marked it first)
+// and was applied by the objects Job, and both objects are the same objects
+// with the same status. `helm uninstall` then keeps the CRDs, the
+// CloudMetadata and the NodeTagSync.
 //
 // Then a first install of this chart on a cluster without the CRDs: the
-// chart's NodeTagSync (a post-install hook, since its CRD is created by the
-// same release) exists, and the next `helm upgrade` takes it into the
-// release; with crds.keep=false `helm uninstall` deletes the CRDs.
+// objects Job applies the NodeTagSync once its CRD is served; an upgrade
+// that changes its spec while the new Deployment has not rolled out leaves
+// the spec as it was until the rollout, then applies it; with
+// crds.keep=false `helm uninstall` deletes the CRDs.
+//
+// An envtest control plane runs no Pods: chartJobs runs each hook Job's
+// container as the real binary, as the Job's ServiceAccount, and marks the
+// Deployment rolled out when the test lets it.
 func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 	ctx := context.Background()
 	cluster := testenv.StartWith(t, testenv.Options{WithoutTagsyncCRDs: true})
@@ -89,12 +97,22 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 		"CloudMetadata cluster": getObject(ctx, t, cluster.Client, cloudMetadataGVK, ns, "cluster"),
 	}
 
+	jobs := runChartJobs(t, cluster)
 	h.run(t, "upgrade", release, current, "-n", ns, "--take-ownership")
+	if jobs.succeeded("tagsync-objects-keep") != 1 || jobs.succeeded("tagsync-objects-apply") != 1 {
+		t.Errorf("the upgrade ran the Jobs %v, want tagsync-objects-keep and tagsync-objects-apply once each", jobs.Runs())
+	}
+	if v := getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default").GetAnnotations()["tagsync.io/requires-version"]; v == "" {
+		t.Error("after the upgrade the NodeTagSync has no tagsync.io/requires-version: the objects Job did not apply it")
+	}
 	manifest, err := decodeObjects(h.run(t, "get", "manifest", release, "-n", ns))
 	must(t, err)
 	var inRelease []string
 	for _, o := range ofKind(manifest, "CustomResourceDefinition") {
 		inRelease = append(inRelease, o.GetName())
+	}
+	if n := len(ofKind(manifest, "NodeTagSync")); n != 0 {
+		t.Errorf("the upgraded release's manifest holds %d NodeTagSyncs, want none (the objects Job applies it)", n)
 	}
 	if slices.Sort(inRelease); !slices.Equal(inRelease, tagsyncCRDs) {
 		t.Errorf("the upgraded release's manifest holds the CRDs %v, want %v", inRelease, tagsyncCRDs)
@@ -130,35 +148,52 @@ func TestChartUpgradeTakesOverTheCRDs(t *testing.T) {
 		getObject(ctx, t, cluster.Client, crdGVK, "", name)
 	}
 	getObject(ctx, t, cluster.Client, cloudMetadataGVK, ns, "cluster")
+	if left := getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default"); left.GetUID() != before["NodeTagSync default"].GetUID() {
+		t.Errorf("helm uninstall replaced the NodeTagSync (uid %s, was %s)", left.GetUID(), before["NodeTagSync default"].GetUID())
+	}
 
 	// A first install of this chart, the CRDs gone: from the API server's
-	// discovery too, as on a cluster that never had them (a group still
-	// being torn down there can keep the re-created CRDs from being served
-	// before Helm maps the post-install hook).
+	// discovery too, as on a cluster that never had them.
 	deleteCRDs(ctx, t, cluster.Client)
 	waitGroupGone(t, cluster.Config)
-	if out, err := h.try(t, "install", release, current, "-n", ns); err == nil {
-		if hook := getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default").GetAnnotations()["helm.sh/hook"]; hook != "post-install" {
-			t.Errorf("on a first install the chart's NodeTagSync has helm.sh/hook %q, want post-install", hook)
-		}
-	} else if strings.Contains(out, `no matches for kind "NodeTagSync"`) {
-		// Helm mapped the hook before the API server served the CRDs
-		// it had just created (a loaded machine): docs/install.md says
-		// to run helm upgrade, which creates the NodeTagSync.
-		t.Logf("the first install stopped at the NodeTagSync hook, as docs/install.md warns: %v", err)
-		waitCRDsServed(ctx, t, cluster.Client)
-		h.run(t, "upgrade", release, current, "-n", ns)
-		getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default")
-	} else {
-		t.Fatalf("helm install: %v\n%s", err, out)
+	h.run(t, "install", release, current, "-n", ns)
+	nts = getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default")
+	if a := nts.GetAnnotations(); a["helm.sh/hook"] != "" || a["tagsync.io/requires-version"] == "" {
+		t.Errorf("after a first install the NodeTagSync has annotations %v, want tagsync.io/requires-version and no hook", a)
 	}
 	for _, name := range tagsyncCRDs {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, true)
 	}
-	h.run(t, "upgrade", release, current, "-n", ns, "--set", "crds.keep=false,nodeTagSync.spec.resyncInterval=7m")
+
+	// An upgrade that changes the NodeTagSync's spec and the Deployment's
+	// Pods (as a new image does): while the new Deployment has not rolled
+	// out, the objects Job waits and the spec is the old one; once it has,
+	// the new spec is applied.
+	jobs.hold.Store(true)
+	upgrade := make(chan error, 1)
+	go func() {
+		out, err := h.try(t, "upgrade", release, current, "-n", ns, "--set", "crds.keep=false,nodeTagSync.spec.resyncInterval=7m",
+			"--set-string", "podAnnotations.rollout=2")
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, out)
+		}
+		upgrade <- err
+	}()
+	eventually(t, "the objects Job waiting for the rollout", func() string {
+		out, ok := jobs.running("tagsync-objects-apply")
+		if !strings.Contains(out, "Deployment "+ns+"/tagsync: waiting for the rollout to start") {
+			return fmt.Sprintf("running %v, output %q", ok, out)
+		}
+		return ""
+	})
+	if interval, _, _ := unstructured.NestedString(getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default").Object, "spec", "resyncInterval"); interval == "7m" {
+		t.Error("the new spec was applied before the Deployment rolled out")
+	}
+	jobs.hold.Store(false)
+	must(t, <-upgrade)
 	nts = getObject(ctx, t, cluster.Client, nodeTagSyncGVK, "", "default")
-	if interval, _, _ := unstructured.NestedString(nts.Object, "spec", "resyncInterval"); interval != "7m" || nts.GetAnnotations()["helm.sh/hook"] != "" {
-		t.Errorf("after the upgrade the NodeTagSync has resyncInterval %q and annotations %v, want 7m and no hook", interval, nts.GetAnnotations())
+	if interval, _, _ := unstructured.NestedString(nts.Object, "spec", "resyncInterval"); interval != "7m" {
+		t.Errorf("after the rollout the NodeTagSync has resyncInterval %q, want 7m", interval)
 	}
 	for _, name := range tagsyncCRDs {
 		checkReleaseCRD(ctx, t, cluster.Client, name, release, ns, false)

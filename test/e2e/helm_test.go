@@ -38,8 +38,26 @@ func helm(t testing.TB, args ...string) []byte {
 }
 
 // renderChart runs `helm template` for release "tagsync" in namespace with
-// the extra helm flags (--values, --set) and decodes what it prints.
+// the extra helm flags (--values, --set) and returns the objects the
+// cluster holds once the install has finished: the release's objects and
+// what the chart's objects Job applies after the rollout (its NodeTagSync),
+// without the hooks themselves (renderChartHooks).
 func renderChart(t testing.TB, namespace string, flags ...string) []*unstructured.Unstructured {
+	t.Helper()
+	release, hooks := splitHooks(renderAll(t, namespace, flags...))
+	return append(release, chartJobObjects(t, hooks)...)
+}
+
+// renderChartHooks is renderChart's hooks: the objects Job, its
+// ServiceAccount and RBAC.
+func renderChartHooks(t testing.TB, namespace string, flags ...string) []*unstructured.Unstructured {
+	t.Helper()
+	_, hooks := splitHooks(renderAll(t, namespace, flags...))
+	return hooks
+}
+
+// renderAll runs `helm template` and decodes what it prints.
+func renderAll(t testing.TB, namespace string, flags ...string) []*unstructured.Unstructured {
 	t.Helper()
 	args := append([]string{"template", "tagsync", chartDir(), "--namespace", namespace}, flags...)
 	objs, err := decodeObjects(helm(t, args...))
@@ -47,6 +65,18 @@ func renderChart(t testing.TB, namespace string, flags ...string) []*unstructure
 		t.Fatalf("decoding `helm %v`: %v", args, err)
 	}
 	return objs
+}
+
+// splitHooks separates Helm hooks (annotated helm.sh/hook) from the rest.
+func splitHooks(objs []*unstructured.Unstructured) (release, hooks []*unstructured.Unstructured) {
+	for _, o := range objs {
+		if o.GetAnnotations()["helm.sh/hook"] != "" {
+			hooks = append(hooks, o)
+		} else {
+			release = append(release, o)
+		}
+	}
+	return release, hooks
 }
 
 // ofKind returns the objects of a kind.

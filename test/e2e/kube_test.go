@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
@@ -56,14 +55,9 @@ func impersonatingClient(t testing.TB, user string, groups ...string) client.Cli
 // impersonating user in groups (no impersonation when user is "").
 func writeKubeconfig(t testing.TB, user string, groups ...string) string {
 	t.Helper()
-	kc, err := clientcmd.Load(kube.KubeConfig)
+	kc, err := kubeconfigAs(kube.KubeConfig, user, groups...)
 	must(t, err)
-	for _, a := range kc.AuthInfos {
-		a.Impersonate, a.ImpersonateGroups = user, groups
-	}
-	b, err := clientcmd.Write(*kc)
-	must(t, err)
-	return tempFile(t, "kubeconfig", string(b))
+	return tempFile(t, "kubeconfig", kc)
 }
 
 // ensureNamespace creates a namespace unless it exists. Namespaces are left

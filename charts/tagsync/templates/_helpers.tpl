@@ -456,3 +456,80 @@ kinds), and then the Kubernetes version (--kube-version) decides.
 {{- else if and (not ($api.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration")) (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) }}true
 {{- end }}
 {{- end }}
+
+{{/*
+tagsync.hookMeta: the metadata of a hook object of the chart's objects Job
+(dict: name, hooks, weight, root): deleted before it is made again and once
+its hook has succeeded; a failed Job stays for its logs.
+*/}}
+{{- define "tagsync.hookMeta" -}}
+name: {{ .name }}
+labels:
+  {{- include "tagsync.labels" .root | nindent 2 }}
+  app.kubernetes.io/component: objects
+annotations:
+  helm.sh/hook: {{ .hooks }}
+  helm.sh/hook-weight: {{ .weight | quote }}
+  helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
+
+{{/*
+tagsync.objectsJob: a hook Job running `tagsync <args>` as the objects
+ServiceAccount (dict: root, name, serviceAccount, hooks, args), on the
+manager's image, pull secrets, security context and node placement.
+*/}}
+{{- define "tagsync.objectsJob" -}}
+{{- $root := .root }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  namespace: {{ $root.Release.Namespace }}
+  {{- include "tagsync.hookMeta" (dict "name" .name "hooks" .hooks "weight" "0" "root" $root) | nindent 2 }}
+spec:
+  backoffLimit: 3
+  activeDeadlineSeconds: 3600
+  template:
+    metadata:
+      # Not the manager's selector labels: its Services and PodDisruptionBudget
+      # must not count this Pod.
+      labels:
+        app.kubernetes.io/instance: {{ $root.Release.Name }}
+        app.kubernetes.io/part-of: tagsync
+        app.kubernetes.io/component: objects
+    spec:
+      restartPolicy: Never
+      serviceAccountName: {{ .serviceAccount }}
+      automountServiceAccountToken: true
+      enableServiceLinks: false
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      securityContext:
+        {{- include "tagsync.podSecurityContext" $root | nindent 8 }}
+      containers:
+        - name: objects
+          image: {{ include "tagsync.image" $root | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args:
+            {{- toYaml .args | nindent 12 }}
+          resources:
+            requests:
+              cpu: 10m
+              memory: 32Mi
+            limits:
+              memory: 128Mi
+          securityContext:
+            {{- include "tagsync.securityContext" $root | nindent 12 }}
+      {{- with $root.Values.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end }}
