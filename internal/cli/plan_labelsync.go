@@ -58,6 +58,9 @@ type profilePlan struct {
 	// Suspended: the profile is suspended; Nodes is what it would write,
 	// and none of it is written.
 	Suspended bool `json:"suspended,omitempty"`
+	// HeldReason says why the Nodes' held removals are held ("" when none
+	// is).
+	HeldReason string `json:"heldReason,omitempty"`
 	// Retained counts the labels deletionPolicy Retain keeps.
 	Retained int `json:"retainedLabels,omitempty"`
 }
@@ -116,7 +119,7 @@ func (r *planReport) collectProfiles(ctx context.Context, c client.Reader, ls la
 // profileDiff renders a profile's prediction.
 func profileDiff(p *v1alpha1.LabelSyncProfile, pred *labelsync.ProfilePlan) profilePlan {
 	out := profilePlan{Namespace: p.Namespace, Name: p.Name, Prefixes: p.Spec.Prefixes, Matched: pred.Matched,
-		InSync: pred.InSync, Paused: pred.Paused, Suspended: pred.Suspended, Retained: pred.Retained}
+		InSync: pred.InSync, Paused: pred.Paused, Suspended: pred.Suspended, Retained: pred.Retained, HeldReason: pred.HeldReason}
 	if out.Prefixes == nil {
 		out.Prefixes = []string{}
 	}
@@ -210,10 +213,14 @@ func (p *planPrinter) profile(s profilePlan) {
 			p.line(2, red, "- taint %s:NoSchedule", v1alpha1.LabelSyncPendingTaintKey)
 		}
 		for _, k := range n.Held {
-			p.line(2, yellow, "! %s held for approval: label sync never wrote it (%s)", k, v1alpha1.ApproveDeletionsAnnotation)
+			p.line(2, yellow, "! %s removal held for approval", k)
 		}
 	}
 	p.line(1, "", "%d node(s) in sync", s.InSync)
+	if s.HeldReason != "" {
+		p.line(1, yellow, "held for approval: %s (approve the set with the token of the profile's DeletionsHeld condition: %s)",
+			s.HeldReason, v1alpha1.ApproveDeletionsAnnotation)
+	}
 	if s.Retained > 0 {
 		p.line(1, "", "%d label(s) kept that the sync would remove (deletionPolicy Retain)", s.Retained)
 	}

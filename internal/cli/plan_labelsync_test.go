@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,7 @@ var labelSyncCRDs = sync.OnceValue(func() error {
 // plane, which is its own workload cluster (Cluster "self").
 type lsEstate struct {
 	t     *testing.T
+	env   *testenv.Env
 	c     client.Client
 	ns    string
 	kc    string
@@ -62,16 +64,8 @@ type lsEstate struct {
 // LabelSyncProfile racks.
 func newLSEstate(t *testing.T) *lsEstate {
 	t.Helper()
-	env, kc := kube(t)
-	if err := labelSyncCRDs(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: planScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &lsEstate{t: t, c: c, ns: newNamespace(t, env), kc: kc}
-	e.cluster("self", env.KubeConfig)
+	e := newEmptyLSEstate(t)
+	e.cluster("self", e.env.KubeConfig)
 	e.cluster("dead", []byte("apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
 		"contexts: [{name: d, context: {cluster: d, user: u}}]\ncurrent-context: d\nusers: [{name: u, user: {token: x}}]\n"))
 	pending := build.NoSchedule(v1alpha1.LabelSyncPendingTaintKey, "true")
@@ -86,6 +80,20 @@ func newLSEstate(t *testing.T) *lsEstate {
 	e.machine(e.host("h5", racks, "rack.example.com/rack", "r5"), "dead", "n5")
 	e.create(build.LabelSyncProfile("racks", build.HostSelector(racks), build.Prefixes("rack.example.com")))
 	return e
+}
+
+// newEmptyLSEstate is an estate in a new namespace, with nothing in it.
+func newEmptyLSEstate(t *testing.T) *lsEstate {
+	t.Helper()
+	env, kc := kube(t)
+	if err := labelSyncCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: planScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lsEstate{t: t, env: env, c: c, ns: newNamespace(t, env), kc: kc}
 }
 
 // create creates obj in the estate's namespace.
@@ -296,7 +304,8 @@ func assertLSText(t *testing.T, e *lsEstate) {
 		"  node " + e.ns + "-n1 of " + e.ns + "/self (host h1)\n" +
 			"    ~ rack.example.com/rack: \"r0\" -> \"r1\"\n    + rack.example.com/row = \"2\"\n" +
 			"    - taint labelsync.tagsync.io/pending:NoSchedule\n" +
-			"    ! rack.example.com/old held for approval: label sync never wrote it (tagsync.io/approve-deletions)\n  1 node(s) in sync",
+			"    ! rack.example.com/old removal held for approval\n  1 node(s) in sync\n" +
+			"  held for approval: 1 tag deletion(s)",
 		"host h2 waits: NoConsumer",
 		"host h5 waits: ClusterUnreachable (workload cluster " + e.ns + "/dead cannot be reached",
 		"Plan: 1 write(s)",
@@ -341,5 +350,81 @@ func TestSuspendedProfilePlansNoWrite(t *testing.T) {
 	r := planReport{LabelSyncProfiles: []profilePlan{p}}
 	if got := r.Writes(); got != 0 {
 		t.Fatalf("a suspended profile plans %d write(s), want 0: its pass writes nothing", got)
+	}
+}
+
+// TestPlanHoldsALabelRemovedFromManyNodes: five hosts whose labels the
+// sync wrote on their Nodes are re-registered without one of them. The
+// pass holds the five removals (one label leaving five Nodes), and plan,
+// judging every Node's removals together as the pass does, shows the same
+// five held, none as a removal, and why.
+func TestPlanHoldsALabelRemovedFromManyNodes(t *testing.T) {
+	e := newEmptyLSEstate(t)
+	e.cluster("self", e.env.KubeConfig)
+	sel := map[string]string{"sync": "zones"}
+	var hosts []*metal3.BareMetalHost
+	for i := range 5 {
+		name := fmt.Sprintf("z%d", i)
+		n := e.node(name, map[string]string{"kubernetes.io/hostname": name})
+		h := e.host("h"+name, sel, "rack.example.com/rack", "r1", "rack.example.com/zone", "a")
+		e.machine(h, "self", n)
+		hosts = append(hosts, h)
+	}
+	e.create(build.LabelSyncProfile("zones", build.HostSelector(sel), build.Prefixes("rack.example.com")))
+	e.startLabelSync()
+	testenv.Eventually(t, planWait, "the zone label on the five Nodes", func() string {
+		for name, n := range e.nodeObjects() {
+			if n.Labels["rack.example.com/zone"] != "a" || n.Annotations[v1alpha1.LabelSyncRecordAnnotation] == "" {
+				return fmt.Sprintf("node %s: labels %v, annotations %v", name, n.Labels, n.Annotations)
+			}
+		}
+		return ""
+	})
+	for _, h := range hosts {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"rack.example.com/zone":null}}}`))
+		if err := e.c.Patch(context.Background(), h, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first host's removal may reach its Node alone, in a pass of its
+	// own (one Node of five is no mass removal); the rest are held.
+	profile := &v1alpha1.LabelSyncProfile{}
+	held := map[string]bool{}
+	testenv.Eventually(t, planWait, "the pass holding the removals", func() string {
+		if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "zones"}, profile); err != nil {
+			return err.Error()
+		}
+		h := profile.Status.DeletionsHeld
+		if h == nil {
+			return "nothing held"
+		}
+		clear(held)
+		for _, r := range h.Resources {
+			held[r.Resource] = true
+		}
+		gone := 0
+		for _, n := range e.nodeObjects() {
+			if _, ok := n.Labels["rack.example.com/zone"]; !ok {
+				gone++
+			}
+		}
+		if len(held)+gone != 5 || len(held) < 3 {
+			return fmt.Sprintf("%d Nodes lost the zone, %d held: %+v", gone, len(held), h)
+		}
+		return ""
+	})
+
+	out, err := e.runLSPlan("zones", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := parsePlan(t, out).LabelSyncProfiles
+	if len(plan) != 1 || len(plan[0].Nodes) != len(held) || !strings.Contains(plan[0].HeldReason, "rack.example.com/zone would leave 5 of the 5") {
+		t.Fatalf("plan: %s\nwant %d Nodes with the zone removal held, and why", out, len(held))
+	}
+	for _, n := range plan[0].Nodes {
+		if fmt.Sprint(n.Held) != "[rack.example.com/zone]" || len(n.Labels) != 0 || !held[fmt.Sprintf("node %s of cluster %s", n.Name, n.Cluster)] {
+			t.Errorf("plan of node %s: held %v, changes %v; want zone held as the pass holds it (%v) and nothing written", n.Name, n.Held, n.Labels, held)
+		}
 	}
 }

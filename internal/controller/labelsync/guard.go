@@ -25,9 +25,7 @@ func (p *pass) guard(works []*clusterWork) map[nodeKey][]string {
 	if p.src.retain {
 		return nil
 	}
-	var all []tags.Deletions
-	carriers := map[string]int{}
-	where := map[string]nodeKey{}
+	var nodes []nodeRemovals
 	for _, cw := range works {
 		if cw == nil {
 			continue
@@ -36,42 +34,83 @@ func (p *pass) guard(works []*clusterWork) map[nodeKey][]string {
 			if hw.node == nil {
 				continue
 			}
-			synced := 0
-			for key := range hw.node.Labels {
-				if tags.InSyncScope(key, p.src.prefixes) {
-					carriers[key]++
-					synced++
-				}
-			}
-			names := slices.Concat(hw.plan.Removals, hw.plan.Unclear)
 			contested := contestedKeys(hw.contests)
-			names = slices.DeleteFunc(names, func(k string) bool { return slices.Contains(contested, k) })
-			if len(names) == 0 {
-				continue
-			}
-			id := fmt.Sprintf("node %s of cluster %s", hw.l.node, cw.cluster)
-			where[id] = nodeKey{cluster: cw.cluster, node: hw.l.node}
-			all = append(all, tags.Deletions{Resource: id, Synced: synced, Names: names, Unclear: hw.plan.Unclear})
+			names := slices.DeleteFunc(slices.Concat(hw.plan.Removals, hw.plan.Unclear), func(k string) bool { return slices.Contains(contested, k) })
+			nodes = append(nodes, nodeRemovals{key: nodeKey{cluster: cw.cluster, node: hw.l.node}, labels: hw.node.Labels,
+				names: names, unclear: hw.plan.Unclear})
 		}
 	}
-	mass := tags.GuardDeletions(all, tags.Spread{NameCase: tags.CaseSensitive, Carriers: carriers, Recent: p.st.recent.Deletions.Recent(p.started)})
+	j := judgeRemovals(nodes, p.src.prefixes, p.st.recent.Deletions.Recent(p.started))
 	held := map[nodeKey][]string{}
-	if mass.Held() {
-		p.out.held, p.out.approved = kit.HeldDeletions(p.src.obj, mass, p.heldBefore(), p.started)
+	if j.mass.Held() {
+		p.out.held, p.out.approved = kit.HeldDeletions(p.src.obj, j.mass, p.heldBefore(), p.started)
 		if !p.out.approved {
-			for _, d := range mass.Deletions {
-				held[where[d.Resource]] = append(held[where[d.Resource]], d.Names...)
-			}
+			held = j.held()
 		}
 	}
 	if !p.src.suspended {
-		for _, d := range all {
+		for _, d := range j.all {
 			for _, name := range d.Names {
-				if !slices.Contains(held[where[d.Resource]], name) {
+				if !slices.Contains(held[j.where[d.Resource]], name) {
 					p.st.recent.Deletions.Record(tags.CaseSensitive, d.Resource, []string{name}, p.started)
 				}
 			}
 		}
+	}
+	return held
+}
+
+// nodeRemovals is one Node's planned label removals, as the guard judges
+// them.
+type nodeRemovals struct {
+	key nodeKey
+	// labels are the Node's labels as read.
+	labels map[string]string
+	// names are the removals (Unclear ones included, contested ones left
+	// out), unclear those the sync never wrote.
+	names, unclear []string
+}
+
+// judgement is the guard's verdict on one pass's removals.
+type judgement struct {
+	mass tags.MassDeletion
+	// all are the removals judged, by resource ("node n of cluster c"),
+	// and where the Node each names.
+	all   []tags.Deletions
+	where map[string]nodeKey
+}
+
+// judgeRemovals runs the mass-deletion guard over the Nodes' removals: a
+// label's carriers are the Nodes that hold it under prefixes, recent the
+// deletions of the last hour's passes (DeletionLedger.Recent). Pure: the
+// pass and `tagsync plan` judge alike.
+func judgeRemovals(nodes []nodeRemovals, prefixes []string, recent map[string][]string) judgement {
+	j := judgement{where: map[string]nodeKey{}}
+	carriers := map[string]int{}
+	for _, n := range nodes {
+		synced := 0
+		for key := range n.labels {
+			if tags.InSyncScope(key, prefixes) {
+				carriers[key]++
+				synced++
+			}
+		}
+		if len(n.names) == 0 {
+			continue
+		}
+		id := fmt.Sprintf("node %s of cluster %s", n.key.node, n.key.cluster)
+		j.where[id] = n.key
+		j.all = append(j.all, tags.Deletions{Resource: id, Synced: synced, Names: n.names, Unclear: n.unclear})
+	}
+	j.mass = tags.GuardDeletions(j.all, tags.Spread{NameCase: tags.CaseSensitive, Carriers: carriers, Recent: recent})
+	return j
+}
+
+// held returns the removals the verdict holds, by Node.
+func (j judgement) held() map[nodeKey][]string {
+	held := map[nodeKey][]string{}
+	for _, d := range j.mass.Deletions {
+		held[j.where[d.Resource]] = append(held[j.where[d.Resource]], d.Names...)
 	}
 	return held
 }

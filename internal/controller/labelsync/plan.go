@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
+	"github.com/tagsync/tagsync/internal/controller/kit"
 	"github.com/tagsync/tagsync/internal/tags"
 )
 
@@ -45,6 +46,11 @@ type ProfilePlan struct {
 	// Retained counts the labels deletionPolicy Retain keeps that the
 	// sync would otherwise remove (they are not in Nodes).
 	Retained int
+	// HeldReason says why the removals in the Nodes' Held are held ("":
+	// none is).
+	HeldReason string
+	// removals are the Nodes' planned removals, judged together (hold).
+	removals []nodeRemovals
 }
 
 // NodePlan is the patch the next pass would send to one host's Node.
@@ -59,9 +65,10 @@ type NodePlan struct {
 	// ReleaseTaint: the pending taint would be removed.
 	ReleaseTaint bool
 	// Held are the removals the pass would hold for a person's approval
-	// (not in Labels): labels the sync never wrote, under a prefix new to
-	// it. (A removal of one label from many Nodes is held too; plan does
-	// not judge that across the Nodes.)
+	// (not in Labels): labels the sync never wrote (under a prefix new to
+	// it), and one label removed from many Nodes, in this pass or within
+	// the hour (the deletions the profile's status remembers), unless the
+	// profile approves that set.
 	Held []string
 }
 
@@ -115,6 +122,7 @@ func PlanProfile(ctx context.Context, c client.Reader, clientFor ClientFor, prof
 	for _, k := range sortedClusters(byCluster) {
 		out.planCluster(ctx, clientFor, k, byCluster[k], profile, profile.Spec.Retains())
 	}
+	out.hold(profile, time.Now())
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Host < out.Nodes[j].Host })
 	sort.SliceStable(out.Waiting, func(i, j int) bool { return out.Waiting[i].Host < out.Waiting[j].Host })
 	return out, nil
@@ -157,21 +165,44 @@ func (p *ProfilePlan) planCluster(ctx context.Context, clientFor ClientFor, clus
 		}
 		u := updateFor(l.host.Labels, node.Labels, prefixes, node.Spec.Taints, retain)
 		p.Retained += len(u.Retained)
-		var held []string
 		if !retain {
 			rec, _ := tags.ParseLabelRecord(node.Annotations[v1alpha1.LabelSyncRecordAnnotation])
-			held = tags.PlanLabelSync(l.host.Labels, node.Labels, prefixes, (&source{obj: profile, profile: profile}).recordName(), rec).Unclear
-			u.Labels.Delete = slices.DeleteFunc(u.Labels.Delete, func(k string) bool { return slices.Contains(held, k) })
-			if len(u.Labels.Delete) == 0 {
-				u.Labels.Delete = nil
-			}
+			lp := tags.PlanLabelSync(l.host.Labels, node.Labels, prefixes, (&source{obj: profile, profile: profile}).recordName(), rec)
+			p.removals = append(p.removals, nodeRemovals{key: nodeKey{cluster: cluster, node: node.Name}, labels: node.Labels,
+				names: slices.Concat(lp.Removals, lp.Unclear), unclear: lp.Unclear})
 		}
-		if u.Labels.IsEmpty() && u.Taints == nil && len(held) == 0 {
+		if u.Labels.IsEmpty() && u.Taints == nil {
 			p.InSync++
 			continue
 		}
 		p.Nodes = append(p.Nodes, NodePlan{Host: l.host.Name, Cluster: cluster, Node: node.Name, Before: node.Labels,
-			Labels: u.Labels, ReleaseTaint: u.Taints != nil, Held: held})
+			Labels: u.Labels, ReleaseTaint: u.Taints != nil})
+	}
+}
+
+// hold judges the planned removals of every Node together, as the pass
+// does (judgeRemovals, with the deletions the profile's status remembers
+// and its approval), and moves those it would hold from each Node's
+// deletions to Held.
+func (p *ProfilePlan) hold(profile *v1alpha1.LabelSyncProfile, now time.Time) {
+	var recent kit.Recent
+	recent.Load(profile.Status.RecentWrites)
+	j := judgeRemovals(p.removals, profile.Spec.Prefixes, recent.Deletions.Recent(now))
+	if !j.mass.Held() {
+		return
+	}
+	if _, approved := kit.HeldDeletions(profile, j.mass, profile.Status.DeletionsHeld, now); approved {
+		return
+	}
+	held := j.held()
+	p.HeldReason = j.mass.Reason
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		n.Held = held[nodeKey{cluster: n.Cluster, node: n.Node}]
+		n.Labels.Delete = slices.DeleteFunc(n.Labels.Delete, func(k string) bool { return slices.Contains(n.Held, k) })
+		if len(n.Labels.Delete) == 0 {
+			n.Labels.Delete = nil
+		}
 	}
 }
 
