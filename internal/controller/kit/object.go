@@ -334,6 +334,24 @@ func (b *Base) PatchStatus(ctx context.Context, obj, before client.Object) error
 	return nil
 }
 
+// Current returns obj as a pass's events should name it: obj itself, or,
+// while the cache has not shown this controller's own last status write
+// of it, a copy with the resourceVersion that write made. client-go's
+// event recorder takes two events with one reason about one version of an
+// object for repeats of one event (a series that keeps the first note), so
+// an event of this pass about the version the last pass's status write
+// replaced would be folded into that pass's event, its note lost.
+func (b *Base) Current(obj client.Object) client.Object {
+	v, _ := b.statusWrites().Get(obj.GetUID())
+	last, ok := v.(statusWrite)
+	if !ok || last.replaced != obj.GetResourceVersion() {
+		return obj
+	}
+	c := obj.DeepCopyObject().(client.Object)
+	c.SetResourceVersion(last.made)
+	return c
+}
+
 // statusWrite is the controller's last status write of an object: the
 // resourceVersion it replaced and the one it made.
 type statusWrite struct{ replaced, made string }

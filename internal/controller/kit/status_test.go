@@ -82,6 +82,15 @@ func TestPatchStatusFromACacheBehindItsOwnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverHolds(v1alpha1.LabelSyncProfileStatus{HostsMatched: 1, NodesInSync: 1})
+	// Events of a pass that reads v0 from the cache name v1's version
+	// (kit.Base.Current); the cached object itself is left as read.
+	if cur := b.Current(v0); cur.GetResourceVersion() != v1.ResourceVersion || v0.ResourceVersion == v1.ResourceVersion {
+		t.Fatalf("Current of the version the last write replaced has resourceVersion %s (cached %s), want the written %s",
+			cur.GetResourceVersion(), v0.ResourceVersion, v1.ResourceVersion)
+	}
+	if cur := b.Current(v1); cur != client.Object(v1) {
+		t.Fatal("Current of the written version is a copy, want the object itself")
+	}
 
 	// The cache still shows v0.
 	if _, err := pass(v0, func(s *v1alpha1.LabelSyncProfileStatus) {
