@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
@@ -57,3 +58,38 @@ func (b *Base) UseManager(mgr manager.Manager, name string) error {
 
 // Now is the clock's time.
 func (b *Base) Now() time.Time { return b.Clock.Now() }
+
+// Events is the Recorder as the controller's notifiers emit through it
+// (NewStates): an event names its object at the version the controller's
+// own last status write made (Current), not at the cached version that
+// write replaced. nil when the Base has no Recorder.
+func (b *Base) Events() notify.Emitter {
+	if b.Recorder == nil {
+		return nil
+	}
+	return currentEvents{EventRecorder: b.Recorder, base: b}
+}
+
+// currentEvents is Base.Events's recorder.
+type currentEvents struct {
+	events.EventRecorder
+	base *Base
+}
+
+// Eventf implements events.EventRecorder.
+func (e currentEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if o, ok := regarding.(client.Object); ok {
+		regarding = e.base.Current(o)
+	}
+	e.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// OnRefused passes f on to the recorder when it reports refused events
+// (notify.Recorder does).
+func (e currentEvents) OnRefused(f func(uid, reason, note string)) {
+	if r, ok := e.EventRecorder.(interface {
+		OnRefused(func(uid, reason, note string))
+	}); ok {
+		r.OnRefused(f)
+	}
+}

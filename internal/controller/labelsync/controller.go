@@ -173,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.sources = kit.NewStates[types.NamespacedName](r.Recorder, "Sync", func(n *notify.Notifier) *state { return &state{notes: n} })
+		r.sources = kit.NewStates[types.NamespacedName](r.Events(), "Sync", func(n *notify.Notifier) *state { return &state{notes: n} })
 		r.clusters = map[types.NamespacedName]*clusterHealth{}
 		r.claims = newClaimRegistry()
 	})

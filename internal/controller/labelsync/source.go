@@ -66,9 +66,7 @@ func (r *Reconciler) sourceFor(ctx context.Context, key types.NamespacedName) (*
 		if err := r.Client.Get(ctx, key, &p); err != nil {
 			return nil, err
 		}
-		// Events name the profile as its status now is (kit.Base.Current);
-		// the status is written from the cached one.
-		return &source{key: key, obj: r.Current(&p), profile: &p, prefixes: p.Spec.Prefixes, resync: p.Spec.Resync(),
+		return &source{key: key, obj: &p, profile: &p, prefixes: p.Spec.Prefixes, resync: p.Spec.Resync(),
 			suspended: p.Spec.Suspend, retain: p.Spec.Retains()}, nil
 	}
 	infra := types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimPrefix(key.Name, infraRequestPrefix)}

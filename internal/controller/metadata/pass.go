@@ -128,7 +128,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.states = kit.NewStates[types.NamespacedName](r.Recorder, "Sync", func(n *notify.Notifier) *state {
+		r.states = kit.NewStates[types.NamespacedName](r.Events(), "Sync", func(n *notify.Notifier) *state {
 			return &state{notes: n, held: map[string]*heldTags{}}
 		})
 		r.claims = newClaimBook()

@@ -177,7 +177,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrlManager) error {
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
-		r.syncs = kit.NewStates[string](r.Recorder, "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
+		r.syncs = kit.NewStates[string](r.Events(), "Sync", func(n *notify.Notifier) *syncState { return &syncState{notes: n} })
 		r.changes = newChangeBook()
 		if r.nodes.client == nil {
 			r.nodes.client = r.Client

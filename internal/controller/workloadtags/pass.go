@@ -126,7 +126,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.index.Name = func(name string) string { return name }
-		r.states = kit.NewStates[string](r.Recorder, "Tag", func(n *notify.Notifier) *state {
+		r.states = kit.NewStates[string](r.Events(), "Tag", func(n *notify.Notifier) *state {
 			return &state{notes: n, pendingSince: map[string]time.Time{}, written: map[string]written{}}
 		})
 	})
