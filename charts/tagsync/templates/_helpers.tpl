@@ -496,6 +496,9 @@ spec:
         app.kubernetes.io/instance: {{ $root.Release.Name }}
         app.kubernetes.io/part-of: tagsync
         app.kubernetes.io/component: objects
+      annotations:
+        # A service mesh's sidecar would keep the Job's Pod from completing.
+        sidecar.istio.io/inject: "false"
     spec:
       restartPolicy: Never
       serviceAccountName: {{ .serviceAccount }}
