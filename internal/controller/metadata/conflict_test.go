@@ -107,15 +107,19 @@ func (h *harness) waitEvent(reason, objectName, naming string) {
 	})
 }
 
-// missing lists the resources that do not carry name=value ("" when all do).
+// missing lists the resources that do not carry name=value, with what
+// they carry instead, and the writes so far ("" when all do).
 func (h *harness) missing(ids []string, name, value string) string {
 	var out []string
 	for _, id := range ids {
-		if h.tags(id)[name] != value {
-			out = append(out, id)
+		if v, ok := h.tags(id)[name]; v != value {
+			out = append(out, fmt.Sprintf("%s (%s=%q, present %v)", id, name, v, ok))
 		}
 	}
-	return strings.Join(out, ", ")
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s; %d tag writes so far", strings.Join(out, ", "), h.writes())
 }
 
 // TestConflictAcrossNamespaces: objects of two namespaces that classify the
