@@ -73,7 +73,12 @@ func TestConflictingObjectsWriteNeither(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitConflict("a", false, "")
-	eventually(t, "env=a everywhere after cm-b went", func() string { return h.missing(ids, "env", "a") })
+	eventually(t, "env=a everywhere after cm-b went", func() string {
+		if m := h.missing(ids, "env", "a"); m != "" {
+			return fmt.Sprintf("%s; a's status: %+v", m, h.azureStatus("a").Status)
+		}
+		return ""
+	})
 }
 
 // waitConflict waits until the AzureMetadata's Conflict condition has
