@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,31 +84,13 @@ type chartJobs struct {
 type chartJobRun struct {
 	Name   string
 	Args   []string
-	output *lockedBuffer
+	output *testenv.SyncBuffer
 	done   bool
 	Err    error
 }
 
 // Output is what the run has printed so far.
 func (r chartJobRun) Output() string { return r.output.String() }
-
-// lockedBuffer is a bytes.Buffer safe for a writer and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // runChartJobs starts a chartJobs on cluster until the test ends.
 func runChartJobs(t *testing.T, cluster *testenv.Env) *chartJobs {
@@ -185,7 +166,7 @@ func (j *chartJobs) run(ctx context.Context, job *batchv1.Job) {
 	start := metav1.Now()
 	j.mu.Lock()
 	i := len(j.runs)
-	j.runs = append(j.runs, chartJobRun{Name: job.Name, output: &lockedBuffer{}})
+	j.runs = append(j.runs, chartJobRun{Name: job.Name, output: &testenv.SyncBuffer{}})
 	out := j.runs[i].output
 	j.mu.Unlock()
 	var err error
