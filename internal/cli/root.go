@@ -28,7 +28,8 @@ declaratively and cheaply on cloud API quota:
   - label sync: labels of Metal3 BareMetalHosts on the Nodes of workload
     clusters (LabelSyncProfile)
 'tagsync run' is the controller manager; the other verbs check credentials,
-show status, plan, edit tag requests and clean up.`,
+show status, plan, edit tag requests, clean up and run the Helm chart's
+steps ('tagsync chart').`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Get(),

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tagsync/tagsync/api/v1alpha1"
 	"github.com/tagsync/tagsync/internal/armsim"
@@ -239,7 +241,11 @@ func TestAnotherReaderOfAChangeSharesTheTargetedPassRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := h.labels("evt-share-0")["azure.tags/env"]; got != want {
-			t.Fatalf("azure.tags/env=%q after the change's pass, want %s", got, want)
+			var n corev1.Node
+			_ = h.c.Get(h.ctx, client.ObjectKey{Name: "evt-share-0"}, &n)
+			full, targeted := h.passes("evt-share")
+			t.Fatalf("azure.tags/env=%q after the change's pass, want %s (Node's base %s; %v full and %v targeted passes; ARM reads %v)",
+				got, want, n.Annotations[v1alpha1.LastSyncedTagsAnnotation], full, targeted, h.armReads())
 		}
 	}
 	oneRead := func(order string) {
