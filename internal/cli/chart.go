@@ -22,9 +22,9 @@ import (
 // chart's objects as.
 const chartFieldManager = "tagsync-chart"
 
-// keepPolicy is the annotation by which Helm leaves an object in place when
-// it leaves a release (helm.sh/resource-policy: keep).
-const keepPolicy = "helm.sh/resource-policy"
+// resourcePolicyAnnotation is the annotation by which Helm leaves an object
+// in place when it leaves a release (helm.sh/resource-policy: keep).
+const resourcePolicyAnnotation = "helm.sh/resource-policy"
 
 // chartPoll is how often `tagsync chart apply` reads the rollout and retries
 // an apply the API server cannot take yet.
@@ -63,15 +63,11 @@ server-side as field manager tagsync-chart. An object whose kind the API
 server does not serve yet (its CRD just created) is retried until --timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := parseChartObjects(objects)
-			if err != nil {
-				return usageError(err)
-			}
 			deploy, err := parseRollout(rollout)
 			if err != nil {
 				return usageError(err)
 			}
-			c, err := kube.client()
+			objs, c, err := chartObjects(kube, objects)
 			if err != nil {
 				return err
 			}
@@ -108,11 +104,7 @@ helm.sh/resource-policy: keep, so that Helm leaves it in place when the
 upgraded chart no longer holds it in the release. A missing object is skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := parseChartObjects(objects)
-			if err != nil {
-				return usageError(err)
-			}
-			c, err := kube.client()
+			objs, c, err := chartObjects(kube, objects)
 			if err != nil {
 				return err
 			}
@@ -128,6 +120,17 @@ upgraded chart no longer holds it in the release. A missing object is skipped.`,
 	}
 	cmd.Flags().StringArrayVar(&objects, "object", nil, "an object to keep, as JSON (repeatable; only its kind and name are read)")
 	return cmd
+}
+
+// chartObjects decodes the --object flags (a usage error when they are
+// wrong) and connects to the cluster the kubectl flags select.
+func chartObjects(kube *kubeFlags, flags []string) ([]*unstructured.Unstructured, client.Client, error) {
+	objs, err := parseChartObjects(flags)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	c, err := kube.client()
+	return objs, c, err
 }
 
 // parseChartObjects decodes the --object flags: each a JSON object with an
@@ -253,12 +256,12 @@ func keepChartObject(ctx context.Context, c client.Client, o *unstructured.Unstr
 		}
 		return "", fmt.Errorf("reading %s %s: %w", o.GetKind(), o.GetName(), err)
 	}
-	if live.GetAnnotations()[keepPolicy] == "keep" {
+	if live.GetAnnotations()[resourcePolicyAnnotation] == "keep" {
 		return fmt.Sprintf("%s %s: already kept", o.GetKind(), o.GetName()), nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"keep"}}}`, keepPolicy)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"keep"}}}`, resourcePolicyAnnotation)
 	if err := c.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return "", fmt.Errorf("marking %s %s %s=keep: %w", o.GetKind(), o.GetName(), keepPolicy, err)
+		return "", fmt.Errorf("marking %s %s %s=keep: %w", o.GetKind(), o.GetName(), resourcePolicyAnnotation, err)
 	}
-	return fmt.Sprintf("%s %s: marked %s=keep", o.GetKind(), o.GetName(), keepPolicy), nil
+	return fmt.Sprintf("%s %s: marked %s=keep", o.GetKind(), o.GetName(), resourcePolicyAnnotation), nil
 }
